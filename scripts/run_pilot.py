@@ -1,0 +1,2528 @@
+#!/usr/bin/env python3
+"""XR-001 style pilot: what does context compaction lose?
+
+Runs the pre-registered XR-001 experiment (protocol/PROTOCOL.md) against a local model server:
+seeded pseudoword episodes with numeric ground truth are carried through three memory regimes,
+R0 (full transcript, the ceiling), R1 (cascaded prose summaries) and R2 (cascaded typed state
+blocks) at matched output budgets; eight integer probes per episode are scored into five
+corruption classes, and R1 is compared with R2 by an exact two-sided McNemar test.
+
+Standard library only. Every call is journalled (fsynced) the moment it returns, the manifest
+is replaced atomically and locked to the hashes of tasks, protocol, prompts, options and
+model digests, so a run can be interrupted at any moment and resumed without losing or
+repeating completed work.
+
+Usage:
+    python scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
+    python scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
+    python scripts/run_pilot.py status                      # what is done, failed and left
+    python scripts/run_pilot.py --help                      # every subcommand and option
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import email.utils
+import fcntl
+import hashlib
+import http.client
+import importlib.util
+import json
+import math
+import os
+import random
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+# ============================================================================================
+# Constants: the pinned design (protocol section 2) and this runner's defaults
+# ============================================================================================
+PROTOCOL_ID = "XR-001"
+GENERATOR_VERSION = "ccl-gen-1"
+BASE_SEED = 77001                      # episode seed = BASE_SEED + episode index
+N_EPISODES = 15
+N_SEGMENTS = 4
+VALUE_RANGE = (101, 987)
+SEGMENT_WORDS = (120, 180)
+MAX_STATE_WORDS = 120                  # instructed compaction length, both regimes
+COMPACTION_NUM_PREDICT = 256           # hard output cap on every compaction call
+ANSWER_NUM_PREDICT = 192               # hard output cap on every answer call
+NUM_CTX = 4096                         # context window pinned on every call
+TEMPERATURE = 0.0
+CALL_SEED = BASE_SEED                  # sampling seed sent with every call
+REGIME_NAMES = ("R0", "R1", "R2")
+CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
+WILSON_Z = 1.959963984540054           # two-sided 95%
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TASKS_PATH = REPO_ROOT / "tasks" / "tasks.json"
+PROTOCOL_PATH = REPO_ROOT / "protocol" / "PROTOCOL.md"
+RESULTS_ROOT = REPO_ROOT / "results"
+DEFAULT_RUN_NAME = "xr001"
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# Retry policy defaults (shown in --help): capped exponential backoff with full jitter.
+DEFAULT_RETRIES = 6
+DEFAULT_BACKOFF_BASE_S = 2.0
+DEFAULT_BACKOFF_CAP_S = 60.0
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
+PREFLIGHT_TIMEOUT_S = 1.5              # the "no server" message must come within 2 seconds
+MAX_RETRY_AFTER_S = 600.0
+
+
+# ============================================================================================
+# Errors: raised inside, turned into exit codes only by main()
+# ============================================================================================
+class PilotError(Exception):
+    """A failure with a one-line message telling the user what to do next."""
+
+    exit_code = EXIT_USAGE
+
+
+class TransientError(PilotError):
+    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage)."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class FatalCallError(PilotError):
+    """The server refused this request for good (4xx); retrying cannot help."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class RunInterrupted(PilotError):
+    exit_code = EXIT_INTERRUPTED
+
+
+# ============================================================================================
+# Record types
+# ============================================================================================
+@dataclasses.dataclass(frozen=True)
+class ChatRequest:
+    """Backend-neutral request: every knob that shapes an output is here and nowhere else."""
+
+    model: str
+    messages: tuple
+    max_output_tokens: int
+    context_window: int
+    temperature: float
+    seed: int
+    thinking_off: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatResponse:
+    """Backend-neutral response; token counts are None when the server did not report them."""
+
+    text: str
+    reasoning: str
+    prompt_tokens: int | None
+    output_tokens: int | None
+    stop_reason: str | None
+    timings: dict
+    raw_meta: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    """A memory regime as data: how its state is written and how its retention is scored."""
+
+    name: str
+    description: str
+    compaction_prompt: str | None       # key into PROMPTS; None means no compaction (R0)
+    answer_prompt: str                  # key into PROMPTS
+    retention_method: str | None        # "exact_lines", "nearest_number" or None
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSpec:
+    """One planned call of a cell, in cascade order."""
+
+    kind: str                           # "compact_<k>" or "question_<id>"
+    segment: int | None = None
+    question_id: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Every knob that can change an output; hashed into every call record."""
+
+    backend: str
+    base_url: str
+    tasks_sha256: str
+    protocol_sha256: str
+    prompts_sha256: str
+    n_episodes: int
+    regimes: tuple
+    compaction_options: dict
+    answer_options: dict
+
+    def sha256(self) -> str:
+        return sha256_text(canonical_json(dataclasses.asdict(self)))
+
+
+# ============================================================================================
+# Episode generation (protocol section 3): pure, seeded, byte-identical on every platform
+# ============================================================================================
+CONSONANTS = "BDFGKLMNPRSTVZ"
+VOWELS = "AEIOU"
+# Consonant-vowel words that are real words or names in common languages; never used.
+REAL_WORDS = frozenset({
+    "BANANA", "POTATO", "TOMATO", "DECADE", "SALAMI", "LEGATO", "MIMOSA", "DAKOTA", "BONITO",
+    "MERINO", "PINATA", "KIMONO", "NIRVAN", "MANILA", "SEDUTA", "GELATO", "MOLOTO", "PALOMA",
+    "TORINO", "SAKURA", "PAMELA", "ROSITA", "MARINA", "SABINA", "BEGONE", "DOMINO", "LATINO",
+    "RESUME", "DEPUTE", "MINUTE", "NAVIGA", "LOBATE", "MALINA", "SEMINA", "TOPAZE", "RELATE",
+    "REFUTE", "DONATE", "DILUTE", "SALUTE", "BERATE", "DEBASE", "DEFINE", "REFINE", "REMOTE",
+    "DENOTE", "DEVOTE", "SEDATE", "PELOTA", "MANANA", "BIKINI", "PAGODA", "GORILA", "LASAGE",
+})
+FILLER_SENTENCES = (
+    "The team reopened the working notes before moving on to the next batch.",
+    "Nobody questioned the ordering of the entries at this stage of the review.",
+    "A short discussion followed about how the figures had been collected in the field.",
+    "The analyst flagged the page for a second reading later in the afternoon.",
+    "Several older entries were set aside because their provenance was unclear.",
+    "The room went quiet while the ledger was checked line by line against the source.",
+    "Someone suggested that the labels be kept exactly as they were first written.",
+    "The session paused briefly while a colleague fetched the archived folder.",
+    "It was agreed that no rounding would be applied to any of the recorded figures.",
+    "The review then turned to the entries gathered during the second survey visit.",
+    "A note was added reminding the group to keep the original spelling of each label.",
+    "The lead reviewer asked everyone to read the recorded figures aloud once more.",
+    "The discussion drifted for a while toward the schedule for the coming weeks.",
+    "Coffee arrived, and the group used the moment to tidy the shared workspace.",
+    "One of the visitors asked whether the survey sheets had been scanned yet.",
+    "The answer was that scanning would wait until the whole batch was reconciled.",
+    "A printed copy of the worksheet was passed around the table for comments.",
+    "The margins of the worksheet were already crowded with earlier annotations.",
+    "Nobody wanted to change a figure without first finding its original source.",
+    "The group agreed that the next checkpoint would come after this section.",
+    "Outside, the rain had started again, drumming steadily on the skylight above.",
+    "The junior analyst kept a separate list of questions for the end of the day.",
+    "It took a few minutes to find the folder that held the matching field notes.",
+    "The reviewer reminded everyone that these labels are internal codes, not names.",
+    "A brief argument about formatting ended when the old template was restored.",
+    "The projector flickered, so the figures were read from the paper copy instead.",
+    "Everyone initialled the page once the entries had been read back correctly.",
+    "The conversation touched on how similar the codes looked at first glance.",
+    "The recorder noted the time and moved the finished sheet to the done pile.",
+    "Someone pointed out that the same survey team had collected every entry here.",
+    "The group took care to keep the new entries separate from the archived ones.",
+    "A reminder went out that the final summary would be shared with the whole unit.",
+)
+VALUE_SENTENCES = (
+    "The entry for {name} was recorded as {value}.",
+    "{name} came in at {value}.",
+    "The ledger lists {name} with a value of {value}.",
+    "For {name} the recorded figure is {value}.",
+    "{name} stands at {value} according to the sheet.",
+)
+COMBINED_SENTENCES = (
+    "Taken together, {a} and {b} come to {value}.",
+    "The combined figure for {a} and {b} is {value}.",
+    "Added up, {a} and {b} give {value}.",
+)
+# The fixed question plan: (id, type, role(s) and segment(s)) -- the same for every episode.
+QUESTION_PLAN = (
+    (1, "direct", (("base", 1),)),
+    (2, "direct", (("partner", 2),)),
+    (3, "direct", (("base", 3),)),
+    (4, "conflation", (("neighbor", 1),)),
+    (5, "conflation", (("neighbor", 4),)),
+    (6, "combined", (("combined", 1),)),
+    (7, "multihop", (("base", 2), ("base", 4))),
+    (8, "multihop", (("partner", 1), ("base", 3))),
+)
+QUESTION_TEMPLATES = {
+    "direct": "What value was recorded for {a}?",
+    "conflation": "What value was recorded for {a}?",
+    "combined": "What combined value was stated for {a} and {b} together?",
+    "multihop": "What is the value of {a} plus the value of {b}?",
+}
+
+
+def make_pseudoword(rng: random.Random) -> str:
+    """One upper-case six-letter consonant-vowel pseudoword (C V C V C V)."""
+    letters = []
+    for _ in range(3):
+        letters.append(CONSONANTS[rng.randrange(len(CONSONANTS))])
+        letters.append(VOWELS[rng.randrange(len(VOWELS))])
+    return "".join(letters)
+
+
+def draw_names(rng: random.Random, count: int) -> list[str]:
+    names: list[str] = []
+    while len(names) < count:
+        word = make_pseudoword(rng)
+        if word not in REAL_WORDS and word not in names:
+            names.append(word)
+    return names
+
+
+def draw_values(rng: random.Random) -> list[dict]:
+    """Values for all segments satisfying every 'no accidental structure' rule of the protocol."""
+    lo, hi = VALUE_RANGE
+    while True:
+        segments = []
+        for _ in range(N_SEGMENTS):
+            base = rng.randrange(lo, hi)            # hi excluded so that base + 1 stays in range
+            partner = rng.randrange(lo, hi + 1)
+            distractors = [rng.randrange(lo, hi + 1), rng.randrange(lo, hi + 1)]
+            segments.append({"base": base, "partner": partner, "neighbor": base + 1,
+                             "distractors": distractors})
+        if values_are_valid(segments):
+            return segments
+
+
+def values_are_valid(segments: list[dict]) -> bool:
+    entity_values = []
+    designed_pairs = set()
+    for seg in segments:
+        entity_values += [seg["base"], seg["partner"], seg["neighbor"], *seg["distractors"]]
+        designed_pairs.add((seg["base"], seg["neighbor"]))
+    if len(set(entity_values)) != len(entity_values):
+        return False
+    ordered = sorted(entity_values)
+    adjacent = {(a, b) for a, b in zip(ordered, ordered[1:]) if b - a == 1}
+    if adjacent != designed_pairs:
+        return False
+    sums = [seg["base"] + seg["partner"] for seg in segments]
+    if len(set(sums)) != len(sums) or set(sums) & set(entity_values):
+        return False
+    hop_a = segments[1]["base"] + segments[3]["base"]
+    hop_b = segments[0]["partner"] + segments[2]["base"]
+    forbidden = set(entity_values) | set(sums)
+    return hop_a != hop_b and hop_a not in forbidden and hop_b not in forbidden
+
+
+def render_segment_text(rng: random.Random, facts: list[str]) -> str:
+    """Embed the fact sentences in filler so the segment has 120-180 words."""
+    lo, hi = SEGMENT_WORDS
+    while True:
+        target = rng.randrange(lo + 10, hi - 10)
+        pool = list(FILLER_SENTENCES)
+        rng.shuffle(pool)
+        sentences = list(facts)
+        words = sum(len(s.split()) for s in sentences)
+        while words < target and pool:
+            filler = pool.pop()
+            sentences.append(filler)
+            words += len(filler.split())
+        rng.shuffle(sentences)
+        text = " ".join(sentences)
+        if lo <= len(text.split()) <= hi:
+            return text
+
+
+def generate_episode(index: int, base_seed: int = BASE_SEED) -> dict:
+    """One episode: four segments of facts in filler, the eight questions and the conflation set."""
+    seed = base_seed + index
+    rng = random.Random(seed)
+    names = draw_names(rng, N_SEGMENTS * 5)
+    values = draw_values(rng)
+    segments = []
+    for k in range(N_SEGMENTS):
+        seg_names = names[k * 5:(k + 1) * 5]
+        vals = values[k]
+        entities = {
+            "base": {"name": seg_names[0], "value": vals["base"], "role": "base"},
+            "partner": {"name": seg_names[1], "value": vals["partner"], "role": "partner"},
+            "neighbor": {"name": seg_names[2], "value": vals["neighbor"], "role": "neighbor"},
+            "distractors": [{"name": seg_names[3], "value": vals["distractors"][0]},
+                            {"name": seg_names[4], "value": vals["distractors"][1]}],
+        }
+        combined = {"names": [seg_names[0], seg_names[1]], "value": vals["base"] + vals["partner"]}
+        single = [entities["base"], entities["partner"], entities["neighbor"], *entities["distractors"]]
+        facts = [VALUE_SENTENCES[rng.randrange(len(VALUE_SENTENCES))].format(**e) for e in single]
+        facts.append(COMBINED_SENTENCES[rng.randrange(len(COMBINED_SENTENCES))].format(
+            a=combined["names"][0], b=combined["names"][1], value=combined["value"]))
+        segments.append({"index": k + 1, "text": render_segment_text(rng, facts),
+                         "entities": entities, "combined": combined})
+    questions = [make_question(qid, qtype, refs, segments) for qid, qtype, refs in QUESTION_PLAN]
+    conflation_set = sorted({e["value"] for seg in segments for e in segment_entities(seg)}
+                            | {seg["combined"]["value"] for seg in segments})
+    return {"episode": index, "seed": seed, "segments": segments, "questions": questions,
+            "conflation_set": conflation_set}
+
+
+def segment_entities(segment: dict) -> list[dict]:
+    ents = segment["entities"]
+    return [ents["base"], ents["partner"], ents["neighbor"], *ents["distractors"]]
+
+
+def make_question(qid: int, qtype: str, refs: tuple, segments: list[dict]) -> dict:
+    if qtype == "combined":
+        (_, seg_no), = refs
+        combined = segments[seg_no - 1]["combined"]
+        a, b = combined["names"]
+        return {"id": qid, "type": qtype, "segment": seg_no, "entities": [a, b],
+                "prompt": QUESTION_TEMPLATES[qtype].format(a=a, b=b), "truth": combined["value"]}
+    picked = [segments[seg_no - 1]["entities"][role] for role, seg_no in refs]
+    if qtype == "multihop":
+        a, b = picked
+        return {"id": qid, "type": qtype, "entities": [a["name"], b["name"]],
+                "prompt": QUESTION_TEMPLATES[qtype].format(a=a["name"], b=b["name"]),
+                "truth": a["value"] + b["value"]}
+    (entity,) = picked
+    return {"id": qid, "type": qtype, "segment": refs[0][1], "entity": entity["name"],
+            "prompt": QUESTION_TEMPLATES[qtype].format(a=entity["name"]), "truth": entity["value"]}
+
+
+def generate_tasks(n_episodes: int = N_EPISODES, base_seed: int = BASE_SEED) -> dict:
+    return {"protocol": PROTOCOL_ID, "generator_version": GENERATOR_VERSION, "base_seed": base_seed,
+            "n_episodes": n_episodes, "n_segments": N_SEGMENTS, "value_range": list(VALUE_RANGE),
+            "episodes": [generate_episode(i, base_seed) for i in range(n_episodes)]}
+
+
+def tasks_to_bytes(tasks: dict) -> bytes:
+    """The canonical file form of tasks.json: sorted-free, two-space indent, ASCII, LF, final newline."""
+    return (json.dumps(tasks, indent=2, ensure_ascii=True) + "\n").encode("ascii")
+
+
+# ============================================================================================
+# Prompts (protocol section 4): the only place prompt text lives; their hash is locked
+# ============================================================================================
+PROMPTS = {
+    "compact_prose": (
+        "You are keeping the working memory of a long analysis session. The transcript you have "
+        "seen so far is about to be deleted and replaced by the state you write now; anything you "
+        "leave out of it is lost for good.\n\n"
+        "Merge the previous state and the new segment below into one updated state. Write the "
+        "state as plain flowing prose: full sentences in one or more paragraphs, with no lists, "
+        "tables, headings or code blocks. Use at most {max_words} words.\n\n"
+        "PREVIOUS STATE:\n{previous_state}\n\n"
+        "NEW SEGMENT:\n{segment}\n\n"
+        "Write the updated state now, and nothing else."
+    ),
+    "compact_typed": (
+        "You are keeping the working memory of a long analysis session. The transcript you have "
+        "seen so far is about to be deleted and replaced by the state you write now; anything you "
+        "leave out of it is lost for good.\n\n"
+        "Merge the previous state and the new segment below into one updated state. Write the "
+        "state as a typed state block in exactly this layout:\n"
+        "values:\nNAME = <integer>   (one line per named quantity)\n"
+        "combined:\nNAME + NAME = <integer>   (one line per stated combined value)\n"
+        "relations:\n<one short line per relation worth keeping>\n"
+        "notes: <one free-text line>\n"
+        "Use at most {max_words} words.\n\n"
+        "PREVIOUS STATE:\n{previous_state}\n\n"
+        "NEW SEGMENT:\n{segment}\n\n"
+        "Write the updated state now, and nothing else."
+    ),
+    "answer_transcript": (
+        "Below is the full transcript of an analysis session.\n\n{context}\n\n"
+        "Question: {question}\n"
+        "Answer from the transcript above. You may reason briefly, but your reply must end with "
+        "a final line of the form ANSWER: <integer>"
+    ),
+    "answer_state": (
+        "Below is the saved state of an analysis session; the original transcript is gone.\n\n"
+        "{context}\n\n"
+        "Question: {question}\n"
+        "Answer from the saved state above. You may reason briefly, but your reply must end with "
+        "a final line of the form ANSWER: <integer>"
+    ),
+    "empty_state": "(none yet: this is the first checkpoint)",
+    "segment_heading": "Segment {index}:",
+}
+
+REGIMES = {
+    "R0": Regime("R0", "no compaction: the full transcript is carried (ceiling)", None,
+                 "answer_transcript", None),
+    "R1": Regime("R1", "prose summary, cascaded", "compact_prose", "answer_state", "nearest_number"),
+    "R2": Regime("R2", "typed state block, cascaded", "compact_typed", "answer_state", "exact_lines"),
+}
+
+
+def prompts_sha256() -> str:
+    return sha256_text(canonical_json(PROMPTS))
+
+
+def render_compaction_prompt(regime: Regime, previous_state: str, segment_text: str) -> str:
+    template = PROMPTS[regime.compaction_prompt]
+    return template.format(max_words=MAX_STATE_WORDS,
+                           previous_state=previous_state or PROMPTS["empty_state"],
+                           segment=segment_text)
+
+
+def render_transcript(episode: dict) -> str:
+    parts = [PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"]
+             for seg in episode["segments"]]
+    return "\n\n".join(parts)
+
+
+def render_answer_prompt(regime: Regime, context: str, question: dict) -> str:
+    return PROMPTS[regime.answer_prompt].format(context=context, question=question["prompt"])
+
+
+def plan_calls(regime: Regime, episode: dict) -> list[CallSpec]:
+    """The calls of one cell in cascade order: compactions after every segment, then 8 questions."""
+    calls = []
+    if regime.compaction_prompt:
+        calls += [CallSpec(f"compact_{seg['index']}", segment=seg["index"]) for seg in episode["segments"]]
+    calls += [CallSpec(f"question_{q['id']}", question_id=q["id"]) for q in episode["questions"]]
+    return calls
+
+
+# ============================================================================================
+# Transports (protocol section 5): one neutral interface, one small adapter per backend
+# ============================================================================================
+class _TimedHTTPConnection(http.client.HTTPConnection):
+    """Connects under a short timeout, then waits for the reply under a long one."""
+
+    read_timeout: float | None = None
+
+    def connect(self):
+        super().connect()
+        self.sock.settimeout(self.read_timeout)
+
+
+class _TimedHTTPSConnection(http.client.HTTPSConnection):
+    read_timeout: float | None = None
+
+    def connect(self):
+        super().connect()
+        self.sock.settimeout(self.read_timeout)
+
+
+class _TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    def __init__(self, read_timeout: float):
+        urllib.request.HTTPHandler.__init__(self)
+        urllib.request.HTTPSHandler.__init__(self)
+        self._http = type("Conn", (_TimedHTTPConnection,), {"read_timeout": read_timeout})
+        self._https = type("Conns", (_TimedHTTPSConnection,), {"read_timeout": read_timeout})
+
+    def http_open(self, req):
+        return self.do_open(self._http, req)
+
+    def https_open(self, req):
+        return self.do_open(self._https, req, context=self._context)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds (a number or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+
+
+def error_message_from_body(body: bytes) -> str:
+    """One readable line from any of the servers' error shapes (string, nested, JSON-in-string)."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:300] or "(empty body)"
+    for _ in range(3):
+        if isinstance(data, dict):
+            inner = data.get("error", data.get("message", data))
+            if isinstance(inner, dict):
+                inner = inner.get("message", inner)
+            data = inner
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+                continue
+            except ValueError:
+                break
+    return " ".join(str(data).split())[:300]
+
+
+class HttpClient:
+    """JSON over urllib with separate connect and read timeouts and classified errors."""
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
+                 headers: dict | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.connect_timeout = connect_timeout
+        self.opener = urllib.request.build_opener(_TimedHandler(read_timeout))
+        self._headers = dict(headers or {})
+
+    def request(self, method: str, path: str, payload: Any = None) -> Any:
+        data = None if payload is None else json.dumps(payload).encode("utf-8")
+        headers = {"Accept": "application/json", **self._headers}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        where = f"{method} {redact_url(self.base_url)}{path}"
+        try:
+            with self.opener.open(req, timeout=self.connect_timeout) as resp:
+                body = resp.read()
+        except urllib.error.HTTPError as err:
+            body = err.read() if err.fp else b""
+            message = error_message_from_body(body)
+            status = err.code
+            if status in (408, 425, 429) or status >= 500:
+                if status == 429 and "insufficient_quota" in body.decode("utf-8", "replace"):
+                    raise FatalCallError(f"{where}: HTTP 429 {message} (quota exhausted)", status)
+                raise TransientError(f"{where}: HTTP {status} {message}",
+                                     parse_retry_after(err.headers.get("Retry-After")))
+            raise FatalCallError(f"{where}: HTTP {status} {message}", status)
+        except urllib.error.URLError as err:
+            raise TransientError(f"{where}: cannot connect ({describe_net_error(err.reason)})")
+        except (TimeoutError, socket.timeout):
+            raise TransientError(f"{where}: timed out waiting for the server")
+        except (ConnectionError, http.client.HTTPException, OSError) as err:
+            raise TransientError(f"{where}: connection failed ({describe_net_error(err)})")
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)")
+
+
+def describe_net_error(reason: Any) -> str:
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, (TimeoutError, socket.timeout)):
+        return "timed out"
+    if isinstance(reason, ConnectionResetError):
+        return "connection reset"
+    return (str(reason) or type(reason).__name__)[:200]
+
+
+def redact_url(url: str) -> str:
+    """The URL without any user:password part, safe to print and record."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urllib.parse.urlunsplit(parts).rstrip("/")
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the server reported it; absent or non-integer means unknown, never 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class OllamaBackend:
+    """Ollama's native API: POST /api/chat, non-streaming, every option explicit, truncate off."""
+
+    name = "ollama"
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
+        self.base_url = normalize_ollama_url(base_url)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4)
+        self.thinking_models: set[str] = set()
+
+    def start_hint(self) -> str:
+        return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
+
+    def pull_hint(self, model: str) -> str:
+        return f"ollama pull {model}"
+
+    def server_info(self) -> dict:
+        return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
+
+    def list_models(self) -> list[str]:
+        return [m.get("name") or m.get("model") for m in self._tags()]
+
+    def _tags(self) -> list[dict]:
+        models = self.preflight_http.request("GET", "/api/tags").get("models") or []
+        return [m for m in models if isinstance(m, dict)]
+
+    def describe_model(self, model: str) -> dict:
+        tags = {m.get("name") or m.get("model"): m for m in self._tags()}
+        item = tags.get(model) or tags.get(model + ":latest") or {}
+        show = self.preflight_http.request("POST", "/api/show", {"model": model})
+        capabilities = show.get("capabilities")
+        details = item.get("details") or show.get("details") or {}
+        thinking = isinstance(capabilities, list) and "thinking" in capabilities
+        if thinking:
+            self.thinking_models.add(model)
+        context_length = None
+        for key, value in (show.get("model_info") or {}).items():
+            if key.endswith(".context_length") and isinstance(value, int):
+                context_length = value
+        return {"digest": item.get("digest"), "family": details.get("family"),
+                "parameter_size": details.get("parameter_size"),
+                "quantization": details.get("quantization_level"),
+                "capabilities": capabilities, "thinking_capable": thinking,
+                "think_false_sent": thinking, "trained_context_length": context_length}
+
+    def wire_options(self, max_output_tokens: int) -> dict:
+        return {"temperature": TEMPERATURE, "seed": CALL_SEED, "num_predict": max_output_tokens,
+                "num_ctx": NUM_CTX}
+
+    def build_body(self, request: ChatRequest) -> dict:
+        body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
+                "options": {"temperature": request.temperature, "seed": request.seed,
+                            "num_predict": request.max_output_tokens, "num_ctx": request.context_window},
+                "truncate": False}
+        if request.thinking_off and request.model in self.thinking_models:
+            body["think"] = False
+        return body
+
+    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+        body = self.build_body(request)
+        reply = self.http.request("POST", "/api/chat", body)
+        message = reply.get("message") if isinstance(reply, dict) else None
+        if not isinstance(message, dict):
+            raise TransientError("POST /api/chat: reply has no `message` object")
+        text = message.get("content") or ""
+        reasoning = message.get("thinking") or ""
+        done_reason = reply.get("done_reason") or None
+        if not text.strip() and not reasoning and done_reason != "length":
+            raise TransientError("POST /api/chat: reply has empty content")
+        timings = {k: reply.get(k) for k in ("total_duration", "load_duration", "prompt_eval_duration",
+                                             "eval_duration") if k in reply}
+        response = ChatResponse(text=text, reasoning=reasoning,
+                                prompt_tokens=_count(reply.get("prompt_eval_count")),
+                                output_tokens=_count(reply.get("eval_count")), stop_reason=done_reason,
+                                timings=timings, raw_meta={"created_at": reply.get("created_at")})
+        return response, {k: v for k, v in body.items() if k != "messages"}
+
+
+def normalize_ollama_url(url: str) -> str:
+    """OLLAMA_HOST may be `host:port`, `http://host:port` or `0.0.0.0`; give a full base URL."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "localhost"
+    if host in ("0.0.0.0", "::"):
+        host = "localhost"
+    port = parts.port or 11434
+    return f"{parts.scheme}://{host}:{port}{parts.path}"
+
+
+def normalize_openai_url(url: str) -> str:
+    """Accept the base URL with or without a trailing /v1 and never double it."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    if url.endswith("/v1"):
+        url = url[:-3]
+    return url
+
+
+class OpenAIBackend:
+    """OpenAI-compatible POST /v1/chat/completions (vLLM, llama.cpp, SGLang, LM Studio, Ollama /v1)."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
+                 thinking_control: str = "both"):
+        self.base_url = normalize_openai_url(base_url)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
+        self.thinking_control = thinking_control
+        self.context_windows: dict[str, int] = {}
+
+    def start_hint(self) -> str:
+        return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
+
+    def pull_hint(self, model: str) -> str:
+        return f"serve it under that id (vLLM --served-model-name {model}, llama-server -a {model})"
+
+    def _models(self) -> list[dict]:
+        data = self.preflight_http.request("GET", "/v1/models").get("data") or []
+        return [m for m in data if isinstance(m, dict)]
+
+    def server_info(self) -> dict:
+        self._models()   # the reachability check; the probes below are optional extras
+        info: dict = {}
+        for path, keys in (("/version", ("version",)), ("/props", ("build_info", "total_slots")),
+                           ("/api/version", ("version",))):
+            try:
+                reply = self.preflight_http.request("GET", path)
+            except PilotError:
+                continue
+            if isinstance(reply, dict):
+                for key in keys:
+                    if key in reply and key not in info:
+                        info[key] = reply[key]
+                settings = reply.get("default_generation_settings")
+                if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
+                    info.setdefault("slot_context", settings["n_ctx"])
+        return info
+
+    def list_models(self) -> list[str]:
+        return [m.get("id") for m in self._models()]
+
+    def describe_model(self, model: str) -> dict:
+        item = next((m for m in self._models() if m.get("id") == model), {})
+        context = item.get("max_model_len")
+        if not isinstance(context, int):
+            context = self.server_info().get("slot_context")
+        if isinstance(context, int):
+            self.context_windows[model] = context
+        meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+        return {"digest": None, "root": item.get("root"), "owned_by": item.get("owned_by"),
+                "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
+                "server_context_window": context, "thinking_control": self.thinking_control}
+
+    def wire_options(self, max_output_tokens: int) -> dict:
+        return {k: v for k, v in self._body_options(max_output_tokens, TEMPERATURE, CALL_SEED, True).items()}
+
+    def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
+        options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
+                   "seed": seed}
+        if thinking_off and self.thinking_control in ("template", "both"):
+            options["chat_template_kwargs"] = {"enable_thinking": False}
+        if thinking_off and self.thinking_control in ("effort", "both"):
+            options["reasoning_effort"] = "none"
+        return options
+
+    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+        window = self.context_windows.get(request.model)
+        estimated = estimate_tokens("".join(m["content"] for m in request.messages))
+        if window and estimated + request.max_output_tokens > window:
+            raise FatalCallError(f"prompt of about {estimated} tokens plus {request.max_output_tokens} output "
+                                 f"tokens cannot fit the server's {window}-token context window", 400)
+        body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
+                **self._body_options(request.max_output_tokens, request.temperature, request.seed,
+                                     request.thinking_off)}
+        reply = self.http.request("POST", "/v1/chat/completions", body)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+            raise TransientError("POST /v1/chat/completions: reply has no choices[0].message")
+        message = choices[0]["message"]
+        text = message.get("content") or ""
+        reasoning = message.get("reasoning") or message.get("reasoning_content") or ""
+        finish = choices[0].get("finish_reason") or None
+        if not text.strip() and not reasoning and finish != "length":
+            raise TransientError("POST /v1/chat/completions: reply has empty content")
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        timings = reply.get("timings") if isinstance(reply.get("timings"), dict) else {}
+        response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=_count(usage.get("prompt_tokens")),
+                                output_tokens=_count(usage.get("completion_tokens")), stop_reason=finish,
+                                timings=timings, raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
+                                                           "served_model": reply.get("model")})
+        return response, {k: v for k, v in body.items() if k != "messages"}
+
+
+BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: one token per four characters (stated in `plan` and the README)."""
+    return (len(text) + 3) // 4
+
+
+def preflight(backend, models: list[str]) -> dict:
+    """Server reachable, every model present; returns what the manifest locks per model."""
+    try:
+        server = backend.server_info()
+    except TransientError as err:
+        raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
+                         f"{backend.start_hint()}") from None
+    except FatalCallError as err:
+        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}") from None
+    available = [m for m in backend.list_models() if m]
+    info = {}
+    for model in models:
+        if model not in available and f"{model}:latest" not in available:
+            have = ", ".join(sorted(available)) or "none"
+            raise PilotError(f"model '{model}' is not on the server at {redact_url(backend.base_url)} "
+                             f"(it has: {have}); get it with: {backend.pull_hint(model)}")
+        try:
+            info[model] = {"server": server, **backend.describe_model(model)}
+        except PilotError as err:
+            raise PilotError(f"could not describe model '{model}': {err}") from None
+    return info
+
+
+# ============================================================================================
+# Run folder (protocol section 6): fsynced journal, atomic manifest, one writer at a time
+# ============================================================================================
+def safe_name(model: str) -> str:
+    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", model)
+    if name.strip(".") == "" or len(name) > 100:
+        name = name[:60].strip(".") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+    return name
+
+
+def cell_key(model: str, regime: str, episode: int) -> str:
+    return f"{model}|{regime}|{episode}"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file, fsync, rename over the target, fsync the folder."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def record_line(record: dict) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+class Journal:
+    """The raw call logs: one JSONL file per (model, regime), appended and fsynced per call."""
+
+    def __init__(self, run_dir: Path):
+        self.raw_dir = run_dir / "raw"
+        self._locks: dict[Path, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path(self, model: str, regime: str) -> Path:
+        return self.raw_dir / f"{safe_name(model)}_{regime}.jsonl"
+
+    def _lock_for(self, path: Path) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(path, threading.Lock())
+
+    def append(self, record: dict) -> None:
+        path = self.path(record["model"], record["regime"])
+        line = record_line(record)
+        with self._lock_for(path):
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def repair(self, model: str, regime: str) -> str | None:
+        """Move a torn or unreadable last line aside to a quarantine file; say what was done."""
+        path = self.path(model, regime)
+        if not path.exists():
+            return None
+        data = path.read_bytes()
+        if not data:
+            return None
+        keep_upto = len(data)
+        if not data.endswith(b"\n"):
+            keep_upto = data.rfind(b"\n") + 1
+        else:
+            last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
+            try:
+                json.loads(data[last_start:].decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                keep_upto = last_start
+        if keep_upto == len(data):
+            return None
+        torn = data[keep_upto:]
+        quarantine = path.with_name(path.name + ".quarantine")
+        with open(quarantine, "ab") as fh:
+            fh.write(torn.rstrip(b"\n") + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        with open(path, "r+b") as fh:
+            fh.truncate(keep_upto)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return f"{path.name}: moved a torn last line ({len(torn)} bytes) to {quarantine.name}"
+
+    def read(self, model: str, regime: str) -> list[dict]:
+        """Every readable record of this model and regime, in file order."""
+        path = self.path(model, regime)
+        if not path.exists():
+            return []
+        records = []
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    record = json.loads(line.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError):
+                    continue
+                if isinstance(record, dict) and record.get("model") == model and record.get("regime") == regime:
+                    records.append(record)
+        return records
+
+    def cell_records(self, model: str, regime: str) -> dict[int, dict[str, dict]]:
+        """episode -> kind -> the first record of that call (a retried or repeated call counts once)."""
+        cells: dict[int, dict[str, dict]] = {}
+        for record in self.read(model, regime):
+            cells.setdefault(record.get("episode"), {}).setdefault(record.get("kind"), record)
+        return cells
+
+
+def records_digest(records: list[dict]) -> str:
+    return sha256_bytes(b"".join(record_line(r) for r in records))
+
+
+class RunLock:
+    """An fcntl lock on <run>/.lock; released by the kernel when the holder dies, so never stale."""
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
+                             f"to finish or stop it, or use --out for a separate run") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+class Manifest:
+    """The run ledger, rewritten atomically; thread-safe."""
+
+    def __init__(self, path: Path, data: dict):
+        self.path = path
+        self.data = data
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path) -> "Manifest":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
+                             f"changed; restore it from a backup or start a separate run with --out") from None
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
+            raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
+                             f"restore it or start a separate run with --out")
+        return cls(path, data)
+
+    def save(self) -> None:
+        with self._lock:
+            self.data["updated_at"] = utc_now()
+            payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+            write_atomic(self.path, payload)
+
+    def set_cell(self, key: str, entry: dict) -> None:
+        with self._lock:
+            self.data["cells"][key] = entry
+        self.save()
+
+    def cell(self, key: str) -> dict | None:
+        with self._lock:
+            return self.data["cells"].get(key)
+
+
+# ============================================================================================
+# Runner (protocol section 5): the cascade per cell, retries, resume, concurrency, progress
+# ============================================================================================
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = DEFAULT_RETRIES
+    backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
+    backoff_cap_s: float = DEFAULT_BACKOFF_CAP_S
+
+    def delay(self, attempt: int, retry_after: float | None, jitter: random.Random) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S)
+        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
+
+
+class RunAborted(PilotError):
+    """A failure every later call would share (unknown model, bad credentials): stop the run."""
+
+
+class Progress:
+    """Cells and calls done, rate, ETA and failures on stderr; one live line on a terminal."""
+
+    def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
+                 quiet: bool = False, stream=None, interval_s: float = 5.0):
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.total_cells, self.total_calls = total_cells, total_calls
+        self.done_cells, self.done_calls = done_cells, done_calls
+        self.sent_calls, self.failed_cells = 0, 0
+        self.started = time.monotonic()
+        self.interval_s = interval_s
+        self._last_print = 0.0
+        self._lock = threading.Lock()
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.sent_calls / elapsed * 60
+        left = self.total_calls - self.done_calls
+        eta = f"{left / rate:.1f} min" if rate > 0 and left > 0 else ("0 min" if left <= 0 else "unknown")
+        return (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
+                f"{rate:.1f} calls/min, ETA {eta}, failed cells {self.failed_cells}")
+
+    def update(self, calls: int = 0, cells: int = 0, failed: int = 0, force: bool = False) -> None:
+        with self._lock:
+            self.done_calls += calls
+            self.sent_calls += calls
+            self.done_cells += cells
+            self.failed_cells += failed
+            if self.quiet:
+                return
+            now = time.monotonic()
+            if self.tty:
+                self.stream.write("\r" + self.line() + " " * 4)
+                if force:
+                    self.stream.write("\n")
+            elif force or now - self._last_print >= self.interval_s:
+                self.stream.write(self.line() + "\n")
+                self._last_print = now
+            self.stream.flush()
+
+
+@dataclasses.dataclass
+class RunContext:
+    backend: Any
+    journal: Journal
+    manifest: Manifest
+    tasks: dict
+    config: RunConfig
+    runner_sha256: str
+    policy: RetryPolicy
+    stop: threading.Event
+    progress: Progress
+    done: dict          # (model, regime) -> episode -> kind -> record, read back at start
+    jitter: random.Random = dataclasses.field(default_factory=random.Random)
+
+
+def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
+    if spec.segment is not None:
+        segment = episode["segments"][spec.segment - 1]
+        content = render_compaction_prompt(regime, state, segment["text"])
+    else:
+        question = episode["questions"][spec.question_id - 1]
+        context = render_transcript(episode) if regime.compaction_prompt is None else state
+        content = render_answer_prompt(regime, context, question)
+    return [{"role": "user", "content": content}]
+
+
+def send_with_retries(ctx: RunContext, request: ChatRequest) -> tuple[ChatResponse, dict, int, float]:
+    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once."""
+    attempt = 0
+    while True:
+        attempt += 1
+        started = time.monotonic()
+        try:
+            response, wire = ctx.backend.chat(request)
+            return response, wire, attempt, time.monotonic() - started
+        except TransientError as err:
+            if attempt > ctx.policy.retries:
+                raise TransientError(f"gave up after {attempt} attempts: {err}") from None
+            if ctx.stop.wait(ctx.policy.delay(attempt, err.retry_after, ctx.jitter)):
+                raise RunInterrupted("interrupted while waiting to retry") from None
+
+
+def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) -> str:
+    """Run (or finish) one cell; every call is journalled before the next is sent."""
+    episode = ctx.tasks["episodes"][episode_index]
+    done = ctx.done.get((model, regime.name), {}).get(episode_index, {})
+    key = cell_key(model, regime.name, episode_index)
+    state = ""
+    records = []
+    try:
+        for spec in plan_calls(regime, episode):
+            record = done.get(spec.kind)
+            if record is None:
+                if ctx.stop.is_set():
+                    raise RunInterrupted("interrupted")
+                record = make_call(ctx, model, regime, episode_index, spec, build_messages(regime, episode, spec, state))
+            if spec.segment is not None:
+                state = record["response"]
+            records.append(record)
+    except (TransientError, FatalCallError) as err:
+        ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
+                                    "status": "FAILED", "n_calls": len(records), "reason": str(err),
+                                    "updated_at": utc_now()})
+        ctx.progress.update(failed=1)
+        if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
+            raise RunAborted(f"{model}: {err}") from None
+        return "FAILED"
+    ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
+                                "status": "COMPLETE", "n_calls": len(records), "reason": None,
+                                "records_sha256": records_digest(records), "updated_at": utc_now()})
+    ctx.progress.update(cells=1)
+    return "COMPLETE"
+
+
+def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, spec: CallSpec,
+              messages: list[dict]) -> dict:
+    is_compaction = spec.segment is not None
+    budget = COMPACTION_NUM_PREDICT if is_compaction else ANSWER_NUM_PREDICT
+    request = ChatRequest(model=model, messages=tuple(messages), max_output_tokens=budget,
+                          context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
+    response, wire, attempts, wall_s = send_with_retries(ctx, request)
+    record = {
+        "kind": spec.kind, "model": model, "regime": regime.name, "episode": episode_index,
+        "messages": messages, "response": response.text, "thinking": response.reasoning,
+        "prompt_eval_count": response.prompt_tokens, "eval_count": response.output_tokens,
+        "done_reason": response.stop_reason, "wall_s": round(wall_s, 4), "attempt": attempts,
+        "utc": utc_now(), "backend": ctx.config.backend, "request": wire, "timings": response.timings,
+        "meta": response.raw_meta, "config_sha256": ctx.config.sha256(), "runner_sha256": ctx.runner_sha256,
+    }
+    record["segment" if is_compaction else "question_id"] = spec.segment if is_compaction else spec.question_id
+    ctx.journal.append(record)
+    ctx.progress.update(calls=1)
+    return record
+
+
+def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int) -> list[tuple[str, str, int]]:
+    """Every cell of a run in its canonical order (the order shards are cut from)."""
+    return [(m, r, e) for m in models for r in regimes for e in range(n_episodes)]
+
+
+def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
+    """Shard I of N: every N-th cell starting at I-1; the N shards are disjoint and cover every cell."""
+    if not shard:
+        return list(cells)
+    index, count = shard
+    return [c for i, c in enumerate(cells) if i % count == index - 1]
+
+
+def calls_per_cell(regime: Regime, n_segments: int = N_SEGMENTS, n_questions: int = len(QUESTION_PLAN)) -> int:
+    return (n_segments if regime.compaction_prompt else 0) + n_questions
+
+
+def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: int) -> dict:
+    """Run the given cells, up to `concurrency` at once; calls within a cell stay in order."""
+    outcome = {"COMPLETE": 0, "FAILED": 0}
+    pending = list(cells)
+    abort: list[PilotError] = []
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool:
+        running = set()
+        while pending or running:
+            while pending and len(running) < concurrency and not ctx.stop.is_set() and not abort:
+                model, regime, episode = pending.pop(0)
+                running.add(pool.submit(run_cell, ctx, model, REGIMES[regime], episode))
+            if not running:
+                break
+            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    outcome[future.result()] += 1
+                except RunInterrupted:
+                    pass
+                except RunAborted as err:
+                    abort.append(err)
+                    ctx.stop.set()
+    ctx.progress.update(force=True)
+    if abort:
+        raise abort[0]
+    if ctx.stop.is_set():
+        raise RunInterrupted("stopped by signal")
+    return outcome
+
+
+class StopOnSignal:
+    """First Ctrl-C or SIGTERM: stop sending new calls. Second: drop the calls in flight at once."""
+
+    def __init__(self, stop: threading.Event, on_hard_stop: Callable[[], None]):
+        self.stop = stop
+        self.on_hard_stop = on_hard_stop
+        self.previous: dict = {}
+
+    def _handle(self, signum, frame):
+        if self.stop.is_set():
+            self.on_hard_stop()
+            return
+        self.stop.set()
+        sys.stderr.write("\nstopping: no new calls will be sent; waiting for the calls in flight "
+                         "(press Ctrl-C again to drop them)\n")
+        sys.stderr.flush()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+# ============================================================================================
+# Scoring (protocol section 7): answers, classes, write-time retention, the results bank
+# ============================================================================================
+# The last `ANSWER: <integer>` line wins; commas inside the number and markdown emphasis
+# around it (`ANSWER: **412**`) are tolerated, as the protocol's parsing rule states.
+ANSWER_PATTERN = re.compile(r"ANSWER\s*:\s*[*_`]*\s*(-?\d[\d,]*)")
+
+
+def parse_answer(reply: str) -> int | None:
+    """The integer of the last ANSWER line, or None (an omission)."""
+    matches = ANSWER_PATTERN.findall(reply or "")
+    if not matches:
+        return None
+    digits = matches[-1].replace(",", "")
+    try:
+        return int(digits)
+    except ValueError:
+        return None
+
+
+def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int]) -> str:
+    """The five classes in their pinned precedence: omission, correct, off_by_one, conflation, other_wrong."""
+    if answer is None:
+        return "omission"
+    if answer == truth:
+        return "correct"
+    if abs(answer - truth) == 1:
+        return "off_by_one"
+    if answer in set(conflation_set):
+        return "conflation"
+    return "other_wrong"
+
+
+INT_PATTERN = re.compile(r"(?<![\w.])-?\d[\d,]*(?![\w])")
+TYPED_LINE = re.compile(r"^[\s*\-•]*([A-Za-z]{6})\s*[=:]\s*[*_`]*\s*(-?\d[\d,]*)\b")
+
+
+def _to_int(text: str) -> int | None:
+    try:
+        return int(text.replace(",", "").rstrip(","))
+    except ValueError:
+        return None
+
+
+def read_typed_state(state: str) -> dict[str, int]:
+    """R2: `NAME = N` lines of a typed block; the first line for a name counts."""
+    values: dict[str, int] = {}
+    for line in (state or "").splitlines():
+        match = TYPED_LINE.match(line)
+        if match:
+            value = _to_int(match.group(2))
+            if value is not None:
+                values.setdefault(match.group(1).upper(), value)
+    return values
+
+
+def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int]:
+    """R1 heuristic (crude, flagged): each name takes the nearest integer in a sentence that names it."""
+    values: dict[str, int] = {}
+    sentences = re.split(r"(?<=[.!?;])\s+|\n+", state or "")
+    for name in names:
+        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
+        for sentence in sentences:
+            mentions = [m.start() for m in pattern.finditer(sentence)]
+            numbers = [(m.start(), _to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
+            numbers = [(pos, n) for pos, n in numbers if n is not None]
+            if mentions and numbers:
+                values[name] = min(((abs(pos - at), n) for at in mentions for pos, n in numbers))[1]
+                break
+    return values
+
+
+def score_retention(regime: Regime, state: str, episode: dict) -> dict:
+    """Write-time retention of one final state against the episode's 20 entities."""
+    truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
+    if regime.retention_method == "exact_lines":
+        found = read_typed_state(state)
+    else:
+        found = read_prose_state(state, truths)
+    retained = [name for name in truths if name in found]
+    correct = sum(1 for name in retained if found[name] == truths[name])
+    return {"retained": len(retained), "correct": correct, "wrong": len(retained) - correct,
+            "n_entities": len(truths), "method": regime.retention_method}
+
+
+def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict:
+    answer = parse_answer(record.get("response", ""))
+    return {"question_id": question["id"], "type": question["type"], "truth": question["truth"],
+            "answer": answer, "class": classify_answer(answer, question["truth"], conflation_set)}
+
+
+def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+    """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing."""
+    models = models or manifest["models"]
+    regimes = manifest["regimes"]
+    n_episodes = manifest["n_episodes"]
+    probes, stage, comp_tokens, guards = [], [], {}, []
+    examples = []
+    complete = 0
+    for model in models:
+        for regime_name in regimes:
+            regime = REGIMES[regime_name]
+            cell_records = journal.cell_records(model, regime_name)
+            for episode_index in range(n_episodes):
+                entry = manifest["cells"].get(cell_key(model, regime_name, episode_index)) or {}
+                if entry.get("status") != "COMPLETE":
+                    continue
+                complete += 1
+                episode = tasks["episodes"][episode_index]
+                records = cell_records.get(episode_index, {})
+                base = {"model": model, "regime": regime_name, "episode": episode_index}
+                for spec in plan_calls(regime, episode):
+                    record = records[spec.kind]
+                    guards.append({**base, "kind": spec.kind, "done_reason": record.get("done_reason"),
+                                   "eval_count": record.get("eval_count"),
+                                   "prompt_eval_count": record.get("prompt_eval_count"),
+                                   "thinking_chars": len(record.get("thinking") or "")})
+                    if spec.question_id is not None:
+                        question = episode["questions"][spec.question_id - 1]
+                        probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
+                    else:
+                        comp_tokens.setdefault(regime_name, []).append((model, record.get("eval_count")))
+                if regime.compaction_prompt:
+                    final_state = records[f"compact_{len(episode['segments'])}"]["response"]
+                    stage.append({**score_retention(regime, final_state, episode), **base})
+                    if episode_index < 2:
+                        examples.append({**base, "final_state": final_state})
+    expected = len(models) * len(regimes) * n_episodes
+    return {
+        "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
+        "models": models, "regimes": regimes,
+        "cells": {"complete": complete, "not_complete": expected - complete, "expected": expected,
+                  "expected_probes_per_cell": len(QUESTION_PLAN)},
+        "probes": probes, "compaction_stage": stage,
+        "compaction_tokens": summarize_compaction_tokens(comp_tokens),
+        "calls": guards, "example_states": examples,
+        "run": {"backend": manifest.get("lock", {}).get("backend"), "run_id": manifest.get("run_id"),
+                "options": manifest.get("lock", {}).get("options"), "num_ctx": NUM_CTX,
+                "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
+                "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard")},
+    }
+
+
+def summarize_compaction_tokens(per_regime: dict[str, list[tuple[str, int | None]]]) -> dict:
+    """Mean realized compaction tokens per regime and per model; unknown counts are left out and counted."""
+    summary = {}
+    for regime, items in per_regime.items():
+        known = [n for _, n in items if n is not None]
+        by_model = {}
+        for model in dict.fromkeys(m for m, _ in items):
+            vals = [n for m, n in items if m == model and n is not None]
+            by_model[model] = {"n": len(vals), "mean": round(sum(vals) / len(vals), 2) if vals else None,
+                               "unknown": sum(1 for m, n in items if m == model and n is None)}
+        summary[regime] = {"n": len(known), "mean": round(sum(known) / len(known), 2) if known else None,
+                           "unknown": len(items) - len(known), "by_model": by_model}
+    return summary
+
+
+# ============================================================================================
+# Statistics (protocol section 8): Wilson intervals, exact McNemar, the pre-registered verdicts
+# ============================================================================================
+def wilson_interval(k: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials, as fractions."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p: twice the binomial(b + c, 1/2) tail at min(b, c), capped at 1."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+
+
+def rate_summary(k: int, n: int) -> dict:
+    lo, hi = wilson_interval(k, n)
+    return {"k": k, "n": n, "rate": k / n if n else None, "lo": lo, "hi": hi}
+
+
+def mcnemar_summary(pairs: list[tuple[bool, bool]]) -> dict:
+    """pairs are (R1 correct, R2 correct) on identical probes; b = R1 right/R2 wrong, c = the reverse."""
+    b = sum(1 for r1, r2 in pairs if r1 and not r2)
+    c = sum(1 for r1, r2 in pairs if r2 and not r1)
+    direction = "R2 better" if c > b else "R1 better" if b > c else "no difference"
+    return {"b": b, "c": c, "n_pairs": len(pairs), "p": mcnemar_exact(b, c), "direction": direction}
+
+
+def analyze_results(results: dict) -> dict:
+    """Every number of analysis.md, RESULTS.md and the figures, computed from results.json alone."""
+    models, regimes = list(results["models"]), list(results["regimes"])
+    probes = results.get("probes", [])
+    cells = results.get("cells", {})
+    complete = cells.get("complete", 0) == cells.get("expected", -1) and cells.get("expected", 0) > 0
+    by_cell: dict[tuple, list[dict]] = {}
+    for probe in probes:
+        by_cell.setdefault((probe["model"], probe["regime"]), []).append(probe)
+    corruption, classes_by_model, multihop = {}, {}, {}
+    for model in models:
+        corruption[model], classes_by_model[model], multihop[model] = {}, {}, {}
+        for regime in regimes:
+            cell = by_cell.get((model, regime), [])
+            wrong = sum(1 for p in cell if p["class"] != "correct")
+            corruption[model][regime] = rate_summary(wrong, len(cell))
+            classes_by_model[model][regime] = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+            hops = [p for p in cell if p["type"] == "multihop"]
+            multihop[model][regime] = rate_summary(sum(1 for p in hops if p["class"] == "correct"), len(hops))
+    pooled, classes = {}, {}
+    for regime in regimes:
+        cell = [p for p in probes if p["regime"] == regime and p["model"] in models]
+        pooled[regime] = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
+        counts = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+        classes[regime] = {**counts, "signature": counts["off_by_one"] + counts["conflation"]}
+    mcnemar = {"pooled": None, "by_model": {}}
+    if "R1" in regimes and "R2" in regimes:
+        index = {(p["model"], p["regime"], p["episode"], p["question_id"]): p["class"] == "correct" for p in probes}
+        all_pairs = []
+        for model in models:
+            pairs = [(ok, index[(m, "R2", e, q)]) for (m, r, e, q), ok in index.items()
+                     if m == model and r == "R1" and (m, "R2", e, q) in index]
+            mcnemar["by_model"][model] = mcnemar_summary(pairs)
+            all_pairs += pairs
+        mcnemar["pooled"] = mcnemar_summary(all_pairs)
+    return {
+        "models": models, "regimes": regimes, "confirmatory": complete, "cells": cells,
+        "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
+        "multihop": multihop, "mcnemar": mcnemar, "budget": analyze_budget(results, models),
+        "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
+    }
+
+
+def analyze_budget(results: dict, models: list[str]) -> dict:
+    tokens = results.get("compaction_tokens", {})
+    budget = {"by_regime": tokens, "ratio": None, "ratio_by_model": {}}
+    r1, r2 = tokens.get("R1") or {}, tokens.get("R2") or {}
+    if r1.get("mean") and r2.get("mean"):
+        budget["ratio"] = r1["mean"] / r2["mean"]
+    for model in models:
+        m1 = (r1.get("by_model") or {}).get(model, {}).get("mean")
+        m2 = (r2.get("by_model") or {}).get(model, {}).get("mean")
+        budget["ratio_by_model"][model] = m1 / m2 if m1 and m2 else None
+    return budget
+
+
+def analyze_retention(results: dict, models: list[str]) -> dict:
+    retention = {}
+    for row in results.get("compaction_stage", []):
+        if row["model"] not in models:
+            continue
+        for key in (row["regime"], (row["regime"], row["model"])):
+            agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0})
+            agg["states"] += 1
+            for field in ("retained", "correct", "n_entities"):
+                agg[field] += row.get(field, 0)
+    return {"by_regime": {k: v for k, v in retention.items() if isinstance(k, str)},
+            "by_model": {f"{k[1]}|{k[0]}": v for k, v in retention.items() if isinstance(k, tuple)}}
+
+
+def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict | None:
+    """Cap hits, thinking text despite think off, unknown counts and R0 prompt size, from the call list."""
+    calls = results.get("calls")
+    if calls is None:
+        return None
+    table = {}
+    for model in models:
+        for regime in regimes:
+            mine = [c for c in calls if c["model"] == model and c["regime"] == regime]
+            comp = [c for c in mine if c["kind"].startswith("compact_")]
+            answers = [c for c in mine if c["kind"].startswith("question_")]
+            table[f"{model}|{regime}"] = {
+                "compaction_calls": len(comp),
+                "compaction_at_cap": sum(1 for c in comp if c.get("done_reason") == "length"),
+                "answer_calls": len(answers),
+                "answer_at_cap": sum(1 for c in answers if c.get("done_reason") == "length"),
+                "thinking_returned": sum(1 for c in mine if c.get("thinking_chars")),
+                "unknown_output_tokens": sum(1 for c in mine if c.get("eval_count") is None),
+            }
+    r0 = [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] in models
+          and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
+    r0_by_model = {}
+    for model in models:
+        vals = [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
+                and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
+        r0_by_model[model] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
+                              "max": max(vals) if vals else None}
+    return {"by_cell": table, "r0_prompt_tokens": {"n": len(r0), "mean": sum(r0) / len(r0) if r0 else None,
+                                                   "max": max(r0) if r0 else None, "by_model": r0_by_model},
+            "num_ctx": (results.get("run") or {}).get("num_ctx", NUM_CTX)}
+
+
+ALPHA = 0.05
+
+
+def evaluate_predictions(analysis: dict) -> list[dict]:
+    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it."""
+    verdicts = []
+    regimes = analysis["regimes"]
+    if {"R0", "R1", "R2"} <= set(regimes):
+        checks, all_hold = [], True
+        for model in analysis["models"]:
+            rates = {r: analysis["corruption"][model][r]["rate"] for r in ("R0", "R1", "R2")}
+            holds = None not in rates.values() and rates["R0"] <= rates["R2"] < rates["R1"]
+            all_hold = all_hold and holds
+            checks.append(f"{model}: R0 {pct(rates['R0'])} <= R2 {pct(rates['R2'])} < R1 {pct(rates['R1'])} "
+                          f"{'holds' if holds else 'fails'}")
+        verdicts.append({"id": "P1", "claim": "corruption ordering R0 <= R2 < R1 in every model",
+                         "verdict": "confirmed" if all_hold else "not confirmed", "evidence": checks})
+    if {"R1", "R2"} <= set(regimes):
+        sig1, sig2 = analysis["classes"]["R1"]["signature"], analysis["classes"]["R2"]["signature"]
+        verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is more frequent "
+                         "under prose (R1) than under typed state (R2), pooled",
+                         "verdict": "confirmed" if sig1 > sig2 else "not confirmed",
+                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"]})
+        ret = analysis["retention"]["by_regime"]
+        if "R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]:
+            f1 = ret["R1"]["retained"] / ret["R1"]["n_entities"]
+            f2 = ret["R2"]["retained"] / ret["R2"]["n_entities"]
+            verdicts.append({"id": "P3", "claim": "write-time retention of entity values is higher in the "
+                             "typed final states (R2) than in the prose ones (R1)",
+                             "verdict": "confirmed" if f2 > f1 else "not confirmed",
+                             "evidence": [f"R2 {ret['R2']['retained']}/{ret['R2']['n_entities']} = {pct(f2)}, "
+                                          f"R1 {ret['R1']['retained']}/{ret['R1']['n_entities']} = {pct(f1)} "
+                                          f"(exploratory; R1 by a crude heuristic)"]})
+        pooled = analysis["mcnemar"]["pooled"]
+        rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
+        directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
+                      for m, s in analysis["mcnemar"]["by_model"].items()]
+        verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at matched budget "
+                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA})",
+                         "verdict": "rejected" if rejected else "not rejected",
+                         "evidence": [f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, "
+                                      f"{pooled['direction']}"] + directions})
+    return verdicts
+
+
+# ============================================================================================
+# Reports (protocol section 8): analysis.md, the headline table, probes.csv
+# ============================================================================================
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def fmt_p(p: float) -> str:
+    return f"{p:.3e}" if p < 0.001 else f"{p:.4f}"
+
+
+def fmt_rate(summary: dict, interval: bool = True) -> str:
+    if not summary["n"]:
+        return "no probes"
+    text = f"{summary['k']}/{summary['n']} = {pct(summary['rate'])}"
+    if interval:
+        text += f" [{100 * summary['lo']:.1f}, {100 * summary['hi']:.1f}]"
+    return text
+
+
+def fmt_mean(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def status_banner(analysis: dict) -> str:
+    cells = analysis["cells"]
+    if analysis["confirmatory"]:
+        return f"CONFIRMATORY: complete bank, {cells.get('complete')}/{cells.get('expected')} cells."
+    return (f"**NON-CONFIRMATORY**: partial bank, {cells.get('complete')}/{cells.get('expected')} cells complete; "
+            f"analysed only because --allow-partial was given. No claim may rest on these numbers.")
+
+
+def render_corruption_table(analysis: dict) -> str:
+    regimes = analysis["regimes"]
+    rows = [[m] + [fmt_rate(analysis["corruption"][m][r]) for r in regimes] for m in analysis["models"]]
+    rows.append(["pooled"] + [fmt_rate(analysis["pooled"][r]) for r in regimes])
+    return md_table(["model"] + regimes, rows)
+
+
+def render_analysis_md(analysis: dict) -> str:
+    """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
+    regimes, models = analysis["regimes"], analysis["models"]
+    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "",
+           "## Numeric-corruption rate", "",
+           "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
+           render_corruption_table(analysis), ""]
+    mc = analysis["mcnemar"]
+    if mc["pooled"]:
+        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
+        rows += [[m, s["b"], s["c"], fmt_p(s["p"]), s["direction"]] for m, s in mc["by_model"].items()]
+        out += ["## Confirmatory test: exact McNemar, R1 vs R2", "",
+                "Paired on identical probes, two-sided. b = R1 correct and R2 wrong; c = R2 correct and R1 wrong.",
+                "", md_table(["scope", "b", "c", "p", "direction"], rows), ""]
+    rows = [[r] + [analysis["classes"][r][c] for c in CLASSES] + [analysis["classes"][r]["signature"]]
+            for r in regimes]
+    out += ["## Corruption classes, pooled over models", "",
+            "Precedence: omission, correct, off_by_one, conflation, other_wrong. The incident signature is the "
+            "union off_by_one + conflation.", "",
+            md_table(["regime", *CLASSES, "signature"], rows), ""]
+    out += render_budget_section(analysis)
+    rows = [[m] + [fmt_rate(analysis["multihop"][m][r], interval=False) for r in regimes] for m in models]
+    out += ["## Multi-hop completion", "", "Q7 and Q8 (sums of two entities from different segments) answered "
+            "correctly.", "", md_table(["model"] + regimes, rows), ""]
+    out += render_retention_section(analysis)
+    out += render_guards_section(analysis)
+    verdicts = evaluate_predictions(analysis)
+    if verdicts:
+        out += ["## Pre-registered predictions", ""]
+        if not analysis["confirmatory"]:
+            out += ["NON-CONFIRMATORY: verdicts on a partial bank are descriptive only.", ""]
+        for v in verdicts:
+            out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
+        out.append("")
+    return "\n".join(out)
+
+
+def render_budget_section(analysis: dict) -> list[str]:
+    budget = analysis["budget"]
+    tokens = budget["by_regime"]
+    if not tokens:
+        return []
+    rows = [[r, tokens[r].get("n"), fmt_mean(tokens[r].get("mean")), tokens[r].get("unknown", 0)]
+            for r in analysis["regimes"] if r in tokens]
+    out = ["## Matched budget: realized compaction tokens", "",
+           f"Mean output tokens of the compaction calls as the server counted them (cap {COMPACTION_NUM_PREDICT} "
+           "per call, both regimes). Unknown counts are left out of the means and counted.", "",
+           md_table(["regime", "compaction calls", "mean tokens", "unknown counts"], rows), ""]
+    if budget["ratio"] is not None:
+        out += [f"R1/R2 ratio of mean compaction tokens: {budget['ratio']:.3f}.", ""]
+    by_model_rows = []
+    for model in analysis["models"]:
+        cells = [fmt_mean(((tokens.get(r) or {}).get("by_model") or {}).get(model, {}).get("mean"))
+                 for r in ("R1", "R2") if r in tokens]
+        ratio = budget["ratio_by_model"].get(model)
+        by_model_rows.append([model, *cells, "n/a" if ratio is None else f"{ratio:.3f}"])
+    if "R1" in tokens and "R2" in tokens:
+        out += [md_table(["model", "R1 mean tokens", "R2 mean tokens", "R1/R2"], by_model_rows), ""]
+    guards = analysis["guards"]
+    if guards:
+        rows = [[key.split("|")[0], key.split("|")[1], f"{g['compaction_at_cap']}/{g['compaction_calls']}",
+                 f"{g['answer_at_cap']}/{g['answer_calls']}"] for key, g in guards["by_cell"].items()]
+        out += ["Calls that stopped at their output cap (`done_reason` length): compaction at "
+                f"{COMPACTION_NUM_PREDICT} tokens, answers at {ANSWER_NUM_PREDICT}.", "",
+                md_table(["model", "regime", "compaction at cap", "answers at cap"], rows), ""]
+    return out
+
+
+def render_retention_section(analysis: dict) -> list[str]:
+    ret = analysis["retention"]["by_regime"]
+    if not ret:
+        return []
+    method = {"R1": "nearest number to name (crude heuristic)", "R2": "exact `NAME = N` lines"}
+    rows = []
+    for regime in analysis["regimes"]:
+        if regime in ret:
+            agg = ret[regime]
+            rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = "
+                         f"{pct(agg['retained'] / agg['n_entities'] if agg['n_entities'] else None)}",
+                         f"{agg['correct']}/{agg['n_entities']}", method.get(regime, "")])
+    return ["## Write-time retention (exploratory)", "",
+            "Entity values found in each final state (retained) and found with the right value (correct).", "",
+            md_table(["regime", "final states", "values retained", "retained correctly", "method"], rows), ""]
+
+
+def render_guards_section(analysis: dict) -> list[str]:
+    guards = analysis["guards"]
+    if not guards:
+        return []
+    out = ["## Guards", ""]
+    r0 = guards["r0_prompt_tokens"]
+    if r0["n"]:
+        out.append(f"- R0 transcript size: answer prompts of {fmt_mean(r0['mean'])} tokens on average, "
+                   f"{r0['max']} at most, against num_ctx {guards['num_ctx']}.")
+    leaks = sum(g["thinking_returned"] for g in guards["by_cell"].values())
+    out.append(f"- Calls that returned thinking text although thinking was turned off: {leaks}.")
+    unknown = sum(g["unknown_output_tokens"] for g in guards["by_cell"].values())
+    out.append(f"- Calls whose output token count the server did not report: {unknown}.")
+    return out + [""]
+
+
+def render_headline(analysis: dict) -> str:
+    """The short table printed on stdout at the end of a run."""
+    lines = [status_banner(analysis), "", "numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
+    pooled = analysis["mcnemar"]["pooled"]
+    if pooled:
+        lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
+                     f"p = {fmt_p(pooled['p'])} ({pooled['direction']})")
+    return "\n".join(lines)
+
+
+def render_probes_csv(results: dict) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    fields = ["model", "regime", "episode", "question_id", "type", "truth", "answer", "class"]
+    writer.writerow(fields)
+    for probe in results["probes"]:
+        writer.writerow(["" if probe.get(f) is None else probe.get(f) for f in fields])
+    return buf.getvalue()
+
+
+# ============================================================================================
+# I/O helpers: hashing, tasks, run folders, the manifest lock
+# ============================================================================================
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a text file in canonical form (CRLF read as LF), so a git checkout cannot change it."""
+    return sha256_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
+    """Read tasks.json, check it is what the pinned generator makes, and cut it to n episodes."""
+    if not path.exists():
+        if path.resolve() != TASKS_PATH.resolve():
+            raise PilotError(f"no tasks file at {path}; make one with: python scripts/run_pilot.py generate "
+                             f"--tasks {path}")
+        raise PilotError(f"{display_path(path)} is missing; regenerate it with `python scripts/run_pilot.py "
+                         f"generate` and commit it before the first run (pre-registration)")
+    raw = path.read_bytes().replace(b"\r\n", b"\n")
+    try:
+        tasks = json.loads(raw.decode("utf-8"))
+        expected = tasks_to_bytes(generate_tasks(tasks["n_episodes"], tasks["base_seed"]))
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+        raise PilotError(f"{display_path(path)} is not a readable tasks file; restore it from git or "
+                         f"regenerate it with `python scripts/run_pilot.py generate`") from None
+    if raw != expected:
+        raise PilotError(f"{display_path(path)} differs from what the pinned generator makes for seed "
+                         f"{tasks.get('base_seed')}; restore it with `git checkout -- {display_path(path)}` "
+                         f"(a changed task set needs a dated protocol amendment and a new run folder)")
+    available = len(tasks["episodes"])
+    n = available if n_episodes is None else n_episodes
+    if not 1 <= n <= available:
+        raise PilotError(f"--episodes must be between 1 and {available} for {display_path(path)}; for more, "
+                         f"generate a larger task file with `generate --episodes N --tasks PATH` and pass --tasks")
+    tasks = {**tasks, "episodes": tasks["episodes"][:n]}
+    return tasks, sha256_bytes(raw)
+
+
+def runner_sha256() -> str:
+    return file_sha256(Path(__file__))
+
+
+def protocol_sha256() -> str:
+    if not PROTOCOL_PATH.exists():
+        raise PilotError(f"{display_path(PROTOCOL_PATH)} is missing; restore it from git (the run is locked "
+                         f"to the pre-registered protocol)")
+    return file_sha256(PROTOCOL_PATH)
+
+
+def lock_differences(recorded: dict, current: dict) -> list[str]:
+    """Every way the current settings differ from the ones a run folder was locked to."""
+    diffs = []
+    for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
+                  "n_episodes", "regimes"):
+        if recorded.get(field) != current.get(field):
+            diffs.append(f"{field} ({short(recorded.get(field))} -> {short(current.get(field))})")
+    for model, info in current.get("models", {}).items():
+        old = recorded.get("models", {}).get(model)
+        if old and old.get("digest") != info.get("digest"):
+            diffs.append(f"model {model} digest ({short(old.get('digest'))} -> {short(info.get('digest'))}: "
+                         f"re-pulled under the same tag)")
+    return diffs
+
+
+def short(value: Any) -> str:
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{64}", text or "") else text[:80]
+
+
+def resolve_run_dir(args) -> Path:
+    if getattr(args, "out", None):
+        return Path(args.out)
+    name = DEFAULT_RUN_NAME
+    n = getattr(args, "episodes", None)
+    if n is not None and n != N_EPISODES:
+        name += f"-e{n}"
+    shard = getattr(args, "shard", None)
+    if shard:
+        name += f"-shard{shard[0]}of{shard[1]}"
+    return RESULTS_ROOT / name
+
+
+def parse_models(text: str | None) -> list[str]:
+    if not text:
+        return []
+    models = list(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    for model in models:
+        if len(model) > 512 or any(ord(ch) < 32 for ch in model):
+            raise PilotError(f"model name {model[:40]!r}... is not usable; give names as the server lists them")
+    return models
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise argparse.ArgumentTypeError(f"--shard takes I/N with 1 <= I <= N, e.g. 1/4 (got {text!r})")
+    return int(match.group(1)), int(match.group(2))
+
+
+# ============================================================================================
+# Commands: each stage on its own, and the whole pilot
+# ============================================================================================
+def make_backend(args):
+    if args.backend == "openai":
+        base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
+        api_key = os.environ.get(args.api_key_env) or None
+        return OpenAIBackend(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
+    host = args.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+    return OllamaBackend(host, args.connect_timeout, args.read_timeout)
+
+
+def run_config(backend, tasks_sha: str, n_episodes: int) -> RunConfig:
+    return RunConfig(backend=backend.name, base_url=redact_url(backend.base_url), tasks_sha256=tasks_sha,
+                     protocol_sha256=protocol_sha256(), prompts_sha256=prompts_sha256(), n_episodes=n_episodes,
+                     regimes=REGIME_NAMES, compaction_options=backend.wire_options(COMPACTION_NUM_PREDICT),
+                     answer_options=backend.wire_options(ANSWER_NUM_PREDICT))
+
+
+def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, models: list[str], shard) -> Manifest:
+    return Manifest(path, {
+        "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": PROTOCOL_ID,
+        "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256, "models": list(models),
+        "regimes": list(REGIME_NAMES), "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
+        "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
+    })
+
+
+def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path: Path, models: list[str]) -> Manifest:
+    """Create the manifest, or check a resumed one against the current settings and refuse on any difference."""
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return new_manifest(path, config, lock, tasks_path, models, args.shard)
+    manifest = Manifest.load(path)
+    recorded = manifest.data.get("lock", {})
+    diffs = lock_differences(recorded, lock)
+    if (manifest.data.get("shard") or None) != (list(args.shard) if args.shard else None):
+        diffs.append(f"shard ({manifest.data.get('shard')} -> {args.shard})")
+    if diffs:
+        raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the original "
+                         f"settings, or start a separate run with --out <new folder>")
+    if recorded.get("runner_sha256") != lock["runner_sha256"]:
+        if not args.allow_code_change:
+            raise PilotError(f"scripts/run_pilot.py changed since {run_dir} was started (runner sha256 "
+                             f"{short(recorded.get('runner_sha256'))} -> {short(lock['runner_sha256'])}); restore it, "
+                             f"use --out for a new run, or pass --allow-code-change to record the change and go on")
+        manifest.data["amendments"].append({"at": utc_now(), "what": "runner code changed (--allow-code-change)",
+                                            "from_runner_sha256": recorded.get("runner_sha256"),
+                                            "to_runner_sha256": lock["runner_sha256"]})
+        recorded["runner_sha256"] = lock["runner_sha256"]
+    for model, info in lock["models"].items():
+        old = recorded.setdefault("models", {}).get(model)
+        if old is None:
+            recorded["models"][model] = info
+        elif (old.get("server") or {}).get("version") != (info.get("server") or {}).get("version"):
+            manifest.data["amendments"].append({"at": utc_now(), "what": f"server version for {model} changed",
+                                                "from": old.get("server"), "to": info.get("server")})
+            old["server"] = info.get("server")
+    manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
+    return manifest
+
+
+def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Path, models: list[str],
+                todo: list, total_cells: int) -> int:
+    backend = make_backend(args)
+    model_info = preflight(backend, models)     # before any folder is created
+    config = run_config(backend, tasks_sha, len(tasks["episodes"]))
+    lock = {"tasks_sha256": tasks_sha, "protocol_sha256": config.protocol_sha256,
+            "prompts_sha256": config.prompts_sha256, "runner_sha256": runner_sha256(), "backend": backend.name,
+            "base_url": config.base_url, "n_episodes": config.n_episodes, "regimes": list(REGIME_NAMES),
+            "options": {"compaction": config.compaction_options, "answer": config.answer_options},
+            "config_sha256": config.sha256(), "models": model_info}
+    (run_dir / "raw").mkdir(parents=True, exist_ok=True)
+    run_lock = RunLock(run_dir)
+    run_lock.acquire()
+    try:
+        manifest = open_manifest(run_dir, config, lock, args, tasks_path, models)
+        if args.concurrency not in manifest.data["concurrency_used"]:
+            manifest.data["concurrency_used"].append(args.concurrency)
+        manifest.save()
+        journal = Journal(run_dir)
+        done = {}
+        for model in models:
+            for regime in REGIME_NAMES:
+                note = journal.repair(model, regime)
+                if note:
+                    warn(note)
+                done[(model, regime)] = journal.cell_records(model, regime)
+        todo = [c for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
+        done_calls = sum(len(kinds) for (m, r), eps in done.items() for e, kinds in eps.items()
+                         if (m, r, e) in set(todo))
+        total_calls = sum(calls_per_cell(REGIMES[r]) for _, r, _ in todo)
+        progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
+                            interval_s=args.progress_interval)
+        stop = threading.Event()
+        ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
+                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap), stop, progress, done)
+
+        def hard_stop():
+            manifest.save()
+            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume_command()}\n")
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+        with StopOnSignal(stop, hard_stop):
+            outcome = run_cells(ctx, todo, args.concurrency)
+        manifest.save()
+    except RunInterrupted:
+        manifest.save()
+        print(f"interrupted; every completed call is saved. Resume with: {resume_command()}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        run_lock.release()
+    if outcome["FAILED"]:
+        warn(f"{outcome['FAILED']} cell(s) FAILED (see `python scripts/run_pilot.py status --out {run_dir}`); "
+             f"running the same command again retries only failed and unfinished cells")
+        return EXIT_CELLS_FAILED
+    return EXIT_OK
+
+
+def resume_command() -> str:
+    import shlex
+    return "python " + shlex.join([display_path(Path(sys.argv[0])) if sys.argv[0] else "scripts/run_pilot.py",
+                                   *sys.argv[1:]])
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def selected_cells(models: list[str], n_episodes: int, shard) -> list[tuple[str, str, int]]:
+    return shard_cells(all_cells(models, REGIME_NAMES, n_episodes), shard)
+
+
+def command_run(args, then_analyze: bool = False) -> int:
+    run_dir = resolve_run_dir(args)
+    tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
+    tasks, tasks_sha = load_tasks(tasks_path, args.episodes)
+    manifest_path = run_dir / "manifest.json"
+    recorded = Manifest.load(manifest_path) if manifest_path.exists() else None
+    models = parse_models(args.models) or (recorded.data["models"] if recorded else [])
+    if not models:
+        raise PilotError("name the models to test, e.g. --models gemma3:4b (several: --models a,b)")
+    if recorded and recorded.data.get("tasks_sha256") != tasks_sha:
+        raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
+                         f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
+    if recorded and recorded.data.get("n_episodes") != len(tasks["episodes"]):
+        raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} episodes, not "
+                         f"{len(tasks['episodes'])}; use --out for a run of another size")
+    cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+    todo = [c for c in cells if not recorded or
+            (recorded.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
+    code = EXIT_OK
+    if todo:
+        code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, todo, len(cells))
+        if code == EXIT_INTERRUPTED:
+            return code
+    elif not args.quiet:
+        print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
+    if not then_analyze:
+        return code
+    manifest = Manifest.load(manifest_path)
+    results = write_results(run_dir, manifest.data, tasks, models)
+    if results["cells"]["not_complete"] and not args.allow_partial:
+        print(f"results.json holds the {results['cells']['complete']} complete cells of "
+              f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
+              f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
+        return code or EXIT_CELLS_FAILED
+    analysis = write_analysis(run_dir, results, args.allow_partial)
+    outputs = write_figures_and_report(run_dir, results)
+    print(render_headline(analysis))
+    print_file_list(run_dir, outputs)
+    return code
+
+
+def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
+    results = score_bank(manifest, tasks, Journal(run_dir), models)
+    write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_atomic(run_dir / "probes.csv", render_probes_csv(results).encode("utf-8"))
+    return results
+
+
+def write_analysis(out_dir: Path, results: dict, allow_partial: bool) -> dict:
+    analysis = analyze_results(results)
+    if not analysis["confirmatory"] and not allow_partial:
+        cells = analysis["cells"]
+        raise PilotError(f"the bank is incomplete ({cells.get('complete')}/{cells.get('expected')} cells); finish "
+                         f"the run, or pass --allow-partial for an analysis marked NON-CONFIRMATORY")
+    write_atomic(out_dir / "analysis.md", render_analysis_md(analysis).encode("utf-8"))
+    return analysis
+
+
+def load_figures_module():
+    """paper/make_figures.py, loaded from its file (it is a script, not a package)."""
+    path = REPO_ROOT / "paper" / "make_figures.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("make_figures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_figures_and_report(run_dir: Path, results: dict) -> list[Path]:
+    module = load_figures_module()
+    if module is None:
+        return []
+    return module.regenerate(results, run_dir)
+
+
+def print_file_list(run_dir: Path, extra: list[Path]) -> None:
+    names = ["manifest.json", "raw/", "results.json", "probes.csv", "analysis.md"]
+    print(f"\nfiles in {run_dir}:")
+    for name in names:
+        print(f"  {run_dir / name}")
+    for path in extra:
+        print(f"  {path}")
+
+
+def command_pilot(args) -> int:
+    return command_run(args, then_analyze=True)
+
+
+def load_run(run_dir: Path) -> tuple[Manifest, dict]:
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise PilotError(f"no run at {run_dir} (no manifest.json); run the pilot first, or pass --out <run folder>")
+    manifest = Manifest.load(manifest_path)
+    tasks_path = REPO_ROOT / manifest.data["tasks"] if not Path(manifest.data["tasks"]).is_absolute() \
+        else Path(manifest.data["tasks"])
+    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"])
+    if sha != manifest.data["tasks_sha256"]:
+        raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
+                         f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
+    return manifest, tasks
+
+
+def command_score(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    results = write_results(run_dir, manifest.data, tasks)
+    cells = results["cells"]
+    print(f"scored {len(results['probes'])} probes from {cells['complete']}/{cells['expected']} complete cells "
+          f"into {run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
+    return EXIT_OK
+
+
+def command_analyze(args) -> int:
+    if args.results:
+        results_path = Path(args.results)
+        out_dir = Path(args.out) if args.out else results_path.parent
+    else:
+        out_dir = resolve_run_dir(args)
+        results_path = out_dir / "results.json"
+    if not results_path.exists():
+        raise PilotError(f"no results.json at {results_path}; run `python scripts/run_pilot.py score` first")
+    try:
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+        analysis = write_analysis(out_dir, results, args.allow_partial)
+    except (ValueError, KeyError, TypeError) as err:
+        raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
+                         f"{err}); point --results at a results.json") from None
+    print(render_analysis_md(analysis))
+    return EXIT_OK
+
+
+def command_generate(args) -> int:
+    path = Path(args.tasks) if args.tasks else TASKS_PATH
+    data = tasks_to_bytes(generate_tasks(args.episodes or N_EPISODES))
+    if path.exists():
+        if path.read_bytes().replace(b"\r\n", b"\n") == data:
+            print(f"{display_path(path)} is already the pinned task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
+            return EXIT_OK
+        if not args.force:
+            raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
+                             f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data)
+    print(f"wrote {display_path(path)}: {args.episodes or N_EPISODES} episodes, sha256 {sha256_bytes(data)}")
+    return EXIT_OK
+
+
+def command_status(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    journal = Journal(run_dir)
+    data = manifest.data
+    rows = []
+    totals = {"COMPLETE": 0, "FAILED": 0, "partial": 0, "not started": 0}
+    shard = tuple(data["shard"]) if data.get("shard") else None
+    for model in data["models"]:
+        for regime in data["regimes"]:
+            counts = dict.fromkeys(totals, 0)
+            started = journal.cell_records(model, regime)
+            for m, r, e in selected_cells([model], data["n_episodes"], shard):
+                if r != regime:
+                    continue
+                status = (data["cells"].get(cell_key(m, r, e)) or {}).get("status")
+                state = status if status in ("COMPLETE", "FAILED") else "partial" if started.get(e) else "not started"
+                counts[state] += 1
+            rows.append([model, regime] + [counts[k] for k in totals])
+            for k in totals:
+                totals[k] += counts[k]
+    print(f"run {run_dir} ({data['n_episodes']} episodes, backend {data['lock'].get('backend')})")
+    print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
+    failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
+    for key, reason in failed:
+        print(f"FAILED {key}: {reason}")
+    left = totals["FAILED"] + totals["partial"] + totals["not started"]
+    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else "; rerun the run command to finish"))
+    return EXIT_OK
+
+
+def command_plan(args) -> int:
+    tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
+    tasks, _ = load_tasks(tasks_path, args.episodes)
+    run_dir = resolve_run_dir(args)
+    manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
+    models = parse_models(args.models) or (manifest.data["models"] if manifest else [])
+    if not models:
+        raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
+    cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+    estimate = plan_estimate(tasks, cells, manifest.data if manifest else None)
+    rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
+            for (m, r), v in estimate["by_cell"].items()]
+    print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
+                    "output tokens (at most)"], rows))
+    print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
+          f"tokens and at most {estimate['output_tokens']} output tokens")
+    print("estimate: input tokens are prompt characters / 4, with every previous state taken at the full "
+          f"{COMPACTION_NUM_PREDICT}-token compaction cap; output tokens are the caps ({COMPACTION_NUM_PREDICT} per "
+          f"compaction, {ANSWER_NUM_PREDICT} per answer)")
+    rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
+    left = estimate["calls"] - estimate["done_calls"]
+    if rate:
+        print(f"time: {left} calls left at the measured {rate:.2f} s per call = about {left * rate / 60:.1f} min "
+              f"at concurrency 1 (from {run_dir})")
+    else:
+        print("time: no measured rate yet (the run folder has no calls); the reference run took 84 min for 1,440 calls")
+    return EXIT_OK
+
+
+def plan_estimate(tasks: dict, cells: list, manifest: dict | None) -> dict:
+    """Calls and token estimates per (model, regime), and how many of those calls are already done."""
+    by_cell: dict = {}
+    state_stub = "x" * (COMPACTION_NUM_PREDICT * 4)
+    for model, regime_name, episode_index in cells:
+        regime = REGIMES[regime_name]
+        episode = tasks["episodes"][episode_index]
+        entry = by_cell.setdefault((model, regime_name), {"cells": 0, "calls": 0, "done_calls": 0,
+                                                          "input_tokens": 0, "output_tokens": 0})
+        entry["cells"] += 1
+        for spec in plan_calls(regime, episode):
+            messages = build_messages(regime, episode, spec, state_stub)
+            entry["calls"] += 1
+            entry["input_tokens"] += estimate_tokens(messages[0]["content"])
+            entry["output_tokens"] += COMPACTION_NUM_PREDICT if spec.segment else ANSWER_NUM_PREDICT
+        if manifest is not None:
+            status = (manifest["cells"].get(cell_key(model, regime_name, episode_index)) or {}).get("status")
+            entry["done_calls"] += calls_per_cell(regime) if status == "COMPLETE" else 0
+    totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
+    return {"by_cell": by_cell, **totals}
+
+
+def measured_rate(journal: Journal, manifest: dict) -> float | None:
+    walls = [r["wall_s"] for m in manifest["models"] for g in manifest["regimes"] for r in journal.read(m, g)
+             if isinstance(r.get("wall_s"), (int, float))]
+    return sum(walls) / len(walls) if walls else None
+
+
+def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
+    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
+    problems = []
+    journal = Journal(run_dir)
+    for model in manifest["models"]:
+        for regime_name in manifest["regimes"]:
+            regime = REGIMES[regime_name]
+            path = journal.path(model, regime_name)
+            if path.exists():
+                data = path.read_bytes()
+                for number, line in enumerate(data.splitlines(), 1):
+                    try:
+                        json.loads(line.decode("utf-8"))
+                    except (UnicodeDecodeError, ValueError):
+                        problems.append(f"{path.name} line {number}: unreadable record")
+                if data and not data.endswith(b"\n"):
+                    problems.append(f"{path.name}: torn last line")
+            seen: dict[tuple[int, str], int] = {}
+            first: dict[int, dict[str, dict]] = {}
+            for record in journal.read(model, regime_name):
+                where = (record.get("episode"), record.get("kind"))
+                seen[where] = seen.get(where, 0) + 1
+                first.setdefault(where[0], {}).setdefault(where[1], record)
+            for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
+                if count > 1:
+                    problems.append(f"{cell_key(model, regime_name, episode)}: {kind} recorded {count} times")
+                valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
+                if not valid or kind not in {s.kind for s in plan_calls(regime, tasks["episodes"][0])}:
+                    problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
+            for episode_index in range(manifest["n_episodes"]):
+                key = cell_key(model, regime_name, episode_index)
+                entry = manifest["cells"].get(key) or {}
+                if entry.get("status") != "COMPLETE":
+                    continue
+                records = first.get(episode_index, {})
+                plan = plan_calls(regime, tasks["episodes"][episode_index])
+                missing = [s.kind for s in plan if s.kind not in records]
+                if missing:
+                    problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
+                    continue
+                ordered = [records[s.kind] for s in plan]
+                if entry.get("n_calls") != len(ordered):
+                    problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
+                if entry.get("records_sha256") and records_digest(ordered) != entry["records_sha256"]:
+                    problems.append(f"{key}: records altered since the cell completed (sha256 mismatch)")
+    return problems
+
+
+def command_verify(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    problems = verify_run(run_dir, manifest.data, tasks)
+    complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
+    if problems:
+        for problem in problems:
+            print(f"problem: {problem}")
+        print(f"verify: {len(problems)} problem(s) in {run_dir}")
+        return EXIT_VERIFY_FAILED
+    print(f"verify: ok, {complete} complete cells in {run_dir} match their recorded hashes")
+    return EXIT_OK
+
+
+def command_merge(args) -> int:
+    """Combine shard folders into one bank after checking that their locks agree."""
+    out = Path(args.out_dir)
+    if (out / "manifest.json").exists():
+        raise PilotError(f"{out} already holds a run; merge into a new folder")
+    shards = []
+    for folder in args.shard_dirs:
+        manifest, tasks = load_run(Path(folder))
+        shards.append((Path(folder), manifest.data, tasks))
+    first_lock = {k: v for k, v in shards[0][1]["lock"].items() if k != "models"}
+    cells: dict = {}
+    models: list[str] = []
+    for folder, data, _ in shards:
+        lock = {k: v for k, v in data["lock"].items() if k != "models"}
+        diffs = [k for k in sorted(set(lock) | set(first_lock)) if lock.get(k) != first_lock.get(k)]
+        diffs += lock_differences(shards[0][1]["lock"], {**data["lock"], **{k: first_lock.get(k) for k in first_lock}})
+        if diffs:
+            raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({', '.join(diffs)}); "
+                             f"only shards of one locked run can be merged")
+        for key, entry in data["cells"].items():
+            if entry.get("status") != "COMPLETE":
+                continue
+            if key in cells:
+                raise PilotError(f"cell {key} is complete in more than one shard; shards must be disjoint")
+            cells[key] = (folder, entry)
+        models += [m for m in data["models"] if m not in models]
+    (out / "raw").mkdir(parents=True, exist_ok=True)
+    journal = Journal(out)
+    for key, (folder, entry) in cells.items():
+        source = Journal(folder).cell_records(entry["model"], entry["regime"]).get(entry["episode"], {})
+        plan = plan_calls(REGIMES[entry["regime"]], shards[0][2]["episodes"][entry["episode"]])
+        for spec in plan:
+            journal.append(source[spec.kind])
+    data0 = shards[0][1]
+    lock = dict(data0["lock"])
+    lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
+    merged = Manifest(out / "manifest.json", {
+        **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
+        "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
+        "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
+        "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
+        "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+    })
+    merged.save()
+    expected = len(models) * len(REGIME_NAMES) * data0["n_episodes"]
+    print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
+    problems = verify_run(out, merged.data, shards[0][2])
+    if problems:
+        raise PilotError(f"the merged folder does not verify: {problems[0]}")
+    return EXIT_OK
+
+
+# ============================================================================================
+# Command line
+# ============================================================================================
+COMMAND_HELP = {
+    "pilot": "the whole pilot: check tasks, run every cell (resuming), score, analyze, figures (default)",
+    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH)",
+    "run": "run (or resume) the model calls only",
+    "score": "score the complete cells of a run into results.json and probes.csv",
+    "analyze": "write analysis.md from a run's results.json, or from any --results PATH in the reference format",
+    "status": "what is done, failed and left in a run folder",
+    "plan": "calls and approximate tokens a run takes and what is done already (needs no server)",
+    "verify": "re-hash the raw logs against the manifest; exit 1 when anything is off",
+    "merge": "combine shard folders (--shard I/N runs) into one bank: merge OUT SHARD_DIR...",
+}
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", help="comma-separated model names as the server lists them, e.g. gemma3:4b")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
+                        help="ollama: native /api/chat (default); openai: any /v1/chat/completions server")
+    parser.add_argument("--host", help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="name of the environment variable holding the API key (default: %(default)s); "
+                             "the key is sent as a Bearer token and never written anywhere")
+    parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
+                        help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
+                             "(template), reasoning_effort=none (effort), both (default) or none")
+    parser.add_argument("--concurrency", type=positive_int, default=1,
+                        help="cells run at once (default 1, the paper's setting). Calls inside a cell stay in "
+                             "order. Warning: a server that batches parallel requests can change outputs even at "
+                             "temperature 0")
+    parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
+                        "folder; combine the folders with `merge`")
+    parser.add_argument("--retries", type=nonnegative_int, default=DEFAULT_RETRIES,
+                        help="retries of a transient failure per call (default %(default)s)")
+    parser.add_argument("--backoff-base", type=float, default=DEFAULT_BACKOFF_BASE_S,
+                        help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
+    parser.add_argument("--backoff-cap", type=float, default=DEFAULT_BACKOFF_CAP_S,
+                        help="longest retry delay in seconds (default %(default)s); Retry-After is honoured")
+    parser.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S,
+                        help="seconds to wait for a connection (default %(default)s)")
+    parser.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S,
+                        help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
+    parser.add_argument("--allow-code-change", action="store_true",
+                        help="resume although scripts/run_pilot.py changed; recorded as a manifest amendment")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
+
+
+def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
+    parser.add_argument("--out", help=f"run folder (default: results/{DEFAULT_RUN_NAME}; "
+                                      f"results/{DEFAULT_RUN_NAME}-eN for --episodes N)")
+    if episodes:
+        parser.add_argument("--episodes", type=positive_int,
+                            help=f"use the first N episodes (default {N_EPISODES}); a smaller run gets its own folder")
+        parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    return 0 if text.strip() == "0" else positive_int(text)
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    prog = "run_pilot.py" if command == "pilot" else f"run_pilot.py {command}"
+    epilog = None
+    if command == "pilot":
+        epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
+            f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
+            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED; "
+            "130 interrupted (rerun the same command to resume)")
+    parser = argparse.ArgumentParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if command in ("pilot", "run"):
+        add_folder_options(parser)
+        add_run_options(parser)
+    elif command in ("score", "status", "verify"):
+        add_folder_options(parser)
+    elif command == "analyze":
+        add_folder_options(parser)
+        parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
+                                              "format); analysis.md is written beside it unless --out is given")
+        parser.add_argument("--allow-partial", action="store_true",
+                            help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
+    elif command == "plan":
+        add_folder_options(parser)
+        parser.add_argument("--models", help="comma-separated model names")
+        parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
+    elif command == "generate":
+        parser.add_argument("--episodes", type=positive_int, help=f"number of episodes (default {N_EPISODES})")
+        parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json)")
+        parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
+    elif command == "merge":
+        parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")
+        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
+    return parser
+
+
+COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
+            "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
+            "merge": command_merge}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "pilot"
+    if argv and argv[0] in COMMANDS:
+        command, argv = argv[0], argv[1:]
+    args = build_parser(command).parse_args(argv)
+    if command in ("pilot", "run") and getattr(args, "shard", None) and args.concurrency is None:
+        args.concurrency = 1
+    try:
+        return COMMANDS[command](args)
+    except PilotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""In-process model servers for the tests: real sockets, the real API shapes, a deterministic model.
+
+FakeOllama speaks Ollama's native API (/api/chat, /api/show, /api/tags, /api/version), FakeOpenAI an
+OpenAI-compatible one (/v1/models, /v1/chat/completions, /props, /version). Both answer with the same
+deterministic "model", which reads the facts out of the prompt and writes states and answers from
+them, perfectly or with the losses a test asks for. Faults can be queued per chat request.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+NAME = re.compile(r"\b[A-Z]{6}\b")
+NUMBER = re.compile(r"-?\d+")
+
+
+def read_facts(text: str) -> tuple[dict, dict]:
+    """Values and combined values from any text: segment sentences, prose states or typed blocks."""
+    values, combined = {}, {}
+    for unit in re.split(r"(?<=[.!?])\s+|\n", text):
+        names = NAME.findall(unit)
+        numbers = NUMBER.findall(unit)
+        if len(names) == 1 and len(numbers) == 1:
+            values[names[0]] = int(numbers[0])
+        elif len(names) == 2 and len(numbers) == 1:
+            combined[tuple(names)] = int(numbers[0])
+    return values, combined
+
+
+class DeterministicModel:
+    """Writes compaction states and answers from the facts it can read in the prompt.
+
+    behaviour keys: prose_keep_last / typed_keep_last (keep only the newest N values in that
+    format, as a budget-pressed model would), prose_shift (add this to every value written in
+    prose), answer_prefix (text before the ANSWER line).
+    """
+
+    def __init__(self, behaviour: dict | None = None):
+        self.behaviour = dict(behaviour or {})
+
+    def reply(self, prompt: str) -> str:
+        if "NEW SEGMENT:" in prompt and "PREVIOUS STATE:" in prompt:
+            return self.compact(prompt)
+        return self.answer(prompt)
+
+    def compact(self, prompt: str) -> str:
+        previous = prompt.split("PREVIOUS STATE:", 1)[1].split("NEW SEGMENT:", 1)[0]
+        segment = prompt.split("NEW SEGMENT:", 1)[1]
+        values, combined = read_facts(previous)
+        new_values, new_combined = read_facts(segment)
+        values.update(new_values)
+        combined.update(new_combined)
+        typed = "typed state block" in prompt
+        keep = self.behaviour.get("typed_keep_last" if typed else "prose_keep_last")
+        if keep is not None:
+            values = dict(list(values.items())[-keep:]) if keep else {}
+        if typed:
+            lines = ["values:"] + [f"{n} = {v}" for n, v in values.items()]
+            lines += ["combined:"] + [f"{a} + {b} = {v}" for (a, b), v in combined.items()]
+            lines += ["relations:", "each combined value is the sum of its two parts", "notes: none"]
+            return "\n".join(lines)
+        shift = self.behaviour.get("prose_shift", 0)
+        sentences = [f"So far the session has recorded these figures."]
+        sentences += [f"{n} stood at {v + shift}." for n, v in values.items()]
+        sentences += [f"{a} and {b} together came to {v}." for (a, b), v in combined.items()]
+        return " ".join(sentences)
+
+    def answer(self, prompt: str) -> str:
+        context, _, question = prompt.rpartition("Question:")
+        question = question.splitlines()[0]
+        values, combined = read_facts(context)
+        names = NAME.findall(question)
+        result = None
+        if "combined value" in question and len(names) == 2:
+            result = combined.get(tuple(names))
+        elif "plus" in question and len(names) == 2:
+            if names[0] in values and names[1] in values:
+                result = values[names[0]] + values[names[1]]
+        elif names:
+            result = values.get(names[0])
+        prefix = self.behaviour.get("answer_prefix", "Looking at the record.")
+        if result is None:
+            return f"{prefix} I cannot find that value."
+        return f"{prefix}\nANSWER: {result}"
+
+
+def tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None):
+        body = raw if raw is not None else json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(data.decode("utf-8")) if data else None
+        except ValueError:
+            return None
+
+    def _reset(self):
+        # RST instead of FIN: the client sees "connection reset by peer".
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.connection.close()
+
+    def _apply_fault(self, fault) -> bool:
+        kind = fault[0]
+        if kind == "status":
+            _, code, payload, headers = (list(fault) + [None, None])[:4]
+            self._send(code, payload or {"error": "fault"}, headers)
+        elif kind == "reset":
+            self._reset()
+        elif kind == "malformed":
+            self._send(200, None, raw=b'{"model": "x", "message": {"content": "tr')
+        elif kind == "no_message":
+            self._send(200, {"model": "x", "created_at": "2026-01-01T00:00:00Z", "done": True})
+        elif kind == "empty":
+            self.server.owner.send_reply(self, self._last_body, text_override="")
+        elif kind == "delay":
+            time.sleep(fault[1])
+            return False
+        return True
+
+    def _chat(self, body):
+        owner = self.server.owner
+        with owner.lock:
+            owner.chat_requests.append(body)
+            fault = owner.faults.pop(0) if owner.faults else None
+        self._last_body = body
+        if fault and self._apply_fault(fault):
+            return
+        with owner.slots:
+            if owner.latency_s:
+                time.sleep(owner.latency_s)
+            owner.send_reply(self, body)
+
+
+class FakeServerBase:
+    """Starts on 127.0.0.1 at a free port in a background thread; use as a context manager."""
+
+    def __init__(self, models=("gemma3:4b",), behaviour: dict | None = None, latency_s: float = 0.0,
+                 slots: int = 64, thinking_models=()):
+        self.models = list(models)
+        self.model = DeterministicModel(behaviour)
+        self.latency_s = latency_s
+        self.slots = threading.BoundedSemaphore(slots)
+        self.thinking_models = set(thinking_models)
+        self.faults: list = []
+        self.chat_requests: list = []
+        self.requests: list = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
+        self.httpd.daemon_threads = True
+        self.httpd.owner = self
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def chat_count(self) -> int:
+        with self.lock:
+            return len(self.chat_requests)
+
+    def duplicate_chats(self) -> int:
+        """How many chat requests repeated an earlier identical one."""
+        seen = set()
+        dup = 0
+        for body in self.chat_requests:
+            key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            dup += key in seen
+            seen.add(key)
+        return dup
+
+
+class FakeOllama(FakeServerBase):
+    version = "0.12.10"
+
+    def handler_class(self):
+        owner = self
+
+        class Handler(_Handler):
+            def do_GET(self):
+                owner.requests.append(("GET", self.path, None))
+                if self.path == "/api/version":
+                    self._send(200, {"version": owner.version})
+                elif self.path == "/api/tags":
+                    self._send(200, {"models": [owner.tag(m) for m in owner.models]})
+                elif self.path == "/":
+                    self._send(200, None, raw=b"Ollama is running")
+                else:
+                    self._send(404, {"error": "404 page not found"})
+
+            def do_POST(self):
+                body = self._body()
+                owner.requests.append(("POST", self.path, body))
+                if body is None:
+                    self._send(400, {"error": "missing request body"})
+                    return
+                model = body.get("model")
+                if self.path == "/api/show":
+                    if model not in owner.models:
+                        self._send(404, {"error": f"model '{model}' not found"})
+                        return
+                    caps = ["completion"] + (["thinking"] if model in owner.thinking_models else [])
+                    self._send(200, {"capabilities": caps, "details": owner.tag(model)["details"],
+                                     "model_info": {"general.architecture": "fake", "fake.context_length": 8192}})
+                elif self.path == "/api/chat":
+                    if model not in owner.models:
+                        self._send(404, {"error": f"model '{model}' not found"})
+                        return
+                    self._chat(body)
+                else:
+                    self._send(404, {"error": "404 page not found"})
+
+        return Handler
+
+    def tag(self, model: str) -> dict:
+        digest = hashlib.sha256(("digest:" + model + getattr(self, "digest_salt", "")).encode()).hexdigest()
+        return {"name": model, "model": model, "modified_at": "2026-01-01T00:00:00Z", "size": 3338801804,
+                "digest": digest, "details": {"parent_model": "", "format": "gguf", "family": "fake",
+                                              "families": ["fake"], "parameter_size": "4.3B",
+                                              "quantization_level": "Q4_K_M"}}
+
+    def send_reply(self, handler, body, text_override=None):
+        prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        options = body.get("options") or {}
+        if body.get("truncate") is False and tokens(prompt) > options.get("num_ctx", 2048):
+            handler._send(400, {"error": "the input length exceeds the context length"})
+            return
+        text = self.model.reply(prompt) if text_override is None else text_override
+        done_reason = "stop"
+        cap = options.get("num_predict", -1)
+        if cap > 0 and tokens(text) > cap:
+            text, done_reason = text[:cap * 4], "length"
+        message = {"role": "assistant", "content": text}
+        thinking = body.get("model") in self.thinking_models and body.get("think") is not False
+        if thinking or getattr(self, "leak_thinking", False):
+            message["thinking"] = "Let me think about the figures."
+        reply = {"model": body["model"], "created_at": "2026-01-01T00:00:00.000Z", "message": message,
+                 "done": True, "done_reason": done_reason, "total_duration": 123456789,
+                 "load_duration": 1234567, "prompt_eval_count": tokens(prompt), "prompt_eval_duration": 2345678,
+                 "eval_count": tokens(text) if text else 0, "eval_duration": 3456789}
+        if getattr(self, "omit_counts", False):
+            del reply["eval_count"], reply["prompt_eval_count"]
+        handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)})
+
+
+class FakeOpenAI(FakeServerBase):
+    """An OpenAI-compatible server in the llama.cpp flavour (/props, /slots) or vLLM flavour (/version)."""
+
+    flavour = "llama.cpp"
+    api_key: str | None = None
+    context_window = 4096
+    omit_usage = False
+
+    def handler_class(self):
+        owner = self
+
+        class Handler(_Handler):
+            def _authorized(self) -> bool:
+                if owner.api_key and self.headers.get("Authorization") != f"Bearer {owner.api_key}":
+                    self._send(401, {"error": {"code": 401, "message": "Invalid API Key",
+                                               "type": "authentication_error"}})
+                    return False
+                return True
+
+            def do_GET(self):
+                owner.requests.append(("GET", self.path, dict(self.headers)))
+                if self.path == "/v1/models":
+                    if not self._authorized():
+                        return
+                    data = [{"id": m, "object": "model", "created": 1, "owned_by": owner.flavour} for m in owner.models]
+                    if owner.flavour == "vllm":
+                        for item in data:
+                            item["max_model_len"] = owner.context_window
+                    else:
+                        for item in data:
+                            item["meta"] = {"n_ctx_train": 8192, "n_params": 134515008}
+                    self._send(200, {"object": "list", "data": data})
+                elif self.path == "/props" and owner.flavour == "llama.cpp":
+                    self._send(200, {"build_info": "b9999-fake", "total_slots": 4,
+                                     "default_generation_settings": {"n_ctx": owner.context_window}})
+                elif self.path == "/version" and owner.flavour == "vllm":
+                    self._send(200, {"version": "0.17.1"})
+                else:
+                    self._send(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+
+            def do_POST(self):
+                body = self._body()
+                owner.requests.append(("POST", self.path, dict(self.headers)))
+                if self.path != "/v1/chat/completions":
+                    self._send(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
+                    return
+                if not self._authorized():
+                    return
+                if body is None:
+                    self._send(400, {"error": {"code": 400, "message": "invalid JSON", "type": "invalid_request_error"}})
+                    return
+                if body.get("model") not in owner.models:
+                    self._send(404, {"error": {"message": f"The model `{body.get('model')}` does not exist.",
+                                               "type": "NotFoundError", "param": None, "code": 404}})
+                    return
+                self._chat(body)
+
+        return Handler
+
+    def send_reply(self, handler, body, text_override=None):
+        prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        cap = body.get("max_completion_tokens") or body.get("max_tokens") or 10 ** 6
+        if tokens(prompt) + cap > self.context_window:
+            handler._send(400, {"error": {"code": 400, "type": "exceed_context_size_error",
+                                          "message": f"request ({tokens(prompt)} tokens) exceeds the available "
+                                                     f"context size ({self.context_window} tokens), try increasing it",
+                                          "n_prompt_tokens": tokens(prompt), "n_ctx": self.context_window}})
+            return
+        text = self.model.reply(prompt) if text_override is None else text_override
+        finish = "stop"
+        if tokens(text) > cap:
+            text, finish = text[:cap * 4], "length"
+        message = {"role": "assistant", "content": text}
+        if getattr(self, "reasoning_field", None):
+            message[self.reasoning_field] = "thinking about it"
+        reply = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
+                 "system_fingerprint": "b9999-fake", "choices": [{"index": 0, "message": message,
+                                                                  "finish_reason": finish}],
+                 "usage": {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text),
+                           "total_tokens": tokens(prompt) + tokens(text)},
+                 "timings": {"prompt_n": tokens(prompt), "predicted_n": tokens(text), "cache_n": 0}}
+        if self.omit_usage:
+            del reply["usage"]
+        handler._send(200, reply)
