@@ -1417,7 +1417,7 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
         "probes": probes, "compaction_stage": stage,
         "compaction_tokens": summarize_compaction_tokens(comp_tokens),
         "calls": guards, "example_states": examples,
-        "run": {"backend": manifest.get("lock", {}).get("backend"), "run_id": manifest.get("run_id"),
+        "run": {"backend": manifest.get("lock", {}).get("backend"),
                 "options": manifest.get("lock", {}).get("options"), "num_ctx": NUM_CTX,
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
                 "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard")},

@@ -66,7 +66,7 @@ class DeterministicModel:
             lines += ["relations:", "each combined value is the sum of its two parts", "notes: none"]
             return "\n".join(lines)
         shift = self.behaviour.get("prose_shift", 0)
-        sentences = [f"So far the session has recorded these figures."]
+        sentences = ["So far the session has recorded these figures." + " Also" * self.behaviour.get("prose_padding", 0)]
         sentences += [f"{n} stood at {v + shift}." for n, v in values.items()]
         sentences += [f"{a} and {b} together came to {v}." for (a, b), v in combined.items()]
         return " ".join(sentences)
@@ -90,8 +90,11 @@ class DeterministicModel:
         return f"{prefix}\nANSWER: {result}"
 
 
-def tokens(text: str) -> int:
-    return len(text) // 4 + 1
+CHARS_PER_TOKEN = 4
+
+
+def tokens(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    return int(len(text) / chars_per_token) + 1
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -137,6 +140,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"model": "x", "created_at": "2026-01-01T00:00:00Z", "done": True})
         elif kind == "empty":
             self.server.owner.send_reply(self, self._last_body, text_override="")
+        elif kind == "shutdown":
+            self._reset()
+            server = self.server
+            threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
         elif kind == "delay":
             time.sleep(fault[1])
             return False
@@ -146,8 +153,12 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         with owner.lock:
             owner.chat_requests.append(body)
+            number = len(owner.chat_requests)
             fault = owner.faults.pop(0) if owner.faults else None
         self._last_body = body
+        if owner.hold_at == number:
+            owner.held.set()
+            owner.release.wait(30)
         if fault and self._apply_fault(fault):
             return
         with owner.slots:
@@ -160,7 +171,7 @@ class FakeServerBase:
     """Starts on 127.0.0.1 at a free port in a background thread; use as a context manager."""
 
     def __init__(self, models=("gemma3:4b",), behaviour: dict | None = None, latency_s: float = 0.0,
-                 slots: int = 64, thinking_models=()):
+                 slots: int = 64, thinking_models=(), port: int = 0):
         self.models = list(models)
         self.model = DeterministicModel(behaviour)
         self.latency_s = latency_s
@@ -170,7 +181,11 @@ class FakeServerBase:
         self.chat_requests: list = []
         self.requests: list = []
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
+        self.prompt_chars_per_token = CHARS_PER_TOKEN   # lower it to make prompts "longer"
+        self.hold_at: int | None = None                  # 1-based chat request number to hold
+        self.held = threading.Event()                    # set when that request arrives
+        self.release = threading.Event()                 # set by the test to let it through
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self.handler_class())
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -254,7 +269,7 @@ class FakeOllama(FakeServerBase):
     def send_reply(self, handler, body, text_override=None):
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
         options = body.get("options") or {}
-        if body.get("truncate") is False and tokens(prompt) > options.get("num_ctx", 2048):
+        if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
             handler._send(400, {"error": "the input length exceeds the context length"})
             return
         text = self.model.reply(prompt) if text_override is None else text_override

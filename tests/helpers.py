@@ -1,0 +1,147 @@
+"""Shared test helpers: import the runner, temporary folders, a reference-format bank with the
+published XR-001 numbers, and a throwaway copy of the repository for subprocess runs."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+
+def load_module(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+rp = load_module("run_pilot", REPO / "scripts" / "run_pilot.py")
+
+
+def run_main(argv: list[str]) -> tuple[int, str, str]:
+    """main([...]) with stdout and stderr captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = rp.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+class TempDirMixin:
+    def make_tmp(self) -> Path:
+        path = Path(tempfile.mkdtemp(prefix="ccl-test-"))
+        self.addCleanup(shutil.rmtree, path, True)
+        return path
+
+
+FAST = ["--quiet", "--retries", "3", "--backoff-base", "0.01", "--backoff-cap", "0.02"]
+
+
+def repo_copy(root: Path) -> Path:
+    """A minimal copy of the project (runner, protocol, tasks, paper) to run as a subprocess."""
+    for sub in ("scripts", "protocol", "tasks", "paper"):
+        src = REPO / sub
+        if src.exists():
+            shutil.copytree(src, root / sub, ignore=shutil.ignore_patterns("__pycache__", "figures"))
+    return root
+
+
+def run_script(repo: Path, argv: list[str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update(kwargs.pop("env", {}))
+    return subprocess.run([sys.executable, str(repo / "scripts" / "run_pilot.py"), *argv], capture_output=True,
+                          text=True, timeout=timeout, env=env, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------
+# The published XR-001 numbers as a results.json in the reference format
+# ------------------------------------------------------------------------------------------
+PUBLISHED = {
+    # model: (R0 wrong, R1 wrong, R2 wrong, b, c, multi-hop correct R0/R1/R2 of 30)
+    "gemma3:4b": (8, 44, 17, 5, 32, (22, 9, 15)),
+    "qwen3-coder:30b": (0, 35, 3, 3, 35, (30, 14, 30)),
+    "qwen3:14b": (8, 52, 14, 3, 41, (22, 6, 16)),
+}
+PUBLISHED_CLASSES = {  # pooled wrong-answer classes: off_by_one, conflation, other_wrong, omission
+    "R0": (1, 3, 12, 0), "R1": (1, 16, 84, 30), "R2": (1, 3, 25, 5),
+}
+
+
+def _wrong_answer(cls: str, question: dict, conflation_set: list[int]):
+    truth = question["truth"]
+    if cls == "omission":
+        return None
+    if cls == "off_by_one":
+        return truth + 1
+    if cls == "conflation":
+        return next(v for v in conflation_set if abs(v - truth) > 1)
+    value = truth + 500
+    while value in conflation_set or abs(value - truth) <= 1:
+        value += 7
+    return value
+
+
+def reference_results(tasks: dict) -> dict:
+    """A reference-format bank whose analysis must reproduce every published XR-001 table."""
+    episodes = tasks["episodes"][:15]
+    slots_mh = [(e, q) for e in range(15) for q in (7, 8)]
+    slots_other = [(e, q) for e in range(15) for q in range(1, 7)]
+    wrong: dict = {}
+    for model, (w0, w1, w2, b, c, hops) in PUBLISHED.items():
+        both = w1 - c
+        mh_wrong = [30 - h for h in hops]
+        both_mh = min(both, mh_wrong[1], mh_wrong[2])
+        r2_only_mh, r1_only_mh = mh_wrong[2] - both_mh, mh_wrong[1] - both_mh
+        mh, other = list(slots_mh), list(slots_other)
+        take = lambda pool, n: [pool.pop(0) for _ in range(n)]  # noqa: E731
+        both_slots = take(mh, both_mh) + take(other, both - both_mh)
+        r2_only = take(mh, r2_only_mh) + take(other, b - r2_only_mh)
+        r1_only = take(mh, r1_only_mh) + take(other, c - r1_only_mh)
+        wrong[(model, "R1")] = set(both_slots + r1_only)
+        wrong[(model, "R2")] = set(both_slots + r2_only)
+        r0_mh = mh_wrong[0]
+        wrong[(model, "R0")] = set(slots_mh[:r0_mh] + slots_other[:w0 - r0_mh])
+    class_queue = {r: [c for c, n in zip(("off_by_one", "conflation", "other_wrong", "omission"), counts)
+                       for _ in range(n)] for r, counts in PUBLISHED_CLASSES.items()}
+    probes = []
+    for model in PUBLISHED:
+        for regime in ("R0", "R1", "R2"):
+            for e, episode in enumerate(episodes):
+                for question in episode["questions"]:
+                    if (e, question["id"]) in wrong[(model, regime)]:
+                        cls = class_queue[regime].pop(0)
+                        answer = _wrong_answer(cls, question, episode["conflation_set"])
+                    else:
+                        cls, answer = "correct", question["truth"]
+                    probes.append({"model": model, "regime": regime, "episode": e, "question_id": question["id"],
+                                   "type": question["type"], "truth": question["truth"], "answer": answer,
+                                   "class": cls})
+    stage = []
+    for regime, total in (("R1", 587), ("R2", 898)):
+        rows = 45
+        per, extra = divmod(total, rows)
+        i = 0
+        for model in PUBLISHED:
+            for e in range(15):
+                retained = per + (1 if i < extra else 0)
+                stage.append({"retained": retained, "correct": retained, "wrong": 0, "n_entities": 20,
+                              "model": model, "regime": regime, "episode": e})
+                i += 1
+    tokens = {r: {"n": 180, "mean": mean, "by_model": {m: {"n": 60, "mean": mean} for m in PUBLISHED}}
+              for r, mean in (("R1", 219.2), ("R2", 221.4))}
+    return {"tasks": "tasks.json", "models": list(PUBLISHED), "regimes": ["R0", "R1", "R2"],
+            "cells": {"complete": 135, "not_complete": 0, "expected": 135, "expected_probes_per_cell": 8},
+            "probes": probes, "compaction_stage": stage, "compaction_tokens": tokens}
+
+
+def load_tasks() -> dict:
+    return json.loads((REPO / "tasks" / "tasks.json").read_text())

@@ -1,0 +1,182 @@
+"""Episode generation (protocol section 2): golden hash, every constraint over hundreds of seeds."""
+import json
+import random
+import re
+import subprocess
+import sys
+import unittest
+
+from helpers import REPO, TempDirMixin, rp, run_main
+
+GOLDEN_TASKS_SHA256 = "b74c1c1e744e2caa23e528858a18dbc6c474e2785af87273f5144661278d38a7"
+
+
+class GoldenTasksTest(TempDirMixin, unittest.TestCase):
+    def test_pinned_seed_gives_the_golden_file(self):
+        data = rp.tasks_to_bytes(rp.generate_tasks())
+        self.assertEqual(rp.sha256_bytes(data), GOLDEN_TASKS_SHA256)
+
+    def test_committed_tasks_file_is_the_golden_file(self):
+        self.assertEqual(rp.file_sha256(REPO / "tasks" / "tasks.json"), GOLDEN_TASKS_SHA256)
+
+    def test_generation_is_identical_in_a_fresh_interpreter(self):
+        code = ("import importlib.util,sys,hashlib;s=importlib.util.spec_from_file_location('r',sys.argv[1]);"
+                "m=importlib.util.module_from_spec(s);sys.modules['r']=m;s.loader.exec_module(m);"
+                "print(hashlib.sha256(m.tasks_to_bytes(m.generate_tasks())).hexdigest())")
+        out = subprocess.run([sys.executable, "-c", code, str(REPO / "scripts" / "run_pilot.py")],
+                             capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"})
+        self.assertEqual(out.stdout.strip(), GOLDEN_TASKS_SHA256)
+
+    def test_generate_command_leaves_the_committed_file_unchanged(self):
+        code, out, _ = run_main(["generate"])
+        self.assertEqual(code, 0)
+        self.assertIn("unchanged", out)
+
+    def test_generate_refuses_to_overwrite_a_different_file(self):
+        path = self.make_tmp() / "tasks.json"
+        path.write_text("{}")
+        code, _, err = run_main(["generate", "--tasks", str(path)])
+        self.assertEqual(code, 2)
+        self.assertIn("--force", err)
+        self.assertEqual(path.read_text(), "{}")
+        code, _, _ = run_main(["generate", "--tasks", str(path), "--force", "--episodes", "3"])
+        self.assertEqual(code, 0)
+        self.assertEqual(len(json.loads(path.read_text())["episodes"]), 3)
+
+    def test_artifact_field_names(self):
+        tasks = rp.generate_tasks(1)
+        for key in ("protocol", "generator_version", "base_seed", "n_episodes", "n_segments", "value_range"):
+            self.assertIn(key, tasks)
+        episode = tasks["episodes"][0]
+        self.assertEqual(set(episode), {"episode", "seed", "segments", "questions", "conflation_set"})
+        segment = episode["segments"][0]
+        self.assertEqual(set(segment), {"index", "text", "entities", "combined"})
+        self.assertEqual(set(segment["entities"]), {"base", "partner", "neighbor", "distractors"})
+
+
+class EpisodeConstraintsTest(unittest.TestCase):
+    """Every constraint of the facts file, for 300 seeds."""
+
+    SEEDS = range(300)
+
+    def check_episode(self, episode: dict):
+        lo, hi = rp.VALUE_RANGE
+        segments = episode["segments"]
+        self.assertEqual(len(segments), 4)
+        names, values, sums, pairs = [], [], [], set()
+        for k, seg in enumerate(segments, 1):
+            self.assertEqual(seg["index"], k)
+            ents = seg["entities"]
+            all_ents = [ents["base"], ents["partner"], ents["neighbor"], *ents["distractors"]]
+            self.assertEqual(len(ents["distractors"]), 2)
+            self.assertEqual(ents["neighbor"]["value"], ents["base"]["value"] + 1)
+            self.assertEqual(seg["combined"]["names"], [ents["base"]["name"], ents["partner"]["name"]])
+            self.assertEqual(seg["combined"]["value"], ents["base"]["value"] + ents["partner"]["value"])
+            pairs.add((ents["base"]["value"], ents["neighbor"]["value"]))
+            words = len(seg["text"].split())
+            self.assertTrue(120 <= words <= 180, words)
+            for ent in all_ents:
+                self.assertRegex(ent["name"], r"^([BDFGKLMNPRSTVZ][AEIOU]){3}$")
+                self.assertNotIn(ent["name"], rp.REAL_WORDS)
+                self.assertTrue(lo <= ent["value"] <= hi)
+                self.assertIn(ent["name"], seg["text"])
+                self.assertIn(str(ent["value"]), seg["text"])
+                names.append(ent["name"])
+                values.append(ent["value"])
+            self.assertIn(str(seg["combined"]["value"]), seg["text"])
+            # The filler carries no numbers: only the six stated figures appear in the text.
+            self.assertEqual(len(re.findall(r"\d+", seg["text"])), 6)
+            sums.append(seg["combined"]["value"])
+        self.assertEqual(len(set(names)), 20)
+        self.assertEqual(len(set(values)), 20)
+        ordered = sorted(values)
+        adjacent = {(a, b) for a, b in zip(ordered, ordered[1:]) if b - a == 1}
+        self.assertEqual(adjacent, pairs)
+        self.assertEqual(len(set(sums)), 4)
+        self.assertFalse(set(sums) & set(values))
+        hops = [q["truth"] for q in episode["questions"] if q["type"] == "multihop"]
+        self.assertEqual(len(hops), 2)
+        self.assertNotEqual(hops[0], hops[1])
+        self.assertFalse(set(hops) & (set(values) | set(sums)))
+        self.assertEqual(episode["conflation_set"], sorted(set(values) | set(sums)))
+
+    def check_questions(self, episode: dict):
+        segs = episode["segments"]
+        ent = lambda k, role: segs[k - 1]["entities"][role]  # noqa: E731
+        expected = [
+            (1, "direct", ent(1, "base")["value"]), (2, "direct", ent(2, "partner")["value"]),
+            (3, "direct", ent(3, "base")["value"]), (4, "conflation", ent(1, "neighbor")["value"]),
+            (5, "conflation", ent(4, "neighbor")["value"]), (6, "combined", segs[0]["combined"]["value"]),
+            (7, "multihop", ent(2, "base")["value"] + ent(4, "base")["value"]),
+            (8, "multihop", ent(1, "partner")["value"] + ent(3, "base")["value"]),
+        ]
+        got = [(q["id"], q["type"], q["truth"]) for q in episode["questions"]]
+        self.assertEqual(got, expected)
+        for q in episode["questions"]:
+            for name in q.get("entities", [q.get("entity")]):
+                self.assertIn(name, q["prompt"])
+
+    def test_constraints_hold_over_many_seeds(self):
+        for index in self.SEEDS:
+            with self.subTest(episode=index):
+                episode = rp.generate_episode(index)
+                self.assertEqual(episode["seed"], rp.BASE_SEED + index)
+                self.check_episode(episode)
+                self.check_questions(episode)
+
+    def test_other_base_seeds_too(self):
+        for base in (1, 2024, 999999):
+            with self.subTest(base_seed=base):
+                self.check_episode(rp.generate_episode(0, base))
+
+    def test_same_seed_same_episode(self):
+        self.assertEqual(rp.generate_episode(7), rp.generate_episode(7))
+        self.assertNotEqual(rp.generate_episode(7), rp.generate_episode(8))
+
+    def test_values_validator_rejects_accidental_structure(self):
+        good = [{"base": 200, "partner": 300, "neighbor": 201, "distractors": [420, 520]},
+                {"base": 600, "partner": 700, "neighbor": 601, "distractors": [800, 900]},
+                {"base": 150, "partner": 250, "neighbor": 151, "distractors": [360, 460]},
+                {"base": 650, "partner": 750, "neighbor": 651, "distractors": [850, 950]}]
+        self.assertTrue(rp.values_are_valid(good))
+        accidental = json.loads(json.dumps(good))
+        accidental[0]["distractors"][0] = 301          # differs from a partner by one
+        self.assertFalse(rp.values_are_valid(accidental))
+        sum_clash = json.loads(json.dumps(good))
+        sum_clash[1]["distractors"][1] = 200 + 300    # a value equal to segment 1's stated sum
+        self.assertFalse(rp.values_are_valid(sum_clash))
+        hop_clash = json.loads(json.dumps(good))
+        hop_clash[0]["distractors"][0] = 600 + 650     # equals the first multi-hop truth
+        self.assertFalse(rp.values_are_valid(hop_clash))
+
+
+class PromptsTest(unittest.TestCase):
+    def test_compaction_prompts_are_symmetric(self):
+        prose, typed = rp.PROMPTS["compact_prose"], rp.PROMPTS["compact_typed"]
+        for phrase in ("about to be deleted and replaced", "lost for good", "Merge the previous state",
+                       "at most {max_words} words", "PREVIOUS STATE:", "NEW SEGMENT:"):
+            self.assertIn(phrase, prose)
+            self.assertIn(phrase, typed)
+        for prompt in (prose, typed):
+            self.assertNotIn("Question", prompt)
+        for section in ("values:", "combined:", "relations:", "notes:"):
+            self.assertIn(section, typed)
+
+    def test_answer_prompts_require_the_answer_line(self):
+        for key in ("answer_transcript", "answer_state"):
+            self.assertIn("ANSWER: <integer>", rp.PROMPTS[key])
+
+    def test_regime_registry_drives_the_plan(self):
+        episode = rp.generate_episode(0)
+        self.assertEqual([c.kind for c in rp.plan_calls(rp.REGIMES["R0"], episode)],
+                         [f"question_{i}" for i in range(1, 9)])
+        self.assertEqual([c.kind for c in rp.plan_calls(rp.REGIMES["R1"], episode)][:4],
+                         [f"compact_{k}" for k in range(1, 5)])
+
+    def test_unknown_regime_is_impossible_at_the_command_line(self):
+        # regimes are fixed data; the run always covers exactly the registry
+        self.assertEqual(tuple(rp.REGIMES), rp.REGIME_NAMES)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,129 @@
+"""Statistics and analysis (protocol section 5) against the published XR-001 numbers."""
+import json
+import unittest
+
+from helpers import TempDirMixin, load_tasks, reference_results, rp, run_main
+
+
+class WilsonTest(unittest.TestCase):
+    PUBLISHED = [(8, 120, "3.4", "12.6"), (44, 120, "28.6", "45.6"), (17, 120, "9.0", "21.5"),
+                 (52, 120, "34.8", "52.3"), (14, 120, "7.1", "18.6"), (0, 120, "0.0", "3.1"),
+                 (35, 120, "21.8", "37.8"), (3, 120, "0.9", "7.1")]
+
+    def test_published_intervals(self):
+        for k, n, lo, hi in self.PUBLISHED:
+            with self.subTest(k=k):
+                got = rp.wilson_interval(k, n)
+                self.assertEqual((f"{100 * got[0]:.1f}", f"{100 * got[1]:.1f}"), (lo, hi))
+
+    def test_edges(self):
+        self.assertEqual(rp.wilson_interval(0, 0), (0.0, 1.0))
+        lo, hi = rp.wilson_interval(120, 120)
+        self.assertEqual(hi, 1.0)
+        self.assertLess(lo, 1.0)
+
+
+class McNemarTest(unittest.TestCase):
+    PUBLISHED = [(11, 108, "3.524e-21"), (5, 32, "7.428e-06"), (3, 35, "6.678e-08"), (3, 41, "1.618e-09")]
+
+    def test_published_p_values(self):
+        for b, c, p in self.PUBLISHED:
+            with self.subTest(b=b, c=c):
+                self.assertEqual(rp.fmt_p(rp.mcnemar_exact(b, c)), p)
+
+    def test_small_exact_values(self):
+        self.assertEqual(rp.mcnemar_exact(0, 0), 1.0)
+        self.assertEqual(rp.mcnemar_exact(3, 3), 1.0)
+        self.assertAlmostEqual(rp.mcnemar_exact(0, 5), 2 / 32)
+        self.assertAlmostEqual(rp.mcnemar_exact(1, 4), 2 * 6 / 32)
+        self.assertEqual(rp.mcnemar_exact(4, 1), rp.mcnemar_exact(1, 4))
+
+
+def constructed_bank(b: int, c: int, both_wrong: int, n_episodes: int = 15) -> dict:
+    """One model, R1 and R2 only, with exactly b and c discordant probes."""
+    probes = []
+    slots = [(e, q) for e in range(n_episodes) for q in range(1, 9)]
+    r1_wrong = set(slots[:both_wrong] + slots[both_wrong + b: both_wrong + b + c])
+    r2_wrong = set(slots[:both_wrong + b])
+    for regime, wrong in (("R1", r1_wrong), ("R2", r2_wrong)):
+        for e, q in slots:
+            cls = "other_wrong" if (e, q) in wrong else "correct"
+            probes.append({"model": "m", "regime": regime, "episode": e, "question_id": q,
+                           "type": "multihop" if q > 6 else "direct", "truth": 500,
+                           "answer": 9999 if cls != "correct" else 500, "class": cls})
+    cells = {"complete": 2 * n_episodes, "not_complete": 0, "expected": 2 * n_episodes, "expected_probes_per_cell": 8}
+    return {"models": ["m"], "regimes": ["R1", "R2"], "cells": cells, "probes": probes, "compaction_stage": [],
+            "compaction_tokens": {}}
+
+
+class AnalysisTest(TempDirMixin, unittest.TestCase):
+    def test_constructed_bank_known_b_and_c(self):
+        for b, c, direction in ((4, 20, "R2 better"), (9, 2, "R1 better"), (5, 5, "no difference")):
+            with self.subTest(b=b, c=c):
+                analysis = rp.analyze_results(constructed_bank(b, c, both_wrong=7))
+                pooled = analysis["mcnemar"]["pooled"]
+                self.assertEqual((pooled["b"], pooled["c"], pooled["direction"]), (b, c, direction))
+                self.assertEqual(pooled["p"], rp.mcnemar_exact(b, c))
+                self.assertEqual(analysis["corruption"]["m"]["R1"]["k"], 7 + c)
+                self.assertEqual(analysis["corruption"]["m"]["R2"]["k"], 7 + b)
+
+    def test_reference_bank_reproduces_every_published_table(self):
+        folder = self.make_tmp()
+        path = folder / "results.json"
+        path.write_text(json.dumps(reference_results(load_tasks())))
+        code, out, _ = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 0)
+        text = (folder / "analysis.md").read_text()
+        self.assertEqual(out.strip(), text.strip())
+        expected_rows = [
+            "| gemma3:4b | 8/120 = 6.7% [3.4, 12.6] | 44/120 = 36.7% [28.6, 45.6] | 17/120 = 14.2% [9.0, 21.5] |",
+            "| qwen3:14b | 8/120 = 6.7% [3.4, 12.6] | 52/120 = 43.3% [34.8, 52.3] | 14/120 = 11.7% [7.1, 18.6] |",
+            "| qwen3-coder:30b | 0/120 = 0.0% [0.0, 3.1] | 35/120 = 29.2% [21.8, 37.8] | 3/120 = 2.5% [0.9, 7.1] |",
+            "| pooled | 16/360 = 4.4%", "| 131/360 = 36.4%", "| 34/360 = 9.4%",
+            "| pooled | 11 | 108 | 3.524e-21 | R2 better |",
+            "| gemma3:4b | 5 | 32 | 7.428e-06 | R2 better |",
+            "| qwen3-coder:30b | 3 | 35 | 6.678e-08 | R2 better |",
+            "| qwen3:14b | 3 | 41 | 1.618e-09 | R2 better |",
+            "| R0 | 344 | 1 | 3 | 12 | 0 | 4 |", "| R1 | 229 | 1 | 16 | 84 | 30 | 17 |",
+            "| R2 | 326 | 1 | 3 | 25 | 5 | 4 |",
+            "| R1 | 180 | 219.2 |", "| R2 | 180 | 221.4 |",
+            "| gemma3:4b | 22/30 = 73.3% | 9/30 = 30.0% | 15/30 = 50.0% |",
+            "| qwen3:14b | 22/30 = 73.3% | 6/30 = 20.0% | 16/30 = 53.3% |",
+            "| qwen3-coder:30b | 30/30 = 100.0% | 14/30 = 46.7% | 30/30 = 100.0% |",
+            "| R1 | 45 | 587/900 = 65.2%", "| R2 | 45 | 898/900 = 99.8%",
+            "CONFIRMATORY: complete bank, 135/135 cells.",
+        ]
+        for row in expected_rows:
+            with self.subTest(row=row):
+                self.assertIn(row, text)
+
+    def test_partial_bank_needs_allow_partial(self):
+        folder = self.make_tmp()
+        results = reference_results(load_tasks())
+        results["cells"]["complete"] = 134
+        results["cells"]["not_complete"] = 1
+        path = folder / "results.json"
+        path.write_text(json.dumps(results))
+        code, _, err = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 2)
+        self.assertIn("--allow-partial", err)
+        self.assertFalse((folder / "analysis.md").exists())
+        code, out, _ = run_main(["analyze", "--results", str(path), "--allow-partial"])
+        self.assertEqual(code, 0)
+        self.assertIn("NON-CONFIRMATORY", out)
+
+    def test_unreadable_results_file(self):
+        path = self.make_tmp() / "results.json"
+        path.write_text("{not json")
+        code, _, err = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 2)
+        self.assertIn("not a results file", err)
+
+    def test_predictions_on_published_numbers(self):
+        verdicts = {v["id"]: v["verdict"] for v in rp.evaluate_predictions(
+            rp.analyze_results(reference_results(load_tasks())))}
+        self.assertEqual(verdicts, {"P1": "confirmed", "P2": "confirmed", "P3": "confirmed", "F": "rejected"})
+
+
+if __name__ == "__main__":
+    unittest.main()
