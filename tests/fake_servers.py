@@ -167,6 +167,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner.send_reply(self, body)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass   # clients killed mid-request (the kill tests) are expected
+
+
 class FakeServerBase:
     """Starts on 127.0.0.1 at a free port in a background thread; use as a context manager."""
 
@@ -185,7 +190,7 @@ class FakeServerBase:
         self.hold_at: int | None = None                  # 1-based chat request number to hold
         self.held = threading.Event()                    # set when that request arrives
         self.release = threading.Event()                 # set by the test to let it through
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self.handler_class())
+        self.httpd = _QuietServer(("127.0.0.1", port), self.handler_class())
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
