@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""Figures, RESULTS.md and report.html, regenerated from a results.json alone (standard library only).
+
+Usage:
+    python paper/make_figures.py                                 # the most recent results/*/results.json
+    python paper/make_figures.py results/xr001/results.json      # a given bank
+    python paper/make_figures.py RESULTS_JSON --out DIR          # figures into DIR (default paper/figures)
+
+Writes five SVG figures, the narrative RESULTS.md (default paper/RESULTS.md, never edited by hand) and a
+self-contained report.html beside the results.json. The same results.json always gives byte-identical
+files: no timestamps, stable ordering, fixed number formatting. No raw logs and no server are needed.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+PAPER_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PAPER_DIR.parent
+
+
+def _load_runner():
+    module = sys.modules.get("run_pilot")
+    if module is not None:
+        return module
+    spec = importlib.util.spec_from_file_location("run_pilot", REPO_ROOT / "scripts" / "run_pilot.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_pilot"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+rp = _load_runner()
+
+# Okabe-Ito: distinguishable with every common form of colour blindness.
+REGIME_COLOURS = {"R0": "#0072B2", "R1": "#D55E00", "R2": "#009E73"}
+CLASS_COLOURS = {"correct": "#D9D9D9", "off_by_one": "#E69F00", "conflation": "#CC79A7",
+                 "other_wrong": "#56B4E9", "omission": "#000000"}
+FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
+FIGURES = (
+    ("fig_a_corruption.svg", "Numeric-corruption rate by model and regime"),
+    ("fig_b_classes.svg", "Corruption classes by regime, pooled over models"),
+    ("fig_c_multihop.svg", "Multi-hop completion by model and regime"),
+    ("fig_d_compaction_tokens.svg", "Realized compaction tokens per call"),
+    ("fig_e_retention.svg", "Write-time retention of entity values"),
+)
+
+
+# ============================================================================================
+# A tiny SVG writer: text stays text, numbers are formatted the same way every time
+# ============================================================================================
+def num(value: float) -> str:
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+class Svg:
+    def __init__(self, width: float, height: float, title: str):
+        self.width, self.height = width, height
+        self.parts = [f'<title>{html.escape(title)}</title>',
+                      f'<rect x="0" y="0" width="{num(width)}" height="{num(height)}" fill="#FFFFFF"/>']
+
+    def rect(self, x, y, w, h, fill, cls="", extra="", tip=""):
+        cls_attr = f' class="{cls}"' if cls else ""
+        body = f"<title>{html.escape(tip)}</title>" if tip else ""
+        self.parts.append(f'<rect{cls_attr} x="{num(x)}" y="{num(y)}" width="{num(w)}" height="{num(h)}" '
+                          f'fill="{fill}"{extra}>{body}</rect>' if body else
+                          f'<rect{cls_attr} x="{num(x)}" y="{num(y)}" width="{num(w)}" height="{num(h)}" '
+                          f'fill="{fill}"{extra}/>')
+
+    def line(self, x1, y1, x2, y2, stroke="#000000", width=1.0, cls="", dash=""):
+        cls_attr = f' class="{cls}"' if cls else ""
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(f'<line{cls_attr} x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}" '
+                          f'stroke="{stroke}" stroke-width="{num(width)}"{dash_attr}/>')
+
+    def text(self, x, y, content, size=12, anchor="start", weight="normal", rotate=None, fill="#000000", cls=""):
+        transform = f' transform="rotate({num(rotate)} {num(x)} {num(y)})"' if rotate is not None else ""
+        cls_attr = f' class="{cls}"' if cls else ""
+        self.parts.append(f'<text{cls_attr} x="{num(x)}" y="{num(y)}" font-size="{num(size)}" {FONT} '
+                          f'text-anchor="{anchor}" font-weight="{weight}" fill="{fill}"{transform}>'
+                          f'{html.escape(str(content))}</text>')
+
+    def render(self) -> str:
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(self.width)}" height="{num(self.height)}" '
+                f'viewBox="0 0 {num(self.width)} {num(self.height)}" role="img">\n' + "\n".join(self.parts) + "\n</svg>\n")
+
+
+def short_label(name: str, limit: int = 22) -> str:
+    return name if len(name) <= limit else name[:limit - 1] + "\u2026"
+
+
+def header(svg: Svg, title: str, confirmatory: bool, subtitle: str = "") -> None:
+    svg.text(16, 24, title, size=15, weight="bold")
+    if subtitle:
+        svg.text(16, 42, subtitle, size=11, fill="#333333")
+    if not confirmatory:
+        svg.text(svg.width - 16, 24, "NON-CONFIRMATORY (partial bank)", size=12, anchor="end", weight="bold",
+                 fill="#B00000", cls="nonconfirmatory")
+
+
+def legend(svg: Svg, x: float, y: float, items: list[tuple[str, str]]) -> None:
+    for i, (label, colour) in enumerate(items):
+        svg.rect(x, y + i * 18, 12, 12, colour, cls="legend-key", extra=' stroke="#333333" stroke-width="0.5"')
+        svg.text(x + 18, y + i * 18 + 10, label, size=11)
+
+
+def y_axis(svg: Svg, left: float, top: float, height: float, right: float, label: str, maximum: float = 100,
+           step: float = 20, unit: str = "%") -> None:
+    tick = 0.0
+    while tick <= maximum + 1e-9:
+        y = top + height - height * tick / maximum
+        svg.line(left, y, right, y, stroke="#E5E5E5")
+        svg.line(left - 4, y, left, y)
+        svg.text(left - 7, y + 4, f"{num(tick)}{unit}", size=10, anchor="end")
+        tick += step
+    svg.line(left, top, left, top + height)
+    svg.line(left, top + height, right, top + height)
+    svg.text(18, top + height / 2, label, size=11, anchor="middle", rotate=-90)
+
+
+# ============================================================================================
+# The five figures
+# ============================================================================================
+PLOT_TOP, PLOT_HEIGHT, LEFT = 60, 260, 70
+
+
+def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
+                 confirmatory: bool, with_errors: bool = True) -> str:
+    """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary."""
+    bar_w, gap = 26, 44
+    group_w = bar_w * len(regimes) + gap
+    width = max(560, LEFT + group_w * len(groups) + 150)
+    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 90, title)
+    header(svg, title, confirmatory, subtitle)
+    right = LEFT + group_w * len(groups) + 10
+    y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, y_label)
+    base = PLOT_TOP + PLOT_HEIGHT
+    for g, group in enumerate(groups):
+        x0 = LEFT + 10 + g * group_w
+        for r, regime in enumerate(regimes):
+            summary = cells.get((group, regime))
+            x = x0 + r * bar_w
+            if not summary or not summary["n"]:
+                svg.text(x + bar_w / 2, base - 4, "n/a", size=9, anchor="middle")
+                continue
+            h = PLOT_HEIGHT * summary["rate"]
+            tip = f"{group} {regime}: {rp.fmt_rate(summary)}"
+            svg.rect(x + 2, base - h, bar_w - 4, h, REGIME_COLOURS.get(regime, "#777777"), cls="bar",
+                     extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
+                           f'data-series="{regime}"', tip=tip)
+            if with_errors:
+                lo, hi = base - PLOT_HEIGHT * summary["lo"], base - PLOT_HEIGHT * summary["hi"]
+                cx = x + bar_w / 2
+                svg.parts.append(f'<g class="errorbar" data-lo="{num(100 * summary["lo"])}" '
+                                 f'data-hi="{num(100 * summary["hi"])}">')
+                svg.line(cx, lo, cx, hi, width=1.2)
+                svg.line(cx - 4, lo, cx + 4, lo, width=1.2)
+                svg.line(cx - 4, hi, cx + 4, hi, width=1.2)
+                svg.parts.append("</g>")
+        label_x = x0 + bar_w * len(regimes) / 2
+        svg.text(label_x, base + 16, short_label(group), size=11, anchor="middle" if len(groups) < 5 else "end",
+                 rotate=None if len(groups) < 5 else -30)
+    svg.text((LEFT + right) / 2, base + (70 if len(groups) >= 5 else 40), "model", size=11, anchor="middle")
+    legend(svg, right + 20, PLOT_TOP, [(f"{r}: {rp.REGIMES[r].description.split(':')[0]}" if r in rp.REGIMES else r,
+                                        REGIME_COLOURS.get(r, "#777777")) for r in regimes])
+    return svg.render()
+
+
+def figure_corruption(analysis: dict) -> str:
+    cells = {(m, r): analysis["corruption"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
+    return grouped_bars(FIGURES[0][1], "Probes not answered correctly; whiskers: 95% Wilson intervals",
+                        analysis["models"], analysis["regimes"], cells, "numeric-corruption rate (%)",
+                        analysis["confirmatory"])
+
+
+def figure_multihop(analysis: dict) -> str:
+    cells = {(m, r): analysis["multihop"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
+    return grouped_bars(FIGURES[2][1], "Q7 and Q8 answered correctly; whiskers: 95% Wilson intervals",
+                        analysis["models"], analysis["regimes"], cells, "multi-hop completion (%)",
+                        analysis["confirmatory"])
+
+
+def figure_retention(analysis: dict) -> str:
+    regimes = [r for r in analysis["regimes"] if r in analysis["retention"]["by_regime"]]
+    cells = {}
+    for model in analysis["models"]:
+        for regime in regimes:
+            agg = analysis["retention"]["by_model"].get(f"{model}|{regime}")
+            if agg and agg["n_entities"]:
+                cells[(model, regime)] = {"k": agg["retained"], "n": agg["n_entities"],
+                                          "rate": agg["retained"] / agg["n_entities"], "lo": 0, "hi": 0}
+    return grouped_bars(FIGURES[4][1], "Entity values found in the final states (exploratory; R1 by a crude "
+                        "nearest-number heuristic)", analysis["models"], regimes, cells,
+                        "values retained (%)", analysis["confirmatory"], with_errors=False)
+
+
+def figure_classes(analysis: dict) -> str:
+    regimes = analysis["regimes"]
+    bar_w, gap = 60, 100
+    width = max(560, LEFT + (bar_w + gap) * len(regimes) + 160)
+    title = FIGURES[1][1]
+    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 80, title)
+    header(svg, title, analysis["confirmatory"], "Share of probes per class; bracket: incident signature "
+                                                 "(off_by_one + conflation)")
+    right = LEFT + (bar_w + gap) * len(regimes) + 10
+    y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, "share of probes (%)")
+    base = PLOT_TOP + PLOT_HEIGHT
+    for i, regime in enumerate(regimes):
+        counts = analysis["classes"][regime]
+        total = sum(counts[c] for c in rp.CLASSES)
+        x = LEFT + 20 + i * (bar_w + gap)
+        y = base
+        signature_span = []
+        for cls in rp.CLASSES:
+            share = counts[cls] / total if total else 0.0
+            h = PLOT_HEIGHT * share
+            svg.rect(x, y - h, bar_w, h, CLASS_COLOURS[cls], cls="bar",
+                     extra=f' data-value="{num(100 * share)}" data-group="{regime}" data-series="{cls}" '
+                           f'stroke="#FFFFFF" stroke-width="0.5"', tip=f"{regime} {cls}: {counts[cls]}/{total}")
+            if cls in ("off_by_one", "conflation"):
+                signature_span.append((y - h, y))
+            y -= h
+        top, bottom = min(s[0] for s in signature_span), max(s[1] for s in signature_span)
+        svg.parts.append(f'<g class="signature" data-count="{counts["signature"]}">')
+        svg.line(x + bar_w + 4, top, x + bar_w + 4, bottom, stroke="#B00000", width=2)
+        svg.line(x + bar_w, top, x + bar_w + 4, top, stroke="#B00000", width=2)
+        svg.line(x + bar_w, bottom, x + bar_w + 4, bottom, stroke="#B00000", width=2)
+        svg.text(x + bar_w + 8, (top + bottom) / 2 + 4, f"signature {counts['signature']}", size=10, fill="#B00000")
+        svg.parts.append("</g>")
+        svg.text(x + bar_w / 2, base + 16, regime, size=12, anchor="middle")
+    svg.text((LEFT + right) / 2, base + 40, "regime", size=11, anchor="middle")
+    legend(svg, right + 10, PLOT_TOP, [(c, CLASS_COLOURS[c]) for c in rp.CLASSES])
+    return svg.render()
+
+
+def figure_tokens(results: dict, analysis: dict) -> str:
+    """Histogram of realized tokens per compaction call, one row per regime, the cap marked."""
+    cap = (results.get("run") or {}).get("compaction_cap", rp.COMPACTION_NUM_PREDICT)
+    regimes = [r for r in analysis["regimes"] if rp.REGIMES.get(r) and rp.REGIMES[r].compaction_prompt]
+    per_regime = {r: [c["eval_count"] for c in results.get("calls") or []
+                      if c["regime"] == r and c["kind"].startswith("compact_") and c.get("eval_count") is not None
+                      and c["model"] in analysis["models"]] for r in regimes}
+    top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
+    bin_w = 16
+    n_bins = top_value // bin_w + 1
+    row_h, width, plot_w = 110, 640, 420
+    title = FIGURES[3][1]
+    svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
+    header(svg, title, analysis["confirmatory"], f"Output tokens of each compaction call as the server counted "
+                                                 f"them; dashed line: the {cap}-token cap")
+    scale = plot_w / (n_bins * bin_w)
+    for i, regime in enumerate(regimes):
+        values = per_regime[regime]
+        top = PLOT_TOP + i * row_h
+        base = top + row_h - 30
+        counts = [0] * n_bins
+        for v in values:
+            counts[min(v // bin_w, n_bins - 1)] += 1
+        peak = max(counts) or 1
+        svg.text(LEFT - 8, top + 14, regime, size=12, anchor="end", weight="bold")
+        svg.line(LEFT, base, LEFT + plot_w, base)
+        for b, count in enumerate(counts):
+            h = (row_h - 45) * count / peak
+            svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, REGIME_COLOURS.get(regime, "#777"),
+                     cls="bar", extra=f' data-value="{count}" data-group="{regime}" data-series="{b * bin_w}"',
+                     tip=f"{regime}: {count} calls with {b * bin_w}-{b * bin_w + bin_w - 1} tokens")
+        mean = (results.get("compaction_tokens", {}).get(regime) or {}).get("mean")
+        if mean is not None:
+            mx = LEFT + mean * scale
+            svg.line(mx, base + 2, mx, top + 8, stroke="#000000", width=1.5, cls="mean")
+            svg.text(mx + 4, top + 16, f"mean {mean:.1f}", size=10)
+        if not values:
+            svg.text(LEFT + 10, base - 30, "per-call counts are not in this results.json" if mean is not None
+                     else "no counts reported", size=10, fill="#555555")
+        svg.text(LEFT + plot_w + 8, base - 4, f"n = {len(values)}", size=10)
+        for tick in range(0, n_bins * bin_w + 1, 64):
+            svg.line(LEFT + tick * scale, base, LEFT + tick * scale, base + 4)
+            svg.text(LEFT + tick * scale, base + 15, str(tick), size=9, anchor="middle")
+    cap_x = LEFT + cap * scale
+    svg.line(cap_x, PLOT_TOP, cap_x, PLOT_TOP + row_h * max(1, len(regimes)) - 25, stroke="#B00000", width=1.5,
+             dash="5 3", cls="cap")
+    svg.text(cap_x + 4, PLOT_TOP + 8, f"cap {cap}", size=10, fill="#B00000")
+    svg.text(LEFT + plot_w / 2, PLOT_TOP + row_h * max(1, len(regimes)) + 10, "output tokens per compaction call",
+             size=11, anchor="middle")
+    svg.text(18, PLOT_TOP + row_h * max(1, len(regimes)) / 2, "calls", size=11, anchor="middle", rotate=-90)
+    return svg.render()
+
+
+def render_figures(results: dict, analysis: dict) -> dict[str, str]:
+    return {
+        FIGURES[0][0]: figure_corruption(analysis),
+        FIGURES[1][0]: figure_classes(analysis),
+        FIGURES[2][0]: figure_multihop(analysis),
+        FIGURES[3][0]: figure_tokens(results, analysis),
+        FIGURES[4][0]: figure_retention(analysis),
+    }
+
+
+# ============================================================================================
+# RESULTS.md and report.html
+# ============================================================================================
+def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
+    verdicts = rp.evaluate_predictions(analysis)
+    out = ["# Results", "",
+           f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun the script).", "",
+           rp.status_banner(analysis), ""]
+    out += ["## Verdicts on the pre-registered predictions", ""]
+    if not analysis["confirmatory"]:
+        out += ["NON-CONFIRMATORY: these verdicts come from a partial bank and carry no confirmatory weight.", ""]
+    for v in verdicts:
+        out += [f"### {v['id']}: {v['verdict']}", "", v["claim"][0].upper() + v["claim"][1:] + ".", ""]
+        out += [f"- {line}" for line in v["evidence"]] + [""]
+    if not verdicts:
+        out += ["No prediction can be judged: the bank lacks the regimes the predictions compare.", ""]
+    out += ["## Numeric-corruption rate", "", rp.render_corruption_table(analysis), ""]
+    for name, caption in FIGURES:
+        out += [f"![{caption}]({figures_rel}/{name})", ""]
+    return "\n".join(out)
+
+
+def md_tables_to_html(markdown: str) -> str:
+    """The markdown of analysis.md as HTML: headings, paragraphs, lists and pipe tables."""
+    out, table = [], []
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    def inline(text: str) -> str:
+        text = html.escape(text)
+        parts = text.split("**")
+        text = "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(parts))
+        parts = text.split("`")
+        return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+    def flush():
+        if table:
+            head, rows = table[0], [r for r in table[2:]]
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in cells(head)) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells(r)) + "</tr>" for r in rows)
+                       + "</tbody></table>")
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")) + 1, 4)
+            out.append(f"<h{level}>{inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("- "):
+            out.append(f"<ul><li>{inline(line[2:])}</li></ul>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str:
+    verdicts = rp.evaluate_predictions(analysis)
+    falsifier = next((v for v in verdicts if v["id"] == "F"), None)
+    headline = "No confirmatory test: the bank lacks R1 or R2."
+    if falsifier:
+        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}. " +
+                    " ".join(f"{v['id']} {v['verdict']}." for v in verdicts if v["id"] != "F"))
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{rp.PROTOCOL_ID} report</title>",
+             "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
+             "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
+             "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.15em;"
+             "padding:0.8em;border-left:5px solid #0072B2;background:#f4f8fb}.warn{color:#B00000;font-weight:bold}"
+             ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
+             "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
+             "</style></head><body>",
+             f"<h1>{rp.PROTOCOL_ID}: what compaction loses</h1>",
+             f'<p class="headline">{html.escape(headline)}</p>']
+    if not analysis["confirmatory"]:
+        parts.append(f'<p class="warn">{html.escape(rp.status_banner(analysis).replace("**", ""))}</p>')
+    parts.append(md_tables_to_html(rp.render_analysis_md(analysis)))
+    parts.append("<h2>Figures</h2>")
+    for name, caption in FIGURES:
+        parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append("<h2>What was lost: final states side by side</h2>")
+    examples = results.get("example_states") or []
+    if not examples:
+        parts.append("<p>This results.json carries no final states (the reference format does not).</p>")
+    index = {(e["model"], e["regime"], e["episode"]): e["final_state"] for e in examples}
+    for model in analysis["models"]:
+        episodes = sorted({e["episode"] for e in examples if e["model"] == model})
+        for episode in episodes:
+            prose, typed = index.get((model, "R1", episode)), index.get((model, "R2", episode))
+            parts.append(f"<h3>{html.escape(model)}, episode {episode}</h3><div class=\"states\">")
+            for label, state in (("R1 prose", prose), ("R2 typed block", typed)):
+                body = html.escape(state) if state is not None else "(not in this bank)"
+                parts.append(f"<div><h4>{label}</h4><pre>{body}</pre></div>")
+            parts.append("</div>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ============================================================================================
+# Entry points
+# ============================================================================================
+def write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rp.write_atomic(path, text.encode("utf-8"))
+    return path
+
+
+def regenerate(results: dict, report_dir: Path, figures_dir: Path | None = None, results_md: Path | None = None,
+               source: str = "results.json") -> list[Path]:
+    """Write the figures, RESULTS.md and report.html; by default all into report_dir (a run folder)."""
+    figures_dir = figures_dir or report_dir / "figures"
+    results_md = results_md or report_dir / "RESULTS.md"
+    analysis = rp.analyze_results(results)
+    figures = render_figures(results, analysis)
+    written = [write_text(figures_dir / name, svg) for name, svg in figures.items()]
+    rel = Path(os.path.relpath(figures_dir, results_md.parent)).as_posix()
+    written.append(write_text(results_md, render_results_md(analysis, rel, source)))
+    written.append(write_text(report_dir / "report.html", render_report(results, analysis, figures)))
+    return written
+
+
+def latest_results(root: Path) -> Path | None:
+    candidates = sorted(root.glob("*/results.json"), key=lambda p: (p.stat().st_mtime, str(p)))
+    return candidates[-1] if candidates else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate figures, RESULTS.md and report.html from a "
+                                                 "results.json (no raw logs, no server).")
+    parser.add_argument("results_json", nargs="?", help="default: the most recent results/*/results.json")
+    parser.add_argument("--out", help="folder for the SVG figures (default: paper/figures)")
+    parser.add_argument("--results-md", help="where RESULTS.md goes (default: paper/RESULTS.md)")
+    args = parser.parse_args(argv)
+    path = Path(args.results_json) if args.results_json else latest_results(REPO_ROOT / "results")
+    if path is None or not path.exists():
+        print(f"error: no results.json {'at ' + str(path) if path else 'under results/'}; run the pilot first or "
+              f"name a results.json", file=sys.stderr)
+        return 2
+    try:
+        import json
+        results = json.loads(path.read_text(encoding="utf-8"))
+        source = rp.display_path(path)
+        written = regenerate(results, path.parent, Path(args.out) if args.out else PAPER_DIR / "figures",
+                             Path(args.results_md) if args.results_md else PAPER_DIR / "RESULTS.md", source)
+    except (ValueError, KeyError, TypeError) as err:
+        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err})",
+              file=sys.stderr)
+        return 2
+    for item in written:
+        print(item)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
