@@ -21,6 +21,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import base64
+import csv
 import dataclasses
 import datetime as _dt
 import email.utils
@@ -28,11 +30,13 @@ import fcntl
 import hashlib
 import http.client
 import importlib.util
+import io
 import json
 import math
 import os
 import random
 import re
+import shlex
 import signal
 import socket
 import sys
@@ -560,10 +564,15 @@ class HttpClient:
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
                  headers: dict | None = None):
-        self.base_url = base_url.rstrip("/")
+        self._headers = dict(headers or {})
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.username is not None and "Authorization" not in self._headers:
+            # user:password@ in the URL becomes Basic auth; the URL itself is kept and shown without it
+            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        self.base_url = redact_url(base_url)
         self.connect_timeout = connect_timeout
         self.opener = urllib.request.build_opener(_TimedHandler(read_timeout))
-        self._headers = dict(headers or {})
 
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
@@ -1779,8 +1788,6 @@ def render_headline(analysis: dict) -> str:
 
 
 def render_probes_csv(results: dict) -> str:
-    import csv
-    import io
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     fields = ["model", "regime", "episode", "question_id", "type", "truth", "answer", "class"]
@@ -1856,12 +1863,12 @@ def protocol_sha256() -> str:
     return file_sha256(PROTOCOL_PATH)
 
 
-def lock_differences(recorded: dict, current: dict) -> list[str]:
+def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[str]:
     """Every way the current settings differ from the ones a run folder was locked to."""
     diffs = []
     for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
                   "n_episodes", "regimes"):
-        if recorded.get(field) != current.get(field):
+        if field not in ignore and recorded.get(field) != current.get(field):
             diffs.append(f"{field} ({short(recorded.get(field))} -> {short(current.get(field))})")
     for model, info in current.get("models", {}).items():
         old = recorded.get("models", {}).get(model)
@@ -2029,7 +2036,6 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
 
 
 def resume_command() -> str:
-    import shlex
     return "python " + shlex.join([display_path(Path(sys.argv[0])) if sys.argv[0] else "scripts/run_pilot.py",
                                    *sys.argv[1:]])
 
@@ -2349,15 +2355,18 @@ def command_merge(args) -> int:
     for folder in args.shard_dirs:
         manifest, tasks = load_run(Path(folder))
         shards.append((Path(folder), manifest.data, tasks))
-    first_lock = {k: v for k, v in shards[0][1]["lock"].items() if k != "models"}
+    reference = shards[0][1]["lock"]
     cells: dict = {}
     models: list[str] = []
     for folder, data, _ in shards:
-        lock = {k: v for k, v in data["lock"].items() if k != "models"}
-        diffs = [k for k in sorted(set(lock) | set(first_lock)) if lock.get(k) != first_lock.get(k)]
-        diffs += lock_differences(shards[0][1]["lock"], {**data["lock"], **{k: first_lock.get(k) for k in first_lock}})
+        # Shards may run against different servers (base_url) but everything else must agree.
+        diffs = lock_differences(reference, data["lock"], ignore=("base_url",))
+        if data["lock"].get("runner_sha256") != reference.get("runner_sha256"):
+            diffs.append("runner_sha256")
+        if (data.get("shard") or [None, None])[1] != (shards[0][1].get("shard") or [None, None])[1]:
+            diffs.append(f"shard count ({shards[0][1].get('shard')} vs {data.get('shard')})")
         if diffs:
-            raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({', '.join(diffs)}); "
+            raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({'; '.join(diffs)}); "
                              f"only shards of one locked run can be merged")
         for key, entry in data["cells"].items():
             if entry.get("status") != "COMPLETE":
@@ -2389,6 +2398,15 @@ def command_merge(args) -> int:
     problems = verify_run(out, merged.data, shards[0][2])
     if problems:
         raise PilotError(f"the merged folder does not verify: {problems[0]}")
+    results = write_results(out, merged.data, shards[0][2])
+    if results["cells"]["not_complete"]:
+        print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
+              f"shards and merge again, or analyse with `analyze --out {out} --allow-partial`")
+        return EXIT_CELLS_FAILED
+    analysis = write_analysis(out, results, allow_partial=False)
+    outputs = write_figures_and_report(out, results)
+    print(render_headline(analysis))
+    print_file_list(out, outputs)
     return EXIT_OK
 
 
@@ -2512,9 +2530,10 @@ def main(argv: list[str] | None = None) -> int:
     command = "pilot"
     if argv and argv[0] in COMMANDS:
         command, argv = argv[0], argv[1:]
-    args = build_parser(command).parse_args(argv)
-    if command in ("pilot", "run") and getattr(args, "shard", None) and args.concurrency is None:
-        args.concurrency = 1
+    try:
+        args = build_parser(command).parse_args(argv)
+    except SystemExit as exc:          # --help, or a bad option already explained by argparse
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
         return COMMANDS[command](args)
     except PilotError as err:

@@ -1,0 +1,247 @@
+"""Beyond one laptop: the OpenAI-compatible backend, concurrency, shards and merge, progress, plan."""
+import io
+import json
+import os
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from fake_servers import FakeOllama, FakeOpenAI
+from helpers import FAST, TempDirMixin, rp, run_main
+
+MODEL = "smollm2:135m"
+SECRET = "sk-test-SECRET-0123456789"
+
+
+def all_bytes(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+class OpenAIBackendTest(TempDirMixin, unittest.TestCase):
+    def run_openai(self, server, base_url, *extra, episodes="1", env=None):
+        out = self.make_tmp() / "run"
+        with mock.patch.dict(os.environ, env or {}, clear=False):
+            code, stdout, err = run_main(["--backend", "openai", "--base-url", base_url, "--models", MODEL,
+                                          "--out", str(out), "--episodes", episodes, *FAST, *extra])
+        return code, out, stdout, err
+
+    def test_full_run_with_key_and_every_base_url_form(self):
+        for suffix in ("", "/", "/v1", "/v1/"):
+            with self.subTest(base_url_suffix=suffix):
+                with FakeOpenAI(models=[MODEL]) as server:
+                    server.api_key = SECRET
+                    code, out, stdout, err = self.run_openai(server, server.url + suffix,
+                                                             env={"OPENAI_API_KEY": SECRET})
+                    self.assertEqual(code, 0, err)
+                    paths = {p for method, p, _ in server.requests if method == "POST"}
+                    self.assertEqual(paths, {"/v1/chat/completions"})
+                    headers = [h for method, _, h in server.requests if method == "POST"]
+                    self.assertTrue(all(h.get("Authorization") == f"Bearer {SECRET}" for h in headers))
+                body = server.chat_requests[0]
+                self.assertNotIn(SECRET.encode(), all_bytes(out))
+                self.assertNotIn(SECRET, stdout + err)
+                bodies = server.chat_requests
+                self.assertTrue(all(b["max_tokens"] == b["max_completion_tokens"] for b in bodies))
+                self.assertEqual({b["max_tokens"] for b in bodies}, {256, 192})
+                self.assertEqual((body["temperature"], body["seed"]), (0.0, 77001))
+                self.assertEqual(body["chat_template_kwargs"], {"enable_thinking": False})
+                self.assertEqual(body["reasoning_effort"], "none")
+                lock = json.loads((out / "manifest.json").read_text())["lock"]
+                self.assertEqual(lock["backend"], "openai")
+                self.assertEqual(lock["base_url"], server.url)
+                info = lock["models"][MODEL]
+                self.assertEqual(info["server"]["build_info"], "b9999-fake")
+                self.assertEqual(info["server_context_window"], 4096)
+                self.assertIn("CONFIRMATORY", (out / "analysis.md").read_text())
+
+    def test_key_from_a_named_variable_and_credentials_in_the_url_are_never_written(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.api_key = SECRET
+            url = server.url.replace("http://", f"http://user:{SECRET}@")
+            code, out, stdout, err = self.run_openai(server, url, "--api-key-env", "MY_KEY",
+                                                     env={"MY_KEY": SECRET})
+        self.assertEqual(code, 0, err)
+        self.assertNotIn(SECRET.encode(), all_bytes(out))
+        self.assertNotIn(SECRET, stdout + err)
+
+    def test_wrong_key_is_one_clear_line(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.api_key = SECRET
+            code, out, _, err = self.run_openai(server, server.url, env={"OPENAI_API_KEY": "sk-wrong-key-42"})
+        self.assertEqual(code, 2)
+        self.assertIn("HTTP 401 Invalid API Key", err)
+        self.assertNotIn("sk-wrong-key-42", err)
+        self.assertEqual(len(err.strip().splitlines()), 1)
+        self.assertFalse(out.exists())
+
+    def test_unknown_model_and_no_server(self):
+        with FakeOpenAI(models=["other:1b"]) as server:
+            code, _, _, err = self.run_openai(server, server.url)
+        self.assertEqual(code, 2)
+        self.assertIn("other:1b", err)
+        self.assertIn(f"-a {MODEL}", err)
+        code, _, _, err = self.run_openai(None, "http://127.0.0.1:9")
+        self.assertEqual(code, 2)
+        self.assertIn("no model server answers at http://127.0.0.1:9", err)
+
+    def test_missing_base_url(self):
+        with mock.patch.dict(os.environ, {"OPENAI_BASE_URL": ""}):
+            code, _, err = run_main(["--backend", "openai", "--models", MODEL, "--out", str(self.make_tmp() / "r")])
+        self.assertEqual(code, 2)
+        self.assertIn("--base-url", err)
+
+    def test_error_shapes_become_one_line(self):
+        shapes = {
+            "vLLM nested": ({"error": {"message": "bad thing", "type": "BadRequestError", "code": 400}}, "bad thing"),
+            "old vLLM flat": ({"object": "error", "message": "flat thing", "code": 400}, "flat thing"),
+            "Ollama string": ({"error": "plain thing"}, "plain thing"),
+        }
+        for label, (payload, text) in shapes.items():
+            with self.subTest(label):
+                with FakeOpenAI(models=[MODEL]) as server:
+                    server.faults = [("status", 400, payload)]
+                    code, out, _, err = self.run_openai(server, server.url)
+                self.assertEqual(code, 3)
+                reason = json.loads((out / "manifest.json").read_text())["cells"][f"{MODEL}|R0|0"]["reason"]
+                self.assertIn(f"HTTP 400 {text}", reason)
+
+    def test_context_overflow_length_missing_usage_and_reasoning(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.context_window = 1100       # R0's transcript no longer fits; compaction prompts do
+            server.omit_usage = True
+            server.reasoning_field = "reasoning_content"
+            code, out, _, err = self.run_openai(server, server.url)
+        self.assertEqual(code, 3)
+        cell = json.loads((out / "manifest.json").read_text())["cells"][f"{MODEL}|R0|0"]
+        self.assertIn("context", cell["reason"])
+        record = json.loads((out / "raw" / "smollm2_135m_R1.jsonl").read_text().splitlines()[0])
+        self.assertIsNone(record["eval_count"])
+        self.assertEqual(record["thinking"], "thinking about it")
+        with FakeOpenAI(models=[MODEL], behaviour={"prose_padding": 300}) as server:
+            server.reasoning_field = "reasoning"
+            code, out, _, err = self.run_openai(server, server.url)
+        self.assertEqual(code, 0, err)
+        record = json.loads((out / "raw" / "smollm2_135m_R1.jsonl").read_text().splitlines()[0])
+        self.assertEqual(record["done_reason"], "length")
+        self.assertEqual(record["thinking"], "thinking about it")
+        self.assertIn(f"| {MODEL} | R1 | 4/4 |", (out / "analysis.md").read_text())
+
+    def test_vllm_flavour_and_no_thinking_control(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.flavour = "vllm"
+            server.context_window = 8192
+            code, out, _, err = self.run_openai(server, server.url, "--thinking-control", "none")
+            body = server.chat_requests[0]
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("chat_template_kwargs", body)
+        self.assertNotIn("reasoning_effort", body)
+        info = json.loads((out / "manifest.json").read_text())["lock"]["models"][MODEL]
+        self.assertEqual(info["server"]["version"], "0.17.1")
+        self.assertEqual(info["server_context_window"], 8192)
+
+
+class ConcurrencyTest(TempDirMixin, unittest.TestCase):
+    def test_results_identical_for_concurrency_one_and_four(self):
+        banks = {}
+        with FakeOllama(models=["a:1", "b:2"], behaviour={"prose_keep_last": 7}, latency_s=0.002) as server:
+            for n in (1, 4):
+                out = self.make_tmp() / f"c{n}"
+                code, _, err = run_main(["--models", "a:1,b:2", "--host", server.url, "--out", str(out), "--episodes",
+                                         "4", "--concurrency", str(n), *FAST])
+                self.assertEqual(code, 0, err)
+                banks[n] = json.loads((out / "results.json").read_text())
+                for path in (out / "raw").glob("*.jsonl"):
+                    for line in path.read_text().splitlines():
+                        json.loads(line)
+                manifest = json.loads((out / "manifest.json").read_text())
+                self.assertEqual(manifest["concurrency_used"], [n])
+                self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+        self.assertEqual(banks[1], banks[4])
+
+    def test_help_warns_about_batching(self):
+        self.assertIn("batches parallel requests can change outputs",
+                      " ".join(rp.build_parser("pilot").format_help().split()))
+
+
+class ShardTest(TempDirMixin, unittest.TestCase):
+    def test_shards_are_disjoint_and_cover_every_cell(self):
+        cells = rp.all_cells(["a", "b"], rp.REGIME_NAMES, 15)
+        for n in (1, 2, 3, 7):
+            with self.subTest(n=n):
+                slices = [rp.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
+                flat = [c for s in slices for c in s]
+                self.assertEqual(sorted(flat), sorted(cells))
+                self.assertEqual(len(flat), len(set(flat)))
+
+    def test_bad_shard_argument(self):
+        code, _, err = run_main(["--shard", "3/2"])
+        self.assertEqual(code, 2)
+        self.assertIn("--shard takes I/N", err)
+
+    def test_merge_equals_an_unsharded_run_and_refuses_mismatched_locks(self):
+        root = self.make_tmp()
+        with FakeOllama(models=["a:1"], behaviour={"prose_keep_last": 8}) as s1, \
+                FakeOllama(models=["a:1"], behaviour={"prose_keep_last": 8}) as s2:
+            common = ["--models", "a:1", "--episodes", "3", *FAST]
+            self.assertEqual(run_main(["--host", s1.url, "--out", str(root / "whole"), *common])[0], 0)
+            for i, server in ((1, s1), (2, s2)):
+                code, _, err = run_main(["run", "--host", server.url, "--out", str(root / f"s{i}"), "--shard",
+                                         f"{i}/2", *common])
+                self.assertEqual(code, 0, err)
+            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[r]) for _, r, _ in
+                                                  rp.shard_cells(rp.all_cells(["a:1"], rp.REGIME_NAMES, 3), (2, 2))))
+            code, stdout, err = run_main(["merge", str(root / "merged"), str(root / "s1"), str(root / "s2")])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads((root / "merged" / "results.json").read_text()),
+                             json.loads((root / "whole" / "results.json").read_text()))
+            self.assertTrue((root / "merged" / "report.html").exists())
+            code, _, err = run_main(["merge", str(root / "half"), str(root / "s1")])
+            self.assertEqual(code, 3)
+            # a shard made under other settings is refused
+            with FakeOllama(models=["a:1"]) as s3:
+                s3.digest_salt = "repulled"
+                self.assertEqual(run_main(["run", "--host", s3.url, "--out", str(root / "s2b"), "--shard", "2/2",
+                                           *common])[0], 0)
+            code, _, err = run_main(["merge", str(root / "bad"), str(root / "s1"), str(root / "s2b")])
+            self.assertEqual(code, 2)
+            self.assertIn("digest", err)
+            self.assertFalse((root / "bad" / "manifest.json").exists())
+
+
+class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
+    def test_progress_lines_on_a_non_terminal(self):
+        stream = io.StringIO()
+        progress = rp.Progress(10, 100, 2, 20, stream=stream, interval_s=0)
+        progress.update(calls=5)
+        progress.update(cells=1, failed=1, force=True)
+        lines = stream.getvalue().splitlines()
+        self.assertEqual(len(lines), 2)
+        self.assertRegex(lines[-1], r"^progress: cells 3/10, calls 25/100, [\d.]+ calls/min, ETA [\d.]+ min, "
+                                    r"failed cells 1$")
+        self.assertNotIn("\r", stream.getvalue())
+
+    def test_progress_through_main_and_quiet(self):
+        with FakeOllama(models=["a:1"]) as server:
+            out = self.make_tmp() / "run"
+            code, _, err = run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", "--progress-interval", "0"])
+            self.assertEqual(code, 0)
+            self.assertIn("progress: cells 3/3, calls 32/32", err)
+            out = self.make_tmp() / "run2"
+            code, _, err = run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", "--quiet"])
+            self.assertNotIn("progress:", err)
+
+    def test_plan_uses_the_measured_rate(self):
+        with FakeOllama(models=["a:1"], latency_s=0.01) as server:
+            out = self.make_tmp() / "run"
+            self.assertEqual(run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(out),
+                                       "--episodes", "1", *FAST])[0], 0)
+        code, stdout, _ = run_main(["plan", "--out", str(out), "--episodes", "1"])
+        self.assertEqual(code, 0)
+        self.assertIn("total: 32 calls (32 done)", stdout)
+        self.assertIn("measured", stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
