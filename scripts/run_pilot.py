@@ -781,12 +781,13 @@ class OpenAIBackend:
 
     def describe_model(self, model: str) -> dict:
         item = next((m for m in self._models() if m.get("id") == model), {})
+        meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+        # vLLM reports max_model_len; llama.cpp the per-slot n_ctx (in meta, or in /props)
         context = item.get("max_model_len")
         if not isinstance(context, int):
-            context = self.server_info().get("slot_context")
+            context = meta.get("n_ctx") if isinstance(meta.get("n_ctx"), int) else self.server_info().get("slot_context")
         if isinstance(context, int):
             self.context_windows[model] = context
-        meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
         return {"digest": None, "root": item.get("root"), "owned_by": item.get("owned_by"),
                 "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
                 "server_context_window": context, "thinking_control": self.thinking_control}
@@ -1235,6 +1236,10 @@ def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: i
     """Run the given cells, up to `concurrency` at once; calls within a cell stay in order."""
     outcome = {"COMPLETE": 0, "FAILED": 0}
     pending = list(cells)
+    if concurrency > 1:
+        # Longest cells first, so that no worker is left alone with a long cell at the end; the
+        # order changes no output (each cell depends only on its own calls).
+        pending.sort(key=lambda c: -calls_per_cell(REGIMES[c[1]]))
     abort: list[PilotError] = []
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool:
         running = set()
