@@ -248,7 +248,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
     bin_w = 16
     n_bins = top_value // bin_w + 1
-    row_h, width, plot_w = 110, 640, 420
+    row_h, width, plot_w = 110, 720, 420
     title = FIGURES[3][1]
     svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
     header(svg, title, analysis["confirmatory"], f"Output tokens of each compaction call as the server counted "
@@ -288,6 +288,14 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     svg.text(LEFT + plot_w / 2, PLOT_TOP + row_h * max(1, len(regimes)) + 10, "output tokens per compaction call",
              size=11, anchor="middle")
     svg.text(18, PLOT_TOP + row_h * max(1, len(regimes)) / 2, "calls", size=11, anchor="middle", rotate=-90)
+    legend_x = LEFT + plot_w + 70
+    legend(svg, legend_x, PLOT_TOP, [(f"{r} calls per 16-token bin", REGIME_COLOURS.get(r, "#777777"))
+                                     for r in regimes])
+    key_y = PLOT_TOP + 18 * len(regimes) + 10
+    svg.line(legend_x, key_y, legend_x + 12, key_y, stroke="#000000", width=1.5)
+    svg.text(legend_x + 18, key_y + 4, "mean tokens", size=11)
+    svg.line(legend_x, key_y + 18, legend_x + 12, key_y + 18, stroke="#B00000", width=1.5, dash="5 3")
+    svg.text(legend_x + 18, key_y + 22, f"cap ({cap} tokens)", size=11)
     return svg.render()
 
 

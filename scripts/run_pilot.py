@@ -643,6 +643,11 @@ class OllamaBackend:
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4)
         self.thinking_models: set[str] = set()
 
+    @classmethod
+    def from_args(cls, args) -> "OllamaBackend":
+        host = args.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        return cls(host, args.connect_timeout, args.read_timeout)
+
     def start_hint(self) -> str:
         return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
 
@@ -747,6 +752,14 @@ class OpenAIBackend:
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
+
+    @classmethod
+    def from_args(cls, args) -> "OpenAIBackend":
+        base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
+        api_key = os.environ.get(args.api_key_env) or None
+        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
@@ -1922,14 +1935,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 # Commands: each stage on its own, and the whole pilot
 # ============================================================================================
 def make_backend(args):
-    if args.backend == "openai":
-        base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
-        api_key = os.environ.get(args.api_key_env) or None
-        return OpenAIBackend(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
-    host = args.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
-    return OllamaBackend(host, args.connect_timeout, args.read_timeout)
+    return BACKENDS[args.backend].from_args(args)
 
 
 def run_config(backend, tasks_sha: str, n_episodes: int) -> RunConfig:
@@ -2490,6 +2496,13 @@ def nonnegative_int(text: str) -> int:
     return 0 if text.strip() == "0" else positive_int(text)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option gives one line that says what to do next."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(command: str) -> argparse.ArgumentParser:
     prog = "run_pilot.py" if command == "pilot" else f"run_pilot.py {command}"
     epilog = None
@@ -2498,8 +2511,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
             f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
             "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED; "
             "130 interrupted (rerun the same command to resume)")
-    parser = argparse.ArgumentParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
         add_folder_options(parser)
         add_run_options(parser)
@@ -2546,6 +2559,13 @@ def main(argv: list[str] | None = None) -> int:
         return err.exit_code
     except BrokenPipeError:
         return EXIT_OK
+    except KeyboardInterrupt:
+        print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        print(f"error: {err.strerror or err} ({err.filename or 'file system'}); check the path and its "
+              f"permissions, or choose another folder with --out", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":
