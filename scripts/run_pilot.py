@@ -1419,6 +1419,11 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                 episode = tasks["episodes"][episode_index]
                 records = cell_records.get(episode_index, {})
                 base = {"model": model, "regime": regime_name, "episode": episode_index}
+                missing = [spec.kind for spec in plan_calls(regime, episode) if spec.kind not in records]
+                if missing:
+                    raise PilotError(f"cell {cell_key(model, regime_name, episode_index)} is marked COMPLETE but "
+                                     f"its log lacks {', '.join(missing)}; run `verify` on the folder, and restore "
+                                     f"the raw log from a backup or rerun the cell in a new folder")
                 for spec in plan_calls(regime, episode):
                     record = records[spec.kind]
                     guards.append({**base, "kind": spec.kind, "done_reason": record.get("done_reason"),
@@ -2015,8 +2020,8 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                     warn(note)
                 done[(model, regime)] = journal.cell_records(model, regime)
         todo = [c for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
-        done_calls = sum(len(kinds) for (m, r), eps in done.items() for e, kinds in eps.items()
-                         if (m, r, e) in set(todo))
+        todo_set = set(todo)
+        done_calls = sum(len(kinds) for (m, r), eps in done.items() for e, kinds in eps.items() if (m, r, e) in todo_set)
         total_calls = sum(calls_per_cell(REGIMES[r]) for _, r, _ in todo)
         progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
                             interval_s=args.progress_interval)
@@ -2215,12 +2220,13 @@ def command_status(args) -> int:
     rows = []
     totals = {"COMPLETE": 0, "FAILED": 0, "partial": 0, "not started": 0}
     shard = tuple(data["shard"]) if data.get("shard") else None
+    cells = selected_cells(data["models"], data["n_episodes"], shard)
     for model in data["models"]:
         for regime in data["regimes"]:
             counts = dict.fromkeys(totals, 0)
             started = journal.cell_records(model, regime)
-            for m, r, e in selected_cells([model], data["n_episodes"], shard):
-                if r != regime:
+            for m, r, e in cells:
+                if (m, r) != (model, regime):
                     continue
                 status = (data["cells"].get(cell_key(m, r, e)) or {}).get("status")
                 state = status if status in ("COMPLETE", "FAILED") else "partial" if started.get(e) else "not started"

@@ -326,6 +326,9 @@ class VerifyTest(TempDirMixin, unittest.TestCase):
         code, out, _ = self.verify()
         self.assertEqual(code, 1)
         self.assertIn("missing", out)
+        code, _, err = run_main(["score", "--out", str(self.out)])
+        self.assertEqual(code, 2)
+        self.assertIn("marked COMPLETE but its log lacks", err)
 
     def test_extra_record(self):
         record = json.loads(self.lines[0])

@@ -190,6 +190,9 @@ class ShardTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(code, 0, err)
             self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[r]) for _, r, _ in
                                                   rp.shard_cells(rp.all_cells(["a:1"], rp.REGIME_NAMES, 3), (2, 2))))
+            code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
+            self.assertEqual(code, 0)
+            self.assertIn("4 complete, 0 left", stdout)      # 9 cells: shard 2/2 holds cells 1, 3, 5, 7
             code, stdout, err = run_main(["merge", str(root / "merged"), str(root / "s1"), str(root / "s2")])
             self.assertEqual(code, 0, err)
             self.assertEqual(json.loads((root / "merged" / "results.json").read_text()),
