@@ -2112,12 +2112,18 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
     return results
 
 
-def write_analysis(out_dir: Path, results: dict, allow_partial: bool) -> dict:
+def gated_analysis(results: dict, allow_partial: bool) -> dict:
+    """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_results(results)
     if not analysis["confirmatory"] and not allow_partial:
         cells = analysis["cells"]
         raise PilotError(f"the bank is incomplete ({cells.get('complete')}/{cells.get('expected')} cells); finish "
                          f"the run, or pass --allow-partial for an analysis marked NON-CONFIRMATORY")
+    return analysis
+
+
+def write_analysis(out_dir: Path, results: dict, allow_partial: bool) -> dict:
+    analysis = gated_analysis(results, allow_partial)
     write_atomic(out_dir / "analysis.md", render_analysis_md(analysis).encode("utf-8"))
     return analysis
 
@@ -2179,8 +2185,9 @@ def command_score(args) -> int:
 
 def command_analyze(args) -> int:
     if args.results:
+        # Someone else's bank: print the analysis, and write it only where --out says (never over theirs).
         results_path = Path(args.results)
-        out_dir = Path(args.out) if args.out else results_path.parent
+        out_dir = Path(args.out) if args.out else None
     else:
         out_dir = resolve_run_dir(args)
         results_path = out_dir / "results.json"
@@ -2188,7 +2195,11 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; run `python scripts/run_pilot.py score` first")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
-        analysis = write_analysis(out_dir, results, args.allow_partial)
+        if out_dir is None:
+            analysis = gated_analysis(results, args.allow_partial)
+        else:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            analysis = write_analysis(out_dir, results, args.allow_partial)
     except (ValueError, KeyError, TypeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
@@ -2527,7 +2538,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
-                                              "format); analysis.md is written beside it unless --out is given")
+                                              "format); the analysis is printed, and written to --out DIR if given")
         parser.add_argument("--allow-partial", action="store_true",
                             help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
     elif command == "plan":

@@ -73,7 +73,10 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
         path.write_text(json.dumps(reference_results(load_tasks())))
         code, out, _ = run_main(["analyze", "--results", str(path)])
         self.assertEqual(code, 0)
-        text = (folder / "analysis.md").read_text()
+        self.assertFalse((folder / "analysis.md").exists())      # never written over someone else's bank
+        code, out, _ = run_main(["analyze", "--results", str(path), "--out", str(folder / "ours")])
+        self.assertEqual(code, 0)
+        text = (folder / "ours" / "analysis.md").read_text()
         self.assertEqual(out.strip(), text.strip())
         expected_rows = [
             "| gemma3:4b | 8/120 = 6.7% [3.4, 12.6] | 44/120 = 36.7% [28.6, 45.6] | 17/120 = 14.2% [9.0, 21.5] |",
@@ -104,10 +107,12 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
         results["cells"]["not_complete"] = 1
         path = folder / "results.json"
         path.write_text(json.dumps(results))
-        code, _, err = run_main(["analyze", "--results", str(path)])
+        code, _, err = run_main(["analyze", "--results", str(path), "--out", str(folder)])
         self.assertEqual(code, 2)
         self.assertIn("--allow-partial", err)
         self.assertFalse((folder / "analysis.md").exists())
+        code, _, err = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 2)
         code, out, _ = run_main(["analyze", "--results", str(path), "--allow-partial"])
         self.assertEqual(code, 0)
         self.assertIn("NON-CONFIRMATORY", out)
