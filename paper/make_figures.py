@@ -94,13 +94,13 @@ def short_label(name: str, limit: int = 22) -> str:
     return name if len(name) <= limit else name[:limit - 1] + "\u2026"
 
 
-def header(svg: Svg, title: str, confirmatory: bool, subtitle: str = "") -> None:
+def header(svg: Svg, title: str, note: str | None, subtitle: str = "") -> None:
     svg.text(16, 24, title, size=15, weight="bold")
     if subtitle:
         svg.text(16, 42, subtitle, size=11, fill="#333333")
-    if not confirmatory:
-        svg.text(svg.width - 16, 24, "NON-CONFIRMATORY (partial bank)", size=12, anchor="end", weight="bold",
-                 fill="#B00000", cls="nonconfirmatory")
+    if note:
+        svg.text(svg.width - 16, 24, note, size=12, anchor="end", weight="bold", fill="#B00000",
+                 cls="nonconfirmatory")
 
 
 def legend(svg: Svg, x: float, y: float, items: list[tuple[str, str]]) -> None:
@@ -130,13 +130,13 @@ PLOT_TOP, PLOT_HEIGHT, LEFT = 60, 260, 70
 
 
 def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
-                 confirmatory: bool, with_errors: bool = True) -> str:
+                 note: str | None, with_errors: bool = True) -> str:
     """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary."""
     bar_w, gap = 26, 44
     group_w = bar_w * len(regimes) + gap
     width = max(560, LEFT + group_w * len(groups) + 150)
     svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 90, title)
-    header(svg, title, confirmatory, subtitle)
+    header(svg, title, note, subtitle)
     right = LEFT + group_w * len(groups) + 10
     y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, y_label)
     base = PLOT_TOP + PLOT_HEIGHT
@@ -175,14 +175,14 @@ def figure_corruption(analysis: dict) -> str:
     cells = {(m, r): analysis["corruption"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[0][1], "Probes not answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "numeric-corruption rate (%)",
-                        analysis["confirmatory"])
+                        rp.confirmatory_note(analysis))
 
 
 def figure_multihop(analysis: dict) -> str:
     cells = {(m, r): analysis["multihop"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[2][1], "Q7 and Q8 answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "multi-hop completion (%)",
-                        analysis["confirmatory"])
+                        rp.confirmatory_note(analysis))
 
 
 def figure_retention(analysis: dict) -> str:
@@ -196,7 +196,7 @@ def figure_retention(analysis: dict) -> str:
                                           "rate": agg["retained"] / agg["n_entities"], "lo": 0, "hi": 0}
     return grouped_bars(FIGURES[4][1], "Entity values found in the final states (exploratory; R1 by a crude "
                         "nearest-number heuristic)", analysis["models"], regimes, cells,
-                        "values retained (%)", analysis["confirmatory"], with_errors=False)
+                        "values retained (%)", rp.confirmatory_note(analysis), with_errors=False)
 
 
 def figure_classes(analysis: dict) -> str:
@@ -205,7 +205,7 @@ def figure_classes(analysis: dict) -> str:
     width = max(560, LEFT + (bar_w + gap) * len(regimes) + 160)
     title = FIGURES[1][1]
     svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 80, title)
-    header(svg, title, analysis["confirmatory"], "Share of probes per class; bracket: incident signature "
+    header(svg, title, rp.confirmatory_note(analysis), "Share of probes per class; bracket: incident signature "
                                                  "(off_by_one + conflation)")
     right = LEFT + (bar_w + gap) * len(regimes) + 10
     y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, "share of probes (%)")
@@ -251,7 +251,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     row_h, width, plot_w = 110, 720, 420
     title = FIGURES[3][1]
     svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
-    header(svg, title, analysis["confirmatory"], f"Output tokens of each compaction call as the server counted "
+    header(svg, title, rp.confirmatory_note(analysis), f"Output tokens of each compaction call as the server counted "
                                                  f"them; dashed line: the {cap}-token cap")
     scale = plot_w / (n_bins * bin_w)
     for i, regime in enumerate(regimes):
@@ -319,7 +319,7 @@ def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
            rp.status_banner(analysis), ""]
     out += ["## Verdicts on the pre-registered predictions", ""]
     if not analysis["confirmatory"]:
-        out += ["NON-CONFIRMATORY: these verdicts come from a partial bank and carry no confirmatory weight.", ""]
+        out += [f"{rp.confirmatory_note(analysis)}: these verdicts carry no confirmatory weight.", ""]
     for v in verdicts:
         out += [f"### {v['id']}: {v['verdict']}", "", v["claim"][0].upper() + v["claim"][1:] + ".", ""]
         out += [f"- {line}" for line in v["evidence"]] + [""]

@@ -1443,7 +1443,7 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
     expected = len(models) * len(regimes) * n_episodes
     return {
         "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
-        "models": models, "regimes": regimes,
+        "models": models, "regimes": regimes, "n_episodes": n_episodes,
         "cells": {"complete": complete, "not_complete": expected - complete, "expected": expected,
                   "expected_probes_per_cell": len(QUESTION_PLAN)},
         "probes": probes, "compaction_stage": stage,
@@ -1513,6 +1513,8 @@ def analyze_results(results: dict) -> dict:
     probes = results.get("probes", [])
     cells = results.get("cells", {})
     complete = cells.get("complete", 0) == cells.get("expected", -1) and cells.get("expected", 0) > 0
+    # A run on fewer than the pre-registered episodes is a smoke run, never confirmatory.
+    smoke = isinstance(results.get("n_episodes"), int) and results["n_episodes"] < N_EPISODES
     by_cell: dict[tuple, list[dict]] = {}
     for probe in probes:
         by_cell.setdefault((probe["model"], probe["regime"]), []).append(probe)
@@ -1543,7 +1545,8 @@ def analyze_results(results: dict) -> dict:
             all_pairs += pairs
         mcnemar["pooled"] = mcnemar_summary(all_pairs)
     return {
-        "models": models, "regimes": regimes, "confirmatory": complete, "cells": cells,
+        "models": models, "regimes": regimes, "complete": complete, "smoke": smoke,
+        "confirmatory": complete and not smoke, "n_episodes": results.get("n_episodes"), "cells": cells,
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
         "multihop": multihop, "mcnemar": mcnemar, "budget": analyze_budget(results, models),
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
@@ -1684,12 +1687,25 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def confirmatory_note(analysis: dict) -> str | None:
+    """None for a confirmatory bank; otherwise the short reason it is not."""
+    if analysis["confirmatory"]:
+        return None
+    if not analysis["complete"]:
+        return "NON-CONFIRMATORY (partial bank)"
+    return f"NON-CONFIRMATORY (smoke run: {analysis['n_episodes']} of {N_EPISODES} episodes)"
+
+
 def status_banner(analysis: dict) -> str:
     cells = analysis["cells"]
     if analysis["confirmatory"]:
         return f"CONFIRMATORY: complete bank, {cells.get('complete')}/{cells.get('expected')} cells."
-    return (f"**NON-CONFIRMATORY**: partial bank, {cells.get('complete')}/{cells.get('expected')} cells complete; "
-            f"analysed only because --allow-partial was given. No claim may rest on these numbers.")
+    if not analysis["complete"]:
+        return (f"**NON-CONFIRMATORY**: partial bank, {cells.get('complete')}/{cells.get('expected')} cells complete; "
+                f"analysed only because --allow-partial was given. No claim may rest on these numbers.")
+    return (f"**NON-CONFIRMATORY**: smoke run on {analysis['n_episodes']} of the {N_EPISODES} pre-registered "
+            f"episodes ({cells.get('complete')}/{cells.get('expected')} cells complete). It checks the setup; no "
+            f"claim may rest on these numbers.")
 
 
 def render_corruption_table(analysis: dict) -> str:
@@ -1729,7 +1745,7 @@ def render_analysis_md(analysis: dict) -> str:
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if not analysis["confirmatory"]:
-            out += ["NON-CONFIRMATORY: verdicts on a partial bank are descriptive only.", ""]
+            out += [f"{confirmatory_note(analysis)}: these verdicts are descriptive only.", ""]
         for v in verdicts:
             out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
         out.append("")
@@ -2115,7 +2131,7 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
 def gated_analysis(results: dict, allow_partial: bool) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_results(results)
-    if not analysis["confirmatory"] and not allow_partial:
+    if not analysis["complete"] and not allow_partial:
         cells = analysis["cells"]
         raise PilotError(f"the bank is incomplete ({cells.get('complete')}/{cells.get('expected')} cells); finish "
                          f"the run, or pass --allow-partial for an analysis marked NON-CONFIRMATORY")

@@ -117,6 +117,11 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
         self.assertEqual(manifest["lock"]["base_url"], self.server.url)
+        # a complete run of fewer than the 15 pre-registered episodes is a smoke run, never confirmatory
+        analysis = (out / "analysis.md").read_text()
+        self.assertIn("**NON-CONFIRMATORY**: smoke run on 1 of the 15 pre-registered episodes", analysis)
+        self.assertIn("NON-CONFIRMATORY (smoke run: 1 of 15 episodes)",
+                      (out / "figures" / "fig_a_corruption.svg").read_text())
 
     def test_stages_one_by_one(self):
         out = self.make_tmp() / "run"
