@@ -591,8 +591,11 @@ class HttpClient:
             if status in (408, 425, 429) or status >= 500:
                 if status == 429 and "insufficient_quota" in body.decode("utf-8", "replace"):
                     raise FatalCallError(f"{where}: HTTP 429 {message} (quota exhausted)", status)
-                raise TransientError(f"{where}: HTTP {status} {message}",
-                                     parse_retry_after(err.headers.get("Retry-After")))
+                wait_ms = err.headers.get("retry-after-ms")       # Azure's millisecond variant
+                retry_after = parse_retry_after(err.headers.get("Retry-After"))
+                if retry_after is None and wait_ms:
+                    retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
+                raise TransientError(f"{where}: HTTP {status} {message}", retry_after)
             raise FatalCallError(f"{where}: HTTP {status} {message}", status)
         except urllib.error.URLError as err:
             raise TransientError(f"{where}: cannot connect ({describe_net_error(err.reason)})")
@@ -801,9 +804,11 @@ class OpenAIBackend:
             context = meta.get("n_ctx") if isinstance(meta.get("n_ctx"), int) else self.server_info().get("slot_context")
         if isinstance(context, int):
             self.context_windows[model] = context
-        return {"digest": None, "root": item.get("root"), "owned_by": item.get("owned_by"),
-                "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
-                "server_context_window": context, "thinking_control": self.thinking_control}
+        fingerprint = {"root": item.get("root"), "owned_by": item.get("owned_by"),
+                       "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
+                       "server_context_window": context}
+        # No digest on this API: what the server says about the model stands in for one.
+        return {"digest": None, **fingerprint, "fingerprint": fingerprint, "thinking_control": self.thinking_control}
 
     def wire_options(self, max_output_tokens: int) -> dict:
         return {k: v for k, v in self._body_options(max_output_tokens, TEMPERATURE, CALL_SEED, True).items()}
@@ -1914,6 +1919,9 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
         if old and old.get("digest") != info.get("digest"):
             diffs.append(f"model {model} digest ({short(old.get('digest'))} -> {short(info.get('digest'))}: "
                          f"re-pulled under the same tag)")
+        elif old and old.get("fingerprint") != info.get("fingerprint"):
+            diffs.append(f"model {model} as the server describes it ({short(old.get('fingerprint'))} -> "
+                         f"{short(info.get('fingerprint'))}: another model behind the same id)")
     return diffs
 
 

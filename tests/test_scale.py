@@ -2,6 +2,7 @@
 import io
 import json
 import os
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -125,6 +126,30 @@ class OpenAIBackendTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(record["done_reason"], "length")
         self.assertEqual(record["thinking"], "thinking about it")
         self.assertIn(f"| {MODEL} | R1 | 4/4 |", (out / "analysis.md").read_text())
+
+    def test_another_model_behind_the_same_id_is_refused_on_resume(self):
+        out = self.make_tmp() / "run"
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.flavour = "vllm"
+            server.context_window = 8192
+            args = ["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL, "--out", str(out),
+                    "--episodes", "1", *FAST]
+            self.assertEqual(run_main(args)[0], 0)
+            manifest = json.loads((out / "manifest.json").read_text())
+            del manifest["cells"][f"{MODEL}|R2|0"]
+            (out / "manifest.json").write_text(json.dumps(manifest))
+            server.context_window = 32768        # redeployed with another max_model_len
+            code, _, err = run_main(args)
+        self.assertEqual(code, 2)
+        self.assertIn(f"model {MODEL} as the server describes it", err)
+
+    def test_azure_retry_after_ms(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.faults = [("status", 429, {"error": {"message": "rate limited"}}, {"retry-after-ms": "400"})]
+            started = time.monotonic()
+            code, _, _, err = self.run_openai(server, server.url)
+            self.assertEqual(code, 0, err)
+            self.assertGreaterEqual(time.monotonic() - started, 0.4)
 
     def test_vllm_flavour_and_no_thinking_control(self):
         with FakeOpenAI(models=[MODEL]) as server:
