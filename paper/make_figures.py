@@ -38,6 +38,7 @@ rp = _load_runner()
 
 # Okabe-Ito: distinguishable with every common form of colour blindness.
 REGIME_COLOURS = {"R0": "#0072B2", "R1": "#D55E00", "R2": "#009E73"}
+REGIME_LABELS = {"R0": "R0 full transcript", "R1": "R1 prose summary", "R2": "R2 typed state block"}
 CLASS_COLOURS = {"correct": "#D9D9D9", "off_by_one": "#E69F00", "conflation": "#CC79A7",
                  "other_wrong": "#56B4E9", "omission": "#000000"}
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
@@ -91,7 +92,8 @@ class Svg:
 
 
 def short_label(name: str, limit: int = 22) -> str:
-    return name if len(name) <= limit else name[:limit - 1] + "\u2026"
+    """Long model names keep their start and their distinguishing end: `org/very-lo…name-3:q4_K_M`."""
+    return name if len(name) <= limit else name[:8] + "\u2026" + name[-(limit - 9):]
 
 
 def header(svg: Svg, title: str, note: str | None, subtitle: str = "") -> None:
@@ -134,8 +136,9 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
     """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary."""
     bar_w, gap = 26, 44
     group_w = bar_w * len(regimes) + gap
-    width = max(560, LEFT + group_w * len(groups) + 150)
-    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 90, title)
+    width = max(600, LEFT + group_w * len(groups) + 240)
+    rotated = len(groups) >= 5
+    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + (140 if rotated else 70), title)
     header(svg, title, note, subtitle)
     right = LEFT + group_w * len(groups) + 10
     y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, y_label)
@@ -162,12 +165,11 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
                 svg.line(cx - 4, lo, cx + 4, lo, width=1.2)
                 svg.line(cx - 4, hi, cx + 4, hi, width=1.2)
                 svg.parts.append("</g>")
-        label_x = x0 + bar_w * len(regimes) / 2
-        svg.text(label_x, base + 16, short_label(group), size=11, anchor="middle" if len(groups) < 5 else "end",
-                 rotate=None if len(groups) < 5 else -30)
-    svg.text((LEFT + right) / 2, base + (70 if len(groups) >= 5 else 40), "model", size=11, anchor="middle")
-    legend(svg, right + 20, PLOT_TOP, [(f"{r}: {rp.REGIMES[r].description.split(':')[0]}" if r in rp.REGIMES else r,
-                                        REGIME_COLOURS.get(r, "#777777")) for r in regimes])
+        label_x = x0 + bar_w * len(regimes) * (1 if rotated else 0.5)
+        svg.text(label_x, base + 16, short_label(group), size=11, anchor="end" if rotated else "middle",
+                 rotate=-30 if rotated else None)
+    svg.text((LEFT + right) / 2, base + (125 if rotated else 40), "model", size=11, anchor="middle")
+    legend(svg, right + 20, PLOT_TOP, [(REGIME_LABELS.get(r, r), REGIME_COLOURS.get(r, "#777777")) for r in regimes])
     return svg.render()
 
 
@@ -248,7 +250,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
     bin_w = 16
     n_bins = top_value // bin_w + 1
-    row_h, width, plot_w = 110, 720, 420
+    row_h, width, plot_w = 110, 780, 420
     title = FIGURES[3][1]
     svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
     header(svg, title, rp.confirmatory_note(analysis), f"Output tokens of each compaction call as the server counted "
@@ -289,7 +291,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
              size=11, anchor="middle")
     svg.text(18, PLOT_TOP + row_h * max(1, len(regimes)) / 2, "calls", size=11, anchor="middle", rotate=-90)
     legend_x = LEFT + plot_w + 70
-    legend(svg, legend_x, PLOT_TOP, [(f"{r} calls per 16-token bin", REGIME_COLOURS.get(r, "#777777"))
+    legend(svg, legend_x, PLOT_TOP, [(f"{r} calls per 16 tokens", REGIME_COLOURS.get(r, "#777777"))
                                      for r in regimes])
     key_y = PLOT_TOP + 18 * len(regimes) + 10
     svg.line(legend_x, key_y, legend_x + 12, key_y, stroke="#000000", width=1.5)
