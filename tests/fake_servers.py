@@ -93,6 +93,11 @@ class DeterministicModel:
 CHARS_PER_TOKEN = 4
 
 
+def wait_until(deadline: float | None) -> None:
+    if deadline is not None:
+        time.sleep(max(0.0, deadline - time.monotonic()))
+
+
 def tokens(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     return int(len(text) / chars_per_token) + 1
 
@@ -102,6 +107,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def parse_request(self):
+        # The request line has just arrived: the server's per-call latency L counts from here.
+        self.arrived = time.monotonic()
+        return super().parse_request()
 
     def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None):
         body = raw if raw is not None else json.dumps(payload).encode("utf-8")
@@ -161,10 +171,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner.release.wait(30)
         if fault and self._apply_fault(fault):
             return
+        parsing = time.monotonic() - self.arrived
         with owner.slots:
-            if owner.latency_s:
-                time.sleep(owner.latency_s)
-            owner.send_reply(self, body)
+            # Parsing and the reply are computed inside the latency, so that every call takes L in all
+            # at the server, counted from its arrival or, when all P slots were busy, from a free slot.
+            owner.send_reply(self, body, deadline=time.monotonic() + owner.latency_s - parsing)
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -271,7 +282,7 @@ class FakeOllama(FakeServerBase):
                                               "families": ["fake"], "parameter_size": "4.3B",
                                               "quantization_level": "Q4_K_M"}}
 
-    def send_reply(self, handler, body, text_override=None):
+    def send_reply(self, handler, body, text_override=None, deadline=None):
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
         options = body.get("options") or {}
         if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
@@ -292,6 +303,7 @@ class FakeOllama(FakeServerBase):
                  "eval_count": tokens(text) if text else 0, "eval_duration": 3456789}
         if getattr(self, "omit_counts", False):
             del reply["eval_count"], reply["prompt_eval_count"]
+        wait_until(deadline)
         handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)})
 
 
@@ -354,7 +366,7 @@ class FakeOpenAI(FakeServerBase):
 
         return Handler
 
-    def send_reply(self, handler, body, text_override=None):
+    def send_reply(self, handler, body, text_override=None, deadline=None):
         prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
         cap = body.get("max_completion_tokens") or body.get("max_tokens") or 10 ** 6
         if tokens(prompt) + cap > self.context_window:
@@ -378,4 +390,5 @@ class FakeOpenAI(FakeServerBase):
                  "timings": {"prompt_n": tokens(prompt), "predicted_n": tokens(text), "cache_n": 0}}
         if self.omit_usage:
             del reply["usage"]
+        wait_until(deadline)
         handler._send(200, reply)
