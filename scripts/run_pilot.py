@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 # ============================================================================================
-# Constants: the pinned design (protocol section 2) and this runner's defaults
+# Constants: the pinned design (PROTOCOL.md section 2) and this runner's defaults
 # ============================================================================================
 PROTOCOL_ID = "XR-001"
 GENERATOR_VERSION = "ccl-gen-1"
@@ -186,7 +186,7 @@ class RunConfig:
 
 
 # ============================================================================================
-# Episode generation (protocol section 3): pure, seeded, byte-identical on every platform
+# Episode generation (PROTOCOL.md section 2): pure, seeded, byte-identical on every platform
 # ============================================================================================
 CONSONANTS = "BDFGKLMNPRSTVZ"
 VOWELS = "AEIOU"
@@ -403,7 +403,7 @@ def tasks_to_bytes(tasks: dict) -> bytes:
 
 
 # ============================================================================================
-# Prompts (protocol section 4): the only place prompt text lives; their hash is locked
+# Prompts (PROTOCOL.md section 2, prompt symmetry): the only place prompt text lives; hash locked
 # ============================================================================================
 PROMPTS = {
     "compact_prose": (
@@ -488,7 +488,7 @@ def plan_calls(regime: Regime, episode: dict) -> list[CallSpec]:
 
 
 # ============================================================================================
-# Transports (protocol section 5): one neutral interface, one small adapter per backend
+# Transports (PROTOCOL.md section 2, budgets and servers): one neutral interface, one adapter each
 # ============================================================================================
 class _TimedHTTPConnection(http.client.HTTPConnection):
     """Connects under a short timeout, then waits for the reply under a long one."""
@@ -882,7 +882,7 @@ def preflight(backend, models: list[str]) -> dict:
 
 
 # ============================================================================================
-# Run folder (protocol section 6): fsynced journal, atomic manifest, one writer at a time
+# Run folder (PROTOCOL.md section 6): fsynced journal, atomic manifest, one writer at a time
 # ============================================================================================
 def safe_name(model: str) -> str:
     """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path."""
@@ -1077,7 +1077,7 @@ class Manifest:
 
 
 # ============================================================================================
-# Runner (protocol section 5): the cascade per cell, retries, resume, concurrency, progress
+# Runner (PROTOCOL.md section 2, cascade): the cells, retries, resume, concurrency, progress
 # ============================================================================================
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
@@ -1314,7 +1314,7 @@ class StopOnSignal:
 
 
 # ============================================================================================
-# Scoring (protocol section 7): answers, classes, write-time retention, the results bank
+# Scoring (PROTOCOL.md section 4): answers, classes, write-time retention, the results bank
 # ============================================================================================
 # The last `ANSWER: <integer>` line wins; commas inside the number and markdown emphasis
 # around it (`ANSWER: **412**`) are tolerated, as the protocol's parsing rule states.
@@ -1477,7 +1477,7 @@ def summarize_compaction_tokens(per_regime: dict[str, list[tuple[str, int | None
 
 
 # ============================================================================================
-# Statistics (protocol section 8): Wilson intervals, exact McNemar, the pre-registered verdicts
+# Statistics (PROTOCOL.md sections 3 and 5): Wilson intervals, exact McNemar, the verdicts
 # ============================================================================================
 def wilson_interval(k: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
     """95% Wilson score interval for k successes in n trials, as fractions."""
@@ -1663,7 +1663,7 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
 
 
 # ============================================================================================
-# Reports (protocol section 8): analysis.md, the headline table, probes.csv
+# Reports (PROTOCOL.md section 5): analysis.md, the headline table, probes.csv
 # ============================================================================================
 def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
