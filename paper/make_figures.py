@@ -248,8 +248,8 @@ def figure_tokens(results: dict, analysis: dict) -> str:
                       if c["regime"] == r and c["kind"].startswith("compact_") and c.get("eval_count") is not None
                       and c["model"] in analysis["models"]] for r in regimes}
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
-    bin_w = 16
-    n_bins = top_value // bin_w + 1
+    bin_w = 16                      # bins (0, 16], (16, 32], ...: a call at the cap falls left of its line
+    n_bins = max(1, -(-top_value // bin_w))
     row_h, width, plot_w = 110, 780, 420
     title = FIGURES[3][1]
     svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
@@ -262,7 +262,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
         base = top + row_h - 30
         counts = [0] * n_bins
         for v in values:
-            counts[min(v // bin_w, n_bins - 1)] += 1
+            counts[min(max(v - 1, 0) // bin_w, n_bins - 1)] += 1
         peak = max(counts) or 1
         svg.text(LEFT - 8, top + 14, regime, size=12, anchor="end", weight="bold")
         svg.line(LEFT, base, LEFT + plot_w, base)
@@ -270,12 +270,14 @@ def figure_tokens(results: dict, analysis: dict) -> str:
             h = (row_h - 45) * count / peak
             svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, REGIME_COLOURS.get(regime, "#777"),
                      cls="bar", extra=f' data-value="{count}" data-group="{regime}" data-series="{b * bin_w}"',
-                     tip=f"{regime}: {count} calls with {b * bin_w}-{b * bin_w + bin_w - 1} tokens")
+                     tip=f"{regime}: {count} calls with {b * bin_w + 1}-{b * bin_w + bin_w} tokens")
         mean = (results.get("compaction_tokens", {}).get(regime) or {}).get("mean")
         if mean is not None:
             mx = LEFT + mean * scale
             svg.line(mx, base + 2, mx, top + 8, stroke="#000000", width=1.5, cls="mean")
-            svg.text(mx + 4, top + 16, f"mean {mean:.1f}", size=10)
+            right_half = mean * scale > plot_w / 2
+            svg.text(mx - 4 if right_half else mx + 4, top + 16, f"mean {mean:.1f}", size=10,
+                     anchor="end" if right_half else "start")
         if not values:
             svg.text(LEFT + 10, base - 30, "per-call counts are not in this results.json" if mean is not None
                      else "no counts reported", size=10, fill="#555555")
@@ -286,7 +288,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     cap_x = LEFT + cap * scale
     svg.line(cap_x, PLOT_TOP, cap_x, PLOT_TOP + row_h * max(1, len(regimes)) - 25, stroke="#B00000", width=1.5,
              dash="5 3", cls="cap")
-    svg.text(cap_x + 4, PLOT_TOP + 8, f"cap {cap}", size=10, fill="#B00000")
+    svg.text(cap_x, PLOT_TOP - 4, f"cap {cap}", size=10, anchor="middle", fill="#B00000")
     svg.text(LEFT + plot_w / 2, PLOT_TOP + row_h * max(1, len(regimes)) + 10, "output tokens per compaction call",
              size=11, anchor="middle")
     svg.text(18, PLOT_TOP + row_h * max(1, len(regimes)) / 2, "calls", size=11, anchor="middle", rotate=-90)
