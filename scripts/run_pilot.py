@@ -13,10 +13,10 @@ model digests, so a run can be interrupted at any moment and resumed without los
 repeating completed work.
 
 Usage:
-    python scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
-    python scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
-    python scripts/run_pilot.py status                      # what is done, failed and left
-    python scripts/run_pilot.py --help                      # every subcommand and option
+    python3 scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
+    python3 scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
+    python3 scripts/run_pilot.py status                      # what is done, failed and left
+    python3 scripts/run_pilot.py --help                      # every subcommand and option
 """
 from __future__ import annotations
 
@@ -1872,9 +1872,9 @@ def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
     """Read tasks.json, check it is what the pinned generator makes, and cut it to n episodes."""
     if not path.exists():
         if path.resolve() != TASKS_PATH.resolve():
-            raise PilotError(f"no tasks file at {path}; make one with: python scripts/run_pilot.py generate "
+            raise PilotError(f"no tasks file at {path}; make one with: python3 scripts/run_pilot.py generate "
                              f"--tasks {path}")
-        raise PilotError(f"{display_path(path)} is missing; regenerate it with `python scripts/run_pilot.py "
+        raise PilotError(f"{display_path(path)} is missing; regenerate it with `python3 scripts/run_pilot.py "
                          f"generate` and commit it before the first run (pre-registration)")
     raw = path.read_bytes().replace(b"\r\n", b"\n")
     try:
@@ -1882,7 +1882,7 @@ def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
         expected = tasks_to_bytes(generate_tasks(tasks["n_episodes"], tasks["base_seed"]))
     except (UnicodeDecodeError, ValueError, KeyError, TypeError):
         raise PilotError(f"{display_path(path)} is not a readable tasks file; restore it from git or "
-                         f"regenerate it with `python scripts/run_pilot.py generate`") from None
+                         f"regenerate it with `python3 scripts/run_pilot.py generate`") from None
     if raw != expected:
         raise PilotError(f"{display_path(path)} differs from what the pinned generator makes for seed "
                          f"{tasks.get('base_seed')}; restore it with `git checkout -- {display_path(path)}` "
@@ -2055,7 +2055,7 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
 
         def hard_stop():
             manifest.save()
-            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume_command()}\n")
+            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume_command(args.argv)}\n")
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
 
@@ -2064,20 +2064,21 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
         manifest.save()
     except RunInterrupted:
         manifest.save()
-        print(f"interrupted; every completed call is saved. Resume with: {resume_command()}", file=sys.stderr)
+        print(f"interrupted; every completed call is saved. Resume with: {resume_command(args.argv)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
         run_lock.release()
     if outcome["FAILED"]:
-        warn(f"{outcome['FAILED']} cell(s) FAILED (see `python scripts/run_pilot.py status --out {run_dir}`); "
+        warn(f"{outcome['FAILED']} cell(s) FAILED (see `python3 scripts/run_pilot.py status --out {shlex.quote(str(run_dir))}`); "
              f"running the same command again retries only failed and unfinished cells")
         return EXIT_CELLS_FAILED
     return EXIT_OK
 
 
-def resume_command() -> str:
-    return "python " + shlex.join([display_path(Path(sys.argv[0])) if sys.argv[0] else "scripts/run_pilot.py",
-                                   *sys.argv[1:]])
+def resume_command(argv: list[str]) -> str:
+    """The command line that resumes this run: the same one again."""
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith("run_pilot.py") else "scripts/run_pilot.py"
+    return "python3 " + shlex.join([script, *argv])
 
 
 def warn(message: str) -> None:
@@ -2216,7 +2217,7 @@ def command_analyze(args) -> int:
         out_dir = resolve_run_dir(args)
         results_path = out_dir / "results.json"
     if not results_path.exists():
-        raise PilotError(f"no results.json at {results_path}; run `python scripts/run_pilot.py score` first")
+        raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
         if out_dir is None:
@@ -2589,10 +2590,12 @@ def main(argv: list[str] | None = None) -> int:
     command = "pilot"
     if argv and argv[0] in COMMANDS:
         command, argv = argv[0], argv[1:]
+    original_argv = list(argv) if command == "pilot" else [command, *argv]
     try:
         args = build_parser(command).parse_args(argv)
     except SystemExit as exc:          # --help, or a bad option already explained by argparse
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.argv = original_argv
     try:
         return COMMANDS[command](args)
     except PilotError as err:

@@ -125,7 +125,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
         self.unhold()
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 130, err)
-        self.assertIn("Resume with: python", err)
+        self.assertIn(f"Resume with: python3 {REPO / 'scripts' / 'run_pilot.py'} run --models {MODEL} --host", err)
         lines = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
         self.assertEqual(lines, 30)          # the call in flight finished and was written
         json.loads((out / "manifest.json").read_text())
