@@ -135,6 +135,25 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("Numeric-corruption rate", stdout)
 
+    def test_perturbed_values_are_classified_through_the_whole_pipeline(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"], behaviour={"prose_shift": 1}) as server:
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", str(out), "--episodes", "2",
+                                     *FAST])
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        r1 = {(p["episode"], p["question_id"]): p for p in results["probes"] if p["regime"] == "R1"}
+        # Prose writes every value it reads one too high, so the drift compounds along the cascade: a value
+        # from segment k has been re-encoded 5 - k times by the final state. Stated sums are copied as read.
+        drift = {1: 4, 2: 3, 3: 2, 4: 4, 5: 1, 6: 0, 7: 3 + 1, 8: 4 + 2}
+        for (episode, qid), probe in sorted(r1.items()):
+            with self.subTest(episode=episode, question=qid):
+                self.assertEqual(probe["answer"], probe["truth"] + drift[qid])
+        self.assertEqual({r1[(e, 5)]["class"] for e in range(2)}, {"off_by_one"})
+        self.assertEqual({r1[(e, 6)]["class"] for e in range(2)}, {"correct"})
+        self.assertTrue(all(p["class"] == "correct" for p in results["probes"] if p["regime"] != "R1"))
+        self.assertIn("R2 better", (out / "analysis.md").read_text())
+
     def test_missing_token_counts_are_unknown_not_zero(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=["m:1"]) as server:
