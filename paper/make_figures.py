@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import html
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -351,7 +352,7 @@ def md_tables_to_html(markdown: str) -> str:
 
     def flush():
         if table:
-            head, rows = table[0], [r for r in table[2:]]
+            head, rows = table[0], table[2:]
             out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in cells(head)) + "</tr></thead><tbody>"
                        + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells(r)) + "</tr>" for r in rows)
                        + "</tbody></table>")
@@ -456,7 +457,6 @@ def main(argv: list[str] | None = None) -> int:
               f"name a results.json", file=sys.stderr)
         return 2
     try:
-        import json
         results = json.loads(path.read_text(encoding="utf-8"))
         source = rp.display_path(path)
         written = regenerate(results, path.parent, Path(args.out) if args.out else PAPER_DIR / "figures",

@@ -823,10 +823,12 @@ class OpenAIBackend:
         return options
 
     def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+        # A prompt that surely cannot fit is refused here (servers that truncate silently exist); the
+        # bound is a lower one (6 characters a token), so a borderline prompt is left to the server's 400.
         window = self.context_windows.get(request.model)
-        estimated = estimate_tokens("".join(m["content"] for m in request.messages))
-        if window and estimated + request.max_output_tokens > window:
-            raise FatalCallError(f"prompt of about {estimated} tokens plus {request.max_output_tokens} output "
+        at_least = sum(len(m["content"]) for m in request.messages) // 6
+        if window and at_least + request.max_output_tokens > window:
+            raise FatalCallError(f"prompt of at least {at_least} tokens plus {request.max_output_tokens} output "
                                  f"tokens cannot fit the server's {window}-token context window", 400)
         body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
                 **self._body_options(request.max_output_tokens, request.temperature, request.seed,

@@ -151,6 +151,16 @@ class OpenAIBackendTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 0, err)
             self.assertGreaterEqual(time.monotonic() - started, 0.4)
 
+    def test_a_prompt_that_surely_cannot_fit_is_never_sent(self):
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.context_window = 700
+            code, out, _, err = self.run_openai(server, server.url)
+            r0_sent = [b for b in server.chat_requests if "full transcript" in b["messages"][0]["content"]]
+        self.assertEqual(code, 3)
+        self.assertEqual(r0_sent, [])
+        reason = json.loads((out / "manifest.json").read_text())["cells"][f"{MODEL}|R0|0"]["reason"]
+        self.assertIn("cannot fit the server's 700-token context window", reason)
+
     def test_vllm_flavour_and_no_thinking_control(self):
         with FakeOpenAI(models=[MODEL]) as server:
             server.flavour = "vllm"
