@@ -948,13 +948,13 @@ class Journal:
     def append(self, record: dict) -> None:
         path = self.path(record["model"], record["regime"])
         line = record_line(record)
-        with self._lock_for(path):
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            with self._lock_for(path):          # one whole line per write, never interleaved
                 os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
+        finally:
+            os.close(fd)
 
     def repair(self, model: str, regime: str) -> str | None:
         """Move a torn or unreadable last line aside to a quarantine file; say what was done."""
