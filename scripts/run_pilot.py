@@ -2118,6 +2118,10 @@ def command_run(args, then_analyze: bool = False) -> int:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
     if not then_analyze:
         return code
+    if args.shard:
+        print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
+              f"`python3 scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
+        return code
     manifest = Manifest.load(manifest_path)
     results = write_results(run_dir, manifest.data, tasks, models)
     if results["cells"]["not_complete"] and not args.allow_partial:

@@ -220,9 +220,11 @@ class ShardTest(TempDirMixin, unittest.TestCase):
             common = ["--models", "a:1", "--episodes", "3", *FAST]
             self.assertEqual(run_main(["--host", s1.url, "--out", str(root / "whole"), *common])[0], 0)
             for i, server in ((1, s1), (2, s2)):
-                code, _, err = run_main(["run", "--host", server.url, "--out", str(root / f"s{i}"), "--shard",
-                                         f"{i}/2", *common])
+                command = ["run"] if i == 1 else []      # the plain pilot command works on a shard too
+                code, stdout, err = run_main([*command, "--host", server.url, "--out", str(root / f"s{i}"), "--shard",
+                                              f"{i}/2", *common])
                 self.assertEqual(code, 0, err)
+            self.assertIn("combine them with", stdout)
             self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[r]) for _, r, _ in
                                                   rp.shard_cells(rp.all_cells(["a:1"], rp.REGIME_NAMES, 3), (2, 2))))
             code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
