@@ -687,13 +687,17 @@ class OllamaBackend:
                 "think_false_sent": thinking, "trained_context_length": context_length}
 
     def wire_options(self, max_output_tokens: int) -> dict:
-        return {"temperature": TEMPERATURE, "seed": CALL_SEED, "num_predict": max_output_tokens,
-                "num_ctx": NUM_CTX}
+        """The options of one call kind, as the manifest locks them."""
+        return self._options(max_output_tokens, TEMPERATURE, CALL_SEED, NUM_CTX)
+
+    @staticmethod
+    def _options(budget: int, temperature: float, seed: int, context_window: int) -> dict:
+        return {"temperature": temperature, "seed": seed, "num_predict": budget, "num_ctx": context_window}
 
     def build_body(self, request: ChatRequest) -> dict:
         body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
-                "options": {"temperature": request.temperature, "seed": request.seed,
-                            "num_predict": request.max_output_tokens, "num_ctx": request.context_window},
+                "options": self._options(request.max_output_tokens, request.temperature, request.seed,
+                                         request.context_window),
                 "truncate": False}
         if request.thinking_off and request.model in self.thinking_models:
             body["think"] = False
@@ -811,7 +815,8 @@ class OpenAIBackend:
         return {"digest": None, **fingerprint, "fingerprint": fingerprint, "thinking_control": self.thinking_control}
 
     def wire_options(self, max_output_tokens: int) -> dict:
-        return {k: v for k, v in self._body_options(max_output_tokens, TEMPERATURE, CALL_SEED, True).items()}
+        """The options of one call kind, as the manifest locks them."""
+        return self._body_options(max_output_tokens, TEMPERATURE, CALL_SEED, True)
 
     def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
         options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
@@ -1606,16 +1611,16 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
                 "thinking_returned": sum(1 for c in mine if c.get("thinking_chars")),
                 "unknown_output_tokens": sum(1 for c in mine if c.get("eval_count") is None),
             }
-    r0 = [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] in models
-          and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
-    r0_by_model = {}
-    for model in models:
-        vals = [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
-                and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
-        r0_by_model[model] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
-                              "max": max(vals) if vals else None}
-    return {"by_cell": table, "r0_prompt_tokens": {"n": len(r0), "mean": sum(r0) / len(r0) if r0 else None,
-                                                   "max": max(r0) if r0 else None, "by_model": r0_by_model},
+    def size_summary(values: list[int]) -> dict:
+        return {"n": len(values), "mean": sum(values) / len(values) if values else None,
+                "max": max(values) if values else None}
+
+    r0_sizes = {model: [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
+                        and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
+                for model in models}
+    pooled = size_summary([v for values in r0_sizes.values() for v in values])
+    return {"by_cell": table,
+            "r0_prompt_tokens": {**pooled, "by_model": {m: size_summary(v) for m, v in r0_sizes.items()}},
             "num_ctx": (results.get("run") or {}).get("num_ctx", NUM_CTX)}
 
 
@@ -1858,9 +1863,13 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+def read_canonical(path: Path) -> bytes:
+    """A text file's bytes in canonical form (CRLF read as LF), so a git checkout cannot change them."""
+    return path.read_bytes().replace(b"\r\n", b"\n")
+
+
 def file_sha256(path: Path) -> str:
-    """sha256 of a text file in canonical form (CRLF read as LF), so a git checkout cannot change it."""
-    return sha256_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+    return sha256_bytes(read_canonical(path))
 
 
 def display_path(path: Path) -> str:
@@ -1878,7 +1887,7 @@ def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
                              f"--tasks {path}")
         raise PilotError(f"{display_path(path)} is missing; regenerate it with `python3 scripts/run_pilot.py "
                          f"generate` and commit it before the first run (pre-registration)")
-    raw = path.read_bytes().replace(b"\r\n", b"\n")
+    raw = read_canonical(path)
     try:
         tasks = json.loads(raw.decode("utf-8"))
         expected = tasks_to_bytes(generate_tasks(tasks["n_episodes"], tasks["base_seed"]))
@@ -2242,7 +2251,7 @@ def command_generate(args) -> int:
     path = Path(args.tasks) if args.tasks else TASKS_PATH
     data = tasks_to_bytes(generate_tasks(args.episodes or N_EPISODES))
     if path.exists():
-        if path.read_bytes().replace(b"\r\n", b"\n") == data:
+        if read_canonical(path) == data:
             print(f"{display_path(path)} is already the pinned task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
             return EXIT_OK
         if not args.force:
@@ -2530,18 +2539,20 @@ def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -
         parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
-    return value
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a number of at least {minimum}, got {value}")
+        return value
+    return parse
 
 
-def nonnegative_int(text: str) -> int:
-    return 0 if text.strip() == "0" else positive_int(text)
+positive_int, nonnegative_int = whole_number(1), whole_number(0)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -55,6 +55,15 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
         self.server.release.set()
         self.server.hold_at = None
 
+    def kill_while_call_in_flight(self, out: Path, number: int) -> None:
+        """Start a runner, wait until its `number`-th call reaches the server, SIGKILL it there."""
+        self.hold(number)
+        proc = self.start_runner(out)
+        self.assertTrue(self.server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
+        proc.kill()
+        proc.communicate()
+        self.unhold()
+
     def resume_and_compare(self, out: Path, sent_before: int, max_repeats: int):
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *EPISODES, *FAST])
         self.assertEqual(code, 0, err)
@@ -74,12 +83,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
             with self.subTest(label):
                 out = self.make_tmp() / "run"
                 sent_before = self.server.chat_count()
-                self.hold(number)
-                proc = self.start_runner(out)
-                self.assertTrue(self.server.held.wait(30), proc.communicate()[1] if proc.poll() else "")
-                proc.kill()
-                proc.communicate()
-                self.unhold()
+                self.kill_while_call_in_flight(out, number)
                 lines = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
                 self.assertEqual(lines, number - 1)
                 self.resume_and_compare(out, sent_before, max_repeats=1)
@@ -103,12 +107,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
     def test_leftover_temporary_manifest_from_a_kill_during_replace(self):
         out = self.make_tmp() / "run"
         sent_before = self.server.chat_count()
-        self.hold(40)
-        proc = self.start_runner(out)
-        self.assertTrue(self.server.held.wait(30))
-        proc.kill()
-        proc.communicate()
-        self.unhold()
+        self.kill_while_call_in_flight(out, 40)
         # what a kill between write and rename leaves: a torn temporary beside an intact manifest
         (out / ".manifest.json.tmp-99999-1").write_text('{"cells": {"trunc')
         json.loads((out / "manifest.json").read_text())
