@@ -224,6 +224,17 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(amendment["from_runner_sha256"], before)
         self.assertEqual(amendment["to_runner_sha256"], rp.file_sha256(self.repo / "scripts" / "run_pilot.py"))
 
+    def test_new_server_version_is_recorded_as_an_amendment(self):
+        FakeOllama.version, old = "0.13.0", FakeOllama.version
+        try:
+            proc = self.resume()
+        finally:
+            FakeOllama.version = old
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        amendment = json.loads((self.out / "manifest.json").read_text())["amendments"][-1]
+        self.assertEqual(amendment["what"], f"server version for {MODEL} changed")
+        self.assertEqual((amendment["from"]["version"], amendment["to"]["version"]), (old, "0.13.0"))
+
     def test_repulled_model_is_refused(self):
         self.server.digest_salt = "new"
         proc = self.resume()
@@ -319,6 +330,11 @@ class VerifyTest(TempDirMixin, unittest.TestCase):
         code, out, _ = self.verify()
         self.assertEqual(code, 1)
         self.assertIn("recorded 2 times", out)
+        # a repeated call is scored once: the bank is the same as before the duplicate
+        self.assertEqual(run_main(["score", "--out", str(self.out)])[0], 0)
+        results = json.loads((self.out / "results.json").read_text())
+        self.assertEqual(len(results["probes"]), 3 * 2 * 8)
+        self.assertEqual(results["compaction_tokens"]["R2"]["n"], 2 * 4)
 
     def test_missing_record(self):
         self.raw.write_text("".join(self.lines[:5] + self.lines[6:]))
@@ -366,12 +382,26 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(first["attempt"], 3)
 
     def test_retry_after_is_honoured(self):
+        for status in (429, 503):
+            with self.subTest(status=status), FakeOllama(models=[MODEL]) as server:
+                server.faults = [("status", status, {"error": "slow down"}, {"Retry-After": "0.6"})]
+                started = time.monotonic()
+                code, _, err = self.run_one(server)
+                self.assertEqual(code, 0, err)
+                self.assertGreaterEqual(time.monotonic() - started, 0.6)
+
+    def test_a_cell_failed_mid_cascade_adds_nothing_to_scores_or_token_means(self):
         with FakeOllama(models=[MODEL]) as server:
-            server.faults = [("status", 429, {"error": "slow down"}, {"Retry-After": "0.6"})]
-            started = time.monotonic()
-            code, _, err = self.run_one(server)
-            self.assertEqual(code, 0, err)
-            self.assertGreaterEqual(time.monotonic() - started, 0.6)
+            # R0's 8 calls and 2 of R1's compactions succeed, then R1's third compaction keeps failing
+            server.faults = [("delay", 0)] * 10 + [("status", 503, {"error": "busy"})] * 4
+            code, out, err = self.run_one(server)
+        self.assertEqual(code, 3)
+        self.assertEqual(len((out / "raw" / "gemma3_4b_R1.jsonl").read_text().splitlines()), 2)
+        results = json.loads((out / "results.json").read_text())
+        self.assertEqual({p["regime"] for p in results["probes"]}, {"R0", "R2"})
+        self.assertNotIn("R1", results["compaction_tokens"])
+        self.assertEqual(results["compaction_tokens"]["R2"]["n"], 4)
+        self.assertEqual({s["regime"] for s in results["compaction_stage"]}, {"R2"})
 
     def test_read_timeout_is_retried_and_connect_timeout_does_not_cancel_a_slow_load(self):
         with FakeOllama(models=[MODEL]) as server:
@@ -401,7 +431,10 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
             results = json.loads((out / "results.json").read_text())
             self.assertEqual({p["regime"] for p in results["probes"]}, {"R1", "R2"})
             before = server.chat_count()
-            code, _, _ = run_main(["status", "--out", str(out)])
+            code, status_out, _ = run_main(["status", "--out", str(out)])
+            self.assertEqual(code, 0)
+            self.assertIn(f"FAILED {MODEL}|R0|0: gave up after 4 attempts", status_out)
+            self.assertIn("2 complete, 1 left", status_out)
             code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
                                      *FAST])
             self.assertEqual(code, 0, err)

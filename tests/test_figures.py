@@ -1,5 +1,6 @@
 """Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,8 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                     texts = " ".join(t.text or "" for t in root.iter(SVG + "text"))
                     self.assertNotIn("NON-CONFIRMATORY", texts)
                     self.assertTrue(root.find(SVG + "title").text)
+                    keys = [el for el in root.iter(SVG + "rect") if el.get("class") == "legend-key"]
+                    self.assertGreaterEqual(len(keys), 2, name)         # every figure has a legend
                     self.assertNotIn("<path", ET.tostring(root, encoding="unicode"))   # text stays text
                     if name.startswith(("fig_a", "fig_c", "fig_e")):   # the long name is shortened
                         self.assertTrue(any(t.text and "\u2026" in t.text for t in root.iter(SVG + "text")))
@@ -177,6 +180,16 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual((alone / "figures" / "fig_b_classes.svg").read_bytes(),
                          (out / "figures" / "fig_b_classes.svg").read_bytes())
+
+    def test_default_is_the_most_recent_run(self):
+        root = self.make_tmp()
+        for name, mtime in (("old", 1_000_000), ("new", 2_000_000), ("mid", 1_500_000)):
+            (root / name).mkdir()
+            path = root / name / "results.json"
+            path.write_text("{}")
+            os.utime(path, (mtime, mtime))
+        self.assertEqual(mf.latest_results(root), root / "new" / "results.json")
+        self.assertIsNone(mf.latest_results(self.make_tmp()))
 
     def test_missing_results_file_is_a_clear_error(self):
         proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"),

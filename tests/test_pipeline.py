@@ -65,6 +65,7 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         for key in ("kind", "messages", "response", "prompt_eval_count", "eval_count", "wall_s", "segment",
                     "model", "regime", "episode", "done_reason", "utc", "attempt", "request", "thinking"):
             self.assertIn(key, first)
+        self.assertEqual(first["timings"]["total_duration"], 123456789)      # Ollama's durations, in ns
         self.assertEqual(first["kind"], "compact_1")
         self.assertEqual(first["request"]["options"]["num_predict"], 256)
         self.assertIs(first["request"]["truncate"], False)

@@ -260,6 +260,21 @@ class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
                                     r"failed cells 1$")
         self.assertNotIn("\r", stream.getvalue())
 
+    def test_one_updating_line_on_a_terminal(self):
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+
+        stream = Terminal()
+        progress = rp.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
+        progress.update(calls=1)
+        progress.update(calls=1)
+        progress.update(cells=1, force=True)
+        text = stream.getvalue()
+        self.assertEqual(text.count("\r"), 3)                 # every update rewrites the same line
+        self.assertEqual(text.count("\n"), 1)                 # and only the last one ends it
+        self.assertIn("cells 1/4, calls 2/40", text.splitlines()[-1].split("\r")[-1])
+
     def test_progress_through_main_and_quiet(self):
         with FakeOllama(models=["a:1"]) as server:
             out = self.make_tmp() / "run"
