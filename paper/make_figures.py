@@ -430,7 +430,7 @@ def regenerate(results: dict, report_dir: Path, figures_dir: Path | None = None,
     """Write the figures, RESULTS.md and report.html; by default all into report_dir (a run folder)."""
     figures_dir = figures_dir or report_dir / "figures"
     results_md = results_md or report_dir / "RESULTS.md"
-    analysis = rp.analyze_results(results)
+    analysis = rp.analyze_bank(results)
     figures = render_figures(results, analysis)
     written = [write_text(figures_dir / name, svg) for name, svg in figures.items()]
     rel = Path(os.path.relpath(figures_dir, results_md.parent)).as_posix()

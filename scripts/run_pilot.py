@@ -54,9 +54,10 @@ from typing import Any, Callable, Iterable
 # Constants: the pinned design (PROTOCOL.md section 2) and this runner's defaults
 # ============================================================================================
 PROTOCOL_ID = "XR-001"
-GENERATOR_VERSION = "ccl-gen-1"
+GENERATOR_VERSION = "ccl-gen-2"        # 2: each neighbor sentence names its base and the relation
 BASE_SEED = 77001                      # episode seed = BASE_SEED + episode index
 N_EPISODES = 15
+MAX_EPISODES = 10_000                  # the largest task file `generate` makes
 N_SEGMENTS = 4
 VALUE_RANGE = (101, 987)
 SEGMENT_WORDS = (120, 180)
@@ -72,6 +73,8 @@ WILSON_Z = 1.959963984540054           # two-sided 95%
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TASKS_PATH = REPO_ROOT / "tasks" / "tasks.json"
+# sha256 of the pre-registered task file (the generator's 15 episodes at seed 77001), committed before any run
+PINNED_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
 PROTOCOL_PATH = REPO_ROOT / "protocol" / "PROTOCOL.md"
 RESULTS_ROOT = REPO_ROOT / "results"
 DEFAULT_RUN_NAME = "xr001"
@@ -240,6 +243,13 @@ VALUE_SENTENCES = (
     "For {name} the recorded figure is {value}.",
     "{name} stands at {value} according to the sheet.",
 )
+# The neighbor's sentence names its base and the designed relation (one above it), as the
+# combined value's sentence names its two parts: the trap is stated, not merely implied by the values.
+NEIGHBOR_SENTENCES = (
+    "{name} sits one above {base}, at {value}.",
+    "{name} was logged at {value}, one more than {base}.",
+    "{name}, one above {base}, was recorded as {value}.",
+)
 COMBINED_SENTENCES = (
     "Taken together, {a} and {b} come to {value}.",
     "The combined figure for {a} and {b} is {value}.",
@@ -355,8 +365,10 @@ def generate_episode(index: int, base_seed: int = BASE_SEED) -> dict:
                             {"name": seg_names[4], "value": vals["distractors"][1]}],
         }
         combined = {"names": [seg_names[0], seg_names[1]], "value": vals["base"] + vals["partner"]}
-        single = [entities["base"], entities["partner"], entities["neighbor"], *entities["distractors"]]
+        single = [entities["base"], entities["partner"], *entities["distractors"]]
         facts = [VALUE_SENTENCES[rng.randrange(len(VALUE_SENTENCES))].format(**e) for e in single]
+        facts.append(NEIGHBOR_SENTENCES[rng.randrange(len(NEIGHBOR_SENTENCES))].format(
+            base=entities["base"]["name"], **entities["neighbor"]))
         facts.append(COMBINED_SENTENCES[rng.randrange(len(COMBINED_SENTENCES))].format(
             a=combined["names"][0], b=combined["names"][1], value=combined["value"]))
         segments.append({"index": k + 1, "text": render_segment_text(rng, facts),
@@ -405,45 +417,44 @@ def tasks_to_bytes(tasks: dict) -> bytes:
 # ============================================================================================
 # Prompts (PROTOCOL.md section 2, prompt symmetry): the only place prompt text lives; hash locked
 # ============================================================================================
+# Both compaction prompts are one frame with one paragraph swapped: the paragraph that defines the
+# format. Every other sentence (the loss warning, the merge, keeping every named quantity with its
+# exact value, the word limit, the ending) is the same text in both, so the format is the only difference.
+COMPACTION_FRAME = (
+    "You are keeping the working memory of a long analysis session. The transcript you have "
+    "seen so far is about to be deleted and replaced by the state you write now; anything you "
+    "leave out of it is lost for good.\n\n"
+    "Merge the previous state and the new segment below into one updated state. Keep every named "
+    "quantity with its exact value. Use at most {max_words} words.\n\n"
+    "<<FORMAT>>\n\n"
+    "PREVIOUS STATE:\n{previous_state}\n\n"
+    "NEW SEGMENT:\n{segment}\n\n"
+    "Write the updated state now, and nothing else."
+)
+FORMAT_PARAGRAPHS = {
+    "prose": ("Format: write the state as plain flowing prose, in full sentences and one or more "
+              "paragraphs, with no lists, tables, headings or code blocks."),
+    "typed": ("Format: write the state as a typed state block with these four sections in this order. "
+              "values: lines of the form NAME = <integer>. combined: lines of the form "
+              "NAME + NAME = <integer>. relations: short lines such as NAME is one above NAME. "
+              "notes: one line of free text."),
+}
+ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
+               "no explanation.")
+
 PROMPTS = {
-    "compact_prose": (
-        "You are keeping the working memory of a long analysis session. The transcript you have "
-        "seen so far is about to be deleted and replaced by the state you write now; anything you "
-        "leave out of it is lost for good.\n\n"
-        "Merge the previous state and the new segment below into one updated state. Write the "
-        "state as plain flowing prose: full sentences in one or more paragraphs, with no lists, "
-        "tables, headings or code blocks. Use at most {max_words} words.\n\n"
-        "PREVIOUS STATE:\n{previous_state}\n\n"
-        "NEW SEGMENT:\n{segment}\n\n"
-        "Write the updated state now, and nothing else."
-    ),
-    "compact_typed": (
-        "You are keeping the working memory of a long analysis session. The transcript you have "
-        "seen so far is about to be deleted and replaced by the state you write now; anything you "
-        "leave out of it is lost for good.\n\n"
-        "Merge the previous state and the new segment below into one updated state. Write the "
-        "state as a typed state block in exactly this layout:\n"
-        "values:\nNAME = <integer>   (one line per named quantity)\n"
-        "combined:\nNAME + NAME = <integer>   (one line per stated combined value)\n"
-        "relations:\n<one short line per relation worth keeping>\n"
-        "notes: <one free-text line>\n"
-        "Use at most {max_words} words.\n\n"
-        "PREVIOUS STATE:\n{previous_state}\n\n"
-        "NEW SEGMENT:\n{segment}\n\n"
-        "Write the updated state now, and nothing else."
-    ),
+    "compact_prose": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["prose"]),
+    "compact_typed": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["typed"]),
     "answer_transcript": (
         "Below is the full transcript of an analysis session.\n\n{context}\n\n"
         "Question: {question}\n"
-        "Answer from the transcript above. You may reason briefly, but your reply must end with "
-        "a final line of the form ANSWER: <integer>"
+        "Answer from the transcript above. " + ANSWER_RULE
     ),
     "answer_state": (
         "Below is the saved state of an analysis session; the original transcript is gone.\n\n"
         "{context}\n\n"
         "Question: {question}\n"
-        "Answer from the saved state above. You may reason briefly, but your reply must end with "
-        "a final line of the form ANSWER: <integer>"
+        "Answer from the saved state above. " + ANSWER_RULE
     ),
     "empty_state": "(none yet: this is the first checkpoint)",
     "segment_heading": "Segment {index}:",
@@ -962,35 +973,47 @@ class Journal:
             os.close(fd)
 
     def repair(self, model: str, regime: str) -> str | None:
-        """Move a torn or unreadable last line aside to a quarantine file; say what was done."""
+        """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
+        keep the readable ones in order; say what was done."""
         path = self.path(model, regime)
         if not path.exists():
             return None
         data = path.read_bytes()
-        if not data:
+        lines = data.splitlines(keepends=True)
+        bad = [i for i, line in enumerate(lines) if not line.endswith(b"\n") or parse_record_line(line) is None]
+        if not bad:
             return None
-        keep_upto = len(data)
-        if not data.endswith(b"\n"):
-            keep_upto = data.rfind(b"\n") + 1
-        else:
-            last_start = data.rfind(b"\n", 0, len(data) - 1) + 1
-            try:
-                json.loads(data[last_start:].decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                keep_upto = last_start
-        if keep_upto == len(data):
-            return None
-        torn = data[keep_upto:]
-        quarantine = path.with_name(path.name + ".quarantine")
-        with open(quarantine, "ab") as fh:
-            fh.write(torn.rstrip(b"\n") + b"\n")
+        self._quarantine(path, [lines[i] for i in bad])
+        write_atomic(path, b"".join(line for i, line in enumerate(lines) if i not in set(bad)))
+        where = ", ".join(str(i + 1) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        return f"{path.name}: moved {len(bad)} torn or unreadable line(s) (line {where}) to {path.name}.quarantine"
+
+    def drop(self, model: str, regime: str, episode: int, kinds: set[str]) -> int:
+        """Move the records of these calls of one cell to the quarantine file; how many were moved."""
+        path = self.path(model, regime)
+        lines = path.read_bytes().splitlines(keepends=True) if path.exists() else []
+        moved = [line for line in lines if (lambda r: r is not None and r.get("episode") == episode
+                                            and r.get("kind") in kinds)(parse_record_line(line))]
+        if moved:
+            self._quarantine(path, moved)
+            write_atomic(path, b"".join(line for line in lines if line not in moved))
+        return len(moved)
+
+    @staticmethod
+    def _quarantine(path: Path, lines: list[bytes]) -> None:
+        with open(path.with_name(path.name + ".quarantine"), "ab") as fh:
+            fh.write(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
             fh.flush()
             os.fsync(fh.fileno())
-        with open(path, "r+b") as fh:
-            fh.truncate(keep_upto)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return f"{path.name}: moved a torn last line ({len(torn)} bytes) to {quarantine.name}"
+
+    def unreadable_lines(self, model: str, regime: str) -> list[int]:
+        """Line numbers (1-based) that are not a readable record."""
+        path = self.path(model, regime)
+        if not path.exists():
+            return []
+        lines = path.read_bytes().splitlines(keepends=True)
+        return [i + 1 for i, line in enumerate(lines)
+                if not line.endswith(b"\n") or parse_record_line(line) is None]
 
     def read(self, model: str, regime: str) -> list[dict]:
         """Every readable record of this model and regime, in file order."""
@@ -1000,11 +1023,8 @@ class Journal:
         records = []
         with open(path, "rb") as fh:
             for line in fh:
-                try:
-                    record = json.loads(line.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError):
-                    continue
-                if isinstance(record, dict) and record.get("model") == model and record.get("regime") == regime:
+                record = parse_record_line(line)
+                if record is not None and record.get("model") == model and record.get("regime") == regime:
                     records.append(record)
         return records
 
@@ -1014,6 +1034,15 @@ class Journal:
         for record in self.read(model, regime):
             cells.setdefault(record.get("episode"), {}).setdefault(record.get("kind"), record)
         return cells
+
+
+def parse_record_line(line: bytes) -> dict | None:
+    """One journal line as a record, or None when it is not a readable JSON object."""
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def records_digest(records: list[dict]) -> str:
@@ -1240,6 +1269,41 @@ def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, s
     return record
 
 
+def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
+    """Quarantine unreadable lines; then, in any cell that lost a record, quarantine every later call that
+    was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
+    notes = []
+    for model in manifest.data["models"]:
+        for regime_name in manifest.data["regimes"]:
+            note = journal.repair(model, regime_name)
+            if not note:
+                continue
+            notes.append(note)
+            regime = REGIMES[regime_name]
+            for episode_index, records in journal.cell_records(model, regime_name).items():
+                if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
+                    continue
+                plan = plan_calls(regime, tasks["episodes"][episode_index])
+                lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
+                if lost is None:
+                    continue
+                stale = {spec.kind for spec in plan[lost + 1:] if spec.kind in records} \
+                    if plan[lost].segment is not None else set()
+                if stale:
+                    journal.drop(model, regime_name, episode_index, stale)
+                key = cell_key(model, regime_name, episode_index)
+                if (manifest.cell(key) or {}).get("status") == "COMPLETE":
+                    reason = f"lost {plan[lost].kind} to an unreadable line; re-run from {plan[lost].kind}"
+                    manifest.set_cell(key, {"model": model, "regime": regime_name, "episode": episode_index,
+                                            "status": "FAILED", "n_calls": lost, "reason": reason,
+                                            "updated_at": utc_now()})
+                    manifest.data["amendments"].append({"at": utc_now(), "what": f"cell {key} reopened: {reason}"})
+                    notes.append(f"cell {key} {reason}")
+    if notes:
+        manifest.save()
+    return notes
+
+
 def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int) -> list[tuple[str, str, int]]:
     """Every cell of a run in its canonical order (the order shards are cut from)."""
     return [(m, r, e) for m in models for r in regimes for e in range(n_episodes)]
@@ -1323,21 +1387,28 @@ class StopOnSignal:
 # ============================================================================================
 # Scoring (PROTOCOL.md section 4): answers, classes, write-time retention, the results bank
 # ============================================================================================
-# The last `ANSWER: <integer>` line wins; commas inside the number and markdown emphasis
-# around it (`ANSWER: **412**`) are tolerated, as the protocol's parsing rule states.
-ANSWER_PATTERN = re.compile(r"ANSWER\s*:\s*[*_`]*\s*(-?\d[\d,]*)")
+# The primary parse (PROTOCOL.md section 4): the last `ANSWER:` in any letter case that is directly
+# followed (after spaces) by an integer; commas inside the number are ignored. Anything else,
+# including `ANSWER: **412**`, is an omission.
+ANSWER_PATTERN = re.compile(r"ANSWER[ \t]*:[ \t]*(-?\d[\d,]*)", re.IGNORECASE)
+# The lenient parse, a labelled diagnostic only: also reads markdown emphasis or code marks around the
+# label or the number (`**ANSWER:** 412`, `ANSWER: **412**`, `ANSWER: `412``).
+LENIENT_ANSWER_PATTERN = re.compile(r"ANSWER[*_`\s]*:[*_`\s]*(-?\d[\d,]*)", re.IGNORECASE)
+
+
+def _last_integer(pattern: re.Pattern, reply: str) -> int | None:
+    matches = pattern.findall(reply or "")
+    return _to_int(matches[-1]) if matches else None
 
 
 def parse_answer(reply: str) -> int | None:
-    """The integer of the last ANSWER line, or None (an omission)."""
-    matches = ANSWER_PATTERN.findall(reply or "")
-    if not matches:
-        return None
-    digits = matches[-1].replace(",", "")
-    try:
-        return int(digits)
-    except ValueError:
-        return None
+    """The integer of the last `ANSWER:` followed by an integer, or None (an omission)."""
+    return _last_integer(ANSWER_PATTERN, reply)
+
+
+def parse_answer_lenient(reply: str) -> int | None:
+    """Diagnostic only, never the primary metric: the last ANSWER with markdown marks tolerated."""
+    return _last_integer(LENIENT_ANSWER_PATTERN, reply)
 
 
 def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int]) -> str:
@@ -1354,7 +1425,10 @@ def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int
 
 
 INT_PATTERN = re.compile(r"(?<![\w.])-?\d[\d,]*(?![\w])")
-TYPED_LINE = re.compile(r"^[\s*\-•]*([A-Za-z]{6})\s*[=:]\s*[*_`]*\s*(-?\d[\d,]*)\b")
+# R2 write-time retention (primary): a whole line that is exactly `NAME = N`, spaces around `=` allowed.
+EXACT_TYPED_LINE = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
+# The looser reading, shown beside it and labelled: bullets, `NAME: N`, emphasis and trailing text.
+LOOSE_TYPED_LINE = re.compile(r"^[\s*\-\u2022]*([A-Za-z]{6})\s*[=:]\s*[*_`]*\s*(-?\d[\d,]*)\b")
 
 
 def _to_int(text: str) -> int | None:
@@ -1364,11 +1438,10 @@ def _to_int(text: str) -> int | None:
         return None
 
 
-def read_typed_state(state: str) -> dict[str, int]:
-    """R2: `NAME = N` lines of a typed block; the first line for a name counts."""
+def _read_lines(state: str, pattern: re.Pattern) -> dict[str, int]:
     values: dict[str, int] = {}
     for line in (state or "").splitlines():
-        match = TYPED_LINE.match(line)
+        match = pattern.match(line)
         if match:
             value = _to_int(match.group(2))
             if value is not None:
@@ -1376,39 +1449,63 @@ def read_typed_state(state: str) -> dict[str, int]:
     return values
 
 
-def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int]:
-    """R1 heuristic (crude, flagged): each name takes the nearest integer in a sentence that names it."""
-    values: dict[str, int] = {}
-    sentences = re.split(r"(?<=[.!?;])\s+|\n+", state or "")
+def read_typed_state(state: str) -> dict[str, int]:
+    """R2: exact `NAME = N` lines of a typed block; the first line for a name counts."""
+    return _read_lines(state, EXACT_TYPED_LINE)
+
+
+def read_typed_state_loose(state: str) -> dict[str, int]:
+    """R2, labelled diagnostic: also `NAME: N`, bullets, emphasis and trailing text."""
+    return _read_lines(state, LOOSE_TYPED_LINE)
+
+
+def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
+    """R1 heuristic (crude, flagged): a name is retained if it occurs anywhere in the state; its value
+    is the integer nearest (in characters) to the name's first occurrence, None when there is none."""
+    state = state or ""
+    numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(state)]
+    numbers = [(start, end, n) for start, end, n in numbers if n is not None]
+    values: dict[str, int | None] = {}
     for name in names:
-        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
-        for sentence in sentences:
-            mentions = [m.start() for m in pattern.finditer(sentence)]
-            numbers = [(m.start(), _to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
-            numbers = [(pos, n) for pos, n in numbers if n is not None]
-            if mentions and numbers:
-                values[name] = min(((abs(pos - at), n) for at in mentions for pos, n in numbers))[1]
-                break
+        first = re.search(rf"\b{re.escape(name)}\b", state, re.IGNORECASE)
+        if not first:
+            continue
+        distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end, n in numbers]
+        values[name] = min(distances)[2] if distances else None
     return values
 
 
 def score_retention(regime: Regime, state: str, episode: dict) -> dict:
     """Write-time retention of one final state against the episode's 20 entities."""
     truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
+
+    def counts(found: dict) -> tuple[int, int]:
+        retained = [name for name in truths if name in found]
+        return len(retained), sum(1 for name in retained if found[name] == truths[name])
+
     if regime.retention_method == "exact_lines":
-        found = read_typed_state(state)
+        retained, correct = counts(read_typed_state(state))
+        loose_retained, loose_correct = counts(read_typed_state_loose(state))
+        loose = {"loose_retained": loose_retained, "loose_correct": loose_correct}
     else:
-        found = read_prose_state(state, truths)
-    retained = [name for name in truths if name in found]
-    correct = sum(1 for name in retained if found[name] == truths[name])
-    return {"retained": len(retained), "correct": correct, "wrong": len(retained) - correct,
-            "n_entities": len(truths), "method": regime.retention_method}
+        retained, correct = counts(read_prose_state(state, truths))
+        loose = {}
+    return {"retained": retained, "correct": correct, "wrong": retained - correct,
+            "n_entities": len(truths), "method": regime.retention_method, **loose}
 
 
 def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict:
-    answer = parse_answer(record.get("response", ""))
-    return {"question_id": question["id"], "type": question["type"], "truth": question["truth"],
-            "answer": answer, "class": classify_answer(answer, question["truth"], conflation_set)}
+    reply = record.get("response", "")
+    answer = parse_answer(reply)
+    probe = {"question_id": question["id"], "type": question["type"], "truth": question["truth"],
+             "answer": answer, "class": classify_answer(answer, question["truth"], conflation_set)}
+    if answer is None:
+        # Diagnostic beside the primary class, never in it: what a lenient parse would have read.
+        lenient = parse_answer_lenient(reply)
+        if lenient is not None:
+            probe["lenient_answer"] = lenient
+            probe["lenient_class"] = classify_answer(lenient, question["truth"], conflation_set)
+    return probe
 
 
 def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
@@ -1431,11 +1528,18 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                 episode = tasks["episodes"][episode_index]
                 records = cell_records.get(episode_index, {})
                 base = {"model": model, "regime": regime_name, "episode": episode_index}
-                missing = [spec.kind for spec in plan_calls(regime, episode) if spec.kind not in records]
+                key = cell_key(model, regime_name, episode_index)
+                plan = plan_calls(regime, episode)
+                missing = [spec.kind for spec in plan if spec.kind not in records]
                 if missing:
-                    raise PilotError(f"cell {cell_key(model, regime_name, episode_index)} is marked COMPLETE but "
-                                     f"its log lacks {', '.join(missing)}; run `verify` on the folder, and restore "
-                                     f"the raw log from a backup or rerun the cell in a new folder")
+                    raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
+                                         f"it is not scored. Rerun the run command (it quarantines unreadable "
+                                         f"lines and re-runs the cell), and see `{verify_command(journal)}`")
+                if entry.get("records_sha256") and \
+                        records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
+                    raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
+                                         f"the sha256 in the manifest); nothing was scored. Check it with "
+                                         f"`{verify_command(journal)}` and restore the raw log from a backup")
                 for spec in plan_calls(regime, episode):
                     record = records[spec.kind]
                     guards.append({**base, "kind": spec.kind, "done_reason": record.get("done_reason"),
@@ -1455,6 +1559,8 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
     expected = len(models) * len(regimes) * n_episodes
     return {
         "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
+        "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
+                                                 "path": manifest.get("tasks")},
         "models": models, "regimes": regimes, "n_episodes": n_episodes,
         "cells": {"complete": complete, "not_complete": expected - complete, "expected": expected,
                   "expected_probes_per_cell": len(QUESTION_PLAN)},
@@ -1466,6 +1572,16 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
                 "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard")},
     }
+
+
+class RecordsAltered(PilotError):
+    """A complete cell's records no longer match the manifest: never scored."""
+
+    exit_code = EXIT_VERIFY_FAILED
+
+
+def verify_command(journal: Journal) -> str:
+    return "python3 scripts/run_pilot.py verify --out " + shlex.quote(str(journal.raw_dir.parent))
 
 
 def summarize_compaction_tokens(per_regime: dict[str, list[tuple[str, int | None]]]) -> dict:
@@ -1519,25 +1635,109 @@ def mcnemar_summary(pairs: list[tuple[bool, bool]]) -> dict:
     return {"b": b, "c": c, "n_pairs": len(pairs), "p": mcnemar_exact(b, c), "direction": direction}
 
 
-def analyze_results(results: dict) -> dict:
-    """Every number of analysis.md, RESULTS.md and the figures, computed from results.json alone."""
+# Validity guards, pinned by the amendment of 2026-11-30 (PROTOCOL.md sections 5 and 7).
+CEILING_MAX_R0_CORRUPTION = 0.5        # a model above this on R0 cannot do the task: uninformative
+BUDGET_RATIO_BAND = (0.8, 1.25)        # realized R1/R2 mean compaction tokens outside it: budgets not matched
+LABELS = ("CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")
+
+
+def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], task_set: dict | None) -> dict:
+    """What the probes themselves cover, against the task set they claim: cells complete, missing,
+    duplicated and extra probes, truths that disagree with the task file. Never reads `cells`."""
+    question_ids = [qid for qid, _, _ in QUESTION_PLAN]
+    tasks = task_set["tasks"] if task_set else None
+    task_episodes = range(len(tasks["episodes"])) if tasks else range(N_EPISODES)
+    counts: dict[tuple, int] = {}
+    outside, mismatched = 0, 0
+    for probe in probes:
+        key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"))
+        counts[key] = counts.get(key, 0) + 1
+        if key[0] not in models or key[1] not in regimes or key[2] not in task_episodes \
+                or key[3] not in question_ids:
+            outside += 1
+        elif tasks is not None:
+            question = tasks["episodes"][key[2]]["questions"][key[3] - 1]
+            if probe.get("truth") != question["truth"] or probe.get("type") != question["type"]:
+                mismatched += 1
+    bank_episodes = sorted({k[2] for k in counts if k[2] in task_episodes})
+    complete_cells, partial_cells = 0, []
+    for model in models:
+        for regime in regimes:
+            for episode in bank_episodes:
+                present = [counts.get((model, regime, episode, q), 0) for q in question_ids]
+                if all(n >= 1 for n in present):
+                    complete_cells += 1
+                else:
+                    partial_cells.append(f"{model}|{regime}|{episode}")
+    return {"bank_episodes": bank_episodes, "task_episodes": len(task_episodes),
+            "complete_cells": complete_cells, "expected_cells": len(models) * len(regimes) * len(bank_episodes),
+            "partial_cells": partial_cells, "duplicates": sum(n - 1 for n in counts.values() if n > 1),
+            "outside": outside, "mismatched_truths": mismatched}
+
+
+def label_reasons(results: dict, coverage: dict, task_set: dict | None, regimes: list[str]) -> list[str]:
+    """Every reason the bank falls short of a confirmatory one; empty when it does not."""
+    reasons = []
+    if not {"R0", "R1", "R2"} <= set(regimes):
+        reasons.append(f"the bank lacks {', '.join(r for r in ('R0', 'R1', 'R2') if r not in regimes)}: the "
+                       f"confirmatory test needs R1 and R2 and the ceiling check needs R0")
+    if task_set is None:
+        reasons.append("no task set to check the probes against (pass --tasks FILE)")
+    elif task_set["kind"] == "generated":
+        reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/tasks.json)")
+    if coverage["partial_cells"]:
+        reasons.append(f"partial bank: {len(coverage['partial_cells'])} cell(s) lack probes "
+                       f"(first: {coverage['partial_cells'][0]})")
+    n_bank, n_task = len(coverage["bank_episodes"]), coverage["task_episodes"]
+    if task_set is not None and n_task != N_EPISODES:
+        reasons.append(f"the task set has {n_task} episodes; the protocol pre-registers {N_EPISODES}")
+    if n_bank < n_task:
+        reasons.append(f"smoke run: {n_bank} of the {n_task} pre-registered episodes")
+    if coverage["duplicates"]:
+        reasons.append(f"{coverage['duplicates']} duplicated probe(s)")
+    if coverage["outside"]:
+        reasons.append(f"{coverage['outside']} probe(s) outside the pre-registered models, regimes, episodes "
+                       f"or questions")
+    if coverage["mismatched_truths"]:
+        reasons.append(f"{coverage['mismatched_truths']} probe(s) whose truth or type differs from the task set")
+    cells = results.get("cells")
+    if isinstance(cells, dict):
+        claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+        if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
+                (claimed_left and not coverage["partial_cells"]):
+            reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
+                           f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
+    return reasons
+
+
+def ceiling_check(corruption: dict, models: list[str]) -> dict:
+    """Per model: R0 corruption against the pinned bound; above it the model is uninformative."""
+    checks = {}
+    for model in models:
+        r0 = (corruption.get(model) or {}).get("R0")
+        rate = r0["rate"] if r0 and r0["n"] else None
+        checks[model] = {"r0_rate": rate, "passes": rate is not None and rate <= CEILING_MAX_R0_CORRUPTION}
+    return checks
+
+
+def analyze_results(results: dict, task_set: dict | None = None) -> dict:
+    """Every number of analysis.md, RESULTS.md and the figures, computed from results.json and the task
+    set the probes are checked against; the label comes from the probes, never from the file's word."""
     models, regimes = list(results["models"]), list(results["regimes"])
     probes = results.get("probes", [])
-    cells = results.get("cells", {})
-    complete = cells.get("complete", 0) == cells.get("expected", -1) and cells.get("expected", 0) > 0
-    # A run on fewer than the pre-registered episodes is a smoke run, never confirmatory.
-    smoke = isinstance(results.get("n_episodes"), int) and results["n_episodes"] < N_EPISODES
+    coverage = probe_coverage(probes, models, regimes, task_set)
     by_cell: dict[tuple, list[dict]] = {}
     for probe in probes:
         by_cell.setdefault((probe["model"], probe["regime"]), []).append(probe)
-    corruption, classes_by_model, multihop = {}, {}, {}
+    corruption, classes_by_model, multihop, omissions = {}, {}, {}, {}
     for model in models:
-        corruption[model], classes_by_model[model], multihop[model] = {}, {}, {}
+        corruption[model], classes_by_model[model], multihop[model], omissions[model] = {}, {}, {}, {}
         for regime in regimes:
             cell = by_cell.get((model, regime), [])
             wrong = sum(1 for p in cell if p["class"] != "correct")
             corruption[model][regime] = rate_summary(wrong, len(cell))
             classes_by_model[model][regime] = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+            omissions[model][regime] = rate_summary(classes_by_model[model][regime]["omission"], len(cell))
             hops = [p for p in cell if p["type"] == "multihop"]
             multihop[model][regime] = rate_summary(sum(1 for p in hops if p["class"] == "correct"), len(hops))
     pooled, classes = {}, {}
@@ -1546,7 +1746,9 @@ def analyze_results(results: dict) -> dict:
         pooled[regime] = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
         counts = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
         classes[regime] = {**counts, "signature": counts["off_by_one"] + counts["conflation"]}
-    mcnemar = {"pooled": None, "by_model": {}}
+    ceiling = ceiling_check(corruption, models) if "R0" in regimes else {}
+    informative = [m for m in models if ceiling.get(m, {}).get("passes")] if ceiling else list(models)
+    mcnemar = {"pooled": None, "by_model": {}, "models": informative}
     if "R1" in regimes and "R2" in regimes:
         index = {(p["model"], p["regime"], p["episode"], p["question_id"]): p["class"] == "correct" for p in probes}
         all_pairs = []
@@ -1554,15 +1756,42 @@ def analyze_results(results: dict) -> dict:
             pairs = [(ok, index[(m, "R2", e, q)]) for (m, r, e, q), ok in index.items()
                      if m == model and r == "R1" and (m, "R2", e, q) in index]
             mcnemar["by_model"][model] = mcnemar_summary(pairs)
-            all_pairs += pairs
+            if model in informative:
+                all_pairs += pairs
         mcnemar["pooled"] = mcnemar_summary(all_pairs)
+    reasons = label_reasons(results, coverage, task_set, regimes)
+    label = "UNINFORMATIVE" if ceiling and not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
+    if label == "UNINFORMATIVE":
+        failing = ", ".join(f"{m} {pct(c['r0_rate'])}" for m, c in ceiling.items())
+        reasons.insert(0, f"no model passed the ceiling check (R0 corruption above "
+                          f"{pct(CEILING_MAX_R0_CORRUPTION)}: {failing})")
+    budget = analyze_budget(results, models)
+    ratio = budget["ratio"]
     return {
-        "models": models, "regimes": regimes, "complete": complete, "smoke": smoke,
-        "confirmatory": complete and not smoke, "n_episodes": results.get("n_episodes"), "cells": cells,
+        "models": models, "regimes": regimes, "coverage": coverage,
+        "complete": not coverage["partial_cells"] and not coverage["duplicates"],
+        "smoke": len(coverage["bank_episodes"]) < coverage["task_episodes"],
+        "label": label, "label_reasons": reasons, "confirmatory": label == "CONFIRMATORY",
+        "task_set": None if task_set is None else {k: task_set[k] for k in ("kind", "sha256", "path")},
+        "n_episodes": len(coverage["bank_episodes"]), "cells": results.get("cells", {}),
+        "ceiling": ceiling, "informative_models": informative, "omissions": omissions,
+        "budget_in_band": None if ratio is None else BUDGET_RATIO_BAND[0] <= ratio <= BUDGET_RATIO_BAND[1],
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
-        "multihop": multihop, "mcnemar": mcnemar, "budget": analyze_budget(results, models),
+        "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
+        "lenient": analyze_lenient(probes, models, regimes),
     }
+
+
+def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
+    """Diagnostic: omissions a lenient parse (markdown marks tolerated) would have read, per regime."""
+    table = {}
+    for regime in regimes:
+        mine = [p for p in probes if p["regime"] == regime and p["model"] in models and p["class"] == "omission"]
+        read = [p for p in mine if p.get("lenient_answer") is not None]
+        table[regime] = {"omissions": len(mine), "lenient_read": len(read),
+                         "lenient_correct": sum(1 for p in read if p.get("lenient_class") == "correct")}
+    return table
 
 
 def analyze_budget(results: dict, models: list[str]) -> dict:
@@ -1586,8 +1815,9 @@ def analyze_retention(results: dict, models: list[str]) -> dict:
         for key in (row["regime"], (row["regime"], row["model"])):
             agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0})
             agg["states"] += 1
-            for field in ("retained", "correct", "n_entities"):
-                agg[field] += row.get(field, 0)
+            for field in ("retained", "correct", "n_entities", "loose_retained", "loose_correct"):
+                if field in row:
+                    agg[field] = agg.get(field, 0) + row[field]
     return {"by_regime": {k: v for k, v in retention.items() if isinstance(k, str)},
             "by_model": {f"{k[1]}|{k[0]}": v for k, v in retention.items() if isinstance(k, tuple)}}
 
@@ -1628,19 +1858,25 @@ ALPHA = 0.05
 
 
 def evaluate_predictions(analysis: dict) -> list[dict]:
-    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it."""
+    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it. Models that
+    fail the ceiling check are left out and named; with none left, every verdict is withheld."""
     verdicts = []
     regimes = analysis["regimes"]
+    informative = analysis["informative_models"]
+    excluded = [m for m in analysis["models"] if m not in informative]
+    excluded_note = [f"left out (failed the ceiling check): {', '.join(excluded)}"] if excluded else []
+    withheld = analysis["label"] == "UNINFORMATIVE"
     if {"R0", "R1", "R2"} <= set(regimes):
-        checks, all_hold = [], True
-        for model in analysis["models"]:
+        checks, all_hold = [], bool(informative)
+        for model in informative:
             rates = {r: analysis["corruption"][model][r]["rate"] for r in ("R0", "R1", "R2")}
             holds = None not in rates.values() and rates["R0"] <= rates["R2"] < rates["R1"]
             all_hold = all_hold and holds
             checks.append(f"{model}: R0 {pct(rates['R0'])} <= R2 {pct(rates['R2'])} < R1 {pct(rates['R1'])} "
                           f"{'holds' if holds else 'fails'}")
         verdicts.append({"id": "P1", "claim": "corruption ordering R0 <= R2 < R1 in every model",
-                         "verdict": "confirmed" if all_hold else "not confirmed", "evidence": checks})
+                         "verdict": "confirmed" if all_hold else "not confirmed",
+                         "evidence": checks + excluded_note})
     if {"R1", "R2"} <= set(regimes):
         sig1, sig2 = analysis["classes"]["R1"]["signature"], analysis["classes"]["R2"]["signature"]
         verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is more frequent "
@@ -1649,23 +1885,27 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
                          "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"]})
         ret = analysis["retention"]["by_regime"]
         if "R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]:
-            f1 = ret["R1"]["retained"] / ret["R1"]["n_entities"]
-            f2 = ret["R2"]["retained"] / ret["R2"]["n_entities"]
-            verdicts.append({"id": "P3", "claim": "write-time retention of entity values is higher in the "
-                             "typed final states (R2) than in the prose ones (R1)",
+            f1 = ret["R1"]["correct"] / ret["R1"]["n_entities"]
+            f2 = ret["R2"]["correct"] / ret["R2"]["n_entities"]
+            verdicts.append({"id": "P3", "claim": "exploratory: write-time retention of correct entity values is "
+                             "higher in the typed final states (R2) than in the prose ones (R1)",
                              "verdict": "confirmed" if f2 > f1 else "not confirmed",
-                             "evidence": [f"R2 {ret['R2']['retained']}/{ret['R2']['n_entities']} = {pct(f2)}, "
-                                          f"R1 {ret['R1']['retained']}/{ret['R1']['n_entities']} = {pct(f1)} "
-                                          f"(exploratory; R1 by a crude heuristic)"]})
+                             "evidence": [f"values retained with the right value: R2 {ret['R2']['correct']}/"
+                                          f"{ret['R2']['n_entities']} = {pct(f2)}, R1 {ret['R1']['correct']}/"
+                                          f"{ret['R1']['n_entities']} = {pct(f1)} (R1 by a crude heuristic)"]})
         pooled = analysis["mcnemar"]["pooled"]
         rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
         directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
-                      for m, s in analysis["mcnemar"]["by_model"].items()]
+                      for m, s in analysis["mcnemar"]["by_model"].items() if m in informative]
         verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at matched budget "
                          f"(pooled exact McNemar, two-sided, alpha = {ALPHA})",
                          "verdict": "rejected" if rejected else "not rejected",
                          "evidence": [f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, "
-                                      f"{pooled['direction']}"] + directions})
+                                      f"{pooled['direction']}"] + directions + excluded_note})
+    if withheld:
+        for verdict in verdicts:
+            verdict["verdict"] = "withheld"
+            verdict["evidence"] = ["UNINFORMATIVE: no model passed the ceiling check"]
     return verdicts
 
 
@@ -1700,24 +1940,41 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def confirmatory_note(analysis: dict) -> str | None:
-    """None for a confirmatory bank; otherwise the short reason it is not."""
-    if analysis["confirmatory"]:
+    """None for a confirmatory bank; otherwise its label and the main reason, short enough for a figure."""
+    if analysis["label"] == "CONFIRMATORY":
         return None
-    if not analysis["complete"]:
-        return "NON-CONFIRMATORY (partial bank)"
-    return f"NON-CONFIRMATORY (smoke run: {analysis['n_episodes']} of {N_EPISODES} episodes)"
+    if analysis["label"] == "UNINFORMATIVE":
+        return "UNINFORMATIVE: no model passed the ceiling check"
+    return f"NON-CONFIRMATORY: {analysis['label_reasons'][0].split(':')[0]}"
+
+
+def label_consequence(label: str) -> str:
+    return {"CONFIRMATORY": "the pre-registered verdicts below may be reported as confirmatory.",
+            "NON-CONFIRMATORY": "the verdicts below are descriptive only; no claim may rest on these numbers.",
+            "UNINFORMATIVE": "the verdicts are withheld: a model that fails its own ceiling cannot say whether "
+                             "the format of the compacted state matters."}[label]
+
+
+def task_set_line(analysis: dict) -> str:
+    task_set = analysis.get("task_set")
+    if not task_set:
+        return "Task set: not checked (no task file given)."
+    kind = {"pinned": "the pre-registered task set", "external": "external task set",
+            "generated": "a generated task set that is not the pre-registered one"}[task_set["kind"]]
+    return f"Task set: {kind}, sha256 {task_set['sha256']} ({task_set['path']})."
 
 
 def status_banner(analysis: dict) -> str:
-    cells = analysis["cells"]
-    if analysis["confirmatory"]:
-        return f"CONFIRMATORY: complete bank, {cells.get('complete')}/{cells.get('expected')} cells."
-    if not analysis["complete"]:
-        return (f"**NON-CONFIRMATORY**: partial bank, {cells.get('complete')}/{cells.get('expected')} cells complete; "
-                f"analysed only because --allow-partial was given. No claim may rest on these numbers.")
-    return (f"**NON-CONFIRMATORY**: smoke run on {analysis['n_episodes']} of the {N_EPISODES} pre-registered "
-            f"episodes ({cells.get('complete')}/{cells.get('expected')} cells complete). It checks the setup; no "
-            f"claim may rest on these numbers.")
+    """The label first, then every reason for it and what it means; the same words in every output."""
+    label = analysis["label"]
+    cov = analysis["coverage"]
+    head = f"{label}: " if label == "CONFIRMATORY" else f"**{label}**: "
+    if label == "CONFIRMATORY":
+        head += (f"every pre-registered probe is present exactly once ({cov['complete_cells']} complete cells, "
+                 f"{cov['task_episodes']} episodes); ")
+    else:
+        head += "; ".join(analysis["label_reasons"]) + ". "
+    return head + label_consequence(label)
 
 
 def render_corruption_table(analysis: dict) -> str:
@@ -1730,17 +1987,20 @@ def render_corruption_table(analysis: dict) -> str:
 def render_analysis_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "",
+    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "", task_set_line(analysis), "",
            "## Numeric-corruption rate", "",
            "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
            render_corruption_table(analysis), ""]
     mc = analysis["mcnemar"]
     if mc["pooled"]:
         rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
-        rows += [[m, s["b"], s["c"], fmt_p(s["p"]), s["direction"]] for m, s in mc["by_model"].items()]
+        rows += [[m if m in mc["models"] else f"{m} (uninformative, not pooled)", s["b"], s["c"], fmt_p(s["p"]),
+                  s["direction"]] for m, s in mc["by_model"].items()]
         out += ["## Confirmatory test: exact McNemar, R1 vs R2", "",
-                "Paired on identical probes, two-sided. b = R1 correct and R2 wrong; c = R2 correct and R1 wrong.",
+                "Paired on identical probes, two-sided. b = R1 correct and R2 wrong; c = R2 correct and R1 wrong. "
+                "The pooled test takes the models that pass the ceiling check.",
                 "", md_table(["scope", "b", "c", "p", "direction"], rows), ""]
+    out += render_validity_section(analysis)
     rows = [[r] + [analysis["classes"][r][c] for c in CLASSES] + [analysis["classes"][r]["signature"]]
             for r in regimes]
     out += ["## Corruption classes, pooled over models", "",
@@ -1757,11 +2017,42 @@ def render_analysis_md(analysis: dict) -> str:
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if not analysis["confirmatory"]:
-            out += [f"{confirmatory_note(analysis)}: these verdicts are descriptive only.", ""]
+            out += [f"{confirmatory_note(analysis)}: {label_consequence(analysis['label'])}", ""]
         for v in verdicts:
             out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
         out.append("")
     return "\n".join(out)
+
+
+def render_validity_section(analysis: dict) -> list[str]:
+    """The validity guards that can withhold a verdict: ceiling, format compliance, budget match."""
+    regimes = analysis["regimes"]
+    out = ["## Validity guards", ""]
+    if analysis["ceiling"]:
+        rows = [[m, pct(c["r0_rate"]), "passes" if c["passes"] else "fails: uninformative"]
+                for m, c in analysis["ceiling"].items()]
+        out += [f"Ceiling check: a model whose R0 corruption (full transcript) is above "
+                f"{pct(CEILING_MAX_R0_CORRUPTION)} cannot do the task, and is uninformative about compaction.", "",
+                md_table(["model", "R0 corruption", "ceiling check"], rows), ""]
+    else:
+        out += ["Ceiling check: not possible, the bank has no R0 cells.", ""]
+    rows = [[m] + [fmt_rate(analysis["omissions"][m][r], interval=False) for r in regimes] for m in analysis["models"]]
+    out += ["Format compliance: share of answers with no parseable `ANSWER: <integer>` line (omissions).", "",
+            md_table(["model"] + regimes, rows), ""]
+    ratio, band = analysis["budget"]["ratio"], BUDGET_RATIO_BAND
+    if ratio is None:
+        out += ["Matched budget: the R1/R2 ratio of realized compaction tokens is unknown.", ""]
+    else:
+        verdict = "inside" if analysis["budget_in_band"] else "OUTSIDE: the budgets were not matched"
+        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} the "
+                f"pinned band [{band[0]}, {band[1]}].", ""]
+    lenient = analysis["lenient"]
+    if any(v["lenient_read"] for v in lenient.values()):
+        rows = [[r, v["omissions"], v["lenient_read"], v["lenient_correct"]] for r, v in lenient.items()]
+        out += ["Diagnostic, not part of any metric: omissions that a lenient parse (markdown marks around "
+                "`ANSWER:` or the number) would have read.", "",
+                md_table(["regime", "omissions", "read leniently", "of which correct"], rows), ""]
+    return out
 
 
 def render_budget_section(analysis: dict) -> list[str]:
@@ -1799,17 +2090,26 @@ def render_retention_section(analysis: dict) -> list[str]:
     ret = analysis["retention"]["by_regime"]
     if not ret:
         return []
-    method = {"R1": "nearest number to name (crude heuristic)", "R2": "exact `NAME = N` lines"}
+    method = {"R1": "name anywhere; number nearest its first occurrence (crude heuristic)",
+              "R2": "exact `NAME = N` lines"}
     rows = []
     for regime in analysis["regimes"]:
         if regime in ret:
             agg = ret[regime]
-            rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = "
-                         f"{pct(agg['retained'] / agg['n_entities'] if agg['n_entities'] else None)}",
-                         f"{agg['correct']}/{agg['n_entities']}", method.get(regime, "")])
-    return ["## Write-time retention (exploratory)", "",
-            "Entity values found in each final state (retained) and found with the right value (correct).", "",
-            md_table(["regime", "final states", "values retained", "retained correctly", "method"], rows), ""]
+            share = agg["correct"] / agg["n_entities"] if agg["n_entities"] else None
+            retained = agg["retained"] / agg["n_entities"] if agg["n_entities"] else None
+            rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = {pct(retained)}",
+                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method.get(regime, "")])
+    out = ["## Write-time retention (exploratory)", "",
+           "Entity values found in each final state (retained) and found with the right value (correct); P3 "
+           "reads the correct ones.", "",
+           md_table(["regime", "final states", "names retained", "values retained correctly", "method"], rows), ""]
+    loose = ret.get("R2", {})
+    if "loose_correct" in loose:
+        out += [f"Diagnostic, not the metric: a looser reading of R2 (bullets, `NAME: N`, trailing text) finds "
+                f"{loose['loose_retained']}/{loose['n_entities']} names, {loose['loose_correct']} with the right "
+                f"value.", ""]
+    return out
 
 
 def render_guards_section(analysis: dict) -> list[str]:
@@ -1879,32 +2179,197 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
-    """Read tasks.json, check it is what the pinned generator makes, and cut it to n episodes."""
+class TaskSetError(PilotError):
+    """A task file that fails the design checks; the message names every failed check, one per line."""
+
+
+PSEUDOWORD = re.compile(r"(?:[B-DF-HJ-NP-TV-Z][AEIOU]){3}", re.IGNORECASE)
+MAX_REPORTED_PROBLEMS = 25
+
+
+def check_task_design(tasks: Any) -> list[str]:
+    """Every way a task file departs from the XR-001 design (PROTOCOL.md section 2): the checks the
+    tests apply to generated tasks, applied to any file. An empty list means it passes."""
+    if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:
+        return ["the file has no `episodes` list"]
+    problems = []
+    episodes = tasks["episodes"]
+    if "n_episodes" in tasks and tasks["n_episodes"] != len(episodes):
+        problems.append(f"n_episodes is {tasks['n_episodes']!r} but the file holds {len(episodes)} episodes")
+    for index, episode in enumerate(episodes):
+        try:
+            problems += [f"episode {index}: {p}" for p in check_episode_design(index, episode)]
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as err:
+            problems.append(f"episode {index}: not in the task schema ({type(err).__name__}: {err})")
+    return problems
+
+
+def check_episode_design(index: int, episode: dict) -> list[str]:
+    problems = []
+    if episode.get("episode") != index:
+        problems.append(f"`episode` is {episode.get('episode')!r}, expected {index}")
+    segments = episode["segments"]
+    if len(segments) != N_SEGMENTS:
+        return problems + [f"{len(segments)} segments, the design has {N_SEGMENTS}"]
+    names, layout = [], []
+    for k, seg in enumerate(segments, 1):
+        where = f"segment {k}"
+        if seg.get("index") != k:
+            problems.append(f"{where}: `index` is {seg.get('index')!r}")
+        ents = seg["entities"]
+        roles = {role: ents[role] for role in ("base", "partner", "neighbor")}
+        distractors = ents["distractors"]
+        if len(distractors) != 2:
+            problems.append(f"{where}: {len(distractors)} distractors, the design has 2")
+        everyone = [*roles.values(), *distractors]
+        for entity in everyone:
+            if not isinstance(entity["name"], str) or not PSEUDOWORD.fullmatch(entity["name"]):
+                problems.append(f"{where}: name {entity['name']!r} is not a six-letter consonant-vowel pseudoword")
+            if not isinstance(entity["value"], int) or not VALUE_RANGE[0] <= entity["value"] <= VALUE_RANGE[1]:
+                problems.append(f"{where}: {entity['name']} has value {entity['value']!r}, outside "
+                                f"{VALUE_RANGE[0]}..{VALUE_RANGE[1]}")
+        names += [e["name"] for e in everyone]
+        base, partner, neighbor = roles["base"], roles["partner"], roles["neighbor"]
+        if neighbor["value"] != base["value"] + 1:
+            problems.append(f"{where}: neighbor {neighbor['name']} = {neighbor['value']} is not base "
+                            f"{base['name']} + 1")
+        combined = seg["combined"]
+        if list(combined["names"]) != [base["name"], partner["name"]] or \
+                combined["value"] != base["value"] + partner["value"]:
+            problems.append(f"{where}: combined {combined['names']} = {combined['value']} is not base + partner")
+        problems += [f"{where}: {p}" for p in check_segment_text(seg["text"], everyone, base, neighbor, combined)]
+        layout.append({"base": base["value"], "partner": partner["value"], "neighbor": neighbor["value"],
+                       "distractors": [d["value"] for d in distractors]})
+    if len(set(names)) != len(names):
+        problems.append("entity names repeat within the episode")
+    if not values_are_valid(layout):
+        problems.append("values break the no-accidental-structure rules (distinct values, only the designed "
+                        "pairs one apart, distinct sums, distinct multi-hop truths)")
+    expected = [make_question(qid, qtype, refs, segments) for qid, qtype, refs in QUESTION_PLAN]
+    questions = episode["questions"]
+    if len(questions) != len(expected):
+        return [f"{len(questions)} questions, the plan has {len(expected)}"]
+    for have, want in zip(questions, expected):
+        for field in ("id", "type", "truth", "segment", "entity", "entities"):
+            if have.get(field) != want.get(field):
+                problems.append(f"question {want['id']}: `{field}` is {have.get(field)!r}, the plan gives "
+                                f"{want.get(field)!r}")
+        if not isinstance(have.get("prompt"), str) or not have["prompt"].strip():
+            problems.append(f"question {want['id']}: no prompt text")
+    conflation = sorted({e["value"] for seg in segments for e in segment_entities(seg)}
+                        | {seg["combined"]["value"] for seg in segments})
+    if episode.get("conflation_set") != conflation:
+        problems.append("conflation_set is not every entity value and stated sum of the episode")
+    return problems
+
+
+def check_segment_text(text: str, entities: list[dict], base: dict, neighbor: dict, combined: dict) -> list[str]:
+    """The facts are in the text, the relations are stated, and the filler holds no other number."""
+    problems = []
+    if not isinstance(text, str):
+        return ["no segment text"]
+    words = len(text.split())
+    if not SEGMENT_WORDS[0] <= words <= SEGMENT_WORDS[1]:
+        problems.append(f"{words} words, the design has {SEGMENT_WORDS[0]} to {SEGMENT_WORDS[1]}")
+    numbers = [_to_int(m.group()) for m in INT_PATTERN.finditer(text)]
+    allowed = {e["value"] for e in entities} | {combined["value"]}
+    for entity in entities:
+        if entity["name"] not in text or entity["value"] not in numbers:
+            problems.append(f"{entity['name']} = {entity['value']} is not stated in the text")
+    if combined["value"] not in numbers:
+        problems.append(f"the combined value {combined['value']} is not stated in the text")
+    stray = sorted({n for n in numbers if n not in allowed})
+    if stray:
+        problems.append(f"numbers outside the facts in the text: {stray[:5]}")
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    if not any(neighbor["name"] in s and base["name"] in s for s in sentences):
+        problems.append(f"no sentence names neighbor {neighbor['name']} with its base {base['name']} "
+                        f"(the designed relation is not stated)")
+    if not any(all(n in s for n in combined["names"]) and str(combined["value"]) in s for s in sentences):
+        problems.append(f"no sentence states the combined value with both of its parts")
+    return problems
+
+
+def load_task_set(path: Path) -> dict:
+    """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
+    (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
+    shown = display_path(path)
+    in_repo = path.resolve() == TASKS_PATH.resolve()
     if not path.exists():
-        if path.resolve() != TASKS_PATH.resolve():
-            raise PilotError(f"no tasks file at {path}; make one with: python3 scripts/run_pilot.py generate "
-                             f"--tasks {path}")
-        raise PilotError(f"{display_path(path)} is missing; regenerate it with `python3 scripts/run_pilot.py "
-                         f"generate` and commit it before the first run (pre-registration)")
+        if in_repo:
+            raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it is committed "
+                             f"before any run: pre-registration)")
+        raise PilotError(f"no tasks file at {path}; check the path, or make one with: python3 "
+                         f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
+    if path.is_dir():
+        raise PilotError(f"{path} is a folder; --tasks takes a tasks JSON file")
     raw = read_canonical(path)
+    sha = sha256_bytes(raw)
     try:
         tasks = json.loads(raw.decode("utf-8"))
-        expected = tasks_to_bytes(generate_tasks(tasks["n_episodes"], tasks["base_seed"]))
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-        raise PilotError(f"{display_path(path)} is not a readable tasks file; restore it from git or "
-                         f"regenerate it with `python3 scripts/run_pilot.py generate`") from None
-    if raw != expected:
-        raise PilotError(f"{display_path(path)} differs from what the pinned generator makes for seed "
-                         f"{tasks.get('base_seed')}; restore it with `git checkout -- {display_path(path)}` "
-                         f"(a changed task set needs a dated protocol amendment and a new run folder)")
+    except (UnicodeDecodeError, ValueError) as err:
+        hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
+        raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
+    kind = "pinned" if sha == PINNED_TASKS_SHA256 else "generated" if is_generator_output(raw, tasks) else None
+    if in_repo and kind != "pinned":
+        raise PilotError(f"{shown} is not the pre-registered task set (sha256 {sha[:12]}, pinned "
+                         f"{PINNED_TASKS_SHA256[:12]}); restore it with `git checkout -- {shown}` (a changed task "
+                         f"set needs a dated protocol amendment); to run another task file, pass --tasks PATH")
+    if kind is None:
+        problems = check_task_design(tasks)
+        if problems:
+            lines = problems[:MAX_REPORTED_PROBLEMS]
+            if len(problems) > len(lines):
+                lines.append(f"... and {len(problems) - len(lines)} more")
+            raise TaskSetError(f"{shown} fails {len(problems)} design check(s) of the XR-001 task schema; fix "
+                               f"them or use the generated tasks:\n" + "\n".join(f"  - {p}" for p in lines))
+        kind = "external"
+    return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
+
+
+def is_generator_output(raw: bytes, tasks: Any) -> bool:
+    """True when the file is byte for byte what this generator makes for its seed and size."""
+    if not isinstance(tasks, dict) or tasks.get("generator_version") != GENERATOR_VERSION:
+        return False
+    n, seed = tasks.get("n_episodes"), tasks.get("base_seed")
+    if not isinstance(n, int) or not isinstance(seed, int) or not 1 <= n <= MAX_EPISODES:
+        return False
+    return raw == tasks_to_bytes(generate_tasks(n, seed))
+
+
+def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
+    """Read a task set (see load_task_set) and cut it to its first n episodes."""
+    task_set = load_task_set(path)
+    tasks = task_set["tasks"]
     available = len(tasks["episodes"])
     n = available if n_episodes is None else n_episodes
     if not 1 <= n <= available:
-        raise PilotError(f"--episodes must be between 1 and {available} for {display_path(path)}; for more, "
+        raise PilotError(f"--episodes must be between 1 and {available} for {task_set['path']}; for more, "
                          f"generate a larger task file with `generate --episodes N --tasks PATH` and pass --tasks")
-    tasks = {**tasks, "episodes": tasks["episodes"][:n]}
-    return tasks, sha256_bytes(raw)
+    return {**tasks, "episodes": tasks["episodes"][:n]}, task_set["sha256"]
+
+
+def task_set_summary(task_set: dict) -> dict:
+    return {k: task_set[k] for k in ("kind", "sha256", "path")}
+
+
+def analyze_bank(results: dict, tasks_path: Path | None = None) -> dict:
+    """analyze_results with the task set its probes are checked against: the file given, else the one the
+    bank records (when it is still there with the recorded hash), else the pre-registered one."""
+    recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
+    task_set = None
+    if tasks_path is not None:
+        task_set = load_task_set(tasks_path)
+    else:
+        path = recorded.get("path")
+        candidate = (REPO_ROOT / path if path and not Path(path).is_absolute() else Path(path)) if path else TASKS_PATH
+        try:
+            task_set = load_task_set(candidate)
+        except PilotError:
+            task_set = None
+        if task_set and recorded.get("sha256") and task_set["sha256"] != recorded["sha256"]:
+            task_set = None
+    return analyze_results(results, task_set)
 
 
 def runner_sha256() -> str:
@@ -1945,6 +2410,11 @@ def resolve_run_dir(args) -> Path:
     if getattr(args, "out", None):
         return Path(args.out)
     name = DEFAULT_RUN_NAME
+    tasks = getattr(args, "tasks", None)
+    if tasks and Path(tasks).is_file():
+        sha = file_sha256(Path(tasks))
+        if sha != PINNED_TASKS_SHA256:
+            name += f"-tasks-{sha[:12]}"        # another task set never shares a folder with the pinned one
     n = getattr(args, "episodes", None)
     if n is not None and n != N_EPISODES:
         name += f"-e{n}"
@@ -1988,7 +2458,8 @@ def run_config(backend, tasks_sha: str, n_episodes: int) -> RunConfig:
 def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, models: list[str], shard) -> Manifest:
     return Manifest(path, {
         "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": PROTOCOL_ID,
-        "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256, "models": list(models),
+        "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256,
+        "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
         "regimes": list(REGIME_NAMES), "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
         "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
     })
@@ -2025,6 +2496,7 @@ def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path
                                                 "from": old.get("server"), "to": info.get("server")})
             old["server"] = info.get("server")
     manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
+    manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path)))
     return manifest
 
 
@@ -2047,13 +2519,9 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
             manifest.data["concurrency_used"].append(args.concurrency)
         manifest.save()
         journal = Journal(run_dir)
-        done = {}
-        for model in models:
-            for regime in REGIME_NAMES:
-                note = journal.repair(model, regime)
-                if note:
-                    warn(note)
-                done[(model, regime)] = journal.cell_records(model, regime)
+        for note in repair_journal(journal, manifest, tasks):
+            warn(note)
+        done = {(model, regime): journal.cell_records(model, regime) for model in models for regime in REGIME_NAMES}
         todo = [c for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
         todo_set = set(todo)
         done_calls = sum(len(kinds) for (m, r), eps in done.items() for e, kinds in eps.items() if (m, r, e) in todo_set)
@@ -2115,6 +2583,8 @@ def command_run(args, then_analyze: bool = False) -> int:
     if recorded and recorded.data.get("n_episodes") != len(tasks["episodes"]):
         raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} episodes, not "
                          f"{len(tasks['episodes'])}; use --out for a run of another size")
+    if recorded:
+        recorded = repair_if_unreadable(run_dir, recorded, tasks)
     cells = selected_cells(models, len(tasks["episodes"]), args.shard)
     todo = [c for c in cells if not recorded or
             (recorded.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
@@ -2145,6 +2615,23 @@ def command_run(args, then_analyze: bool = False) -> int:
     return code
 
 
+def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "Manifest":
+    """Before deciding what is left: if any raw log has an unreadable line, quarantine it under the folder
+    lock and reopen the cells that lost a record (a read-only folder with clean logs is never touched)."""
+    journal = Journal(run_dir)
+    if not any(journal.unreadable_lines(m, r) for m in manifest.data["models"] for r in manifest.data["regimes"]):
+        return manifest
+    run_lock = RunLock(run_dir)
+    run_lock.acquire()
+    try:
+        manifest = Manifest.load(manifest.path)
+        for note in repair_journal(journal, manifest, tasks):
+            warn(note)
+    finally:
+        run_lock.release()
+    return manifest
+
+
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
     results = score_bank(manifest, tasks, Journal(run_dir), models)
     write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -2152,18 +2639,19 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
     return results
 
 
-def gated_analysis(results: dict, allow_partial: bool) -> dict:
+def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
-    analysis = analyze_results(results)
+    analysis = analyze_bank(results, tasks_path)
     if not analysis["complete"] and not allow_partial:
-        cells = analysis["cells"]
-        raise PilotError(f"the bank is incomplete ({cells.get('complete')}/{cells.get('expected')} cells); finish "
-                         f"the run, or pass --allow-partial for an analysis marked NON-CONFIRMATORY")
+        cov = analysis["coverage"]
+        raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
+                         f"their probes); finish the run, or pass --allow-partial for an analysis marked "
+                         f"NON-CONFIRMATORY")
     return analysis
 
 
-def write_analysis(out_dir: Path, results: dict, allow_partial: bool) -> dict:
-    analysis = gated_analysis(results, allow_partial)
+def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path: Path | None = None) -> dict:
+    analysis = gated_analysis(results, allow_partial, tasks_path)
     write_atomic(out_dir / "analysis.md", render_analysis_md(analysis).encode("utf-8"))
     return analysis
 
@@ -2235,11 +2723,12 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
+        tasks_path = Path(args.tasks) if args.tasks else None
         if out_dir is None:
-            analysis = gated_analysis(results, args.allow_partial)
+            analysis = gated_analysis(results, args.allow_partial, tasks_path)
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
-            analysis = write_analysis(out_dir, results, args.allow_partial)
+            analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
     except (ValueError, KeyError, TypeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
@@ -2455,6 +2944,7 @@ def command_merge(args) -> int:
     lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
     merged = Manifest(out / "manifest.json", {
         **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
+        "task_set": data0.get("task_set"),
         "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
         "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 NAME = re.compile(r"\b[A-Z]{6}\b")
 NUMBER = re.compile(r"-?\d+")
+RELATION = re.compile(r"\bone (above|more than)\b")
 
 
 def read_facts(text: str) -> tuple[dict, dict]:
@@ -28,6 +29,8 @@ def read_facts(text: str) -> tuple[dict, dict]:
         numbers = NUMBER.findall(unit)
         if len(names) == 1 and len(numbers) == 1:
             values[names[0]] = int(numbers[0])
+        elif len(names) == 2 and len(numbers) == 1 and RELATION.search(unit):
+            values[names[0]] = int(numbers[0])       # "NEIGHBOR ... one above BASE ... value"
         elif len(names) == 2 and len(numbers) == 1:
             combined[tuple(names)] = int(numbers[0])
     return values, combined
@@ -38,7 +41,8 @@ class DeterministicModel:
 
     behaviour keys: prose_keep_last / typed_keep_last (keep only the newest N values in that
     format, as a budget-pressed model would), prose_shift (add this to every value written in
-    prose), answer_prefix (text before the ANSWER line).
+    prose), answer_prefix (text before the ANSWER line), answer_style ("plain": the bare number with no
+    ANSWER line, as a model that ignores the format does; "bold": `ANSWER: **N**`).
     """
 
     def __init__(self, behaviour: dict | None = None):
@@ -67,7 +71,7 @@ class DeterministicModel:
             return "\n".join(lines)
         shift = self.behaviour.get("prose_shift", 0)
         sentences = ["So far the session has recorded these figures." + " Also" * self.behaviour.get("prose_padding", 0)]
-        sentences += [f"{n} stood at {v + shift}." for n, v in values.items()]
+        sentences += [f"The figure for {n} is {v + shift}." for n, v in values.items()]
         sentences += [f"{a} and {b} together came to {v}." for (a, b), v in combined.items()]
         return " ".join(sentences)
 
@@ -87,6 +91,11 @@ class DeterministicModel:
         prefix = self.behaviour.get("answer_prefix", "Looking at the record.")
         if result is None:
             return f"{prefix} I cannot find that value."
+        style = self.behaviour.get("answer_style")
+        if style == "plain":
+            return f"{result}"
+        if style == "bold":
+            return f"ANSWER: **{result}**"
         return f"{prefix}\nANSWER: {result}"
 
 

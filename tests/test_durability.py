@@ -252,7 +252,8 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         self.edit("tasks/tasks.json", '"value": ', '"value":  ')
         proc = self.resume()
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("differs from what the pinned generator makes", proc.stderr)
+        self.assertIn("is not the pre-registered task set", proc.stderr)
+        self.assertIn("git checkout -- tasks/tasks.json", proc.stderr)
 
     def test_crlf_checkout_changes_no_hash(self):
         for relative in ("protocol/PROTOCOL.md", "tasks/tasks.json", "scripts/run_pilot.py"):
@@ -293,7 +294,7 @@ class DamagedLogTest(TempDirMixin, unittest.TestCase):
             code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "2",
                                      *FAST])
         self.assertEqual(code, 0, err)
-        self.assertIn("torn last line", err)
+        self.assertIn("unreadable line(s) (line", err)
         quarantine = out / "raw" / "gemma3_4b_R1.jsonl.quarantine"
         self.assertIn(b'"regi', quarantine.read_bytes())
         for line in raw.read_text().splitlines():
@@ -342,7 +343,7 @@ class VerifyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("missing", out)
         code, _, err = run_main(["score", "--out", str(self.out)])
-        self.assertEqual(code, 2)
+        self.assertEqual(code, 1)
         self.assertIn("marked COMPLETE but its log lacks", err)
 
     def test_extra_record(self):

@@ -46,6 +46,13 @@ def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, 
                       "not_complete": 0 if complete else 1, "expected_probes_per_cell": 8}}
 
 
+def synthetic_task_set(n_episodes: int = 15) -> dict:
+    """A task set whose questions match synthetic_results (truth 500), so its labels come out of the probes."""
+    questions = [{"id": q + 1, "type": "multihop" if q >= 6 else "direct", "truth": 500} for q in range(8)]
+    return {"tasks": {"episodes": [{"questions": questions} for _ in range(n_episodes)]}, "kind": "pinned",
+            "sha256": "0" * 64, "path": "synthetic"}
+
+
 def parse(svg_text: str) -> ET.Element:
     return ET.fromstring(svg_text)
 
@@ -64,7 +71,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
             with self.subTest(models=n):
                 models = [f"model-{i}:{'x' * (40 if i == 0 else 2)}" for i in range(n)]
                 results = synthetic_results(models)
-                analysis = rp.analyze_results(results)
+                analysis = rp.analyze_results(results, synthetic_task_set())
                 figs = {k: parse(v) for k, v in mf.render_figures(results, analysis).items()}
                 self.assertEqual(len(bars(figs["fig_a_corruption.svg"])), 3 * n)
                 self.assertEqual(len(errorbars(figs["fig_a_corruption.svg"])), 3 * n)
@@ -89,7 +96,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
     def test_bar_heights_are_proportional_to_rates(self):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
         results = synthetic_results(["a", "b"], wrong=lambda m, r: rates[r] if m == "a" else 60)
-        analysis = rp.analyze_results(results)
+        analysis = rp.analyze_results(results, synthetic_task_set())
         root = parse(mf.figure_corruption(analysis))
         for bar in bars(root):
             model, regime = bar.get("data-group"), bar.get("data-series")
@@ -107,7 +114,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
 
     def test_single_regime_and_partial_bank(self):
         results = synthetic_results(["solo"], regimes=("R1",), complete=False)
-        analysis = rp.analyze_results(results)
+        analysis = rp.analyze_results(results, synthetic_task_set())
         figs = mf.render_figures(results, analysis)
         for name, svg in figs.items():
             with self.subTest(name):
@@ -150,7 +157,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertIn("p = 3.524e-21", narrative)
         self.assertIn("![Numeric-corruption rate by model and regime](figures/fig_a_corruption.svg)", narrative)
         report = (folder / "report.html").read_text()
-        analysis_md = rp.render_analysis_md(rp.analyze_results(reference_results(load_tasks())))
+        analysis_md = rp.render_analysis_md(rp.analyze_bank(reference_results(load_tasks())))
         tables = sum(1 for block in analysis_md.split("\n\n") if block.startswith("|"))
         self.assertEqual(report.count("<table>"), tables)
         for cell in ("<td>8/120 = 6.7% [3.4, 12.6]</td>", "<td>3.524e-21</td>", "<td>219.2</td>",

@@ -8,7 +8,7 @@ import unittest
 
 from helpers import REPO, TempDirMixin, rp, run_main
 
-GOLDEN_TASKS_SHA256 = "b74c1c1e744e2caa23e528858a18dbc6c474e2785af87273f5144661278d38a7"
+GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
 
 
 class GoldenTasksTest(TempDirMixin, unittest.TestCase):

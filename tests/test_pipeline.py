@@ -87,7 +87,8 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
             rows = list(csv.DictReader(fh))
         self.assertEqual(len(rows), 720)
         analysis = (out / "analysis.md").read_text()
-        self.assertIn("CONFIRMATORY: complete bank, 90/90 cells.", analysis)
+        self.assertIn("CONFIRMATORY: every pre-registered probe is present exactly once (90 complete cells, 15 "
+                      "episodes)", analysis)
         # prose keeps only 9 values, typed keeps all: R2 must beat R1
         self.assertIn("R2 better", analysis)
 
@@ -120,8 +121,8 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(manifest["lock"]["base_url"], self.server.url)
         # a complete run of fewer than the 15 pre-registered episodes is a smoke run, never confirmatory
         analysis = (out / "analysis.md").read_text()
-        self.assertIn("**NON-CONFIRMATORY**: smoke run on 1 of the 15 pre-registered episodes", analysis)
-        self.assertIn("NON-CONFIRMATORY (smoke run: 1 of 15 episodes)",
+        self.assertIn("**NON-CONFIRMATORY**: smoke run: 1 of the 15 pre-registered episodes", analysis)
+        self.assertIn("NON-CONFIRMATORY: smoke run",
                       (out / "figures" / "fig_a_corruption.svg").read_text())
 
     def test_stages_one_by_one(self):

@@ -53,7 +53,7 @@ class OpenAIBackendTest(TempDirMixin, unittest.TestCase):
                 info = lock["models"][MODEL]
                 self.assertEqual(info["server"]["build_info"], "b9999-fake")
                 self.assertEqual(info["server_context_window"], 4096)
-                self.assertIn("smoke run on 1 of the 15", (out / "analysis.md").read_text())
+                self.assertIn("smoke run: 1 of the 15", (out / "analysis.md").read_text())
 
     def test_key_from_a_named_variable_and_credentials_in_the_url_are_never_written(self):
         with FakeOpenAI(models=[MODEL]) as server:

@@ -94,7 +94,7 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
             "| qwen3:14b | 22/30 = 73.3% | 6/30 = 20.0% | 16/30 = 53.3% |",
             "| qwen3-coder:30b | 30/30 = 100.0% | 14/30 = 46.7% | 30/30 = 100.0% |",
             "| R1 | 45 | 587/900 = 65.2%", "| R2 | 45 | 898/900 = 99.8%",
-            "CONFIRMATORY: complete bank, 135/135 cells.",
+            "CONFIRMATORY: every pre-registered probe is present exactly once (135 complete cells, 15 episodes)",
         ]
         for row in expected_rows:
             with self.subTest(row=row):
@@ -103,8 +103,9 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
     def test_partial_bank_needs_allow_partial(self):
         folder = self.make_tmp()
         results = reference_results(load_tasks())
-        results["cells"]["complete"] = 134
-        results["cells"]["not_complete"] = 1
+        # one cell's probes are missing: partial, whatever the `cells` block claims (here 135/135)
+        results["probes"] = [p for p in results["probes"]
+                             if (p["model"], p["regime"], p["episode"]) != ("gemma3:4b", "R1", 4)]
         path = folder / "results.json"
         path.write_text(json.dumps(results))
         code, _, err = run_main(["analyze", "--results", str(path), "--out", str(folder)])
@@ -115,7 +116,8 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 2)
         code, out, _ = run_main(["analyze", "--results", str(path), "--allow-partial"])
         self.assertEqual(code, 0)
-        self.assertIn("NON-CONFIRMATORY", out)
+        self.assertIn("**NON-CONFIRMATORY**: partial bank: 1 cell(s) lack probes (first: gemma3:4b|R1|4)", out)
+        self.assertIn("disagrees with its probes (134 complete cells)", out)
 
     def test_unreadable_results_file(self):
         path = self.make_tmp() / "results.json"
@@ -126,7 +128,7 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
 
     def test_predictions_on_published_numbers(self):
         verdicts = {v["id"]: v["verdict"] for v in rp.evaluate_predictions(
-            rp.analyze_results(reference_results(load_tasks())))}
+            rp.analyze_bank(reference_results(load_tasks())))}
         self.assertEqual(verdicts, {"P1": "confirmed", "P2": "confirmed", "P3": "confirmed", "F": "rejected"})
 
 
