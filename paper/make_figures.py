@@ -2,13 +2,15 @@
 """Figures, RESULTS.md and report.html, regenerated from a results.json alone (standard library only).
 
 Usage:
-    python paper/make_figures.py                                 # the most recent results/*/results.json
-    python paper/make_figures.py results/xr001/results.json      # a given bank
-    python paper/make_figures.py RESULTS_JSON --out DIR          # figures into DIR (default paper/figures)
+    python3 paper/make_figures.py                               # paper/ from the worked example (PAPER_SOURCE)
+    python3 paper/make_figures.py results/xr001/results.json    # into that run's own folder
+    python3 paper/make_figures.py RESULTS_JSON --out DIR        # everything into DIR, nothing anywhere else
 
-Writes five SVG figures, the narrative RESULTS.md (default paper/RESULTS.md, never edited by hand) and a
-self-contained report.html beside the results.json. The same results.json always gives byte-identical
-files: no timestamps, stable ordering, fixed number formatting. No raw logs and no server are needed.
+Writes five SVG figures (figures/), the narrative RESULTS.md (never edited by hand) and a self-contained
+report.html, all into one folder. With no arguments the source is PAPER_SOURCE, the run the README names, and
+the folder is paper/; it never picks the most recent run. The same results.json always gives byte-identical
+files: no timestamps, stable ordering, fixed number formatting, and only relative paths inside the files.
+No raw logs and no server are needed.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from pathlib import Path
 
 PAPER_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PAPER_DIR.parent
+# The run paper/ is made from: the committed worked example the README describes.
+PAPER_SOURCE = REPO_ROOT / "results" / "smollm2-135m-llamacpp" / "results.json"
 
 
 def _load_runner():
@@ -425,45 +429,127 @@ def write_text(path: Path, text: str) -> Path:
     return path
 
 
-def regenerate(results: dict, report_dir: Path, figures_dir: Path | None = None, results_md: Path | None = None,
-               source: str = "results.json") -> list[Path]:
-    """Write the figures, RESULTS.md and report.html; by default all into report_dir (a run folder)."""
-    figures_dir = figures_dir or report_dir / "figures"
-    results_md = results_md or report_dir / "RESULTS.md"
+def source_label(source: Path, out_dir: Path) -> str:
+    """How RESULTS.md names its source: relative to the output folder or to the repository, never absolute."""
+    source, out_dir = source.resolve(), out_dir.resolve()
+    for base in (out_dir, REPO_ROOT):
+        if source.is_relative_to(base):
+            return Path(os.path.relpath(source, out_dir if base == out_dir else REPO_ROOT)).as_posix()
+    return f"{source.parent.name}/{source.name}"
+
+
+def regenerate(results: dict, out_dir: Path, source: str = "results.json") -> list[Path]:
+    """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else."""
     analysis = rp.analyze_results(results)
     figures = render_figures(results, analysis)
-    written = [write_text(figures_dir / name, svg) for name, svg in figures.items()]
-    rel = Path(os.path.relpath(figures_dir, results_md.parent)).as_posix()
-    written.append(write_text(results_md, render_results_md(analysis, rel, source)))
-    written.append(write_text(report_dir / "report.html", render_report(results, analysis, figures)))
+    written = [write_text(out_dir / "figures" / name, svg) for name, svg in figures.items()]
+    written.append(write_text(out_dir / "RESULTS.md", render_results_md(analysis, "figures", source)))
+    written.append(write_text(out_dir / "report.html", render_report(results, analysis, figures)))
     return written
 
 
-def latest_results(root: Path) -> Path | None:
-    candidates = sorted(root.glob("*/results.json"), key=lambda p: (p.stat().st_mtime, str(p)))
-    return candidates[-1] if candidates else None
+class InputError(Exception):
+    """Bad input or an unusable output folder: main prints it as one line and exits 2."""
+
+
+def read_results(path: Path) -> dict:
+    """The parsed results.json, or InputError saying what is wrong with it and what to do."""
+    if path.is_dir():
+        inside = path / "results.json"
+        hint = f"; did you mean {inside}?" if inside.is_file() else "; name the results.json of a run"
+        raise InputError(f"{path} is a folder, not a results.json{hint}")
+    if not path.exists():
+        raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read {path} ({getattr(err, 'strerror', None) or err}); check the path and its "
+                         f"permissions") from None
+    try:
+        results = json.loads(text)
+    except ValueError as err:
+        raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
+    problem = shape_problem(results)
+    if problem:
+        raise InputError(f"{path} is not a results file these figures can be made from: {problem}")
+    return results
+
+
+JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+              list: "a list", dict: "an object"}
+
+
+def shape_problem(results) -> str | None:
+    """What is wrong with the shape of a parsed results.json, or None; the fields the figures read."""
+    if not isinstance(results, dict):
+        return f"expected a JSON object, found {JSON_TYPES.get(type(results), type(results).__name__)}"
+    expected = {"models": list, "regimes": list, "probes": list, "cells": dict, "compaction_stage": list,
+                "compaction_tokens": dict, "calls": list, "example_states": list, "run": dict}
+    required = ("models", "regimes", "probes")
+    for field, kind in expected.items():
+        if field not in results:
+            if field in required:
+                return f'"{field}" is missing'
+            continue
+        if not isinstance(results[field], kind):
+            found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
+            return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
+    for field in ("probes", "compaction_stage", "calls", "example_states"):
+        if any(not isinstance(item, dict) for item in results.get(field, [])):
+            return f'"{field}" holds an entry that is not an object'
+    if any(not isinstance(v, dict) for v in results.get("compaction_tokens", {}).values()):
+        return '"compaction_tokens" holds an entry that is not an object'
+    return None
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse a folder that cannot be written, or that holds someone else's files (paper/ is ours)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} is a file, not a folder; choose a folder with --out DIR")
+    if out_dir.resolve() != PAPER_DIR:
+        try:
+            rp.refuse_foreign_folder(out_dir)
+        except rp.PilotError as err:
+            raise InputError(str(err)) from None
+    if not rp.folder_writable(out_dir):
+        raise InputError(f"cannot write into {out_dir} (read-only, or under a file); write the figures and report "
+                         f"elsewhere with --out DIR")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option gives one line that says what to do next."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate figures, RESULTS.md and report.html from a "
-                                                 "results.json (no raw logs, no server).")
-    parser.add_argument("results_json", nargs="?", help="default: the most recent results/*/results.json")
-    parser.add_argument("--out", help="folder for the SVG figures (default: paper/figures)")
-    parser.add_argument("--results-md", help="where RESULTS.md goes (default: paper/RESULTS.md)")
-    args = parser.parse_args(argv)
-    path = Path(args.results_json) if args.results_json else latest_results(REPO_ROOT / "results")
-    if path is None or not path.exists():
-        print(f"error: no results.json {'at ' + str(path) if path else 'under results/'}; run the pilot first or "
-              f"name a results.json", file=sys.stderr)
-        return 2
+    parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and report.html from "
+                           "a results.json (no raw logs, no server), all into one folder.")
+    parser.add_argument("results_json", nargs="?", help=f"a results.json (default: {rp.display_path(PAPER_SOURCE)}, "
+                        f"the worked example the README names, never the most recent run)")
+    parser.add_argument("--out", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
+                                      "RESULTS_JSON, else the folder of RESULTS_JSON)")
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-        source = rp.display_path(path)
-        written = regenerate(results, path.parent, Path(args.out) if args.out else PAPER_DIR / "figures",
-                             Path(args.results_md) if args.results_md else PAPER_DIR / "RESULTS.md", source)
-    except (ValueError, KeyError, TypeError) as err:
-        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err})",
-              file=sys.stderr)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:          # --help, or a bad option already explained in one line
+        return exc.code if isinstance(exc.code, int) else 2
+    path = Path(args.results_json) if args.results_json else PAPER_SOURCE
+    out_dir = Path(args.out) if args.out else (path.parent if args.results_json else PAPER_DIR)
+    try:
+        results = read_results(path)
+        check_out_dir(out_dir)
+        written = regenerate(results, out_dir, source_label(path, out_dir))
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
+        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err}); "
+              f"point at the results.json a run wrote", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose another folder with "
+              f"--out DIR", file=sys.stderr)
         return 2
     for item in written:
         print(item)

@@ -1,14 +1,19 @@
 """Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone."""
+import contextlib
+import hashlib
+import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from unittest import mock
 
-from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, rp
+from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, rp, run_main
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -126,8 +131,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
 
     def run_cli(self, path: Path, folder: Path) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"), str(path), "--out",
-                               str(folder / "figures"), "--results-md", str(folder / "RESULTS.md")],
-                              capture_output=True, text=True, timeout=60)
+                               str(folder)], capture_output=True, text=True, timeout=60)
 
     def test_published_numbers_give_the_published_verdicts_byte_identically(self):
         path = self.published()
@@ -181,21 +185,207 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((alone / "figures" / "fig_b_classes.svg").read_bytes(),
                          (out / "figures" / "fig_b_classes.svg").read_bytes())
 
-    def test_default_is_the_most_recent_run(self):
-        root = self.make_tmp()
-        for name, mtime in (("old", 1_000_000), ("new", 2_000_000), ("mid", 1_500_000)):
-            (root / name).mkdir()
-            path = root / name / "results.json"
-            path.write_text("{}")
-            os.utime(path, (mtime, mtime))
-        self.assertEqual(mf.latest_results(root), root / "new" / "results.json")
-        self.assertIsNone(mf.latest_results(self.make_tmp()))
 
-    def test_missing_results_file_is_a_clear_error(self):
-        proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"),
-                               str(self.make_tmp() / "none.json")], capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 2)
-        self.assertIn("no results.json", proc.stderr)
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """folder and everything in it made read-only. Root ignores permissions, so for root the writability check
+    is also told the truth about the folder (it cannot be made read-only without a mount)."""
+    paths = [folder, *folder.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    real = rp.folder_writable
+    inside = lambda f: f.resolve() == folder.resolve() or folder.resolve() in f.resolve().parents  # noqa: E731
+    patch = (mock.patch.object(rp, "folder_writable", lambda f: not inside(f) and real(f))
+             if os.geteuid() == 0 else contextlib.nullcontext())
+    try:
+        with patch:
+            yield folder
+    finally:
+        for p in reversed(paths):
+            p.chmod(modes[p])
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file under root: content hash and modification time."""
+    return {p.relative_to(root).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def call_main(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = mf.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+class BadInputTest(TempDirMixin, unittest.TestCase):
+    """Every bad input or unusable output folder is one line `error: ...` and exit 2, never a traceback."""
+
+    def assert_one_line_error(self, argv: list[str], *expected: str) -> str:
+        code, _, err = call_main(argv)
+        self.assertEqual(code, 2, err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertTrue(err.startswith("error: "), err)
+        for text in expected:
+            self.assertIn(text, err)
+        return err
+
+    def bank(self, results) -> Path:
+        path = self.make_tmp() / "results.json"
+        path.write_text(results if isinstance(results, str) else json.dumps(results))
+        return path
+
+    def test_a_folder_missing_file_or_bad_json(self):
+        run = self.make_tmp()
+        self.assert_one_line_error([str(run)], "is a folder", "name the results.json")
+        (run / "results.json").write_text("{}")
+        self.assert_one_line_error([str(run)], "is a folder", f"did you mean {run / 'results.json'}")
+        self.assert_one_line_error([str(run / "none.json")], "no results.json at", "run the pilot first")
+        self.assert_one_line_error([str(self.bank("{\"models\": [")), "--out", str(self.make_tmp())],
+                                   "is not valid JSON")
+        self.assert_one_line_error(["--bogus"], "unrecognized arguments", "--help")
+
+    def test_results_of_the_wrong_shape(self):
+        good = synthetic_results(["m"])
+        cases = {"compaction_tokens null": ({**good, "compaction_tokens": None}, '"compaction_tokens" is null'),
+                 "probes not a list": ({**good, "probes": {"a": 1}}, '"probes" is an object, expected a list'),
+                 "models missing": ({k: v for k, v in good.items() if k != "models"}, '"models" is missing'),
+                 "a list": ([1, 2], "expected a JSON object, found a list"),
+                 "a probe not an object": ({**good, "probes": [1]}, '"probes" holds an entry'),
+                 "a token entry null": ({**good, "compaction_tokens": {"R1": None}}, '"compaction_tokens" holds'),
+                 "probe fields missing": ({**good, "probes": [{"model": "m"}]}, "is not a results file")}
+        for case, (results, expected) in cases.items():
+            with self.subTest(case):
+                self.assert_one_line_error([str(self.bank(results)), "--out", str(self.make_tmp())], expected)
+
+    def test_unusable_output_folders(self):
+        path = self.bank(synthetic_results(["m"]))
+        a_file = self.make_tmp() / "file.txt"
+        a_file.write_text("x")
+        self.assert_one_line_error([str(path), "--out", str(a_file)], "is a file, not a folder")
+        self.assert_one_line_error([str(path), "--out", str(a_file / "below")], "cannot write into", "--out DIR")
+        with read_only(self.make_tmp()) as locked:
+            self.assert_one_line_error([str(path), "--out", str(locked)], "read-only", "--out DIR")
+            self.assert_one_line_error([str(path), "--out", str(locked / "new")], "read-only", "--out DIR")
+            self.assertEqual(list(locked.iterdir()), [])
+        with mock.patch.object(rp, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
+            self.assert_one_line_error([str(path), "--out", str(self.make_tmp())], "cannot write x.svg",
+                                       "Permission denied")
+
+    def test_a_folder_of_other_files_is_refused_and_left_alone(self):
+        path = self.bank(synthetic_results(["m"]))
+        folder = self.make_tmp()
+        for name in ("notes.txt", "thesis.tex", "a.py", "b.py", ".hidden"):
+            (folder / name).write_text(name)
+        before = snapshot(folder)
+        err = self.assert_one_line_error([str(path), "--out", str(folder)], "a.py, b.py, notes.txt and 1 more",
+                                         "--out")
+        self.assertNotIn(".hidden", err)
+        self.assertEqual(snapshot(folder), before)
+        code, stdout, err = run_main(["analyze", "--results", str(path), "--out", str(folder)])
+        self.assertEqual((code, stdout), (2, ""), err)
+        self.assertIn("a.py, b.py, notes.txt and 1 more", err)
+        self.assertEqual(snapshot(folder), before)
+        code, _, err = run_main(["--models", "m:1", "--out", str(folder), "--host", "http://127.0.0.1:9"])
+        self.assertEqual(code, 2, err)
+        self.assertIn("is not a run folder", err)
+        self.assertEqual(snapshot(folder), before)
+
+
+class OutputPlacesTest(TempDirMixin, unittest.TestCase):
+    """Outputs go where the user says and nowhere else; paths inside them are relative."""
+
+    def repo(self) -> Path:
+        root = self.make_tmp() / "repo"
+        for sub in ("scripts", "protocol", "tasks", "paper", "results/smollm2-135m-llamacpp"):
+            shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        return root
+
+    def make_figures(self, repo: Path, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(repo / "paper" / "make_figures.py"), *argv], capture_output=True,
+                              text=True, timeout=120, cwd=self.make_tmp())
+
+    def test_out_writes_everything_there_and_changes_nothing_in_the_repository(self):
+        repo = self.repo()
+        before = snapshot(repo)
+        out = self.make_tmp() / "report"
+        source = repo / "results" / "smollm2-135m-llamacpp" / "results.json"
+        proc = self.make_figures(repo, str(source), "--out", str(out))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(snapshot(repo), before)
+        self.assertEqual(sorted(snapshot(out)), ["RESULTS.md", *[f"figures/{n}" for n, _ in mf.FIGURES],
+                                                 "report.html"])
+        for name in snapshot(out):
+            text = (out / name).read_text(encoding="utf-8")
+            for absolute in (str(repo), str(out), str(REPO), os.path.expanduser("~")):
+                self.assertNotIn(absolute, text, name)
+        results_md = (out / "RESULTS.md").read_text(encoding="utf-8")
+        self.assertIn("from `results/smollm2-135m-llamacpp/results.json`", results_md)   # repository-relative
+        self.assertIn("](figures/fig_a_corruption.svg)", results_md)
+        again = self.make_figures(repo, str(source), "--out", str(out))     # our own folder may be rewritten
+        self.assertEqual(again.returncode, 0, again.stderr)
+        outside = self.make_tmp() / "run"
+        outside.mkdir()
+        shutil.copy(source, outside / "results.json")
+        proc = self.make_figures(repo, str(outside / "results.json"))        # no --out: the run's own folder
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(snapshot(repo), before)
+        self.assertIn("from `results.json`", (outside / "RESULTS.md").read_text(encoding="utf-8"))
+
+    def test_no_arguments_regenerates_paper_from_the_named_run_never_the_newest(self):
+        repo = self.repo()
+        smoke = repo / "results" / "xr001-e1"
+        smoke.mkdir()
+        (smoke / "results.json").write_text(json.dumps(synthetic_results(["smoke:1"], complete=False)))
+        committed = {p: (REPO / "paper" / p).read_bytes() for p in snapshot(REPO / "paper")
+                     if not p.endswith((".py", ".pyc"))}
+        proc = self.make_figures(repo)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(mf.PAPER_SOURCE.relative_to(REPO).as_posix(), "results/smollm2-135m-llamacpp/results.json")
+        regenerated = {p: (repo / "paper" / p).read_bytes() for p in committed}
+        self.assertEqual(regenerated, committed, "paper/ is stale: run python3 paper/make_figures.py and commit it")
+        self.assertEqual(sorted(snapshot(smoke)), ["results.json"])
+        help_text = self.make_figures(repo, "--help").stdout
+        self.assertIn("results/smollm2-135m-llamacpp/results.json", " ".join(help_text.split()))
+        self.assertTrue("results/smollm2-135m-llamacpp/results.json" in (REPO / "README.md").read_text(),
+                        "README must name the run paper/ is made from")
+
+    def finished_run(self) -> Path:
+        from fake_servers import FakeOllama
+        from helpers import FAST
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"]) as server:
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", str(out), "--episodes", "1",
+                                     *FAST])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_a_finished_run_in_a_read_only_folder_is_reported_and_analysed_elsewhere(self):
+        run = self.finished_run()
+        before = snapshot(run)
+        elsewhere = self.make_tmp() / "elsewhere"
+        with read_only(run):
+            code, stdout, err = run_main(["--models", "m:1", "--out", str(run), "--episodes", "1", "--quiet"])
+            self.assertEqual(code, 0, err)
+            self.assertIn("numeric-corruption rate", stdout)
+            self.assertIn("is read-only", stdout)
+            self.assertIn(f"analyze --results {run / 'results.json'} --out DIR", stdout)
+            code, stdout, err = run_main(["analyze", "--out", str(run)])
+            self.assertEqual(code, 0, err)
+            self.assertIn("is read-only", err)
+            code, stdout, err = run_main(["analyze", "--results", str(run / "results.json"), "--out", str(elsewhere)])
+            self.assertEqual(code, 0, err)
+            self.assertIn("Numeric-corruption rate", stdout)
+            code, _, err = run_main(["analyze", "--results", str(run / "results.json"), "--out", str(run / "x")])
+            self.assertEqual(code, 2)
+            self.assertIn("read-only", err)
+        self.assertEqual(snapshot(run), before)
+        self.assertEqual(sorted(snapshot(elsewhere)), ["RESULTS.md", "analysis.md",
+                                                       *[f"figures/{n}" for n, _ in mf.FIGURES], "report.html"])
+        self.assertEqual((elsewhere / "figures" / "fig_a_corruption.svg").read_bytes(),
+                         (run / "figures" / "fig_a_corruption.svg").read_bytes())
 
 
 if __name__ == "__main__":
