@@ -1,9 +1,14 @@
-"""Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone."""
+"""Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone.
+
+`python3 tests/test_figures.py --write-example` rewrites paper/example_multimodel.svg (the README's figure).
+"""
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -17,6 +22,11 @@ from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_resul
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
+# Realistic names that differ only at the end or in the middle.
+LONG_NAMES = ["hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M",
+              "hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q8_0",
+              "hf.co/bartowski/Meta-Llama-3.1-70B-Instruct-GGUF:Q4_K_M"]
+EXAMPLE_SVG = REPO / "paper" / "example_multimodel.svg"
 
 
 def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, complete=True) -> dict:
@@ -51,6 +61,17 @@ def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, 
                       "not_complete": 0 if complete else 1, "expected_probes_per_cell": 8}}
 
 
+def example_bank() -> dict:
+    """The synthetic three-model bank of the README's figure (paper/example_multimodel.svg)."""
+    rates = {"R0": 6, "R1": 48, "R2": 16}
+    return synthetic_results(LONG_NAMES, wrong=lambda m, r: rates[r] + 7 * LONG_NAMES.index(m))
+
+
+def example_svg() -> str:
+    results = example_bank()
+    return mf.figure_corruption(rp.analyze_results(results))
+
+
 def parse(svg_text: str) -> ET.Element:
     return ET.fromstring(svg_text)
 
@@ -61,6 +82,153 @@ def bars(root: ET.Element) -> list[ET.Element]:
 
 def errorbars(root: ET.Element) -> list[ET.Element]:
     return [el for el in root.iter(SVG + "g") if el.get("class") == "errorbar"]
+
+
+# ------------------------------------------------------------------------------------------
+# Geometry: text boxes estimated as font size x characters x 0.6 wide, from 0.8 of the size above the
+# baseline to 0.25 below; rotated text (-90) turns its box on its anchor point.
+# ------------------------------------------------------------------------------------------
+def text_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x, y, size = float(el.get("x")), float(el.get("y")), float(el.get("font-size"))
+    width = size * len(el.text or "") * 0.6
+    start = {"start": 0.0, "middle": -width / 2, "end": -width}[el.get("text-anchor", "start")]
+    if el.get("transform"):
+        assert el.get("transform").startswith("rotate(-90 "), el.get("transform")
+        return x - 0.8 * size, y - start - width, x + 0.25 * size, y - start
+    return x + start, y - 0.8 * size, x + start + width, y + 0.25 * size
+
+
+def rect_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x, y = float(el.get("x")), float(el.get("y"))
+    return x, y, x + float(el.get("width")), y + float(el.get("height"))
+
+
+def line_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x1, y1, x2, y2 = (float(el.get(k)) for k in ("x1", "y1", "x2", "y2"))
+    return min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)
+
+
+def overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def layout_problems(svg_text: str) -> list[str]:
+    """Texts that leave the viewBox, overlap each other, or sit on a bar, a legend key, a whisker, an axis or
+    the cap line."""
+    root = parse(svg_text)
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
+    texts = [(el.text, text_box(el)) for el in root.iter(SVG + "text")]
+    problems = [f"{t!r} leaves the canvas" for t, (x0, y0, x1, y1) in texts
+                if x0 < 0 or y0 < 0 or x1 > width or y1 > height]
+    problems += [f"{a!r} overlaps {b!r}" for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)
+                 if overlaps(box_a, box_b)]
+    solid = [rect_box(el) for el in root.iter(SVG + "rect")
+             if el.get("class") in ("bar", "legend-key") and float(el.get("height")) > 0.5]
+    marks = [line_box(el) for g in root.iter(SVG + "g") if g.get("class") == "errorbar" for el in g.iter(SVG + "line")]
+    marks += [line_box(el) for el in root.iter(SVG + "line") if el.get("class") in ("cap", "axis")]
+    problems += [f"{t!r} sits on a bar or key" for t, box in texts if any(overlaps(box, r) for r in solid)]
+    problems += [f"{t!r} sits on a whisker, an axis or the cap line" for t, box in texts
+                 if any(overlaps(box, m) for m in marks)]
+    return problems
+
+
+class FigureLayoutTest(unittest.TestCase):
+    def figures(self, models, **kwargs) -> dict[str, str]:
+        results = synthetic_results(models, **kwargs)
+        return mf.render_figures(results, rp.analyze_results(results))
+
+    def assert_clean(self, figures: dict[str, str]) -> None:
+        for name, svg in figures.items():
+            with self.subTest(figure=name):
+                self.assertEqual(layout_problems(svg), [])
+
+    def test_long_realistic_names_never_collide_or_leave_the_canvas(self):
+        cases = {"one": LONG_NAMES[:1], "three": LONG_NAMES, "eight": [f"{n}-{i}" for i in range(4)
+                                                                        for n in LONG_NAMES[:2]],
+                 "huge": ["org/" + "very-long-model-name-" * 12 + ":q4"], "short": ["a", "b"]}
+        for case, models in cases.items():
+            for complete in (True, False):
+                with self.subTest(case=case, complete=complete):
+                    self.assert_clean(self.figures(models, complete=complete))
+
+    def test_abbreviated_names_have_a_key_to_the_full_names(self):
+        root = parse(self.figures(LONG_NAMES)["fig_a_corruption.svg"])
+        categories = [t.text for t in root.iter(SVG + "text") if t.get("class") == "category"]
+        self.assertEqual(categories, ["M1", "M2", "M3"])
+        keys = [t.text for t in root.iter(SVG + "text") if t.get("class") == "key"]
+        self.assertEqual(keys, ["M1", LONG_NAMES[0], "M2", LONG_NAMES[1], "M3", LONG_NAMES[2]])
+        short = parse(self.figures(["gemma3:4b", "qwen3:14b"])["fig_a_corruption.svg"])
+        self.assertEqual([t.text for t in short.iter(SVG + "text") if t.get("class") == "category"],
+                         ["gemma3:4b", "qwen3:14b"])      # names that fit are written out, with no key
+        self.assertFalse([t for t in short.iter(SVG + "text") if t.get("class") == "key"])
+
+    def test_the_stamp_has_its_own_line_however_long(self):
+        long_note = "UNINFORMATIVE: " + "; ".join(f"reason number {i} why no claim may rest on this" for i in range(6))
+        for note in ("NON-CONFIRMATORY (partial bank)", long_note):
+            with self.subTest(note=note[:20]), mock.patch.object(rp, "confirmatory_note", return_value=note):
+                figures = self.figures(LONG_NAMES)
+                self.assert_clean(figures)
+                for svg in figures.values():
+                    root = parse(svg)
+                    stamp = " ".join(t.text for t in root.iter(SVG + "text") if t.get("class") == "nonconfirmatory")
+                    self.assertEqual(stamp, note)
+                    title_y = max(float(t.get("y")) for t in root.iter(SVG + "text") if t.get("font-size") == "15")
+                    stamp_y = min(float(t.get("y")) for t in root.iter(SVG + "text")
+                                  if t.get("class") == "nonconfirmatory")
+                    self.assertGreater(stamp_y - title_y, 15)
+
+    def test_the_worked_example_all_omissions_and_counts_at_the_cap(self):
+        results = json.loads(mf.PAPER_SOURCE.read_text(encoding="utf-8"))
+        self.assert_clean(mf.render_figures(results, rp.analyze_results(results)))
+
+    def test_token_histogram_with_counts_beyond_the_cap(self):
+        results = synthetic_results(["m"])
+        for i, call in enumerate(results["calls"]):
+            call["eval_count"] = 40 + (i * 37) % 600
+        figure = mf.figure_tokens(results, rp.analyze_results(results))
+        self.assertEqual(layout_problems(figure), [])
+
+    def test_value_labels_above_bars_and_whisker_caps(self):
+        for name, svg in self.figures(LONG_NAMES).items():
+            root = parse(svg)
+            values = [t for t in root.iter(SVG + "text") if t.get("class") == "value"]
+            with self.subTest(figure=name):
+                self.assertTrue(values)
+                if name.startswith(("fig_a", "fig_c", "fig_e")):
+                    self.assertEqual(len(values), len(bars(root)))
+                    for bar, label in zip(bars(root), values):
+                        self.assertLess(float(label.get("y")), float(bar.get("y")))
+
+    def test_percent_labels_never_round_a_few_away(self):
+        for rate, label in ((0, "0%"), (1 / 300, "<1%"), (0.004, "<1%"), (0.25, "25%"), (0.996, ">99%"), (1, "100%")):
+            with self.subTest(rate=rate):
+                self.assertEqual(mf.percent_label(rate), label)
+
+    def test_every_axis_has_a_label_and_ticks(self):
+        figures = {k: parse(v) for k, v in self.figures(LONG_NAMES).items()}
+        for name, root in figures.items():
+            texts = [t.text for t in root.iter(SVG + "text")]
+            rotated = [t.text for t in root.iter(SVG + "text") if t.get("transform")]
+            short_lines = [el for el in root.iter(SVG + "line") if line_box(el)[2] - line_box(el)[0] == 4
+                           or line_box(el)[3] - line_box(el)[1] == 4]
+            with self.subTest(figure=name):
+                self.assertEqual(len(rotated), 1)                   # the y-axis label
+                self.assertGreaterEqual(len(short_lines), 4)        # tick marks on both axes
+                x_label = {"fig_b": "regime", "fig_d": "output tokens per compaction call"}.get(name[:5], "model")
+                self.assertIn(x_label, texts)
+                if name.startswith("fig_d"):
+                    self.assertIn("64", texts)
+                    self.assertIn("0", texts)
+                else:
+                    self.assertIn("100%", texts)
+                    self.assertIn("0%", texts)
+
+    def test_readme_example_figure_is_current(self):
+        self.assertEqual(EXAMPLE_SVG.read_text(encoding="utf-8"), example_svg(),
+                         "regenerate it: python3 tests/test_figures.py --write-example")
+        self.assertEqual(layout_problems(example_svg()), [])
+        readme = (REPO / "README.md").read_text(encoding="utf-8")
+        self.assertTrue("(paper/example_multimodel.svg)" in readme, "README must show the example figure")
 
 
 class FigureShapeTest(TempDirMixin, unittest.TestCase):
@@ -80,7 +248,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                 token_bars = bars(figs["fig_d_compaction_tokens.svg"])
                 self.assertEqual(sum(int(b.get("data-value")) for b in token_bars), 2 * 60 * n)
                 caps = [el for el in figs["fig_d_compaction_tokens.svg"].iter(SVG + "line") if el.get("class") == "cap"]
-                self.assertEqual(len(caps), 1)
+                self.assertEqual(len(caps), 2)                  # the cap marked in each regime's row
                 for name, root in figs.items():
                     texts = " ".join(t.text or "" for t in root.iter(SVG + "text"))
                     self.assertNotIn("NON-CONFIRMATORY", texts)
@@ -88,8 +256,9 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                     keys = [el for el in root.iter(SVG + "rect") if el.get("class") == "legend-key"]
                     self.assertGreaterEqual(len(keys), 2, name)         # every figure has a legend
                     self.assertNotIn("<path", ET.tostring(root, encoding="unicode"))   # text stays text
-                    if name.startswith(("fig_a", "fig_c", "fig_e")):   # the long name is shortened
-                        self.assertTrue(any(t.text and "\u2026" in t.text for t in root.iter(SVG + "text")))
+                    if name.startswith(("fig_a", "fig_c", "fig_e")):   # the long name is in a key
+                        keys = [t.text for t in root.iter(SVG + "text") if t.get("class") == "key"]
+                        self.assertIn(models[0], keys)
 
     def test_bar_heights_are_proportional_to_rates(self):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
@@ -184,6 +353,22 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual((alone / "figures" / "fig_b_classes.svg").read_bytes(),
                          (out / "figures" / "fig_b_classes.svg").read_bytes())
+
+    def test_report_headline_leads_with_the_label(self):
+        def headline(report: str) -> str:
+            return re.sub("<[^>]+>", "", re.search('<p class="headline">(.*?)</p>', report).group(1))
+        complete = reference_results(load_tasks())
+        analysis = rp.analyze_results(complete)
+        text = headline(mf.render_report(complete, analysis, mf.render_figures(complete, analysis)))
+        self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
+        self.assertIn("Falsifier rejected", text)
+        partial = synthetic_results(["m"], complete=False)
+        analysis = rp.analyze_results(partial)
+        text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
+        self.assertTrue(text.startswith(analysis.get("label", "NON-CONFIRMATORY") + ": "), text)
+        labelled = dict(analysis, label="UNINFORMATIVE", label_reasons=["R0 fails the ceiling", "all omissions"])
+        text = headline(mf.render_report(partial, labelled, mf.render_figures(partial, analysis)))
+        self.assertTrue(text.startswith("UNINFORMATIVE: R0 fails the ceiling; all omissions"), text)
 
 
 @contextlib.contextmanager
@@ -389,4 +574,8 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    if sys.argv[1:] == ["--write-example"]:
+        EXAMPLE_SVG.write_text(example_svg(), encoding="utf-8")
+        print(f"wrote {EXAMPLE_SVG.relative_to(REPO)}")
+    else:
+        unittest.main()
