@@ -634,9 +634,12 @@ def check_out_dir(out_dir: Path) -> None:
             rp.refuse_foreign_folder(out_dir)
         except rp.PilotError as err:
             raise InputError(str(err)) from None
+    above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
+    if not above.is_dir():
+        raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
     if not rp.folder_writable(out_dir):
-        raise InputError(f"cannot write into {out_dir} (read-only, or under a file); write the figures and report "
-                         f"elsewhere with --out DIR")
+        raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report elsewhere with "
+                         f"--out DIR")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -2187,12 +2187,13 @@ def load_figures_module():
     return module
 
 
-def write_figures_and_report(out_dir: Path, results: dict) -> list[Path]:
-    """figures/, RESULTS.md and report.html into out_dir (paper/make_figures.py), nowhere else."""
+def write_figures_and_report(out_dir: Path, results: dict, source: Path | None = None) -> list[Path]:
+    """figures/, RESULTS.md and report.html into out_dir (paper/make_figures.py), nowhere else; source is the
+    results.json they are made from (default: the one in out_dir)."""
     module = load_figures_module()
     if module is None:
         return []
-    return module.regenerate(results, out_dir)
+    return module.regenerate(results, out_dir, module.source_label(source or out_dir / "results.json", out_dir))
 
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
@@ -2283,7 +2284,7 @@ def command_analyze(args) -> int:
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             analysis = write_analysis(out_dir, results, args.allow_partial)
-            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results)
+            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results, results_path)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None

@@ -450,7 +450,7 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
         a_file = self.make_tmp() / "file.txt"
         a_file.write_text("x")
         self.assert_one_line_error([str(path), "--out", str(a_file)], "is a file, not a folder")
-        self.assert_one_line_error([str(path), "--out", str(a_file / "below")], "cannot write into", "--out DIR")
+        self.assert_one_line_error([str(path), "--out", str(a_file / "below")], "lies under the file", "--out DIR")
         with read_only(self.make_tmp()) as locked:
             self.assert_one_line_error([str(path), "--out", str(locked)], "read-only", "--out DIR")
             self.assert_one_line_error([str(path), "--out", str(locked / "new")], "read-only", "--out DIR")
@@ -571,6 +571,8 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
                                                        *[f"figures/{n}" for n, _ in mf.FIGURES], "report.html"])
         self.assertEqual((elsewhere / "figures" / "fig_a_corruption.svg").read_bytes(),
                          (run / "figures" / "fig_a_corruption.svg").read_bytes())
+        self.assertIn("from `run/results.json`", (elsewhere / "RESULTS.md").read_text())   # not the absolute path
+        self.assertIn("from `results.json`", (run / "RESULTS.md").read_text())
 
 
 if __name__ == "__main__":
