@@ -652,9 +652,9 @@ class OneLineParser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and report.html from "
                            "a results.json (no raw logs, no server), all into one folder.")
-    parser.add_argument("results_json", nargs="?", help=f"a results.json (default: {rp.display_path(PAPER_SOURCE)}, "
+    parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON", help=f"a results.json (default: {rp.display_path(PAPER_SOURCE)}, "
                         f"the worked example the README names, never the most recent run)")
-    parser.add_argument("--out", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
+    parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
                                       "RESULTS_JSON, else the folder of RESULTS_JSON)")
     try:
         args = parser.parse_args(argv)
