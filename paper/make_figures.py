@@ -2,13 +2,15 @@
 """Figures, RESULTS.md and report.html, regenerated from a results.json alone (standard library only).
 
 Usage:
-    python paper/make_figures.py                                 # the most recent results/*/results.json
-    python paper/make_figures.py results/xr001/results.json      # a given bank
-    python paper/make_figures.py RESULTS_JSON --out DIR          # figures into DIR (default paper/figures)
+    python3 paper/make_figures.py                               # paper/ from the worked example (PAPER_SOURCE)
+    python3 paper/make_figures.py results/xr001/results.json    # into that run's own folder
+    python3 paper/make_figures.py RESULTS_JSON --out DIR        # everything into DIR, nothing anywhere else
 
-Writes five SVG figures, the narrative RESULTS.md (default paper/RESULTS.md, never edited by hand) and a
-self-contained report.html beside the results.json. The same results.json always gives byte-identical
-files: no timestamps, stable ordering, fixed number formatting. No raw logs and no server are needed.
+Writes five SVG figures (figures/), the narrative RESULTS.md (never edited by hand) and a self-contained
+report.html, all into one folder. With no arguments the source is PAPER_SOURCE, the run the README names, and
+the folder is paper/; it never picks the most recent run. The same results.json always gives byte-identical
+files: no timestamps, stable ordering, fixed number formatting, and only relative paths inside the files.
+No raw logs and no server are needed.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from pathlib import Path
 
 PAPER_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PAPER_DIR.parent
+# The run paper/ is made from: the committed worked example the README describes.
+PAPER_SOURCE = REPO_ROOT / "results" / "smollm2-135m-llamacpp" / "results.json"
 
 
 def _load_runner():
@@ -55,16 +59,50 @@ FIGURES = (
 # ============================================================================================
 # A tiny SVG writer: text stays text, numbers are formatted the same way every time
 # ============================================================================================
+# Layout works on estimated text widths: a glyph of DejaVu Sans is about 0.6 of the font size wide, capitals
+# and '%' wider and bold wider still; the estimate errs on the wide side so that nothing estimated to fit overlaps.
+GLYPH_WIDTH, WIDE_EXTRA, BOLD_FACTOR = 0.6, 0.15, 1.1
+MARGIN = 16
+
+
 def num(value: float) -> str:
     text = f"{value:.2f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    """A conservative estimate of the rendered width of text, in pixels."""
+    wide = sum(1 for ch in text if ch.isupper() or ch in "%@mwMW")
+    return (len(text) * GLYPH_WIDTH + wide * WIDE_EXTRA) * size * (BOLD_FACTOR if bold else 1.0)
+
+
+def wrap(text: str, size: float, max_width: float, bold: bool = False) -> list[str]:
+    """Greedy word wrap to max_width; a word wider than a line is cut into pieces that fit."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        while text_width(word, size, bold) > max_width and len(word) > 1:
+            cut = max(1, int(max_width / (size * (GLYPH_WIDTH + WIDE_EXTRA) * (BOLD_FACTOR if bold else 1.0))))
+            if current:
+                lines.append(current)
+                current = ""
+            lines.append(word[:cut])
+            word = word[cut:]
+        candidate = f"{current} {word}" if current else word
+        if current and text_width(candidate, size, bold) > max_width:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    return lines or [""]
+
+
 class Svg:
     def __init__(self, width: float, height: float, title: str):
-        self.width, self.height = width, height
-        self.parts = [f'<title>{html.escape(title)}</title>',
-                      f'<rect x="0" y="0" width="{num(width)}" height="{num(height)}" fill="#FFFFFF"/>']
+        self.width, self.height, self.title = width, height, title
+        self.parts: list[str] = []
 
     def rect(self, x, y, w, h, fill, cls="", extra="", tip=""):
         cls_attr = f' class="{cls}"' if cls else ""
@@ -87,29 +125,41 @@ class Svg:
                           f'text-anchor="{anchor}" font-weight="{weight}" fill="{fill}"{transform}>'
                           f'{html.escape(str(content))}</text>')
 
+    def lines(self, x, y, lines: list[str], size, step, **kwargs) -> float:
+        """Several lines of text one under another from baseline y; returns the last baseline."""
+        for i, content in enumerate(lines):
+            self.text(x, y + i * step, content, size=size, **kwargs)
+        return y + (len(lines) - 1) * step
+
     def render(self) -> str:
+        # The canvas size is fixed only here, so a figure may grow while it is laid out.
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{num(self.width)}" height="{num(self.height)}" '
-                f'viewBox="0 0 {num(self.width)} {num(self.height)}" role="img">\n' + "\n".join(self.parts) + "\n</svg>\n")
+                f'viewBox="0 0 {num(self.width)} {num(self.height)}" role="img">\n'
+                f'<title>{html.escape(self.title)}</title>\n'
+                f'<rect x="0" y="0" width="{num(self.width)}" height="{num(self.height)}" fill="#FFFFFF"/>\n'
+                + "\n".join(self.parts) + "\n</svg>\n")
 
 
-def short_label(name: str, limit: int = 22) -> str:
-    """Long model names keep their start and their distinguishing end: `org/very-lo…name-3:q4_K_M`."""
-    return name if len(name) <= limit else name[:8] + "\u2026" + name[-(limit - 9):]
-
-
-def header(svg: Svg, title: str, note: str | None, subtitle: str = "") -> None:
-    svg.text(16, 24, title, size=15, weight="bold")
-    if subtitle:
-        svg.text(16, 42, subtitle, size=11, fill="#333333")
+def header(svg: Svg, title: str, note: str | None, subtitle: str = "") -> float:
+    """Title, then the NON-CONFIRMATORY stamp on its own line, then the subtitle; returns where the plot may start."""
+    room = svg.width - 2 * MARGIN
+    y = svg.lines(MARGIN, 24, wrap(title, 15, room, bold=True), 15, 19, weight="bold")
     if note:
-        svg.text(svg.width - 16, 24, note, size=12, anchor="end", weight="bold", fill="#B00000",
-                 cls="nonconfirmatory")
+        y = svg.lines(MARGIN, y + 19, wrap(note, 12, room, bold=True), 12, 16, weight="bold", fill="#B00000",
+                      cls="nonconfirmatory")
+    if subtitle:
+        y = svg.lines(MARGIN, y + 18, wrap(subtitle, 11, room), 11, 14, fill="#333333")
+    return y + 26           # room above the plot for a value label at 100%
 
 
 def legend(svg: Svg, x: float, y: float, items: list[tuple[str, str]]) -> None:
     for i, (label, colour) in enumerate(items):
         svg.rect(x, y + i * 18, 12, 12, colour, cls="legend-key", extra=' stroke="#333333" stroke-width="0.5"')
         svg.text(x + 18, y + i * 18 + 10, label, size=11)
+
+
+def legend_width(labels: list[str]) -> float:
+    return 18 + max((text_width(label, 11) for label in labels), default=0)
 
 
 def y_axis(svg: Svg, left: float, top: float, height: float, right: float, label: str, maximum: float = 100,
@@ -121,42 +171,77 @@ def y_axis(svg: Svg, left: float, top: float, height: float, right: float, label
         svg.line(left - 4, y, left, y)
         svg.text(left - 7, y + 4, f"{num(tick)}{unit}", size=10, anchor="end")
         tick += step
-    svg.line(left, top, left, top + height)
-    svg.line(left, top + height, right, top + height)
+    svg.line(left, top, left, top + height, cls="axis")
+    svg.line(left, top + height, right, top + height, cls="axis")
     svg.text(18, top + height / 2, label, size=11, anchor="middle", rotate=-90)
+
+
+def group_labels(groups: list[str], room: float, size: float = 11) -> tuple[list[str], list[tuple[str, str]]]:
+    """Names under the groups when every one fits its slot; otherwise M1, M2, ... and a key to the full names."""
+    if all(text_width(g, size) <= room for g in groups):
+        return list(groups), []
+    short = [f"M{i + 1}" for i in range(len(groups))]
+    return short, list(zip(short, groups))
+
+
+def model_key(svg: Svg, x: float, y: float, key: list[tuple[str, str]], room: float) -> float:
+    """'M1  full/model:name' lines from baseline y (long names wrap); returns the last baseline."""
+    for short, name in key:
+        svg.text(x, y, short, size=10, weight="bold", cls="key")
+        y = svg.lines(x + 30, y, wrap(name, 10, room - 30), 10, 13, cls="key") + 15
+    return y - 15
+
+
+def key_height(key: list[tuple[str, str]], room: float) -> float:
+    return sum(13 * len(wrap(name, 10, room - 30)) + 2 for _, name in key)
 
 
 # ============================================================================================
 # The five figures
 # ============================================================================================
-PLOT_TOP, PLOT_HEIGHT, LEFT = 60, 260, 70
+PLOT_HEIGHT, LEFT = 260, 70
+VALUE_SIZE, VALUE_GAP = 9, 5          # value labels: font size, and clearance above a bar or whisker cap
+
+
+def percent_label(rate: float) -> str:
+    """A whole percentage that never rounds a few cases to 0% or all but a few to 100%."""
+    if 0 < rate < 0.005:
+        return "<1%"
+    if 0.995 <= rate < 1:
+        return ">99%"
+    return f"{100 * rate:.0f}%"
 
 
 def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
                  note: str | None, with_errors: bool = True) -> str:
     """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary."""
-    bar_w, gap = 26, 44
+    bar_w, gap = 30, 40
     group_w = bar_w * len(regimes) + gap
-    width = max(600, LEFT + group_w * len(groups) + 240)
-    rotated = len(groups) >= 5
-    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + (140 if rotated else 70), title)
-    header(svg, title, note, subtitle)
     right = LEFT + group_w * len(groups) + 10
-    y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, y_label)
-    base = PLOT_TOP + PLOT_HEIGHT
+    items = [(REGIME_LABELS.get(r, r), REGIME_COLOURS.get(r, "#777777")) for r in regimes]
+    labels, key = group_labels(groups, group_w - 6)
+    width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
+    if key:
+        width = max(width, LEFT + 30 + max(text_width(name, 10) for _, name in key) + MARGIN)
+        width = min(width, max(900, right + 20 + legend_width([label for label, _ in items]) + MARGIN))
+    svg = Svg(width, 0, title)
+    top = header(svg, title, note, subtitle)
+    y_axis(svg, LEFT, top, PLOT_HEIGHT, right, y_label)
+    base = top + PLOT_HEIGHT
     for g, group in enumerate(groups):
         x0 = LEFT + 10 + g * group_w
         for r, regime in enumerate(regimes):
             summary = cells.get((group, regime))
             x = x0 + r * bar_w
             if not summary or not summary["n"]:
-                svg.text(x + bar_w / 2, base - 4, "n/a", size=9, anchor="middle")
+                svg.text(x + bar_w / 2, base - 4, "n/a", size=VALUE_SIZE, anchor="middle")
                 continue
             h = PLOT_HEIGHT * summary["rate"]
             tip = f"{group} {regime}: {rp.fmt_rate(summary)}"
             svg.rect(x + 2, base - h, bar_w - 4, h, REGIME_COLOURS.get(regime, "#777777"), cls="bar",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
                            f'data-series="{regime}"', tip=tip)
+            label_above = base - h
             if with_errors:
                 lo, hi = base - PLOT_HEIGHT * summary["lo"], base - PLOT_HEIGHT * summary["hi"]
                 cx = x + bar_w / 2
@@ -166,11 +251,19 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
                 svg.line(cx - 4, lo, cx + 4, lo, width=1.2)
                 svg.line(cx - 4, hi, cx + 4, hi, width=1.2)
                 svg.parts.append("</g>")
-        label_x = x0 + bar_w * len(regimes) * (1 if rotated else 0.5)
-        svg.text(label_x, base + 16, short_label(group), size=11, anchor="end" if rotated else "middle",
-                 rotate=-30 if rotated else None)
-    svg.text((LEFT + right) / 2, base + (125 if rotated else 40), "model", size=11, anchor="middle")
-    legend(svg, right + 20, PLOT_TOP, [(REGIME_LABELS.get(r, r), REGIME_COLOURS.get(r, "#777777")) for r in regimes])
+                label_above = min(label_above, hi)
+            svg.text(x + bar_w / 2, label_above - VALUE_GAP, percent_label(summary["rate"]), size=VALUE_SIZE,
+                     anchor="middle", cls="value")
+        centre = x0 + bar_w * len(regimes) / 2
+        svg.line(centre, base, centre, base + 4)
+        svg.text(centre, base + 17, labels[g], size=11, anchor="middle", cls="category")
+    svg.text((LEFT + right) / 2, base + 40, "model", size=11, anchor="middle")
+    bottom = base + 40
+    if key:
+        room = width - LEFT - MARGIN
+        bottom = model_key(svg, LEFT, base + 62, key, room)
+    legend(svg, right + 20, top, items)
+    svg.height = bottom + 14
     return svg.render()
 
 
@@ -205,14 +298,14 @@ def figure_retention(analysis: dict) -> str:
 def figure_classes(analysis: dict) -> str:
     regimes = analysis["regimes"]
     bar_w, gap = 60, 100
-    width = max(560, LEFT + (bar_w + gap) * len(regimes) + 160)
-    title = FIGURES[1][1]
-    svg = Svg(width, PLOT_TOP + PLOT_HEIGHT + 80, title)
-    header(svg, title, rp.confirmatory_note(analysis), "Share of probes per class; bracket: incident signature "
-                                                 "(off_by_one + conflation)")
     right = LEFT + (bar_w + gap) * len(regimes) + 10
-    y_axis(svg, LEFT, PLOT_TOP, PLOT_HEIGHT, right, "share of probes (%)")
-    base = PLOT_TOP + PLOT_HEIGHT
+    width = max(560, right + 10 + legend_width(list(rp.CLASSES)) + MARGIN)
+    title = FIGURES[1][1]
+    svg = Svg(width, 0, title)
+    top = header(svg, title, rp.confirmatory_note(analysis), "Share of probes per class; bracket: incident "
+                 "signature (off_by_one + conflation)")
+    y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "share of probes (%)")
+    base = top + PLOT_HEIGHT
     for i, regime in enumerate(regimes):
         counts = analysis["classes"][regime]
         total = sum(counts[c] for c in rp.CLASSES)
@@ -228,16 +321,19 @@ def figure_classes(analysis: dict) -> str:
             if cls in ("off_by_one", "conflation"):
                 signature_span.append((y - h, y))
             y -= h
-        top, bottom = min(s[0] for s in signature_span), max(s[1] for s in signature_span)
+        top_s, bottom_s = min(s[0] for s in signature_span), max(s[1] for s in signature_span)
         svg.parts.append(f'<g class="signature" data-count="{counts["signature"]}">')
-        svg.line(x + bar_w + 4, top, x + bar_w + 4, bottom, stroke="#B00000", width=2)
-        svg.line(x + bar_w, top, x + bar_w + 4, top, stroke="#B00000", width=2)
-        svg.line(x + bar_w, bottom, x + bar_w + 4, bottom, stroke="#B00000", width=2)
-        svg.text(x + bar_w + 8, (top + bottom) / 2 + 4, f"signature {counts['signature']}", size=10, fill="#B00000")
+        svg.line(x + bar_w + 4, top_s, x + bar_w + 4, bottom_s, stroke="#B00000", width=2)
+        svg.line(x + bar_w, top_s, x + bar_w + 4, top_s, stroke="#B00000", width=2)
+        svg.line(x + bar_w, bottom_s, x + bar_w + 4, bottom_s, stroke="#B00000", width=2)
+        label_y = min(max((top_s + bottom_s) / 2 + 4, top + 10), base - 5)   # off the axis lines
+        svg.text(x + bar_w + 8, label_y, f"signature {counts['signature']}", size=10, fill="#B00000", cls="value")
         svg.parts.append("</g>")
-        svg.text(x + bar_w / 2, base + 16, regime, size=12, anchor="middle")
+        svg.line(x + bar_w / 2, base, x + bar_w / 2, base + 4)
+        svg.text(x + bar_w / 2, base + 17, regime, size=12, anchor="middle", cls="category")
     svg.text((LEFT + right) / 2, base + 40, "regime", size=11, anchor="middle")
-    legend(svg, right + 10, PLOT_TOP, [(c, CLASS_COLOURS[c]) for c in rp.CLASSES])
+    legend(svg, right + 10, top, [(c, CLASS_COLOURS[c]) for c in rp.CLASSES])
+    svg.height = base + 54
     return svg.render()
 
 
@@ -251,56 +347,70 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
     bin_w = 16                      # bins (0, 16], (16, 32], ...: a call at the cap falls left of its line
     n_bins = max(1, -(-top_value // bin_w))
-    row_h, width, plot_w = 110, 780, 420
+    # Each row: its title, a band for the mean's label, then the bars (never under a label), then the axis.
+    row_h, title_band, label_band, axis_band = 124, 16, 16, 34
+    bar_room = row_h - title_band - label_band - axis_band
+    plot_w = 420
+    items = [(f"{r} calls per 16 tokens", REGIME_COLOURS.get(r, "#777777")) for r in regimes]
+    legend_x = LEFT + plot_w + 70
+    width = max(780, legend_x + legend_width([label for label, _ in items] + [f"cap ({cap} tokens)"]) + MARGIN)
     title = FIGURES[3][1]
-    svg = Svg(width, PLOT_TOP + row_h * max(1, len(regimes)) + 70, title)
-    header(svg, title, rp.confirmatory_note(analysis), f"Output tokens of each compaction call as the server counted "
-                                                 f"them; dashed line: the {cap}-token cap")
+    svg = Svg(width, 0, title)
+    plot_top = header(svg, title, rp.confirmatory_note(analysis), f"Output tokens of each compaction call as the "
+                      f"server counted them; dashed line: the {cap}-token cap") - 10
     scale = plot_w / (n_bins * bin_w)
+    cap_x = LEFT + cap * scale
     for i, regime in enumerate(regimes):
         values = per_regime[regime]
-        top = PLOT_TOP + i * row_h
-        base = top + row_h - 30
+        top = plot_top + i * row_h
+        base = top + row_h - axis_band
         counts = [0] * n_bins
         for v in values:
             counts[min(max(v - 1, 0) // bin_w, n_bins - 1)] += 1
         peak = max(counts) or 1
-        svg.text(LEFT - 8, top + 14, regime, size=12, anchor="end", weight="bold")
-        svg.line(LEFT, base, LEFT + plot_w, base)
+        svg.text(LEFT, top + 12, REGIME_LABELS.get(regime, regime), size=11, weight="bold")
+        svg.line(LEFT, base, LEFT + plot_w, base, cls="axis")
+        svg.line(LEFT, base, LEFT, base - bar_room, cls="axis")
+        for tick in (0, peak):
+            ty = base - bar_room * tick / peak
+            svg.line(LEFT - 4, ty, LEFT, ty)
+            svg.text(LEFT - 7, ty + 3, str(tick), size=9, anchor="end")
         for b, count in enumerate(counts):
-            h = (row_h - 45) * count / peak
+            h = bar_room * count / peak
             svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, REGIME_COLOURS.get(regime, "#777"),
                      cls="bar", extra=f' data-value="{count}" data-group="{regime}" data-series="{b * bin_w}"',
                      tip=f"{regime}: {count} calls with {b * bin_w + 1}-{b * bin_w + bin_w} tokens")
         mean = (results.get("compaction_tokens", {}).get(regime) or {}).get("mean")
         if mean is not None:
             mx = LEFT + mean * scale
-            svg.line(mx, base + 2, mx, top + 8, stroke="#000000", width=1.5, cls="mean")
-            right_half = mean * scale > plot_w / 2
-            svg.text(mx - 4 if right_half else mx + 4, top + 16, f"mean {mean:.1f}", size=10,
-                     anchor="end" if right_half else "start")
+            label_y = top + title_band + label_band - 4
+            svg.line(mx, base + 2, mx, label_y - 8, stroke="#000000", width=1.5, cls="mean")
+            label = f"mean {mean:.1f}"
+            to_left = mean * scale > plot_w / 2
+            span = (mx - 4 - text_width(label, 10), mx - 4) if to_left else (mx + 4, mx + 4 + text_width(label, 10))
+            if span[0] <= cap_x <= span[1]:       # never across the cap line: the other side then
+                to_left = not to_left
+            svg.text(mx - 4 if to_left else mx + 4, label_y, label, size=10, anchor="end" if to_left else "start",
+                     cls="value")
         if not values:
-            svg.text(LEFT + 10, base - 30, "per-call counts are not in this results.json" if mean is not None
-                     else "no counts reported", size=10, fill="#555555")
+            svg.text(LEFT + 10, base - bar_room / 2, "per-call counts are not in this results.json"
+                     if mean is not None else "no counts reported", size=10, fill="#555555")
         svg.text(LEFT + plot_w + 8, base - 4, f"n = {len(values)}", size=10)
         for tick in range(0, n_bins * bin_w + 1, 64):
             svg.line(LEFT + tick * scale, base, LEFT + tick * scale, base + 4)
             svg.text(LEFT + tick * scale, base + 15, str(tick), size=9, anchor="middle")
-    cap_x = LEFT + cap * scale
-    svg.line(cap_x, PLOT_TOP, cap_x, PLOT_TOP + row_h * max(1, len(regimes)) - 25, stroke="#B00000", width=1.5,
-             dash="5 3", cls="cap")
-    svg.text(cap_x, PLOT_TOP - 4, f"cap {cap}", size=10, anchor="middle", fill="#B00000")
-    svg.text(LEFT + plot_w / 2, PLOT_TOP + row_h * max(1, len(regimes)) + 10, "output tokens per compaction call",
-             size=11, anchor="middle")
-    svg.text(18, PLOT_TOP + row_h * max(1, len(regimes)) / 2, "calls", size=11, anchor="middle", rotate=-90)
-    legend_x = LEFT + plot_w + 70
-    legend(svg, legend_x, PLOT_TOP, [(f"{r} calls per 16 tokens", REGIME_COLOURS.get(r, "#777777"))
-                                     for r in regimes])
-    key_y = PLOT_TOP + 18 * len(regimes) + 10
+        svg.line(cap_x, top + title_band + 2, cap_x, base, stroke="#B00000", width=1.5, dash="5 3", cls="cap")
+    rows_bottom = plot_top + row_h * max(1, len(regimes))
+    svg.text(LEFT + plot_w / 2, rows_bottom + 4, "output tokens per compaction call", size=11, anchor="middle")
+    svg.text(18, plot_top + row_h * max(1, len(regimes)) / 2, "calls per 16-token bin", size=11, anchor="middle",
+             rotate=-90)
+    legend(svg, legend_x, plot_top, items)
+    key_y = plot_top + 18 * len(regimes) + 10
     svg.line(legend_x, key_y, legend_x + 12, key_y, stroke="#000000", width=1.5)
     svg.text(legend_x + 18, key_y + 4, "mean tokens", size=11)
     svg.line(legend_x, key_y + 18, legend_x + 12, key_y + 18, stroke="#B00000", width=1.5, dash="5 3")
     svg.text(legend_x + 18, key_y + 22, f"cap ({cap} tokens)", size=11)
+    svg.height = max(rows_bottom + 18, key_y + 40)
     return svg.render()
 
 
@@ -374,6 +484,18 @@ def md_tables_to_html(markdown: str) -> str:
     return "\n".join(out)
 
 
+def label_and_detail(analysis: dict) -> tuple[str, str]:
+    """The bank's label (CONFIRMATORY, NON-CONFIRMATORY or UNINFORMATIVE) and why, e.g. ': partial bank'."""
+    label = analysis.get("label") or ("CONFIRMATORY" if analysis["confirmatory"] else "NON-CONFIRMATORY")
+    reasons = analysis.get("label_reasons") or []
+    if reasons:
+        return label, ": " + "; ".join(reasons)
+    note = rp.confirmatory_note(analysis) if label != "CONFIRMATORY" else None
+    if note and note.startswith(label) and note[len(label):].strip():
+        return label, ": " + note[len(label):].strip().strip("()").strip(": ")
+    return label, ""
+
+
 def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str:
     verdicts = rp.evaluate_predictions(analysis)
     falsifier = next((v for v in verdicts if v["id"] == "F"), None)
@@ -381,17 +503,22 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
     if falsifier:
         headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}. " +
                     " ".join(f"{v['id']} {v['verdict']}." for v in verdicts if v["id"] != "F"))
+    label, detail = label_and_detail(analysis)
+    label_class = "label-ok" if label == "CONFIRMATORY" else "label-warn"
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{rp.PROTOCOL_ID} report</title>",
              "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
              "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
              "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.15em;"
              "padding:0.8em;border-left:5px solid #0072B2;background:#f4f8fb}.warn{color:#B00000;font-weight:bold}"
+             ".headline .label{display:block;font-weight:bold;letter-spacing:0.03em}.label-ok{color:#0072B2}"
+             ".label-warn{color:#B00000}"
              ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
              "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
              "</style></head><body>",
              f"<h1>{rp.PROTOCOL_ID}: what compaction loses</h1>",
-             f'<p class="headline">{html.escape(headline)}</p>']
+             f'<p class="headline"><span class="label {label_class}">{html.escape(label)}'
+             f'{html.escape(detail)}</span>{html.escape(headline)}</p>']
     if not analysis["confirmatory"]:
         parts.append(f'<p class="warn">{html.escape(rp.status_banner(analysis).replace("**", ""))}</p>')
     parts.append(md_tables_to_html(rp.render_analysis_md(analysis)))
@@ -425,45 +552,130 @@ def write_text(path: Path, text: str) -> Path:
     return path
 
 
-def regenerate(results: dict, report_dir: Path, figures_dir: Path | None = None, results_md: Path | None = None,
-               source: str = "results.json") -> list[Path]:
-    """Write the figures, RESULTS.md and report.html; by default all into report_dir (a run folder)."""
-    figures_dir = figures_dir or report_dir / "figures"
-    results_md = results_md or report_dir / "RESULTS.md"
-    analysis = rp.analyze_bank(results)
+def source_label(source: Path, out_dir: Path) -> str:
+    """How RESULTS.md names its source: relative to the output folder or to the repository, never absolute."""
+    source, out_dir = source.resolve(), out_dir.resolve()
+    for base in (out_dir, REPO_ROOT):
+        if source.is_relative_to(base):
+            return Path(os.path.relpath(source, out_dir if base == out_dir else REPO_ROOT)).as_posix()
+    return f"{source.parent.name}/{source.name}"
+
+
+def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks_path: Path | None = None) -> list[Path]:
+    """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else."""
+    analysis = rp.analyze_bank(results, tasks_path)
     figures = render_figures(results, analysis)
-    written = [write_text(figures_dir / name, svg) for name, svg in figures.items()]
-    rel = Path(os.path.relpath(figures_dir, results_md.parent)).as_posix()
-    written.append(write_text(results_md, render_results_md(analysis, rel, source)))
-    written.append(write_text(report_dir / "report.html", render_report(results, analysis, figures)))
+    written = [write_text(out_dir / "figures" / name, svg) for name, svg in figures.items()]
+    written.append(write_text(out_dir / "RESULTS.md", render_results_md(analysis, "figures", source)))
+    written.append(write_text(out_dir / "report.html", render_report(results, analysis, figures)))
     return written
 
 
-def latest_results(root: Path) -> Path | None:
-    candidates = sorted(root.glob("*/results.json"), key=lambda p: (p.stat().st_mtime, str(p)))
-    return candidates[-1] if candidates else None
+class InputError(Exception):
+    """Bad input or an unusable output folder: main prints it as one line and exits 2."""
+
+
+def read_results(path: Path) -> dict:
+    """The parsed results.json, or InputError saying what is wrong with it and what to do."""
+    if path.is_dir():
+        inside = path / "results.json"
+        hint = f"; did you mean {inside}?" if inside.is_file() else "; name the results.json of a run"
+        raise InputError(f"{path} is a folder, not a results.json{hint}")
+    if not path.exists():
+        raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read {path} ({getattr(err, 'strerror', None) or err}); check the path and its "
+                         f"permissions") from None
+    try:
+        results = json.loads(text)
+    except ValueError as err:
+        raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
+    problem = shape_problem(results)
+    if problem:
+        raise InputError(f"{path} is not a results file these figures can be made from: {problem}")
+    return results
+
+
+JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+              list: "a list", dict: "an object"}
+
+
+def shape_problem(results) -> str | None:
+    """What is wrong with the shape of a parsed results.json, or None; the fields the figures read."""
+    if not isinstance(results, dict):
+        return f"expected a JSON object, found {JSON_TYPES.get(type(results), type(results).__name__)}"
+    expected = {"models": list, "regimes": list, "probes": list, "cells": dict, "compaction_stage": list,
+                "compaction_tokens": dict, "calls": list, "example_states": list, "run": dict}
+    required = ("models", "regimes", "probes")
+    for field, kind in expected.items():
+        if field not in results:
+            if field in required:
+                return f'"{field}" is missing'
+            continue
+        if not isinstance(results[field], kind):
+            found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
+            return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
+    for field in ("probes", "compaction_stage", "calls", "example_states"):
+        if any(not isinstance(item, dict) for item in results.get(field, [])):
+            return f'"{field}" holds an entry that is not an object'
+    if any(not isinstance(v, dict) for v in results.get("compaction_tokens", {}).values()):
+        return '"compaction_tokens" holds an entry that is not an object'
+    return None
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse a folder that cannot be written, or that holds someone else's files (paper/ is ours)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} is a file, not a folder; choose a folder with --out DIR")
+    if out_dir.resolve() != PAPER_DIR:
+        try:
+            rp.refuse_foreign_folder(out_dir)
+        except rp.PilotError as err:
+            raise InputError(str(err)) from None
+    above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
+    if not above.is_dir():
+        raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
+    if not rp.folder_writable(out_dir):
+        raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report elsewhere with "
+                         f"--out DIR")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option gives one line that says what to do next."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate figures, RESULTS.md and report.html from a "
-                                                 "results.json (no raw logs, no server).")
-    parser.add_argument("results_json", nargs="?", help="default: the most recent results/*/results.json")
-    parser.add_argument("--out", help="folder for the SVG figures (default: paper/figures)")
-    parser.add_argument("--results-md", help="where RESULTS.md goes (default: paper/RESULTS.md)")
-    args = parser.parse_args(argv)
-    path = Path(args.results_json) if args.results_json else latest_results(REPO_ROOT / "results")
-    if path is None or not path.exists():
-        print(f"error: no results.json {'at ' + str(path) if path else 'under results/'}; run the pilot first or "
-              f"name a results.json", file=sys.stderr)
-        return 2
+    parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and report.html from "
+                           "a results.json (no raw logs, no server), all into one folder.")
+    parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON", help=f"a results.json (default: {rp.display_path(PAPER_SOURCE)}, "
+                        f"the worked example the README names, never the most recent run)")
+    parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
+                                      "RESULTS_JSON, else the folder of RESULTS_JSON)")
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-        source = rp.display_path(path)
-        written = regenerate(results, path.parent, Path(args.out) if args.out else PAPER_DIR / "figures",
-                             Path(args.results_md) if args.results_md else PAPER_DIR / "RESULTS.md", source)
-    except (ValueError, KeyError, TypeError) as err:
-        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err})",
-              file=sys.stderr)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:          # --help, or a bad option already explained in one line
+        return exc.code if isinstance(exc.code, int) else 2
+    path = Path(args.results_json) if args.results_json else PAPER_SOURCE
+    out_dir = Path(args.out) if args.out else (path.parent if args.results_json else PAPER_DIR)
+    try:
+        results = read_results(path)
+        check_out_dir(out_dir)
+        written = regenerate(results, out_dir, source_label(path, out_dir))
+    except InputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
+        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err}); "
+              f"point at the results.json a run wrote", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose another folder with "
+              f"--out DIR", file=sys.stderr)
         return 2
     for item in written:
         print(item)

@@ -2570,6 +2570,7 @@ def selected_cells(models: list[str], n_episodes: int, shard) -> list[tuple[str,
 
 def command_run(args, then_analyze: bool = False) -> int:
     run_dir = resolve_run_dir(args)
+    refuse_foreign_folder(run_dir)
     tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
     tasks, tasks_sha = load_tasks(tasks_path, args.episodes)
     manifest_path = run_dir / "manifest.json"
@@ -2602,6 +2603,13 @@ def command_run(args, then_analyze: bool = False) -> int:
               f"`python3 scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
         return code
     manifest = Manifest.load(manifest_path)
+    if not folder_writable(run_dir):
+        # A finished run in a read-only folder: report it from memory and say where its files can go.
+        analysis = gated_analysis(score_bank(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
+        print(render_headline(analysis))
+        print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, figures and report "
+              f"elsewhere: python3 scripts/run_pilot.py analyze --results {run_dir / 'results.json'} --out DIR")
+        return code
     results = write_results(run_dir, manifest.data, tasks, models)
     if results["cells"]["not_complete"] and not args.allow_partial:
         print(f"results.json holds the {results['cells']['complete']} complete cells of "
@@ -2667,11 +2675,39 @@ def load_figures_module():
     return module
 
 
-def write_figures_and_report(run_dir: Path, results: dict) -> list[Path]:
+def write_figures_and_report(out_dir: Path, results: dict, source: Path | None = None,
+                             tasks_path: Path | None = None) -> list[Path]:
+    """figures/, RESULTS.md and report.html into out_dir (paper/make_figures.py), nowhere else; source is the
+    results.json they are made from (default: the one in out_dir)."""
     module = load_figures_module()
     if module is None:
         return []
-    return module.regenerate(results, run_dir)
+    return module.regenerate(results, out_dir, module.source_label(source or out_dir / "results.json", out_dir),
+                             tasks_path)
+
+
+# What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
+OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
+                "report.html")
+
+
+def folder_writable(folder: Path) -> bool:
+    """Whether files can be made in folder (or, while it does not exist, in its nearest existing parent)."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def refuse_foreign_folder(folder: Path) -> None:
+    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files."""
+    if not folder.is_dir() or (folder / "manifest.json").exists() or (folder / "results.json").exists():
+        return
+    foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a new or empty "
+                         f"folder with --out")
 
 
 def print_file_list(run_dir: Path, extra: list[Path]) -> None:
@@ -2721,6 +2757,16 @@ def command_analyze(args) -> int:
         results_path = out_dir / "results.json"
     if not results_path.exists():
         raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
+    if out_dir is not None:
+        refuse_foreign_folder(out_dir)
+        if not folder_writable(out_dir):
+            if args.results:
+                raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with --out DIR")
+            print(f"{out_dir} is read-only, so nothing is written there; to write the analysis, figures and report "
+                  f"elsewhere: python3 scripts/run_pilot.py analyze --results {results_path} --out DIR",
+                  file=sys.stderr)
+            out_dir = None
+    outputs: list[Path] = []
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
         tasks_path = Path(args.tasks) if args.tasks else None
@@ -2729,10 +2775,13 @@ def command_analyze(args) -> int:
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
-    except (ValueError, KeyError, TypeError) as err:
+            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results, results_path, tasks_path)
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
     print(render_analysis_md(analysis))
+    if outputs:
+        print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
     return EXIT_OK
 
 
@@ -3070,7 +3119,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
-                                              "format); the analysis is printed, and written to --out DIR if given")
+                                              "format); the analysis is printed, and analysis.md, figures and "
+                                              "report are written to --out DIR if given (a read-only run included)")
         parser.add_argument("--allow-partial", action="store_true",
                             help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
     elif command == "plan":

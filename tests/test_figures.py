@@ -1,17 +1,32 @@
-"""Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone."""
+"""Figures, RESULTS.md and report.html (paper/make_figures.py), from results.json alone.
+
+`python3 tests/test_figures.py --write-example` rewrites paper/example_multimodel.svg (the README's figure).
+"""
+import contextlib
+import hashlib
+import io
+import itertools
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from unittest import mock
 
-from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, rp
+from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, rp, run_main
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
+# Realistic names that differ only at the end or in the middle.
+LONG_NAMES = ["hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M",
+              "hf.co/bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q8_0",
+              "hf.co/bartowski/Meta-Llama-3.1-70B-Instruct-GGUF:Q4_K_M"]
+EXAMPLE_SVG = REPO / "paper" / "example_multimodel.svg"
 
 
 def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, complete=True) -> dict:
@@ -53,6 +68,17 @@ def synthetic_task_set(n_episodes: int = 15) -> dict:
             "sha256": "0" * 64, "path": "synthetic"}
 
 
+def example_bank() -> dict:
+    """The synthetic three-model bank of the README's figure (paper/example_multimodel.svg)."""
+    rates = {"R0": 6, "R1": 48, "R2": 16}
+    return synthetic_results(LONG_NAMES, wrong=lambda m, r: rates[r] + 7 * LONG_NAMES.index(m))
+
+
+def example_svg() -> str:
+    results = example_bank()
+    return mf.figure_corruption(rp.analyze_results(results, synthetic_task_set()))
+
+
 def parse(svg_text: str) -> ET.Element:
     return ET.fromstring(svg_text)
 
@@ -63,6 +89,153 @@ def bars(root: ET.Element) -> list[ET.Element]:
 
 def errorbars(root: ET.Element) -> list[ET.Element]:
     return [el for el in root.iter(SVG + "g") if el.get("class") == "errorbar"]
+
+
+# ------------------------------------------------------------------------------------------
+# Geometry: text boxes estimated as font size x characters x 0.6 wide, from 0.8 of the size above the
+# baseline to 0.25 below; rotated text (-90) turns its box on its anchor point.
+# ------------------------------------------------------------------------------------------
+def text_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x, y, size = float(el.get("x")), float(el.get("y")), float(el.get("font-size"))
+    width = size * len(el.text or "") * 0.6
+    start = {"start": 0.0, "middle": -width / 2, "end": -width}[el.get("text-anchor", "start")]
+    if el.get("transform"):
+        assert el.get("transform").startswith("rotate(-90 "), el.get("transform")
+        return x - 0.8 * size, y - start - width, x + 0.25 * size, y - start
+    return x + start, y - 0.8 * size, x + start + width, y + 0.25 * size
+
+
+def rect_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x, y = float(el.get("x")), float(el.get("y"))
+    return x, y, x + float(el.get("width")), y + float(el.get("height"))
+
+
+def line_box(el: ET.Element) -> tuple[float, float, float, float]:
+    x1, y1, x2, y2 = (float(el.get(k)) for k in ("x1", "y1", "x2", "y2"))
+    return min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)
+
+
+def overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def layout_problems(svg_text: str) -> list[str]:
+    """Texts that leave the viewBox, overlap each other, or sit on a bar, a legend key, a whisker, an axis or
+    the cap line."""
+    root = parse(svg_text)
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
+    texts = [(el.text, text_box(el)) for el in root.iter(SVG + "text")]
+    problems = [f"{t!r} leaves the canvas" for t, (x0, y0, x1, y1) in texts
+                if x0 < 0 or y0 < 0 or x1 > width or y1 > height]
+    problems += [f"{a!r} overlaps {b!r}" for (a, box_a), (b, box_b) in itertools.combinations(texts, 2)
+                 if overlaps(box_a, box_b)]
+    solid = [rect_box(el) for el in root.iter(SVG + "rect")
+             if el.get("class") in ("bar", "legend-key") and float(el.get("height")) > 0.5]
+    marks = [line_box(el) for g in root.iter(SVG + "g") if g.get("class") == "errorbar" for el in g.iter(SVG + "line")]
+    marks += [line_box(el) for el in root.iter(SVG + "line") if el.get("class") in ("cap", "axis")]
+    problems += [f"{t!r} sits on a bar or key" for t, box in texts if any(overlaps(box, r) for r in solid)]
+    problems += [f"{t!r} sits on a whisker, an axis or the cap line" for t, box in texts
+                 if any(overlaps(box, m) for m in marks)]
+    return problems
+
+
+class FigureLayoutTest(unittest.TestCase):
+    def figures(self, models, **kwargs) -> dict[str, str]:
+        results = synthetic_results(models, **kwargs)
+        return mf.render_figures(results, rp.analyze_results(results, synthetic_task_set()))
+
+    def assert_clean(self, figures: dict[str, str]) -> None:
+        for name, svg in figures.items():
+            with self.subTest(figure=name):
+                self.assertEqual(layout_problems(svg), [])
+
+    def test_long_realistic_names_never_collide_or_leave_the_canvas(self):
+        cases = {"one": LONG_NAMES[:1], "three": LONG_NAMES, "eight": [f"{n}-{i}" for i in range(4)
+                                                                        for n in LONG_NAMES[:2]],
+                 "huge": ["org/" + "very-long-model-name-" * 12 + ":q4"], "short": ["a", "b"]}
+        for case, models in cases.items():
+            for complete in (True, False):
+                with self.subTest(case=case, complete=complete):
+                    self.assert_clean(self.figures(models, complete=complete))
+
+    def test_abbreviated_names_have_a_key_to_the_full_names(self):
+        root = parse(self.figures(LONG_NAMES)["fig_a_corruption.svg"])
+        categories = [t.text for t in root.iter(SVG + "text") if t.get("class") == "category"]
+        self.assertEqual(categories, ["M1", "M2", "M3"])
+        keys = [t.text for t in root.iter(SVG + "text") if t.get("class") == "key"]
+        self.assertEqual(keys, ["M1", LONG_NAMES[0], "M2", LONG_NAMES[1], "M3", LONG_NAMES[2]])
+        short = parse(self.figures(["gemma3:4b", "qwen3:14b"])["fig_a_corruption.svg"])
+        self.assertEqual([t.text for t in short.iter(SVG + "text") if t.get("class") == "category"],
+                         ["gemma3:4b", "qwen3:14b"])      # names that fit are written out, with no key
+        self.assertFalse([t for t in short.iter(SVG + "text") if t.get("class") == "key"])
+
+    def test_the_stamp_has_its_own_line_however_long(self):
+        long_note = "UNINFORMATIVE: " + "; ".join(f"reason number {i} why no claim may rest on this" for i in range(6))
+        for note in ("NON-CONFIRMATORY (partial bank)", long_note):
+            with self.subTest(note=note[:20]), mock.patch.object(rp, "confirmatory_note", return_value=note):
+                figures = self.figures(LONG_NAMES)
+                self.assert_clean(figures)
+                for svg in figures.values():
+                    root = parse(svg)
+                    stamp = " ".join(t.text for t in root.iter(SVG + "text") if t.get("class") == "nonconfirmatory")
+                    self.assertEqual(stamp, note)
+                    title_y = max(float(t.get("y")) for t in root.iter(SVG + "text") if t.get("font-size") == "15")
+                    stamp_y = min(float(t.get("y")) for t in root.iter(SVG + "text")
+                                  if t.get("class") == "nonconfirmatory")
+                    self.assertGreater(stamp_y - title_y, 15)
+
+    def test_the_worked_example_all_omissions_and_counts_at_the_cap(self):
+        results = json.loads(mf.PAPER_SOURCE.read_text(encoding="utf-8"))
+        self.assert_clean(mf.render_figures(results, rp.analyze_bank(results)))
+
+    def test_token_histogram_with_counts_beyond_the_cap(self):
+        results = synthetic_results(["m"])
+        for i, call in enumerate(results["calls"]):
+            call["eval_count"] = 40 + (i * 37) % 600
+        figure = mf.figure_tokens(results, rp.analyze_results(results, synthetic_task_set()))
+        self.assertEqual(layout_problems(figure), [])
+
+    def test_value_labels_above_bars_and_whisker_caps(self):
+        for name, svg in self.figures(LONG_NAMES).items():
+            root = parse(svg)
+            values = [t for t in root.iter(SVG + "text") if t.get("class") == "value"]
+            with self.subTest(figure=name):
+                self.assertTrue(values)
+                if name.startswith(("fig_a", "fig_c", "fig_e")):
+                    self.assertEqual(len(values), len(bars(root)))
+                    for bar, label in zip(bars(root), values):
+                        self.assertLess(float(label.get("y")), float(bar.get("y")))
+
+    def test_percent_labels_never_round_a_few_away(self):
+        for rate, label in ((0, "0%"), (1 / 300, "<1%"), (0.004, "<1%"), (0.25, "25%"), (0.996, ">99%"), (1, "100%")):
+            with self.subTest(rate=rate):
+                self.assertEqual(mf.percent_label(rate), label)
+
+    def test_every_axis_has_a_label_and_ticks(self):
+        figures = {k: parse(v) for k, v in self.figures(LONG_NAMES).items()}
+        for name, root in figures.items():
+            texts = [t.text for t in root.iter(SVG + "text")]
+            rotated = [t.text for t in root.iter(SVG + "text") if t.get("transform")]
+            short_lines = [el for el in root.iter(SVG + "line") if line_box(el)[2] - line_box(el)[0] == 4
+                           or line_box(el)[3] - line_box(el)[1] == 4]
+            with self.subTest(figure=name):
+                self.assertEqual(len(rotated), 1)                   # the y-axis label
+                self.assertGreaterEqual(len(short_lines), 4)        # tick marks on both axes
+                x_label = {"fig_b": "regime", "fig_d": "output tokens per compaction call"}.get(name[:5], "model")
+                self.assertIn(x_label, texts)
+                if name.startswith("fig_d"):
+                    self.assertIn("64", texts)
+                    self.assertIn("0", texts)
+                else:
+                    self.assertIn("100%", texts)
+                    self.assertIn("0%", texts)
+
+    def test_readme_example_figure_is_current(self):
+        self.assertEqual(EXAMPLE_SVG.read_text(encoding="utf-8"), example_svg(),
+                         "regenerate it: python3 tests/test_figures.py --write-example")
+        self.assertEqual(layout_problems(example_svg()), [])
+        readme = (REPO / "README.md").read_text(encoding="utf-8")
+        self.assertTrue("(paper/example_multimodel.svg)" in readme, "README must show the example figure")
 
 
 class FigureShapeTest(TempDirMixin, unittest.TestCase):
@@ -82,7 +255,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                 token_bars = bars(figs["fig_d_compaction_tokens.svg"])
                 self.assertEqual(sum(int(b.get("data-value")) for b in token_bars), 2 * 60 * n)
                 caps = [el for el in figs["fig_d_compaction_tokens.svg"].iter(SVG + "line") if el.get("class") == "cap"]
-                self.assertEqual(len(caps), 1)
+                self.assertEqual(len(caps), 2)                  # the cap marked in each regime's row
                 for name, root in figs.items():
                     texts = " ".join(t.text or "" for t in root.iter(SVG + "text"))
                     self.assertNotIn("NON-CONFIRMATORY", texts)
@@ -90,8 +263,9 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                     keys = [el for el in root.iter(SVG + "rect") if el.get("class") == "legend-key"]
                     self.assertGreaterEqual(len(keys), 2, name)         # every figure has a legend
                     self.assertNotIn("<path", ET.tostring(root, encoding="unicode"))   # text stays text
-                    if name.startswith(("fig_a", "fig_c", "fig_e")):   # the long name is shortened
-                        self.assertTrue(any(t.text and "\u2026" in t.text for t in root.iter(SVG + "text")))
+                    if name.startswith(("fig_a", "fig_c", "fig_e")):   # the long name is in a key
+                        keys = [t.text for t in root.iter(SVG + "text") if t.get("class") == "key"]
+                        self.assertIn(models[0], keys)
 
     def test_bar_heights_are_proportional_to_rates(self):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
@@ -133,8 +307,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
 
     def run_cli(self, path: Path, folder: Path) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"), str(path), "--out",
-                               str(folder / "figures"), "--results-md", str(folder / "RESULTS.md")],
-                              capture_output=True, text=True, timeout=60)
+                               str(folder)], capture_output=True, text=True, timeout=60)
 
     def test_published_numbers_give_the_published_verdicts_byte_identically(self):
         path = self.published()
@@ -188,22 +361,230 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((alone / "figures" / "fig_b_classes.svg").read_bytes(),
                          (out / "figures" / "fig_b_classes.svg").read_bytes())
 
-    def test_default_is_the_most_recent_run(self):
-        root = self.make_tmp()
-        for name, mtime in (("old", 1_000_000), ("new", 2_000_000), ("mid", 1_500_000)):
-            (root / name).mkdir()
-            path = root / name / "results.json"
-            path.write_text("{}")
-            os.utime(path, (mtime, mtime))
-        self.assertEqual(mf.latest_results(root), root / "new" / "results.json")
-        self.assertIsNone(mf.latest_results(self.make_tmp()))
+    def test_report_headline_leads_with_the_label(self):
+        def headline(report: str) -> str:
+            return re.sub("<[^>]+>", "", re.search('<p class="headline">(.*?)</p>', report).group(1))
+        complete = reference_results(load_tasks())
+        analysis = rp.analyze_bank(complete)
+        text = headline(mf.render_report(complete, analysis, mf.render_figures(complete, analysis)))
+        self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
+        self.assertIn("Falsifier rejected", text)
+        partial = synthetic_results(["m"], complete=False)
+        analysis = rp.analyze_results(partial, synthetic_task_set())
+        text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
+        self.assertTrue(text.startswith(analysis.get("label", "NON-CONFIRMATORY") + ": "), text)
+        labelled = dict(analysis, label="UNINFORMATIVE", label_reasons=["R0 fails the ceiling", "all omissions"])
+        text = headline(mf.render_report(partial, labelled, mf.render_figures(partial, analysis)))
+        self.assertTrue(text.startswith("UNINFORMATIVE: R0 fails the ceiling; all omissions"), text)
 
-    def test_missing_results_file_is_a_clear_error(self):
-        proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"),
-                               str(self.make_tmp() / "none.json")], capture_output=True, text=True, timeout=60)
-        self.assertEqual(proc.returncode, 2)
-        self.assertIn("no results.json", proc.stderr)
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """folder and everything in it made read-only. Root ignores permissions, so for root the writability check
+    is also told the truth about the folder (it cannot be made read-only without a mount)."""
+    paths = [folder, *folder.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    real = rp.folder_writable
+    inside = lambda f: f.resolve() == folder.resolve() or folder.resolve() in f.resolve().parents  # noqa: E731
+    patch = (mock.patch.object(rp, "folder_writable", lambda f: not inside(f) and real(f))
+             if os.geteuid() == 0 else contextlib.nullcontext())
+    try:
+        with patch:
+            yield folder
+    finally:
+        for p in reversed(paths):
+            p.chmod(modes[p])
+
+
+def snapshot(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file under root: content hash and modification time."""
+    return {p.relative_to(root).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def call_main(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = mf.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+class BadInputTest(TempDirMixin, unittest.TestCase):
+    """Every bad input or unusable output folder is one line `error: ...` and exit 2, never a traceback."""
+
+    def assert_one_line_error(self, argv: list[str], *expected: str) -> str:
+        code, _, err = call_main(argv)
+        self.assertEqual(code, 2, err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertTrue(err.startswith("error: "), err)
+        for text in expected:
+            self.assertIn(text, err)
+        return err
+
+    def bank(self, results) -> Path:
+        path = self.make_tmp() / "results.json"
+        path.write_text(results if isinstance(results, str) else json.dumps(results))
+        return path
+
+    def test_a_folder_missing_file_or_bad_json(self):
+        run = self.make_tmp()
+        self.assert_one_line_error([str(run)], "is a folder", "name the results.json")
+        (run / "results.json").write_text("{}")
+        self.assert_one_line_error([str(run)], "is a folder", f"did you mean {run / 'results.json'}")
+        self.assert_one_line_error([str(run / "none.json")], "no results.json at", "run the pilot first")
+        self.assert_one_line_error([str(self.bank("{\"models\": [")), "--out", str(self.make_tmp())],
+                                   "is not valid JSON")
+        self.assert_one_line_error(["--bogus"], "unrecognized arguments", "--help")
+
+    def test_results_of_the_wrong_shape(self):
+        good = synthetic_results(["m"])
+        cases = {"compaction_tokens null": ({**good, "compaction_tokens": None}, '"compaction_tokens" is null'),
+                 "probes not a list": ({**good, "probes": {"a": 1}}, '"probes" is an object, expected a list'),
+                 "models missing": ({k: v for k, v in good.items() if k != "models"}, '"models" is missing'),
+                 "a list": ([1, 2], "expected a JSON object, found a list"),
+                 "a probe not an object": ({**good, "probes": [1]}, '"probes" holds an entry'),
+                 "a token entry null": ({**good, "compaction_tokens": {"R1": None}}, '"compaction_tokens" holds'),
+                 "probe fields missing": ({**good, "probes": [{"model": "m"}]}, "is not a results file")}
+        for case, (results, expected) in cases.items():
+            with self.subTest(case):
+                self.assert_one_line_error([str(self.bank(results)), "--out", str(self.make_tmp())], expected)
+
+    def test_unusable_output_folders(self):
+        path = self.bank(synthetic_results(["m"]))
+        a_file = self.make_tmp() / "file.txt"
+        a_file.write_text("x")
+        self.assert_one_line_error([str(path), "--out", str(a_file)], "is a file, not a folder")
+        self.assert_one_line_error([str(path), "--out", str(a_file / "below")], "lies under the file", "--out DIR")
+        with read_only(self.make_tmp()) as locked:
+            self.assert_one_line_error([str(path), "--out", str(locked)], "read-only", "--out DIR")
+            self.assert_one_line_error([str(path), "--out", str(locked / "new")], "read-only", "--out DIR")
+            self.assertEqual(list(locked.iterdir()), [])
+        with mock.patch.object(rp, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
+            self.assert_one_line_error([str(path), "--out", str(self.make_tmp())], "cannot write x.svg",
+                                       "Permission denied")
+
+    def test_a_folder_of_other_files_is_refused_and_left_alone(self):
+        path = self.bank(synthetic_results(["m"]))
+        folder = self.make_tmp()
+        for name in ("notes.txt", "thesis.tex", "a.py", "b.py", ".hidden"):
+            (folder / name).write_text(name)
+        before = snapshot(folder)
+        err = self.assert_one_line_error([str(path), "--out", str(folder)], "a.py, b.py, notes.txt and 1 more",
+                                         "--out")
+        self.assertNotIn(".hidden", err)
+        self.assertEqual(snapshot(folder), before)
+        code, stdout, err = run_main(["analyze", "--results", str(path), "--out", str(folder)])
+        self.assertEqual((code, stdout), (2, ""), err)
+        self.assertIn("a.py, b.py, notes.txt and 1 more", err)
+        self.assertEqual(snapshot(folder), before)
+        code, _, err = run_main(["--models", "m:1", "--out", str(folder), "--host", "http://127.0.0.1:9"])
+        self.assertEqual(code, 2, err)
+        self.assertIn("is not a run folder", err)
+        self.assertEqual(snapshot(folder), before)
+
+
+class OutputPlacesTest(TempDirMixin, unittest.TestCase):
+    """Outputs go where the user says and nowhere else; paths inside them are relative."""
+
+    def repo(self) -> Path:
+        root = self.make_tmp() / "repo"
+        for sub in ("scripts", "protocol", "tasks", "paper", "results/smollm2-135m-llamacpp"):
+            shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        return root
+
+    def make_figures(self, repo: Path, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(repo / "paper" / "make_figures.py"), *argv], capture_output=True,
+                              text=True, timeout=120, cwd=self.make_tmp())
+
+    def test_out_writes_everything_there_and_changes_nothing_in_the_repository(self):
+        repo = self.repo()
+        before = snapshot(repo)
+        out = self.make_tmp() / "report"
+        source = repo / "results" / "smollm2-135m-llamacpp" / "results.json"
+        proc = self.make_figures(repo, str(source), "--out", str(out))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(snapshot(repo), before)
+        self.assertEqual(sorted(snapshot(out)), ["RESULTS.md", *[f"figures/{n}" for n, _ in mf.FIGURES],
+                                                 "report.html"])
+        for name in snapshot(out):
+            text = (out / name).read_text(encoding="utf-8")
+            for absolute in (str(repo), str(out), str(REPO), os.path.expanduser("~")):
+                self.assertNotIn(absolute, text, name)
+        results_md = (out / "RESULTS.md").read_text(encoding="utf-8")
+        self.assertIn("from `results/smollm2-135m-llamacpp/results.json`", results_md)   # repository-relative
+        self.assertIn("](figures/fig_a_corruption.svg)", results_md)
+        again = self.make_figures(repo, str(source), "--out", str(out))     # our own folder may be rewritten
+        self.assertEqual(again.returncode, 0, again.stderr)
+        outside = self.make_tmp() / "run"
+        outside.mkdir()
+        shutil.copy(source, outside / "results.json")
+        proc = self.make_figures(repo, str(outside / "results.json"))        # no --out: the run's own folder
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(snapshot(repo), before)
+        self.assertIn("from `results.json`", (outside / "RESULTS.md").read_text(encoding="utf-8"))
+
+    def test_no_arguments_regenerates_paper_from_the_named_run_never_the_newest(self):
+        repo = self.repo()
+        smoke = repo / "results" / "xr001-e1"
+        smoke.mkdir()
+        (smoke / "results.json").write_text(json.dumps(synthetic_results(["smoke:1"], complete=False)))
+        committed = {p: (REPO / "paper" / p).read_bytes() for p in snapshot(REPO / "paper")
+                     if not p.endswith((".py", ".pyc"))}
+        proc = self.make_figures(repo)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(mf.PAPER_SOURCE.relative_to(REPO).as_posix(), "results/smollm2-135m-llamacpp/results.json")
+        regenerated = {p: (repo / "paper" / p).read_bytes() for p in committed}
+        self.assertEqual(regenerated, committed, "paper/ is stale: run python3 paper/make_figures.py and commit it")
+        self.assertEqual(sorted(snapshot(smoke)), ["results.json"])
+        help_text = self.make_figures(repo, "--help").stdout
+        self.assertIn("results/smollm2-135m-llamacpp/results.json", " ".join(help_text.split()))
+        self.assertTrue("results/smollm2-135m-llamacpp/results.json" in (REPO / "README.md").read_text(),
+                        "README must name the run paper/ is made from")
+
+    def finished_run(self) -> Path:
+        from fake_servers import FakeOllama
+        from helpers import FAST
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"]) as server:
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", str(out), "--episodes", "1",
+                                     *FAST])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_a_finished_run_in_a_read_only_folder_is_reported_and_analysed_elsewhere(self):
+        run = self.finished_run()
+        before = snapshot(run)
+        elsewhere = self.make_tmp() / "elsewhere"
+        with read_only(run):
+            code, stdout, err = run_main(["--models", "m:1", "--out", str(run), "--episodes", "1", "--quiet"])
+            self.assertEqual(code, 0, err)
+            self.assertIn("numeric-corruption rate", stdout)
+            self.assertIn("is read-only", stdout)
+            self.assertIn(f"analyze --results {run / 'results.json'} --out DIR", stdout)
+            code, stdout, err = run_main(["analyze", "--out", str(run)])
+            self.assertEqual(code, 0, err)
+            self.assertIn("is read-only", err)
+            code, stdout, err = run_main(["analyze", "--results", str(run / "results.json"), "--out", str(elsewhere)])
+            self.assertEqual(code, 0, err)
+            self.assertIn("Numeric-corruption rate", stdout)
+            code, _, err = run_main(["analyze", "--results", str(run / "results.json"), "--out", str(run / "x")])
+            self.assertEqual(code, 2)
+            self.assertIn("read-only", err)
+        self.assertEqual(snapshot(run), before)
+        self.assertEqual(sorted(snapshot(elsewhere)), ["RESULTS.md", "analysis.md",
+                                                       *[f"figures/{n}" for n, _ in mf.FIGURES], "report.html"])
+        self.assertEqual((elsewhere / "figures" / "fig_a_corruption.svg").read_bytes(),
+                         (run / "figures" / "fig_a_corruption.svg").read_bytes())
+        self.assertIn("from `run/results.json`", (elsewhere / "RESULTS.md").read_text())   # not the absolute path
+        self.assertIn("from `results.json`", (run / "RESULTS.md").read_text())
 
 
 if __name__ == "__main__":
-    unittest.main()
+    if sys.argv[1:] == ["--write-example"]:
+        EXAMPLE_SVG.write_text(example_svg(), encoding="utf-8")
+        print(f"wrote {EXAMPLE_SVG.relative_to(REPO)}")
+    else:
+        unittest.main()
