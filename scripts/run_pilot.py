@@ -26,7 +26,7 @@ import csv
 import dataclasses
 import datetime as _dt
 import email.utils
-import fcntl
+import errno
 import hashlib
 import http.client
 import importlib.util
@@ -49,6 +49,17 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+# The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
+# otherwise an exclusively created lock file holding the owner's process id (see RunLock).
+try:
+    import fcntl
+except ImportError:
+    fcntl = None
+try:
+    import msvcrt
+except ImportError:
+    msvcrt = None
 
 # ============================================================================================
 # Constants: the pinned design (PROTOCOL.md section 2) and this runner's defaults
@@ -77,7 +88,7 @@ RESULTS_ROOT = REPO_ROOT / "results"
 DEFAULT_RUN_NAME = "xr001"
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 
-EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 # Retry policy defaults (shown in --help): capped exponential backoff with full jitter.
 DEFAULT_RETRIES = 6
@@ -85,8 +96,12 @@ DEFAULT_BACKOFF_BASE_S = 2.0
 DEFAULT_BACKOFF_CAP_S = 60.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
+DEFAULT_GIVE_UP_AFTER_S = 180.0        # a server unreachable this long is taken for dead: the run stops
 PREFLIGHT_TIMEOUT_S = 1.5              # the "no server" message must come within 2 seconds
 MAX_RETRY_AFTER_S = 600.0
+# Bounds on the command line's numbers: anything beyond them is a typo, not a setting.
+MAX_EPISODES, MAX_CONCURRENCY, MAX_RETRIES = 10000, 256, 100
+MAX_DELAY_S, MAX_WAIT_S = 3600.0, 86400.0      # a retry delay or connect timeout; a reply timeout or give-up
 
 
 # ============================================================================================
@@ -99,11 +114,23 @@ class PilotError(Exception):
 
 
 class TransientError(PilotError):
-    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage)."""
+    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage).
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    `reason` is the short cause shown on the progress line; `unreachable` is true when no reply came
+    at all (refused, reset, timed out), which counts toward --give-up-after rather than --retries.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None, reason: str | None = None,
+                 unreachable: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.reason = reason or message
+        self.unreachable = unreachable
+
+    @property
+    def loading(self) -> bool:
+        """The server answered that the model is still loading (llama.cpp, vLLM, Ollama say so in a 503)."""
+        return not self.unreachable and "loading" in self.reason.lower()
 
 
 class FatalCallError(PilotError):
@@ -116,6 +143,26 @@ class FatalCallError(PilotError):
 
 class RunInterrupted(PilotError):
     exit_code = EXIT_INTERRUPTED
+
+
+class ServerGone(PilotError):
+    """The server has been unreachable for longer than --give-up-after: stop, fail nothing, resume later."""
+
+    exit_code = EXIT_CELLS_FAILED
+
+
+class DiskFull(PilotError):
+    """A write failed for lack of space; what was already journalled is intact."""
+
+    exit_code = EXIT_DISK_FULL
+
+    def __init__(self, path: Path | str, next_step: str = "free some space and run the same command again"):
+        super().__init__(f"the disk is full: could not write {path}; nothing already journalled was lost; {next_step}")
+        self.path = path
+
+
+def is_disk_full(err: OSError) -> bool:
+    return err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 # ============================================================================================
@@ -595,18 +642,23 @@ class HttpClient:
                 retry_after = parse_retry_after(err.headers.get("Retry-After"))
                 if retry_after is None and wait_ms:
                     retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
-                raise TransientError(f"{where}: HTTP {status} {message}", retry_after)
+                raise TransientError(f"{where}: HTTP {status} {message}", retry_after, f"HTTP {status} {message}")
             raise FatalCallError(f"{where}: HTTP {status} {message}", status)
         except urllib.error.URLError as err:
-            raise TransientError(f"{where}: cannot connect ({describe_net_error(err.reason)})")
+            reason = describe_net_error(err.reason)
+            raise TransientError(f"{where}: cannot connect ({reason})", reason=reason, unreachable=True)
         except (TimeoutError, socket.timeout):
-            raise TransientError(f"{where}: timed out waiting for the server")
+            raise TransientError(f"{where}: timed out waiting for the server", reason="timed out", unreachable=True)
         except (ConnectionError, http.client.HTTPException, OSError) as err:
-            raise TransientError(f"{where}: connection failed ({describe_net_error(err)})")
+            # A garbled reply still came from a live server; a dropped or refused connection did not.
+            reason = describe_net_error(err)
+            unreachable = isinstance(err, ConnectionError) or not isinstance(err, http.client.HTTPException)
+            raise TransientError(f"{where}: connection failed ({reason})", reason=reason, unreachable=unreachable)
         try:
             return json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)")
+            raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
+                                 reason="malformed JSON in the reply")
 
 
 def describe_net_error(reason: Any) -> str:
@@ -648,7 +700,7 @@ class OllamaBackend:
 
     @classmethod
     def from_args(cls, args) -> "OllamaBackend":
-        host = args.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        host = args.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
         return cls(host, args.connect_timeout, args.read_timeout)
 
     def start_hint(self) -> str:
@@ -765,6 +817,7 @@ class OpenAIBackend:
         base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
+        check_server_url(base_url, "--base-url" if args.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(args.api_key_env) or None
         return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
 
@@ -923,11 +976,18 @@ def fsync_dir(path: Path) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file, fsync, rename over the target, fsync the folder."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()                        # the target still holds its last complete version
+        except OSError:
+            pass
+        raise
     fsync_dir(path.parent)
 
 
@@ -953,13 +1013,20 @@ class Journal:
     def append(self, record: dict) -> None:
         path = self.path(record["model"], record["regime"])
         line = record_line(record)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            with self._lock_for(path):          # one whole line per write, never interleaved
-                os.write(fd, line)
-            os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
-        finally:
-            os.close(fd)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                with self._lock_for(path):          # one whole line per write, never interleaved
+                    written = 0
+                    while written < len(line):
+                        written += os.write(fd, line[written:])
+                os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
+            finally:
+                os.close(fd)
+        except OSError as err:
+            if is_disk_full(err):                    # a torn line is quarantined on resume
+                raise DiskFull(path) from None
+            raise
 
     def repair(self, model: str, regime: str) -> str | None:
         """Move a torn or unreadable last line aside to a quarantine file; say what was done."""
@@ -1071,7 +1138,12 @@ class Manifest:
         with self._lock:
             self.data["updated_at"] = utc_now()
             payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-            write_atomic(self.path, payload)
+            try:
+                write_atomic(self.path, payload)
+            except OSError as err:
+                if is_disk_full(err):
+                    raise DiskFull(self.path) from None
+                raise
 
     def set_cell(self, key: str, entry: dict) -> None:
         with self._lock:
@@ -1091,19 +1163,65 @@ class RetryPolicy:
     retries: int = DEFAULT_RETRIES
     backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
     backoff_cap_s: float = DEFAULT_BACKOFF_CAP_S
+    give_up_after_s: float = DEFAULT_GIVE_UP_AFTER_S
 
     def delay(self, attempt: int, retry_after: float | None, jitter: random.Random) -> float:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER_S)
-        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
+        # the exponent is bounded: an unreachable server is retried until --give-up-after, not --retries
+        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** min(attempt - 1, 60))
 
 
 class RunAborted(PilotError):
     """A failure every later call would share (unknown model, bad credentials): stop the run."""
 
 
+class ServerWatch:
+    """How long the server has been unreachable across consecutive calls; any reply resets the clock."""
+
+    def __init__(self):
+        self.unreachable_since: float | None = None
+        self._lock = threading.Lock()
+
+    def answered(self) -> None:
+        with self._lock:
+            self.unreachable_since = None
+
+    def unreachable_for(self) -> float:
+        """Seconds since the first of the current run of unreachable calls (starting the clock if needed)."""
+        with self._lock:
+            now = time.monotonic()
+            if self.unreachable_since is None:
+                self.unreachable_since = now
+            return now - self.unreachable_since
+
+
+def format_seconds(seconds: float, round_up: bool = False) -> str:
+    if seconds < 1:
+        return f"{max(seconds, 0.0):.1f} s"
+    return f"{math.ceil(seconds) if round_up else round(seconds)} s"
+
+
+def describe_retry(label: str, retry: dict, now: float) -> str:
+    """One line on a call that waits to be retried: what, why, which attempt, and when."""
+    wait_s = retry["next_at"] - now
+    when = f"next in {format_seconds(wait_s, round_up=True)}" if wait_s > 0 else "sent again, waiting for the reply"
+    if retry["unreachable_s"] is not None:
+        attempt = (f"attempt {retry['attempt']}, server unreachable for {format_seconds(retry['unreachable_s'])} "
+                   f"of {retry['give_up_after_s']:g} s")
+    else:
+        attempt = f"attempt {retry['attempt']}/{retry['attempts']}"
+    verb = "waiting for the model to load:" if retry["loading"] else "retrying"
+    return f"{verb} {label}: {retry['reason']} ({attempt}, {when})"
+
+
 class Progress:
-    """Cells and calls done, rate, ETA and failures on stderr; one live line on a terminal."""
+    """Cells and calls done, rate, ETA, failures and retries on stderr; one live line on a terminal.
+
+    Off a terminal a plain line comes every interval in every state (a ticker thread repeats it while
+    all workers wait on retries), and each retry gets its own line. The rate's clock starts at the first
+    reply, so the wait for a model to load does not skew the ETA.
+    """
 
     def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
                  quiet: bool = False, stream=None, interval_s: float = 5.0):
@@ -1114,17 +1232,37 @@ class Progress:
         self.done_cells, self.done_calls = done_cells, done_calls
         self.sent_calls, self.failed_cells = 0, 0
         self.started = time.monotonic()
+        self.first_reply_at: float | None = None
+        self.calls_since_first_reply = 0
+        self.retries: dict[str, dict] = {}      # call label -> the retry it waits for
         self.interval_s = interval_s
         self._last_print = 0.0
         self._lock = threading.Lock()
+        self._ticker_stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.sent_calls / elapsed * 60
+        now = time.monotonic()
         left = self.total_calls - self.done_calls
-        eta = f"{left / rate:.1f} min" if rate > 0 and left > 0 else ("0 min" if left <= 0 else "unknown")
-        return (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
+        rate = 0.0
+        if self.first_reply_at is not None:
+            rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
+        if left <= 0:
+            eta = "0 min"
+        elif rate > 0:
+            eta = f"{left / rate:.1f} min"
+        elif self.first_reply_at is None:
+            eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
+        else:
+            eta = "unknown"
+        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
                 f"{rate:.1f} calls/min, ETA {eta}, failed cells {self.failed_cells}")
+        if self.retries:
+            label, retry = next(iter(self.retries.items()))
+            text += "; " + describe_retry(label, retry, now)
+            if len(self.retries) > 1:
+                text += f"; {len(self.retries) - 1} more call(s) waiting to retry"
+        return text
 
     def update(self, calls: int = 0, cells: int = 0, failed: int = 0, force: bool = False) -> None:
         with self._lock:
@@ -1132,17 +1270,63 @@ class Progress:
             self.sent_calls += calls
             self.done_cells += cells
             self.failed_cells += failed
+            if calls and self.first_reply_at is None:
+                self.first_reply_at = time.monotonic()
+                calls -= 1
+            self.calls_since_first_reply += calls
+            self._show(force)
+
+    def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
+                 unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
+        """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
+        with self._lock:
+            retry = {"reason": reason, "attempt": attempt, "attempts": attempts, "next_at": time.monotonic() + delay_s,
+                     "loading": loading, "unreachable_s": unreachable_s, "give_up_after_s": give_up_after_s}
+            self.retries[label] = retry
             if self.quiet:
                 return
-            now = time.monotonic()
             if self.tty:
-                self.stream.write("\r" + self.line() + " " * 4)
-                if force:
-                    self.stream.write("\n")
-            elif force or now - self._last_print >= self.interval_s:
-                self.stream.write(self.line() + "\n")
-                self._last_print = now
-            self.stream.flush()
+                self._show(False)
+            else:
+                self.stream.write(describe_retry(label, retry, time.monotonic()) + "\n")
+                self.stream.flush()
+
+    def retry_over(self, label: str) -> None:
+        with self._lock:
+            self.retries.pop(label, None)
+
+    def _show(self, force: bool) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + self.line() + " " * 4)
+            if force:
+                self.stream.write("\n")
+        elif force or now - self._last_print >= self.interval_s:
+            self.stream.write(self.line() + "\n")
+            self._last_print = now
+        else:
+            return
+        self.stream.flush()
+
+    def _tick(self) -> None:
+        period = 1.0 if self.tty else max(self.interval_s, 0.2)
+        while not self._ticker_stop.wait(period):
+            with self._lock:
+                self._show(False)
+
+    def __enter__(self):
+        if not self.quiet:
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._ticker_stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        return False
 
 
 @dataclasses.dataclass
@@ -1158,6 +1342,7 @@ class RunContext:
     progress: Progress
     done: dict          # (model, regime) -> episode -> kind -> record, read back at start
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
+    watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
@@ -1171,20 +1356,48 @@ def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) ->
     return [{"role": "user", "content": content}]
 
 
-def send_with_retries(ctx: RunContext, request: ChatRequest) -> tuple[ChatResponse, dict, int, float]:
-    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once."""
+def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tuple[ChatResponse, dict, int, float]:
+    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
+
+    A server that answers with an error is retried --retries times. A server that does not answer at all
+    (refused, reset, timed out) is retried until it has been unreachable, across consecutive calls, for
+    --give-up-after seconds; then the run stops (ServerGone) and the cell is left unfinished, not FAILED.
+    """
+    policy = ctx.policy
     attempt = 0
-    while True:
-        attempt += 1
-        started = time.monotonic()
-        try:
-            response, wire = ctx.backend.chat(request)
-            return response, wire, attempt, time.monotonic() - started
-        except TransientError as err:
-            if attempt > ctx.policy.retries:
-                raise TransientError(f"gave up after {attempt} attempts: {err}") from None
-            if ctx.stop.wait(ctx.policy.delay(attempt, err.retry_after, ctx.jitter)):
-                raise RunInterrupted("interrupted while waiting to retry") from None
+    try:
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            try:
+                response, wire = ctx.backend.chat(request)
+            except FatalCallError:
+                ctx.watch.answered()
+                raise
+            except TransientError as err:
+                unreachable_s = None
+                delay = policy.delay(attempt, err.retry_after, ctx.jitter)
+                if err.unreachable:
+                    unreachable_s = ctx.watch.unreachable_for()
+                    left_s = policy.give_up_after_s - unreachable_s
+                    if left_s <= 0:
+                        raise ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has not answered for "
+                                         f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
+                                         f"{err.reason})") from None
+                    delay = min(delay, left_s)
+                else:
+                    ctx.watch.answered()
+                    if attempt > policy.retries:
+                        raise TransientError(f"gave up after {attempt} attempts: {err}") from None
+                ctx.progress.retrying(label, err.reason, attempt + 1, policy.retries + 1, delay, err.loading,
+                                      unreachable_s, policy.give_up_after_s)
+                if ctx.stop.wait(delay):
+                    raise RunInterrupted("interrupted while waiting to retry") from None
+            else:
+                ctx.watch.answered()
+                return response, wire, attempt, time.monotonic() - started
+    finally:
+        ctx.progress.retry_over(label)
 
 
 def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) -> str:
@@ -1225,7 +1438,8 @@ def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, s
     budget = COMPACTION_NUM_PREDICT if is_compaction else ANSWER_NUM_PREDICT
     request = ChatRequest(model=model, messages=tuple(messages), max_output_tokens=budget,
                           context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
-    response, wire, attempts, wall_s = send_with_retries(ctx, request)
+    label = f"{model} {regime.name} ep {episode_index} {spec.kind}"
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
     record = {
         "kind": spec.kind, "model": model, "regime": regime.name, "episode": episode_index,
         "messages": messages, "response": response.text, "thinking": response.reasoning,
@@ -1280,7 +1494,7 @@ def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: i
                     outcome[future.result()] += 1
                 except RunInterrupted:
                     pass
-                except RunAborted as err:
+                except (RunAborted, ServerGone, DiskFull) as err:
                     abort.append(err)
                     ctx.stop.set()
     ctx.progress.update(force=True)
@@ -1971,6 +2185,120 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+def check_server_url(url: str, source: str) -> str:
+    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given."""
+    text = url.strip()
+    candidate = text if "://" in text else "http://" + text
+    given = f"{source} {url!r}".strip()
+    example = "give an address like http://127.0.0.1:11434"
+    try:
+        parts = urllib.parse.urlsplit(candidate)
+        port = parts.port
+    except ValueError as err:
+        raise PilotError(f"{given} is not a server address ({err}); {example}") from None
+    if parts.scheme not in ("http", "https"):
+        raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")
+    if not parts.hostname:
+        raise PilotError(f"{given} names no host; {example}")
+    if port is not None and not 1 <= port <= 65535:
+        raise PilotError(f"{given} has port {port}, outside 1 to 65535; {example}")
+    return text
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "ip6-localhost"})
+
+
+def server_identity(url: str | None) -> tuple | None:
+    """What makes two addresses the same server: scheme, host (every loopback spelling is one), port, path."""
+    if not url:
+        return None
+    text = url.strip().rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(text if "://" in text else "http://" + text)
+        port = parts.port
+    except ValueError:
+        return (text,)
+    host = (parts.hostname or "").lower()
+    host = "loopback" if host in LOOPBACK_HOSTS or host.startswith("127.") else host
+    port = port or (443 if parts.scheme == "https" else 80)
+    path = parts.path.rstrip("/")
+    return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)
+
+
+def results_shape_problems(results: Any) -> list[str]:
+    """Every way a results bank is not one `analyze` can read (our format or the reference one)."""
+    if not isinstance(results, dict):
+        return [f"the file holds a {type(results).__name__}, not an object"]
+    problems = []
+
+    def is_int(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def string_list(field: str) -> list[str]:
+        value = results.get(field)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            problems.append(f"`{field}` is {'missing' if value is None else 'not a list of names'}")
+            return []
+        return value
+
+    def is_mean(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    string_list("models")
+    regimes = string_list("regimes")
+    probes = results.get("probes")
+    if not isinstance(probes, list):
+        problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
+        probes = []
+    seen = set()
+    for number, probe in enumerate(probes, 1):
+        where = f"probe {number}"
+        if not isinstance(probe, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        wrong = [f for f in ("model", "regime", "type", "class") if not isinstance(probe.get(f), str)]
+        wrong += [f for f in ("episode", "question_id") if not is_int(probe.get(f))]
+        if wrong:
+            problems.append(f"{where} has no usable {', '.join(wrong)}")
+            continue
+        if probe["class"] not in CLASSES:
+            problems.append(f"{where} has the unknown class {probe['class']!r} (known: {', '.join(CLASSES)})")
+        if regimes and probe["regime"] not in regimes:
+            problems.append(f"{where} has the regime {probe['regime']!r}, which `regimes` does not list")
+        if probe.get("answer") is not None and not is_int(probe.get("answer")):
+            problems.append(f"{where} has the answer {probe.get('answer')!r}, not an integer or null")
+        key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"])
+        if key in seen:
+            problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode {probe['episode']} "
+                            f"question {probe['question_id']}")
+        seen.add(key)
+    tokens = results.get("compaction_tokens", {})
+    if not isinstance(tokens, dict):
+        problems.append("`compaction_tokens` is not an object")
+    else:
+        for regime, entry in tokens.items():
+            by_model = entry.get("by_model", {}) if isinstance(entry, dict) else None
+            if not isinstance(by_model, dict) or not is_mean(entry.get("mean")) or not all(
+                    isinstance(v, dict) and is_mean(v.get("mean")) for v in by_model.values()):
+                problems.append(f"`compaction_tokens` for {regime} is not an object of means")
+    stage = results.get("compaction_stage", [])
+    if not isinstance(stage, list) or not all(
+            isinstance(row, dict) and isinstance(row.get("model"), str) and isinstance(row.get("regime"), str)
+            and all(is_int(row.get(f, 0)) for f in ("retained", "correct", "n_entities")) for row in stage):
+        problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
+    for field, kind in (("cells", dict), ("run", dict), ("calls", list)):
+        if results.get(field) is not None and not isinstance(results[field], kind):
+            problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
+    calls = results.get("calls")
+    if isinstance(calls, list) and not all(isinstance(c, dict) and all(isinstance(c.get(f), str)
+                                                                       for f in ("model", "regime", "kind"))
+                                           for c in calls):
+        problems.append("`calls` is not a list of objects with a model, a regime and a kind")
+    if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
+        problems.append("`n_episodes` is not a whole number")
+    return problems
+
+
 # ============================================================================================
 # Commands: each stage on its own, and the whole pilot
 # ============================================================================================
@@ -2043,8 +2371,14 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
     run_lock.acquire()
     try:
         manifest = open_manifest(run_dir, config, lock, args, tasks_path, models)
-        if args.concurrency not in manifest.data["concurrency_used"]:
-            manifest.data["concurrency_used"].append(args.concurrency)
+        # the same server under another spelling: the calls keep the configuration hash the run began with
+        config = dataclasses.replace(config, base_url=manifest.data["lock"]["base_url"])
+        used = manifest.data.setdefault("concurrency_used", [])
+        if used and args.concurrency not in used:
+            warn(f"resuming with --concurrency {args.concurrency}, but this run used {', '.join(map(str, used))} "
+                 f"before (recorded in the manifest): a server that batches parallel requests can change outputs")
+        if args.concurrency not in used:
+            used.append(args.concurrency)
         manifest.save()
         journal = Journal(run_dir)
         done = {}
@@ -2062,7 +2396,8 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                             interval_s=args.progress_interval)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
-                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap), stop, progress, done)
+                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
+                         progress, done)
 
         def hard_stop():
             manifest.save()
@@ -2070,13 +2405,22 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
 
-        with StopOnSignal(stop, hard_stop):
+        with StopOnSignal(stop, hard_stop), progress:
             outcome = run_cells(ctx, todo, args.concurrency)
         manifest.save()
     except RunInterrupted:
         manifest.save()
         print(f"interrupted; every completed call is saved. Resume with: {resume_command(args.argv)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except ServerGone as err:
+        manifest.save()
+        left = sum(1 for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE")
+        raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
+                         f"server, then resume with: {resume_command(args.argv)}") from None
+    except DiskFull as err:
+        # the manifest on disk is its last complete version; a cell it does not show as COMPLETE is
+        # rebuilt from the journal on resume without calling the model again
+        raise DiskFull(err.path, f"free some space, then resume with: {resume_command(args.argv)}") from None
     finally:
         run_lock.release()
     if outcome["FAILED"]:
@@ -2235,6 +2579,15 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
+                         f"--results at a results.json") from None
+    problems = results_shape_problems(results)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
+                         f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
+    try:
         if out_dir is None:
             analysis = gated_analysis(results, args.allow_partial)
         else:
@@ -2498,61 +2851,93 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", help="comma-separated model names as the server lists them, e.g. gemma3:4b")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
                         help="ollama: native /api/chat (default); openai: any /v1/chat/completions server")
-    parser.add_argument("--host", help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
-    parser.add_argument("--base-url", help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--host", type=url_argument(),
+                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", type=url_argument(),
+                        help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="name of the environment variable holding the API key (default: %(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
     parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
                         help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
                              "(template), reasoning_effort=none (effort), both (default) or none")
-    parser.add_argument("--concurrency", type=positive_int, default=1,
+    parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
                         help="cells run at once (default 1, the paper's setting). Calls inside a cell stay in "
                              "order. Warning: a server that batches parallel requests can change outputs even at "
                              "temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
                         "folder; combine the folders with `merge`")
-    parser.add_argument("--retries", type=nonnegative_int, default=DEFAULT_RETRIES,
-                        help="retries of a transient failure per call (default %(default)s)")
-    parser.add_argument("--backoff-base", type=float, default=DEFAULT_BACKOFF_BASE_S,
+    parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
+                        help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
+                             "(default %(default)s)")
+    parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_BASE_S,
                         help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
-    parser.add_argument("--backoff-cap", type=float, default=DEFAULT_BACKOFF_CAP_S,
+    parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_CAP_S,
                         help="longest retry delay in seconds (default %(default)s); Retry-After is honoured")
-    parser.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S,
-                        help="seconds to wait for a connection (default %(default)s)")
-    parser.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S,
+    parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_GIVE_UP_AFTER_S,
+                        help="stop the run when the server has not answered at all (refused, reset, timed out) "
+                             "for this many seconds across consecutive calls; no cell is marked FAILED for it, and "
+                             "the same command resumes (default %(default)s)")
+    parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
+                        default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
+    parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_READ_TIMEOUT_S,
                         help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
     parser.add_argument("--allow-code-change", action="store_true",
                         help="resume although scripts/run_pilot.py changed; recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
                         help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
+    parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
+                        help=argparse.SUPPRESS)
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
     parser.add_argument("--out", help=f"run folder (default: results/{DEFAULT_RUN_NAME}; "
                                       f"results/{DEFAULT_RUN_NAME}-eN for --episodes N)")
     if episodes:
-        parser.add_argument("--episodes", type=positive_int,
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help=f"use the first N episodes (default {N_EPISODES}); a smaller run gets its own folder")
         parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least `minimum`."""
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a number of at least {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum} to {maximum}, got {value}")
         return value
     return parse
 
 
-positive_int, nonnegative_int = whole_number(1), whole_number(0)
+def seconds_argument(minimum: float, maximum: float, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds from `minimum` (excluded if `above`) to `maximum`."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low_ok = value > minimum if above else value >= minimum
+        if not math.isfinite(value) or not low_ok or value > maximum:
+            bound = f"above {minimum:g}" if above else f"from {minimum:g}"
+            raise argparse.ArgumentTypeError(f"expected a number of seconds {bound} to {maximum:g}, got {text!r}")
+        return value
+    return parse
+
+
+def url_argument() -> Callable[[str], str]:
+    """An argparse type: a server address check_server_url accepts."""
+    def parse(text: str) -> str:
+        try:
+            return check_server_url(text, "")
+        except PilotError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return parse
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -2568,8 +2953,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     if command == "pilot":
         epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
             f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED; "
-            "130 interrupted (rerun the same command to resume)")
+            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED or the "
+            "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
+            "command to resume)")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
@@ -2588,7 +2974,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--models", help="comma-separated model names")
         parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
     elif command == "generate":
-        parser.add_argument("--episodes", type=positive_int, help=f"number of episodes (default {N_EPISODES})")
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
+                            help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json)")
         parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
     elif command == "merge":
@@ -2624,8 +3011,13 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as err:
-        print(f"error: {err.strerror or err} ({err.filename or 'file system'}); check the path and its "
-              f"permissions, or choose another folder with --out", file=sys.stderr)
+        where = err.filename or "file system"
+        if is_disk_full(err):
+            print(f"error: {DiskFull(where)}", file=sys.stderr)
+            return EXIT_DISK_FULL
+        elsewhere = {"generate": "write elsewhere with --tasks PATH", "merge": "merge into another folder"}
+        print(f"error: {err.strerror or err} ({where}); check the path and its permissions, or "
+              f"{elsewhere.get(command, 'choose another folder with --out')}", file=sys.stderr)
         return EXIT_USAGE
 
 
