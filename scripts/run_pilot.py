@@ -709,6 +709,12 @@ class OllamaBackend:
     def pull_hint(self, model: str) -> str:
         return f"ollama pull {model}"
 
+    def refusal_hint(self, status: int | None) -> str:
+        if status in (401, 403):
+            return ("; Ollama takes no key: if a proxy in front of it asks for one, put it in the address "
+                    "(--host http://user:password@host:port)")
+        return ""
+
     def server_info(self) -> dict:
         return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
 
@@ -804,8 +810,10 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
-                 thinking_control: str = "both"):
+                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY"):
         self.base_url = normalize_openai_url(base_url)
+        self.api_key_env = api_key_env
+        self.key_sent = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
@@ -819,13 +827,20 @@ class OpenAIBackend:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
         check_server_url(base_url, "--base-url" if args.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(args.api_key_env) or None
-        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
+        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control, args.api_key_env)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
 
     def pull_hint(self, model: str) -> str:
         return f"serve it under that id (vLLM --served-model-name {model}, llama-server -a {model})"
+
+    def refusal_hint(self, status: int | None) -> str:
+        if status not in (401, 403):
+            return ""
+        sent = "the key in" if self.key_sent else "no key was sent:"
+        return (f"; {sent} ${self.api_key_env} (set it to a key this server accepts, or name the variable that "
+                f"holds the key with --api-key-env)")
 
     def _models(self) -> list[dict]:
         data = self.preflight_http.request("GET", "/v1/models").get("data") or []
@@ -926,14 +941,19 @@ def preflight(backend, models: list[str]) -> dict:
         raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
                          f"{backend.start_hint()}") from None
     except FatalCallError as err:
-        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}") from None
+        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}"
+                         f"{backend.refusal_hint(err.status)}") from None
     available = [m for m in backend.list_models() if m]
+    missing = [m for m in models if m not in available and f"{m}:latest" not in available]
+    if missing:
+        have = ", ".join(sorted(available)) or "none"
+        names = ", ".join(f"'{m}'" for m in missing)
+        raise PilotError(f"{'model' if len(missing) == 1 else 'models'} {names} "
+                         f"{'is' if len(missing) == 1 else 'are'} not on the server at {redact_url(backend.base_url)} "
+                         f"(it has: {have}); get {'it' if len(missing) == 1 else 'them'} with: "
+                         f"{'; '.join(backend.pull_hint(m) for m in missing)}")
     info = {}
     for model in models:
-        if model not in available and f"{model}:latest" not in available:
-            have = ", ".join(sorted(available)) or "none"
-            raise PilotError(f"model '{model}' is not on the server at {redact_url(backend.base_url)} "
-                             f"(it has: {have}); get it with: {backend.pull_hint(model)}")
         try:
             info[model] = {"server": server, **backend.describe_model(model)}
         except PilotError as err:
@@ -945,10 +965,13 @@ def preflight(backend, models: list[str]) -> dict:
 # Run folder (PROTOCOL.md section 6): fsynced journal, atomic manifest, one writer at a time
 # ============================================================================================
 def safe_name(model: str) -> str:
-    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path."""
+    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path, never hidden
+    (a leading dot) or read as an option (a leading dash)."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", model)
     if name.strip(".") == "" or len(name) > 100:
-        name = name[:60].strip(".") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+        name = (name[:60].strip("._-") or "model") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+    if name[0] in ".-":
+        name = "_" + name
     return name
 
 
@@ -1088,30 +1111,114 @@ def records_digest(records: list[dict]) -> str:
 
 
 class RunLock:
-    """An fcntl lock on <run>/.lock; released by the kernel when the holder dies, so never stale."""
+    """One runner per folder: <run>/.lock, holding the owner's process id.
+
+    Where the platform has fcntl (POSIX) or msvcrt (Windows), the operating system holds the lock and drops
+    it when the holder dies, so it is never stale. Elsewhere the lock is the file itself, created exclusively;
+    a lock file whose process is gone is stale and is taken over.
+    """
+
+    MSVCRT_OFFSET = 1 << 20             # msvcrt locks a byte past the process id, so a refused runner can read it
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / ".lock"
         self.fd: int | None = None
+        self.method = "fcntl" if fcntl else "msvcrt" if msvcrt else "exclusive file"
+        self.owns_file = False
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.method == "exclusive file":
+            self._acquire_file()
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.lseek(fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.lseek(fd, 0, os.SEEK_SET)
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
-                             f"to finish or stop it, or use --out for a separate run") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+            self._refuse(holder)
+        if fcntl:
+            os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, str(os.getpid()).encode("ascii").ljust(20))   # padded: msvcrt cannot truncate under a lock
         self.fd = fd
+
+    def _acquire_file(self) -> None:
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+            except FileExistsError:
+                holder = self._holder_of_file()
+                if holder is None:
+                    continue                    # stale, removed: try again
+                self._refuse(holder)
+            try:
+                os.write(fd, str(os.getpid()).encode("ascii"))
+            finally:
+                os.close(fd)
+            self.owns_file = True
+            return
+        self._refuse("unknown")
+
+    def _holder_of_file(self) -> str | None:
+        """The live holder of an existing lock file, or None after removing a stale one."""
+        try:
+            text = self.path.read_text(encoding="ascii", errors="replace").strip()
+            age_s = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if text.isdigit() and process_alive(int(text)):
+            return text
+        if not text.isdigit() and age_s < 10:
+            return "unknown"                    # being written by a runner that has just started
+        try:
+            self.path.unlink()                  # left by a runner that died
+        except FileNotFoundError:
+            pass
+        return None
+
+    def _refuse(self, holder: str):
+        raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
+                         f"to finish or stop it, or use --out for a separate run (if no runner is running, "
+                         f"remove {self.path})")
 
     def release(self) -> None:
         if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            if fcntl:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            else:
+                os.lseek(self.fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(self.fd, msvcrt.LK_UNLCK, 1)
             os.close(self.fd)
             self.fd = None
+        if self.owns_file:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            self.owns_file = False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process id is in use; where that cannot be asked safely, assume it is."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True                             # os.kill on Windows would end the process, not probe it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 class Manifest:
@@ -1128,10 +1235,10 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
-                             f"changed; restore it from a backup or start a separate run with --out") from None
+                             f"changed; restore it from a backup, or start a separate run in a new folder") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
             raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
-                             f"restore it or start a separate run with --out")
+                             f"restore it, or start a separate run in a new folder")
         return cls(path, data)
 
     def save(self) -> None:
@@ -1423,7 +1530,7 @@ def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) ->
                                     "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
-            raise RunAborted(f"{model}: {err}") from None
+            raise RunAborted(f"{model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
         return "FAILED"
     ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
                                 "status": "COMPLETE", "n_calls": len(records), "reason": None,
@@ -2058,8 +2165,13 @@ def render_probes_csv(results: dict) -> str:
     fields = ["model", "regime", "episode", "question_id", "type", "truth", "answer", "class"]
     writer.writerow(fields)
     for probe in results["probes"]:
-        writer.writerow(["" if probe.get(f) is None else probe.get(f) for f in fields])
+        writer.writerow(["" if probe.get(f) is None else spreadsheet_safe(probe.get(f)) for f in fields])
     return buf.getvalue()
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula (= + - @ first) is kept as text with a leading '."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value
 
 
 # ============================================================================================
@@ -2137,8 +2249,11 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     diffs = []
     for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
                   "n_episodes", "regimes"):
-        if field not in ignore and recorded.get(field) != current.get(field):
-            diffs.append(f"{field} ({short(recorded.get(field))} -> {short(current.get(field))})")
+        old, new = recorded.get(field), current.get(field)
+        # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
+        same = server_identity(old) == server_identity(new) if field == "base_url" else old == new
+        if field not in ignore and not same:
+            diffs.append(f"{field} ({short(old)} -> {short(new)})")
     for model, info in current.get("models", {}).items():
         old = recorded.get("models", {}).get(model)
         if old and old.get("digest") != info.get("digest"):
@@ -2319,6 +2434,7 @@ def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, mo
         "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256, "models": list(models),
         "regimes": list(REGIME_NAMES), "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
         "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
+        "base_url_spellings": [config.base_url],
     })
 
 
@@ -2352,6 +2468,9 @@ def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path
             manifest.data["amendments"].append({"at": utc_now(), "what": f"server version for {model} changed",
                                                 "from": old.get("server"), "to": info.get("server")})
             old["server"] = info.get("server")
+    spellings = manifest.data.setdefault("base_url_spellings", [recorded.get("base_url")])
+    if lock["base_url"] not in spellings:
+        spellings.append(lock["base_url"])
     manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
     return manifest
 
@@ -2470,6 +2589,11 @@ def command_run(args, then_analyze: bool = False) -> int:
     elif not args.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
     if not then_analyze:
+        if code == EXIT_OK:
+            print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
+                  f"`analyze --out {shlex.quote(str(run_dir))}`" if not args.shard else
+                  f"next: when every shard is done, combine them with `python3 scripts/run_pilot.py merge OUT "
+                  f"SHARD_DIR...` (the analysis is made there)")
         return code
     if args.shard:
         print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
@@ -2543,18 +2667,46 @@ def command_pilot(args) -> int:
     return command_run(args, then_analyze=True)
 
 
-def load_run(run_dir: Path) -> tuple[Manifest, dict]:
+def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
-        raise PilotError(f"no run at {run_dir} (no manifest.json); run the pilot first, or pass --out <run folder>")
+        raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
-    tasks_path = REPO_ROOT / manifest.data["tasks"] if not Path(manifest.data["tasks"]).is_absolute() \
-        else Path(manifest.data["tasks"])
+    tasks_path = run_tasks_path(manifest.data)
     tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"])
     if sha != manifest.data["tasks_sha256"]:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
                          f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
     return manifest, tasks
+
+
+def run_tasks_path(manifest: dict) -> Path:
+    """The tasks file a run was made from, as its manifest records it (relative to the repository)."""
+    recorded = Path(manifest["tasks"])
+    return recorded if recorded.is_absolute() else REPO_ROOT / recorded
+
+
+def run_command_for(run_dir: Path, manifest: dict) -> str:
+    """The command that resumes (or finishes) a run folder, rebuilt from what its manifest recorded."""
+    lock = manifest.get("lock") or {}
+    argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
+    if manifest.get("n_episodes") != N_EPISODES:
+        argv += ["--episodes", str(manifest.get("n_episodes"))]
+    if manifest.get("tasks") and run_tasks_path(manifest).resolve() != TASKS_PATH.resolve():
+        argv += ["--tasks", manifest["tasks"]]
+    if lock.get("backend") == "openai":
+        argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
+        controls = {info.get("thinking_control") for info in (lock.get("models") or {}).values()} - {None, "both"}
+        if len(controls) == 1:
+            argv += ["--thinking-control", controls.pop()]
+    elif lock.get("base_url"):
+        argv += ["--host", lock["base_url"]]
+    if manifest.get("shard"):
+        argv += ["--shard", "/".join(map(str, manifest["shard"]))]
+    used = manifest.get("concurrency_used") or []
+    if used and used[-1] != 1:
+        argv += ["--concurrency", str(used[-1])]
+    return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
 def command_score(args) -> int:
@@ -2576,7 +2728,10 @@ def command_analyze(args) -> int:
         out_dir = resolve_run_dir(args)
         results_path = out_dir / "results.json"
     if not results_path.exists():
-        raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
+        if args.results:
+            raise PilotError(f"no file at {results_path}; point --results at a results.json")
+        raise PilotError(f"no results.json at {results_path}; score the run first with "
+                         f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
@@ -2644,19 +2799,24 @@ def command_status(args) -> int:
     for key, reason in failed:
         print(f"FAILED {key}: {reason}")
     left = totals["FAILED"] + totals["partial"] + totals["not started"]
-    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else "; rerun the run command to finish"))
+    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
+                                                          f"; finish them with: {run_command_for(run_dir, data)}"))
     return EXIT_OK
 
 
 def command_plan(args) -> int:
-    tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
-    tasks, _ = load_tasks(tasks_path, args.episodes)
     run_dir = resolve_run_dir(args)
     manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
-    models = parse_models(args.models) or (manifest.data["models"] if manifest else [])
+    # An existing run is planned as it was made (its episodes, tasks, models and shard), as `status` counts it.
+    recorded = manifest.data if manifest else {}
+    episodes = args.episodes if args.episodes is not None else recorded.get("n_episodes")
+    tasks_path = Path(args.tasks) if args.tasks else run_tasks_path(recorded) if recorded else TASKS_PATH
+    tasks, _ = load_tasks(tasks_path, episodes)
+    models = parse_models(args.models) or recorded.get("models", [])
     if not models:
         raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
-    cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+    shard = args.shard or (tuple(recorded["shard"]) if recorded.get("shard") else None)
+    cells = selected_cells(models, len(tasks["episodes"]), shard)
     estimate = plan_estimate(tasks, cells, manifest.data if manifest else None)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
@@ -2774,7 +2934,7 @@ def command_merge(args) -> int:
         raise PilotError(f"{out} already holds a run; merge into a new folder")
     shards = []
     for folder in args.shard_dirs:
-        manifest, tasks = load_run(Path(folder))
+        manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
         shards.append((Path(folder), manifest.data, tasks))
     reference = shards[0][1]["lock"]
     cells: dict = {}
@@ -2822,7 +2982,8 @@ def command_merge(args) -> int:
     results = write_results(out, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
         print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
-              f"shards and merge again, or analyse with `analyze --out {out} --allow-partial`")
+              f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
+              f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
     analysis = write_analysis(out, results, allow_partial=False)
     outputs = write_figures_and_report(out, results)

@@ -1,9 +1,13 @@
 """Running it for real: visible retries, a dead server, bad input, a full disk, resume rules, hints, portability."""
+import csv
 import errno
 import io
 import json
 import os
 import re
+import subprocess
+import sys
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -279,10 +283,11 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
             self.assertIn("nothing already journalled was lost", err)
             self.assertIn("resume with: python3", err)
             sent = server.chat_count()
-            self.assertEqual(sent, 21)
+            journalled = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
+            self.assertEqual(sent, journalled + 1)                  # the call whose record could not be written
             code, _, err = run_main(argv)
             self.assertEqual(code, 0, err)
-            self.assertEqual(server.chat_count() - sent, CALLS_2_EPISODES - 20)   # the 20 journalled calls kept
+            self.assertEqual(server.chat_count() - sent, CALLS_2_EPISODES - journalled)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
 
     def test_full_disk_while_saving_the_manifest(self):
@@ -313,6 +318,270 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
     def test_exit_code_is_documented(self):
         self.assertIn("4 the disk is full", " ".join(rp.build_parser("pilot").format_help().split()))
         self.assertIn("4 the disk is full", (rp.REPO_ROOT / "README.md").read_text())
+
+
+
+# ------------------------------------------------------------------------------------------
+# 5. Resume is forgiving where it is safe
+# ------------------------------------------------------------------------------------------
+class ForgivingResumeTest(TempDirMixin, unittest.TestCase):
+    def setUp(self):
+        self.server = FakeOllama(models=[MODEL]).__enter__()
+        self.addCleanup(self.server.__exit__, None, None, None)
+        self.port = self.server.httpd.server_address[1]
+        self.out = self.make_tmp() / "run"
+        code, _, err = run_main(["run", "--models", MODEL, "--host", self.server.url, "--out", str(self.out),
+                                 "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+        self.unfinish()
+
+    def unfinish(self):
+        """Forget that R2 finished, so that a resume has a cell to run."""
+        path = self.out / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["cells"].pop(f"{MODEL}|R2|0", None)
+        path.write_text(json.dumps(manifest))
+        raw = self.out / "raw" / "gemma3_4b_R2.jsonl"
+        if raw.exists():
+            raw.unlink()
+
+    def resume(self, *extra, env=None):
+        with mock.patch.dict(os.environ, env or {}):
+            return run_main(["run", "--models", MODEL, "--out", str(self.out), "--episodes", "1", *FAST, *extra])
+
+    def manifest(self) -> dict:
+        return json.loads((self.out / "manifest.json").read_text())
+
+    def test_the_same_server_under_another_spelling(self):
+        spellings = {
+            "localhost": (["--host", f"http://localhost:{self.port}"], {}, f"http://localhost:{self.port}"),
+            "OLLAMA_HOST without a scheme": ([], {"OLLAMA_HOST": f"127.0.0.1:{self.port}"}, self.server.url),
+            "trailing slash": (["--host", f"http://localhost:{self.port}/"], {}, f"http://localhost:{self.port}"),
+        }
+        for label, (extra, env, recorded) in spellings.items():
+            with self.subTest(label):
+                self.unfinish()
+                code, _, err = self.resume(*extra, env=env)
+                self.assertEqual(code, 0, err)
+                manifest = self.manifest()
+                self.assertEqual(manifest["lock"]["base_url"], self.server.url)
+                self.assertIn(recorded, manifest["base_url_spellings"])
+                self.assertEqual(manifest["cells"][f"{MODEL}|R2|0"]["status"], "COMPLETE")
+        self.assertEqual(self.manifest()["base_url_spellings"], [self.server.url, f"http://localhost:{self.port}"])
+        # every record of the run carries the configuration hash the run began with
+        hashes = {json.loads(line)["config_sha256"] for path in (self.out / "raw").glob("*.jsonl")
+                  for line in path.read_text().splitlines()}
+        self.assertEqual(hashes, {self.manifest()["lock"]["config_sha256"]})
+
+    def test_another_server_is_still_refused(self):
+        with FakeOllama(models=[MODEL]) as other:
+            code, _, err = self.resume("--host", other.url)
+        self.assertEqual(code, 2)
+        self.assertIn("base_url", err)
+
+    def test_another_concurrency_is_allowed_warned_once_and_recorded(self):
+        code, _, err = self.resume("--host", self.server.url, "--concurrency", "2")
+        self.assertEqual(code, 0, err)
+        warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+        self.assertEqual(len(warnings), 1, err)
+        self.assertIn("resuming with --concurrency 2, but this run used 1 before", warnings[0])
+        self.assertEqual(self.manifest()["concurrency_used"], [1, 2])
+
+    def test_plan_counts_the_runs_episodes_and_models_as_status_does(self):
+        code, plan, _ = run_main(["plan", "--out", str(self.out)])
+        self.assertEqual(code, 0)
+        self.assertIn("total: 32 calls (20 done)", plan)
+        self.assertIn(f"| {MODEL} | R2 | 1 | 12 | 0 |", plan)
+        code, status, _ = run_main(["status", "--out", str(self.out)])
+        self.assertEqual(code, 0)
+        self.assertIn("2 complete, 1 left", status)
+
+
+# ------------------------------------------------------------------------------------------
+# 6. Every hint is right
+# ------------------------------------------------------------------------------------------
+class HintsTest(TempDirMixin, unittest.TestCase):
+    def test_a_refused_key_names_the_variable_and_the_option(self):
+        from fake_servers import FakeOpenAI
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.api_key = "sk-right"
+            for label, extra, env, expected in (
+                    ("wrong key", [], {"OPENAI_API_KEY": "sk-wrong"}, "the key in $OPENAI_API_KEY"),
+                    ("no key in a named variable", ["--api-key-env", "MY_KEY"], {"MY_KEY": ""},
+                     "no key was sent: $MY_KEY")):
+                with self.subTest(label), mock.patch.dict(os.environ, env):
+                    out = self.make_tmp() / "run"
+                    code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                             "--out", str(out), *extra, *FAST])
+                    self.assertEqual(code, 2)
+                    assert_one_clean_error(self, err)
+                    self.assertIn(expected, err)
+                    self.assertIn("--api-key-env", err)
+                    self.assertNotIn("sk-wrong", err)
+
+    def test_every_missing_model_is_named(self):
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["run", "--models", f"a:1,{MODEL},b:2", "--host", server.url, "--out",
+                                     str(self.make_tmp() / "run"), *FAST])
+        self.assertEqual(code, 2)
+        assert_one_clean_error(self, err)
+        self.assertIn("models 'a:1', 'b:2' are not on the server", err)
+        self.assertIn("ollama pull a:1; ollama pull b:2", err)
+
+    def test_generate_and_merge_never_suggest_an_option_they_do_not_take(self):
+        root = self.make_tmp()
+        (root / "file").write_text("not a folder")
+        code, _, err = run_main(["generate", "--tasks", str(root / "file" / "tasks.json")])
+        self.assertEqual(code, 2)
+        assert_one_clean_error(self, err)
+        self.assertNotIn("--out", err)
+        self.assertIn("--tasks", err)
+        code, _, err = run_main(["merge", str(root / "merged"), str(root / "no-such-shard")])
+        self.assertEqual(code, 2)
+        assert_one_clean_error(self, err)
+        self.assertNotIn("--out", err)
+
+    def test_merge_advice_on_an_incomplete_bank_works(self):
+        root = self.make_tmp()
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(root / "s1"),
+                                     "--episodes", "1", "--shard", "1/2", *FAST])
+            self.assertEqual(code, 0, err)
+            code, stdout, _ = run_main(["merge", str(root / "half"), str(root / "s1")])
+            self.assertEqual(code, 3)
+            self.assertIn("merge them again into a new folder (or remove", stdout)
+            self.assertIn("--allow-partial", stdout)
+            code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(root / "s2"),
+                                     "--episodes", "1", "--shard", "2/2", *FAST])
+            self.assertEqual(code, 0, err)
+        code, _, err = run_main(["merge", str(root / "whole"), str(root / "s1"), str(root / "s2")])
+        self.assertEqual(code, 0, err)
+        code, analysis, _ = run_main(["analyze", "--out", str(root / "half"), "--allow-partial"])
+        self.assertEqual(code, 0)
+
+    def test_status_prints_the_command_that_resumes_and_it_does(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("status", 400, {"error": "bad"})]
+            code, _, _ = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                   "--episodes", "2", "--concurrency", "2", *FAST])
+            self.assertEqual(code, 3)
+            code, status, _ = run_main(["status", "--out", str(out)])
+            self.assertEqual(code, 0)
+            command = status.strip().splitlines()[-1].split("finish them with: ", 1)[1]
+            self.assertEqual(command, f"python3 scripts/run_pilot.py --out {out} --models {MODEL} --episodes 2 "
+                                      f"--host {server.url} --concurrency 2")
+            argv = command.split()[2:]
+            code, _, err = run_main([*argv, *FAST])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(err.count("warning:"), 0)
+
+    def test_run_says_what_comes_next(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            code, stdout, _ = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                        "--episodes", "1", *FAST])
+        self.assertEqual(code, 0)
+        self.assertIn(f"next: score the run with `python3 scripts/run_pilot.py score --out {out}`", stdout)
+
+
+# ------------------------------------------------------------------------------------------
+# 7. Portable: the folder lock without fcntl, safe file names, spreadsheet-safe CSV
+# ------------------------------------------------------------------------------------------
+HOLD_LOCK_WITHOUT_FCNTL = """
+import sys, time, importlib.util
+sys.modules["fcntl"] = None
+sys.modules["msvcrt"] = None
+spec = importlib.util.spec_from_file_location("run_pilot_nofcntl", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+lock = module.RunLock(module.Path(sys.argv[2]))
+lock.acquire()
+print(lock.method, flush=True)
+time.sleep(60)
+"""
+
+
+class PortableLockTest(TempDirMixin, unittest.TestCase):
+    def load_without_fcntl(self):
+        from helpers import load_module
+        with mock.patch.dict(sys.modules, {"fcntl": None, "msvcrt": None}):
+            module = load_module("run_pilot_without_fcntl", rp.REPO_ROOT / "scripts" / "run_pilot.py")
+        self.addCleanup(sys.modules.pop, "run_pilot_without_fcntl", None)
+        return module
+
+    def run_without_fcntl(self, module, argv):
+        import contextlib
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = module.main(argv)
+        return code, err.getvalue()
+
+    def test_the_runner_never_imports_fcntl_unconditionally(self):
+        source = (rp.REPO_ROOT / "scripts" / "run_pilot.py").read_text()
+        self.assertIsNone(re.search(r"^import fcntl", source, re.MULTILINE))
+
+    def test_two_runners_on_one_folder_without_fcntl(self):
+        module = self.load_without_fcntl()
+        self.assertEqual(module.RunLock(Path(".")).method, "exclusive file")
+        out = self.make_tmp() / "run"
+        out.mkdir()
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK_WITHOUT_FCNTL,
+                                   str(rp.REPO_ROOT / "scripts" / "run_pilot.py"), str(out)],
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(holder.stdout.close)
+        self.addCleanup(lambda: holder.poll() is None and (holder.kill(), holder.wait()))
+        self.assertEqual(holder.stdout.readline().strip(), "exclusive file")
+        with FakeOllama(models=[MODEL]) as server:
+            argv = ["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1", *FAST]
+            code, err = self.run_without_fcntl(module, argv)
+            self.assertEqual(code, 2)
+            assert_one_clean_error(self, err)
+            self.assertIn(f"another runner (process {holder.pid})", err)
+            self.assertEqual(server.chat_count(), 0)
+            holder.kill()                       # a dead holder leaves its lock file behind ...
+            holder.wait()
+            self.assertTrue((out / ".lock").exists())
+            code, err = self.run_without_fcntl(module, argv)   # ... which does not block the next runner
+            self.assertEqual(code, 0, err)
+        self.assertFalse((out / ".lock").exists())
+
+    def test_a_lock_file_being_written_is_respected_and_an_old_unreadable_one_is_not(self):
+        module = self.load_without_fcntl()
+        out = self.make_tmp()
+        (out / ".lock").write_text("")
+        with self.assertRaises(module.PilotError):
+            module.RunLock(out).acquire()
+        old = time.time() - 60
+        os.utime(out / ".lock", (old, old))
+        lock = module.RunLock(out)
+        lock.acquire()
+        self.assertEqual((out / ".lock").read_text(), str(os.getpid()))
+        lock.release()
+
+
+class SafeNamesTest(TempDirMixin, unittest.TestCase):
+    def test_file_names_never_start_with_a_dot_or_a_dash(self):
+        for model in (".hidden", "-rf", "..", "...", "--", ".-x", "-" * 200, "." * 200):
+            with self.subTest(model=model):
+                name = rp.safe_name(model)
+                self.assertNotIn(name[0], ".-")
+                self.assertRegex(name, r"^[A-Za-z0-9._-]{1,100}$")
+        self.assertEqual(rp.safe_name("gemma3:4b"), "gemma3_4b")
+
+    def test_formula_like_model_names_are_quoted_in_probes_csv(self):
+        models = ["=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", MODEL]
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=models) as server:
+            code, _, err = run_main(["run", "--models=" + ",".join(models), "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", *FAST])
+            self.assertEqual(code, 0, err)
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+        with open(out / "probes.csv", newline="") as fh:
+            written = {row["model"] for row in csv.DictReader(fh)}
+        self.assertEqual(written, {"'=cmd|' /C calc'!A0", "'+1", "'-x", "'@SUM(A1)", MODEL})
+        self.assertFalse([p for p in (out / "raw").iterdir() if p.name[0] in ".-"])
 
 
 if __name__ == "__main__":
