@@ -26,7 +26,7 @@ import csv
 import dataclasses
 import datetime as _dt
 import email.utils
-import fcntl
+import errno
 import hashlib
 import http.client
 import importlib.util
@@ -49,6 +49,17 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+# The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
+# otherwise an exclusively created lock file holding the owner's process id (see RunLock).
+try:
+    import fcntl
+except ImportError:
+    fcntl = None
+try:
+    import msvcrt
+except ImportError:
+    msvcrt = None
 
 # ============================================================================================
 # Constants: the pinned design (PROTOCOL.md section 2) and this runner's defaults
@@ -80,7 +91,7 @@ RESULTS_ROOT = REPO_ROOT / "results"
 DEFAULT_RUN_NAME = "xr001"
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 
-EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 # Retry policy defaults (shown in --help): capped exponential backoff with full jitter.
 DEFAULT_RETRIES = 6
@@ -88,8 +99,12 @@ DEFAULT_BACKOFF_BASE_S = 2.0
 DEFAULT_BACKOFF_CAP_S = 60.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
+DEFAULT_GIVE_UP_AFTER_S = 180.0        # a server unreachable this long is taken for dead: the run stops
 PREFLIGHT_TIMEOUT_S = 1.5              # the "no server" message must come within 2 seconds
 MAX_RETRY_AFTER_S = 600.0
+# Bounds on the command line's numbers: anything beyond them is a typo, not a setting.
+MAX_EPISODES, MAX_CONCURRENCY, MAX_RETRIES = 10000, 256, 100
+MAX_DELAY_S, MAX_WAIT_S = 3600.0, 86400.0      # a retry delay or connect timeout; a reply timeout or give-up
 
 
 # ============================================================================================
@@ -102,11 +117,23 @@ class PilotError(Exception):
 
 
 class TransientError(PilotError):
-    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage)."""
+    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage).
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    `reason` is the short cause shown on the progress line; `unreachable` is true when no reply came
+    at all (refused, reset, timed out), which counts toward --give-up-after rather than --retries.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None, reason: str | None = None,
+                 unreachable: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.reason = reason or message
+        self.unreachable = unreachable
+
+    @property
+    def loading(self) -> bool:
+        """The server answered that the model is still loading (llama.cpp, vLLM, Ollama say so in a 503)."""
+        return not self.unreachable and "loading" in self.reason.lower()
 
 
 class FatalCallError(PilotError):
@@ -119,6 +146,26 @@ class FatalCallError(PilotError):
 
 class RunInterrupted(PilotError):
     exit_code = EXIT_INTERRUPTED
+
+
+class ServerGone(PilotError):
+    """The server has been unreachable for longer than --give-up-after: stop, fail nothing, resume later."""
+
+    exit_code = EXIT_CELLS_FAILED
+
+
+class DiskFull(PilotError):
+    """A write failed for lack of space; what was already journalled is intact."""
+
+    exit_code = EXIT_DISK_FULL
+
+    def __init__(self, path: Path | str, next_step: str = "free some space and run the same command again"):
+        super().__init__(f"the disk is full: could not write {path}; nothing already journalled was lost; {next_step}")
+        self.path = path
+
+
+def is_disk_full(err: OSError) -> bool:
+    return err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 # ============================================================================================
@@ -606,18 +653,23 @@ class HttpClient:
                 retry_after = parse_retry_after(err.headers.get("Retry-After"))
                 if retry_after is None and wait_ms:
                     retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
-                raise TransientError(f"{where}: HTTP {status} {message}", retry_after)
+                raise TransientError(f"{where}: HTTP {status} {message}", retry_after, f"HTTP {status} {message}")
             raise FatalCallError(f"{where}: HTTP {status} {message}", status)
         except urllib.error.URLError as err:
-            raise TransientError(f"{where}: cannot connect ({describe_net_error(err.reason)})")
+            reason = describe_net_error(err.reason)
+            raise TransientError(f"{where}: cannot connect ({reason})", reason=reason, unreachable=True)
         except (TimeoutError, socket.timeout):
-            raise TransientError(f"{where}: timed out waiting for the server")
+            raise TransientError(f"{where}: timed out waiting for the server", reason="timed out", unreachable=True)
         except (ConnectionError, http.client.HTTPException, OSError) as err:
-            raise TransientError(f"{where}: connection failed ({describe_net_error(err)})")
+            # A garbled reply still came from a live server; a dropped or refused connection did not.
+            reason = describe_net_error(err)
+            unreachable = isinstance(err, ConnectionError) or not isinstance(err, http.client.HTTPException)
+            raise TransientError(f"{where}: connection failed ({reason})", reason=reason, unreachable=unreachable)
         try:
             return json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)")
+            raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
+                                 reason="malformed JSON in the reply")
 
 
 def describe_net_error(reason: Any) -> str:
@@ -659,7 +711,7 @@ class OllamaBackend:
 
     @classmethod
     def from_args(cls, args) -> "OllamaBackend":
-        host = args.host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        host = args.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
         return cls(host, args.connect_timeout, args.read_timeout)
 
     def start_hint(self) -> str:
@@ -667,6 +719,12 @@ class OllamaBackend:
 
     def pull_hint(self, model: str) -> str:
         return f"ollama pull {model}"
+
+    def refusal_hint(self, status: int | None) -> str:
+        if status in (401, 403):
+            return ("; Ollama takes no key: if a proxy in front of it asks for one, put it in the address "
+                    "(--host http://user:password@host:port)")
+        return ""
 
     def server_info(self) -> dict:
         return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
@@ -763,8 +821,10 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
-                 thinking_control: str = "both"):
+                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY"):
         self.base_url = normalize_openai_url(base_url)
+        self.api_key_env = api_key_env
+        self.key_sent = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
@@ -776,14 +836,22 @@ class OpenAIBackend:
         base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
+        check_server_url(base_url, "--base-url" if args.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(args.api_key_env) or None
-        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control)
+        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control, args.api_key_env)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
 
     def pull_hint(self, model: str) -> str:
         return f"serve it under that id (vLLM --served-model-name {model}, llama-server -a {model})"
+
+    def refusal_hint(self, status: int | None) -> str:
+        if status not in (401, 403):
+            return ""
+        sent = "the key in" if self.key_sent else "no key was sent:"
+        return (f"; {sent} ${self.api_key_env} (set it to a key this server accepts, or name the variable that "
+                f"holds the key with --api-key-env)")
 
     def _models(self) -> list[dict]:
         data = self.preflight_http.request("GET", "/v1/models").get("data") or []
@@ -884,14 +952,19 @@ def preflight(backend, models: list[str]) -> dict:
         raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
                          f"{backend.start_hint()}") from None
     except FatalCallError as err:
-        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}") from None
+        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}"
+                         f"{backend.refusal_hint(err.status)}") from None
     available = [m for m in backend.list_models() if m]
+    missing = [m for m in models if m not in available and f"{m}:latest" not in available]
+    if missing:
+        have = ", ".join(sorted(available)) or "none"
+        names = ", ".join(f"'{m}'" for m in missing)
+        raise PilotError(f"{'model' if len(missing) == 1 else 'models'} {names} "
+                         f"{'is' if len(missing) == 1 else 'are'} not on the server at {redact_url(backend.base_url)} "
+                         f"(it has: {have}); get {'it' if len(missing) == 1 else 'them'} with: "
+                         f"{'; '.join(backend.pull_hint(m) for m in missing)}")
     info = {}
     for model in models:
-        if model not in available and f"{model}:latest" not in available:
-            have = ", ".join(sorted(available)) or "none"
-            raise PilotError(f"model '{model}' is not on the server at {redact_url(backend.base_url)} "
-                             f"(it has: {have}); get it with: {backend.pull_hint(model)}")
         try:
             info[model] = {"server": server, **backend.describe_model(model)}
         except PilotError as err:
@@ -903,10 +976,13 @@ def preflight(backend, models: list[str]) -> dict:
 # Run folder (PROTOCOL.md section 6): fsynced journal, atomic manifest, one writer at a time
 # ============================================================================================
 def safe_name(model: str) -> str:
-    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path."""
+    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path, never hidden
+    (a leading dot) or read as an option (a leading dash)."""
     name = re.sub(r"[^A-Za-z0-9._-]", "_", model)
     if name.strip(".") == "" or len(name) > 100:
-        name = name[:60].strip(".") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+        name = (name[:60].strip("._-") or "model") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+    if name[0] in ".-":
+        name = "_" + name
     return name
 
 
@@ -934,11 +1010,18 @@ def fsync_dir(path: Path) -> None:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file, fsync, rename over the target, fsync the folder."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()                        # the target still holds its last complete version
+        except OSError:
+            pass
+        raise
     fsync_dir(path.parent)
 
 
@@ -964,13 +1047,20 @@ class Journal:
     def append(self, record: dict) -> None:
         path = self.path(record["model"], record["regime"])
         line = record_line(record)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            with self._lock_for(path):          # one whole line per write, never interleaved
-                os.write(fd, line)
-            os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
-        finally:
-            os.close(fd)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                with self._lock_for(path):          # one whole line per write, never interleaved
+                    written = 0
+                    while written < len(line):
+                        written += os.write(fd, line[written:])
+                os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
+            finally:
+                os.close(fd)
+        except OSError as err:
+            if is_disk_full(err):                    # a torn line is quarantined on resume
+                raise DiskFull(path) from None
+            raise
 
     def repair(self, model: str, regime: str) -> str | None:
         """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
@@ -1050,30 +1140,114 @@ def records_digest(records: list[dict]) -> str:
 
 
 class RunLock:
-    """An fcntl lock on <run>/.lock; released by the kernel when the holder dies, so never stale."""
+    """One runner per folder: <run>/.lock, holding the owner's process id.
+
+    Where the platform has fcntl (POSIX) or msvcrt (Windows), the operating system holds the lock and drops
+    it when the holder dies, so it is never stale. Elsewhere the lock is the file itself, created exclusively;
+    a lock file whose process is gone is stale and is taken over.
+    """
+
+    MSVCRT_OFFSET = 1 << 20             # msvcrt locks a byte past the process id, so a refused runner can read it
 
     def __init__(self, run_dir: Path):
         self.path = run_dir / ".lock"
         self.fd: int | None = None
+        self.method = "fcntl" if fcntl else "msvcrt" if msvcrt else "exclusive file"
+        self.owns_file = False
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.method == "exclusive file":
+            self._acquire_file()
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.lseek(fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.lseek(fd, 0, os.SEEK_SET)
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
-            raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
-                             f"to finish or stop it, or use --out for a separate run") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+            self._refuse(holder)
+        if fcntl:
+            os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, str(os.getpid()).encode("ascii").ljust(20))   # padded: msvcrt cannot truncate under a lock
         self.fd = fd
+
+    def _acquire_file(self) -> None:
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+            except FileExistsError:
+                holder = self._holder_of_file()
+                if holder is None:
+                    continue                    # stale, removed: try again
+                self._refuse(holder)
+            try:
+                os.write(fd, str(os.getpid()).encode("ascii"))
+            finally:
+                os.close(fd)
+            self.owns_file = True
+            return
+        self._refuse("unknown")
+
+    def _holder_of_file(self) -> str | None:
+        """The live holder of an existing lock file, or None after removing a stale one."""
+        try:
+            text = self.path.read_text(encoding="ascii", errors="replace").strip()
+            age_s = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if text.isdigit() and process_alive(int(text)):
+            return text
+        if not text.isdigit() and age_s < 10:
+            return "unknown"                    # being written by a runner that has just started
+        try:
+            self.path.unlink()                  # left by a runner that died
+        except FileNotFoundError:
+            pass
+        return None
+
+    def _refuse(self, holder: str):
+        raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
+                         f"to finish or stop it, or use --out for a separate run (if no runner is running, "
+                         f"remove {self.path})")
 
     def release(self) -> None:
         if self.fd is not None:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            if fcntl:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            else:
+                os.lseek(self.fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(self.fd, msvcrt.LK_UNLCK, 1)
             os.close(self.fd)
             self.fd = None
+        if self.owns_file:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            self.owns_file = False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process id is in use; where that cannot be asked safely, assume it is."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True                             # os.kill on Windows would end the process, not probe it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 class Manifest:
@@ -1090,17 +1264,22 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
-                             f"changed; restore it from a backup or start a separate run with --out") from None
+                             f"changed; restore it from a backup, or start a separate run in a new folder") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
             raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
-                             f"restore it or start a separate run with --out")
+                             f"restore it, or start a separate run in a new folder")
         return cls(path, data)
 
     def save(self) -> None:
         with self._lock:
             self.data["updated_at"] = utc_now()
             payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-            write_atomic(self.path, payload)
+            try:
+                write_atomic(self.path, payload)
+            except OSError as err:
+                if is_disk_full(err):
+                    raise DiskFull(self.path) from None
+                raise
 
     def set_cell(self, key: str, entry: dict) -> None:
         with self._lock:
@@ -1120,19 +1299,65 @@ class RetryPolicy:
     retries: int = DEFAULT_RETRIES
     backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
     backoff_cap_s: float = DEFAULT_BACKOFF_CAP_S
+    give_up_after_s: float = DEFAULT_GIVE_UP_AFTER_S
 
     def delay(self, attempt: int, retry_after: float | None, jitter: random.Random) -> float:
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER_S)
-        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** (attempt - 1))
+        # the exponent is bounded: an unreachable server is retried until --give-up-after, not --retries
+        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** min(attempt - 1, 60))
 
 
 class RunAborted(PilotError):
     """A failure every later call would share (unknown model, bad credentials): stop the run."""
 
 
+class ServerWatch:
+    """How long the server has been unreachable across consecutive calls; any reply resets the clock."""
+
+    def __init__(self):
+        self.unreachable_since: float | None = None
+        self._lock = threading.Lock()
+
+    def answered(self) -> None:
+        with self._lock:
+            self.unreachable_since = None
+
+    def unreachable_for(self) -> float:
+        """Seconds since the first of the current run of unreachable calls (starting the clock if needed)."""
+        with self._lock:
+            now = time.monotonic()
+            if self.unreachable_since is None:
+                self.unreachable_since = now
+            return now - self.unreachable_since
+
+
+def format_seconds(seconds: float, round_up: bool = False) -> str:
+    if seconds < 1:
+        return f"{max(seconds, 0.0):.1f} s"
+    return f"{math.ceil(seconds) if round_up else round(seconds)} s"
+
+
+def describe_retry(label: str, retry: dict, now: float) -> str:
+    """One line on a call that waits to be retried: what, why, which attempt, and when."""
+    wait_s = retry["next_at"] - now
+    when = f"next in {format_seconds(wait_s, round_up=True)}" if wait_s > 0 else "sent again, waiting for the reply"
+    if retry["unreachable_s"] is not None:
+        attempt = (f"attempt {retry['attempt']}, server unreachable for {format_seconds(retry['unreachable_s'])} "
+                   f"of {retry['give_up_after_s']:g} s")
+    else:
+        attempt = f"attempt {retry['attempt']}/{retry['attempts']}"
+    verb = "waiting for the model to load:" if retry["loading"] else "retrying"
+    return f"{verb} {label}: {retry['reason']} ({attempt}, {when})"
+
+
 class Progress:
-    """Cells and calls done, rate, ETA and failures on stderr; one live line on a terminal."""
+    """Cells and calls done, rate, ETA, failures and retries on stderr; one live line on a terminal.
+
+    Off a terminal a plain line comes every interval in every state (a ticker thread repeats it while
+    all workers wait on retries), and each retry gets its own line. The rate's clock starts at the first
+    reply, so the wait for a model to load does not skew the ETA.
+    """
 
     def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
                  quiet: bool = False, stream=None, interval_s: float = 5.0):
@@ -1143,17 +1368,37 @@ class Progress:
         self.done_cells, self.done_calls = done_cells, done_calls
         self.sent_calls, self.failed_cells = 0, 0
         self.started = time.monotonic()
+        self.first_reply_at: float | None = None
+        self.calls_since_first_reply = 0
+        self.retries: dict[str, dict] = {}      # call label -> the retry it waits for
         self.interval_s = interval_s
         self._last_print = 0.0
         self._lock = threading.Lock()
+        self._ticker_stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = self.sent_calls / elapsed * 60
+        now = time.monotonic()
         left = self.total_calls - self.done_calls
-        eta = f"{left / rate:.1f} min" if rate > 0 and left > 0 else ("0 min" if left <= 0 else "unknown")
-        return (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
+        rate = 0.0
+        if self.first_reply_at is not None:
+            rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
+        if left <= 0:
+            eta = "0 min"
+        elif rate > 0:
+            eta = f"{left / rate:.1f} min"
+        elif self.first_reply_at is None:
+            eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
+        else:
+            eta = "unknown"
+        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
                 f"{rate:.1f} calls/min, ETA {eta}, failed cells {self.failed_cells}")
+        if self.retries:
+            label, retry = next(iter(self.retries.items()))
+            text += "; " + describe_retry(label, retry, now)
+            if len(self.retries) > 1:
+                text += f"; {len(self.retries) - 1} more call(s) waiting to retry"
+        return text
 
     def update(self, calls: int = 0, cells: int = 0, failed: int = 0, force: bool = False) -> None:
         with self._lock:
@@ -1161,17 +1406,63 @@ class Progress:
             self.sent_calls += calls
             self.done_cells += cells
             self.failed_cells += failed
+            if calls and self.first_reply_at is None:
+                self.first_reply_at = time.monotonic()
+                calls -= 1
+            self.calls_since_first_reply += calls
+            self._show(force)
+
+    def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
+                 unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
+        """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
+        with self._lock:
+            retry = {"reason": reason, "attempt": attempt, "attempts": attempts, "next_at": time.monotonic() + delay_s,
+                     "loading": loading, "unreachable_s": unreachable_s, "give_up_after_s": give_up_after_s}
+            self.retries[label] = retry
             if self.quiet:
                 return
-            now = time.monotonic()
             if self.tty:
-                self.stream.write("\r" + self.line() + " " * 4)
-                if force:
-                    self.stream.write("\n")
-            elif force or now - self._last_print >= self.interval_s:
-                self.stream.write(self.line() + "\n")
-                self._last_print = now
-            self.stream.flush()
+                self._show(False)
+            else:
+                self.stream.write(describe_retry(label, retry, time.monotonic()) + "\n")
+                self.stream.flush()
+
+    def retry_over(self, label: str) -> None:
+        with self._lock:
+            self.retries.pop(label, None)
+
+    def _show(self, force: bool) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + self.line() + " " * 4)
+            if force:
+                self.stream.write("\n")
+        elif force or now - self._last_print >= self.interval_s:
+            self.stream.write(self.line() + "\n")
+            self._last_print = now
+        else:
+            return
+        self.stream.flush()
+
+    def _tick(self) -> None:
+        period = 1.0 if self.tty else max(self.interval_s, 0.2)
+        while not self._ticker_stop.wait(period):
+            with self._lock:
+                self._show(False)
+
+    def __enter__(self):
+        if not self.quiet:
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._ticker_stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        return False
 
 
 @dataclasses.dataclass
@@ -1187,6 +1478,7 @@ class RunContext:
     progress: Progress
     done: dict          # (model, regime) -> episode -> kind -> record, read back at start
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
+    watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
@@ -1200,20 +1492,48 @@ def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) ->
     return [{"role": "user", "content": content}]
 
 
-def send_with_retries(ctx: RunContext, request: ChatRequest) -> tuple[ChatResponse, dict, int, float]:
-    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once."""
+def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tuple[ChatResponse, dict, int, float]:
+    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
+
+    A server that answers with an error is retried --retries times. A server that does not answer at all
+    (refused, reset, timed out) is retried until it has been unreachable, across consecutive calls, for
+    --give-up-after seconds; then the run stops (ServerGone) and the cell is left unfinished, not FAILED.
+    """
+    policy = ctx.policy
     attempt = 0
-    while True:
-        attempt += 1
-        started = time.monotonic()
-        try:
-            response, wire = ctx.backend.chat(request)
-            return response, wire, attempt, time.monotonic() - started
-        except TransientError as err:
-            if attempt > ctx.policy.retries:
-                raise TransientError(f"gave up after {attempt} attempts: {err}") from None
-            if ctx.stop.wait(ctx.policy.delay(attempt, err.retry_after, ctx.jitter)):
-                raise RunInterrupted("interrupted while waiting to retry") from None
+    try:
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            try:
+                response, wire = ctx.backend.chat(request)
+            except FatalCallError:
+                ctx.watch.answered()
+                raise
+            except TransientError as err:
+                unreachable_s = None
+                delay = policy.delay(attempt, err.retry_after, ctx.jitter)
+                if err.unreachable:
+                    unreachable_s = ctx.watch.unreachable_for()
+                    left_s = policy.give_up_after_s - unreachable_s
+                    if left_s <= 0:
+                        raise ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has not answered for "
+                                         f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
+                                         f"{err.reason})") from None
+                    delay = min(delay, left_s)
+                else:
+                    ctx.watch.answered()
+                    if attempt > policy.retries:
+                        raise TransientError(f"gave up after {attempt} attempts: {err}") from None
+                ctx.progress.retrying(label, err.reason, attempt + 1, policy.retries + 1, delay, err.loading,
+                                      unreachable_s, policy.give_up_after_s)
+                if ctx.stop.wait(delay):
+                    raise RunInterrupted("interrupted while waiting to retry") from None
+            else:
+                ctx.watch.answered()
+                return response, wire, attempt, time.monotonic() - started
+    finally:
+        ctx.progress.retry_over(label)
 
 
 def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) -> str:
@@ -1239,7 +1559,7 @@ def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) ->
                                     "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
-            raise RunAborted(f"{model}: {err}") from None
+            raise RunAborted(f"{model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
         return "FAILED"
     ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
                                 "status": "COMPLETE", "n_calls": len(records), "reason": None,
@@ -1254,7 +1574,8 @@ def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, s
     budget = COMPACTION_NUM_PREDICT if is_compaction else ANSWER_NUM_PREDICT
     request = ChatRequest(model=model, messages=tuple(messages), max_output_tokens=budget,
                           context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
-    response, wire, attempts, wall_s = send_with_retries(ctx, request)
+    label = f"{model} {regime.name} ep {episode_index} {spec.kind}"
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
     record = {
         "kind": spec.kind, "model": model, "regime": regime.name, "episode": episode_index,
         "messages": messages, "response": response.text, "thinking": response.reasoning,
@@ -1344,7 +1665,7 @@ def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: i
                     outcome[future.result()] += 1
                 except RunInterrupted:
                     pass
-                except RunAborted as err:
+                except (RunAborted, ServerGone, DiskFull) as err:
                     abort.append(err)
                     ctx.stop.set()
     ctx.progress.update(force=True)
@@ -2144,8 +2465,13 @@ def render_probes_csv(results: dict) -> str:
     fields = ["model", "regime", "episode", "question_id", "type", "truth", "answer", "class"]
     writer.writerow(fields)
     for probe in results["probes"]:
-        writer.writerow(["" if probe.get(f) is None else probe.get(f) for f in fields])
+        writer.writerow(["" if probe.get(f) is None else spreadsheet_safe(probe.get(f)) for f in fields])
     return buf.getvalue()
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula (= + - @ first) is kept as text with a leading '."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value
 
 
 # ============================================================================================
@@ -2388,8 +2714,11 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     diffs = []
     for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
                   "n_episodes", "regimes"):
-        if field not in ignore and recorded.get(field) != current.get(field):
-            diffs.append(f"{field} ({short(recorded.get(field))} -> {short(current.get(field))})")
+        old, new = recorded.get(field), current.get(field)
+        # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
+        same = server_identity(old) == server_identity(new) if field == "base_url" else old == new
+        if field not in ignore and not same:
+            diffs.append(f"{field} ({short(old)} -> {short(new)})")
     for model, info in current.get("models", {}).items():
         old = recorded.get("models", {}).get(model)
         if old and old.get("digest") != info.get("digest"):
@@ -2441,6 +2770,120 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+def check_server_url(url: str, source: str) -> str:
+    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given."""
+    text = url.strip()
+    candidate = text if "://" in text else "http://" + text
+    given = f"{source} {url!r}".strip()
+    example = "give an address like http://127.0.0.1:11434"
+    try:
+        parts = urllib.parse.urlsplit(candidate)
+        port = parts.port
+    except ValueError as err:
+        raise PilotError(f"{given} is not a server address ({err}); {example}") from None
+    if parts.scheme not in ("http", "https"):
+        raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")
+    if not parts.hostname:
+        raise PilotError(f"{given} names no host; {example}")
+    if port is not None and not 1 <= port <= 65535:
+        raise PilotError(f"{given} has port {port}, outside 1 to 65535; {example}")
+    return text
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "ip6-localhost"})
+
+
+def server_identity(url: str | None) -> tuple | None:
+    """What makes two addresses the same server: scheme, host (every loopback spelling is one), port, path."""
+    if not url:
+        return None
+    text = url.strip().rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(text if "://" in text else "http://" + text)
+        port = parts.port
+    except ValueError:
+        return (text,)
+    host = (parts.hostname or "").lower()
+    host = "loopback" if host in LOOPBACK_HOSTS or host.startswith("127.") else host
+    port = port or (443 if parts.scheme == "https" else 80)
+    path = parts.path.rstrip("/")
+    return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)
+
+
+def results_shape_problems(results: Any) -> list[str]:
+    """Every way a results bank is not one `analyze` can read (our format or the reference one)."""
+    if not isinstance(results, dict):
+        return [f"the file holds a {type(results).__name__}, not an object"]
+    problems = []
+
+    def is_int(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def string_list(field: str) -> list[str]:
+        value = results.get(field)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            problems.append(f"`{field}` is {'missing' if value is None else 'not a list of names'}")
+            return []
+        return value
+
+    def is_mean(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    string_list("models")
+    regimes = string_list("regimes")
+    probes = results.get("probes")
+    if not isinstance(probes, list):
+        problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
+        probes = []
+    seen = set()
+    for number, probe in enumerate(probes, 1):
+        where = f"probe {number}"
+        if not isinstance(probe, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        wrong = [f for f in ("model", "regime", "type", "class") if not isinstance(probe.get(f), str)]
+        wrong += [f for f in ("episode", "question_id") if not is_int(probe.get(f))]
+        if wrong:
+            problems.append(f"{where} has no usable {', '.join(wrong)}")
+            continue
+        if probe["class"] not in CLASSES:
+            problems.append(f"{where} has the unknown class {probe['class']!r} (known: {', '.join(CLASSES)})")
+        if regimes and probe["regime"] not in regimes:
+            problems.append(f"{where} has the regime {probe['regime']!r}, which `regimes` does not list")
+        if probe.get("answer") is not None and not is_int(probe.get("answer")):
+            problems.append(f"{where} has the answer {probe.get('answer')!r}, not an integer or null")
+        key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"])
+        if key in seen:
+            problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode {probe['episode']} "
+                            f"question {probe['question_id']}")
+        seen.add(key)
+    tokens = results.get("compaction_tokens", {})
+    if not isinstance(tokens, dict):
+        problems.append("`compaction_tokens` is not an object")
+    else:
+        for regime, entry in tokens.items():
+            by_model = entry.get("by_model", {}) if isinstance(entry, dict) else None
+            if not isinstance(by_model, dict) or not is_mean(entry.get("mean")) or not all(
+                    isinstance(v, dict) and is_mean(v.get("mean")) for v in by_model.values()):
+                problems.append(f"`compaction_tokens` for {regime} is not an object of means")
+    stage = results.get("compaction_stage", [])
+    if not isinstance(stage, list) or not all(
+            isinstance(row, dict) and isinstance(row.get("model"), str) and isinstance(row.get("regime"), str)
+            and all(is_int(row.get(f, 0)) for f in ("retained", "correct", "n_entities")) for row in stage):
+        problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
+    for field, kind in (("cells", dict), ("run", dict), ("calls", list)):
+        if results.get(field) is not None and not isinstance(results[field], kind):
+            problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
+    calls = results.get("calls")
+    if isinstance(calls, list) and not all(isinstance(c, dict) and all(isinstance(c.get(f), str)
+                                                                       for f in ("model", "regime", "kind"))
+                                           for c in calls):
+        problems.append("`calls` is not a list of objects with a model, a regime and a kind")
+    if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
+        problems.append("`n_episodes` is not a whole number")
+    return problems
+
+
 # ============================================================================================
 # Commands: each stage on its own, and the whole pilot
 # ============================================================================================
@@ -2462,6 +2905,7 @@ def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, mo
         "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
         "regimes": list(REGIME_NAMES), "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
         "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
+        "base_url_spellings": [config.base_url],
     })
 
 
@@ -2495,6 +2939,9 @@ def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path
             manifest.data["amendments"].append({"at": utc_now(), "what": f"server version for {model} changed",
                                                 "from": old.get("server"), "to": info.get("server")})
             old["server"] = info.get("server")
+    spellings = manifest.data.setdefault("base_url_spellings", [recorded.get("base_url")])
+    if lock["base_url"] not in spellings:
+        spellings.append(lock["base_url"])
     manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
     manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path)))
     return manifest
@@ -2515,8 +2962,14 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
     run_lock.acquire()
     try:
         manifest = open_manifest(run_dir, config, lock, args, tasks_path, models)
-        if args.concurrency not in manifest.data["concurrency_used"]:
-            manifest.data["concurrency_used"].append(args.concurrency)
+        # the same server under another spelling: the calls keep the configuration hash the run began with
+        config = dataclasses.replace(config, base_url=manifest.data["lock"]["base_url"])
+        used = manifest.data.setdefault("concurrency_used", [])
+        if used and args.concurrency not in used:
+            warn(f"resuming with --concurrency {args.concurrency}, but this run used {', '.join(map(str, used))} "
+                 f"before (recorded in the manifest): a server that batches parallel requests can change outputs")
+        if args.concurrency not in used:
+            used.append(args.concurrency)
         manifest.save()
         journal = Journal(run_dir)
         for note in repair_journal(journal, manifest, tasks):
@@ -2530,7 +2983,8 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                             interval_s=args.progress_interval)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
-                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap), stop, progress, done)
+                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
+                         progress, done)
 
         def hard_stop():
             manifest.save()
@@ -2538,13 +2992,22 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
 
-        with StopOnSignal(stop, hard_stop):
+        with StopOnSignal(stop, hard_stop), progress:
             outcome = run_cells(ctx, todo, args.concurrency)
         manifest.save()
     except RunInterrupted:
         manifest.save()
         print(f"interrupted; every completed call is saved. Resume with: {resume_command(args.argv)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except ServerGone as err:
+        manifest.save()
+        left = sum(1 for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE")
+        raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
+                         f"server, then resume with: {resume_command(args.argv)}") from None
+    except DiskFull as err:
+        # the manifest on disk is its last complete version; a cell it does not show as COMPLETE is
+        # rebuilt from the journal on resume without calling the model again
+        raise DiskFull(err.path, f"free some space, then resume with: {resume_command(args.argv)}") from None
     finally:
         run_lock.release()
     if outcome["FAILED"]:
@@ -2597,6 +3060,11 @@ def command_run(args, then_analyze: bool = False) -> int:
     elif not args.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
     if not then_analyze:
+        if code == EXIT_OK:
+            print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
+                  f"`analyze --out {shlex.quote(str(run_dir))}`" if not args.shard else
+                  f"next: when every shard is done, combine them with `python3 scripts/run_pilot.py merge OUT "
+                  f"SHARD_DIR...` (the analysis is made there)")
         return code
     if args.shard:
         print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
@@ -2723,18 +3191,46 @@ def command_pilot(args) -> int:
     return command_run(args, then_analyze=True)
 
 
-def load_run(run_dir: Path) -> tuple[Manifest, dict]:
+def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
-        raise PilotError(f"no run at {run_dir} (no manifest.json); run the pilot first, or pass --out <run folder>")
+        raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
-    tasks_path = REPO_ROOT / manifest.data["tasks"] if not Path(manifest.data["tasks"]).is_absolute() \
-        else Path(manifest.data["tasks"])
+    tasks_path = run_tasks_path(manifest.data)
     tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"])
     if sha != manifest.data["tasks_sha256"]:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
                          f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
     return manifest, tasks
+
+
+def run_tasks_path(manifest: dict) -> Path:
+    """The tasks file a run was made from, as its manifest records it (relative to the repository)."""
+    recorded = Path(manifest["tasks"])
+    return recorded if recorded.is_absolute() else REPO_ROOT / recorded
+
+
+def run_command_for(run_dir: Path, manifest: dict) -> str:
+    """The command that resumes (or finishes) a run folder, rebuilt from what its manifest recorded."""
+    lock = manifest.get("lock") or {}
+    argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
+    if manifest.get("n_episodes") != N_EPISODES:
+        argv += ["--episodes", str(manifest.get("n_episodes"))]
+    if manifest.get("tasks") and run_tasks_path(manifest).resolve() != TASKS_PATH.resolve():
+        argv += ["--tasks", manifest["tasks"]]
+    if lock.get("backend") == "openai":
+        argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
+        controls = {info.get("thinking_control") for info in (lock.get("models") or {}).values()} - {None, "both"}
+        if len(controls) == 1:
+            argv += ["--thinking-control", controls.pop()]
+    elif lock.get("base_url"):
+        argv += ["--host", lock["base_url"]]
+    if manifest.get("shard"):
+        argv += ["--shard", "/".join(map(str, manifest["shard"]))]
+    used = manifest.get("concurrency_used") or []
+    if used and used[-1] != 1:
+        argv += ["--concurrency", str(used[-1])]
+    return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
 def command_score(args) -> int:
@@ -2756,7 +3252,10 @@ def command_analyze(args) -> int:
         out_dir = resolve_run_dir(args)
         results_path = out_dir / "results.json"
     if not results_path.exists():
-        raise PilotError(f"no results.json at {results_path}; run `python3 scripts/run_pilot.py score` first")
+        if args.results:
+            raise PilotError(f"no file at {results_path}; point --results at a results.json")
+        raise PilotError(f"no results.json at {results_path}; score the run first with "
+                         f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     if out_dir is not None:
         refuse_foreign_folder(out_dir)
         if not folder_writable(out_dir):
@@ -2766,10 +3265,19 @@ def command_analyze(args) -> int:
                   f"elsewhere: python3 scripts/run_pilot.py analyze --results {results_path} --out DIR",
                   file=sys.stderr)
             out_dir = None
-    outputs: list[Path] = []
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
-        tasks_path = Path(args.tasks) if args.tasks else None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
+                         f"--results at a results.json") from None
+    problems = results_shape_problems(results)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
+                         f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
+    outputs: list[Path] = []
+    tasks_path = Path(args.tasks) if args.tasks else None
+    try:
         if out_dir is None:
             analysis = gated_analysis(results, args.allow_partial, tasks_path)
         else:
@@ -2829,19 +3337,24 @@ def command_status(args) -> int:
     for key, reason in failed:
         print(f"FAILED {key}: {reason}")
     left = totals["FAILED"] + totals["partial"] + totals["not started"]
-    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else "; rerun the run command to finish"))
+    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
+                                                          f"; finish them with: {run_command_for(run_dir, data)}"))
     return EXIT_OK
 
 
 def command_plan(args) -> int:
-    tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
-    tasks, _ = load_tasks(tasks_path, args.episodes)
     run_dir = resolve_run_dir(args)
     manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
-    models = parse_models(args.models) or (manifest.data["models"] if manifest else [])
+    # An existing run is planned as it was made (its episodes, tasks, models and shard), as `status` counts it.
+    recorded = manifest.data if manifest else {}
+    episodes = args.episodes if args.episodes is not None else recorded.get("n_episodes")
+    tasks_path = Path(args.tasks) if args.tasks else run_tasks_path(recorded) if recorded else TASKS_PATH
+    tasks, _ = load_tasks(tasks_path, episodes)
+    models = parse_models(args.models) or recorded.get("models", [])
     if not models:
         raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
-    cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+    shard = args.shard or (tuple(recorded["shard"]) if recorded.get("shard") else None)
+    cells = selected_cells(models, len(tasks["episodes"]), shard)
     estimate = plan_estimate(tasks, cells, manifest.data if manifest else None)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
@@ -2959,7 +3472,7 @@ def command_merge(args) -> int:
         raise PilotError(f"{out} already holds a run; merge into a new folder")
     shards = []
     for folder in args.shard_dirs:
-        manifest, tasks = load_run(Path(folder))
+        manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
         shards.append((Path(folder), manifest.data, tasks))
     reference = shards[0][1]["lock"]
     cells: dict = {}
@@ -3008,7 +3521,8 @@ def command_merge(args) -> int:
     results = write_results(out, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
         print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
-              f"shards and merge again, or analyse with `analyze --out {out} --allow-partial`")
+              f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
+              f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
     analysis = write_analysis(out, results, allow_partial=False)
     outputs = write_figures_and_report(out, results)
@@ -3037,61 +3551,93 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", help="comma-separated model names as the server lists them, e.g. gemma3:4b")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
                         help="ollama: native /api/chat (default); openai: any /v1/chat/completions server")
-    parser.add_argument("--host", help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
-    parser.add_argument("--base-url", help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--host", type=url_argument(),
+                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", type=url_argument(),
+                        help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="name of the environment variable holding the API key (default: %(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
     parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
                         help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
                              "(template), reasoning_effort=none (effort), both (default) or none")
-    parser.add_argument("--concurrency", type=positive_int, default=1,
+    parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
                         help="cells run at once (default 1, the paper's setting). Calls inside a cell stay in "
                              "order. Warning: a server that batches parallel requests can change outputs even at "
                              "temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
                         "folder; combine the folders with `merge`")
-    parser.add_argument("--retries", type=nonnegative_int, default=DEFAULT_RETRIES,
-                        help="retries of a transient failure per call (default %(default)s)")
-    parser.add_argument("--backoff-base", type=float, default=DEFAULT_BACKOFF_BASE_S,
+    parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
+                        help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
+                             "(default %(default)s)")
+    parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_BASE_S,
                         help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
-    parser.add_argument("--backoff-cap", type=float, default=DEFAULT_BACKOFF_CAP_S,
+    parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_CAP_S,
                         help="longest retry delay in seconds (default %(default)s); Retry-After is honoured")
-    parser.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT_S,
-                        help="seconds to wait for a connection (default %(default)s)")
-    parser.add_argument("--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT_S,
+    parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_GIVE_UP_AFTER_S,
+                        help="stop the run when the server has not answered at all (refused, reset, timed out) "
+                             "for this many seconds across consecutive calls; no cell is marked FAILED for it, and "
+                             "the same command resumes (default %(default)s)")
+    parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
+                        default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
+    parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_READ_TIMEOUT_S,
                         help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
     parser.add_argument("--allow-code-change", action="store_true",
                         help="resume although scripts/run_pilot.py changed; recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
                         help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--progress-interval", type=float, default=5.0, help=argparse.SUPPRESS)
+    parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
+                        help=argparse.SUPPRESS)
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
     parser.add_argument("--out", help=f"run folder (default: results/{DEFAULT_RUN_NAME}; "
                                       f"results/{DEFAULT_RUN_NAME}-eN for --episodes N)")
     if episodes:
-        parser.add_argument("--episodes", type=positive_int,
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help=f"use the first N episodes (default {N_EPISODES}); a smaller run gets its own folder")
         parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
 
 
-def whole_number(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least `minimum`."""
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a number of at least {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum} to {maximum}, got {value}")
         return value
     return parse
 
 
-positive_int, nonnegative_int = whole_number(1), whole_number(0)
+def seconds_argument(minimum: float, maximum: float, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds from `minimum` (excluded if `above`) to `maximum`."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low_ok = value > minimum if above else value >= minimum
+        if not math.isfinite(value) or not low_ok or value > maximum:
+            bound = f"above {minimum:g}" if above else f"from {minimum:g}"
+            raise argparse.ArgumentTypeError(f"expected a number of seconds {bound} to {maximum:g}, got {text!r}")
+        return value
+    return parse
+
+
+def url_argument() -> Callable[[str], str]:
+    """An argparse type: a server address check_server_url accepts."""
+    def parse(text: str) -> str:
+        try:
+            return check_server_url(text, "")
+        except PilotError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return parse
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -3107,8 +3653,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     if command == "pilot":
         epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
             f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED; "
-            "130 interrupted (rerun the same command to resume)")
+            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED or the "
+            "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
+            "command to resume)")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
@@ -3128,7 +3675,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--models", help="comma-separated model names")
         parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
     elif command == "generate":
-        parser.add_argument("--episodes", type=positive_int, help=f"number of episodes (default {N_EPISODES})")
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
+                            help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json)")
         parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
     elif command == "merge":
@@ -3164,8 +3712,13 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as err:
-        print(f"error: {err.strerror or err} ({err.filename or 'file system'}); check the path and its "
-              f"permissions, or choose another folder with --out", file=sys.stderr)
+        where = err.filename or "file system"
+        if is_disk_full(err):
+            print(f"error: {DiskFull(where)}", file=sys.stderr)
+            return EXIT_DISK_FULL
+        elsewhere = {"generate": "write elsewhere with --tasks PATH", "merge": "merge into another folder"}
+        print(f"error: {err.strerror or err} ({where}); check the path and its permissions, or "
+              f"{elsewhere.get(command, 'choose another folder with --out')}", file=sys.stderr)
         return EXIT_USAGE
 
 

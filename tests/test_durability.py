@@ -462,12 +462,11 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
         with FakeOllama(models=[MODEL]) as server:
             port = server.httpd.server_address[1]
             server.faults = [("delay", 0)] * 10 + [("shutdown",)]
-            code, out, err = self.run_one(server)
+            code, out, err = self.run_one(server, "--give-up-after", "0.5")
         self.assertEqual(code, 3)
+        self.assertIn("has not answered for", err)
         manifest = json.loads((out / "manifest.json").read_text())
-        reasons = [c["reason"] for c in manifest["cells"].values() if c["status"] == "FAILED"]
-        self.assertTrue(reasons)
-        self.assertTrue(any("connection refused" in r for r in reasons), reasons)
+        self.assertEqual([c["status"] for c in manifest["cells"].values()], ["COMPLETE"])   # nothing FAILED
         with FakeOllama(models=[MODEL], port=port) as server:
             code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
                                      *FAST])
