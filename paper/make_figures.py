@@ -44,6 +44,19 @@ rp = _load_runner()
 # Okabe-Ito: distinguishable with every common form of colour blindness.
 REGIME_COLOURS = {"R0": "#0072B2", "R1": "#D55E00", "R2": "#009E73"}
 REGIME_LABELS = {"R0": "R0 full transcript", "R1": "R1 prose summary", "R2": "R2 typed state block"}
+# Exploratory regimes (built-in R3, K1, K2 or a user's) take the rest of the Okabe-Ito palette in order.
+EXTRA_COLOURS = ("#E69F00", "#56B4E9", "#CC79A7", "#F0E442", "#000000", "#999999")
+
+
+def regime_colour(regime: str, regimes: list[str]) -> str:
+    if regime in REGIME_COLOURS:
+        return REGIME_COLOURS[regime]
+    extras = [r for r in regimes if r not in REGIME_COLOURS]
+    return EXTRA_COLOURS[extras.index(regime) % len(EXTRA_COLOURS)] if regime in extras else "#777777"
+
+
+def regime_label(regime: str) -> str:
+    return REGIME_LABELS.get(regime, f"{regime}* (exploratory)")
 CLASS_COLOURS = {"correct": "#D9D9D9", "off_by_one": "#E69F00", "conflation": "#CC79A7",
                  "other_wrong": "#56B4E9", "omission": "#000000"}
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
@@ -218,7 +231,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
     bar_w, gap = 30, 40
     group_w = bar_w * len(regimes) + gap
     right = LEFT + group_w * len(groups) + 10
-    items = [(REGIME_LABELS.get(r, r), REGIME_COLOURS.get(r, "#777777")) for r in regimes]
+    items = [(regime_label(r), regime_colour(r, regimes)) for r in regimes]
     labels, key = group_labels(groups, group_w - 6)
     width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
     if key:
@@ -238,7 +251,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
                 continue
             h = PLOT_HEIGHT * summary["rate"]
             tip = f"{group} {regime}: {rp.fmt_rate(summary)}"
-            svg.rect(x + 2, base - h, bar_w - 4, h, REGIME_COLOURS.get(regime, "#777777"), cls="bar",
+            svg.rect(x + 2, base - h, bar_w - 4, h, regime_colour(regime, regimes), cls="bar",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
                            f'data-series="{regime}"', tip=tip)
             label_above = base - h
@@ -340,9 +353,10 @@ def figure_classes(analysis: dict) -> str:
 def figure_tokens(results: dict, analysis: dict) -> str:
     """Histogram of realized tokens per compaction call, one row per regime, the cap marked."""
     cap = (results.get("run") or {}).get("compaction_cap", rp.COMPACTION_NUM_PREDICT)
-    regimes = [r for r in analysis["regimes"] if rp.REGIMES.get(r) and rp.REGIMES[r].compaction_prompt]
+    regimes = [r for r in analysis["regimes"] if (analysis.get("definitions") or {}).get(r, {}).get("compacts")]
     per_regime = {r: [c["eval_count"] for c in results.get("calls") or []
-                      if c["regime"] == r and c["kind"].startswith("compact_") and c.get("eval_count") is not None
+                      if c["regime"] == r and rp.call_stage(c) == "compaction" and rp.is_primary(c)
+                      and c.get("eval_count") is not None
                       and c["model"] in analysis["models"]] for r in regimes}
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
     bin_w = 16                      # bins (0, 16], (16, 32], ...: a call at the cap falls left of its line
@@ -351,7 +365,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     row_h, title_band, label_band, axis_band = 124, 16, 16, 34
     bar_room = row_h - title_band - label_band - axis_band
     plot_w = 420
-    items = [(f"{r} calls per 16 tokens", REGIME_COLOURS.get(r, "#777777")) for r in regimes]
+    items = [(f"{r} calls per 16 tokens", regime_colour(r, regimes)) for r in regimes]
     legend_x = LEFT + plot_w + 70
     width = max(780, legend_x + legend_width([label for label, _ in items] + [f"cap ({cap} tokens)"]) + MARGIN)
     title = FIGURES[3][1]
@@ -368,7 +382,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
         for v in values:
             counts[min(max(v - 1, 0) // bin_w, n_bins - 1)] += 1
         peak = max(counts) or 1
-        svg.text(LEFT, top + 12, REGIME_LABELS.get(regime, regime), size=11, weight="bold")
+        svg.text(LEFT, top + 12, regime_label(regime), size=11, weight="bold")
         svg.line(LEFT, base, LEFT + plot_w, base, cls="axis")
         svg.line(LEFT, base, LEFT, base - bar_room, cls="axis")
         for tick in (0, peak):
@@ -377,7 +391,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
             svg.text(LEFT - 7, ty + 3, str(tick), size=9, anchor="end")
         for b, count in enumerate(counts):
             h = bar_room * count / peak
-            svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, REGIME_COLOURS.get(regime, "#777"),
+            svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, regime_colour(regime, regimes),
                      cls="bar", extra=f' data-value="{count}" data-group="{regime}" data-series="{b * bin_w}"',
                      tip=f"{regime}: {count} calls with {b * bin_w + 1}-{b * bin_w + bin_w} tokens")
         mean = (results.get("compaction_tokens", {}).get(regime) or {}).get("mean")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import csv
 import dataclasses
 import datetime as _dt
@@ -39,6 +40,7 @@ import re
 import shlex
 import signal
 import socket
+import string
 import sys
 import threading
 import time
@@ -78,7 +80,8 @@ ANSWER_NUM_PREDICT = 192               # hard output cap on every answer call
 NUM_CTX = 4096                         # context window pinned on every call
 TEMPERATURE = 0.0
 CALL_SEED = BASE_SEED                  # sampling seed sent with every call
-REGIME_NAMES = ("R0", "R1", "R2")
+DEFAULT_REGIMES = ("R0", "R1", "R2")   # the pre-registered regimes; the confirmatory test is R1 vs R2
+DEFAULT_BUDGET = COMPACTION_NUM_PREDICT # the pre-registered operating point (120 words : 256 tokens)
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
 WILSON_Z = 1.959963984540054           # two-sided 95%
 
@@ -99,6 +102,7 @@ DEFAULT_BACKOFF_BASE_S = 2.0
 DEFAULT_BACKOFF_CAP_S = 60.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
+MAX_SAMPLES = 100
 DEFAULT_GIVE_UP_AFTER_S = 180.0        # a server unreachable this long is taken for dead: the run stops
 PREFLIGHT_TIMEOUT_S = 1.5              # the "no server" message must come within 2 seconds
 MAX_RETRY_AFTER_S = 600.0
@@ -199,37 +203,60 @@ class ChatResponse:
 
 @dataclasses.dataclass(frozen=True)
 class Regime:
-    """A memory regime as data: how its state is written and how its retention is scored."""
+    """A memory regime as data: what the answers see, how the state is written, how it is read back."""
 
     name: str
     description: str
-    compaction_prompt: str | None       # key into PROMPTS; None means no compaction (R0)
-    answer_prompt: str                  # key into PROMPTS
-    retention_method: str | None        # "exact_lines", "nearest_number" or None
+    context: str                        # what the answers see: "transcript", "state" or "recent"
+    answer_template: str                # text with {context} and {question}
+    compaction_template: str | None = None   # text with {previous_state}, {segment}, {max_words}
+    state_reader: str = "none"          # write-time retention: "none", "prose", "typed" or "section:<heading>"
+    keep_last: int | None = None        # "recent": the last k segments verbatim, no compaction call
+    exploratory: bool = False           # not one of the pre-registered R0, R1, R2
+    origin: str = "built-in"            # or the regime file it came from
+
+    @property
+    def compacts(self) -> bool:
+        """True when the model is called to write a state after every segment."""
+        return self.context == "state"
 
 
 @dataclasses.dataclass(frozen=True)
 class CallSpec:
-    """One planned call of a cell, in cascade order."""
+    """One planned call of a cell, in cascade order, with its stage and output budget."""
 
     kind: str                           # "compact_<k>" or "question_<id>"
+    stage: str                          # "compaction" or "answer"
+    max_output_tokens: int
     segment: int | None = None
     question_id: int | None = None
 
+    @property
+    def is_compaction(self) -> bool:
+        return self.stage == "compaction"
+
+
+class Cell(collections.namedtuple("Cell", "model regime episode budget sample", defaults=(DEFAULT_BUDGET, 0))):
+    """One cascade and its probes: a model x regime x episode, at a compaction budget, for one sample."""
+
 
 @dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """Every knob that can change an output; hashed into every call record."""
+class Settings:
+    """Everything that shapes an output. The lock is this record; the differences refused on resume are
+    computed from its fields; its hash is stamped on every call record."""
 
     backend: str
     base_url: str
     tasks_sha256: str
     protocol_sha256: str
     prompts_sha256: str
-    n_episodes: int
     regimes: tuple
-    compaction_options: dict
-    answer_options: dict
+    regimes_sha256: str
+    n_episodes: int
+    budgets: tuple
+    samples: int
+    temperature: float
+    options: dict
 
     def sha256(self) -> str:
         return sha256_text(canonical_json(dataclasses.asdict(self)))
@@ -485,6 +512,11 @@ FORMAT_PARAGRAPHS = {
               "values: lines of the form NAME = <integer>. combined: lines of the form "
               "NAME + NAME = <integer>. relations: short lines such as NAME is one above NAME. "
               "notes: one line of free text."),
+    # Exploratory: the sectioned summary coding agents write when they compact their context.
+    "sections": ("Format: write the state under six headings, each on a line of its own followed by its "
+                 "content: Goal, Constraints, Progress, Decisions, Next steps, Critical values. Under "
+                 "Critical values write lines of the form NAME = <integer>, and NAME + NAME = <integer> for "
+                 "a combined value."),
 }
 ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
                "no explanation.")
@@ -492,6 +524,7 @@ ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothi
 PROMPTS = {
     "compact_prose": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["prose"]),
     "compact_typed": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["typed"]),
+    "compact_sections": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["sections"]),
     "answer_transcript": (
         "Below is the full transcript of an analysis session.\n\n{context}\n\n"
         "Question: {question}\n"
@@ -503,46 +536,184 @@ PROMPTS = {
         "Question: {question}\n"
         "Answer from the saved state above. " + ANSWER_RULE
     ),
+    "answer_recent": (
+        "Below are the most recent segments of an analysis session; everything before them is gone.\n\n"
+        "{context}\n\n"
+        "Question: {question}\n"
+        "Answer from the segments above. " + ANSWER_RULE
+    ),
     "empty_state": "(none yet: this is the first checkpoint)",
     "segment_heading": "Segment {index}:",
 }
 
+# The regime registry: built-in regimes here, a user's from --regime-file through the same record.
+# Adding a regime is one entry; plan, runner, scoring, analysis, figures and report read it from here.
 REGIMES = {
-    "R0": Regime("R0", "no compaction: the full transcript is carried (ceiling)", None,
-                 "answer_transcript", None),
-    "R1": Regime("R1", "prose summary, cascaded", "compact_prose", "answer_state", "nearest_number"),
-    "R2": Regime("R2", "typed state block, cascaded", "compact_typed", "answer_state", "exact_lines"),
+    "R0": Regime("R0", "no compaction: the full transcript is carried (ceiling)", "transcript",
+                 PROMPTS["answer_transcript"]),
+    "R1": Regime("R1", "prose summary, cascaded", "state", PROMPTS["answer_state"], PROMPTS["compact_prose"],
+                 "prose"),
+    "R2": Regime("R2", "typed state block, cascaded", "state", PROMPTS["answer_state"], PROMPTS["compact_typed"],
+                 "typed"),
+    "R3": Regime("R3", "sectioned summary (goal, constraints, progress, decisions, next steps, critical "
+                 "values), cascaded", "state", PROMPTS["answer_state"], PROMPTS["compact_sections"],
+                 "section:critical values", exploratory=True),
+    "K1": Regime("K1", "truncation baseline: the last segment verbatim, no compaction call (Recent-1)", "recent",
+                 PROMPTS["answer_recent"], keep_last=1, exploratory=True),
+    "K2": Regime("K2", "truncation baseline: the last two segments verbatim, no compaction call (Recent-2)",
+                 "recent", PROMPTS["answer_recent"], keep_last=2, exploratory=True),
 }
+STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
+RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}
+REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
+
+
+def regime_record(regime: Regime) -> dict:
+    """A regime as plain data, as the manifest and results.json keep it."""
+    return dataclasses.asdict(regime)
+
+
+def regime_from_record(record: dict) -> Regime:
+    fields = {f.name for f in dataclasses.fields(Regime)}
+    return Regime(**{k: v for k, v in record.items() if k in fields})
+
+
+def regimes_sha256(regimes: Iterable[Regime]) -> str:
+    return sha256_text(canonical_json([regime_record(r) for r in regimes]))
+
+
+REGIME_FILE_FIELDS = {"name", "description", "compaction_template", "answer_template", "state_reader", "kind",
+                      "keep_last"}
+
+
+def template_fields(template: str) -> set[str] | None:
+    """The {placeholders} of a template, or None when it is not a valid format string."""
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError:
+        return None
+
+
+def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[str]]:
+    """Regimes from the entries of a regime file, and every problem with them, one per line."""
+    if isinstance(entries, dict):
+        entries = entries.get("regimes")
+    if not isinstance(entries, list) or not entries:
+        return [], ["the file must hold a JSON list of regimes, or an object with a `regimes` list"]
+    regimes, problems, seen = [], [], set()
+    for i, entry in enumerate(entries, 1):
+        where = f"regime {i}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: not a JSON object")
+            continue
+        name = entry.get("name")
+        if isinstance(name, str):
+            where = f"regime {i} ({name})"
+        found = []
+        unknown = sorted(set(entry) - REGIME_FILE_FIELDS)
+        if unknown:
+            found.append(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(REGIME_FILE_FIELDS))})")
+        if not isinstance(name, str) or not REGIME_NAME.fullmatch(name):
+            found.append("`name` must be 1-24 letters, digits, _, + or -, starting with a letter")
+        elif name in RESERVED_REGIME_NAMES:
+            found.append(f"the name {name} is reserved (built-in regimes: {', '.join(REGIMES)})")
+        elif name in seen:
+            found.append(f"the name {name} is used twice")
+        kind = entry.get("kind", "compaction")
+        reader = entry.get("state_reader", "prose" if kind == "compaction" else "none")
+        if kind not in ("compaction", "recent"):
+            found.append(f"`kind` must be compaction or recent, not {kind!r}")
+        if not isinstance(reader, str) or not (reader in STATE_READERS or
+                                                (reader.startswith("section:") and reader[8:].strip())):
+            found.append(f"unknown state_reader {reader!r} (use {', '.join(STATE_READERS)} or section:<heading>)")
+        answer = entry.get("answer_template", PROMPTS["answer_state" if kind == "compaction" else "answer_recent"])
+        checks = [("answer_template", answer, {"context", "question"})]
+        compaction = entry.get("compaction_template")
+        keep_last = entry.get("keep_last")
+        if kind == "compaction":
+            checks.append(("compaction_template", compaction, {"previous_state", "segment", "max_words"}))
+        elif not isinstance(keep_last, int) or isinstance(keep_last, bool) or not 1 <= keep_last <= N_SEGMENTS:
+            found.append(f"a recent regime needs `keep_last` from 1 to {N_SEGMENTS}")
+        for field, text, needed in checks:
+            placeholders = template_fields(text) if isinstance(text, str) else None
+            if placeholders is None:
+                found.append(f"`{field}` must be a text with valid {{placeholders}}")
+                continue
+            if needed - placeholders:
+                found.append(f"`{field}` lacks {', '.join('{' + n + '}' for n in sorted(needed - placeholders))}")
+            if placeholders - needed:
+                found.append(f"`{field}` has unknown placeholder(s) "
+                             f"{', '.join('{' + n + '}' for n in sorted(placeholders - needed))} (write {{{{ and }}}} "
+                             f"for literal braces)")
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            found.append("`description` must be a text")
+        problems += [f"{where}: {f}" for f in found]
+        if not found:
+            seen.add(name)
+            regimes.append(Regime(name, description or f"user regime from {origin}",
+                                  "state" if kind == "compaction" else "recent", answer,
+                                  compaction if kind == "compaction" else None, reader,
+                                  keep_last if kind == "recent" else None, exploratory=True, origin=origin))
+    return regimes, problems
+
+
+def select_regimes(names: Iterable[str], extra: Iterable[Regime] = ()) -> list[Regime]:
+    """The regimes a run uses, from the registry and a regime file; an unknown name is an error."""
+    registry = {**REGIMES, **{r.name: r for r in extra}}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise PilotError(f"unknown regime(s) {', '.join(unknown)}; known: {', '.join(registry)} (add your own "
+                         f"with --regime-file FILE.json)")
+    return [registry[n] for n in names]
+
+
+def budget_words(budget: int) -> int:
+    """The instructed word limit at a compaction budget, in the pinned 120 words : 256 tokens ratio."""
+    return max(1, round(MAX_STATE_WORDS * budget / DEFAULT_BUDGET))
 
 
 def prompts_sha256() -> str:
     return sha256_text(canonical_json(PROMPTS))
 
 
-def render_compaction_prompt(regime: Regime, previous_state: str, segment_text: str) -> str:
-    template = PROMPTS[regime.compaction_prompt]
-    return template.format(max_words=MAX_STATE_WORDS,
-                           previous_state=previous_state or PROMPTS["empty_state"],
-                           segment=segment_text)
+def render_compaction_prompt(regime: Regime, previous_state: str, segment_text: str,
+                             budget: int = DEFAULT_BUDGET) -> str:
+    return regime.compaction_template.format(max_words=budget_words(budget),
+                                             previous_state=previous_state or PROMPTS["empty_state"],
+                                             segment=segment_text)
 
 
-def render_transcript(episode: dict) -> str:
-    parts = [PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"]
-             for seg in episode["segments"]]
+def render_transcript(episode: dict, last: int | None = None) -> str:
+    """The segments as the answers see them: all of them, or only the last k."""
+    segments = episode["segments"] if last is None else episode["segments"][-last:]
+    parts = [PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"] for seg in segments]
     return "\n\n".join(parts)
 
 
 def render_answer_prompt(regime: Regime, context: str, question: dict) -> str:
-    return PROMPTS[regime.answer_prompt].format(context=context, question=question["prompt"])
+    return regime.answer_template.format(context=context, question=question["prompt"])
 
 
-def plan_calls(regime: Regime, episode: dict) -> list[CallSpec]:
-    """The calls of one cell in cascade order: compactions after every segment, then 8 questions."""
+def plan_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list[CallSpec]:
+    """The calls of one cell in cascade order: a compaction after every segment (regimes that compact),
+    then the questions; each call carries its stage and output budget."""
     calls = []
-    if regime.compaction_prompt:
-        calls += [CallSpec(f"compact_{seg['index']}", segment=seg["index"]) for seg in episode["segments"]]
-    calls += [CallSpec(f"question_{q['id']}", question_id=q["id"]) for q in episode["questions"]]
+    if regime.compacts:
+        calls += [CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"])
+                  for seg in episode["segments"]]
+    calls += [CallSpec(f"question_{q['id']}", "answer", ANSWER_NUM_PREDICT, question_id=q["id"])
+              for q in episode["questions"]]
     return calls
+
+
+def answer_context(regime: Regime, episode: dict, state: str) -> str:
+    if regime.context == "transcript":
+        return render_transcript(episode)
+    if regime.context == "recent":
+        return render_transcript(episode, last=regime.keep_last)
+    return state
 
 
 # ============================================================================================
@@ -755,9 +926,9 @@ class OllamaBackend:
                 "capabilities": capabilities, "thinking_capable": thinking,
                 "think_false_sent": thinking, "trained_context_length": context_length}
 
-    def wire_options(self, max_output_tokens: int) -> dict:
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
         """The options of one call kind, as the manifest locks them."""
-        return self._options(max_output_tokens, TEMPERATURE, CALL_SEED, NUM_CTX)
+        return self._options(max_output_tokens, temperature, CALL_SEED, NUM_CTX)
 
     @staticmethod
     def _options(budget: int, temperature: float, seed: int, context_window: int) -> dict:
@@ -893,9 +1064,9 @@ class OpenAIBackend:
         # No digest on this API: what the server says about the model stands in for one.
         return {"digest": None, **fingerprint, "fingerprint": fingerprint, "thinking_control": self.thinking_control}
 
-    def wire_options(self, max_output_tokens: int) -> dict:
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
         """The options of one call kind, as the manifest locks them."""
-        return self._body_options(max_output_tokens, TEMPERATURE, CALL_SEED, True)
+        return self._body_options(max_output_tokens, temperature, CALL_SEED, True)
 
     def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
         options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
@@ -986,8 +1157,24 @@ def safe_name(model: str) -> str:
     return name
 
 
-def cell_key(model: str, regime: str, episode: int) -> str:
-    return f"{model}|{regime}|{episode}"
+def cell_key(model: str, regime: str, episode: int, budget: int = DEFAULT_BUDGET, sample: int = 0) -> str:
+    """The manifest key of a cell: `model|regime|episode` as in the reference format, with `|b<budget>`
+    and `|s<sample>` added only away from the pre-registered budget and the first sample."""
+    return f"{model}|{regime}|{episode}" + variant_suffix(budget, sample, "|")
+
+
+def variant_suffix(budget: int, sample: int, sep: str) -> str:
+    return (f"{sep}b{budget}" if budget != DEFAULT_BUDGET else "") + (f"{sep}s{sample}" if sample else "")
+
+
+def is_complete(manifest: dict, cell: tuple) -> bool:
+    """The one answer to "is this cell complete?": its manifest entry says COMPLETE."""
+    return (manifest["cells"].get(cell_key(*cell)) or {}).get("status") == "COMPLETE"
+
+
+def record_variant(record: dict) -> tuple[int, int]:
+    """The budget and sample a call record belongs to (records without them are the defaults)."""
+    return record.get("budget", DEFAULT_BUDGET), record.get("sample", 0)
 
 
 def utc_now() -> str:
@@ -1030,22 +1217,23 @@ def record_line(record: dict) -> bytes:
 
 
 class Journal:
-    """The raw call logs: one JSONL file per (model, regime), appended and fsynced per call."""
+    """The raw call logs: one JSONL file per model x regime (x budget x sample away from the defaults),
+    appended and fsynced per call."""
 
     def __init__(self, run_dir: Path):
         self.raw_dir = run_dir / "raw"
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def path(self, model: str, regime: str) -> Path:
-        return self.raw_dir / f"{safe_name(model)}_{regime}.jsonl"
+    def path(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> Path:
+        return self.raw_dir / f"{safe_name(model)}_{regime}{variant_suffix(budget, sample, '_')}.jsonl"
 
     def _lock_for(self, path: Path) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
     def append(self, record: dict) -> None:
-        path = self.path(record["model"], record["regime"])
+        path = self.path(record["model"], record["regime"], *record_variant(record))
         line = record_line(record)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -1062,10 +1250,10 @@ class Journal:
                 raise DiskFull(path) from None
             raise
 
-    def repair(self, model: str, regime: str) -> str | None:
+    def repair(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> str | None:
         """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
         keep the readable ones in order; say what was done."""
-        path = self.path(model, regime)
+        path = self.path(model, regime, budget, sample)
         if not path.exists():
             return None
         data = path.read_bytes()
@@ -1078,9 +1266,10 @@ class Journal:
         where = ", ".join(str(i + 1) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
         return f"{path.name}: moved {len(bad)} torn or unreadable line(s) (line {where}) to {path.name}.quarantine"
 
-    def drop(self, model: str, regime: str, episode: int, kinds: set[str]) -> int:
+    def drop(self, cell: Cell, kinds: set[str]) -> int:
         """Move the records of these calls of one cell to the quarantine file; how many were moved."""
-        path = self.path(model, regime)
+        path = self.path(cell.model, cell.regime, cell.budget, cell.sample)
+        episode = cell.episode
         lines = path.read_bytes().splitlines(keepends=True) if path.exists() else []
         moved = [line for line in lines if (lambda r: r is not None and r.get("episode") == episode
                                             and r.get("kind") in kinds)(parse_record_line(line))]
@@ -1096,32 +1285,34 @@ class Journal:
             fh.flush()
             os.fsync(fh.fileno())
 
-    def unreadable_lines(self, model: str, regime: str) -> list[int]:
+    def unreadable_lines(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[int]:
         """Line numbers (1-based) that are not a readable record."""
-        path = self.path(model, regime)
+        path = self.path(model, regime, budget, sample)
         if not path.exists():
             return []
         lines = path.read_bytes().splitlines(keepends=True)
         return [i + 1 for i, line in enumerate(lines)
                 if not line.endswith(b"\n") or parse_record_line(line) is None]
 
-    def read(self, model: str, regime: str) -> list[dict]:
-        """Every readable record of this model and regime, in file order."""
-        path = self.path(model, regime)
+    def read(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[dict]:
+        """Every readable record of this model, regime, budget and sample, in file order."""
+        path = self.path(model, regime, budget, sample)
         if not path.exists():
             return []
         records = []
         with open(path, "rb") as fh:
             for line in fh:
                 record = parse_record_line(line)
-                if record is not None and record.get("model") == model and record.get("regime") == regime:
+                if record is not None and record.get("model") == model and record.get("regime") == regime \
+                        and record_variant(record) == (budget, sample):
                     records.append(record)
         return records
 
-    def cell_records(self, model: str, regime: str) -> dict[int, dict[str, dict]]:
+    def cell_records(self, model: str, regime: str, budget: int = DEFAULT_BUDGET,
+                     sample: int = 0) -> dict[int, dict[str, dict]]:
         """episode -> kind -> the first record of that call (a retried or repeated call counts once)."""
         cells: dict[int, dict[str, dict]] = {}
-        for record in self.read(model, regime):
+        for record in self.read(model, regime, budget, sample):
             cells.setdefault(record.get("episode"), {}).setdefault(record.get("kind"), record)
         return cells
 
@@ -1471,25 +1662,30 @@ class RunContext:
     journal: Journal
     manifest: Manifest
     tasks: dict
-    config: RunConfig
+    config: Settings
     runner_sha256: str
     policy: RetryPolicy
     stop: threading.Event
     progress: Progress
-    done: dict          # (model, regime) -> episode -> kind -> record, read back at start
+    done: dict          # (model, regime, budget, sample) -> episode -> kind -> record, read back at start
+    regimes: dict       # name -> Regime: the regimes of this run
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
-    if spec.segment is not None:
+    if spec.is_compaction:
         segment = episode["segments"][spec.segment - 1]
-        content = render_compaction_prompt(regime, state, segment["text"])
+        content = render_compaction_prompt(regime, state, segment["text"], spec.max_output_tokens)
     else:
         question = episode["questions"][spec.question_id - 1]
-        context = render_transcript(episode) if regime.compaction_prompt is None else state
-        content = render_answer_prompt(regime, context, question)
+        content = render_answer_prompt(regime, answer_context(regime, episode, state), question)
     return [{"role": "user", "content": content}]
+
+
+def sample_seed(sample: int) -> int:
+    """The sampling seed of repeated sample k (sample 0 is the pre-registered seed)."""
+    return CALL_SEED + sample
 
 
 def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tuple[ChatResponse, dict, int, float]:
@@ -1536,55 +1732,57 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tupl
         ctx.progress.retry_over(label)
 
 
-def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) -> str:
+def run_cell(ctx: RunContext, cell: Cell) -> str:
     """Run (or finish) one cell; every call is journalled before the next is sent."""
-    episode = ctx.tasks["episodes"][episode_index]
-    done = ctx.done.get((model, regime.name), {}).get(episode_index, {})
-    key = cell_key(model, regime.name, episode_index)
+    regime = ctx.regimes[cell.regime]
+    episode = ctx.tasks["episodes"][cell.episode]
+    done = ctx.done.get((cell.model, cell.regime, cell.budget, cell.sample), {}).get(cell.episode, {})
+    key = cell_key(*cell)
+    entry = {"model": cell.model, "regime": cell.regime, "episode": cell.episode}
+    if cell.budget != DEFAULT_BUDGET or cell.sample:
+        entry.update(budget=cell.budget, sample=cell.sample)
     state = ""
     records = []
     try:
-        for spec in plan_calls(regime, episode):
+        for spec in plan_calls(regime, episode, cell.budget):
             record = done.get(spec.kind)
             if record is None:
                 if ctx.stop.is_set():
                     raise RunInterrupted("interrupted")
-                record = make_call(ctx, model, regime, episode_index, spec, build_messages(regime, episode, spec, state))
-            if spec.segment is not None:
+                record = make_call(ctx, cell, spec, build_messages(regime, episode, spec, state))
+            if spec.is_compaction:
                 state = record["response"]
             records.append(record)
     except (TransientError, FatalCallError) as err:
-        ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
-                                    "status": "FAILED", "n_calls": len(records), "reason": str(err),
+        ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
                                     "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
-            raise RunAborted(f"{model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
+            raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
         return "FAILED"
-    ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
-                                "status": "COMPLETE", "n_calls": len(records), "reason": None,
+    ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
                                 "records_sha256": records_digest(records), "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
 
 
-def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, spec: CallSpec,
-              messages: list[dict]) -> dict:
-    is_compaction = spec.segment is not None
-    budget = COMPACTION_NUM_PREDICT if is_compaction else ANSWER_NUM_PREDICT
-    request = ChatRequest(model=model, messages=tuple(messages), max_output_tokens=budget,
-                          context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
-    label = f"{model} {regime.name} ep {episode_index} {spec.kind}"
+def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
+    request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
+                          context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(cell.sample),
+                          thinking_off=True)
+    label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
     response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
     record = {
-        "kind": spec.kind, "model": model, "regime": regime.name, "episode": episode_index,
-        "messages": messages, "response": response.text, "thinking": response.reasoning,
+        "kind": spec.kind, "stage": spec.stage, "model": cell.model, "regime": cell.regime,
+        "episode": cell.episode, "messages": messages, "response": response.text, "thinking": response.reasoning,
         "prompt_eval_count": response.prompt_tokens, "eval_count": response.output_tokens,
         "done_reason": response.stop_reason, "wall_s": round(wall_s, 4), "attempt": attempts,
         "utc": utc_now(), "backend": ctx.config.backend, "request": wire, "timings": response.timings,
         "meta": response.raw_meta, "config_sha256": ctx.config.sha256(), "runner_sha256": ctx.runner_sha256,
     }
-    record["segment" if is_compaction else "question_id"] = spec.segment if is_compaction else spec.question_id
+    if cell.budget != DEFAULT_BUDGET or cell.sample:
+        record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
+    record["segment" if spec.is_compaction else "question_id"] = spec.segment if spec.is_compaction else spec.question_id
     ctx.journal.append(record)
     ctx.progress.update(calls=1)
     return record
@@ -1594,40 +1792,63 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
     """Quarantine unreadable lines; then, in any cell that lost a record, quarantine every later call that
     was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
     notes = []
-    for model in manifest.data["models"]:
-        for regime_name in manifest.data["regimes"]:
-            note = journal.repair(model, regime_name)
-            if not note:
+    regimes = run_regimes(manifest.data)
+    for model, regime_name, budget, sample in journal_streams(manifest.data):
+        note = journal.repair(model, regime_name, budget, sample)
+        if not note:
+            continue
+        notes.append(note)
+        for episode_index, records in journal.cell_records(model, regime_name, budget, sample).items():
+            if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
                 continue
-            notes.append(note)
-            regime = REGIMES[regime_name]
-            for episode_index, records in journal.cell_records(model, regime_name).items():
-                if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
-                    continue
-                plan = plan_calls(regime, tasks["episodes"][episode_index])
-                lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
-                if lost is None:
-                    continue
-                stale = {spec.kind for spec in plan[lost + 1:] if spec.kind in records} \
-                    if plan[lost].segment is not None else set()
-                if stale:
-                    journal.drop(model, regime_name, episode_index, stale)
-                key = cell_key(model, regime_name, episode_index)
-                if (manifest.cell(key) or {}).get("status") == "COMPLETE":
-                    reason = f"lost {plan[lost].kind} to an unreadable line; re-run from {plan[lost].kind}"
-                    manifest.set_cell(key, {"model": model, "regime": regime_name, "episode": episode_index,
-                                            "status": "FAILED", "n_calls": lost, "reason": reason,
-                                            "updated_at": utc_now()})
-                    manifest.data["amendments"].append({"at": utc_now(), "what": f"cell {key} reopened: {reason}"})
-                    notes.append(f"cell {key} {reason}")
+            cell = Cell(model, regime_name, episode_index, budget, sample)
+            plan = plan_calls(regimes[regime_name], tasks["episodes"][episode_index], budget)
+            lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
+            if lost is None:
+                continue
+            stale = {spec.kind for spec in plan[lost + 1:] if spec.kind in records} \
+                if plan[lost].is_compaction else set()
+            if stale:
+                journal.drop(cell, stale)
+            key = cell_key(*cell)
+            if is_complete(manifest.data, cell):
+                reason = f"lost {plan[lost].kind} to an unreadable line; re-run from {plan[lost].kind}"
+                entry = dict(manifest.cell(key), status="FAILED", n_calls=lost, reason=reason, updated_at=utc_now())
+                entry.pop("records_sha256", None)
+                manifest.set_cell(key, entry)
+                manifest.data["amendments"].append({"at": utc_now(), "what": f"cell {key} reopened: {reason}"})
+                notes.append(f"cell {key} {reason}")
     if notes:
         manifest.save()
     return notes
 
 
-def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int) -> list[tuple[str, str, int]]:
+def run_regimes(manifest: dict) -> dict[str, Regime]:
+    """The regimes of a run as its manifest records them (built-in definitions for older manifests)."""
+    recorded = manifest.get("regime_definitions") or {}
+    return {name: regime_from_record(recorded[name]) if name in recorded else REGIMES[name]
+            for name in manifest["regimes"]}
+
+
+def run_budgets(manifest: dict) -> list[int]:
+    return list(manifest.get("budgets") or [DEFAULT_BUDGET])
+
+
+def run_samples(manifest: dict) -> int:
+    return int(manifest.get("samples") or 1)
+
+
+def journal_streams(manifest: dict) -> list[tuple[str, str, int, int]]:
+    """Every raw log of a run: (model, regime, budget, sample)."""
+    return [(m, r, b, s) for b in run_budgets(manifest) for s in range(run_samples(manifest))
+            for m in manifest["models"] for r in manifest["regimes"]]
+
+
+def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int,
+              budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
     """Every cell of a run in its canonical order (the order shards are cut from)."""
-    return [(m, r, e) for m in models for r in regimes for e in range(n_episodes)]
+    return [Cell(m, r, e, b, s) for b in budgets for s in range(samples)
+            for m in models for r in regimes for e in range(n_episodes)]
 
 
 def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
@@ -1639,24 +1860,23 @@ def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
 
 
 def calls_per_cell(regime: Regime, n_segments: int = N_SEGMENTS, n_questions: int = len(QUESTION_PLAN)) -> int:
-    return (n_segments if regime.compaction_prompt else 0) + n_questions
+    return (n_segments if regime.compacts else 0) + n_questions
 
 
-def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: int) -> dict:
+def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     """Run the given cells, up to `concurrency` at once; calls within a cell stay in order."""
     outcome = {"COMPLETE": 0, "FAILED": 0}
     pending = list(cells)
     if concurrency > 1:
         # Longest cells first, so that no worker is left alone with a long cell at the end; the
         # order changes no output (each cell depends only on its own calls).
-        pending.sort(key=lambda c: -calls_per_cell(REGIMES[c[1]]))
+        pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime]))
     abort: list[PilotError] = []
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool:
         running = set()
         while pending or running:
             while pending and len(running) < concurrency and not ctx.stop.is_set() and not abort:
-                model, regime, episode = pending.pop(0)
-                running.add(pool.submit(run_cell, ctx, model, REGIMES[regime], episode))
+                running.add(pool.submit(run_cell, ctx, pending.pop(0)))
             if not running:
                 break
             finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -1804,95 +2024,159 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
         retained = [name for name in truths if name in found]
         return len(retained), sum(1 for name in retained if found[name] == truths[name])
 
-    if regime.retention_method == "exact_lines":
+    reader = regime.state_reader
+    loose = {}
+    if reader == "typed":
         retained, correct = counts(read_typed_state(state))
         loose_retained, loose_correct = counts(read_typed_state_loose(state))
         loose = {"loose_retained": loose_retained, "loose_correct": loose_correct}
+    elif reader.startswith("section:"):
+        retained, correct = counts(read_typed_state(read_section(state, reader[len("section:"):])))
     else:
         retained, correct = counts(read_prose_state(state, truths))
-        loose = {}
     return {"retained": retained, "correct": correct, "wrong": retained - correct,
-            "n_entities": len(truths), "method": regime.retention_method, **loose}
+            "n_entities": len(truths), "method": reader, **loose}
+
+
+def read_section(state: str, heading: str) -> str:
+    """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next heading."""
+    wanted = " ".join(heading.lower().split())
+    lines, inside = [], False
+    for line in (state or "").splitlines():
+        bare = " ".join(re.sub(r"[#*_:`]", " ", line).lower().split())
+        looks_like_heading = bool(bare) and len(bare.split()) <= 4 and not re.search(r"[=\d]", line)
+        if bare == wanted or (bare.startswith(wanted) and not re.search(r"[=\d]", line)):
+            inside = True
+            continue
+        if inside and looks_like_heading and bare in SECTION_HEADINGS:
+            break
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+SECTION_HEADINGS = frozenset({"goal", "constraints", "progress", "decisions", "next steps", "critical values"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeKind:
+    """A kind of probe as data: how its answer is asked for, parsed and classified, and its classes."""
+
+    name: str
+    answer_rule: str                    # the line every answer prompt ends with
+    parse: Callable[[str], Any]         # reply -> answer, None for an omission
+    parse_lenient: Callable[[str], Any] | None   # a labelled diagnostic beside the primary parse
+    classify: Callable[[Any, dict, list], str]   # (answer, question, conflation set) -> class
+    classes: tuple
+    correct_class: str = "correct"
+    omission_class: str = "omission"
+
+
+PROBE_KINDS = {
+    "integer": ProbeKind("integer", ANSWER_RULE, parse_answer, parse_answer_lenient,
+                         lambda answer, question, conflation: classify_answer(answer, question["truth"], conflation),
+                         CLASSES),
+}
+
+
+def probe_kind(question: dict) -> ProbeKind:
+    return PROBE_KINDS[question.get("kind", "integer")]
 
 
 def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict:
+    kind = probe_kind(question)
     reply = record.get("response", "")
-    answer = parse_answer(reply)
+    answer = kind.parse(reply)
     probe = {"question_id": question["id"], "type": question["type"], "truth": question["truth"],
-             "answer": answer, "class": classify_answer(answer, question["truth"], conflation_set)}
-    if answer is None:
+             "answer": answer, "class": kind.classify(answer, question, conflation_set)}
+    if answer is None and kind.parse_lenient is not None:
         # Diagnostic beside the primary class, never in it: what a lenient parse would have read.
-        lenient = parse_answer_lenient(reply)
+        lenient = kind.parse_lenient(reply)
         if lenient is not None:
             probe["lenient_answer"] = lenient
-            probe["lenient_class"] = classify_answer(lenient, question["truth"], conflation_set)
+            probe["lenient_class"] = kind.classify(lenient, question, conflation_set)
     return probe
 
 
 def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing."""
+    """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing. Probes, states
+    and calls away from the pre-registered budget or first sample carry their `budget` and `sample`."""
     models = models or manifest["models"]
-    regimes = manifest["regimes"]
+    regimes = run_regimes(manifest)
     n_episodes = manifest["n_episodes"]
-    probes, stage, comp_tokens, guards = [], [], {}, []
-    examples = []
+    probes, stage, guards, examples = [], [], [], []
+    comp_tokens: dict[int, dict[str, list]] = {}
     complete = 0
-    for model in models:
-        for regime_name in regimes:
-            regime = REGIMES[regime_name]
-            cell_records = journal.cell_records(model, regime_name)
-            for episode_index in range(n_episodes):
-                entry = manifest["cells"].get(cell_key(model, regime_name, episode_index)) or {}
-                if entry.get("status") != "COMPLETE":
-                    continue
-                complete += 1
-                episode = tasks["episodes"][episode_index]
-                records = cell_records.get(episode_index, {})
-                base = {"model": model, "regime": regime_name, "episode": episode_index}
-                key = cell_key(model, regime_name, episode_index)
-                plan = plan_calls(regime, episode)
-                missing = [spec.kind for spec in plan if spec.kind not in records]
-                if missing:
-                    raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
-                                         f"it is not scored. Rerun the run command (it quarantines unreadable "
-                                         f"lines and re-runs the cell), and see `{verify_command(journal)}`")
-                if entry.get("records_sha256") and \
-                        records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
-                    raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
-                                         f"the sha256 in the manifest); nothing was scored. Check it with "
-                                         f"`{verify_command(journal)}` and restore the raw log from a backup")
-                for spec in plan_calls(regime, episode):
-                    record = records[spec.kind]
-                    guards.append({**base, "kind": spec.kind, "done_reason": record.get("done_reason"),
-                                   "eval_count": record.get("eval_count"),
-                                   "prompt_eval_count": record.get("prompt_eval_count"),
-                                   "thinking_chars": len(record.get("thinking") or "")})
-                    if spec.question_id is not None:
-                        question = episode["questions"][spec.question_id - 1]
-                        probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
-                    else:
-                        comp_tokens.setdefault(regime_name, []).append((model, record.get("eval_count")))
-                if regime.compaction_prompt:
-                    final_state = records[f"compact_{len(episode['segments'])}"]["response"]
-                    stage.append({**score_retention(regime, final_state, episode), **base})
-                    if episode_index < 2:
-                        examples.append({**base, "final_state": final_state})
-    expected = len(models) * len(regimes) * n_episodes
+    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
+    logs: dict[tuple, dict] = {}
+    for cell in cells:
+        if not is_complete(manifest, cell):
+            continue
+        complete += 1
+        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode}
+        if cell.budget != DEFAULT_BUDGET or cell.sample:
+            base.update(budget=cell.budget, sample=cell.sample)
+        key = cell_key(*cell)
+        plan = plan_calls(regime, episode, cell.budget)
+        missing = [spec.kind for spec in plan if spec.kind not in records]
+        if missing:
+            raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
+                                 f"it is not scored. Rerun the run command (it quarantines unreadable "
+                                 f"lines and re-runs the cell), and see `{verify_command(journal)}`")
+        entry = manifest["cells"][key]
+        if entry.get("records_sha256") and \
+                records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
+            raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
+                                 f"the sha256 in the manifest); nothing was scored. Check it with "
+                                 f"`{verify_command(journal)}` and restore the raw log from a backup")
+        for spec in plan:
+            record = records[spec.kind]
+            guards.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
+                           "eval_count": record.get("eval_count"),
+                           "prompt_eval_count": record.get("prompt_eval_count"),
+                           "thinking_chars": len(record.get("thinking") or "")})
+            if spec.is_compaction:
+                comp_tokens.setdefault(cell.budget, {}).setdefault(cell.regime, []).append(
+                    (cell.model, record.get("eval_count")))
+            else:
+                question = episode["questions"][spec.question_id - 1]
+                probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
+        if regime.compacts:
+            final_state = records[f"compact_{len(episode['segments'])}"]["response"]
+            if regime.state_reader != "none":
+                stage.append({**score_retention(regime, final_state, episode), **base})
+            if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
+                examples.append({**base, "final_state": final_state})
+    lock = manifest.get("lock", {})
     return {
         "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
         "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
                                                  "path": manifest.get("tasks")},
-        "models": models, "regimes": regimes, "n_episodes": n_episodes,
-        "cells": {"complete": complete, "not_complete": expected - complete, "expected": expected,
+        "models": models, "regimes": list(regimes), "n_episodes": n_episodes,
+        "regime_definitions": {name: regime_summary(r) for name, r in regimes.items()},
+        "budgets": run_budgets(manifest), "samples": run_samples(manifest),
+        "temperature": lock.get("temperature", TEMPERATURE),
+        "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells),
                   "expected_probes_per_cell": len(QUESTION_PLAN)},
         "probes": probes, "compaction_stage": stage,
-        "compaction_tokens": summarize_compaction_tokens(comp_tokens),
+        "compaction_tokens": summarize_compaction_tokens(comp_tokens.get(DEFAULT_BUDGET, {})),
+        "compaction_tokens_by_budget": {str(b): summarize_compaction_tokens(t) for b, t in sorted(comp_tokens.items())},
         "calls": guards, "example_states": examples,
-        "run": {"backend": manifest.get("lock", {}).get("backend"),
-                "options": manifest.get("lock", {}).get("options"), "num_ctx": NUM_CTX,
+        "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
-                "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard")},
+                "model_info": lock.get("models"), "shard": manifest.get("shard")},
     }
+
+
+def regime_summary(regime: Regime) -> dict:
+    """What the analysis and figures need to know of a regime, kept in results.json."""
+    return {"description": regime.description, "exploratory": regime.exploratory, "context": regime.context,
+            "compacts": regime.compacts, "state_reader": regime.state_reader, "origin": regime.origin}
 
 
 class RecordsAltered(PilotError):
@@ -1948,11 +2232,12 @@ def rate_summary(k: int, n: int) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else None, "lo": lo, "hi": hi}
 
 
-def mcnemar_summary(pairs: list[tuple[bool, bool]]) -> dict:
-    """pairs are (R1 correct, R2 correct) on identical probes; b = R1 right/R2 wrong, c = the reverse."""
+def mcnemar_summary(pairs: list[tuple[bool, bool]], first: str = "R1", second: str = "R2") -> dict:
+    """pairs are (first correct, second correct) on identical probes; b = first right/second wrong, c = the
+    reverse."""
     b = sum(1 for r1, r2 in pairs if r1 and not r2)
     c = sum(1 for r1, r2 in pairs if r2 and not r1)
-    direction = "R2 better" if c > b else "R1 better" if b > c else "no difference"
+    direction = f"{second} better" if c > b else f"{first} better" if b > c else "no difference"
     return {"b": b, "c": c, "n_pairs": len(pairs), "p": mcnemar_exact(b, c), "direction": direction}
 
 
@@ -1962,7 +2247,8 @@ BUDGET_RATIO_BAND = (0.8, 1.25)        # realized R1/R2 mean compaction tokens o
 LABELS = ("CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")
 
 
-def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], task_set: dict | None) -> dict:
+def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], task_set: dict | None,
+                   variants: list[tuple[int, int]] = ((DEFAULT_BUDGET, 0),)) -> dict:
     """What the probes themselves cover, against the task set they claim: cells complete, missing,
     duplicated and extra probes, truths that disagree with the task file. Never reads `cells`."""
     question_ids = [qid for qid, _, _ in QUESTION_PLAN]
@@ -1971,29 +2257,46 @@ def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], ta
     counts: dict[tuple, int] = {}
     outside, mismatched = 0, 0
     for probe in probes:
-        key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"))
+        key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"),
+               record_variant(probe))
         counts[key] = counts.get(key, 0) + 1
         if key[0] not in models or key[1] not in regimes or key[2] not in task_episodes \
-                or key[3] not in question_ids:
+                or key[3] not in question_ids or key[4] not in variants:
             outside += 1
         elif tasks is not None:
             question = tasks["episodes"][key[2]]["questions"][key[3] - 1]
             if probe.get("truth") != question["truth"] or probe.get("type") != question["type"]:
                 mismatched += 1
     bank_episodes = sorted({k[2] for k in counts if k[2] in task_episodes})
-    complete_cells, partial_cells = 0, []
-    for model in models:
-        for regime in regimes:
-            for episode in bank_episodes:
-                present = [counts.get((model, regime, episode, q), 0) for q in question_ids]
-                if all(n >= 1 for n in present):
-                    complete_cells += 1
-                else:
-                    partial_cells.append(f"{model}|{regime}|{episode}")
+    complete_cells, partial_cells, primary_partial = 0, [], []
+    for variant in variants:
+        for model in models:
+            for regime in regimes:
+                for episode in bank_episodes:
+                    present = [counts.get((model, regime, episode, q, variant), 0) for q in question_ids]
+                    if all(n >= 1 for n in present):
+                        complete_cells += 1
+                        continue
+                    name = cell_key(model, regime, episode, *variant)
+                    partial_cells.append(name)
+                    if regime in DEFAULT_REGIMES and variant == (DEFAULT_BUDGET, 0):
+                        primary_partial.append(name)
     return {"bank_episodes": bank_episodes, "task_episodes": len(task_episodes),
-            "complete_cells": complete_cells, "expected_cells": len(models) * len(regimes) * len(bank_episodes),
-            "partial_cells": partial_cells, "duplicates": sum(n - 1 for n in counts.values() if n > 1),
+            "complete_cells": complete_cells,
+            "expected_cells": len(variants) * len(models) * len(regimes) * len(bank_episodes),
+            "partial_cells": partial_cells, "primary_partial_cells": primary_partial,
+            "duplicates": sum(n - 1 for n in counts.values() if n > 1),
             "outside": outside, "mismatched_truths": mismatched}
+
+
+def is_primary(probe: dict) -> bool:
+    """A probe at the pre-registered budget and first sample: the only ones the confirmatory test reads."""
+    return record_variant(probe) == (DEFAULT_BUDGET, 0)
+
+
+def bank_variants(results: dict) -> list[tuple[int, int]]:
+    budgets = results.get("budgets") or [DEFAULT_BUDGET]
+    return [(b, s) for b in budgets for s in range(int(results.get("samples") or 1))]
 
 
 def label_reasons(results: dict, coverage: dict, task_set: dict | None, regimes: list[str]) -> list[str]:
@@ -2006,9 +2309,12 @@ def label_reasons(results: dict, coverage: dict, task_set: dict | None, regimes:
         reasons.append("no task set to check the probes against (pass --tasks FILE)")
     elif task_set["kind"] == "generated":
         reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/tasks.json)")
-    if coverage["partial_cells"]:
-        reasons.append(f"partial bank: {len(coverage['partial_cells'])} cell(s) lack probes "
-                       f"(first: {coverage['partial_cells'][0]})")
+    if coverage["primary_partial_cells"]:
+        reasons.append(f"partial bank: {len(coverage['primary_partial_cells'])} cell(s) lack probes "
+                       f"(first: {coverage['primary_partial_cells'][0]})")
+    temperature = results.get("temperature", TEMPERATURE)
+    if temperature != TEMPERATURE:
+        reasons.append(f"temperature {temperature} is not the pre-registered {TEMPERATURE:g}")
     n_bank, n_task = len(coverage["bank_episodes"]), coverage["task_episodes"]
     if task_set is not None and n_task != N_EPISODES:
         reasons.append(f"the task set has {n_task} episodes; the protocol pre-registers {N_EPISODES}")
@@ -2045,8 +2351,9 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
     """Every number of analysis.md, RESULTS.md and the figures, computed from results.json and the task
     set the probes are checked against; the label comes from the probes, never from the file's word."""
     models, regimes = list(results["models"]), list(results["regimes"])
-    probes = results.get("probes", [])
-    coverage = probe_coverage(probes, models, regimes, task_set)
+    all_probes = results.get("probes", [])
+    coverage = probe_coverage(all_probes, models, regimes, task_set, bank_variants(results))
+    probes = [p for p in all_probes if is_primary(p)]
     by_cell: dict[tuple, list[dict]] = {}
     for probe in probes:
         by_cell.setdefault((probe["model"], probe["regime"]), []).append(probe)
@@ -2071,15 +2378,7 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
     informative = [m for m in models if ceiling.get(m, {}).get("passes")] if ceiling else list(models)
     mcnemar = {"pooled": None, "by_model": {}, "models": informative}
     if "R1" in regimes and "R2" in regimes:
-        index = {(p["model"], p["regime"], p["episode"], p["question_id"]): p["class"] == "correct" for p in probes}
-        all_pairs = []
-        for model in models:
-            pairs = [(ok, index[(m, "R2", e, q)]) for (m, r, e, q), ok in index.items()
-                     if m == model and r == "R1" and (m, "R2", e, q) in index]
-            mcnemar["by_model"][model] = mcnemar_summary(pairs)
-            if model in informative:
-                all_pairs += pairs
-        mcnemar["pooled"] = mcnemar_summary(all_pairs)
+        mcnemar.update(paired_test(probes, "R1", "R2", models, informative))
     reasons = label_reasons(results, coverage, task_set, regimes)
     label = "UNINFORMATIVE" if ceiling and not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
     if label == "UNINFORMATIVE":
@@ -2101,7 +2400,147 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
         "lenient": analyze_lenient(probes, models, regimes),
+        "definitions": regime_definitions(results),
+        "extra": analyze_extra_regimes(probes, models, regimes, informative, pooled, classes, budget),
+        "sweep": analyze_sweep(all_probes, models, regimes, results),
+        "samples": analyze_samples(all_probes, models, regimes, results),
     }
+
+
+def regime_definitions(results: dict) -> dict:
+    """Each regime's summary as the bank records it (built-in ones for banks that do not)."""
+    recorded = results.get("regime_definitions") if isinstance(results.get("regime_definitions"), dict) else {}
+    return {r: recorded.get(r) or (regime_summary(REGIMES[r]) if r in REGIMES else
+                                   {"description": "not described by the bank", "exploratory": True})
+            for r in results["regimes"]}
+
+
+def paired_test(probes: list[dict], first: str, second: str, models: list[str], pooled_models: list[str]) -> dict:
+    """Exact McNemar of regime `first` against `second` on identical probes, per model and pooled over
+    pooled_models; b = first correct and second wrong, c = the reverse."""
+    index = {(p["model"], p["regime"], p["episode"], p["question_id"], record_variant(p)): p["class"] == "correct"
+             for p in probes}
+    by_model, all_pairs = {}, []
+    for model in models:
+        pairs = [(ok, index[(m, second, e, q, v)]) for (m, r, e, q, v), ok in index.items()
+                 if m == model and r == first and (m, second, e, q, v) in index]
+        by_model[model] = mcnemar_summary(pairs, first, second)
+        if model in pooled_models:
+            all_pairs += pairs
+    return {"pooled": mcnemar_summary(all_pairs, first, second), "by_model": by_model}
+
+
+def holm_adjust(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p values, in their original order."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def analyze_extra_regimes(probes: list[dict], models: list[str], regimes: list[str], informative: list[str],
+                          pooled: dict, classes: dict, budget: dict) -> dict:
+    """Exploratory comparisons of every regime beyond R0-R2: rate, McNemar against R1 and against R2 with
+    Holm's correction across the family, realized budget against R1/R2, classes."""
+    extra = [r for r in regimes if r not in DEFAULT_REGIMES]
+    table, family = {}, []
+    for regime in extra:
+        entry = {"pooled": pooled[regime], "classes": classes[regime], "tests": {}}
+        mean = (budget["by_regime"].get(regime) or {}).get("mean")
+        entry["tokens_mean"] = mean
+        for reference in ("R1", "R2"):
+            if reference in regimes:
+                test = paired_test(probes, regime, reference, models, informative)["pooled"]
+                entry["tests"][reference] = test
+                family.append(test)
+            ref_mean = (budget["by_regime"].get(reference) or {}).get("mean")
+            entry[f"tokens_ratio_{reference}"] = mean / ref_mean if mean and ref_mean else None
+        table[regime] = entry
+    for test, adjusted in zip(family, holm_adjust([t["p"] for t in family])):
+        test["p_holm"] = adjusted
+    return table
+
+
+BOOTSTRAP_SEED = 20261130
+BOOTSTRAP_REPLICATES = 2000
+
+
+def clustered_bootstrap(by_episode: dict[int, tuple[int, int]], seed: int = BOOTSTRAP_SEED,
+                        replicates: int = BOOTSTRAP_REPLICATES) -> tuple[float, float]:
+    """95% percentile interval of a rate, resampling whole episodes (every model and sample of an episode
+    together) with replacement; by_episode maps an episode to (wrong, probes)."""
+    episodes = sorted(by_episode)
+    if not episodes:
+        return (0.0, 1.0)
+    rng = random.Random(seed)
+    rates = []
+    for _ in range(replicates):
+        wrong = total = 0
+        for _ in episodes:
+            w, n = by_episode[episodes[rng.randrange(len(episodes))]]
+            wrong, total = wrong + w, total + n
+        rates.append(wrong / total if total else 0.0)
+    rates.sort()
+    return rates[int(0.025 * (replicates - 1))], rates[int(0.975 * (replicates - 1))]
+
+
+def rate_by_episode(probes: list[dict]) -> dict[int, tuple[int, int]]:
+    table: dict[int, list[int]] = {}
+    for p in probes:
+        entry = table.setdefault(p["episode"], [0, 0])
+        entry[0] += p["class"] != "correct"
+        entry[1] += 1
+    return {e: (w, n) for e, (w, n) in table.items()}
+
+
+def analyze_sweep(probes: list[dict], models: list[str], regimes: list[str], results: dict) -> dict | None:
+    """Corruption per regime at every compaction budget of a sweep (exploratory away from 256): Wilson
+    intervals with one sample, episode-clustered bootstrap intervals with several; R1 vs R2 per budget."""
+    budgets = results.get("budgets") or [DEFAULT_BUDGET]
+    samples = int(results.get("samples") or 1)
+    if len(budgets) < 2:
+        return None
+    sweep = {}
+    for budget in budgets:
+        mine = [p for p in probes if record_variant(p)[0] == budget and p["model"] in models]
+        rows = {}
+        for regime in regimes:
+            cell = [p for p in mine if p["regime"] == regime]
+            summary = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
+            if samples > 1 and cell:
+                summary["lo"], summary["hi"] = clustered_bootstrap(rate_by_episode(cell))
+                summary["interval"] = "bootstrap"
+            rows[regime] = summary
+        tests = paired_test(mine, "R1", "R2", models, models)["pooled"] if {"R1", "R2"} <= set(regimes) else None
+        sweep[str(budget)] = {"rates": rows, "r1_vs_r2": tests, "exploratory": budget != DEFAULT_BUDGET}
+    return sweep
+
+
+def analyze_samples(probes: list[dict], models: list[str], regimes: list[str], results: dict) -> dict | None:
+    """Repeated samples (exploratory): per regime and budget, the rate over every sample with an
+    episode-clustered bootstrap interval, and each sample's own rate (the spread)."""
+    samples = int(results.get("samples") or 1)
+    if samples < 2:
+        return None
+    table = {}
+    for budget in results.get("budgets") or [DEFAULT_BUDGET]:
+        for regime in regimes:
+            cell = [p for p in probes if p["regime"] == regime and p["model"] in models
+                    and record_variant(p)[0] == budget]
+            if not cell:
+                continue
+            wrong = sum(1 for p in cell if p["class"] != "correct")
+            lo, hi = clustered_bootstrap(rate_by_episode(cell))
+            per_sample = []
+            for sample in range(samples):
+                mine = [p for p in cell if record_variant(p)[1] == sample]
+                per_sample.append(sum(1 for p in mine if p["class"] != "correct") / len(mine) if mine else None)
+            table[f"{regime}|{budget}"] = {"regime": regime, "budget": budget, "k": wrong, "n": len(cell),
+                                          "rate": wrong / len(cell), "lo": lo, "hi": hi, "per_sample": per_sample}
+    return {"samples": samples, "temperature": results.get("temperature", TEMPERATURE), "seed": BOOTSTRAP_SEED,
+            "replicates": BOOTSTRAP_REPLICATES, "by_regime": table}
 
 
 def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
@@ -2131,7 +2570,7 @@ def analyze_budget(results: dict, models: list[str]) -> dict:
 def analyze_retention(results: dict, models: list[str]) -> dict:
     retention = {}
     for row in results.get("compaction_stage", []):
-        if row["model"] not in models:
+        if row["model"] not in models or not is_primary(row):
             continue
         for key in (row["regime"], (row["regime"], row["model"])):
             agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0})
@@ -2143,17 +2582,23 @@ def analyze_retention(results: dict, models: list[str]) -> dict:
             "by_model": {f"{k[1]}|{k[0]}": v for k, v in retention.items() if isinstance(k, tuple)}}
 
 
+def call_stage(call: dict) -> str:
+    """A call's stage as recorded, or from its kind for records made before calls carried one."""
+    return call.get("stage") or ("compaction" if str(call.get("kind", "")).startswith("compact_") else "answer")
+
+
 def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict | None:
     """Cap hits, thinking text despite think off, unknown counts and R0 prompt size, from the call list."""
     calls = results.get("calls")
     if calls is None:
         return None
+    calls = [c for c in calls if is_primary(c)]
     table = {}
     for model in models:
         for regime in regimes:
             mine = [c for c in calls if c["model"] == model and c["regime"] == regime]
-            comp = [c for c in mine if c["kind"].startswith("compact_")]
-            answers = [c for c in mine if c["kind"].startswith("question_")]
+            comp = [c for c in mine if call_stage(c) == "compaction"]
+            answers = [c for c in mine if call_stage(c) == "answer"]
             table[f"{model}|{regime}"] = {
                 "compaction_calls": len(comp),
                 "compaction_at_cap": sum(1 for c in comp if c.get("done_reason") == "length"),
@@ -2167,7 +2612,7 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
                 "max": max(values) if values else None}
 
     r0_sizes = {model: [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
-                        and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
+                        and call_stage(c) == "answer" and c.get("prompt_eval_count") is not None]
                 for model in models}
     pooled = size_summary([v for values in r0_sizes.values() for v in values])
     return {"by_cell": table,
@@ -2298,20 +2743,94 @@ def status_banner(analysis: dict) -> str:
     return head + label_consequence(label)
 
 
+def regime_header(analysis: dict, regime: str) -> str:
+    """A regime's column heading; exploratory regimes (not pre-registered) carry a star."""
+    return regime + ("*" if (analysis.get("definitions") or {}).get(regime, {}).get("exploratory") else "")
+
+
 def render_corruption_table(analysis: dict) -> str:
     regimes = analysis["regimes"]
     rows = [[m] + [fmt_rate(analysis["corruption"][m][r]) for r in regimes] for m in analysis["models"]]
     rows.append(["pooled"] + [fmt_rate(analysis["pooled"][r]) for r in regimes])
-    return md_table(["model"] + regimes, rows)
+    return md_table(["model"] + [regime_header(analysis, r) for r in regimes], rows)
+
+
+def render_regimes_section(analysis: dict) -> list[str]:
+    rows = [[regime_header(analysis, r), d.get("description", ""), "exploratory" if d.get("exploratory") else
+             "pre-registered"] for r, d in analysis["definitions"].items()]
+    return ["## Regimes", "", md_table(["regime", "what the answers see", "status"], rows), "",
+            "A star marks an exploratory regime: shown beside the pre-registered ones, never part of the "
+            "confirmatory test or its label.", ""] if any(d.get("exploratory") for d in
+                                                          analysis["definitions"].values()) else []
+
+
+def render_extra_section(analysis: dict) -> list[str]:
+    extra = analysis["extra"]
+    if not extra:
+        return []
+    rows = []
+    for regime, entry in extra.items():
+        for reference, test in entry["tests"].items():
+            rows.append([regime, fmt_rate(entry["pooled"]), reference, test["b"], test["c"], fmt_p(test["p"]),
+                         fmt_p(test["p_holm"]), test["direction"]])
+    out = ["## Exploratory regimes", "",
+           "Not pre-registered: descriptive comparisons only. Each extra regime against R1 and against R2 on "
+           "identical probes (exact McNemar, two-sided; b = the extra regime correct and the reference wrong), "
+           "with Holm's correction across the whole family of these tests.", "",
+           md_table(["regime", "corruption (pooled)", "against", "b", "c", "p", "p (Holm)", "direction"], rows), ""]
+    rows = [[r, fmt_mean(e["tokens_mean"]), "n/a" if e["tokens_ratio_R1"] is None else f"{e['tokens_ratio_R1']:.3f}",
+             "n/a" if e["tokens_ratio_R2"] is None else f"{e['tokens_ratio_R2']:.3f}"] +
+            [e["classes"][c] for c in CLASSES] for r, e in extra.items()]
+    out += ["Realized budget (mean compaction tokens, n/a for regimes that make no compaction call) against R1 "
+            "and R2, and the class breakdown pooled over models.", "",
+            md_table(["regime", "mean tokens", "/ R1", "/ R2", *CLASSES], rows), ""]
+    return out
+
+
+def render_sweep_section(analysis: dict) -> list[str]:
+    sweep = analysis["sweep"]
+    if not sweep:
+        return []
+    regimes = analysis["regimes"]
+    rows = []
+    for budget, entry in sweep.items():
+        test = entry["r1_vs_r2"]
+        rows.append([f"{budget} ({budget_words(int(budget))} words)" + ("" if entry["exploratory"] else
+                                                                        ", pre-registered")]
+                    + [fmt_rate(entry["rates"][r]) for r in regimes]
+                    + ([f"b = {test['b']}, c = {test['c']}, p = {fmt_p(test['p'])}"] if test else []))
+    head = ["compaction budget"] + [regime_header(analysis, r) for r in regimes] + \
+        (["R1 vs R2"] if any(e["r1_vs_r2"] for e in sweep.values()) else [])
+    intervals = "episode-clustered bootstrap" if analysis["samples"] else "Wilson"
+    return ["## Budget sweep (exploratory)", "",
+            f"Corruption pooled over models at each compaction budget; the output cap and the instructed word "
+            f"limit scale together (120 words : 256 tokens). 95% {intervals} intervals. The confirmatory test "
+            f"is read at 256 only; every other budget is exploratory.", "",
+            md_table(head, rows), ""]
+
+
+def render_samples_section(analysis: dict) -> list[str]:
+    samples = analysis["samples"]
+    if not samples:
+        return []
+    rows = [[e["regime"], e["budget"], f"{e['k']}/{e['n']} = {pct(e['rate'])}",
+             f"[{100 * e['lo']:.1f}, {100 * e['hi']:.1f}]",
+             ", ".join(pct(x) for x in e["per_sample"])] for e in samples["by_regime"].values()]
+    return ["## Repeated samples (exploratory)", "",
+            f"{samples['samples']} samples per cell at temperature {samples['temperature']:g}, each with its own "
+            f"recorded seed. Intervals: 95% percentile bootstrap resampling whole episodes, "
+            f"{samples['replicates']} replicates, seed {samples['seed']}.", "",
+            md_table(["regime", "budget", "corruption, all samples", "95% interval", "each sample"], rows), ""]
 
 
 def render_analysis_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "", task_set_line(analysis), "",
-           "## Numeric-corruption rate", "",
-           "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
-           render_corruption_table(analysis), ""]
+    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "", task_set_line(analysis), ""]
+    out += render_regimes_section(analysis)
+    out += ["## Numeric-corruption rate", "",
+            "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
+            render_corruption_table(analysis), ""]
     mc = analysis["mcnemar"]
     if mc["pooled"]:
         rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
@@ -2328,6 +2847,9 @@ def render_analysis_md(analysis: dict) -> str:
             "Precedence: omission, correct, off_by_one, conflation, other_wrong. The incident signature is the "
             "union off_by_one + conflation.", "",
             md_table(["regime", *CLASSES, "signature"], rows), ""]
+    out += render_extra_section(analysis)
+    out += render_sweep_section(analysis)
+    out += render_samples_section(analysis)
     out += render_budget_section(analysis)
     rows = [[m] + [fmt_rate(analysis["multihop"][m][r], interval=False) for r in regimes] for m in models]
     out += ["## Multi-hop completion", "", "Q7 and Q8 (sums of two entities from different segments) answered "
@@ -2411,8 +2933,14 @@ def render_retention_section(analysis: dict) -> list[str]:
     ret = analysis["retention"]["by_regime"]
     if not ret:
         return []
-    method = {"R1": "name anywhere; number nearest its first occurrence (crude heuristic)",
-              "R2": "exact `NAME = N` lines"}
+    def method(regime: str) -> str:
+        reader = (analysis.get("definitions") or {}).get(regime, {}).get("state_reader") or \
+            {"R1": "prose", "R2": "typed"}.get(regime, "")
+        if reader.startswith("section:"):
+            return f"exact `NAME = N` lines under the {reader[8:]} heading"
+        return {"prose": "name anywhere; number nearest its first occurrence (crude heuristic)",
+                "typed": "exact `NAME = N` lines"}.get(reader, reader)
+
     rows = []
     for regime in analysis["regimes"]:
         if regime in ret:
@@ -2420,7 +2948,7 @@ def render_retention_section(analysis: dict) -> list[str]:
             share = agg["correct"] / agg["n_entities"] if agg["n_entities"] else None
             retained = agg["retained"] / agg["n_entities"] if agg["n_entities"] else None
             rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = {pct(retained)}",
-                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method.get(regime, "")])
+                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method(regime)])
     out = ["## Write-time retention (exploratory)", "",
            "Entity values found in each final state (retained) and found with the right value (correct); P3 "
            "reads the correct ones.", "",
@@ -2710,13 +3238,14 @@ def protocol_sha256() -> str:
 
 
 def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[str]:
-    """Every way the current settings differ from the ones a run folder was locked to."""
+    """Every way the current settings differ from the ones a run folder was locked to: each field of the
+    Settings record, then each model's identity."""
     diffs = []
-    for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
-                  "n_episodes", "regimes"):
+    for field in (f.name for f in dataclasses.fields(Settings)):
         old, new = recorded.get(field), current.get(field)
         # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
-        same = server_identity(old) == server_identity(new) if field == "base_url" else old == new
+        same = server_identity(old) == server_identity(new) if field == "base_url" else \
+            canonical_json(old) == canonical_json(new)
         if field not in ignore and not same:
             diffs.append(f"{field} ({short(old)} -> {short(new)})")
     for model, info in current.get("models", {}).items():
@@ -2747,10 +3276,63 @@ def resolve_run_dir(args) -> Path:
     n = getattr(args, "episodes", None)
     if n is not None and n != N_EPISODES:
         name += f"-e{n}"
+    # another design (extra regimes, a budget sweep, repeated samples) gets a folder of its own
+    regimes = [r for r in parse_names(getattr(args, "regimes", None)) if r not in DEFAULT_REGIMES]
+    if regimes or parse_names(getattr(args, "regimes", None)) not in ([], list(DEFAULT_REGIMES)):
+        name += "-" + "-".join(parse_names(args.regimes))
+    budgets = getattr(args, "budgets", None) or [DEFAULT_BUDGET]
+    if list(budgets) != [DEFAULT_BUDGET]:
+        name += "-b" + "-".join(map(str, budgets))
+    if (getattr(args, "samples", None) or 1) > 1:
+        name += f"-s{args.samples}"
+    if (getattr(args, "temperature", None) or 0) != TEMPERATURE:
+        name += f"-t{args.temperature:g}"
     shard = getattr(args, "shard", None)
     if shard:
         name += f"-shard{shard[0]}of{shard[1]}"
     return RESULTS_ROOT / name
+
+
+def parse_names(text: str | None) -> list[str]:
+    return list(dict.fromkeys(n.strip() for n in (text or "").split(",") if n.strip()))
+
+
+def parse_budgets(text: str) -> list[int]:
+    """--budgets: compaction output caps, e.g. 128,256,512 (each 16 to 2048, no repeats)."""
+    try:
+        budgets = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budgets takes whole numbers separated by commas, e.g. 128,256,512 "
+                                         f"(got {text!r})") from None
+    if not budgets or len(set(budgets)) != len(budgets) or not all(16 <= b <= 2048 for b in budgets):
+        raise argparse.ArgumentTypeError(f"--budgets takes distinct budgets from 16 to 2048 tokens, e.g. 128,256,512 "
+                                         f"(got {text!r})")
+    return sorted(budgets)
+
+
+def load_regime_file(path: Path) -> list[Regime]:
+    """The regimes of a --regime-file; every problem is named, one per line."""
+    shown = display_path(path)
+    if not path.is_file():
+        raise PilotError(f"no regime file at {path}; copy regimes/example.json and pass its path")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{shown} is not valid JSON ({err}); see regimes/example.json for the format") from None
+    regimes, problems = check_regime_entries(data, shown)
+    if problems:
+        raise PilotError(f"{shown} has {len(problems)} problem(s); fix them and run again:\n" +
+                         "\n".join(f"  - {p}" for p in problems))
+    return regimes
+
+
+def chosen_regimes(args) -> list[Regime]:
+    """The regimes named by --regimes (default R0,R1,R2), from the registry and --regime-file."""
+    extra = load_regime_file(Path(args.regime_file)) if getattr(args, "regime_file", None) else []
+    names = parse_names(getattr(args, "regimes", None)) or list(DEFAULT_REGIMES)
+    if extra and not getattr(args, "regimes", None):
+        names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
+    return select_regimes(names, extra)
 
 
 def parse_models(text: str | None) -> list[str]:
@@ -2891,29 +3473,36 @@ def make_backend(args):
     return BACKENDS[args.backend].from_args(args)
 
 
-def run_config(backend, tasks_sha: str, n_episodes: int) -> RunConfig:
-    return RunConfig(backend=backend.name, base_url=redact_url(backend.base_url), tasks_sha256=tasks_sha,
-                     protocol_sha256=protocol_sha256(), prompts_sha256=prompts_sha256(), n_episodes=n_episodes,
-                     regimes=REGIME_NAMES, compaction_options=backend.wire_options(COMPACTION_NUM_PREDICT),
-                     answer_options=backend.wire_options(ANSWER_NUM_PREDICT))
+def run_settings(backend, args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> Settings:
+    return Settings(backend=backend.name, base_url=redact_url(backend.base_url), tasks_sha256=tasks_sha,
+                    protocol_sha256=protocol_sha256(), prompts_sha256=prompts_sha256(),
+                    regimes=tuple(r.name for r in regimes), regimes_sha256=regimes_sha256(regimes),
+                    n_episodes=n_episodes, budgets=tuple(args.budgets), samples=args.samples,
+                    temperature=args.temperature,
+                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, args.temperature),
+                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, args.temperature)})
 
 
-def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, models: list[str], shard) -> Manifest:
+def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
+                 regimes: list[Regime]) -> Manifest:
     return Manifest(path, {
         "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": PROTOCOL_ID,
         "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256,
         "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
-        "regimes": list(REGIME_NAMES), "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
+        "regimes": [r.name for r in regimes], "regime_definitions": {r.name: regime_record(r) for r in regimes},
+        "budgets": list(config.budgets), "samples": config.samples,
+        "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
         "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
         "base_url_spellings": [config.base_url],
     })
 
 
-def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path: Path, models: list[str]) -> Manifest:
+def open_manifest(run_dir: Path, config: Settings, lock: dict, args, tasks_path: Path, models: list[str],
+                  regimes: list[Regime]) -> Manifest:
     """Create the manifest, or check a resumed one against the current settings and refuse on any difference."""
     path = run_dir / "manifest.json"
     if not path.exists():
-        return new_manifest(path, config, lock, tasks_path, models, args.shard)
+        return new_manifest(path, config, lock, tasks_path, models, args.shard, regimes)
     manifest = Manifest.load(path)
     recorded = manifest.data.get("lock", {})
     diffs = lock_differences(recorded, lock)
@@ -2948,20 +3537,17 @@ def open_manifest(run_dir: Path, config: RunConfig, lock: dict, args, tasks_path
 
 
 def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Path, models: list[str],
-                todo: list, total_cells: int) -> int:
+                todo: list, total_cells: int, regimes: list[Regime]) -> int:
     backend = make_backend(args)
     model_info = preflight(backend, models)     # before any folder is created
-    config = run_config(backend, tasks_sha, len(tasks["episodes"]))
-    lock = {"tasks_sha256": tasks_sha, "protocol_sha256": config.protocol_sha256,
-            "prompts_sha256": config.prompts_sha256, "runner_sha256": runner_sha256(), "backend": backend.name,
-            "base_url": config.base_url, "n_episodes": config.n_episodes, "regimes": list(REGIME_NAMES),
-            "options": {"compaction": config.compaction_options, "answer": config.answer_options},
+    config = run_settings(backend, args, tasks_sha, len(tasks["episodes"]), regimes)
+    lock = {**json.loads(canonical_json(dataclasses.asdict(config))), "runner_sha256": runner_sha256(),
             "config_sha256": config.sha256(), "models": model_info}
     (run_dir / "raw").mkdir(parents=True, exist_ok=True)
     run_lock = RunLock(run_dir)
     run_lock.acquire()
     try:
-        manifest = open_manifest(run_dir, config, lock, args, tasks_path, models)
+        manifest = open_manifest(run_dir, config, lock, args, tasks_path, models, regimes)
         # the same server under another spelling: the calls keep the configuration hash the run began with
         config = dataclasses.replace(config, base_url=manifest.data["lock"]["base_url"])
         used = manifest.data.setdefault("concurrency_used", [])
@@ -2974,17 +3560,20 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
         journal = Journal(run_dir)
         for note in repair_journal(journal, manifest, tasks):
             warn(note)
-        done = {(model, regime): journal.cell_records(model, regime) for model in models for regime in REGIME_NAMES}
-        todo = [c for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
+        done = {stream: journal.cell_records(*stream) for stream in journal_streams(manifest.data)
+                if stream[0] in models}
+        todo = [c for c in todo if not is_complete(manifest.data, c)]
         todo_set = set(todo)
-        done_calls = sum(len(kinds) for (m, r), eps in done.items() for e, kinds in eps.items() if (m, r, e) in todo_set)
-        total_calls = sum(calls_per_cell(REGIMES[r]) for _, r, _ in todo)
+        done_calls = sum(len(kinds) for (m, r, b, s), eps in done.items() for e, kinds in eps.items()
+                         if Cell(m, r, e, b, s) in todo_set)
+        by_name = {r.name: r for r in regimes}
+        total_calls = sum(calls_per_cell(by_name[c.regime]) for c in todo)
         progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
                             interval_s=args.progress_interval)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
                          RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
-                         progress, done)
+                         progress, done, by_name)
 
         def hard_stop():
             manifest.save()
@@ -3001,7 +3590,7 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
         return EXIT_INTERRUPTED
     except ServerGone as err:
         manifest.save()
-        left = sum(1 for c in todo if (manifest.cell(cell_key(*c)) or {}).get("status") != "COMPLETE")
+        left = sum(1 for c in todo if not is_complete(manifest.data, c))
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
                          f"server, then resume with: {resume_command(args.argv)}") from None
     except DiskFull as err:
@@ -3027,11 +3616,13 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def selected_cells(models: list[str], n_episodes: int, shard) -> list[tuple[str, str, int]]:
-    return shard_cells(all_cells(models, REGIME_NAMES, n_episodes), shard)
+def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[str] = DEFAULT_REGIMES,
+                   budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
+    return shard_cells(all_cells(models, list(regimes), n_episodes, budgets, samples), shard)
 
 
 def command_run(args, then_analyze: bool = False) -> int:
+    regimes = chosen_regimes(args)
     run_dir = resolve_run_dir(args)
     refuse_foreign_folder(run_dir)
     tasks_path = Path(args.tasks) if args.tasks else TASKS_PATH
@@ -3049,12 +3640,12 @@ def command_run(args, then_analyze: bool = False) -> int:
                          f"{len(tasks['episodes'])}; use --out for a run of another size")
     if recorded:
         recorded = repair_if_unreadable(run_dir, recorded, tasks)
-    cells = selected_cells(models, len(tasks["episodes"]), args.shard)
-    todo = [c for c in cells if not recorded or
-            (recorded.cell(cell_key(*c)) or {}).get("status") != "COMPLETE"]
+    cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes], args.budgets,
+                           args.samples)
+    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c)]
     code = EXIT_OK
     if todo:
-        code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, todo, len(cells))
+        code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, todo, len(cells), regimes)
         if code == EXIT_INTERRUPTED:
             return code
     elif not args.quiet:
@@ -3227,6 +3818,17 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
         argv += ["--host", lock["base_url"]]
     if manifest.get("shard"):
         argv += ["--shard", "/".join(map(str, manifest["shard"]))]
+    if list(manifest.get("regimes") or DEFAULT_REGIMES) != list(DEFAULT_REGIMES):
+        argv += ["--regimes", ",".join(manifest["regimes"])]
+    files = sorted({d.get("origin") for d in (manifest.get("regime_definitions") or {}).values()} - {None, "built-in"})
+    for origin in files:
+        argv += ["--regime-file", origin]
+    if run_budgets(manifest) != [DEFAULT_BUDGET]:
+        argv += ["--budgets", ",".join(map(str, run_budgets(manifest)))]
+    if run_samples(manifest) > 1:
+        argv += ["--samples", str(run_samples(manifest))]
+    if lock.get("temperature") not in (None, TEMPERATURE):
+        argv += ["--temperature", f"{lock['temperature']:g}"]
     used = manifest.get("concurrency_used") or []
     if used and used[-1] != 1:
         argv += ["--concurrency", str(used[-1])]
@@ -3317,20 +3919,21 @@ def command_status(args) -> int:
     rows = []
     totals = {"COMPLETE": 0, "FAILED": 0, "partial": 0, "not started": 0}
     shard = tuple(data["shard"]) if data.get("shard") else None
-    cells = selected_cells(data["models"], data["n_episodes"], shard)
-    for model in data["models"]:
-        for regime in data["regimes"]:
-            counts = dict.fromkeys(totals, 0)
-            started = journal.cell_records(model, regime)
-            for m, r, e in cells:
-                if (m, r) != (model, regime):
-                    continue
-                status = (data["cells"].get(cell_key(m, r, e)) or {}).get("status")
-                state = status if status in ("COMPLETE", "FAILED") else "partial" if started.get(e) else "not started"
-                counts[state] += 1
-            rows.append([model, regime] + [counts[k] for k in totals])
-            for k in totals:
-                totals[k] += counts[k]
+    cells = selected_cells(data["models"], data["n_episodes"], shard, data["regimes"], run_budgets(data),
+                           run_samples(data))
+    for model, regime, budget, sample in journal_streams(data):
+        counts = dict.fromkeys(totals, 0)
+        started = journal.cell_records(model, regime, budget, sample)
+        for cell in cells:
+            if (cell.model, cell.regime, cell.budget, cell.sample) != (model, regime, budget, sample):
+                continue
+            status = (data["cells"].get(cell_key(*cell)) or {}).get("status")
+            state = status if status in ("COMPLETE", "FAILED") else "partial" if started.get(cell.episode) else \
+                "not started"
+            counts[state] += 1
+        rows.append([model, regime + variant_suffix(budget, sample, " ")] + [counts[k] for k in totals])
+        for k in totals:
+            totals[k] += counts[k]
     print(f"run {run_dir} ({data['n_episodes']} episodes, backend {data['lock'].get('backend')})")
     print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
     failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
@@ -3343,6 +3946,7 @@ def command_status(args) -> int:
 
 
 def command_plan(args) -> int:
+    regimes = {r.name: r for r in chosen_regimes(args)}
     run_dir = resolve_run_dir(args)
     manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
     # An existing run is planned as it was made (its episodes, tasks, models and shard), as `status` counts it.
@@ -3354,17 +3958,21 @@ def command_plan(args) -> int:
     if not models:
         raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
     shard = args.shard or (tuple(recorded["shard"]) if recorded.get("shard") else None)
-    cells = selected_cells(models, len(tasks["episodes"]), shard)
-    estimate = plan_estimate(tasks, cells, manifest.data if manifest else None)
+    if recorded and not args.regimes and not args.regime_file:
+        regimes = run_regimes(recorded)
+    budgets = args.budgets if args.budgets != [DEFAULT_BUDGET] or not recorded else run_budgets(recorded)
+    samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
+    cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
+    estimate = plan_estimate(tasks, cells, manifest.data if manifest else None, regimes)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
     print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
                     "output tokens (at most)"], rows))
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
-    print("estimate: input tokens are prompt characters / 4, with every previous state taken at the full "
-          f"{COMPACTION_NUM_PREDICT}-token compaction cap; output tokens are the caps ({COMPACTION_NUM_PREDICT} per "
-          f"compaction, {ANSWER_NUM_PREDICT} per answer)")
+    print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
+          f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
+          f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")
     rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
     left = estimate["calls"] - estimate["done_calls"]
     if rate:
@@ -3375,30 +3983,31 @@ def command_plan(args) -> int:
     return EXIT_OK
 
 
-def plan_estimate(tasks: dict, cells: list, manifest: dict | None) -> dict:
+def plan_estimate(tasks: dict, cells: list[Cell], manifest: dict | None, regimes: dict | None = None) -> dict:
     """Calls and token estimates per (model, regime), and how many of those calls are already done."""
+    regimes = regimes or REGIMES
     by_cell: dict = {}
-    state_stub = "x" * (COMPACTION_NUM_PREDICT * 4)
-    for model, regime_name, episode_index in cells:
-        regime = REGIMES[regime_name]
-        episode = tasks["episodes"][episode_index]
-        entry = by_cell.setdefault((model, regime_name), {"cells": 0, "calls": 0, "done_calls": 0,
-                                                          "input_tokens": 0, "output_tokens": 0})
+    for cell in cells:
+        regime = regimes[cell.regime]
+        episode = tasks["episodes"][cell.episode]
+        label = cell.regime + variant_suffix(cell.budget, cell.sample, " ")
+        entry = by_cell.setdefault((cell.model, label), {"cells": 0, "calls": 0, "done_calls": 0,
+                                                         "input_tokens": 0, "output_tokens": 0})
         entry["cells"] += 1
-        for spec in plan_calls(regime, episode):
+        state_stub = "x" * (cell.budget * 4)
+        for spec in plan_calls(regime, episode, cell.budget):
             messages = build_messages(regime, episode, spec, state_stub)
             entry["calls"] += 1
             entry["input_tokens"] += estimate_tokens(messages[0]["content"])
-            entry["output_tokens"] += COMPACTION_NUM_PREDICT if spec.segment else ANSWER_NUM_PREDICT
-        if manifest is not None:
-            status = (manifest["cells"].get(cell_key(model, regime_name, episode_index)) or {}).get("status")
-            entry["done_calls"] += calls_per_cell(regime) if status == "COMPLETE" else 0
+            entry["output_tokens"] += spec.max_output_tokens
+        if manifest is not None and is_complete(manifest, cell):
+            entry["done_calls"] += calls_per_cell(regime)
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
 
 
 def measured_rate(journal: Journal, manifest: dict) -> float | None:
-    walls = [r["wall_s"] for m in manifest["models"] for g in manifest["regimes"] for r in journal.read(m, g)
+    walls = [r["wall_s"] for stream in journal_streams(manifest) for r in journal.read(*stream)
              if isinstance(r.get("wall_s"), (int, float))]
     return sum(walls) / len(walls) if walls else None
 
@@ -3407,47 +4016,47 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
     """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
     problems = []
     journal = Journal(run_dir)
-    for model in manifest["models"]:
-        for regime_name in manifest["regimes"]:
-            regime = REGIMES[regime_name]
-            path = journal.path(model, regime_name)
-            if path.exists():
-                data = path.read_bytes()
-                for number, line in enumerate(data.splitlines(), 1):
-                    try:
-                        json.loads(line.decode("utf-8"))
-                    except (UnicodeDecodeError, ValueError):
-                        problems.append(f"{path.name} line {number}: unreadable record")
-                if data and not data.endswith(b"\n"):
-                    problems.append(f"{path.name}: torn last line")
-            seen: dict[tuple[int, str], int] = {}
-            first: dict[int, dict[str, dict]] = {}
-            for record in journal.read(model, regime_name):
-                where = (record.get("episode"), record.get("kind"))
-                seen[where] = seen.get(where, 0) + 1
-                first.setdefault(where[0], {}).setdefault(where[1], record)
-            for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
-                if count > 1:
-                    problems.append(f"{cell_key(model, regime_name, episode)}: {kind} recorded {count} times")
-                valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
-                if not valid or kind not in {s.kind for s in plan_calls(regime, tasks["episodes"][0])}:
-                    problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
-            for episode_index in range(manifest["n_episodes"]):
-                key = cell_key(model, regime_name, episode_index)
-                entry = manifest["cells"].get(key) or {}
-                if entry.get("status") != "COMPLETE":
-                    continue
-                records = first.get(episode_index, {})
-                plan = plan_calls(regime, tasks["episodes"][episode_index])
-                missing = [s.kind for s in plan if s.kind not in records]
-                if missing:
-                    problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
-                    continue
-                ordered = [records[s.kind] for s in plan]
-                if entry.get("n_calls") != len(ordered):
-                    problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
-                if entry.get("records_sha256") and records_digest(ordered) != entry["records_sha256"]:
-                    problems.append(f"{key}: records altered since the cell completed (sha256 mismatch)")
+    regimes = run_regimes(manifest)
+    for model, regime_name, budget, sample in journal_streams(manifest):
+        regime = regimes[regime_name]
+        path = journal.path(model, regime_name, budget, sample)
+        if path.exists():
+            data = path.read_bytes()
+            for number, line in enumerate(data.splitlines(), 1):
+                if parse_record_line(line) is None:
+                    problems.append(f"{path.name} line {number}: unreadable record")
+            if data and not data.endswith(b"\n"):
+                problems.append(f"{path.name}: torn last line")
+        seen: dict[tuple[int, str], int] = {}
+        first: dict[int, dict[str, dict]] = {}
+        for record in journal.read(model, regime_name, budget, sample):
+            where = (record.get("episode"), record.get("kind"))
+            seen[where] = seen.get(where, 0) + 1
+            first.setdefault(where[0], {}).setdefault(where[1], record)
+        kinds = {spec.kind for spec in plan_calls(regime, tasks["episodes"][0], budget)}
+        for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
+            valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
+            if count > 1:
+                problems.append(f"{cell_key(model, regime_name, episode, budget, sample)}: {kind} recorded "
+                                f"{count} times")
+            if not valid or kind not in kinds:
+                problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
+        for episode_index in range(manifest["n_episodes"]):
+            cell = Cell(model, regime_name, episode_index, budget, sample)
+            if not is_complete(manifest, cell):
+                continue
+            key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
+            records = first.get(episode_index, {})
+            plan = plan_calls(regime, tasks["episodes"][episode_index], budget)
+            missing = [s.kind for s in plan if s.kind not in records]
+            if missing:
+                problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
+                continue
+            ordered = [records[s.kind] for s in plan]
+            if entry.get("n_calls") != len(ordered):
+                problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
+            if entry.get("records_sha256") and records_digest(ordered) != entry["records_sha256"]:
+                problems.append(f"{key}: records altered since the cell completed (sha256 mismatch)")
     return problems
 
 
@@ -3496,9 +4105,11 @@ def command_merge(args) -> int:
         models += [m for m in data["models"] if m not in models]
     (out / "raw").mkdir(parents=True, exist_ok=True)
     journal = Journal(out)
+    regimes = run_regimes(shards[0][1])
     for key, (folder, entry) in cells.items():
-        source = Journal(folder).cell_records(entry["model"], entry["regime"]).get(entry["episode"], {})
-        plan = plan_calls(REGIMES[entry["regime"]], shards[0][2]["episodes"][entry["episode"]])
+        budget, sample = record_variant(entry)
+        source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
+        plan = plan_calls(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
         for spec in plan:
             journal.append(source[spec.kind])
     data0 = shards[0][1]
@@ -3506,14 +4117,14 @@ def command_merge(args) -> int:
     lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
     merged = Manifest(out / "manifest.json", {
         **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
-        "task_set": data0.get("task_set"),
+        **{k: data0[k] for k in ("task_set", "regime_definitions", "budgets", "samples") if k in data0},
         "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
         "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
         "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
     })
     merged.save()
-    expected = len(models) * len(REGIME_NAMES) * data0["n_episodes"]
+    expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
     print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
     problems = verify_run(out, merged.data, shards[0][2])
     if problems:
@@ -3545,6 +4156,25 @@ COMMAND_HELP = {
     "verify": "re-hash the raw logs against the manifest; exit 1 when anything is off",
     "merge": "combine shard folders (--shard I/N runs) into one bank: merge OUT SHARD_DIR...",
 }
+
+
+def add_design_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what a run measures: regimes, budgets, samples, temperature."""
+    parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
+                        f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
+    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see regimes/example.json); they run "
+                        "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
+                        "prompts")
+    parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
+                        help=f"compaction budgets in output tokens, e.g. 128,256,512 (default {DEFAULT_BUDGET}); the "
+                             f"instructed word limit scales with it (120 words at 256); each budget is its own set of "
+                             f"cells, and every budget but 256 is exploratory")
+    parser.add_argument("--samples", type=whole_number(1, MAX_SAMPLES), default=1,
+                        help="repeated samples per cell, each with its own recorded seed (default 1; more is "
+                             "exploratory and wants --temperature above 0)")
+    parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"), default=TEMPERATURE,
+                        help="sampling temperature (default 0, the pre-registered value; another makes the run "
+                             "exploratory)")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -3615,8 +4245,9 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     return parse
 
 
-def seconds_argument(minimum: float, maximum: float, above: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number of seconds from `minimum` (excluded if `above`) to `maximum`."""
+def seconds_argument(minimum: float, maximum: float, above: bool = False,
+                     what: str = "a number of seconds") -> Callable[[str], float]:
+    """An argparse type: a finite number (of seconds) from `minimum` (excluded if `above`) to `maximum`."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -3625,7 +4256,7 @@ def seconds_argument(minimum: float, maximum: float, above: bool = False) -> Cal
         low_ok = value > minimum if above else value >= minimum
         if not math.isfinite(value) or not low_ok or value > maximum:
             bound = f"above {minimum:g}" if above else f"from {minimum:g}"
-            raise argparse.ArgumentTypeError(f"expected a number of seconds {bound} to {maximum:g}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {what} {bound} to {maximum:g}, got {text!r}")
         return value
     return parse
 
@@ -3660,6 +4291,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
         add_folder_options(parser)
+        add_design_options(parser)
         add_run_options(parser)
     elif command in ("score", "status", "verify"):
         add_folder_options(parser)
@@ -3674,6 +4306,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_folder_options(parser)
         parser.add_argument("--models", help="comma-separated model names")
         parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
+        add_design_options(parser)
     elif command == "generate":
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")

@@ -200,7 +200,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
 
 class ShardTest(TempDirMixin, unittest.TestCase):
     def test_shards_are_disjoint_and_cover_every_cell(self):
-        cells = rp.all_cells(["a", "b"], rp.REGIME_NAMES, 15)
+        cells = rp.all_cells(["a", "b"], rp.DEFAULT_REGIMES, 15)
         for n in (1, 2, 3, 7):
             with self.subTest(n=n):
                 slices = [rp.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
@@ -225,8 +225,8 @@ class ShardTest(TempDirMixin, unittest.TestCase):
                                               f"{i}/2", *common])
                 self.assertEqual(code, 0, err)
             self.assertIn("combine them with", stdout)
-            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[r]) for _, r, _ in
-                                                  rp.shard_cells(rp.all_cells(["a:1"], rp.REGIME_NAMES, 3), (2, 2))))
+            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[c.regime]) for c in
+                                                  rp.shard_cells(rp.all_cells(["a:1"], rp.DEFAULT_REGIMES, 3), (2, 2))))
             code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
             self.assertEqual(code, 0)
             self.assertIn("4 complete, 0 left", stdout)      # 9 cells: shard 2/2 holds cells 1, 3, 5, 7

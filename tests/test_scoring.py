@@ -75,7 +75,7 @@ class RetentionTest(unittest.TestCase):
         scored = rp.score_retention(rp.REGIMES["R1"], text, self.episode)
         # names[2] occurs, so it is retained; its nearest number is names[1]'s value, so it is not correct
         self.assertEqual((scored["retained"], scored["correct"]), (4, 2))
-        self.assertEqual(scored["method"], "nearest_number")
+        self.assertEqual(scored["method"], "prose")
 
 
 if __name__ == "__main__":
