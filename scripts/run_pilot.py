@@ -1578,6 +1578,8 @@ class Progress:
             eta = "0 min"
         elif rate > 0:
             eta = f"{left / rate:.1f} min"
+        elif self.first_reply_at is None and any(r["unreachable_s"] is not None for r in self.retries.values()):
+            eta = "unknown (no reply yet)"
         elif self.first_reply_at is None:
             eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
         else:
