@@ -67,6 +67,7 @@ FIGURES = (
     ("fig_d_compaction_tokens.svg", "Realized compaction tokens per call"),
     ("fig_e_retention.svg", "Write-time retention of entity values"),
 )
+SWEEP_FIGURE = ("fig_f_budget_sweep.svg", "Corruption against compaction budget (exploratory)")
 
 
 # ============================================================================================
@@ -428,6 +429,65 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     return svg.render()
 
 
+def figure_sweep(analysis: dict) -> str:
+    """Corruption pooled over models against the compaction budget, one line per regime, with 95% intervals
+    and, with repeated samples, each sample's own rate as a dot (the spread)."""
+    sweep, samples = analysis["sweep"], analysis.get("samples")
+    budgets, regimes = list(sweep), analysis["regimes"]
+    step = 110
+    right = LEFT + 40 + step * (len(budgets) - 1) + 40
+    items = [(regime_label(r), regime_colour(r, regimes)) for r in regimes]
+    if samples:
+        items.append(("one sample", "#FFFFFF"))
+    width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
+    svg = Svg(width, 0, SWEEP_FIGURE[1])
+    intervals = "episode-clustered bootstrap" if samples else "Wilson"
+    top = header(svg, SWEEP_FIGURE[1], rp.confirmatory_note(analysis),
+                 f"Pooled over models; whiskers: 95% {intervals} intervals; 256 tokens is the pre-registered point")
+    y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "numeric-corruption rate (%)")
+    base = top + PLOT_HEIGHT
+    xs = {b: LEFT + 40 + i * step for i, b in enumerate(budgets)}
+    for b, x in xs.items():
+        svg.line(x, base, x, base + 4)
+        svg.text(x, base + 17, f"{b} ({rp.budget_words(int(b))} words)", size=11, anchor="middle", cls="category")
+    svg.text((LEFT + right) / 2, base + 40, "compaction budget, output tokens (instructed words)", size=11,
+             anchor="middle")
+    for r, regime in enumerate(regimes):
+        colour, offset = regime_colour(regime, regimes), (r - (len(regimes) - 1) / 2) * 6
+        points = [(xs[b] + offset, base - PLOT_HEIGHT * sweep[b]["rates"][regime]["rate"])
+                  for b in budgets if sweep[b]["rates"][regime]["n"]]
+        for (x1, y1), (x2, y2) in zip(points, points[1:]):
+            svg.line(x1, y1, x2, y2, stroke=colour, width=2)
+        for b in budgets:
+            summary = sweep[b]["rates"][regime]
+            if not summary["n"]:
+                continue
+            cx = xs[b] + offset
+            lo, hi = base - PLOT_HEIGHT * summary["lo"], base - PLOT_HEIGHT * summary["hi"]
+            svg.parts.append(f'<g class="errorbar" data-lo="{num(100 * summary["lo"])}" '
+                             f'data-hi="{num(100 * summary["hi"])}">')
+            svg.line(cx, lo, cx, hi, stroke=colour, width=1.2)
+            svg.line(cx - 3, lo, cx + 3, lo, stroke=colour, width=1.2)
+            svg.line(cx - 3, hi, cx + 3, hi, stroke=colour, width=1.2)
+            svg.parts.append("</g>")
+            svg.rect(cx - 3, base - PLOT_HEIGHT * summary["rate"] - 3, 6, 6, colour, cls="point",
+                     extra=f' data-value="{num(100 * summary["rate"])}" data-group="{b}" data-series="{regime}"',
+                     tip=f"{regime} at {b} tokens: {rp.fmt_rate(summary)}")
+            entry = (samples or {}).get("by_regime", {}).get(f"{regime}|{b}")
+            for rate in (entry or {}).get("per_sample", []):
+                if rate is not None:
+                    svg.parts.append(f'<circle class="sample" cx="{num(cx + 8)}" cy="{num(base - PLOT_HEIGHT * rate)}" '
+                                     f'r="2" fill="#FFFFFF" stroke="{colour}" stroke-width="1"/>')
+    legend(svg, right + 20, top, items)
+    svg.height = base + 54
+    return svg.render()
+
+
+def figures_for(analysis: dict) -> tuple:
+    """The figures a bank gets: the five, and the sweep figure when it has more than one budget."""
+    return FIGURES + ((SWEEP_FIGURE,) if analysis.get("sweep") else ())
+
+
 def render_figures(results: dict, analysis: dict) -> dict[str, str]:
     return {
         FIGURES[0][0]: figure_corruption(analysis),
@@ -435,6 +495,7 @@ def render_figures(results: dict, analysis: dict) -> dict[str, str]:
         FIGURES[2][0]: figure_multihop(analysis),
         FIGURES[3][0]: figure_tokens(results, analysis),
         FIGURES[4][0]: figure_retention(analysis),
+        **({SWEEP_FIGURE[0]: figure_sweep(analysis)} if analysis.get("sweep") else {}),
     }
 
 
@@ -455,7 +516,7 @@ def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
     if not verdicts:
         out += ["No prediction can be judged: the bank lacks the regimes the predictions compare.", ""]
     out += ["## Numeric-corruption rate", "", rp.render_corruption_table(analysis), ""]
-    for name, caption in FIGURES:
+    for name, caption in figures_for(analysis):
         out += [f"![{caption}]({figures_rel}/{name})", ""]
     return "\n".join(out)
 
@@ -537,7 +598,7 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
         parts.append(f'<p class="warn">{html.escape(rp.status_banner(analysis).replace("**", ""))}</p>')
     parts.append(md_tables_to_html(rp.render_analysis_md(analysis)))
     parts.append("<h2>Figures</h2>")
-    for name, caption in FIGURES:
+    for name, caption in figures_for(analysis):
         parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
     parts.append("<h2>What was lost: final states side by side</h2>")
     examples = results.get("example_states") or []
@@ -670,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"the worked example the README names, never the most recent run)")
     parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
                                       "RESULTS_JSON, else the folder of RESULTS_JSON)")
+    parser.add_argument("--tasks", metavar="FILE", help="the task file the probes are checked against (default: the "
+                        "one the bank records, else tasks/tasks.json); for a bank made on an external task set")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:          # --help, or a bad option already explained in one line
@@ -679,7 +742,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = read_results(path)
         check_out_dir(out_dir)
-        written = regenerate(results, out_dir, source_label(path, out_dir))
+        written = regenerate(results, out_dir, source_label(path, out_dir), Path(args.tasks) if args.tasks else None)
+    except rp.PilotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -30,7 +30,6 @@ import email.utils
 import errno
 import hashlib
 import http.client
-import importlib.util
 import io
 import json
 import math
@@ -39,6 +38,7 @@ import random
 import re
 import shlex
 import signal
+import subprocess
 import socket
 import string
 import sys
@@ -3316,11 +3316,11 @@ def load_regime_file(path: Path) -> list[Regime]:
     """The regimes of a --regime-file; every problem is named, one per line."""
     shown = display_path(path)
     if not path.is_file():
-        raise PilotError(f"no regime file at {path}; copy regimes/example.json and pass its path")
+        raise PilotError(f"no regime file at {path}; copy tasks/regimes.example.json and pass its path")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
-        raise PilotError(f"{shown} is not valid JSON ({err}); see regimes/example.json for the format") from None
+        raise PilotError(f"{shown} is not valid JSON ({err}); see tasks/regimes.example.json for the format") from None
     regimes, problems = check_regime_entries(data, shown)
     if problems:
         raise PilotError(f"{shown} has {len(problems)} problem(s); fix them and run again:\n" +
@@ -3475,14 +3475,19 @@ def make_backend(args):
     return BACKENDS[args.backend].from_args(args)
 
 
+def design_settings(args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> dict:
+    """The fields of Settings that say what a run measures (the rest say where and how calls are sent)."""
+    return {"tasks_sha256": tasks_sha, "protocol_sha256": protocol_sha256(), "prompts_sha256": prompts_sha256(),
+            "regimes": tuple(r.name for r in regimes), "regimes_sha256": regimes_sha256(regimes),
+            "n_episodes": n_episodes, "budgets": tuple(args.budgets), "samples": args.samples,
+            "temperature": args.temperature}
+
+
 def run_settings(backend, args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> Settings:
-    return Settings(backend=backend.name, base_url=redact_url(backend.base_url), tasks_sha256=tasks_sha,
-                    protocol_sha256=protocol_sha256(), prompts_sha256=prompts_sha256(),
-                    regimes=tuple(r.name for r in regimes), regimes_sha256=regimes_sha256(regimes),
-                    n_episodes=n_episodes, budgets=tuple(args.budgets), samples=args.samples,
-                    temperature=args.temperature,
+    return Settings(backend=backend.name, base_url=redact_url(backend.base_url),
                     options={"compaction": backend.wire_options(DEFAULT_BUDGET, args.temperature),
-                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, args.temperature)})
+                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, args.temperature)},
+                    **design_settings(args, tasks_sha, n_episodes, regimes))
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
@@ -3641,6 +3646,13 @@ def command_run(args, then_analyze: bool = False) -> int:
         raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} episodes, not "
                          f"{len(tasks['episodes'])}; use --out for a run of another size")
     if recorded:
+        # The design is checked even when nothing is left to run, so a finished run is never reported as
+        # another; where and how calls are sent (backend, address, options) is checked when calls are made.
+        design = json.loads(canonical_json(design_settings(args, tasks_sha, len(tasks["episodes"]), regimes)))
+        diffs = lock_differences(recorded.data.get("lock", {}), design, ignore=("backend", "base_url", "options"))
+        if diffs:
+            raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
+                             f"original settings, or start a separate run with --out <new folder>")
         recorded = repair_if_unreadable(run_dir, recorded, tasks)
     cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes], args.budgets,
                            args.samples)
@@ -3678,7 +3690,7 @@ def command_run(args, then_analyze: bool = False) -> int:
               f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
         return code or EXIT_CELLS_FAILED
     analysis = write_analysis(run_dir, results, args.allow_partial)
-    outputs = write_figures_and_report(run_dir, results)
+    outputs = write_figures_and_report(run_dir)
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
     return code
@@ -3725,26 +3737,25 @@ def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path
     return analysis
 
 
-def load_figures_module():
-    """paper/make_figures.py, loaded from its file (it is a script, not a package)."""
-    path = REPO_ROOT / "paper" / "make_figures.py"
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("make_figures", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+FIGURES_SCRIPT = REPO_ROOT / "paper" / "make_figures.py"
 
 
-def write_figures_and_report(out_dir: Path, results: dict, source: Path | None = None,
-                             tasks_path: Path | None = None) -> list[Path]:
-    """figures/, RESULTS.md and report.html into out_dir (paper/make_figures.py), nowhere else; source is the
-    results.json they are made from (default: the one in out_dir)."""
-    module = load_figures_module()
-    if module is None:
+def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None) -> list[Path]:
+    """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
+    `source` (default: the one in out_dir). It runs as its own process: the figures script imports the
+    runner, never the other way round."""
+    if not FIGURES_SCRIPT.exists():
         return []
-    return module.regenerate(results, out_dir, module.source_label(source or out_dir / "results.json", out_dir),
-                             tasks_path)
+    argv = [sys.executable, str(FIGURES_SCRIPT), str(source or out_dir / "results.json"), "--out", str(out_dir)]
+    if tasks_path is not None:
+        argv += ["--tasks", str(tasks_path)]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "
+                         f"written; retry with: python3 paper/make_figures.py {shlex.quote(str(source or out_dir / 'results.json'))} "
+                         f"--out {shlex.quote(str(out_dir))}")
+    return [Path(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
@@ -3887,7 +3898,7 @@ def command_analyze(args) -> int:
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
-            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results, results_path, tasks_path)
+            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results_path, tasks_path)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
@@ -4138,7 +4149,7 @@ def command_merge(args) -> int:
               f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
     analysis = write_analysis(out, results, allow_partial=False)
-    outputs = write_figures_and_report(out, results)
+    outputs = write_figures_and_report(out)
     print(render_headline(analysis))
     print_file_list(out, outputs)
     return EXIT_OK
@@ -4164,7 +4175,7 @@ def add_design_options(parser: argparse.ArgumentParser) -> None:
     """The options that choose what a run measures: regimes, budgets, samples, temperature."""
     parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
                         f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
-    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see regimes/example.json); they run "
+    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
                         "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
                         "prompts")
     parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],

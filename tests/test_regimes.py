@@ -1,0 +1,245 @@
+"""Regimes as data (protocol sections 2 and 5): the registry, a user's regime file, the built-in exploratory
+regimes, probe kinds, exploratory comparisons, a budget sweep and repeated samples."""
+import ast
+import json
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, load_tasks, rp, run_main
+
+MODEL = "gemma3:4b"
+
+# A user's compaction prompt, written as an agent would (the fake model needs the two section markers).
+USER_TEMPLATE = ("Context is nearly full. Fold the new messages into the running notes, keeping every figure.\n\n"
+                 "PREVIOUS STATE:\n{previous_state}\n\nNEW SEGMENT:\n{segment}\n\nAt most {max_words} words.")
+
+
+def regime_file(folder: Path, entries, name: str = "mine.json") -> Path:
+    path = folder / name
+    path.write_text(json.dumps(entries) if not isinstance(entries, str) else entries)
+    return path
+
+
+class RegistryTest(unittest.TestCase):
+    def test_every_built_in_regime_is_one_record(self):
+        self.assertEqual(tuple(rp.REGIMES)[:3], rp.DEFAULT_REGIMES)
+        for name, regime in rp.REGIMES.items():
+            with self.subTest(name):
+                self.assertEqual(regime.name, name)
+                self.assertEqual(regime.exploratory, name not in rp.DEFAULT_REGIMES)
+                if regime.compacts:
+                    self.assertEqual(rp.template_fields(regime.compaction_template),
+                                     {"previous_state", "segment", "max_words"})
+                self.assertEqual(rp.template_fields(regime.answer_template), {"context", "question"})
+
+    def test_calls_carry_stage_and_budget(self):
+        episode = rp.generate_episode(0)
+        plan = rp.plan_calls(rp.REGIMES["R2"], episode, 128)
+        self.assertEqual([(c.stage, c.max_output_tokens) for c in plan[:5]],
+                         [("compaction", 128)] * 4 + [("answer", rp.ANSWER_NUM_PREDICT)])
+        self.assertTrue(all(c.stage == "answer" for c in rp.plan_calls(rp.REGIMES["K2"], episode)))
+        self.assertEqual([rp.budget_words(b) for b in (128, 256, 512)], [60, 120, 240])
+        prompt = rp.render_compaction_prompt(rp.REGIMES["R1"], "", "SEG", 512)
+        self.assertIn("at most 240 words", prompt)
+
+    def test_recent_k_sees_only_the_last_segments(self):
+        episode = rp.generate_episode(0)
+        spec = rp.plan_calls(rp.REGIMES["K1"], episode)[0]
+        text = rp.build_messages(rp.REGIMES["K1"], episode, spec, "")[0]["content"]
+        self.assertIn(episode["segments"][3]["text"], text)
+        self.assertNotIn(episode["segments"][2]["text"], text)
+
+    def test_section_reader(self):
+        state = ("Goal\nkeep the ledger\nProgress\nBAKUTO = 5\nCritical values:\nNEMATA = 412\nKOLAPE = 7\n"
+                 "Next steps\nSIMOTE = 9")
+        self.assertEqual(rp.read_typed_state(rp.read_section(state, "critical values")), {"NEMATA": 412, "KOLAPE": 7})
+
+    def test_holm_and_bootstrap(self):
+        self.assertEqual(rp.holm_adjust([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+        by_episode = {e: (e % 3, 8) for e in range(15)}
+        first = rp.clustered_bootstrap(by_episode)
+        self.assertEqual(first, rp.clustered_bootstrap(by_episode))          # seeded
+        self.assertLess(first[0], sum(w for w, _ in by_episode.values()) / 120)
+        self.assertGreater(first[1], sum(w for w, _ in by_episode.values()) / 120)
+
+    def test_a_new_probe_kind_is_one_entry(self):
+        kind = rp.ProbeKind("choice", "Reply A or B.", lambda reply: reply.strip()[:1] or None, None,
+                            lambda answer, question, conflation: "compliant" if answer == question["truth"] else
+                            "violating", ("compliant", "violating", "no answer"), "compliant", "no answer")
+        with mock.patch.dict(rp.PROBE_KINDS, {"choice": kind}):
+            probe = rp.score_probe({"response": "B"}, {"id": 1, "type": "choice", "truth": "B", "kind": "choice"}, [])
+        self.assertEqual(probe["class"], "compliant")
+
+    def test_the_runner_never_imports_the_figures_script(self):
+        tree = ast.parse((REPO / "scripts" / "run_pilot.py").read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        self.assertFalse({"importlib", "importlib.util", "make_figures"} & imported)
+
+
+class RegimeFileTest(TempDirMixin, unittest.TestCase):
+    def test_the_shipped_example_loads(self):
+        regimes = rp.load_regime_file(REPO / "tasks" / "regimes.example.json")
+        self.assertEqual([r.name for r in regimes], ["MYAGENT"])
+        self.assertTrue(regimes[0].exploratory)
+
+    def test_every_problem_is_named_on_its_own_line(self):
+        folder = self.make_tmp()
+        entries = [
+            {"name": "A1", "compaction_template": "{previous_state} {segment}"},                  # no {max_words}
+            {"name": "A2", "compaction_template": USER_TEMPLATE, "state_reader": "psychic"},
+            {"name": "A3", "compaction_template": USER_TEMPLATE},
+            {"name": "A3", "compaction_template": USER_TEMPLATE},                                  # duplicate
+            {"name": "R1", "compaction_template": USER_TEMPLATE},                                  # reserved
+            {"name": "A4", "compaction_template": USER_TEMPLATE + " {oops}", "colour": "red"},
+            {"name": "A5", "kind": "recent"},
+        ]
+        path = regime_file(folder, entries)
+        code, _, err = run_main(["plan", "--models", MODEL, "--regime-file", str(path)])
+        self.assertEqual(code, 2)
+        for expected in ("regime 1 (A1): `compaction_template` lacks {max_words}",
+                         "regime 2 (A2): unknown state_reader 'psychic'", "regime 4 (A3): the name A3 is used twice",
+                         "regime 5 (R1): the name R1 is reserved", "regime 6 (A4): unknown field(s) colour",
+                         "regime 6 (A4): `compaction_template` has unknown placeholder(s) {oops}",
+                         "regime 7 (A5): a recent regime needs `keep_last`"):
+            with self.subTest(expected):
+                self.assertIn(expected, err)
+        self.assertNotIn("Traceback", err)
+        code, _, err = run_main(["plan", "--models", MODEL, "--regime-file", str(regime_file(folder, "{nope"))])
+        self.assertEqual(code, 2)
+        self.assertIn("is not valid JSON", err)
+
+    def test_unknown_regime_fails_before_anything_is_made(self):
+        out = self.make_tmp() / "run"
+        code, _, err = run_main(["--models", MODEL, "--regimes", "R0,R9", "--out", str(out), "--host",
+                                 "http://127.0.0.1:9"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown regime(s) R9", err)
+        self.assertFalse(out.exists())
+
+
+class UserRegimeRunTest(TempDirMixin, unittest.TestCase):
+    def test_a_regime_file_runs_beside_r0_r2_and_is_locked(self):
+        folder = self.make_tmp()
+        path = regime_file(folder, {"regimes": [{"name": "MINE", "description": "my agent's prompt",
+                                                 "compaction_template": USER_TEMPLATE}]})
+        out = folder / "run"
+        with FakeOllama(models=[MODEL], behaviour={"prose_keep_last": 6}) as server:
+            argv = ["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "2",
+                    "--regime-file", str(path), *FAST]
+            code, stdout, err = run_main(argv)
+            self.assertEqual(code, 0, err)
+            manifest = json.loads((out / "manifest.json").read_text())
+            self.assertEqual(manifest["regimes"], ["R0", "R1", "R2", "MINE"])
+            self.assertEqual(manifest["regime_definitions"]["MINE"]["compaction_template"], USER_TEMPLATE)
+            self.assertEqual(manifest["lock"]["regimes_sha256"],
+                             rp.regimes_sha256(rp.select_regimes(["R0", "R1", "R2", "MINE"],
+                                                                 rp.load_regime_file(path))))
+            raw = [json.loads(line) for line in (out / "raw" / "gemma3_4b_MINE.jsonl").read_text().splitlines()]
+            self.assertEqual(sum(1 for r in raw if r["stage"] == "compaction"), 2 * 4)
+            self.assertIn("Context is nearly full", raw[0]["messages"][0]["content"])
+            analysis = (out / "analysis.md").read_text()
+            self.assertIn("## Exploratory regimes", analysis)
+            self.assertIn("| MINE |", analysis)
+            self.assertIn("p (Holm)", analysis)
+            self.assertIn("| model | R0 | R1 | R2 | MINE* |", analysis)
+            self.assertIn("MINE", (out / "figures" / "fig_a_corruption.svg").read_text())
+            self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+            # the regime's text is part of the lock: an edited file is refused on resume
+            path.write_text(path.read_text().replace("nearly full", "almost full"))
+            code, _, err = run_main(argv)
+            self.assertEqual(code, 2)
+            self.assertIn("regimes_sha256", err)
+
+    def test_recent_k_makes_no_compaction_call(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
+                                     "--regimes", "R0,R1,R2,K1,R3", *FAST])
+            self.assertEqual(code, 0, err)
+        raw = [json.loads(line) for line in (out / "raw" / "gemma3_4b_K1.jsonl").read_text().splitlines()]
+        self.assertEqual([r["stage"] for r in raw], ["answer"] * 8)
+        results = json.loads((out / "results.json").read_text())
+        self.assertEqual({r["regime"] for r in results["compaction_stage"]}, {"R1", "R2", "R3"})
+        self.assertIn("| K1* |", (out / "analysis.md").read_text())
+
+
+class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
+    DESIGN = ["--budgets", "128,256", "--samples", "2", "--temperature", "0.7", "--episodes", "2"]
+
+    def run_design(self, server, out, *extra):
+        return run_main(["--models", MODEL, "--host", server.url, "--out", str(out), *self.DESIGN, *FAST, *extra])
+
+    def test_sweep_with_samples_survives_kill_9_and_resumes_identically(self):
+        folder = self.make_tmp()
+        with FakeOllama(models=[MODEL], behaviour={"prose_keep_last": 7}) as server:
+            clean = folder / "clean"
+            code, _, err = self.run_design(server, clean)
+            self.assertEqual(code, 0, err)
+            calls = server.chat_count()
+            self.assertEqual(calls, 2 * 2 * 2 * (8 + 12 + 12))
+            killed = folder / "killed"
+            server.held.clear()
+            server.release.clear()
+            server.hold_at = server.chat_count() + 75
+            proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", "--models", MODEL,
+                                     "--host", server.url, "--out", str(killed), *self.DESIGN, *FAST],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.assertTrue(server.held.wait(30))
+            proc.kill()
+            proc.wait()
+            server.release.set()
+            server.hold_at = None
+            before = server.chat_count()
+            code, _, err = self.run_design(server, killed)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count() - before, calls - 74)
+        clean_results = json.loads((clean / "results.json").read_text())
+        self.assertEqual(json.loads((killed / "results.json").read_text())["probes"], clean_results["probes"])
+        manifest = json.loads((killed / "manifest.json").read_text())
+        self.assertEqual((manifest["budgets"], manifest["samples"], manifest["lock"]["temperature"]), ([128, 256], 2, 0.7))
+        self.assertIn("gemma3:4b|R1|0|b128|s1", manifest["cells"])
+        record = json.loads((killed / "raw" / "gemma3_4b_R1_b128_s1.jsonl").read_text().splitlines()[0])
+        self.assertEqual((record["budget"], record["sample"], record["seed"]), (128, 1, rp.CALL_SEED + 1))
+        self.assertEqual(record["request"]["options"]["num_predict"], 128)
+        self.assertIn("at most 60 words", record["messages"][0]["content"])
+        self.assertEqual(record["request"]["options"]["temperature"], 0.7)
+        analysis = (killed / "analysis.md").read_text()
+        self.assertIn("## Budget sweep (exploratory)", analysis)
+        self.assertIn("## Repeated samples (exploratory)", analysis)
+        self.assertIn("temperature 0.7 is not the pre-registered 0", analysis)
+        self.assertTrue((killed / "figures" / "fig_f_budget_sweep.svg").exists())
+        self.assertEqual(run_main(["verify", "--out", str(killed)])[0], 0)
+        code, out, _ = run_main(["plan", "--out", str(killed)])
+        self.assertIn(f"total: {calls} calls ({calls} done)", out)
+
+    def test_another_temperature_on_resume_is_refused(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                       "--episodes", "1", *FAST])[0], 0)
+            code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", "--temperature", "0.5", *FAST])
+        self.assertEqual(code, 2)
+        self.assertIn("temperature (0", err)
+
+    def test_shards_of_a_sweep_merge_into_the_unsharded_bank(self):
+        folder = self.make_tmp()
+        design = ["--budgets", "128,256", "--episodes", "1"]
+        with FakeOllama(models=[MODEL]) as server:
+            base = ["--models", MODEL, "--host", server.url, *design, *FAST]
+            self.assertEqual(run_main([*base, "--out", str(folder / "whole")])[0], 0)
+            for i in (1, 2):
+                self.assertEqual(run_main(["run", *base, "--shard", f"{i}/2", "--out", str(folder / f"s{i}")])[0], 0)
+        code, _, err = run_main(["merge", str(folder / "merged"), str(folder / "s1"), str(folder / "s2")])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads((folder / "merged" / "results.json").read_text())["probes"],
+                         json.loads((folder / "whole" / "results.json").read_text())["probes"])
+
+
+if __name__ == "__main__":
+    unittest.main()
