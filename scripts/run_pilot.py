@@ -16,6 +16,7 @@ Usage:
     python3 scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
     python3 scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
     python3 scripts/run_pilot.py status                      # what is done, failed and left
+    python3 scripts/run_pilot.py demo                        # see it work first: SIMULATED, no model needed
     python3 scripts/run_pilot.py --help                      # every subcommand and option
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ import email.utils
 import errno
 import hashlib
 import http.client
+import http.server
 import io
 import json
 import math
@@ -1121,7 +1123,8 @@ def preflight(backend, models: list[str]) -> dict:
         server = backend.server_info()
     except TransientError as err:
         raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
-                         f"{backend.start_hint()}") from None
+                         f"{backend.start_hint()}\nto see what the tool produces first, with no model and no "
+                         f"network: python3 scripts/run_pilot.py demo") from None
     except FatalCallError as err:
         raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}"
                          f"{backend.refusal_hint(err.status)}") from None
@@ -2171,7 +2174,8 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
         "calls": guards, "example_states": examples,
         "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
-                "model_info": lock.get("models"), "shard": manifest.get("shard")},
+                "model_info": lock.get("models"), "shard": manifest.get("shard"),
+                **({"simulated": True} if is_simulated(manifest) else {})},
     }
 
 
@@ -2336,6 +2340,8 @@ def label_reasons(results: dict, coverage: dict, task_set: dict | None, regimes:
                 (claimed_left and not coverage["partial_cells"]):
             reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
                            f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
+    if is_simulated(results):
+        reasons.append("simulated: the answers come from the built-in stand-in model (`demo`), not a language model")
     return reasons
 
 
@@ -2394,6 +2400,7 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         "complete": not coverage["partial_cells"] and not coverage["duplicates"],
         "smoke": len(coverage["bank_episodes"]) < coverage["task_episodes"],
         "label": label, "label_reasons": reasons, "confirmatory": label == "CONFIRMATORY",
+        "simulated": is_simulated(results),
         "task_set": None if task_set is None else {k: task_set[k] for k in ("kind", "sha256", "path")},
         "n_episodes": len(coverage["bank_episodes"]), "cells": results.get("cells", {}),
         "ceiling": ceiling, "informative_models": informative, "omissions": omissions,
@@ -2712,8 +2719,10 @@ def confirmatory_note(analysis: dict) -> str | None:
     if analysis["label"] == "CONFIRMATORY":
         return None
     if analysis["label"] == "UNINFORMATIVE":
-        return "UNINFORMATIVE: no model passed the ceiling check"
-    return f"NON-CONFIRMATORY: {analysis['label_reasons'][0].split(':')[0]}"
+        note = "UNINFORMATIVE: no model passed the ceiling check"
+    else:
+        note = f"NON-CONFIRMATORY: {analysis['label_reasons'][0].split(':')[0]}"
+    return f"{SIMULATED_STAMP}; {note}" if analysis.get("simulated") else note
 
 
 def label_consequence(label: str) -> str:
@@ -2742,6 +2751,9 @@ def status_banner(analysis: dict) -> str:
                  f"{cov['task_episodes']} episodes); ")
     else:
         head += "; ".join(analysis["label_reasons"]) + ". "
+    if analysis.get("simulated"):
+        head = ("**SIMULATED**: made by the built-in stand-in model (the `demo` command), not by a language "
+                "model; it shows what the tool writes and is never a result. " + head)
     return head + label_consequence(label)
 
 
@@ -2828,7 +2840,9 @@ def render_samples_section(analysis: dict) -> list[str]:
 def render_analysis_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "", task_set_line(analysis), ""]
+    title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
+        f"{PROTOCOL_ID} analysis"
+    out = [f"# {title}", "", status_banner(analysis), "", task_set_line(analysis), ""]
     out += render_regimes_section(analysis)
     out += ["## Numeric-corruption rate", "",
             "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
@@ -3469,9 +3483,257 @@ def results_shape_problems(results: Any) -> list[str]:
 
 
 # ============================================================================================
+# Stand-in model (demo): a deterministic model behind Ollama's API, in-process, to see the tool work
+# ============================================================================================
+# The stand-in is a demonstration device, never a subject. It reads the facts in its own prompt (the segment
+# sentences, or the state it wrote before) and answers from them; in prose states only, it forgets a fixed
+# share of the facts, each chosen by a hash of its names and STAND_IN_SEED, so R0 and R2 stay at the ceiling
+# and R1 loses. It speaks Ollama's API on 127.0.0.1 (port 0) and the run reaches it through OllamaBackend, so
+# the demo goes through the same journal, lock, scoring, analysis, figures and report as a real run; its
+# backend is recorded as "simulated", and every output of a simulated bank says SIMULATED first.
+SIMULATED_BACKEND = "simulated"
+SIMULATED_STAMP = "SIMULATED (stand-in model, not a result)"
+STAND_IN_MODEL = "stand-in:simulated"
+STAND_IN_SEED = 14001
+STAND_IN_PROSE_FORGETS = 0.35           # share of facts a prose state drops (values and stated sums alike)
+STAND_IN_ADDRESS = "http://127.0.0.1:0"  # recorded in the lock: the real port is new each time, so a rerun resumes
+DEMO_RUN_NAME = "demo"
+DEMO_EPISODES = 2
+DEMO_STUDIES = ("xr001",)               # the studies `demo --study` can show; XR-001 is the only one so far
+STAND_IN_NAME = re.compile(r"\b(?:[%s][%s]){3}\b" % (CONSONANTS, VOWELS))
+STAND_IN_NUMBER = re.compile(r"-?\d+")
+STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
+
+
+def is_simulated(data: dict) -> bool:
+    """Whether a manifest (its lock) or a results bank (its run block) comes from the stand-in model."""
+    for part in ("lock", "run"):
+        section = data.get(part) if isinstance(data, dict) else None
+        if isinstance(section, dict) and (section.get("simulated") is True
+                                          or section.get("backend") == SIMULATED_BACKEND):
+            return True
+    return False
+
+
+def stand_in_facts(text: str) -> tuple[dict, dict, list]:
+    """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own states."""
+    values, combined, relations = {}, {}, []
+    for unit in re.split(r"(?<=[.!?])\s+|\n", text):
+        names, numbers = STAND_IN_NAME.findall(unit), STAND_IN_NUMBER.findall(unit)
+        related = len(names) == 2 and STAND_IN_RELATION.search(unit)
+        if related and (names[0], names[1]) not in relations:
+            relations.append((names[0], names[1]))      # the neighbor is named before its base
+        if len(numbers) != 1 or not 1 <= len(names) <= 2:
+            continue
+        if len(names) == 1 or related:
+            values[names[0]] = int(numbers[0])
+        else:
+            combined[(names[0], names[1])] = int(numbers[0])
+    return values, combined, relations
+
+
+def stand_in_forgets(*names: str) -> bool:
+    """The seeded choice of the facts a prose state drops: a hash of the fact's names, under the share."""
+    digest = hashlib.sha256(f"{STAND_IN_SEED}:{'+'.join(names)}".encode("ascii")).digest()
+    return int.from_bytes(digest[:4], "big") < STAND_IN_PROSE_FORGETS * 2 ** 32
+
+
+class StandInModel:
+    """Writes compaction states and answers from the facts in its prompt; prose states forget some."""
+
+    def reply(self, prompt: str) -> str:
+        if "PREVIOUS STATE:" in prompt and "NEW SEGMENT:" in prompt:
+            return self.compact(prompt)
+        return self.answer(prompt)
+
+    def compact(self, prompt: str) -> str:
+        previous, _, segment = prompt.partition("PREVIOUS STATE:")[2].partition("NEW SEGMENT:")
+        values, combined, relations = stand_in_facts(previous)
+        new_values, new_combined, new_relations = stand_in_facts(segment)
+        values.update(new_values)
+        combined.update(new_combined)
+        relations += [r for r in new_relations if r not in relations]
+        if "typed state block" in prompt:
+            lines = ["values:"] + [f"{name} = {value}" for name, value in values.items()]
+            lines += ["combined:"] + [f"{a} + {b} = {value}" for (a, b), value in combined.items()]
+            lines += ["relations:"] + [f"{a} is one above {b}" for a, b in relations]
+            return "\n".join(lines + ["notes: written by the stand-in model of the demo"])
+        sentences = ["Here is what the session has noted so far, in order."]
+        sentences += [f"After that comes {name} at {value}." for name, value in values.items()
+                      if not stand_in_forgets(name)]
+        sentences += [f"{a} and {b} came to {value} together." for (a, b), value in combined.items()
+                      if not stand_in_forgets(a, b)]
+        return " ".join(sentences)
+
+    def answer(self, prompt: str) -> str:
+        context, _, question = prompt.rpartition("Question:")
+        question = question.split("\n", 1)[0]
+        values, combined, _ = stand_in_facts(context)
+        names = STAND_IN_NAME.findall(question)
+        result = None
+        if "combined" in question and len(names) == 2:
+            result = combined.get((names[0], names[1]))
+        elif "plus" in question and len(names) == 2:
+            if names[0] in values and names[1] in values:
+                result = values[names[0]] + values[names[1]]
+        elif names:
+            result = values.get(names[0])
+        return "The notes do not give that figure." if result is None else f"ANSWER: {result}"
+
+
+def stand_in_tokens(text: str) -> int:
+    return estimate_tokens(text) if text else 0
+
+
+class StandInServer:
+    """The stand-in model behind Ollama's native API (/api/chat, /api/tags, /api/show, /api/version) on
+    127.0.0.1 at a free port, served from a background thread; use as a context manager."""
+
+    version = "stand-in-1"
+
+    def __init__(self, models: tuple = (STAND_IN_MODEL,)):
+        self.models = list(models)
+        self.model = StandInModel()
+        self.chat_count = 0
+        self.lock = threading.Lock()
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="stand-in model", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> "StandInServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def tag(self, model: str) -> dict:
+        digest = sha256_text(canonical_json({"model": model, "seed": STAND_IN_SEED,
+                                             "prose_forgets": STAND_IN_PROSE_FORGETS}))
+        return {"name": model, "model": model, "modified_at": "2026-01-01T00:00:00Z", "size": 0, "digest": digest,
+                "details": {"format": "none", "family": "stand-in", "families": ["stand-in"],
+                            "parameter_size": "0", "quantization_level": "none"}}
+
+    def chat(self, body: dict) -> tuple[int, dict]:
+        """One non-streaming /api/chat reply, in Ollama's shape: counts, stop reason and durations."""
+        started = time.perf_counter_ns()
+        prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
+        options = body.get("options") or {}
+        if body.get("truncate") is False and stand_in_tokens(prompt) > options.get("num_ctx", 2048):
+            return 400, {"error": "the input length exceeds the context length"}
+        text, done_reason = self.model.reply(prompt), "stop"
+        cap = options.get("num_predict", -1)
+        if cap > 0 and stand_in_tokens(text) > cap:
+            text, done_reason = text[:cap * 4], "length"
+        with self.lock:
+            self.chat_count += 1
+        elapsed = time.perf_counter_ns() - started
+        return 200, {"model": body.get("model"), "created_at": utc_now(),
+                     "message": {"role": "assistant", "content": text}, "done": True, "done_reason": done_reason,
+                     "total_duration": elapsed, "load_duration": 0, "prompt_eval_count": stand_in_tokens(prompt),
+                     "prompt_eval_duration": elapsed // 2, "eval_count": stand_in_tokens(text),
+                     "eval_duration": elapsed - elapsed // 2}
+
+    def _handler_class(self):
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def send_json(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode("utf-8")
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                if self.path == "/api/version":
+                    self.send_json(200, {"version": owner.version})
+                elif self.path == "/api/tags":
+                    self.send_json(200, {"models": [owner.tag(m) for m in owner.models]})
+                else:
+                    self.send_json(404, {"error": "404 page not found"})
+
+            def do_POST(self):
+                try:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    body = json.loads(self.rfile.read(length).decode("utf-8")) if length else None
+                except ValueError:
+                    body = None
+                if not isinstance(body, dict):
+                    self.send_json(400, {"error": "missing or invalid request body"})
+                elif self.path not in ("/api/show", "/api/chat"):
+                    self.send_json(404, {"error": "404 page not found"})
+                elif body.get("model") not in owner.models:
+                    self.send_json(404, {"error": f"model '{body.get('model')}' not found"})
+                elif self.path == "/api/show":
+                    self.send_json(200, {"capabilities": ["completion"], "details": owner.tag(body["model"])["details"],
+                                         "model_info": {"general.architecture": "stand-in",
+                                                        "stand-in.context_length": NUM_CTX}})
+                else:
+                    self.send_json(*owner.chat(body))
+
+        return Handler
+
+
+class StandInBackend(OllamaBackend):
+    """OllamaBackend, unchanged on the wire, that records itself as the simulated backend: its name, a fixed
+    address in the lock (the port differs every run) and the stand-in's settings in each model's entry."""
+
+    name = SIMULATED_BACKEND
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
+        super().__init__(base_url, connect_timeout, read_timeout, api_key)
+        self.base_url = STAND_IN_ADDRESS
+
+    def start_hint(self) -> str:
+        return "the built-in stand-in model did not answer; run the demo again"
+
+    def describe_model(self, model: str) -> dict:
+        return {**super().describe_model(model), "simulated": True,
+                "stand_in": {"seed": STAND_IN_SEED, "prose_forgets": STAND_IN_PROSE_FORGETS}}
+
+
+def command_demo(args) -> int:
+    """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or --out)."""
+    run_dir = Path(args.out) if args.out else RESULTS_ROOT / DEMO_RUN_NAME
+    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {PROTOCOL_ID} on the built-in stand-in model, "
+          f"with no model and no network; nothing it writes is a result.")
+    print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
+          "call, as a real run does.", file=sys.stderr)
+    started = time.monotonic()
+    with StandInServer() as server:
+        run_args = build_parser("pilot").parse_args(
+            ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
+             "--host", server.url, "--give-up-after", "10"]
+            + (["--quiet"] if args.quiet else []))
+        run_args.backend = SIMULATED_BACKEND
+        run_args.argv = args.argv
+        code = command_run(run_args, then_analyze=True)
+    if code == EXIT_OK:
+        print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
+              f"{run_dir / 'report.html'}")
+        print("Next, on a real model (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
+              "  python3 scripts/run_pilot.py --models gemma3:4b")
+    return code
+
+
+# ============================================================================================
 # Commands: each stage on its own, and the whole pilot
 # ============================================================================================
 def make_backend(args):
+    if args.backend == SIMULATED_BACKEND:       # only the demo sets it; never a --backend choice
+        return StandInBackend.from_args(args)
     return BACKENDS[args.backend].from_args(args)
 
 
@@ -3817,6 +4079,8 @@ def run_tasks_path(manifest: dict) -> Path:
 def run_command_for(run_dir: Path, manifest: dict) -> str:
     """The command that resumes (or finishes) a run folder, rebuilt from what its manifest recorded."""
     lock = manifest.get("lock") or {}
+    if is_simulated(manifest):
+        return "python3 " + shlex.join(["scripts/run_pilot.py", "demo", "--out", display_path(run_dir)])
     argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
     if manifest.get("n_episodes") != N_EPISODES:
         argv += ["--episodes", str(manifest.get("n_episodes"))]
@@ -4096,6 +4360,11 @@ def command_merge(args) -> int:
     for folder in args.shard_dirs:
         manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
         shards.append((Path(folder), manifest.data, tasks))
+    simulated = [folder for folder, data, _ in shards if is_simulated(data)]
+    if simulated and len(simulated) < len(shards):
+        real = [folder for folder, data, _ in shards if not is_simulated(data)]
+        raise PilotError(f"{simulated[0]} is a SIMULATED demo folder (stand-in model) and {real[0]} a real run; "
+                         f"a simulated folder is never merged with a real one")
     reference = shards[0][1]["lock"]
     cells: dict = {}
     models: list[str] = []
@@ -4168,6 +4437,8 @@ COMMAND_HELP = {
     "plan": "calls and approximate tokens a run takes and what is done already (needs no server)",
     "verify": "re-hash the raw logs against the manifest; exit 1 when anything is off",
     "merge": "combine shard folders (--shard I/N runs) into one bank: merge OUT SHARD_DIR...",
+    "demo": f"see it work with no model: a short SIMULATED pilot on a built-in stand-in model, into "
+            f"results/{DEMO_RUN_NAME}/ in seconds",
 }
 
 
@@ -4325,6 +4596,11 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json)")
         parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
+    elif command == "demo":
+        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
+        parser.add_argument("--study", choices=DEMO_STUDIES, default=DEMO_STUDIES[0],
+                            help="the study to show (default %(default)s, the only one so far)")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")
         parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
@@ -4333,7 +4609,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
             "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
-            "merge": command_merge}
+            "merge": command_merge, "demo": command_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

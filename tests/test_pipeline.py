@@ -183,7 +183,9 @@ class EdgeFailuresTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn(url, err)
         self.assertIn("ollama serve", err)
-        self.assertEqual(len(err.strip().splitlines()), 1)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 2, err)       # where it looked and how to start a server; then the demo
+        self.assertIn("python3 scripts/run_pilot.py demo", lines[1])
         self.assertFalse(out.exists())
 
     def test_unknown_model_lists_what_the_server_has(self):

@@ -1,0 +1,284 @@
+"""The built-in demo: a SIMULATED pilot on the stand-in model, labelled on every output, never merged with a
+real run, and showing the designed pattern (R0 and R2 at the ceiling, R1 worse)."""
+import contextlib
+import io
+import json
+import re
+import shutil
+import socket
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, rp, run_main
+
+DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
+FIGURES = [name for name, _ in load_module("make_figures", REPO / "paper" / "make_figures.py").FIGURES]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class CountingModel:
+    """Counts the stand-in's replies while patched in (the demo starts its own server inside main)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.original = rp.StandInModel.reply
+
+    def __enter__(self):
+        counter = self
+
+        def reply(model, prompt):
+            counter.calls += 1
+            return counter.original(model, prompt)
+
+        self.patch = mock.patch.object(rp.StandInModel, "reply", reply)
+        self.patch.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.patch.stop()
+
+
+def svg_stamps(svg: str) -> list[str]:
+    return re.findall(r'<text class="nonconfirmatory"[^>]*>([^<]*)</text>', svg)
+
+
+class DemoOutputsTest(TempDirMixin, unittest.TestCase):
+    """One demo run, read by every test of the class."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = Path(tempfile.mkdtemp(prefix="ccl-demo-"))
+        cls.out = cls.root / "demo"
+        started = time.monotonic()
+        with CountingModel() as counter:
+            cls.code, cls.stdout, cls.stderr = run_main(["demo", "--out", str(cls.out), "--quiet"])
+        cls.seconds = time.monotonic() - started
+        cls.calls = counter.calls
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root, True)
+
+    def test_exits_0_quickly_with_every_file_and_the_next_steps(self):
+        self.assertEqual(self.code, 0, self.stderr)
+        self.assertLess(self.seconds, 30)
+        self.assertEqual(self.calls, DEMO_CALLS)
+        for name in ("manifest.json", "results.json", "probes.csv", "analysis.md", "RESULTS.md", "report.html",
+                     "raw/stand-in_simulated_R1.jsonl", *(f"figures/{name}" for name in FIGURES)):
+            self.assertTrue((self.out / name).is_file(), name)
+        self.assertIn(f"Open the report: {self.out / 'report.html'}", self.stdout)
+        self.assertIn("python3 scripts/run_pilot.py --models gemma3:4b", self.stdout)
+        self.assertIn("Ctrl-C", self.stderr)
+
+    def test_stdout_says_simulated_first(self):
+        lines = self.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("SIMULATED"), lines[0])
+        headline = next(line for line in lines if "NON-CONFIRMATORY" in line)
+        self.assertTrue(headline.startswith("**SIMULATED**"), headline)
+
+    def test_analysis_md_says_simulated_first(self):
+        lines = [line for line in (self.out / "analysis.md").read_text().splitlines() if line.strip()]
+        self.assertTrue(lines[0].startswith("# SIMULATED"), lines[0])
+        self.assertTrue(lines[1].startswith("**SIMULATED**"), lines[1])
+        self.assertIn("not a language model", lines[1])
+
+    def test_results_md_says_simulated_first(self):
+        lines = [line for line in (self.out / "RESULTS.md").read_text().splitlines() if line.strip()]
+        self.assertTrue(lines[0].startswith("# SIMULATED"), lines[0])
+        banner = next(line for line in lines if "NON-CONFIRMATORY" in line)
+        self.assertTrue(banner.startswith("**SIMULATED**"), banner)
+
+    def test_report_title_heading_and_headline_say_simulated_first(self):
+        report = (self.out / "report.html").read_text()
+        self.assertRegex(report, r"<title>SIMULATED")
+        self.assertRegex(report, r"<h1>SIMULATED")
+        headline = re.search(r'<p class="headline"><span class="label [^"]*">([^<]*)', report).group(1)
+        self.assertTrue(headline.startswith("SIMULATED"), headline)
+
+    def test_every_figure_is_stamped_simulated_first(self):
+        for name in FIGURES:
+            with self.subTest(figure=name):
+                stamps = svg_stamps((self.out / "figures" / name).read_text())
+                self.assertTrue(stamps and stamps[0].startswith("SIMULATED"), stamps)
+
+    def test_manifest_and_results_record_the_simulated_backend(self):
+        manifest = json.loads((self.out / "manifest.json").read_text())
+        self.assertEqual(manifest["lock"]["backend"], "simulated")
+        self.assertTrue(manifest["lock"]["models"][rp.STAND_IN_MODEL]["simulated"])
+        results = json.loads((self.out / "results.json").read_text())
+        self.assertIs(results["run"]["simulated"], True)
+        self.assertEqual(results["run"]["backend"], "simulated")
+        self.assertTrue(all(json.loads(line)["backend"] == "simulated"
+                            for line in (self.out / "raw" / "stand-in_simulated_R2.jsonl").read_text().splitlines()))
+
+    def test_the_designed_pattern_and_never_confirmatory(self):
+        results = json.loads((self.out / "results.json").read_text())
+        analysis = rp.analyze_bank(results)
+        rates = {r: analysis["pooled"][r]["rate"] for r in ("R0", "R1", "R2")}
+        self.assertLessEqual(rates["R0"], 0.1, rates)
+        self.assertLessEqual(rates["R2"], 0.1, rates)
+        self.assertGreater(rates["R1"], rates["R2"] + 0.2, rates)
+        self.assertGreater(rates["R1"], rates["R0"] + 0.2, rates)
+        self.assertTrue(analysis["budget_in_band"], analysis["budget"])
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertTrue(any(r.startswith("simulated") for r in analysis["label_reasons"]))
+
+    def test_a_simulated_bank_is_never_confirmatory(self):
+        # even a full-size bank: the simulated reason alone keeps it from CONFIRMATORY
+        results = json.loads((self.out / "results.json").read_text())
+        for note in (rp.confirmatory_note(rp.analyze_bank(results)), rp.status_banner(rp.analyze_bank(results))):
+            self.assertIn("SIMULATED", note.split(";")[0])
+        self.assertTrue(rp.is_simulated(results))
+        del results["run"]
+        self.assertFalse(rp.is_simulated(results))
+
+    def test_analyze_of_a_demo_bank_keeps_the_label(self):
+        elsewhere = self.make_tmp() / "copy"
+        code, stdout, err = run_main(["analyze", "--results", str(self.out / "results.json"),
+                                      "--out", str(elsewhere)])
+        self.assertEqual(code, 0, err)
+        self.assertTrue(stdout.startswith("# SIMULATED"), stdout[:80])
+        self.assertTrue((elsewhere / "analysis.md").read_text().startswith("# SIMULATED"))
+        self.assertTrue((elsewhere / "RESULTS.md").read_text().startswith("# SIMULATED"))
+        self.assertRegex((elsewhere / "report.html").read_text(), r'<span class="label [^"]*">SIMULATED')
+        for name in FIGURES:
+            self.assertTrue(svg_stamps((elsewhere / "figures" / name).read_text())[0].startswith("SIMULATED"))
+        code, stdout, _ = run_main(["analyze", "--out", str(self.out)])
+        self.assertEqual(code, 0)
+        self.assertTrue(stdout.startswith("# SIMULATED"))
+
+
+class DemoCommandTest(TempDirMixin, unittest.TestCase):
+    def test_rerun_makes_no_calls_and_an_interrupted_demo_resumes(self):
+        out = self.make_tmp() / "demo"
+        self.assertEqual(run_main(["demo", "--out", str(out), "--quiet"])[0], 0)
+        with CountingModel() as counter:
+            code, stdout, err = run_main(["demo", "--out", str(out)])
+        self.assertEqual((code, counter.calls), (0, 0), err)
+        self.assertIn("no model calls needed", err)
+        self.assertTrue(stdout.startswith("SIMULATED"))
+        # as if stopped during the last call of one cell: the record and the cell's completion never written
+        manifest_path, raw = out / "manifest.json", out / "raw" / "stand-in_simulated_R1.jsonl"
+        manifest = json.loads(manifest_path.read_text())
+        del manifest["cells"]["stand-in:simulated|R1|1"]
+        manifest_path.write_text(json.dumps(manifest))
+        raw.write_text("".join(raw.read_text().splitlines(keepends=True)[:-1]))
+        code, stdout, _ = run_main(["status", "--out", str(out)])
+        self.assertIn(f"finish them with: python3 scripts/run_pilot.py demo --out {out}", stdout)
+        with CountingModel() as counter:
+            code, _, err = run_main(["demo", "--out", str(out), "--quiet"])
+        self.assertEqual((code, counter.calls), (0, 1), err)     # a new port, the same run: one call to finish
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+    def test_study_choice_and_help(self):
+        code, stdout, _ = run_main(["--help"])
+        self.assertIn("demo", stdout)
+        code, _, err = run_main(["demo", "--study", "xr002"])
+        self.assertEqual(code, 2)
+        self.assertIn("xr001", err)
+        code, _, err = run_main(["demo", "--study", "xr001", "--out", str(self.make_tmp() / "d"), "--quiet"])
+        self.assertEqual(code, 0, err)
+
+    def test_no_server_message_points_to_the_demo(self):
+        url = f"http://127.0.0.1:{free_port()}"
+        for argv in (["--host", url], ["--backend", "openai", "--base-url", url]):
+            with self.subTest(argv=argv):
+                code, _, err = run_main(["--models", "gemma3:4b", *argv, "--out", str(self.make_tmp() / "r")])
+                self.assertEqual(code, 2)
+                self.assertEqual(err.strip().splitlines()[-1].split(": ")[-1], "python3 scripts/run_pilot.py demo")
+
+
+class DemoMergeTest(TempDirMixin, unittest.TestCase):
+    def simulated_run(self, server, out: Path, shard: str) -> None:
+        """A `run` on the stand-in (what `demo` does), as a shard: the simulated backend is never a CLI choice."""
+        args = rp.build_parser("run").parse_args(["--models", rp.STAND_IN_MODEL, "--episodes", "1", "--host",
+                                                  server.url, "--shard", shard, "--out", str(out), *FAST])
+        args.backend, args.argv = rp.SIMULATED_BACKEND, ["run"]
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(rp.command_run(args), 0)
+
+    def test_merge_refuses_a_simulated_folder_with_a_real_one(self):
+        tmp = self.make_tmp()
+        demo, real = tmp / "demo", tmp / "real"
+        self.assertEqual(run_main(["demo", "--out", str(demo), "--quiet"])[0], 0)
+        with FakeOllama(models=["gemma3:4b"]) as server:
+            code, _, err = run_main(["run", "--models", "gemma3:4b", "--host", server.url, "--episodes", "1",
+                                     "--out", str(real), *FAST])
+        self.assertEqual(code, 0, err)
+        for order in ((demo, real), (real, demo)):
+            with self.subTest(order=[p.name for p in order]):
+                merged = tmp / f"merged-{order[0].name}"
+                code, _, err = run_main(["merge", str(merged), *map(str, order)])
+                self.assertEqual(code, 2)
+                lines = err.strip().splitlines()
+                self.assertEqual(len(lines), 1, err)
+                self.assertIn("SIMULATED", lines[0])
+                self.assertIn(str(demo), lines[0])
+                self.assertIn(str(real), lines[0])
+                self.assertFalse(merged.exists())
+
+    def test_simulated_shards_merge_and_stay_simulated(self):
+        tmp = self.make_tmp()
+        with rp.StandInServer() as server:
+            self.simulated_run(server, tmp / "s1", "1/2")
+            self.simulated_run(server, tmp / "s2", "2/2")
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = rp.main(["merge", str(tmp / "merged"), str(tmp / "s1"), str(tmp / "s2")])
+        self.assertEqual(code, 0)
+        results = json.loads((tmp / "merged" / "results.json").read_text())
+        self.assertTrue(results["run"]["simulated"])
+        self.assertTrue((tmp / "merged" / "analysis.md").read_text().startswith("# SIMULATED"))
+
+
+class StandInModelTest(unittest.TestCase):
+    def test_reads_every_fact_sentence_of_the_generator(self):
+        for template in rp.VALUE_SENTENCES:
+            with self.subTest(template=template):
+                self.assertEqual(rp.stand_in_facts(template.format(name="TOPOVO", value=645))[0], {"TOPOVO": 645})
+        for template in rp.NEIGHBOR_SENTENCES:
+            with self.subTest(template=template):
+                values, _, relations = rp.stand_in_facts(template.format(name="GIBEZA", base="TOPOVO", value=646))
+                self.assertEqual((values, relations), ({"GIBEZA": 646}, [("GIBEZA", "TOPOVO")]))
+        for template in rp.COMBINED_SENTENCES:
+            with self.subTest(template=template):
+                self.assertEqual(rp.stand_in_facts(template.format(a="TOPOVO", b="NEKOMU", value=1083))[1],
+                                 {("TOPOVO", "NEKOMU"): 1083})
+
+    def test_prose_forgets_about_the_documented_share_and_typed_keeps_all(self):
+        names = [e["name"] for ep in load_tasks()["episodes"] for seg in ep["segments"]
+                 for e in rp.segment_entities(seg)]
+        share = sum(rp.stand_in_forgets(n) for n in names) / len(names)
+        self.assertAlmostEqual(share, rp.STAND_IN_PROSE_FORGETS, delta=0.08)
+        self.assertEqual([rp.stand_in_forgets(n) for n in names], [rp.stand_in_forgets(n) for n in names])
+        episode = load_tasks()["episodes"][0]
+        model, state = rp.StandInModel(), {}
+        for regime in ("R1", "R2"):
+            state[regime] = ""
+            for segment in episode["segments"]:
+                state[regime] = model.reply(rp.render_compaction_prompt(rp.REGIMES[regime], state[regime],
+                                                                        segment["text"]))
+        truth = {e["name"]: e["value"] for seg in episode["segments"] for e in rp.segment_entities(seg)}
+        self.assertEqual(rp.stand_in_facts(state["R2"])[0], truth)
+        kept = rp.stand_in_facts(state["R1"])[0]
+        self.assertEqual(kept, {n: v for n, v in truth.items() if not rp.stand_in_forgets(n)})
+
+    def test_answers_from_the_prompt(self):
+        episode = load_tasks()["episodes"][0]
+        transcript = rp.render_transcript(episode)
+        for question in episode["questions"]:
+            with self.subTest(question=question["id"]):
+                prompt = rp.render_answer_prompt(rp.REGIMES["R0"], transcript, question)
+                self.assertEqual(rp.parse_answer(rp.StandInModel().reply(prompt)), question["truth"])
+
+
+if __name__ == "__main__":
+    unittest.main()
