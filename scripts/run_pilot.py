@@ -2726,9 +2726,9 @@ def confirmatory_note(analysis: dict) -> str | None:
 
 
 def label_consequence(label: str) -> str:
-    return {"CONFIRMATORY": "the pre-registered verdicts below may be reported as confirmatory.",
-            "NON-CONFIRMATORY": "the verdicts below are descriptive only; no claim may rest on these numbers.",
-            "UNINFORMATIVE": "the verdicts are withheld: a model that fails its own ceiling cannot say whether "
+    return {"CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
+            "NON-CONFIRMATORY": "The verdicts below are descriptive only; no claim may rest on these numbers.",
+            "UNINFORMATIVE": "The verdicts are withheld: a model that fails its own ceiling cannot say whether "
                              "the format of the compacted state matters."}[label]
 
 
@@ -2748,7 +2748,7 @@ def status_banner(analysis: dict) -> str:
     head = f"{label}: " if label == "CONFIRMATORY" else f"**{label}**: "
     if label == "CONFIRMATORY":
         head += (f"every pre-registered probe is present exactly once ({cov['complete_cells']} complete cells, "
-                 f"{cov['task_episodes']} episodes); ")
+                 f"{cov['task_episodes']} episodes). ")
     else:
         head += "; ".join(analysis["label_reasons"]) + ". "
     if analysis.get("simulated"):
@@ -2876,7 +2876,7 @@ def render_analysis_md(analysis: dict) -> str:
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if not analysis["confirmatory"]:
-            out += [f"{confirmatory_note(analysis)}: {label_consequence(analysis['label'])}", ""]
+            out += [f"{confirmatory_note(analysis)}. {label_consequence(analysis['label'])}", ""]
         for v in verdicts:
             out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
         out.append("")
@@ -2902,9 +2902,10 @@ def render_validity_section(analysis: dict) -> list[str]:
     if ratio is None:
         out += ["Matched budget: the R1/R2 ratio of realized compaction tokens is unknown.", ""]
     else:
-        verdict = "inside" if analysis["budget_in_band"] else "OUTSIDE: the budgets were not matched"
-        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} the "
-                f"pinned band [{band[0]}, {band[1]}].", ""]
+        verdict = "inside the pinned band" if analysis["budget_in_band"] else \
+            "OUTSIDE the pinned band, so the budgets were not matched"
+        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} "
+                f"[{band[0]}, {band[1]}].", ""]
     lenient = analysis["lenient"]
     if any(v["lenient_read"] for v in lenient.values()):
         rows = [[r, v["omissions"], v["lenient_read"], v["lenient_correct"]] for r, v in lenient.items()]
