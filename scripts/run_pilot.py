@@ -7,10 +7,28 @@ R0 (full transcript, the ceiling), R1 (cascaded prose summaries) and R2 (cascade
 blocks) at matched output budgets; eight integer probes per episode are scored into five
 corruption classes, and R1 is compared with R2 by an exact two-sided McNemar test.
 
+Beside the pre-registered design it runs exploratory regimes (built-in R3, K1, K2, or a user's
+compaction prompt from --regime-file), budget sweeps (--budgets) and repeated samples (--samples),
+always reported apart from the confirmatory test.
+
 Standard library only. Every call is journalled (fsynced) the moment it returns, the manifest
-is replaced atomically and locked to the hashes of tasks, protocol, prompts, options and
+is replaced atomically and locked to the hashes of tasks, protocol, prompts, regimes, options and
 model digests, so a run can be interrupted at any moment and resumed without losing or
 repeating completed work.
+
+Contents, in pipeline order:
+    Constants, errors, record types   the pinned design; Regime, CallSpec, Cell, Settings
+    Episode generation                seeded episodes, pure
+    Prompts and regimes               the prompt table, the regime registry, regime files
+    Transports                        Ollama and OpenAI-compatible adapters behind one interface
+    Run folder                        journal, folder lock, manifest
+    Runner                            cells, retries, progress, resume, repair
+    Scoring                           answer parsing, probe kinds, retention, the results bank
+    Statistics                        Wilson, exact McNemar, Holm, bootstrap, labels, verdicts
+    Reports                           analysis.md, headline, probes.csv
+    I/O helpers                       hashing, task sets and their design checks, run folders
+    Stand-in model (demo)             the simulated model of the `demo` command
+    Commands and command line         each stage, the whole pilot, main()
 
 Usage:
     python3 scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
