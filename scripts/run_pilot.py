@@ -1135,10 +1135,30 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+PREFLIGHT_LOADING_WAIT_S = 300.0       # how long the check waits for a server that says it is loading a model
+
+
+def server_info_when_loaded(backend, wait_s: float = PREFLIGHT_LOADING_WAIT_S, poll_s: float = 2.0) -> dict:
+    """The server's description; a server that answers that it is still loading a model is waited for."""
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return backend.server_info()
+        except TransientError as err:
+            if not err.loading or time.monotonic() >= deadline:
+                raise
+            if not told:
+                print(f"waiting for the server at {redact_url(backend.base_url)} to load its model "
+                      f"(up to {wait_s:.0f} s)", file=sys.stderr)
+                told = True
+            time.sleep(poll_s)
+
+
 def preflight(backend, models: list[str]) -> dict:
     """Server reachable, every model present; returns what the manifest locks per model."""
     try:
-        server = backend.server_info()
+        server = server_info_when_loaded(backend)
     except TransientError as err:
         raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
                          f"{backend.start_hint()}\nto see what the tool produces first, with no model and no "

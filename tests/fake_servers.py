@@ -323,6 +323,7 @@ class FakeOpenAI(FakeServerBase):
     api_key: str | None = None
     context_window = 4096
     omit_usage = False
+    loading_until = 0.0             # time.monotonic() until which every GET answers 503 Loading model
 
     def handler_class(self):
         owner = self
@@ -337,6 +338,9 @@ class FakeOpenAI(FakeServerBase):
 
             def do_GET(self):
                 owner.requests.append(("GET", self.path, dict(self.headers)))
+                if time.monotonic() < owner.loading_until:      # llama.cpp while it loads the model
+                    self._send(503, {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+                    return
                 if self.path == "/v1/models":
                     if not self._authorized():
                         return

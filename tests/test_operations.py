@@ -12,7 +12,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from fake_servers import FakeOllama
+from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, reference_results, load_tasks, rp, run_main
 
 MODEL = "gemma3:4b"
@@ -56,6 +56,15 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
         waiting = [line for line in err.splitlines() if line.startswith("progress:") and "Loading model" in line]
         self.assertGreaterEqual(len(waiting), 3, err)
         self.assertIn("for the first reply; a model may be loading", waiting[0])
+
+    def test_the_server_check_waits_for_a_model_that_is_loading(self):
+        out = self.make_tmp() / "run"
+        with FakeOpenAI(models=[MODEL]) as server:
+            server.loading_until = time.monotonic() + 1.0
+            code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                     "--out", str(out), "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertIn("to load its model", err)
 
     def test_retry_line_names_the_call_the_cause_the_attempt_and_when(self):
         stream = io.StringIO()
