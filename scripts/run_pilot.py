@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
+import contextlib
 import csv
 import dataclasses
 import datetime as _dt
@@ -1464,6 +1466,40 @@ class Progress:
         return False
 
 
+class CallSlots:
+    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
+    not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
+    before a waiting answer: the compactions are the critical path of their cell, the answers are not."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self.urgent_waiting = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, urgent: bool) -> None:
+        with self._cond:
+            self.urgent_waiting += urgent
+            try:
+                while self.free == 0 or (not urgent and self.urgent_waiting):
+                    self._cond.wait()
+            finally:
+                self.urgent_waiting -= urgent
+            self.free -= 1
+
+    def release(self) -> None:
+        with self._cond:
+            self.free += 1
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def held(self, urgent: bool):
+        self.acquire(urgent)
+        try:
+            yield
+        finally:
+            self.release()
+
+
 @dataclasses.dataclass
 class RunContext:
     backend: Any
@@ -1478,6 +1514,8 @@ class RunContext:
     done: dict          # (model, regime) -> episode -> kind -> record, read back at start
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
+    slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
+    answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
@@ -1491,7 +1529,8 @@ def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) ->
     return [{"role": "user", "content": content}]
 
 
-def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tuple[ChatResponse, dict, int, float]:
+def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
+                      urgent: bool = False) -> tuple[ChatResponse, dict, int, float]:
     """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
 
     A server that answers with an error is retried --retries times. A server that does not answer at all
@@ -1503,9 +1542,10 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tupl
     try:
         while True:
             attempt += 1
-            started = time.monotonic()
             try:
-                response, wire = ctx.backend.chat(request)
+                with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
+                    started = time.monotonic()
+                    response, wire = ctx.backend.chat(request)
             except FatalCallError:
                 ctx.watch.answered()
                 raise
@@ -1541,17 +1581,25 @@ def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) ->
     done = ctx.done.get((model, regime.name), {}).get(episode_index, {})
     key = cell_key(model, regime.name, episode_index)
     state = ""
-    records = []
+    plan = plan_calls(regime, episode)
+    records = {}
+
+    def call(spec: CallSpec) -> dict:
+        record = done.get(spec.kind)
+        if record is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            record = make_call(ctx, model, regime, episode_index, spec, build_messages(regime, episode, spec, state))
+        records[spec.kind] = record
+        return record
+
     try:
-        for spec in plan_calls(regime, episode):
-            record = done.get(spec.kind)
-            if record is None:
-                if ctx.stop.is_set():
-                    raise RunInterrupted("interrupted")
-                record = make_call(ctx, model, regime, episode_index, spec, build_messages(regime, episode, spec, state))
+        # The cascade, strictly in order: each compaction feeds the next.
+        for spec in plan:
             if spec.segment is not None:
-                state = record["response"]
-            records.append(record)
+                state = call(spec)["response"]
+        # The answers see only the final state (R0: the transcript), so they are independent: they fan out.
+        fan_out(ctx, call, [spec for spec in plan if spec.segment is None])
     except (TransientError, FatalCallError) as err:
         ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
                                     "status": "FAILED", "n_calls": len(records), "reason": str(err),
@@ -1562,9 +1610,23 @@ def run_cell(ctx: RunContext, model: str, regime: Regime, episode_index: int) ->
         return "FAILED"
     ctx.manifest.set_cell(key, {"model": model, "regime": regime.name, "episode": episode_index,
                                 "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                                "records_sha256": records_digest(records), "updated_at": utc_now()})
+                                "records_sha256": records_digest([records[spec.kind] for spec in plan]),
+                                "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
+
+
+def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
+    """Run independent calls of one cell at once on the shared answer pool (one by one without it); every call
+    is waited for, then the first failure in plan order is raised, so a cell fails the same way at every N."""
+    if ctx.answer_pool is None or len(specs) < 2:
+        for spec in specs:
+            call(spec)
+        return
+    futures = [ctx.answer_pool.submit(call, spec) for spec in specs]
+    wait(futures)
+    for future in futures:
+        future.result()
 
 
 def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, spec: CallSpec,
@@ -1574,7 +1636,7 @@ def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, s
     request = ChatRequest(model=model, messages=tuple(messages), max_output_tokens=budget,
                           context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
     label = f"{model} {regime.name} ep {episode_index} {spec.kind}"
-    response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label, urgent=is_compaction)
     record = {
         "kind": spec.kind, "model": model, "regime": regime.name, "episode": episode_index,
         "messages": messages, "response": response.text, "thinking": response.reasoning,
@@ -1650,7 +1712,13 @@ def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: i
         # order changes no output (each cell depends only on its own calls).
         pending.sort(key=lambda c: -calls_per_cell(REGIMES[c[1]]))
     abort: list[PilotError] = []
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool:
+    # Up to N cells run their cascades; their answers fan out on a pool of 2N threads, so that while some calls'
+    # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
+    answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
+        if concurrency > 1 else None
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool, \
+            answer_pool or contextlib.nullcontext():
         running = set()
         while pending or running:
             while pending and len(running) < concurrency and not ctx.stop.is_set() and not abort:
@@ -1983,11 +2051,12 @@ def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], ta
     task_episodes = range(len(tasks["episodes"])) if tasks else range(N_EPISODES)
     counts: dict[tuple, int] = {}
     outside, mismatched = 0, 0
+    known_models, known_regimes, known_questions = set(models), set(regimes), set(question_ids)
     for probe in probes:
         key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"))
         counts[key] = counts.get(key, 0) + 1
-        if key[0] not in models or key[1] not in regimes or key[2] not in task_episodes \
-                or key[3] not in question_ids:
+        if key[0] not in known_models or key[1] not in known_regimes or key[2] not in task_episodes \
+                or key[3] not in known_questions:
             outside += 1
         elif tasks is not None:
             question = tasks["episodes"][key[2]]["questions"][key[3] - 1]
@@ -2068,27 +2137,28 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         corruption[model], classes_by_model[model], multihop[model], omissions[model] = {}, {}, {}, {}
         for regime in regimes:
             cell = by_cell.get((model, regime), [])
-            wrong = sum(1 for p in cell if p["class"] != "correct")
-            corruption[model][regime] = rate_summary(wrong, len(cell))
-            classes_by_model[model][regime] = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+            counts = collections.Counter(p["class"] for p in cell)     # one pass per cell: linear in probes
+            corruption[model][regime] = rate_summary(len(cell) - counts["correct"], len(cell))
+            classes_by_model[model][regime] = {c: counts[c] for c in CLASSES}
             omissions[model][regime] = rate_summary(classes_by_model[model][regime]["omission"], len(cell))
-            hops = [p for p in cell if p["type"] == "multihop"]
-            multihop[model][regime] = rate_summary(sum(1 for p in hops if p["class"] == "correct"), len(hops))
+            hops = collections.Counter(p["class"] == "correct" for p in cell if p["type"] == "multihop")
+            multihop[model][regime] = rate_summary(hops[True], hops[True] + hops[False])
     pooled, classes = {}, {}
     for regime in regimes:
-        cell = [p for p in probes if p["regime"] == regime and p["model"] in models]
-        pooled[regime] = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
-        counts = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+        n = sum(len(by_cell.get((model, regime), [])) for model in models)
+        counts = {c: sum(classes_by_model[model][regime][c] for model in models) for c in CLASSES}
+        pooled[regime] = rate_summary(n - counts["correct"], n)
         classes[regime] = {**counts, "signature": counts["off_by_one"] + counts["conflation"]}
     ceiling = ceiling_check(corruption, models) if "R0" in regimes else {}
     informative = [m for m in models if ceiling.get(m, {}).get("passes")] if ceiling else list(models)
     mcnemar = {"pooled": None, "by_model": {}, "models": informative}
     if "R1" in regimes and "R2" in regimes:
-        index = {(p["model"], p["regime"], p["episode"], p["question_id"]): p["class"] == "correct" for p in probes}
         all_pairs = []
         for model in models:
-            pairs = [(ok, index[(m, "R2", e, q)]) for (m, r, e, q), ok in index.items()
-                     if m == model and r == "R1" and (m, "R2", e, q) in index]
+            # a probe given twice counts once, its last record (as a dict keeps it)
+            r1, r2 = ({(p["episode"], p["question_id"]): p["class"] == "correct" for p in by_cell.get((model, r), [])}
+                      for r in ("R1", "R2"))
+            pairs = [(ok, r2[key]) for key, ok in r1.items() if key in r2]
             mcnemar["by_model"][model] = mcnemar_summary(pairs)
             if model in informative:
                 all_pairs += pairs
@@ -2119,12 +2189,15 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
 
 def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
     """Diagnostic: omissions a lenient parse (markdown marks tolerated) would have read, per regime."""
-    table = {}
-    for regime in regimes:
-        mine = [p for p in probes if p["regime"] == regime and p["model"] in models and p["class"] == "omission"]
-        read = [p for p in mine if p.get("lenient_answer") is not None]
-        table[regime] = {"omissions": len(mine), "lenient_read": len(read),
-                         "lenient_correct": sum(1 for p in read if p.get("lenient_class") == "correct")}
+    table = {regime: {"omissions": 0, "lenient_read": 0, "lenient_correct": 0} for regime in regimes}
+    chosen = set(models)
+    for p in probes:
+        if p["class"] == "omission" and p["regime"] in table and p["model"] in chosen:
+            row = table[p["regime"]]
+            row["omissions"] += 1
+            if p.get("lenient_answer") is not None:
+                row["lenient_read"] += 1
+                row["lenient_correct"] += p.get("lenient_class") == "correct"
     return table
 
 
@@ -2162,9 +2235,12 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
     if calls is None:
         return None
     table = {}
+    by_cell: dict[tuple, list[dict]] = {}
+    for call in calls:
+        by_cell.setdefault((call["model"], call["regime"]), []).append(call)
     for model in models:
         for regime in regimes:
-            mine = [c for c in calls if c["model"] == model and c["regime"] == regime]
+            mine = by_cell.get((model, regime), [])
             comp = [c for c in mine if c["kind"].startswith("compact_")]
             answers = [c for c in mine if c["kind"].startswith("question_")]
             table[f"{model}|{regime}"] = {
@@ -2179,8 +2255,8 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
         return {"n": len(values), "mean": sum(values) / len(values) if values else None,
                 "max": max(values) if values else None}
 
-    r0_sizes = {model: [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
-                        and c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
+    r0_sizes = {model: [c["prompt_eval_count"] for c in by_cell.get((model, "R0"), [])
+                        if c["kind"].startswith("question_") and c.get("prompt_eval_count") is not None]
                 for model in models}
     pooled = size_summary([v for values in r0_sizes.values() for v in values])
     return {"by_cell": table,
@@ -2823,6 +2899,10 @@ def server_identity(url: str | None) -> tuple | None:
     return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)
 
 
+# The field types of a well-formed probe (model, regime, episode, question_id, type, class, answer).
+PROBE_FIELD_TYPES = frozenset({(str, str, int, int, str, str, int), (str, str, int, int, str, str, type(None))})
+
+
 def results_shape_problems(results: Any) -> list[str]:
     """Every way a results bank is not one `analyze` can read (our format or the reference one)."""
     if not isinstance(results, dict):
@@ -2849,7 +2929,19 @@ def results_shape_problems(results: Any) -> list[str]:
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
     seen = set()
+    known_classes, known_regimes = set(CLASSES), set(regimes)
     for number, probe in enumerate(probes, 1):
+        # the common case in one expression (a million probes must be checked in about a second); any probe
+        # that fails it is looked at field by field below, for the message
+        try:
+            key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"])
+            fields = (*key, probe["type"], probe["class"], probe.get("answer"))
+        except (TypeError, KeyError, AttributeError):
+            fields = None
+        if fields is not None and tuple(map(type, fields)) in PROBE_FIELD_TYPES and fields[1] in known_regimes \
+                and fields[5] in known_classes and key not in seen:
+            seen.add(key)
+            continue
         where = f"probe {number}"
         if not isinstance(probe, dict):
             problems.append(f"{where} is not an object")
@@ -2888,8 +2980,8 @@ def results_shape_problems(results: Any) -> list[str]:
         if results.get(field) is not None and not isinstance(results[field], kind):
             problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
     calls = results.get("calls")
-    if isinstance(calls, list) and not all(isinstance(c, dict) and all(isinstance(c.get(f), str)
-                                                                       for f in ("model", "regime", "kind"))
+    if isinstance(calls, list) and not all(type(c) is dict and type(c.get("model")) is str
+                                           and type(c.get("regime")) is str and type(c.get("kind")) is str
                                            for c in calls):
         problems.append("`calls` is not a list of objects with a model, a regime and a kind")
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
@@ -3098,7 +3190,7 @@ def command_run(args, then_analyze: bool = False) -> int:
               f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
         return code or EXIT_CELLS_FAILED
     analysis = write_analysis(run_dir, results, args.allow_partial)
-    outputs = write_figures_and_report(run_dir, results)
+    outputs = write_figures_and_report(run_dir, results, analysis=analysis)
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
     return code
@@ -3157,14 +3249,14 @@ def load_figures_module():
 
 
 def write_figures_and_report(out_dir: Path, results: dict, source: Path | None = None,
-                             tasks_path: Path | None = None) -> list[Path]:
+                             tasks_path: Path | None = None, analysis: dict | None = None) -> list[Path]:
     """figures/, RESULTS.md and report.html into out_dir (paper/make_figures.py), nowhere else; source is the
-    results.json they are made from (default: the one in out_dir)."""
+    results.json they are made from (default: the one in out_dir); analysis, when given, is not made again."""
     module = load_figures_module()
     if module is None:
         return []
     return module.regenerate(results, out_dir, module.source_label(source or out_dir / "results.json", out_dir),
-                             tasks_path)
+                             tasks_path, analysis)
 
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
@@ -3296,7 +3388,8 @@ def command_analyze(args) -> int:
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
-            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results, results_path, tasks_path)
+            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results, results_path, tasks_path,
+                                                                           analysis)
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
@@ -3538,7 +3631,7 @@ def command_merge(args) -> int:
               f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
     analysis = write_analysis(out, results, allow_partial=False)
-    outputs = write_figures_and_report(out, results)
+    outputs = write_figures_and_report(out, results, analysis=analysis)
     print(render_headline(analysis))
     print_file_list(out, outputs)
     return EXIT_OK

@@ -174,6 +174,21 @@ class _Handler(BaseHTTPRequestHandler):
             owner.chat_requests.append(body)
             number = len(owner.chat_requests)
             fault = owner.faults.pop(0) if owner.faults else None
+            owner.in_flight += 1
+            owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+            is_answer = any("\nQuestion: " in str(m.get("content")) for m in body.get("messages") or [])
+            if is_answer:
+                owner.answers_in_flight += 1
+                owner.max_answers_in_flight = max(owner.max_answers_in_flight, owner.answers_in_flight)
+        try:
+            self._chat_reply(owner, body, number, fault)
+        finally:
+            with owner.lock:
+                owner.in_flight -= 1
+                if is_answer:
+                    owner.answers_in_flight -= 1
+
+    def _chat_reply(self, owner, body, number, fault):
         self._last_body = body
         if owner.hold_at == number:
             owner.held.set()
@@ -204,6 +219,8 @@ class FakeServerBase:
         self.thinking_models = set(thinking_models)
         self.faults: list = []
         self.chat_requests: list = []
+        self.in_flight = self.max_in_flight = 0               # chat requests being served now, and at most
+        self.answers_in_flight = self.max_answers_in_flight = 0
         self.requests: list = []
         self.lock = threading.Lock()
         self.prompt_chars_per_token = CHARS_PER_TOKEN   # lower it to make prompts "longer"
