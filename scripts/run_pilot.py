@@ -196,6 +196,9 @@ class ChatResponse:
     stop_reason: str | None
     timings: dict
     raw_meta: dict
+    # What the server says about its prompt processing: prompt tokens, how many came from its prompt cache and how
+    # many it evaluated; None where it does not say (see server_work_from_* below).
+    server_work: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,6 +234,7 @@ class RunConfig:
     regimes: tuple
     compaction_options: dict
     answer_options: dict
+    prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
 
     def sha256(self) -> str:
         return sha256_text(canonical_json(dataclasses.asdict(self)))
@@ -730,6 +734,14 @@ class OllamaBackend:
     def server_info(self) -> dict:
         return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
 
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """Ollama always reuses its prompt cache (it sends cache_prompt: true to its runner); no request turns it off."""
+        if requested == "off":
+            raise PilotError("--prompt-cache off cannot be honoured: Ollama always reuses its prompt cache and no "
+                             "request can turn it off; drop --prompt-cache, or serve the model with llama.cpp's "
+                             "llama-server (--backend openai), which can")
+        return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
+
     def list_models(self) -> list[str]:
         return [m.get("name") or m.get("model") for m in self._tags()]
 
@@ -789,7 +801,8 @@ class OllamaBackend:
         response = ChatResponse(text=text, reasoning=reasoning,
                                 prompt_tokens=_count(reply.get("prompt_eval_count")),
                                 output_tokens=_count(reply.get("eval_count")), stop_reason=done_reason,
-                                timings=timings, raw_meta={"created_at": reply.get("created_at")})
+                                timings=timings, raw_meta={"created_at": reply.get("created_at")},
+                                server_work=server_work_from_ollama(reply))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
@@ -831,6 +844,8 @@ class OpenAIBackend:
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
+        self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
+        self.cache_prompt: bool | None = None       # sent with every request when set (llama.cpp only)
 
     @classmethod
     def from_args(cls, args) -> "OpenAIBackend":
@@ -868,6 +883,8 @@ class OpenAIBackend:
             except PilotError:
                 continue
             if isinstance(reply, dict):
+                if path == "/props" and "build_info" in reply:
+                    self.llama_cpp = True
                 for key in keys:
                     if key in reply and key not in info:
                         info[key] = reply[key]
@@ -878,6 +895,18 @@ class OpenAIBackend:
 
     def list_models(self) -> list[str]:
         return [m.get("id") for m in self._models()]
+
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """llama.cpp takes cache_prompt per request (default here: off); other servers decide it themselves."""
+        if self.llama_cpp:
+            setting = requested or DEFAULT_PROMPT_CACHE
+            self.cache_prompt = setting == "on"
+            return setting, f"llama.cpp: cache_prompt {str(self.cache_prompt).lower()} sent with every request"
+        if requested:
+            raise PilotError(f"--prompt-cache {requested} cannot be honoured: only llama.cpp's llama-server takes it per "
+                             f"request; this server decides it itself (vLLM: --enable-prefix-caching); drop "
+                             f"--prompt-cache")
+        return "server", "set by the server, not per request (vLLM: --enable-prefix-caching)"
 
     def describe_model(self, model: str) -> dict:
         item = next((m for m in self._models() if m.get("id") == model), {})
@@ -901,6 +930,8 @@ class OpenAIBackend:
     def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
         options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
                    "seed": seed}
+        if self.cache_prompt is not None:
+            options["cache_prompt"] = self.cache_prompt
         if thinking_off and self.thinking_control in ("template", "both"):
             options["chat_template_kwargs"] = {"enable_thinking": False}
         if thinking_off and self.thinking_control in ("effort", "both"):
@@ -933,11 +964,34 @@ class OpenAIBackend:
         response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=_count(usage.get("prompt_tokens")),
                                 output_tokens=_count(usage.get("completion_tokens")), stop_reason=finish,
                                 timings=timings, raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
-                                                           "served_model": reply.get("model")})
+                                                           "served_model": reply.get("model")},
+                                server_work=server_work_from_openai(usage, timings))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
 BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
+DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see the README, "The prompt cache"
+
+
+def server_work_from_ollama(reply: dict) -> dict:
+    """Ollama reports one prompt count whose meaning moved between versions (the full prompt, or only the tokens
+    processed anew in 0.30.0), and nothing about its cache: the tokens evaluated and cached are unknown."""
+    return {"prompt_tokens": _count(reply.get("prompt_eval_count")), "prompt_cached": None, "prompt_evaluated": None}
+
+
+def server_work_from_openai(usage: dict, timings: dict) -> dict:
+    """llama.cpp: timings.cache_n (reused) and prompt_n (evaluated); vLLM: usage.prompt_tokens_details.cached_tokens
+    (with --enable-prompt-tokens-details), the rest evaluated. None where the server does not say."""
+    prompt = _count(usage.get("prompt_tokens"))
+    cached, evaluated = _count(timings.get("cache_n")), _count(timings.get("prompt_n"))
+    details = usage.get("prompt_tokens_details")
+    if cached is None and isinstance(details, dict):
+        cached = _count(details.get("cached_tokens"))
+    if evaluated is None and cached is not None and prompt is not None:
+        evaluated = prompt - cached
+    if prompt is None and cached is not None and evaluated is not None:
+        prompt = cached + evaluated
+    return {"prompt_tokens": prompt, "prompt_cached": cached, "prompt_evaluated": evaluated}
 
 
 def estimate_tokens(text: str) -> int:
@@ -1045,8 +1099,8 @@ class Journal:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def append(self, record: dict) -> None:
-        path = self.path(record["model"], record["regime"])
+    def append(self, record: dict, path: Path | None = None) -> None:
+        path = path or self.path(record["model"], record["regime"])
         line = record_line(record)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -1623,6 +1677,9 @@ def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallS
         for spec in specs:
             call(spec)
         return
+    if ctx.config.prompt_cache == "on":
+        call(specs[0])          # alone first: the rest can reuse its cached prompt prefix (R0: the whole transcript)
+        specs = specs[1:]
     futures = [ctx.answer_pool.submit(call, spec) for spec in specs]
     wait(futures)
     for future in futures:
@@ -1644,11 +1701,91 @@ def make_call(ctx: RunContext, model: str, regime: Regime, episode_index: int, s
         "done_reason": response.stop_reason, "wall_s": round(wall_s, 4), "attempt": attempts,
         "utc": utc_now(), "backend": ctx.config.backend, "request": wire, "timings": response.timings,
         "meta": response.raw_meta, "config_sha256": ctx.config.sha256(), "runner_sha256": ctx.runner_sha256,
+        "server_work": response.server_work, "prompt_cache": ctx.config.prompt_cache,
     }
     record["segment" if is_compaction else "question_id"] = spec.segment if is_compaction else spec.question_id
     ctx.journal.append(record)
     ctx.progress.update(calls=1)
     return record
+
+
+DEFAULT_RECHECK = 8                     # journalled calls re-sent by the determinism probe after the cells finish
+RECHECK_SEED = BASE_SEED                # which ones: chosen by this seed among the calls of the complete cells
+RECHECK_FILE = "recheck.jsonl"
+
+
+def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cells: list) -> list[dict]:
+    """The journalled calls of the complete cells among `cells`, in cell and plan order (a stable list to sample)."""
+    records: dict = {}
+    out = []
+    for model, regime_name, episode_index in cells:
+        if (manifest.cell(cell_key(model, regime_name, episode_index)) or {}).get("status") != "COMPLETE":
+            continue
+        if (model, regime_name) not in records:
+            records[(model, regime_name)] = journal.cell_records(model, regime_name)
+        cell = records[(model, regime_name)].get(episode_index, {})
+        out += [cell[spec.kind] for spec in plan_calls(REGIMES[regime_name], tasks["episodes"][episode_index])
+                if spec.kind in cell]
+    return out
+
+
+def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
+    """The determinism probe (PROTOCOL.md section 6): re-send k journalled calls chosen by seed, exactly as they
+    were sent, and write each new reply beside the old one in raw/recheck.jsonl (the cell logs are never
+    touched); how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
+    chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
+    path = ctx.journal.raw_dir / RECHECK_FILE
+    done = {}
+    if path.exists():
+        for line in path.read_bytes().splitlines():
+            item = parse_record_line(line)
+            if item is not None:
+                done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind")), item)
+    items = []
+    for first in chosen:
+        where = (first["model"], first["regime"], first["episode"], first["kind"])
+        item = done.get(where)
+        if item is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            compaction = first["kind"].startswith("compact_")
+            request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
+                                  max_output_tokens=COMPACTION_NUM_PREDICT if compaction else ANSWER_NUM_PREDICT,
+                                  context_window=NUM_CTX, temperature=TEMPERATURE, seed=CALL_SEED, thinking_off=True)
+            label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
+            response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+            item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
+                    "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
+                    "first_server_work": first.get("server_work"), "response": response.text,
+                    "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
+                    "attempt": attempts, "request": wire, "server_work": response.server_work,
+                    "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
+            ctx.journal.append(item, path)
+        items.append({"cell": cell_key(item["model"], item["regime"], item["episode"]), "kind": item["kind"],
+                      "changed": bool(item["changed"])})
+    summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),
+               "prompt_cache": ctx.config.prompt_cache, "items": items, "file": f"raw/{RECHECK_FILE}"}
+    with ctx.manifest._lock:
+        ctx.manifest.data["recheck"] = summary
+    ctx.manifest.save()
+    return summary
+
+
+def recheck_pending(manifest: "Manifest", k: int) -> bool:
+    """Whether the determinism probe still has calls to send (it runs once the cells are complete)."""
+    recheck = manifest.data.get("recheck")
+    return bool(k) and (recheck is None or recheck.get("k") != k)
+
+
+def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
+    """The shards' determinism probes as one (each shard re-sent calls of its own cells); None if none ran."""
+    ran = [r for r in rechecks if r]
+    if not ran:
+        return None
+    return {"k": sum(r["k"] for r in ran), "seed": ran[0]["seed"], "sent": sum(r["sent"] for r in ran),
+            "changed": sum(r["changed"] for r in ran), "prompt_cache": ran[0].get("prompt_cache"),
+            "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
 
 
 def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
@@ -1717,11 +1854,12 @@ def run_cells(ctx: RunContext, cells: list[tuple[str, str, int]], concurrency: i
     answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
         if concurrency > 1 else None
     ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool, \
+    open_cells = concurrency if concurrency == 1 else 2 * concurrency
+    with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
             answer_pool or contextlib.nullcontext():
         running = set()
         while pending or running:
-            while pending and len(running) < concurrency and not ctx.stop.is_set() and not abort:
+            while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
                 model, regime, episode = pending.pop(0)
                 running.add(pool.submit(run_cell, ctx, model, REGIMES[regime], episode))
             if not running:
@@ -1930,9 +2068,12 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                                          f"`{verify_command(journal)}` and restore the raw log from a backup")
                 for spec in plan_calls(regime, episode):
                     record = records[spec.kind]
+                    work = record.get("server_work") or {}
                     guards.append({**base, "kind": spec.kind, "done_reason": record.get("done_reason"),
                                    "eval_count": record.get("eval_count"),
                                    "prompt_eval_count": record.get("prompt_eval_count"),
+                                   "prompt_cached": work.get("prompt_cached"),
+                                   "prompt_evaluated": work.get("prompt_evaluated"),
                                    "thinking_chars": len(record.get("thinking") or "")})
                     if spec.question_id is not None:
                         question = episode["questions"][spec.question_id - 1]
@@ -1958,7 +2099,10 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
         "run": {"backend": manifest.get("lock", {}).get("backend"),
                 "options": manifest.get("lock", {}).get("options"), "num_ctx": NUM_CTX,
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
-                "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard")},
+                "model_info": manifest.get("lock", {}).get("models"), "shard": manifest.get("shard"),
+                "prompt_cache": manifest.get("lock", {}).get("prompt_cache"),
+                "prompt_cache_how": manifest.get("lock", {}).get("prompt_cache_how")},
+        "recheck": manifest.get("recheck"),
     }
 
 
@@ -2184,7 +2328,36 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
         "lenient": analyze_lenient(probes, models, regimes),
+        "server_work": summarize_server_work(results.get("calls"), models, regimes),
+        "prompt_cache": (results.get("run") or {}).get("prompt_cache"),
+        "prompt_cache_how": (results.get("run") or {}).get("prompt_cache_how"),
+        "recheck": results.get("recheck"),
     }
+
+
+def summarize_server_work(calls: list[dict] | None, models: list[str], regimes: list[str]) -> dict | None:
+    """Per model and regime: prompt tokens sent, and how many the server evaluated or took from its prompt
+    cache, where it said so (calls it did not say it for are counted, never read as 0)."""
+    if calls is None:
+        return None
+    table = {f"{m}|{r}": {"calls": 0, "prompt_tokens": 0, "evaluated": 0, "cached": 0, "unknown_prompt": 0,
+                          "unknown_evaluated": 0} for m in models for r in regimes}
+    for call in calls:
+        row = table.get(f"{call.get('model')}|{call.get('regime')}")
+        if row is None:
+            continue
+        row["calls"] += 1
+        sent, evaluated, cached = call.get("prompt_eval_count"), call.get("prompt_evaluated"), call.get("prompt_cached")
+        if sent is None:
+            row["unknown_prompt"] += 1
+        else:
+            row["prompt_tokens"] += sent
+        if evaluated is None:
+            row["unknown_evaluated"] += 1
+        else:
+            row["evaluated"] += evaluated
+            row["cached"] += cached or 0
+    return table
 
 
 def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
@@ -2397,7 +2570,9 @@ def render_corruption_table(analysis: dict) -> str:
 def render_analysis_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), "", task_set_line(analysis), "",
+    out = [f"# {PROTOCOL_ID} analysis", "", status_banner(analysis), ""]
+    out += [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    out += [task_set_line(analysis), "",
            "## Numeric-corruption rate", "",
            "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
            render_corruption_table(analysis), ""]
@@ -2423,11 +2598,15 @@ def render_analysis_md(analysis: dict) -> str:
             "correctly.", "", md_table(["model"] + regimes, rows), ""]
     out += render_retention_section(analysis)
     out += render_guards_section(analysis)
+    out += render_server_work_section(analysis)
+    out += render_recheck_section(analysis)
     verdicts = evaluate_predictions(analysis)
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if not analysis["confirmatory"]:
             out += [f"{confirmatory_note(analysis)}: {label_consequence(analysis['label'])}", ""]
+        if recheck_note(analysis):
+            out += [recheck_note(analysis), ""]
         for v in verdicts:
             out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
         out.append("")
@@ -2538,9 +2717,56 @@ def render_guards_section(analysis: dict) -> list[str]:
     return out + [""]
 
 
+def render_server_work_section(analysis: dict) -> list[str]:
+    table = analysis.get("server_work")
+    if not table:
+        return []
+    rows = []
+    for key, row in table.items():
+        if not row["calls"]:
+            continue
+        known = row["calls"] - row["unknown_evaluated"]
+        evaluated = f"{row['evaluated']} ({row['cached']} from the cache)" if known else "not reported"
+        if known and row["unknown_evaluated"]:
+            evaluated += f"; {row['unknown_evaluated']} call(s) not reported"
+        sent = str(row["prompt_tokens"]) + (f" ({row['unknown_prompt']} unreported)" if row["unknown_prompt"] else "")
+        rows.append([*key.split("|"), row["calls"], sent, evaluated])
+    cache = analysis.get("prompt_cache")
+    how = f"Prompt cache: {cache} ({analysis.get('prompt_cache_how')})." if cache else "Prompt cache: not recorded."
+    return ["## Server work: prompt tokens sent and evaluated", "",
+            f"{how} Tokens as the server counted them: the prompt sent, and how many of them it evaluated rather "
+            "than reused from its prompt cache (llama.cpp `timings.prompt_n` and `cache_n`; vLLM "
+            "`usage.prompt_tokens_details.cached_tokens`; Ollama does not say).", "",
+            md_table(["model", "regime", "calls", "prompt tokens sent", "evaluated"], rows), ""]
+
+
+def recheck_note(analysis: dict) -> str | None:
+    """One line beside the verdict when the determinism probe found replies that changed; None otherwise."""
+    recheck = analysis.get("recheck")
+    if not recheck or not recheck.get("changed"):
+        return None
+    return (f"Determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a different reply "
+            f"than the first time, so this server's replies are not reproducible under this run's settings "
+            f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
+
+
+def render_recheck_section(analysis: dict) -> list[str]:
+    recheck = analysis.get("recheck")
+    if recheck is None:
+        return ["## Determinism probe", "", "Not run (`--recheck 0`, or the bank was made before the probe existed).",
+                ""]
+    rows = [[item["cell"], item["kind"], "changed" if item["changed"] else "same"] for item in recheck["items"]]
+    return ["## Determinism probe", "",
+            f"After the cells finished, {recheck['sent']} journalled calls chosen by seed {recheck['seed']} were sent "
+            f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
+            f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
+            md_table(["cell", "call", "reply"], rows) if rows else "", ""]
+
+
 def render_headline(analysis: dict) -> str:
     """The short table printed on stdout at the end of a run."""
-    lines = [status_banner(analysis), "", "numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
+    lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
+    lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
     pooled = analysis["mcnemar"]["pooled"]
     if pooled:
         lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
@@ -2802,7 +3028,7 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     """Every way the current settings differ from the ones a run folder was locked to."""
     diffs = []
     for field in ("tasks_sha256", "protocol_sha256", "prompts_sha256", "options", "backend", "base_url",
-                  "n_episodes", "regimes"):
+                  "n_episodes", "regimes", "prompt_cache"):
         old, new = recorded.get(field), current.get(field)
         # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
         same = server_identity(old) == server_identity(new) if field == "base_url" else old == new
@@ -2996,11 +3222,11 @@ def make_backend(args):
     return BACKENDS[args.backend].from_args(args)
 
 
-def run_config(backend, tasks_sha: str, n_episodes: int) -> RunConfig:
+def run_config(backend, tasks_sha: str, n_episodes: int, prompt_cache: str = DEFAULT_PROMPT_CACHE) -> RunConfig:
     return RunConfig(backend=backend.name, base_url=redact_url(backend.base_url), tasks_sha256=tasks_sha,
                      protocol_sha256=protocol_sha256(), prompts_sha256=prompts_sha256(), n_episodes=n_episodes,
                      regimes=REGIME_NAMES, compaction_options=backend.wire_options(COMPACTION_NUM_PREDICT),
-                     answer_options=backend.wire_options(ANSWER_NUM_PREDICT))
+                     answer_options=backend.wire_options(ANSWER_NUM_PREDICT), prompt_cache=prompt_cache)
 
 
 def new_manifest(path: Path, config: RunConfig, lock: dict, tasks_path: Path, models: list[str], shard) -> Manifest:
@@ -3056,11 +3282,13 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                 todo: list, total_cells: int) -> int:
     backend = make_backend(args)
     model_info = preflight(backend, models)     # before any folder is created
-    config = run_config(backend, tasks_sha, len(tasks["episodes"]))
+    prompt_cache, prompt_cache_how = backend.prompt_cache_setting(args.prompt_cache)
+    config = run_config(backend, tasks_sha, len(tasks["episodes"]), prompt_cache)
     lock = {"tasks_sha256": tasks_sha, "protocol_sha256": config.protocol_sha256,
             "prompts_sha256": config.prompts_sha256, "runner_sha256": runner_sha256(), "backend": backend.name,
             "base_url": config.base_url, "n_episodes": config.n_episodes, "regimes": list(REGIME_NAMES),
             "options": {"compaction": config.compaction_options, "answer": config.answer_options},
+            "prompt_cache": prompt_cache, "prompt_cache_how": prompt_cache_how,
             "config_sha256": config.sha256(), "models": model_info}
     (run_dir / "raw").mkdir(parents=True, exist_ok=True)
     run_lock = RunLock(run_dir)
@@ -3099,6 +3327,13 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
 
         with StopOnSignal(stop, hard_stop), progress:
             outcome = run_cells(ctx, todo, args.concurrency)
+            cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+            if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
+                    (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
+                recheck = run_recheck(ctx, cells, args.recheck)
+                if not args.quiet:
+                    print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
+                          f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
         manifest.save()
     except RunInterrupted:
         manifest.save()
@@ -3164,6 +3399,16 @@ def command_run(args, then_analyze: bool = False) -> int:
             return code
     elif not args.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
+    if not todo and recorded and recheck_pending(recorded, args.recheck) and folder_writable(run_dir):
+        # the cells finished before the determinism probe did (a kill, or a run older than the probe)
+        try:
+            code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, [], len(cells))
+        except (RunInterrupted, ServerGone, DiskFull):
+            raise
+        except PilotError as err:
+            warn(f"the determinism probe was not run ({err})")
+        if code == EXIT_INTERRUPTED:
+            return code
     if not then_analyze:
         if code == EXIT_OK:
             print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
@@ -3332,6 +3577,8 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
         argv += ["--host", lock["base_url"]]
     if manifest.get("shard"):
         argv += ["--shard", "/".join(map(str, manifest["shard"]))]
+    if lock.get("backend") == "openai" and lock.get("prompt_cache") == "on":
+        argv += ["--prompt-cache", "on"]
     used = manifest.get("concurrency_used") or []
     if used and used[-1] != 1:
         argv += ["--concurrency", str(used[-1])]
@@ -3471,6 +3718,8 @@ def command_plan(args) -> int:
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at the full "
           f"{COMPACTION_NUM_PREDICT}-token compaction cap; output tokens are the caps ({COMPACTION_NUM_PREDICT} per "
           f"compaction, {ANSWER_NUM_PREDICT} per answer)")
+    if manifest:
+        print(server_work_line(Journal(run_dir), manifest.data))
     rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
     left = estimate["calls"] - estimate["done_calls"]
     if rate:
@@ -3501,6 +3750,27 @@ def plan_estimate(tasks: dict, cells: list, manifest: dict | None) -> dict:
             entry["done_calls"] += calls_per_cell(regime) if status == "COMPLETE" else 0
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
+
+
+def server_work_line(journal: Journal, manifest: dict) -> str:
+    """The prompt tokens the run's calls sent so far, and how many the server evaluated rather than reused."""
+    sent = evaluated = cached = unknown = calls = 0
+    for model in manifest["models"]:
+        for regime in manifest["regimes"]:
+            for record in journal.read(model, regime):
+                work = record.get("server_work") or {}
+                calls += 1
+                sent += work.get("prompt_tokens") or record.get("prompt_eval_count") or 0
+                if work.get("prompt_evaluated") is None:
+                    unknown += 1
+                else:
+                    evaluated += work["prompt_evaluated"]
+                    cached += work.get("prompt_cached") or 0
+    if unknown == calls:
+        return (f"server work so far: {sent} prompt tokens sent in {calls} calls; the server did not say how many "
+                f"it evaluated (prompt cache: {manifest.get('lock', {}).get('prompt_cache') or 'not recorded'})")
+    return (f"server work so far: {sent} prompt tokens sent, {evaluated} evaluated by the server ({cached} reused "
+            f"from its prompt cache) in {calls} calls" + (f"; {unknown} call(s) unreported" if unknown else ""))
 
 
 def measured_rate(journal: Journal, manifest: dict) -> float | None:
@@ -3617,6 +3887,7 @@ def command_merge(args) -> int:
         "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
         "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+        "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
     })
     merged.save()
     expected = len(models) * len(REGIME_NAMES) * data0["n_episodes"]
@@ -3673,6 +3944,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
                         "folder; combine the folders with `merge`")
+    parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK, metavar="K",
+                        help="determinism probe: after the cells finish, send K journalled calls (chosen by seed) "
+                             "again and record the new replies beside the old ones; the analysis reports how many "
+                             "changed (default %(default)s; 0: none)")
+    parser.add_argument("--prompt-cache", choices=("on", "off"),
+                        help=f"llama.cpp's llama-server: let it reuse cached prompt prefixes (on: faster, but replies "
+                             f"can then differ between runs) or not (off, the default there: reproducible). Recorded "
+                             f"in the lock. Ollama always reuses its cache and cannot turn it off; vLLM sets it on "
+                             f"the server (--enable-prefix-caching)")
     parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
                         help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
                              "(default %(default)s)")

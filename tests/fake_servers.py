@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import socket
 import struct
@@ -220,6 +221,8 @@ class FakeServerBase:
         self.faults: list = []
         self.chat_requests: list = []
         self.in_flight = self.max_in_flight = 0               # chat requests being served now, and at most
+        self.vary_repeats = 0          # the next this-many requests identical to an earlier one get another reply
+        self.cached_prompts: list[str] = []                   # llama.cpp flavour: what its prompt cache holds
         self.answers_in_flight = self.max_answers_in_flight = 0
         self.requests: list = []
         self.lock = threading.Lock()
@@ -243,6 +246,16 @@ class FakeServerBase:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def vary(self, body: dict, text: str) -> str:
+        """A nondeterministic server, on demand: a request seen before may get a different reply."""
+        with self.lock:
+            key = json.dumps(body, sort_keys=True)
+            repeated = sum(1 for b in self.chat_requests if json.dumps(b, sort_keys=True) == key) > 1
+            if repeated and self.vary_repeats > 0:
+                self.vary_repeats -= 1
+                return text + " (said differently this time)"
+        return text
 
     def chat_count(self) -> int:
         with self.lock:
@@ -314,7 +327,7 @@ class FakeOllama(FakeServerBase):
         if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
             handler._send(400, {"error": "the input length exceeds the context length"})
             return
-        text = self.model.reply(prompt) if text_override is None else text_override
+        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
         done_reason = "stop"
         cap = options.get("num_predict", -1)
         if cap > 0 and tokens(text) > cap:
@@ -401,8 +414,15 @@ class FakeOpenAI(FakeServerBase):
                                                      f"context size ({self.context_window} tokens), try increasing it",
                                           "n_prompt_tokens": tokens(prompt), "n_ctx": self.context_window}})
             return
-        text = self.model.reply(prompt) if text_override is None else text_override
+        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
         finish = "stop"
+        cached = 0
+        if body.get("cache_prompt", True) and self.flavour == "llama.cpp":
+            # like llama-server (cache_prompt defaults to true there): the longest prefix shared with a cached prompt
+            with self.lock:
+                shared = max([len(os.path.commonprefix([p, prompt])) for p in self.cached_prompts] or [0])
+                self.cached_prompts = (self.cached_prompts + [prompt])[-4:]
+            cached = min(shared // CHARS_PER_TOKEN, tokens(prompt) - 1)
         if tokens(text) > cap:
             text, finish = text[:cap * 4], "length"
         message = {"role": "assistant", "content": text}
@@ -413,7 +433,11 @@ class FakeOpenAI(FakeServerBase):
                                                                   "finish_reason": finish}],
                  "usage": {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text),
                            "total_tokens": tokens(prompt) + tokens(text)},
-                 "timings": {"prompt_n": tokens(prompt), "predicted_n": tokens(text), "cache_n": 0}}
+                 "timings": {"prompt_n": tokens(prompt) - cached, "predicted_n": tokens(text), "cache_n": cached}}
+        if self.flavour == "vllm":
+            # vLLM: no timings; the cached share only with --enable-prompt-tokens-details
+            del reply["timings"]
+            reply["usage"]["prompt_tokens_details"] = {"cached_tokens": 16}
         if self.omit_usage:
             del reply["usage"]
         wait_until(deadline)
