@@ -1523,27 +1523,39 @@ class Progress:
 class CallSlots:
     """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
     not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
-    before a waiting answer: the compactions are the critical path of their cell, the answers are not."""
+    before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
+    slot wakes one waiter, never all of them (up to 3N threads may wait)."""
 
     def __init__(self, slots: int):
         self.free = slots
         self.urgent_waiting = 0
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._urgent = threading.Condition(self._lock)
+        self._other = threading.Condition(self._lock)
 
     def acquire(self, urgent: bool) -> None:
-        with self._cond:
-            self.urgent_waiting += urgent
-            try:
-                while self.free == 0 or (not urgent and self.urgent_waiting):
-                    self._cond.wait()
-            finally:
-                self.urgent_waiting -= urgent
+        with self._lock:
+            if urgent:
+                self.urgent_waiting += 1
+                try:
+                    while self.free == 0:
+                        self._urgent.wait()
+                finally:
+                    self.urgent_waiting -= 1
+            else:
+                while self.free == 0 or self.urgent_waiting:
+                    self._other.wait()
             self.free -= 1
+            self._wake()
 
     def release(self) -> None:
-        with self._cond:
+        with self._lock:
             self.free += 1
-            self._cond.notify_all()
+            self._wake()
+
+    def _wake(self) -> None:
+        if self.free:
+            (self._urgent if self.urgent_waiting else self._other).notify()
 
     @contextlib.contextmanager
     def held(self, urgent: bool):

@@ -2,6 +2,7 @@
 import io
 import json
 import os
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -192,6 +193,29 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(manifest["concurrency_used"], [n])
                 self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
         self.assertEqual(banks[1], banks[4])
+
+    def test_call_slots_bound_the_calls_and_let_a_waiting_compaction_go_first(self):
+        slots = rp.CallSlots(1)
+        order = []
+        slots.acquire(urgent=False)
+
+        def take(name, urgent):
+            slots.acquire(urgent)
+            order.append(name)
+            slots.release()
+
+        answer = threading.Thread(target=take, args=("answer", False))
+        answer.start()
+        time.sleep(0.05)
+        compaction = threading.Thread(target=take, args=("compaction", True))
+        compaction.start()
+        time.sleep(0.05)
+        self.assertEqual(order, [])                  # the one slot is taken: both wait
+        slots.release()
+        answer.join(5)
+        compaction.join(5)
+        self.assertEqual(order, ["compaction", "answer"])
+        self.assertEqual(slots.free, 1)
 
     def test_a_one_episode_run_fans_its_answers_out_over_every_slot(self):
         with FakeOllama(models=["a:1"], latency_s=0.03) as server:
