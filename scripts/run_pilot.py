@@ -3342,10 +3342,15 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
             cells = selected_cells(models, len(tasks["episodes"]), args.shard)
             if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
                     (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
-                recheck = run_recheck(ctx, cells, args.recheck)
-                if not args.quiet:
-                    print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
-                          f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
+                try:
+                    recheck = run_recheck(ctx, cells, args.recheck)
+                except (TransientError, FatalCallError) as err:
+                    # the cells are complete and scored as they are; the probe is tried again on the next run
+                    warn(f"the determinism probe stopped ({err}); run the same command again to finish it")
+                else:
+                    if not args.quiet:
+                        print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
+                              f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
         manifest.save()
     except RunInterrupted:
         manifest.save()

@@ -177,6 +177,18 @@ class RecheckTest(TempDirMixin, unittest.TestCase):
             self.assertEqual({p.name: p.read_bytes() for p in (out / "raw").glob("*_R?.jsonl")}, logs_before)
             self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
 
+    def test_a_probe_refused_by_the_server_leaves_the_run_complete_and_is_tried_again(self):
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("delay", 0)] * 32 + [("status", 400, {"error": "no more"})]
+            out = self.make_tmp() / "run"
+            code, _, err = self.run_pilot(server, out, "--recheck", "2")
+            self.assertEqual(code, 0, err)
+            self.assertIn("the determinism probe stopped", err)
+            self.assertNotIn("recheck", json.loads((out / "manifest.json").read_text()))
+            code, _, err = self.run_pilot(server, out, "--recheck", "2")
+            self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads((out / "manifest.json").read_text())["recheck"]["sent"], 2)
+
     def test_a_probe_cut_short_is_finished_on_resume(self):
         with FakeOllama(models=[MODEL]) as server:
             out = self.make_tmp() / "run"
