@@ -42,7 +42,7 @@ class TimedOllama(FakeOllama):
     """The fake server, noting when the first call arrived and the last reply went out."""
 
     def reset_span(self):
-        self.first_arrival, self.last_reply = None, None
+        self.first_arrival, self.last_reply, self.busy_s = None, None, 0.0
 
     def send_reply(self, handler, body, text_override=None, deadline=None):
         super().send_reply(handler, body, text_override, deadline)
@@ -51,6 +51,7 @@ class TimedOllama(FakeOllama):
             if self.first_arrival is None or handler.arrived < self.first_arrival:
                 self.first_arrival = handler.arrived
             self.last_reply = now
+            self.busy_s += now - handler.arrived        # the server's own time on this call, from its request line
 
     def span(self) -> float:
         return self.last_reply - self.first_arrival
@@ -124,15 +125,18 @@ def main(argv: list[str] | None = None) -> int:
         with TimedOllama(models=[MODEL], latency_s=0.0) as server:
             server.reset_span()
             wall, cpu = run_once(server.url, work / "overhead", args.episodes, 1)
-            span = server.span()
+            span, server_s = server.span(), server.busy_s
         fsync_s = fsync_baseline(work / "fsync", calls)
         startup_wall, startup_cpu = run_startup_only()
         per_call = 1000 * span / calls
         print(f"\nzero-latency server, concurrency 1, {calls} calls:")
         print(f"  calls span        {per_call:6.2f} ms per call (first request to last reply)")
+        print(f"  fake server       {1000 * server_s / calls:6.2f} ms per call (reading the request, the fake model, "
+              f"the reply; at N = 1 the runner waits for it)")
         print(f"  fsync-only        {1000 * fsync_s:6.2f} ms per call (a record-sized line appended and fsynced)")
-        print(f"  runner's own      {per_call - 1000 * fsync_s:6.2f} ms per call (span minus fsync; target: at most "
-              f"the reference's {REFERENCE_OVERHEAD_MS} ms)")
+        own = per_call - 1000 * (fsync_s + server_s / calls)
+        print(f"  runner's own      {own:6.2f} ms per call (span minus server and fsync: HTTP, requests, records, "
+              f"manifest; target: at most the reference's {REFERENCE_OVERHEAD_MS} ms)")
         print(f"  runner CPU        {1000 * (cpu - startup_cpu) / calls:6.2f} ms per call (process CPU minus "
               f"{1000 * startup_cpu:.0f} ms to start Python and import the runner)")
         print(f"  process wall      {1000 * wall / calls:6.2f} ms per call ({wall:.2f} s, of which "

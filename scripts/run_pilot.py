@@ -237,7 +237,10 @@ class RunConfig:
     prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
 
     def sha256(self) -> str:
-        return sha256_text(canonical_json(dataclasses.asdict(self)))
+        # stamped on every call record: computed once per configuration (it is frozen), not once per call
+        if "_sha256" not in self.__dict__:
+            object.__setattr__(self, "_sha256", sha256_text(canonical_json(dataclasses.asdict(self))))
+        return self.__dict__["_sha256"]
 
 
 # ============================================================================================
