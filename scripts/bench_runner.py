@@ -78,7 +78,7 @@ def run_once(url: str, out: Path, episodes: int, concurrency: int) -> tuple[floa
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "run_pilot.py"), "run", "--models", MODEL,
                            "--host", url, "--out", str(out), "--episodes", str(episodes), "--concurrency",
-                           str(concurrency), "--quiet"], capture_output=True, text=True)
+                           str(concurrency), "--quiet", "--recheck", "0"], capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
