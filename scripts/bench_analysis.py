@@ -34,8 +34,10 @@ from helpers import rp  # noqa: E402  (the runner, imported as the tests import 
 CORRECT_RATE = {"R0": 0.95, "R1": 0.64, "R2": 0.90}     # the published rates, roughly
 
 
-def make_bank(n_probes: int, n_models: int, seed: int) -> dict:
-    """A results.json of about n_probes probes: models x 3 regimes x episodes x 8 questions."""
+def make_bank(n_probes: int, n_models: int, seed: int, with_calls: bool = True) -> dict:
+    """A results.json of about n_probes probes: models x 3 regimes x episodes x 8 questions; with_calls adds the
+    per-call records this runner writes (4/3 of a record per probe), without them it has the shape of the
+    published reference bank."""
     rng = random.Random(seed)
     models = [f"bench-model-{i}:7b" for i in range(n_models)]
     regimes = list(rp.REGIME_NAMES)
@@ -51,14 +53,16 @@ def make_bank(n_probes: int, n_models: int, seed: int) -> dict:
                         [(truth + 1, "off_by_one"), (truth + 400, "other_wrong"), (None, "omission")])
                     probes.append({"model": model, "regime": regime, "episode": episode, "question_id": qid,
                                    "type": qtype, "truth": truth, "answer": answer, "class": cls})
-                    calls.append({"model": model, "regime": regime, "episode": episode, "kind": f"question_{qid}",
-                                  "done_reason": "stop", "eval_count": 6, "prompt_eval_count": 900,
-                                  "thinking_chars": 0})
-                if regime != "R0":
+                    if with_calls:
+                        calls.append({"model": model, "regime": regime, "episode": episode, "kind": f"question_{qid}",
+                                      "done_reason": "stop", "eval_count": 6, "prompt_eval_count": 900,
+                                      "thinking_chars": 0})
+                if regime != "R0" and with_calls:
                     for k in range(1, 5):
                         calls.append({"model": model, "regime": regime, "episode": episode, "kind": f"compact_{k}",
                                       "done_reason": "stop", "eval_count": 200, "prompt_eval_count": 500,
                                       "thinking_chars": 0})
+                if regime != "R0":
                     stage.append({"model": model, "regime": regime, "episode": episode, "retained": 18,
                                   "correct": 16, "wrong": 2, "n_entities": 20})
     tokens = {r: {"n": n_models * n_episodes * 4, "mean": 200.0, "unknown": 0,
@@ -67,8 +71,8 @@ def make_bank(n_probes: int, n_models: int, seed: int) -> dict:
     return {"models": models, "regimes": regimes, "n_episodes": n_episodes,
             "cells": {"complete": n_models * 3 * n_episodes, "not_complete": 0,
                       "expected": n_models * 3 * n_episodes, "expected_probes_per_cell": 8},
-            "probes": probes, "compaction_stage": stage, "compaction_tokens": tokens, "calls": calls,
-            "example_states": [], "run": {"num_ctx": rp.NUM_CTX}}
+            "probes": probes, "compaction_stage": stage, "compaction_tokens": tokens,
+            **({"calls": calls} if with_calls else {}), "example_states": [], "run": {"num_ctx": rp.NUM_CTX}}
 
 
 def timed(argv: list[str]) -> float:
@@ -85,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probes", default="100000,300000,1000000", help="comma-separated bank sizes")
     parser.add_argument("--models", type=int, default=2, help="models in each bank")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-calls", action="store_true", help="probes only, as in the published reference bank "
+                                                                  "(default: with this runner's per-call records)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-analysis-"))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'McNemar s':>10} {'analyze us/probe':>17}")
     try:
         for n in [int(x) for x in args.probes.split(",")]:
-            bank = make_bank(n, args.models, args.seed)
+            bank = make_bank(n, args.models, args.seed, with_calls=not args.no_calls)
             path = work / f"bank-{n}.json"
             path.write_text(json.dumps(bank), encoding="utf-8")
             pairs = {}
