@@ -638,9 +638,11 @@ def source_label(source: Path, out_dir: Path) -> str:
     return f"{source.parent.name}/{source.name}"
 
 
-def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks_path: Path | None = None) -> list[Path]:
-    """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else."""
-    analysis = rp.analyze_bank(results, tasks_path)
+def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks_path: Path | None = None,
+               analysis: dict | None = None) -> list[Path]:
+    """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else; `analysis` is the
+    bank's analysis when the caller has made it already (a large bank is then analysed once, not twice)."""
+    analysis = analysis or rp.analyze_bank(results, tasks_path)
     figures = render_figures(results, analysis)
     written = [write_text(out_dir / "figures" / name, svg) for name, svg in figures.items()]
     written.append(write_text(out_dir / "RESULTS.md", render_results_md(analysis, "figures", source)))

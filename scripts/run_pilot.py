@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import base64
 import collections
+import contextlib
 import csv
 import dataclasses
 import datetime as _dt
@@ -53,6 +54,7 @@ import http.server
 import io
 import json
 import math
+import operator
 import os
 import random
 import re
@@ -68,7 +70,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -219,6 +220,9 @@ class ChatResponse:
     stop_reason: str | None
     timings: dict
     raw_meta: dict
+    # What the server says about its prompt processing: prompt tokens, how many came from its prompt cache and how
+    # many it evaluated; None where it does not say (see server_work_from_* below).
+    server_work: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,9 +281,13 @@ class Settings:
     samples: int
     temperature: float
     options: dict
+    prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
 
     def sha256(self) -> str:
-        return sha256_text(canonical_json(dataclasses.asdict(self)))
+        # stamped on every call record: computed once per configuration (it is frozen), not once per call
+        if "_sha256" not in self.__dict__:
+            object.__setattr__(self, "_sha256", sha256_text(canonical_json(dataclasses.asdict(self))))
+        return self.__dict__["_sha256"]
 
 
 # ============================================================================================
@@ -920,6 +928,14 @@ class OllamaBackend:
     def server_info(self) -> dict:
         return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
 
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """Ollama always reuses its prompt cache (it sends cache_prompt: true to its runner); no request turns it off."""
+        if requested == "off":
+            raise PilotError("--prompt-cache off cannot be honoured: Ollama always reuses its prompt cache and no "
+                             "request can turn it off; drop --prompt-cache, or serve the model with llama.cpp's "
+                             "llama-server (--backend openai), which can")
+        return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
+
     def list_models(self) -> list[str]:
         return [m.get("name") or m.get("model") for m in self._tags()]
 
@@ -979,7 +995,8 @@ class OllamaBackend:
         response = ChatResponse(text=text, reasoning=reasoning,
                                 prompt_tokens=_count(reply.get("prompt_eval_count")),
                                 output_tokens=_count(reply.get("eval_count")), stop_reason=done_reason,
-                                timings=timings, raw_meta={"created_at": reply.get("created_at")})
+                                timings=timings, raw_meta={"created_at": reply.get("created_at")},
+                                server_work=server_work_from_ollama(reply))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
@@ -1021,6 +1038,8 @@ class OpenAIBackend:
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
+        self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
+        self.cache_prompt: bool | None = None       # sent with every request when set (llama.cpp only)
 
     @classmethod
     def from_args(cls, args) -> "OpenAIBackend":
@@ -1058,6 +1077,8 @@ class OpenAIBackend:
             except PilotError:
                 continue
             if isinstance(reply, dict):
+                if path == "/props" and "build_info" in reply:
+                    self.llama_cpp = True
                 for key in keys:
                     if key in reply and key not in info:
                         info[key] = reply[key]
@@ -1068,6 +1089,18 @@ class OpenAIBackend:
 
     def list_models(self) -> list[str]:
         return [m.get("id") for m in self._models()]
+
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """llama.cpp takes cache_prompt per request (default here: off); other servers decide it themselves."""
+        if self.llama_cpp:
+            setting = requested or DEFAULT_PROMPT_CACHE
+            self.cache_prompt = setting == "on"
+            return setting, f"llama.cpp: cache_prompt {str(self.cache_prompt).lower()} sent with every request"
+        if requested:
+            raise PilotError(f"--prompt-cache {requested} cannot be honoured: only llama.cpp's llama-server takes it per "
+                             f"request; this server decides it itself (vLLM: --enable-prefix-caching); drop "
+                             f"--prompt-cache")
+        return "server", "set by the server, not per request (vLLM: --enable-prefix-caching)"
 
     def describe_model(self, model: str) -> dict:
         item = next((m for m in self._models() if m.get("id") == model), {})
@@ -1091,6 +1124,8 @@ class OpenAIBackend:
     def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
         options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
                    "seed": seed}
+        if self.cache_prompt is not None:
+            options["cache_prompt"] = self.cache_prompt
         if thinking_off and self.thinking_control in ("template", "both"):
             options["chat_template_kwargs"] = {"enable_thinking": False}
         if thinking_off and self.thinking_control in ("effort", "both"):
@@ -1123,11 +1158,34 @@ class OpenAIBackend:
         response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=_count(usage.get("prompt_tokens")),
                                 output_tokens=_count(usage.get("completion_tokens")), stop_reason=finish,
                                 timings=timings, raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
-                                                           "served_model": reply.get("model")})
+                                                           "served_model": reply.get("model")},
+                                server_work=server_work_from_openai(usage, timings))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
 BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
+DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see the README, "The prompt cache"
+
+
+def server_work_from_ollama(reply: dict) -> dict:
+    """Ollama reports one prompt count whose meaning moved between versions (the full prompt, or only the tokens
+    processed anew in 0.30.0), and nothing about its cache: the tokens evaluated and cached are unknown."""
+    return {"prompt_tokens": _count(reply.get("prompt_eval_count")), "prompt_cached": None, "prompt_evaluated": None}
+
+
+def server_work_from_openai(usage: dict, timings: dict) -> dict:
+    """llama.cpp: timings.cache_n (reused) and prompt_n (evaluated); vLLM: usage.prompt_tokens_details.cached_tokens
+    (with --enable-prompt-tokens-details), the rest evaluated. None where the server does not say."""
+    prompt = _count(usage.get("prompt_tokens"))
+    cached, evaluated = _count(timings.get("cache_n")), _count(timings.get("prompt_n"))
+    details = usage.get("prompt_tokens_details")
+    if cached is None and isinstance(details, dict):
+        cached = _count(details.get("cached_tokens"))
+    if evaluated is None and cached is not None and prompt is not None:
+        evaluated = prompt - cached
+    if prompt is None and cached is not None and evaluated is not None:
+        prompt = cached + evaluated
+    return {"prompt_tokens": prompt, "prompt_cached": cached, "prompt_evaluated": evaluated}
 
 
 def estimate_tokens(text: str) -> int:
@@ -1273,8 +1331,8 @@ class Journal:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def append(self, record: dict) -> None:
-        path = self.path(record["model"], record["regime"], *record_variant(record))
+    def append(self, record: dict, path: Path | None = None) -> None:
+        path = path or self.path(record["model"], record["regime"], *record_variant(record))
         line = record_line(record)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -1699,6 +1757,52 @@ class Progress:
         return False
 
 
+class CallSlots:
+    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
+    not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
+    before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
+    slot wakes one waiter, never all of them (up to 3N threads may wait)."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self.urgent_waiting = 0
+        self._lock = threading.Lock()
+        self._urgent = threading.Condition(self._lock)
+        self._other = threading.Condition(self._lock)
+
+    def acquire(self, urgent: bool) -> None:
+        with self._lock:
+            if urgent:
+                self.urgent_waiting += 1
+                try:
+                    while self.free == 0:
+                        self._urgent.wait()
+                finally:
+                    self.urgent_waiting -= 1
+            else:
+                while self.free == 0 or self.urgent_waiting:
+                    self._other.wait()
+            self.free -= 1
+            self._wake()
+
+    def release(self) -> None:
+        with self._lock:
+            self.free += 1
+            self._wake()
+
+    def _wake(self) -> None:
+        if self.free:
+            (self._urgent if self.urgent_waiting else self._other).notify()
+
+    @contextlib.contextmanager
+    def held(self, urgent: bool):
+        self.acquire(urgent)
+        try:
+            yield
+        finally:
+            self.release()
+
+
 @dataclasses.dataclass
 class RunContext:
     backend: Any
@@ -1714,6 +1818,8 @@ class RunContext:
     regimes: dict       # name -> Regime: the regimes of this run
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
+    slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
+    answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str) -> list[dict]:
@@ -1731,7 +1837,8 @@ def sample_seed(sample: int) -> int:
     return CALL_SEED + sample
 
 
-def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tuple[ChatResponse, dict, int, float]:
+def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
+                      urgent: bool = False) -> tuple[ChatResponse, dict, int, float]:
     """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
 
     A server that answers with an error is retried --retries times. A server that does not answer at all
@@ -1743,9 +1850,10 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str) -> tupl
     try:
         while True:
             attempt += 1
-            started = time.monotonic()
             try:
-                response, wire = ctx.backend.chat(request)
+                with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
+                    started = time.monotonic()
+                    response, wire = ctx.backend.chat(request)
             except FatalCallError:
                 ctx.watch.answered()
                 raise
@@ -1785,17 +1893,25 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     if cell.budget != DEFAULT_BUDGET or cell.sample:
         entry.update(budget=cell.budget, sample=cell.sample)
     state = ""
-    records = []
+    plan = plan_calls(regime, episode, cell.budget)
+    records = {}
+
+    def call(spec: CallSpec) -> dict:
+        record = done.get(spec.kind)
+        if record is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            record = make_call(ctx, cell, spec, build_messages(regime, episode, spec, state))
+        records[spec.kind] = record
+        return record
+
     try:
-        for spec in plan_calls(regime, episode, cell.budget):
-            record = done.get(spec.kind)
-            if record is None:
-                if ctx.stop.is_set():
-                    raise RunInterrupted("interrupted")
-                record = make_call(ctx, cell, spec, build_messages(regime, episode, spec, state))
+        # The cascade, strictly in order: each compaction feeds the next.
+        for spec in plan:
             if spec.is_compaction:
-                state = record["response"]
-            records.append(record)
+                state = call(spec)["response"]
+        # The answers see only the final state (R0: the transcript), so they are independent: they fan out.
+        fan_out(ctx, call, [spec for spec in plan if not spec.is_compaction])
     except (TransientError, FatalCallError) as err:
         ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
                                     "updated_at": utc_now()})
@@ -1804,9 +1920,26 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
             raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
         return "FAILED"
     ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                                "records_sha256": records_digest(records), "updated_at": utc_now()})
+                                "records_sha256": records_digest([records[spec.kind] for spec in plan]),
+                                "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
+
+
+def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
+    """Run independent calls of one cell at once on the shared answer pool (one by one without it); every call
+    is waited for, then the first failure in plan order is raised, so a cell fails the same way at every N."""
+    if ctx.answer_pool is None or len(specs) < 2:
+        for spec in specs:
+            call(spec)
+        return
+    if ctx.config.prompt_cache == "on":
+        call(specs[0])          # alone first: the rest can reuse its cached prompt prefix (R0: the whole transcript)
+        specs = specs[1:]
+    futures = [ctx.answer_pool.submit(call, spec) for spec in specs]
+    wait(futures)
+    for future in futures:
+        future.result()
 
 
 def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
@@ -1814,7 +1947,7 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
                           context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(cell.sample),
                           thinking_off=True)
     label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
-    response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label, urgent=spec.is_compaction)
     record = {
         "kind": spec.kind, "stage": spec.stage, "model": cell.model, "regime": cell.regime,
         "episode": cell.episode, "messages": messages, "response": response.text, "thinking": response.reasoning,
@@ -1822,6 +1955,7 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
         "done_reason": response.stop_reason, "wall_s": round(wall_s, 4), "attempt": attempts,
         "utc": utc_now(), "backend": ctx.config.backend, "request": wire, "timings": response.timings,
         "meta": response.raw_meta, "config_sha256": ctx.config.sha256(), "runner_sha256": ctx.runner_sha256,
+        "server_work": response.server_work, "prompt_cache": ctx.config.prompt_cache,
     }
     if cell.budget != DEFAULT_BUDGET or cell.sample:
         record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
@@ -1829,6 +1963,92 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     ctx.journal.append(record)
     ctx.progress.update(calls=1)
     return record
+
+
+DEFAULT_RECHECK = 8                     # journalled calls re-sent by the determinism probe after the cells finish
+RECHECK_SEED = BASE_SEED                # which ones: chosen by this seed among the calls of the complete cells
+RECHECK_FILE = "recheck.jsonl"
+
+
+def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cells: list[Cell]) -> list[dict]:
+    """The journalled calls of the complete cells among `cells`, in cell and plan order (a stable list to sample)."""
+    regimes = run_regimes(manifest.data)
+    logs: dict = {}
+    out = []
+    for cell in cells:
+        if not is_complete(manifest.data, cell):
+            continue
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        out += [records[spec.kind] for spec in plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode],
+                                                          cell.budget) if spec.kind in records]
+    return out
+
+
+def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
+    """The determinism probe (PROTOCOL.md section 6): re-send k journalled calls chosen by seed, exactly as they
+    were sent, and write each new reply beside the old one in raw/recheck.jsonl (the cell logs are never
+    touched); how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
+    chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
+    path = ctx.journal.raw_dir / RECHECK_FILE
+    done = {}
+    if path.exists():
+        for line in path.read_bytes().splitlines():
+            item = parse_record_line(line)
+            if item is not None:
+                done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind"),
+                                 record_variant(item)), item)
+    items = []
+    for first in chosen:
+        budget, sample = record_variant(first)
+        where = (first["model"], first["regime"], first["episode"], first["kind"], (budget, sample))
+        item = done.get(where)
+        if item is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            compaction = call_stage(first) == "compaction"
+            request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
+                                  max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
+                                  context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(sample),
+                                  thinking_off=True)
+            label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
+            response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+            item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
+                    "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
+                    "first_server_work": first.get("server_work"), "response": response.text,
+                    "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
+                    "attempt": attempts, "request": wire, "server_work": response.server_work,
+                    "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
+            if (budget, sample) != (DEFAULT_BUDGET, 0):
+                item.update(budget=budget, sample=sample)
+            ctx.journal.append(item, path)
+        items.append({"cell": cell_key(item["model"], item["regime"], item["episode"], budget, sample),
+                      "kind": item["kind"], "changed": bool(item["changed"])})
+    summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),
+               "prompt_cache": ctx.config.prompt_cache, "items": items, "file": f"raw/{RECHECK_FILE}"}
+    with ctx.manifest._lock:
+        ctx.manifest.data["recheck"] = summary
+    ctx.manifest.save()
+    return summary
+
+
+def recheck_pending(manifest: "Manifest", k: int) -> bool:
+    """Whether the determinism probe still has calls to send (it runs once the cells are complete)."""
+    recheck = manifest.data.get("recheck")
+    return bool(k) and (recheck is None or recheck.get("k") != k)
+
+
+def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
+    """The shards' determinism probes as one (each shard re-sent calls of its own cells); None if none ran."""
+    ran = [r for r in rechecks if r]
+    if not ran:
+        return None
+    return {"k": sum(r["k"] for r in ran), "seed": ran[0]["seed"], "sent": sum(r["sent"] for r in ran),
+            "changed": sum(r["changed"] for r in ran), "prompt_cache": ran[0].get("prompt_cache"),
+            "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
 
 
 def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
@@ -1915,10 +2135,17 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
         # order changes no output (each cell depends only on its own calls).
         pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime]))
     abort: list[PilotError] = []
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="cell") as pool:
+    # Up to N cells run their cascades; their answers fan out on a pool of 2N threads, so that while some calls'
+    # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
+    answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
+        if concurrency > 1 else None
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
+    open_cells = concurrency if concurrency == 1 else 2 * concurrency
+    with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
+            answer_pool or contextlib.nullcontext():
         running = set()
         while pending or running:
-            while pending and len(running) < concurrency and not ctx.stop.is_set() and not abort:
+            while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
                 running.add(pool.submit(run_cell, ctx, pending.pop(0)))
             if not running:
                 break
@@ -2179,9 +2406,12 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                                  f"`{verify_command(journal)}` and restore the raw log from a backup")
         for spec in plan:
             record = records[spec.kind]
+            work = record.get("server_work") or {}
             guards.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
                            "eval_count": record.get("eval_count"),
                            "prompt_eval_count": record.get("prompt_eval_count"),
+                           "prompt_cached": work.get("prompt_cached"),
+                           "prompt_evaluated": work.get("prompt_evaluated"),
                            "thinking_chars": len(record.get("thinking") or "")})
             if spec.is_compaction:
                 comp_tokens.setdefault(cell.budget, {}).setdefault(cell.regime, []).append(
@@ -2213,7 +2443,9 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
         "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
                 "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
                 "model_info": lock.get("models"), "shard": manifest.get("shard"),
+                "prompt_cache": lock.get("prompt_cache"), "prompt_cache_how": lock.get("prompt_cache_how"),
                 **({"simulated": True} if is_simulated(manifest) else {})},
+        "recheck": manifest.get("recheck"),
     }
 
 
@@ -2262,13 +2494,27 @@ def wilson_interval(k: int, n: int, z: float = WILSON_Z) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+MCNEMAR_RESCALE = 2 ** 900               # keeps the running binomial terms inside a double's range
+
+
 def mcnemar_exact(b: int, c: int) -> float:
-    """Exact two-sided McNemar p: twice the binomial(b + c, 1/2) tail at min(b, c), capped at 1."""
-    n = b + c
-    if n == 0:
+    """Exact two-sided McNemar p: twice the binomial(b + c, 1/2) tail at min(b, c), capped at 1.
+
+    Linear in b + c: the tail sum(C(n, i), i <= k) is built term by term with the ratio C(n, i + 1) / C(n, i)
+    = (n - i) / (i + 1), rescaled by exact powers of two, and divided by 2**n with ldexp, never as big
+    integers (whose cost grows with n * k). The relative error is about k * 1e-16, far below the four
+    significant digits printed; tests check it against the big-integer sum.
+    """
+    n, k = b + c, min(b, c)
+    if 2 * k + 1 >= n:                  # |b - c| <= 1: the two-sided tail holds at least half the mass
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+    term, total, exponent = 1.0, 1.0, 0  # C(n, 0) and the tail so far, both times 2**-exponent
+    for i in range(k):
+        term *= (n - i) / (i + 1)
+        total += term
+        if total > MCNEMAR_RESCALE:
+            term, total, exponent = term / MCNEMAR_RESCALE, total / MCNEMAR_RESCALE, exponent + 900
+    return min(1.0, math.ldexp(total, exponent + 1 - n))
 
 
 def rate_summary(k: int, n: int) -> dict:
@@ -2408,17 +2654,17 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         corruption[model], classes_by_model[model], multihop[model], omissions[model] = {}, {}, {}, {}
         for regime in regimes:
             cell = by_cell.get((model, regime), [])
-            wrong = sum(1 for p in cell if p["class"] != "correct")
-            corruption[model][regime] = rate_summary(wrong, len(cell))
-            classes_by_model[model][regime] = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+            counts = collections.Counter(p["class"] for p in cell)     # one pass per cell: linear in probes
+            corruption[model][regime] = rate_summary(len(cell) - counts["correct"], len(cell))
+            classes_by_model[model][regime] = {c: counts[c] for c in CLASSES}
             omissions[model][regime] = rate_summary(classes_by_model[model][regime]["omission"], len(cell))
-            hops = [p for p in cell if p["type"] == "multihop"]
-            multihop[model][regime] = rate_summary(sum(1 for p in hops if p["class"] == "correct"), len(hops))
+            hops = collections.Counter(p["class"] == "correct" for p in cell if p["type"] == "multihop")
+            multihop[model][regime] = rate_summary(hops[True], hops[True] + hops[False])
     pooled, classes = {}, {}
     for regime in regimes:
-        cell = [p for p in probes if p["regime"] == regime and p["model"] in models]
-        pooled[regime] = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
-        counts = {c: sum(1 for p in cell if p["class"] == c) for c in CLASSES}
+        n = sum(len(by_cell.get((model, regime), [])) for model in models)
+        counts = {c: sum(classes_by_model[model][regime][c] for model in models) for c in CLASSES}
+        pooled[regime] = rate_summary(n - counts["correct"], n)
         classes[regime] = {**counts, "signature": counts["off_by_one"] + counts["conflation"]}
     ceiling = ceiling_check(corruption, models) if "R0" in regimes else {}
     informative = [m for m in models if ceiling.get(m, {}).get("passes")] if ceiling else list(models)
@@ -2447,6 +2693,10 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
         "lenient": analyze_lenient(probes, models, regimes),
+        "server_work": summarize_server_work(results.get("calls"), models, regimes),
+        "prompt_cache": (results.get("run") or {}).get("prompt_cache"),
+        "prompt_cache_how": (results.get("run") or {}).get("prompt_cache_how"),
+        "recheck": results.get("recheck"),
         "definitions": regime_definitions(results),
         "extra": analyze_extra_regimes(probes, models, regimes, informative, pooled, classes, budget),
         "sweep": analyze_sweep(all_probes, models, regimes, results),
@@ -2590,14 +2840,42 @@ def analyze_samples(probes: list[dict], models: list[str], regimes: list[str], r
             "replicates": BOOTSTRAP_REPLICATES, "by_regime": table}
 
 
+def summarize_server_work(calls: list[dict] | None, models: list[str], regimes: list[str]) -> dict | None:
+    """Per model and regime: prompt tokens sent, and how many the server evaluated or took from its prompt
+    cache, where it said so (calls it did not say it for are counted, never read as 0)."""
+    if calls is None:
+        return None
+    table = {f"{m}|{r}": {"calls": 0, "prompt_tokens": 0, "evaluated": 0, "cached": 0, "unknown_prompt": 0,
+                          "unknown_evaluated": 0} for m in models for r in regimes}
+    for call in calls:
+        row = table.get(f"{call.get('model')}|{call.get('regime')}")
+        if row is None:
+            continue
+        row["calls"] += 1
+        sent, evaluated, cached = call.get("prompt_eval_count"), call.get("prompt_evaluated"), call.get("prompt_cached")
+        if sent is None:
+            row["unknown_prompt"] += 1
+        else:
+            row["prompt_tokens"] += sent
+        if evaluated is None:
+            row["unknown_evaluated"] += 1
+        else:
+            row["evaluated"] += evaluated
+            row["cached"] += cached or 0
+    return table
+
+
 def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
     """Diagnostic: omissions a lenient parse (markdown marks tolerated) would have read, per regime."""
-    table = {}
-    for regime in regimes:
-        mine = [p for p in probes if p["regime"] == regime and p["model"] in models and p["class"] == "omission"]
-        read = [p for p in mine if p.get("lenient_answer") is not None]
-        table[regime] = {"omissions": len(mine), "lenient_read": len(read),
-                         "lenient_correct": sum(1 for p in read if p.get("lenient_class") == "correct")}
+    table = {regime: {"omissions": 0, "lenient_read": 0, "lenient_correct": 0} for regime in regimes}
+    chosen = set(models)
+    for p in probes:
+        if p["class"] == "omission" and p["regime"] in table and p["model"] in chosen:
+            row = table[p["regime"]]
+            row["omissions"] += 1
+            if p.get("lenient_answer") is not None:
+                row["lenient_read"] += 1
+                row["lenient_correct"] += p.get("lenient_class") == "correct"
     return table
 
 
@@ -2641,9 +2919,12 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
         return None
     calls = [c for c in calls if is_primary(c)]
     table = {}
+    by_cell: dict[tuple, list[dict]] = {}
+    for call in calls:
+        by_cell.setdefault((call["model"], call["regime"]), []).append(call)
     for model in models:
         for regime in regimes:
-            mine = [c for c in calls if c["model"] == model and c["regime"] == regime]
+            mine = by_cell.get((model, regime), [])
             comp = [c for c in mine if call_stage(c) == "compaction"]
             answers = [c for c in mine if call_stage(c) == "answer"]
             table[f"{model}|{regime}"] = {
@@ -2658,8 +2939,8 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
         return {"n": len(values), "mean": sum(values) / len(values) if values else None,
                 "max": max(values) if values else None}
 
-    r0_sizes = {model: [c["prompt_eval_count"] for c in calls if c["regime"] == "R0" and c["model"] == model
-                        and call_stage(c) == "answer" and c.get("prompt_eval_count") is not None]
+    r0_sizes = {model: [c["prompt_eval_count"] for c in by_cell.get((model, "R0"), [])
+                        if call_stage(c) == "answer" and c.get("prompt_eval_count") is not None]
                 for model in models}
     pooled = size_summary([v for values in r0_sizes.values() for v in values])
     return {"by_cell": table,
@@ -2880,7 +3161,9 @@ def render_analysis_md(analysis: dict) -> str:
     regimes, models = analysis["regimes"], analysis["models"]
     title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
         f"{PROTOCOL_ID} analysis"
-    out = [f"# {title}", "", status_banner(analysis), "", task_set_line(analysis), ""]
+    out = [f"# {title}", "", status_banner(analysis), ""]
+    out += [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    out += [task_set_line(analysis), ""]
     out += render_regimes_section(analysis)
     out += ["## Numeric-corruption rate", "",
             "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
@@ -2910,11 +3193,15 @@ def render_analysis_md(analysis: dict) -> str:
             "correctly.", "", md_table(["model"] + regimes, rows), ""]
     out += render_retention_section(analysis)
     out += render_guards_section(analysis)
+    out += render_server_work_section(analysis)
+    out += render_recheck_section(analysis)
     verdicts = evaluate_predictions(analysis)
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if not analysis["confirmatory"]:
             out += [f"{confirmatory_note(analysis)}. {label_consequence(analysis['label'])}", ""]
+        if recheck_note(analysis):
+            out += [recheck_note(analysis), ""]
         for v in verdicts:
             out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
         out.append("")
@@ -3032,9 +3319,56 @@ def render_guards_section(analysis: dict) -> list[str]:
     return out + [""]
 
 
+def render_server_work_section(analysis: dict) -> list[str]:
+    table = analysis.get("server_work")
+    if not table:
+        return []
+    rows = []
+    for key, row in table.items():
+        if not row["calls"]:
+            continue
+        known = row["calls"] - row["unknown_evaluated"]
+        evaluated = f"{row['evaluated']} ({row['cached']} from the cache)" if known else "not reported"
+        if known and row["unknown_evaluated"]:
+            evaluated += f"; {row['unknown_evaluated']} call(s) not reported"
+        sent = str(row["prompt_tokens"]) + (f" ({row['unknown_prompt']} unreported)" if row["unknown_prompt"] else "")
+        rows.append([*key.split("|"), row["calls"], sent, evaluated])
+    cache = analysis.get("prompt_cache")
+    how = f"Prompt cache: {cache} ({analysis.get('prompt_cache_how')})." if cache else "Prompt cache: not recorded."
+    return ["## Server work: prompt tokens sent and evaluated", "",
+            f"{how} Tokens as the server counted them: the prompt sent, and how many of them it evaluated rather "
+            "than reused from its prompt cache (llama.cpp `timings.prompt_n` and `cache_n`; vLLM "
+            "`usage.prompt_tokens_details.cached_tokens`; Ollama does not say).", "",
+            md_table(["model", "regime", "calls", "prompt tokens sent", "evaluated"], rows), ""]
+
+
+def recheck_note(analysis: dict) -> str | None:
+    """One line beside the verdict when the determinism probe found replies that changed; None otherwise."""
+    recheck = analysis.get("recheck")
+    if not recheck or not recheck.get("changed"):
+        return None
+    return (f"Determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a different reply "
+            f"than the first time, so this server's replies are not reproducible under this run's settings "
+            f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
+
+
+def render_recheck_section(analysis: dict) -> list[str]:
+    recheck = analysis.get("recheck")
+    if recheck is None:
+        return ["## Determinism probe", "", "Not run (`--recheck 0`, or the bank was made before the probe existed).",
+                ""]
+    rows = [[item["cell"], item["kind"], "changed" if item["changed"] else "same"] for item in recheck["items"]]
+    return ["## Determinism probe", "",
+            f"After the cells finished, {recheck['sent']} journalled calls chosen by seed {recheck['seed']} were sent "
+            f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
+            f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
+            md_table(["cell", "call", "reply"], rows) if rows else "", ""]
+
+
 def render_headline(analysis: dict) -> str:
     """The short table printed on stdout at the end of a run."""
-    lines = [status_banner(analysis), "", "numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
+    lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
+    lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
     pooled = analysis["mcnemar"]["pooled"]
     if pooled:
         lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
@@ -3447,6 +3781,30 @@ def server_identity(url: str | None) -> tuple | None:
     return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)
 
 
+PROBE_KEY = operator.itemgetter("model", "regime", "episode", "question_id")
+
+
+def probes_well_formed(probes: list, regimes: list[str]) -> bool:
+    """Every probe is an object with the fields and types analyze reads, a known class and regime, and no
+    probe twice: checked a column at a time at C speed (a million probes in well under a second); when this
+    says no, results_shape_problems looks at each probe to name the problems."""
+    if not regimes or not all(type(p) is dict for p in probes):
+        return False
+    try:
+        keys = list(map(PROBE_KEY, probes))
+        columns = {field: set(map(type, map(operator.itemgetter(field), probes)))
+                   for field in ("model", "regime", "episode", "question_id", "type", "class")}
+        classes = set(map(operator.itemgetter("class"), probes))
+        used_regimes = set(map(operator.itemgetter("regime"), probes))
+    except (KeyError, TypeError):
+        return False
+    answers = {type(p.get("answer")) for p in probes}
+    return (columns["model"] <= {str} and columns["regime"] <= {str} and columns["type"] <= {str}
+            and columns["class"] <= {str} and columns["episode"] <= {int} and columns["question_id"] <= {int}
+            and answers <= {int, type(None)} and classes <= set(CLASSES) and used_regimes <= set(regimes)
+            and len(set(keys)) == len(keys))
+
+
 def results_shape_problems(results: Any) -> list[str]:
     """Every way a results bank is not one `analyze` can read (our format or the reference one)."""
     if not isinstance(results, dict):
@@ -3472,6 +3830,8 @@ def results_shape_problems(results: Any) -> list[str]:
     if not isinstance(probes, list):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
+    if probes_well_formed(probes, regimes):
+        probes = []                                          # nothing to report: skip the loop that names problems
     seen = set()
     for number, probe in enumerate(probes, 1):
         where = f"probe {number}"
@@ -3512,8 +3872,8 @@ def results_shape_problems(results: Any) -> list[str]:
         if results.get(field) is not None and not isinstance(results[field], kind):
             problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
     calls = results.get("calls")
-    if isinstance(calls, list) and not all(isinstance(c, dict) and all(isinstance(c.get(f), str)
-                                                                       for f in ("model", "regime", "kind"))
+    if isinstance(calls, list) and not all(type(c) is dict and type(c.get("model")) is str
+                                           and type(c.get("regime")) is str and type(c.get("kind")) is str
                                            for c in calls):
         problems.append("`calls` is not a list of objects with a model, a regime and a kind")
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
@@ -3754,7 +4114,7 @@ def command_demo(args) -> int:
     with StandInServer() as server:
         run_args = build_parser("pilot").parse_args(
             ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
-             "--host", server.url, "--give-up-after", "10"]
+             "--host", server.url, "--give-up-after", "10", "--recheck", "0"]
             + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
         run_args.argv = args.argv
@@ -3848,8 +4208,11 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                 todo: list, total_cells: int, regimes: list[Regime]) -> int:
     backend = make_backend(args)
     model_info = preflight(backend, models)     # before any folder is created
-    config = run_settings(backend, args, tasks_sha, len(tasks["episodes"]), regimes)
+    prompt_cache, prompt_cache_how = backend.prompt_cache_setting(args.prompt_cache)
+    config = dataclasses.replace(run_settings(backend, args, tasks_sha, len(tasks["episodes"]), regimes),
+                                 prompt_cache=prompt_cache)
     lock = {**json.loads(canonical_json(dataclasses.asdict(config))), "runner_sha256": runner_sha256(),
+            "prompt_cache_how": prompt_cache_how,
             "config_sha256": config.sha256(), "models": model_info}
     (run_dir / "raw").mkdir(parents=True, exist_ok=True)
     run_lock = RunLock(run_dir)
@@ -3891,6 +4254,18 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
 
         with StopOnSignal(stop, hard_stop), progress:
             outcome = run_cells(ctx, todo, args.concurrency)
+            cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+            if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
+                    (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
+                try:
+                    recheck = run_recheck(ctx, cells, args.recheck)
+                except (TransientError, FatalCallError) as err:
+                    # the cells are complete and scored as they are; the probe is tried again on the next run
+                    warn(f"the determinism probe stopped ({err}); run the same command again to finish it")
+                else:
+                    if not args.quiet:
+                        print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
+                              f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
         manifest.save()
     except RunInterrupted:
         manifest.save()
@@ -3950,7 +4325,8 @@ def command_run(args, then_analyze: bool = False) -> int:
         # The design is checked even when nothing is left to run, so a finished run is never reported as
         # another; where and how calls are sent (backend, address, options) is checked when calls are made.
         design = json.loads(canonical_json(design_settings(args, tasks_sha, len(tasks["episodes"]), regimes)))
-        diffs = lock_differences(recorded.data.get("lock", {}), design, ignore=("backend", "base_url", "options"))
+        diffs = lock_differences(recorded.data.get("lock", {}), design,
+                                 ignore=("backend", "base_url", "options", "prompt_cache"))
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
@@ -3965,6 +4341,16 @@ def command_run(args, then_analyze: bool = False) -> int:
             return code
     elif not args.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
+    if not todo and recorded and recheck_pending(recorded, args.recheck) and folder_writable(run_dir):
+        # the cells finished before the determinism probe did (a kill, or a run older than the probe)
+        try:
+            code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, [], len(cells), regimes)
+        except (RunInterrupted, ServerGone, DiskFull):
+            raise
+        except PilotError as err:
+            warn(f"the determinism probe was not run ({err})")
+        if code == EXIT_INTERRUPTED:
+            return code
     if not then_analyze:
         if code == EXIT_OK:
             print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
@@ -4145,6 +4531,8 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
         argv += ["--samples", str(run_samples(manifest))]
     if lock.get("temperature") not in (None, TEMPERATURE):
         argv += ["--temperature", f"{lock['temperature']:g}"]
+    if lock.get("backend") == "openai" and lock.get("prompt_cache") == "on":
+        argv += ["--prompt-cache", "on"]
     used = manifest.get("concurrency_used") or []
     if used and used[-1] != 1:
         argv += ["--concurrency", str(used[-1])]
@@ -4289,6 +4677,8 @@ def command_plan(args) -> int:
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
           f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
           f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")
+    if manifest:
+        print(server_work_line(Journal(run_dir), manifest.data))
     rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
     left = estimate["calls"] - estimate["done_calls"]
     if rate:
@@ -4320,6 +4710,27 @@ def plan_estimate(tasks: dict, cells: list[Cell], manifest: dict | None, regimes
             entry["done_calls"] += calls_per_cell(regime)
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
+
+
+def server_work_line(journal: Journal, manifest: dict) -> str:
+    """The prompt tokens the run's calls sent so far, and how many the server evaluated rather than reused."""
+    sent = evaluated = cached = unknown = calls = 0
+    for model in manifest["models"]:
+        for regime in manifest["regimes"]:
+            for record in journal.read(model, regime):
+                work = record.get("server_work") or {}
+                calls += 1
+                sent += work.get("prompt_tokens") or record.get("prompt_eval_count") or 0
+                if work.get("prompt_evaluated") is None:
+                    unknown += 1
+                else:
+                    evaluated += work["prompt_evaluated"]
+                    cached += work.get("prompt_cached") or 0
+    if unknown == calls:
+        return (f"server work so far: {sent} prompt tokens sent in {calls} calls; the server did not say how many "
+                f"it evaluated (prompt cache: {manifest.get('lock', {}).get('prompt_cache') or 'not recorded'})")
+    return (f"server work so far: {sent} prompt tokens sent, {evaluated} evaluated by the server ({cached} reused "
+            f"from its prompt cache) in {calls} calls" + (f"; {unknown} call(s) unreported" if unknown else ""))
 
 
 def measured_rate(journal: Journal, manifest: dict) -> float | None:
@@ -4443,6 +4854,7 @@ def command_merge(args) -> int:
         "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
         "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+        "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
     })
     merged.save()
     expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
@@ -4520,6 +4932,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
                         "folder; combine the folders with `merge`")
+    parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK, metavar="K",
+                        help="determinism probe: after the cells finish, send K journalled calls (chosen by seed) "
+                             "again and record the new replies beside the old ones; the analysis reports how many "
+                             "changed (default %(default)s; 0: none)")
+    parser.add_argument("--prompt-cache", choices=("on", "off"),
+                        help=f"llama.cpp's llama-server: let it reuse cached prompt prefixes (on: faster, but replies "
+                             f"can then differ between runs) or not (off, the default there: reproducible). Recorded "
+                             f"in the lock. Ollama always reuses its cache and cannot turn it off; vLLM sets it on "
+                             f"the server (--enable-prefix-caching)")
     parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
                         help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
                              "(default %(default)s)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import socket
 import struct
@@ -174,6 +175,21 @@ class _Handler(BaseHTTPRequestHandler):
             owner.chat_requests.append(body)
             number = len(owner.chat_requests)
             fault = owner.faults.pop(0) if owner.faults else None
+            owner.in_flight += 1
+            owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+            is_answer = any("\nQuestion: " in str(m.get("content")) for m in body.get("messages") or [])
+            if is_answer:
+                owner.answers_in_flight += 1
+                owner.max_answers_in_flight = max(owner.max_answers_in_flight, owner.answers_in_flight)
+        try:
+            self._chat_reply(owner, body, number, fault)
+        finally:
+            with owner.lock:
+                owner.in_flight -= 1
+                if is_answer:
+                    owner.answers_in_flight -= 1
+
+    def _chat_reply(self, owner, body, number, fault):
         self._last_body = body
         if owner.hold_at == number:
             owner.held.set()
@@ -204,6 +220,10 @@ class FakeServerBase:
         self.thinking_models = set(thinking_models)
         self.faults: list = []
         self.chat_requests: list = []
+        self.in_flight = self.max_in_flight = 0               # chat requests being served now, and at most
+        self.vary_repeats = 0          # the next this-many requests identical to an earlier one get another reply
+        self.cached_prompts: list[str] = []                   # llama.cpp flavour: what its prompt cache holds
+        self.answers_in_flight = self.max_answers_in_flight = 0
         self.requests: list = []
         self.lock = threading.Lock()
         self.prompt_chars_per_token = CHARS_PER_TOKEN   # lower it to make prompts "longer"
@@ -226,6 +246,18 @@ class FakeServerBase:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def vary(self, body: dict, text: str) -> str:
+        """A nondeterministic server, on demand: a request seen before may get a different reply."""
+        if self.vary_repeats <= 0:
+            return text
+        with self.lock:
+            key = json.dumps(body, sort_keys=True)
+            repeated = sum(1 for b in self.chat_requests if json.dumps(b, sort_keys=True) == key) > 1
+            if repeated and self.vary_repeats > 0:
+                self.vary_repeats -= 1
+                return text + " (said differently this time)"
+        return text
 
     def chat_count(self) -> int:
         with self.lock:
@@ -297,7 +329,7 @@ class FakeOllama(FakeServerBase):
         if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
             handler._send(400, {"error": "the input length exceeds the context length"})
             return
-        text = self.model.reply(prompt) if text_override is None else text_override
+        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
         done_reason = "stop"
         cap = options.get("num_predict", -1)
         if cap > 0 and tokens(text) > cap:
@@ -388,8 +420,15 @@ class FakeOpenAI(FakeServerBase):
                                                      f"context size ({self.context_window} tokens), try increasing it",
                                           "n_prompt_tokens": tokens(prompt), "n_ctx": self.context_window}})
             return
-        text = self.model.reply(prompt) if text_override is None else text_override
+        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
         finish = "stop"
+        cached = 0
+        if body.get("cache_prompt", True) and self.flavour == "llama.cpp":
+            # like llama-server (cache_prompt defaults to true there): the longest prefix shared with a cached prompt
+            with self.lock:
+                shared = max([len(os.path.commonprefix([p, prompt])) for p in self.cached_prompts] or [0])
+                self.cached_prompts = (self.cached_prompts + [prompt])[-4:]
+            cached = min(shared // CHARS_PER_TOKEN, tokens(prompt) - 1)
         if tokens(text) > cap:
             text, finish = text[:cap * 4], "length"
         message = {"role": "assistant", "content": text}
@@ -400,7 +439,11 @@ class FakeOpenAI(FakeServerBase):
                                                                   "finish_reason": finish}],
                  "usage": {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text),
                            "total_tokens": tokens(prompt) + tokens(text)},
-                 "timings": {"prompt_n": tokens(prompt), "predicted_n": tokens(text), "cache_n": 0}}
+                 "timings": {"prompt_n": tokens(prompt) - cached, "predicted_n": tokens(text), "cache_n": cached}}
+        if self.flavour == "vllm":
+            # vLLM: no timings; the cached share only with --enable-prompt-tokens-details
+            del reply["timings"]
+            reply["usage"]["prompt_tokens_details"] = {"cached_tokens": 16}
         if self.omit_usage:
             del reply["usage"]
         wait_until(deadline)

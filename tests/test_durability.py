@@ -104,6 +104,38 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
             self.server.latency_s = 0.0
         self.resume_and_compare(out, sent_before, max_repeats=3)
 
+    def test_sigkill_while_answers_fan_out_resends_exactly_the_calls_in_flight(self):
+        """At --concurrency 4, a kill leaves some calls sent and not yet written (at most N awaiting the server,
+        and the few whose replies were being written); the resume sends exactly those again, nothing else."""
+        self.reference()
+        self.server.latency_s = 0.01
+        try:
+            for kill_after_s in (0.4, 0.8):
+                with self.subTest(kill_after_s=kill_after_s):
+                    out = self.make_tmp() / "run"
+                    before = self.server.chat_count()
+                    proc = self.start_runner(out, ["--concurrency", "4"])
+                    time.sleep(kill_after_s)
+                    proc.kill()
+                    proc.communicate()
+                    time.sleep(0.3)                  # the server takes whatever the dead runner had sent
+                    killed_at = self.server.chat_count()
+                    received = [json.dumps(b, sort_keys=True) for b in self.server.chat_requests[before:killed_at]]
+                    journalled = sum(1 for p in (out / "raw").glob("*.jsonl")
+                                     for line in p.read_bytes().splitlines(True) if line.endswith(b"\n"))
+                    in_flight = len(received) - journalled
+                    self.assertLessEqual(in_flight, 3 * 4)
+                    code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out),
+                                             *EPISODES, *FAST, "--concurrency", "4"])
+                    self.assertEqual(code, 0, err)
+                    again = [json.dumps(b, sort_keys=True) for b in self.server.chat_requests[killed_at:]]
+                    self.assertEqual(len(again), CALLS_3_EPISODES - journalled)
+                    self.assertEqual(sum(1 for key in again if key in set(received)), in_flight)
+                    self.assertEqual(results_without_paths(out), self.reference())
+                    self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+        finally:
+            self.server.latency_s = 0.0
+
     def test_leftover_temporary_manifest_from_a_kill_during_replace(self):
         out = self.make_tmp() / "run"
         sent_before = self.server.chat_count()

@@ -133,7 +133,7 @@ class DeadServerTest(TempDirMixin, unittest.TestCase):
         with FakeOllama(models=[MODEL], port=port) as server:
             code, _, err = run_main([*argv, "--host", server.url])
             self.assertEqual(code, 0, err)
-            self.assertEqual(server.chat_count(), CALLS_2_EPISODES - 10)
+            self.assertEqual(server.chat_count(), CALLS_2_EPISODES - 10 + rp.DEFAULT_RECHECK)   # and the probe
 
     def test_any_reply_resets_the_unreachable_clock(self):
         out = self.make_tmp() / "run"

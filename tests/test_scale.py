@@ -2,6 +2,7 @@
 import io
 import json
 import os
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -192,6 +193,68 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(manifest["concurrency_used"], [n])
                 self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
         self.assertEqual(banks[1], banks[4])
+
+    def test_call_slots_bound_the_calls_and_let_a_waiting_compaction_go_first(self):
+        slots = rp.CallSlots(1)
+        order = []
+        slots.acquire(urgent=False)
+
+        def take(name, urgent):
+            slots.acquire(urgent)
+            order.append(name)
+            slots.release()
+
+        answer = threading.Thread(target=take, args=("answer", False))
+        answer.start()
+        time.sleep(0.05)
+        compaction = threading.Thread(target=take, args=("compaction", True))
+        compaction.start()
+        time.sleep(0.05)
+        self.assertEqual(order, [])                  # the one slot is taken: both wait
+        slots.release()
+        answer.join(5)
+        compaction.join(5)
+        self.assertEqual(order, ["compaction", "answer"])
+        self.assertEqual(slots.free, 1)
+
+    def test_a_one_episode_run_fans_its_answers_out_over_every_slot(self):
+        with FakeOllama(models=["a:1"], latency_s=0.03) as server:
+            out = self.make_tmp() / "fan"
+            code, _, err = run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", "--concurrency", "4", *FAST])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.max_in_flight, 4)              # every slot used, never more
+            self.assertGreaterEqual(server.max_answers_in_flight, 3)
+            one = self.make_tmp() / "one"
+            self.assertEqual(run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(one),
+                                       "--episodes", "1", *FAST])[0], 0)
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+        self.assertEqual(run_main(["score", "--out", str(one)])[0], 0)
+        self.assertEqual(json.loads((out / "results.json").read_text())["probes"],
+                         json.loads((one / "results.json").read_text())["probes"])
+
+    def test_compactions_stay_in_order_and_a_failed_answer_fails_its_cell(self):
+        with FakeOllama(models=["a:1"], latency_s=0.005) as server:
+            server.faults = [("delay", 0)] * 14 + [("status", 400, {"error": "bad answer request"})]
+            out = self.make_tmp() / "run"
+            code, _, err = run_main(["run", "--models", "a:1", "--host", server.url, "--out", str(out), "--episodes",
+                                     "2", "--concurrency", "4", *FAST])
+            self.assertEqual(code, 3, err)
+            manifest = json.loads((out / "manifest.json").read_text())
+            self.assertEqual(sum(c["status"] == "FAILED" for c in manifest["cells"].values()), 1)
+            for path in (out / "raw").glob("*.jsonl"):
+                by_episode: dict = {}
+                for line in path.read_text().splitlines():
+                    record = json.loads(line)
+                    by_episode.setdefault(record["episode"], []).append(record["kind"])
+                for kinds in by_episode.values():
+                    compactions = [k for k in kinds if k.startswith("compact_")]
+                    self.assertEqual(compactions, sorted(compactions))
+                    if any(k.startswith("question_") for k in kinds) and compactions:
+                        self.assertEqual(kinds[:4], ["compact_1", "compact_2", "compact_3", "compact_4"])
+            code, _, err = run_main(["--models", "a:1", "--host", server.url, "--out", str(out), "--episodes", "2",
+                                     "--concurrency", "4", *FAST])
+            self.assertEqual(code, 0, err)
 
     def test_help_warns_about_batching(self):
         self.assertIn("batches parallel requests can change outputs",

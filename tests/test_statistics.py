@@ -1,6 +1,9 @@
 """Statistics and analysis (protocol section 5) against the published XR-001 numbers."""
 import json
+import math
+import random
 import unittest
+from fractions import Fraction
 
 from helpers import TempDirMixin, load_tasks, reference_results, rp, run_main
 
@@ -37,6 +40,34 @@ class McNemarTest(unittest.TestCase):
         self.assertAlmostEqual(rp.mcnemar_exact(0, 5), 2 / 32)
         self.assertAlmostEqual(rp.mcnemar_exact(1, 4), 2 * 6 / 32)
         self.assertEqual(rp.mcnemar_exact(4, 1), rp.mcnemar_exact(1, 4))
+
+    @staticmethod
+    def big_integer_p(b: int, c: int) -> float:
+        """The definition, summed in big integers as the former implementation did (it called math.comb per
+        term; the same integers are built here term by term, checked against math.comb on small n)."""
+        n = b + c
+        if n == 0:
+            return 1.0
+        term = tail = 1
+        for i in range(min(b, c)):
+            term = term * (n - i) // (i + 1)           # C(n, i + 1), exact
+            tail += term
+        assert n > 200 or tail == sum(math.comb(n, i) for i in range(min(b, c) + 1))
+        return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+
+    def test_linear_sum_equals_the_big_integer_sum(self):
+        rng = random.Random(11)
+        pairs = [(b, c) for b in range(40) for c in range(40)] + [(b, c) for b, c, _ in self.PUBLISHED]
+        pairs += [(rng.randrange(2500), rng.randrange(2500)) for _ in range(150)]
+        pairs += [(x, x + d) for x in (700, 1500) for d in (0, 1, 2, 7, 60, 300)]
+        pairs += [(0, 1074), (1, 1100), (520, 1600)]          # subnormal and tiny p
+        for b, c in pairs:
+            with self.subTest(b=b, c=c):
+                want, got = self.big_integer_p(b, c), rp.mcnemar_exact(b, c)
+                self.assertEqual(rp.fmt_p(got), rp.fmt_p(want))
+                if want > 1e-300:
+                    self.assertLess(abs(got - want) / want, 1e-12)
+                self.assertEqual(got, rp.mcnemar_exact(c, b))
 
 
 def constructed_bank(b: int, c: int, both_wrong: int, n_episodes: int = 15) -> dict:
