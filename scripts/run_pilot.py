@@ -17,6 +17,8 @@ Usage:
     python3 scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
     python3 scripts/run_pilot.py status                      # what is done, failed and left
     python3 scripts/run_pilot.py demo                        # see it work first: SIMULATED, no model needed
+    python3 scripts/run_pilot.py gate STATE --ledger L.json  # check a compacted state before it is trusted
+    python3 scripts/run_pilot.py adversarial --models M      # the adversarial study XR-G1 (protocol/ADVERSARIAL.md)
     python3 scripts/run_pilot.py --help                      # every subcommand and option
 """
 from __future__ import annotations
@@ -2827,9 +2829,7 @@ def words_of(text: str) -> list[str]:
 def has_source(unit: str, source_words: str, accepted: list[str]) -> bool:
     """Whether instruction-like text is in the transcript or the accepted instructions (word 3-grams, 80%)."""
     words = words_of(unit)
-    if len(words) < 3:
-        return True
-    grams = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)]
+    grams = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)] or [" ".join(words)]
     for text in [source_words, *(" ".join(words_of(a)) for a in accepted)]:
         if text and sum(1 for g in grams if g in text) >= 0.8 * len(grams):
             return True
@@ -5306,7 +5306,11 @@ class StudyJournal:
         self.lock = threading.Lock()
         self.records: dict[tuple, dict] = {}
         if self.path.exists():
-            for line in self.path.read_bytes().splitlines():
+            data = self.path.read_bytes()
+            if data and not data.endswith(b"\n"):      # a line torn by a kill: end it, so the next one stays whole
+                with open(self.path, "ab") as fh:
+                    fh.write(b"\n")
+            for line in data.splitlines():
                 record = parse_record_line(line)
                 if record is not None:
                     self.records.setdefault((record.get("regime"), record.get("episode"), record.get("kind")), record)

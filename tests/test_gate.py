@@ -260,6 +260,18 @@ class AdversarialTasksTest(unittest.TestCase):
                 self.assertIn(episode["planted"], {f["category"] for f in bad if f["blocking"]}, bad)
 
 
+class StudyJournalTest(TempDirMixin, unittest.TestCase):
+    def test_a_torn_last_line_is_ended_and_the_next_record_stays_whole(self):
+        run_dir = self.make_tmp()
+        (run_dir / "raw").mkdir()
+        good = {"regime": "R2", "episode": 0, "kind": "compact_1", "response": "x"}
+        (run_dir / "raw" / "calls.jsonl").write_bytes(json.dumps(good).encode() + b"\n" + b'{"regime": "R2", "epi')
+        journal = rp.StudyJournal(run_dir)
+        self.assertEqual(list(journal.records), [("R2", 0, "compact_1")])
+        journal.add({**good, "kind": "compact_2"})
+        self.assertEqual(set(rp.StudyJournal(run_dir).records), {("R2", 0, "compact_1"), ("R2", 0, "compact_2")})
+
+
 class AdversarialRunTest(TempDirMixin, unittest.TestCase):
     """The study end to end on the fake server: R2, G2 with quarantine, regeneration, resume, re-gating."""
 
