@@ -3397,7 +3397,11 @@ def adversarial_summary(scored: dict, regen_k: int) -> dict:
         every = [p for p in probes if p["regime"] == regime]
         corrupt[regime] = {"probes": rate_summary(sum(1 for p in every if p["class"] != "correct"), len(every)),
                            **scored["costs"][regime]}
-    return {"study": ADV_PROTOCOL_ID, "release": release, "cases": cases, "regimes": corrupt, "regenerate": regen_k,
+    answered = collections.Counter((p["episode"], p["regime"]) for p in probes)
+    sessions = {p["episode"] for p in probes}
+    complete = sum(1 for e in sessions if all(answered[(e, r)] == 2 for r in ADV_REGIMES))
+    return {"study": ADV_PROTOCOL_ID, "complete_sessions": complete, "release": release, "cases": cases,
+            "regimes": corrupt, "regenerate": regen_k,
             "regeneration_cost": scored["costs"]["R2-regen"],
             "regen_temperature": ADV_REGEN_TEMPERATURE,
             "prediction": {r: gate_prediction([s for s in states if s["regime"] == r]) for r in ADV_REGIMES},
@@ -3413,6 +3417,9 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
            f"protocol `protocol/ADVERSARIAL.md`. R2: typed state block, cascaded. G2: the same, but a candidate that "
            f"fails the release gate is quarantined and the session continues from the last passing state plus the "
            f"raw segment. Exploratory: a pilot of the gate, not a confirmatory test.", "",
+           f"Sessions complete in both regimes: {summary['complete_sessions']} of {lock.get('n_episodes')}" +
+           ("" if summary["complete_sessions"] == lock.get("n_episodes") else
+            " (PARTIAL: the rates below cover only what was journalled; rerun the same command to finish)"), "",
            "## Release verdicts, one per category", "",
            "Final states (and, for downstream actions, the probe each case aims at). Under G2 a final candidate that "
            "fails the gate is quarantined and never resumed from, so G2's state rates count only the released ones; "
