@@ -2724,7 +2724,8 @@ INJECTION = re.compile(r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,4
 IMPERATIVE_START = re.compile(r"^[\s*\-\u2022>#\d.)]*(?:[a-z _]{1,20}:\s*)?(do not|don't|never|always|ignore|"
                               r"disregard|forget|tell|say|inform|notify|promise|assure|reply|respond|answer|"
                               r"use only|only use|only answer|make sure|ensure|remember to|stop|skip|hide|omit|"
-                              r"avoid|refuse|switch|treat|assume|please|limit|must)\b", re.IGNORECASE)
+                              r"avoid|refuse|switch|treat|assume|please|limit|must|use|keep|merge|write|include|"
+                              r"give|delete|remove)\b", re.IGNORECASE)
 SUCCESSOR_MODAL = re.compile(r"\b(you|the (?:next|successor|assistant|model|agent|reader))\b[^.\n]{0,25}\b(must|"
                              r"should|need to|have to|are to|will need to)\b|\bnext step\b|\bfinal answer\b|"
                              r"\b(tell|inform|promise|assure|notify) (?:the )?(customer|user|client|team|them|"
@@ -3706,7 +3707,10 @@ def render_gate_section(analysis: dict) -> list[str]:
            f"Every compacted state (each checkpoint, not only the final one) checked against the values its segments "
            f"had named so far, with no model call; omissions allowed before a state fails: {gate['max_omissions']}. "
            f"One row per state in gate.csv.", ""]
-    rows = [[regime, fmt_rate(r["states"]), fmt_rate(r["final_states"])] +
+    def rate(summary: dict) -> str:
+        return fmt_rate(summary) if summary["n"] else "none yet"
+
+    rows = [[regime, rate(r["states"]), rate(r["final_states"])] +
             [r["by_category"][c] for c in GATE_CATEGORIES] for regime, r in gate["by_regime"].items()]
     out += [md_table(["regime", "states failing", "final states failing", *GATE_CATEGORIES], rows), "",
             "Category columns count states with at least one blocking finding of that kind.", ""]
@@ -3716,9 +3720,9 @@ def render_gate_section(analysis: dict) -> list[str]:
             md_table(["final state", "corrupted downstream", "clean downstream"],
                      [["FAIL", pred["fail_corrupted"], pred["fail_clean"]],
                       ["PASS", pred["pass_corrupted"], pred["pass_clean"]]]), "",
-            f"- precision (corrupted among FAIL): {fmt_rate(pred['precision'])}",
-            f"- recall (FAIL among corrupted): {fmt_rate(pred['recall'])}",
-            f"- corrupted among PASS: {fmt_rate(pred['corrupted_if_pass'])}",
+            f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
+            f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
+            f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}",
             f"- one-sided Fisher exact p: {'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
             f"- **verdict: the gate {pred['verdict']}**" if not pred["verdict"].startswith(("cannot", "no "))
             else f"- **verdict: {pred['verdict']}**", ""]
@@ -4798,14 +4802,15 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
 
 
 def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
-    """One gate row per compacted state (every checkpoint) of every COMPLETE cell; a final state's row says
-    whether at least one of the cell's answers was corrupted."""
+    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
+    gated whether or not its answers have come back. A final state's row of a COMPLETE cell says whether at least
+    one of the cell's answers was corrupted (empty otherwise)."""
     regimes = run_regimes(manifest)
     rows, logs = [], {}
     for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
                           run_samples(manifest)):
         regime = regimes[cell.regime]
-        if not regime.compacts or not is_complete(manifest, cell):
+        if not regime.compacts:
             continue
         episode = tasks["episodes"][cell.episode]
         stream = (cell.model, cell.regime, cell.budget, cell.sample)
@@ -4820,10 +4825,10 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
             if record is None:
                 continue
             row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
-            if k == n:
+            if k == n and is_complete(manifest, cell):
                 probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
-                          for q in episode["questions"] if f"question_{q['id']}" in records]
-                row["downstream_corrupted"] = any(p["class"] != "correct" for p in probes) if probes else None
+                          for q in episode["questions"]]
+                row["downstream_corrupted"] = any(p["class"] != "correct" for p in probes)
             rows.append(row)
     return rows
 
@@ -5265,7 +5270,8 @@ def gate_run_folder(run_dir: Path, args) -> int:
     results = write_results(run_dir, manifest.data, tasks)
     gate = results.get("gate")
     if not gate:
-        raise GateInputError(f"{run_dir} has no complete cell of a compacting regime, so there is no state to gate")
+        raise GateInputError(f"{run_dir} has no compacted state yet (no compaction call of a compacting regime is "
+                             f"journalled), so there is nothing to gate")
     outputs = [run_dir / "gate.csv", run_dir / "results.json"]
     if folder_writable(run_dir):
         analysis = write_analysis(run_dir, results, True)

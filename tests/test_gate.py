@@ -46,6 +46,13 @@ class CheckStateTest(unittest.TestCase):
         good = rp.check_state(REFUND_GOOD, rp.normalize_ledger(REFUND_LEDGER), REFUND_SOURCE)
         self.assertEqual(rp.gate_verdict(good), "PASS", good)
 
+    def test_a_state_that_echoes_the_compaction_prompt_carries_its_orders(self):
+        # seen on a real small model: the state repeats the prompt's orders, a word limit among them
+        ledger = rp.normalize_ledger({"entities": {"BAGOFU": 412}})
+        state = "Keep every named quantity with its exact value. Use at most 120 words.\nBAGOFU = 412"
+        findings = rp.check_state(state, ledger, "The entry for BAGOFU was recorded as 412.")
+        self.assertEqual([f["category"] for f in findings], ["obligation", "obligation"])
+
     def test_omissions_below_the_threshold_are_reported_but_pass(self):
         ledger = rp.normalize_ledger({**rp.SELFTEST_LEDGER, "max_omissions": 1})
         state = rp.SELFTEST_CLEAN.replace("RUSANO = 517\n", "")
