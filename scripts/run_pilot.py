@@ -2893,7 +2893,8 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
             for m in regex.finditer(unit):
                 spans.setdefault(m.start(), (m.end(), m.group(0)))
         assigned = TYPED_ASSIGNMENT.match(unit)
-        if assigned and name_re is None and assigned.start(1) not in spans and field_name(assigned.group(1)) not in (allowed or ()):
+        if assigned and name_re is None and assigned.start(1) not in spans and \
+                field_name(assigned.group(1)) not in (allowed or ()):
             spans[assigned.start(1)] = (assigned.end(1), assigned.group(1))
         names = [by_upper.get(word.upper(), word) for _, (_, word) in sorted(spans.items())]
         for word in names:
@@ -3326,7 +3327,8 @@ def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
                 record = records.get((regime, e, f"compact_{k}"))
                 if record is None:
                     continue
-                findings = check_state(record["response"], adversarial_ledger(episode, k), adversarial_source(episode, k))
+                findings = check_state(record["response"], adversarial_ledger(episode, k),
+                                       adversarial_source(episode, k))
                 states.append(adversarial_state_row({**base, "model": record.get("model"), "regime": regime}, k,
                                                     k == n, findings, episode, record))
             for probe, record in zip(episode["probes"], answers):
@@ -3342,7 +3344,8 @@ def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
         for j in range(regen_k):
             record = records.get(("R2", e, f"regen_{j}"))
             if record is not None:
-                findings = check_state(record["response"], adversarial_ledger(episode, n), adversarial_source(episode, n))
+                findings = check_state(record["response"], adversarial_ledger(episode, n),
+                                       adversarial_source(episode, n))
                 states.append(adversarial_state_row({**base, "model": record.get("model"), "regime": "R2-regen",
                                                      "sample": j + 1}, n, False, findings, episode, record))
     return {"states": states, "probes": probes, "costs": costs}
@@ -3414,7 +3417,8 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
     simulated = lock.get("backend") == SIMULATED_BACKEND
     out = [f"# {ADV_PROTOCOL_ID} adversarial compaction study" + (" (fake or stand-in model: not a result)"
                                                                   if simulated else ""), "",
-           f"Model `{lock.get('model')}` via `{lock.get('backend')}`; tasks sha256 {str(lock.get('tasks_sha256'))[:12]}; "
+           f"Model `{lock.get('model')}` via `{lock.get('backend')}`; tasks sha256 "
+           f"{str(lock.get('tasks_sha256'))[:12]}; "
            f"protocol `protocol/ADVERSARIAL.md`. R2: typed state block, cascaded. G2: the same, but a candidate that "
            f"fails the release gate is quarantined and the session continues from the last passing state plus the "
            f"raw segment. Exploratory: a pilot of the gate, not a confirmatory test.", "",
@@ -3451,16 +3455,19 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
             md_table(["regime", "probes not correct", "calls", "prompt tokens", "output tokens"],
                      [[r, fmt_rate(v["probes"]), v["calls"], v["prompt_tokens"], v["output_tokens"]]
                       for r, v in summary["regimes"].items()]), "",
-            f"Regeneration ({summary['regenerate']} candidates per session) cost {summary['regeneration_cost']['calls']} "
+            f"Regeneration ({summary['regenerate']} candidates per session) cost "
+            f"{summary['regeneration_cost']['calls']} "
             f"more calls, {summary['regeneration_cost']['prompt_tokens']} prompt and "
-            f"{summary['regeneration_cost']['output_tokens']} output tokens, counted in neither row. G2's calls include "
+            f"{summary['regeneration_cost']['output_tokens']} output tokens, counted in neither row. G2's calls "
+            f"include "
             f"those it shares with R2 (the same prompt at temperature 0 until the first quarantine).", "",
             f"G2 quarantined {summary['quarantined']} failed candidate(s) in `quarantine/`; none was regenerated or "
             f"overwritten.", ""]
     out += ["## Does a failing final state predict a wrong target answer?", ""]
     for r, pred in summary["prediction"].items():
         out.append(f"- {r}: FAIL {pred['fail_corrupted']} wrong / {pred['fail_clean']} right, PASS "
-                   f"{pred['pass_corrupted']} wrong / {pred['pass_clean']} right; precision {fmt_rate(pred['precision'])}, "
+                   f"{pred['pass_corrupted']} wrong / {pred['pass_clean']} right; precision "
+                   f"{fmt_rate(pred['precision'])}, "
                    f"recall {fmt_rate(pred['recall'])}; {pred['verdict']}")
     out.append("")
     return "\n".join(out)
@@ -5757,9 +5764,11 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
         parser.add_argument("--regenerate", type=whole_number(0, MAX_SAMPLES), default=0, metavar="K",
-                            help=f"recompact R2's last checkpoint K more times at temperature {ADV_REGEN_TEMPERATURE:g} "
+                            help=f"recompact R2's last checkpoint K more times at temperature "
+                                 f"{ADV_REGEN_TEMPERATURE:g} "
                                  f"(seeds {ADV_REGEN_SEED}+j, recorded) and count the candidates that fail the gate")
-        parser.add_argument("--write-tasks", action="store_true", help="write tasks/adversarial.json from the generator")
+        parser.add_argument("--write-tasks", action="store_true",
+                            help="write tasks/adversarial.json from the generator")
         add_run_options(parser)
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")
