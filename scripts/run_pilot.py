@@ -4810,8 +4810,8 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
 
 def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
     """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
-    gated whether or not its answers have come back. A final state's row of a COMPLETE cell says whether at least
-    one of the cell's answers was corrupted (empty otherwise)."""
+    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
+    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
     regimes = run_regimes(manifest)
     rows, logs = [], {}
     for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
@@ -4832,10 +4832,15 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
             if record is None:
                 continue
             row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
-            if k == n and is_complete(manifest, cell):
+            if k == n:
+                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
+                # cell; "none corrupted" only once every answer is in
                 probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
-                          for q in episode["questions"]]
-                row["downstream_corrupted"] = any(p["class"] != "correct" for p in probes)
+                          for q in episode["questions"] if f"question_{q['id']}" in records]
+                if any(p["class"] != "correct" for p in probes):
+                    row["downstream_corrupted"] = True
+                elif is_complete(manifest, cell):
+                    row["downstream_corrupted"] = False
             rows.append(row)
     return rows
 
