@@ -200,6 +200,16 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
         self.assertIn("verdict", pred)
         self.assertIn("Does the gate predict downstream corruption?", self.out)
 
+    def test_an_unfinished_cell_is_gated_but_settles_nothing_downstream_until_an_answer_is_wrong(self):
+        manifest = json.loads((self.run_dir / "manifest.json").read_text())
+        tasks = rp.load_tasks(rp.TASKS_PATH, 2)[0]
+        for cell in manifest["cells"].values():
+            cell["status"] = "FAILED"          # as if no cell had finished
+        rows = rp.gate_bank(manifest, tasks, rp.Journal(self.run_dir))
+        self.assertEqual(len(rows), 2 * 2 * rp.N_SEGMENTS)
+        finals = {r["regime"]: r["downstream_corrupted"] for r in rows if r["final"] and r["episode"] == 0}
+        self.assertEqual(finals, {"R1": True, "R2": None})   # R1 has a wrong answer; R2's are right but not all in
+
     def test_score_keeps_the_gate(self):
         code, _, err = run_main(["score", "--out", str(self.run_dir)])
         self.assertEqual(code, 0, err)
