@@ -12,8 +12,14 @@ is replaced atomically and locked to the hashes of tasks, protocol, prompts, opt
 model digests, so a run can be interrupted at any moment and resumed without losing or
 repeating completed work.
 
+A second pre-registered study shares all of it: `--study constraints` (protocol/CONSTRAINTS.md, SC-001)
+asks whether a standing instruction the user gives mid-session survives compaction, with a forced-choice
+probe per instance under FULL+/FULL- (full transcript with and without it), R1/R2 (compacted), R1+UB/R2+UB
+(the upper bound) and R1+X/R2+X (an extractor sidecar); each study's code sits in its own labelled blocks.
+
 Usage:
     python3 scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
+    python3 scripts/run_pilot.py --study constraints --models gemma3:4b   # the constraints study (600 calls)
     python3 scripts/run_pilot.py plan --models gemma3:4b     # calls and tokens, no server needed
     python3 scripts/run_pilot.py status                      # what is done, failed and left
     python3 scripts/run_pilot.py demo                        # see it work first: SIMULATED, no model needed
@@ -4292,6 +4298,9 @@ def results_shape_problems(results: Any) -> list[str]:
 
     string_list("models")
     regimes = string_list("regimes")
+    constraints = results.get("study") == "constraints"
+    classes, answer_ok, answer_kind = (SC_CLASSES, lambda a: a in ("A", "B"), "A, B or null") if constraints else \
+        (CLASSES, is_int, "an integer or null")
     probes = results.get("probes")
     if not isinstance(probes, list):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
@@ -4307,12 +4316,12 @@ def results_shape_problems(results: Any) -> list[str]:
         if wrong:
             problems.append(f"{where} has no usable {', '.join(wrong)}")
             continue
-        if probe["class"] not in CLASSES:
-            problems.append(f"{where} has the unknown class {probe['class']!r} (known: {', '.join(CLASSES)})")
+        if probe["class"] not in classes:
+            problems.append(f"{where} has the unknown class {probe['class']!r} (known: {', '.join(classes)})")
         if regimes and probe["regime"] not in regimes:
             problems.append(f"{where} has the regime {probe['regime']!r}, which `regimes` does not list")
-        if probe.get("answer") is not None and not is_int(probe.get("answer")):
-            problems.append(f"{where} has the answer {probe.get('answer')!r}, not an integer or null")
+        if probe.get("answer") is not None and not answer_ok(probe.get("answer")):
+            problems.append(f"{where} has the answer {probe.get('answer')!r}, not {answer_kind}")
         key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"])
         if key in seen:
             problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode {probe['episode']} "
@@ -5396,7 +5405,8 @@ def command_merge(args) -> int:
 # ============================================================================================
 COMMAND_HELP = {
     "pilot": "the whole pilot: check tasks, run every cell (resuming), score, analyze, figures (default)",
-    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH)",
+    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH); --study constraints: "
+                "tasks/constraints.json",
     "run": "run (or resume) the model calls only",
     "score": "score the complete cells of a run into results.json and probes.csv",
     "analyze": "write analysis.md from a run's results.json, or from any --results PATH in the reference format",
