@@ -223,6 +223,7 @@ class Regime:
     exploratory: bool = False           # not one of the pre-registered R0, R1, R2
     origin: str = "built-in"            # or the regime file it came from
     condition: str | None = None        # constraints study only: with, without, upper_bound or sidecar
+    judge: bool = False                 # constraints study, --judge: the model judges its own final state
 
     @property
     def compacts(self) -> bool:
@@ -844,6 +845,8 @@ def regime_record(regime: Regime) -> dict:
     record = dataclasses.asdict(regime)
     if record["condition"] is None:
         del record["condition"]
+    if not record["judge"]:
+        del record["judge"]
     return record
 
 
@@ -981,6 +984,8 @@ def plan_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> l
             if regime.condition == "sidecar":       # constraints study: the extractor's call after each segment
                 calls.append(CallSpec(f"extract_{seg['index']}", "extraction", SC_EXTRACT_NUM_PREDICT,
                                       segment=seg["index"]))
+    if regime.judge and regime.compacts:            # constraints study, --judge: one call on the final state
+        calls.append(CallSpec("judge", "judge", SC_JUDGE_NUM_PREDICT))
     calls += [CallSpec(f"question_{q['id']}", "answer", ANSWER_NUM_PREDICT, question_id=q["id"])
               for q in episode["questions"]]
     return calls
@@ -1021,11 +1026,17 @@ SC_PROMPTS = {
     "answer_state": (
         "Below is the saved state of an analysis session; the original transcript is gone.\n\n{context}\n\n"
         "The user now writes: {question}\n" + SC_CHOICE_RULE),
+    "judge": (
+        "Below is the saved state of an analysis session, and a standing instruction the user gave earlier in "
+        "that session.\n\nSAVED STATE:\n{context}\n\nINSTRUCTION:\n{instruction}\n\n"
+        "Does the saved state still contain this instruction, in any wording, so that someone reading only the "
+        "saved state would know to follow it? Reply with a single line JUDGE: YES or JUDGE: NO and nothing else."),
     "registry_heading": "Standing instructions kept beside the state:",
     "appended_heading": "The user's standing instruction:",
     "empty_registry": "NONE",
 }
 SC_EXTRACT_NUM_PREDICT = 96            # hard output cap on every sidecar call
+SC_JUDGE_NUM_PREDICT = 16              # hard output cap on every --judge call
 # condition: "with" (the instruction is in the transcript), "without" (never said: the model's prior),
 # "upper_bound" (compacted without it, then appended verbatim before the probe), "sidecar" (compacted with
 # it, and the registry kept outside the state appended after compaction).
@@ -1089,6 +1100,9 @@ def build_constraint_messages(regime: Regime, episode: dict, spec: CallSpec, sta
         segment = episode["segments"][spec.segment - 1]
         content = SC_PROMPTS["extract"].format(registry=registry or SC_PROMPTS["empty_registry"],
                                                segment=constraint_segment_text(regime, segment))
+    elif spec.stage == "judge":
+        content = SC_PROMPTS["judge"].format(context=constraint_context(regime, episode, state, registry),
+                                             instruction=episode["instruction"])
     else:
         question = episode["questions"][spec.question_id - 1]
         content = render_answer_prompt(regime, constraint_context(regime, episode, state, registry), question)
@@ -2657,6 +2671,15 @@ def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
     return all(normalize_for_terms(term) in norm for term in key_terms)
 
 
+JUDGE_PATTERN = re.compile(r"JUDGE[ \t]*:[ \t]*(YES|NO)\b", re.IGNORECASE)
+
+
+def parse_judge(reply: str) -> bool | None:
+    """The last `JUDGE: YES` or `JUDGE: NO`; None when the judge gave neither."""
+    found = JUDGE_PATTERN.findall(reply or "")
+    return found[-1].upper() == "YES" if found else None
+
+
 def score_constraint_retention(regime: Regime, state: str, registry: str | None, episode: dict) -> dict:
     """Whether a final state (its constraints: section for a typed block) and, for the sidecar, its registry
     still carry the instruction."""
@@ -2725,8 +2748,11 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
             n = len(episode["segments"])
             final_state = records[f"compact_{n}"]["response"]
             registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
-            states.append({**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
-                           "final_state": final_state, **({"registry": registry} if registry is not None else {})})
+            row = {**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
+                   "final_state": final_state, **({"registry": registry} if registry is not None else {})}
+            if regime.judge:
+                row["judge"] = parse_judge(records["judge"]["response"])
+            states.append(row)
     lock = manifest.get("lock", {})
     return {
         "study": "constraints", "protocol": SC_PROTOCOL_ID,
@@ -2734,7 +2760,8 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
         "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
                                                  "path": manifest.get("tasks")},
         "models": models, "regimes": list(regimes), "n_episodes": n_episodes,
-        "regime_definitions": {name: {**regime_summary(r), "condition": r.condition} for name, r in regimes.items()},
+        "regime_definitions": {name: {**regime_summary(r), "condition": r.condition, "judge": r.judge}
+                               for name, r in regimes.items()},
         "budgets": run_budgets(manifest), "samples": run_samples(manifest),
         "temperature": lock.get("temperature", TEMPERATURE),
         "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells),
@@ -3287,6 +3314,9 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
         reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/constraints.json)")
     if not complete:
         reasons.append(f"partial bank: {results['cells']['complete']} of {results['cells']['expected']} cells")
+    n_task = len(task_set["tasks"]["episodes"]) if task_set else None
+    if n_task is not None and (results.get("n_episodes") or 0) < n_task:
+        reasons.append(f"smoke run: {results.get('n_episodes')} of the {n_task} pre-registered instances")
     if results.get("temperature", TEMPERATURE) != TEMPERATURE:
         reasons.append(f"temperature {results.get('temperature')} is not the pre-registered {TEMPERATURE:g}")
     if is_simulated(results):
@@ -3334,6 +3364,13 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
                          "carried": rate_summary(sum(s["carried"] for s in rows), len(rows))}
                 if any("in_registry" in s for s in rows):
                     entry["registry"] = rate_summary(sum(bool(s.get("in_registry")) for s in rows), len(rows))
+                judged = [s for s in rows if "judge" in s]
+                if judged:
+                    said = [s for s in judged if s["judge"] is not None]
+                    entry["judge"] = {"yes": rate_summary(sum(s["judge"] for s in said), len(said)),
+                                      "no_verdict": len(judged) - len(said),
+                                      "agreement": rate_summary(sum(s["judge"] == s["carried"] for s in said),
+                                                                len(said))}
                 retention.setdefault(m, {})[r] = entry
     breakdowns = {}
     for factor in SC_FACTORS:
@@ -3813,7 +3850,11 @@ def render_constraints_md(analysis: dict) -> str:
                          fmt_rate(e["carried"])])
     out += [md_table(["model", "regime", "in the state", "in the sidecar registry", "carried (either)"], rows)
             if rows else "No compacted state in this bank.", ""]
-    out += ["LLM judge (`--judge`): not implemented in this version; retention is the deterministic rule only.", ""]
+    rows = [[m, r, fmt_rate(e["judge"]["yes"]), e["judge"]["no_verdict"], fmt_rate(e["judge"]["agreement"])]
+            for m in analysis["groups"] for r, e in analysis["retention"].get(m, {}).items() if "judge" in e]
+    out += ["The model under test as a judge of retention (`--judge`), beside the rule:", "",
+            md_table(["model", "regime", "judge says kept", "no verdict", "agreement with the rule (carried)"], rows)
+            if rows else "No judge in this run (add --judge); retention is the deterministic rule only.", ""]
     out += ["## The extractor sidecar: with and without", ""]
     rows = []
     for s in analysis["sidecar"]:
@@ -4160,6 +4201,8 @@ def resolve_run_dir(args) -> Path:
         name += f"-s{args.samples}"
     if (getattr(args, "temperature", None) or 0) != TEMPERATURE:
         name += f"-t{args.temperature:g}"
+    if getattr(args, "judge", False):
+        name += "-judge"
     shard = getattr(args, "shard", None)
     if shard:
         name += f"-shard{shard[0]}of{shard[1]}"
@@ -4217,7 +4260,13 @@ def chosen_regimes(args) -> list[Regime]:
     names = parse_names(getattr(args, "regimes", None)) or list(study.default_regimes)
     if extra and not getattr(args, "regimes", None):
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
-    return select_regimes(names, extra, study.regimes)
+    regimes = select_regimes(names, extra, study.regimes)
+    if getattr(args, "judge", False):
+        if study.name != "constraints":
+            raise PilotError("--judge belongs to the constraints study; add --study constraints")
+        regimes = [dataclasses.replace(r, judge=True) if r.compacts and r.condition in ("with", "sidecar", None)
+                   else r for r in regimes]
+    return regimes
 
 
 def parse_models(text: str | None) -> list[str]:
@@ -5024,6 +5073,8 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
         argv += ["--shard", "/".join(map(str, manifest["shard"]))]
     if list(manifest.get("regimes") or study.default_regimes) != list(study.default_regimes):
         argv += ["--regimes", ",".join(manifest["regimes"])]
+    if any(d.get("judge") for d in (manifest.get("regime_definitions") or {}).values()):
+        argv += ["--judge"]
     files = sorted({d.get("origin") for d in (manifest.get("regime_definitions") or {}).values()} - {None, "built-in"})
     for origin in files:
         argv += ["--regime-file", origin]
@@ -5425,6 +5476,10 @@ def add_design_options(parser: argparse.ArgumentParser) -> None:
                         help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); constraints: "
                              "whether standing instructions survive compaction (protocol/CONSTRAINTS.md; regimes "
                              f"{','.join(SC_DEFAULT_REGIMES)}; tasks/constraints.json)")
+    parser.add_argument("--judge", action="store_true",
+                        help="constraints study: after each compacted cascade, one more call asks the model under "
+                             "test whether its final state still holds the instruction; reported beside the "
+                             "deterministic rule with their agreement (exploratory; 60 more calls per model)")
     parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
                         f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "

@@ -27,6 +27,10 @@ class InstructionFollower:
         self.probes = [(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]]
 
     def reply(self, prompt: str) -> str:
+        if "SAVED STATE:" in prompt and "JUDGE: YES" in prompt:
+            state, _, rest = prompt.split("SAVED STATE:", 1)[1].partition("INSTRUCTION:")
+            instruction = rest.strip().split("\n\n", 1)[0]
+            return "JUDGE: YES" if instruction in state else "JUDGE: NO"
         if "LIST SO FAR:" in prompt:
             previous = prompt.split("LIST SO FAR:", 1)[1].split("NEW SEGMENT:", 1)[0].split()
             kept = [line for line in prompt.split("LIST SO FAR:", 1)[1].split("NEW SEGMENT:", 1)[0].splitlines()
@@ -183,6 +187,25 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
         self.assertEqual(code, rp.EXIT_USAGE)
         self.assertIn("constraints", err)
+
+    def test_judge_is_recorded_per_state_beside_the_rule(self):
+        out = self.make_tmp() / "judged"
+        argv = ["--study", "constraints", "--judge", "--episodes", "3", "--models", MODEL, "--host", self.server.url,
+                "--out", str(out), "--concurrency", "4", *FAST]
+        before = self.server.chat_count()
+        code, _, err = run_main(argv)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.server.chat_count() - before, 3 * (40 + 4))    # one judge call per compacted cascade
+        results = json.loads((out / "results.json").read_text())
+        self.assertTrue(all("judge" in s for s in results["states"]))
+        analysis = rp.analyze_bank(results)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")               # a smoke run of 3 instances
+        self.assertTrue(any("smoke run" in r for r in analysis["reasons"]))
+        for regime in ("R1", "R2", "R1+X", "R2+X"):
+            with self.subTest(regime):
+                self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
+        self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
+        self.assertIn("--judge", rp.run_command_for(out, json.loads((out / "manifest.json").read_text())))
 
 
 if __name__ == "__main__":
