@@ -1026,6 +1026,9 @@ SC_PROMPTS = {
     "answer_state": (
         "Below is the saved state of an analysis session; the original transcript is gone.\n\n{context}\n\n"
         "The user now writes: {question}\n" + SC_CHOICE_RULE),
+    "answer_recent": (
+        "Below are the most recent segments of an analysis session; everything before them is gone.\n\n"
+        "{context}\n\nThe user now writes: {question}\n" + SC_CHOICE_RULE),
     "judge": (
         "Below is the saved state of an analysis session, and a standing instruction the user gave earlier in "
         "that session.\n\nSAVED STATE:\n{context}\n\nINSTRUCTION:\n{instruction}\n\n"
@@ -1080,9 +1083,10 @@ def constraint_segment_text(regime: Regime, segment: dict) -> str:
 def constraint_context(regime: Regime, episode: dict, state: str, registry: str) -> str:
     """What the probe sees: the transcript, the state, the state and the appended instruction (upper bound)
     or the state and the sidecar's registry."""
-    if regime.context == "transcript":
+    if regime.context in ("transcript", "recent"):
+        shown = episode["segments"] if regime.context == "transcript" else episode["segments"][-regime.keep_last:]
         return "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" +
-                           constraint_segment_text(regime, seg) for seg in episode["segments"])
+                           constraint_segment_text(regime, seg) for seg in shown)
     if regime.condition == "upper_bound":
         return f"{state}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
     if regime.condition == "sidecar":
@@ -4260,6 +4264,11 @@ def chosen_regimes(args) -> list[Regime]:
     names = parse_names(getattr(args, "regimes", None)) or list(study.default_regimes)
     if extra and not getattr(args, "regimes", None):
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
+    if study.name == "constraints":
+        # a user's regime runs as "compacted with the instruction", asked with this study's forced-choice rule
+        extra = [dataclasses.replace(r, condition="with", answer_template={
+            PROMPTS["answer_state"]: SC_PROMPTS["answer_state"], PROMPTS["answer_recent"]: SC_PROMPTS["answer_recent"]}.get(
+            r.answer_template, r.answer_template)) for r in extra]
     regimes = select_regimes(names, extra, study.regimes)
     if getattr(args, "judge", False):
         if study.name != "constraints":

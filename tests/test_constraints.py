@@ -145,11 +145,12 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         out = self.make_tmp() / "sc"
         argv = ["--study", "constraints", "--models", MODEL, "--host", self.server.url, "--out", str(out),
                 "--concurrency", "4", *FAST]
+        first = self.server.chat_count()
         code, stdout, err = run_main(argv)
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
         self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", rp.SC_PROTOCOL_ID))
-        self.assertEqual(self.server.chat_count(), 600)                       # 15 x (1+1+5+5+5+5+9+9)
+        self.assertEqual(self.server.chat_count() - first, 600)               # 15 x (1+1+5+5+5+5+9+9)
         analysis = rp.analyze_bank(json.loads((out / "results.json").read_text()))
         self.assertEqual(analysis["label"], "CONFIRMATORY")
         self.assertEqual(compliance(analysis, "FULL+"), 1.0)
@@ -206,6 +207,25 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
         self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
         self.assertIn("--judge", rp.run_command_for(out, json.loads((out / "manifest.json").read_text())))
+
+    def test_a_user_regime_runs_as_compacted_with_the_instruction(self):
+        folder = self.make_tmp()
+        path = folder / "mine.json"
+        path.write_text(json.dumps([
+            {"name": "MINE", "compaction_template": "Notes so far, kept short.\n\nPREVIOUS STATE:\n{previous_state}"
+                                                    "\n\nNEW SEGMENT:\n{segment}\n\nAt most {max_words} words."},
+            {"name": "LAST1", "kind": "recent", "keep_last": 1}]))
+        out = folder / "user"
+        code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,MINE,LAST1", "--regime-file",
+                                 str(path), "--episodes", "2", "--models", MODEL, "--host", self.server.url,
+                                 "--out", str(out), *FAST])
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        mine = [p for p in results["probes"] if p["regime"] in ("MINE", "LAST1")]
+        self.assertEqual(len(mine), 4)
+        self.assertTrue(all(p["class"] in ("compliant", "violating") for p in mine))   # asked for CHOICE, not ANSWER
+        # the last segment alone never holds the instruction said in segment 2
+        self.assertTrue(all(p["class"] == "violating" for p in mine if p["regime"] == "LAST1"))
 
 
 if __name__ == "__main__":
