@@ -1,0 +1,232 @@
+"""The constraints study (protocol/CONSTRAINTS.md): task generation, forced-choice scoring, the retention rule,
+effect retention, and the whole pipeline on a fake model that follows the instructions it can see and loses
+them by design in compaction."""
+import json
+import re
+import unittest
+import zlib
+from pathlib import Path
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, rp, run_main
+
+MODEL = "gemma3:4b"
+USER_LINE = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
+
+
+class InstructionFollower:
+    """A fake model for the constraints study.
+
+    It follows a standing instruction whenever the instruction's body is in its prompt, and otherwise picks
+    the violating option (its prior). Compaction loses by design: a prose summary drops every instruction;
+    a typed block keeps one in its constraints: section only when the instruction's crc32 is even; the
+    sidecar's extractor keeps every instruction it reads. So FULL+ > R1, R2 sits between, R1+X = FULL+.
+    """
+
+    def __init__(self, tasks: dict):
+        self.probes = [(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]]
+
+    def reply(self, prompt: str) -> str:
+        if "SAVED STATE:" in prompt and "JUDGE: YES" in prompt:
+            state, _, rest = prompt.split("SAVED STATE:", 1)[1].partition("INSTRUCTION:")
+            instruction = rest.strip().split("\n\n", 1)[0]
+            return "JUDGE: YES" if instruction in state else "JUDGE: NO"
+        if "LIST SO FAR:" in prompt:
+            previous = prompt.split("LIST SO FAR:", 1)[1].split("NEW SEGMENT:", 1)[0].split()
+            kept = [line for line in prompt.split("LIST SO FAR:", 1)[1].split("NEW SEGMENT:", 1)[0].splitlines()
+                    if line.strip() and line.strip() != "NONE"]
+            said = USER_LINE.findall(prompt.split("NEW SEGMENT:", 1)[1])
+            lines = list(dict.fromkeys(kept + said))
+            return "\n".join(lines) if lines and previous is not None else "NONE"
+        if "NEW SEGMENT:" in prompt and "PREVIOUS STATE:" in prompt:
+            previous = prompt.split("PREVIOUS STATE:", 1)[1].split("NEW SEGMENT:", 1)[0]
+            segment = prompt.split("NEW SEGMENT:", 1)[1]
+            said = USER_LINE.findall(segment) + re.findall(r"^- (.*)$", previous, re.MULTILINE)
+            if "constraints:" in prompt.split("PREVIOUS STATE:", 1)[0]:
+                kept = [s for s in dict.fromkeys(said) if zlib.crc32(s.encode()) % 2 == 0]
+                return "values:\nnone kept\nnotes: figures as read\nconstraints:\n" + "\n".join(f"- {s}" for s in kept)
+            return "The session went through its figures; nothing else of note."
+        for question, body in self.probes:
+            if question["prompt"] in prompt:
+                context = prompt.split("The user now writes:", 1)[0].lower()
+                follows = body[1:].lower() in context
+                return f"CHOICE: {question['truth'] if follows else question['violating']}"
+        return "I cannot tell."
+
+
+def compliance(analysis: dict, regime: str) -> float:
+    return analysis["compliance"][MODEL][regime]["rate"]
+
+
+class GenerationTest(unittest.TestCase):
+    def test_the_committed_task_file_is_the_generators_and_pinned(self):
+        raw = (REPO / "tasks" / "constraints.json").read_bytes()
+        self.assertEqual(rp.sha256_bytes(raw), rp.SC_PINNED_TASKS_SHA256)
+        self.assertEqual(raw, rp.tasks_to_bytes(rp.generate_constraint_tasks()))
+        self.assertEqual(rp.load_task_set(REPO / "tasks" / "constraints.json")["kind"], "pinned")
+
+    def test_fifteen_constraints_three_per_category_each_with_a_known_compliant_option(self):
+        tasks = rp.generate_constraint_tasks()
+        self.assertEqual(len(tasks["episodes"]), 15)
+        self.assertEqual(rp.check_constraint_design(tasks), [])
+        categories = [inst["constraint"]["category"] for inst in tasks["episodes"]]
+        self.assertEqual({c: categories.count(c) for c in rp.SC_CATEGORIES}, dict.fromkeys(rp.SC_CATEGORIES, 3))
+        for inst in tasks["episodes"]:
+            with self.subTest(inst["constraint"]["id"]):
+                q = inst["questions"][0]
+                self.assertNotEqual(q["options"]["A"], q["options"]["B"])
+                self.assertEqual(inst["injected_segments"], [2])              # middle, pre-registered
+                self.assertIn(inst["instruction"], inst["segments"][1]["text"])
+                self.assertNotIn(inst["instruction"], inst["segments"][1]["plain_text"])
+                self.assertTrue(inst["instruction"].startswith(rp.SC_DIRECT_LEAD))
+                # the session material is XR-001's episode, unchanged where nothing is said
+                self.assertEqual(inst["segments"][0]["text"], rp.generate_episode(inst["episode"])["segments"][0]["text"])
+
+    def test_option_order_is_the_same_under_every_position_and_framing(self):
+        tasks = rp.generate_constraint_tasks(rp.SC_POSITIONS, [(a, b) for a in rp.SC_STRENGTHS for b in rp.SC_SCOPES])
+        self.assertEqual(len(tasks["episodes"]), 15 * 4 * 4)
+        by_constraint = {}
+        for inst in tasks["episodes"]:
+            by_constraint.setdefault(inst["constraint"]["id"], set()).add(json.dumps(inst["questions"][0]))
+            carriers = inst["injected_segments"]
+            expected = {"top": [1], "middle": [2], "bottom": [4]}.get(inst["position"])
+            self.assertEqual(carriers, expected) if expected else self.assertEqual(len(carriers), 2)
+        self.assertTrue(all(len(v) == 1 for v in by_constraint.values()))
+        strict = rp.render_instruction("Ask me first.", "strict", "contextualised")
+        self.assertTrue(strict.startswith(rp.SC_STRICT_LEAD) and rp.SC_DIRECT_LEAD not in strict)
+
+
+class ScoringTest(unittest.TestCase):
+    def test_forced_choice_classes(self):
+        question = {"id": 1, "kind": "forced_choice", "type": "process", "truth": "B", "violating": "A"}
+        for reply, cls in [("CHOICE: B", "compliant"), ("choice: a", "violating"), ("B) because", "no_answer"),
+                           ("", "no_answer"), ("CHOICE: A\nCHOICE: B", "compliant")]:
+            with self.subTest(reply):
+                self.assertEqual(rp.score_probe({"response": reply}, question, [])["class"], cls)
+        self.assertEqual(rp.score_probe({"response": "B) because"}, question, [])["lenient_answer"], "B")
+
+    def test_retention_rule_reads_the_typed_section_and_prose(self):
+        episode = rp.generate_constraint_tasks()["episodes"][6]            # ask before combining
+        self.assertEqual(episode["constraint"]["key_terms"], ["ask", "combin"])
+        typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me before combining values\nnotes: x"
+        self.assertTrue(rp.score_constraint_retention(rp.SC_REGIMES["R2"], typed, None, episode)["in_state"])
+        # "combined:" and an "ask" elsewhere do not count for a typed block without the section
+        loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: ask the lead"
+        self.assertFalse(rp.score_constraint_retention(rp.SC_REGIMES["R2"], loose, None, episode)["in_state"])
+        # prose: the key terms anywhere (the documented false positive)
+        self.assertTrue(rp.score_constraint_retention(rp.SC_REGIMES["R1"], loose, None, episode)["in_state"])
+        row = rp.score_constraint_retention(rp.SC_REGIMES["R1+X"], "nothing", "Ask before you combine", episode)
+        self.assertEqual((row["in_state"], row["in_registry"], row["carried"]), (False, True, True))
+
+    def test_effect_retention_and_its_interval(self):
+        rows = [(True, False, True)] * 6 + [(False, False, True)] * 6 + [(False, False, False)] * 3
+        self.assertAlmostEqual(rp.effect_retention(rows), 0.5)
+        summary = rp.effect_retention_summary(rows)
+        self.assertEqual(summary, rp.effect_retention_summary(rows))          # seeded
+        self.assertLess(summary["lo"], 0.5)
+        self.assertGreater(summary["hi"], 0.5)
+        self.assertIsNone(rp.effect_retention([(True, True, True)]))
+
+
+class PipelineTest(TempDirMixin, unittest.TestCase):
+    """End to end through main(): run, resume, verify, status, plan, analysis, figures and report."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tasks = json.loads((REPO / "tasks" / "constraints.json").read_text())
+        cls.server = FakeOllama(models=[MODEL]).__enter__()
+        cls.server.model = InstructionFollower(cls.tasks)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.__exit__(None, None, None)
+
+    def test_expected_ordering_end_to_end(self):
+        out = self.make_tmp() / "sc"
+        argv = ["--study", "constraints", "--models", MODEL, "--host", self.server.url, "--out", str(out),
+                "--concurrency", "4", *FAST]
+        first = self.server.chat_count()
+        code, stdout, err = run_main(argv)
+        self.assertEqual(code, 0, err)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", rp.SC_PROTOCOL_ID))
+        self.assertEqual(self.server.chat_count() - first, 600)               # 15 x (1+1+5+5+5+5+9+9)
+        analysis = rp.analyze_bank(json.loads((out / "results.json").read_text()))
+        self.assertEqual(analysis["label"], "CONFIRMATORY")
+        self.assertEqual(compliance(analysis, "FULL+"), 1.0)
+        self.assertEqual(compliance(analysis, "FULL-"), 0.0)
+        self.assertEqual(compliance(analysis, "R1"), 0.0)
+        self.assertGreater(compliance(analysis, "FULL+"), compliance(analysis, "R2"))
+        self.assertGreaterEqual(compliance(analysis, "R1+X"), compliance(analysis, "R1"))
+        self.assertGreaterEqual(compliance(analysis, "R2+X"), compliance(analysis, "R2"))
+        self.assertEqual(compliance(analysis, "R1+UB"), 1.0)
+        er = analysis["effect_retention"][MODEL]
+        self.assertEqual((er["R1"]["er"], er["R1+X"]["er"]), (0.0, 1.0))
+        self.assertEqual(analysis["retention"][MODEL]["R1"]["carried"]["rate"], 0.0)
+        self.assertEqual(analysis["retention"][MODEL]["R1+X"]["registry"]["rate"], 1.0)
+        r2_kept = analysis["retention"][MODEL]["R2"]["state"]["rate"]
+        self.assertAlmostEqual(compliance(analysis, "R2"), r2_kept)           # compliance follows what was kept
+        self.assertTrue(analysis["confirmatory_test"]["verdict"].startswith("supported"))
+        side = {s["sidecar"]: s for s in analysis["sidecar"]}
+        self.assertEqual(side["R1+X"]["extra_calls"], 60)
+        for name in ("analysis.md", "RESULTS.md", "report.html", "figures/fig_c_compliance.svg", "probes.csv"):
+            self.assertTrue((out / name).exists(), name)
+        text = (out / "analysis.md").read_text()
+        for needle in ("Effect retention", "extractor sidecar", "By category", "By position", "By framing"):
+            self.assertIn(needle, text)
+        self.assertIn("CONFIRMATORY", stdout)
+        # resume: nothing left, no call sent; verify finds nothing; status and plan read the folder
+        before = self.server.chat_count()
+        code, _, err = run_main(argv)
+        self.assertEqual((code, self.server.chat_count()), (0, before), err)
+        code, stdout, err = run_main(["verify", "--out", str(out)])
+        self.assertEqual(code, 0, stdout + err)
+        code, stdout, _ = run_main(["plan", "--study", "constraints", "--models", MODEL])
+        self.assertEqual(code, 0)
+        self.assertIn("total: 600 calls", stdout)
+        # the lock refuses another study's settings on the same folder
+        code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
+        self.assertEqual(code, rp.EXIT_USAGE)
+        self.assertIn("constraints", err)
+
+    def test_judge_is_recorded_per_state_beside_the_rule(self):
+        out = self.make_tmp() / "judged"
+        argv = ["--study", "constraints", "--judge", "--episodes", "3", "--models", MODEL, "--host", self.server.url,
+                "--out", str(out), "--concurrency", "4", *FAST]
+        before = self.server.chat_count()
+        code, _, err = run_main(argv)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(self.server.chat_count() - before, 3 * (40 + 4))    # one judge call per compacted cascade
+        results = json.loads((out / "results.json").read_text())
+        self.assertTrue(all("judge" in s for s in results["states"]))
+        analysis = rp.analyze_bank(results)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")               # a smoke run of 3 instances
+        self.assertTrue(any("smoke run" in r for r in analysis["reasons"]))
+        for regime in ("R1", "R2", "R1+X", "R2+X"):
+            with self.subTest(regime):
+                self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
+        self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
+        self.assertIn("--judge", rp.run_command_for(out, json.loads((out / "manifest.json").read_text())))
+
+    def test_a_user_regime_runs_as_compacted_with_the_instruction(self):
+        folder = self.make_tmp()
+        path = folder / "mine.json"
+        path.write_text(json.dumps([
+            {"name": "MINE", "compaction_template": "Notes so far, kept short.\n\nPREVIOUS STATE:\n{previous_state}"
+                                                    "\n\nNEW SEGMENT:\n{segment}\n\nAt most {max_words} words."},
+            {"name": "LAST1", "kind": "recent", "keep_last": 1}]))
+        out = folder / "user"
+        code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,MINE,LAST1", "--regime-file",
+                                 str(path), "--episodes", "2", "--models", MODEL, "--host", self.server.url,
+                                 "--out", str(out), *FAST])
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        mine = [p for p in results["probes"] if p["regime"] in ("MINE", "LAST1")]
+        self.assertEqual(len(mine), 4)
+        self.assertTrue(all(p["class"] in ("compliant", "violating") for p in mine))   # asked for CHOICE, not ANSWER
+        # the last segment alone never holds the instruction said in segment 2
+        self.assertTrue(all(p["class"] == "violating" for p in mine if p["regime"] == "LAST1"))
+
+
+if __name__ == "__main__":
+    unittest.main()
