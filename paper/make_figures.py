@@ -661,6 +661,8 @@ CONSTRAINT_FIGURES = (("fig_c_compliance.svg", "Compliance with the standing ins
 
 def constraint_figures(analysis: dict) -> dict[str, str]:
     note = None if analysis["confirmatory"] else analysis["label"]
+    if analysis.get("simulated"):
+        note = "SIMULATED (stand-in model, not a result)" + (f": {note}" if note else "")
     groups = analysis["groups"]
     regimes = analysis["regimes"]
     cells = {(m, r): s for m in groups for r, s in analysis["compliance"].get(m, {}).items()}

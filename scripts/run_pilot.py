@@ -71,6 +71,7 @@ import signal
 import subprocess
 import socket
 import string
+import zlib
 import sys
 import threading
 import time
@@ -5653,7 +5654,7 @@ STAND_IN_PROSE_FORGETS = 0.35           # share of facts a prose state drops (va
 STAND_IN_ADDRESS = "http://127.0.0.1:0"  # recorded in the lock: the real port is new each time, so a rerun resumes
 DEMO_RUN_NAME = "demo"
 DEMO_EPISODES = 2
-DEMO_STUDIES = ("xr001",)               # the studies `demo --study` can show; XR-001 is the only one so far
+DEMO_STUDIES = ("xr001", "constraints")  # the studies `demo --study` can show
 STAND_IN_NAME = re.compile(r"\b(?:[%s][%s]){3}\b" % (CONSONANTS, VOWELS))
 STAND_IN_NUMBER = re.compile(r"-?\d+")
 STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
@@ -5693,12 +5694,46 @@ def stand_in_forgets(*names: str) -> bool:
 
 
 class StandInModel:
-    """Writes compaction states and answers from the facts in its prompt; prose states forget some."""
+    """Writes compaction states and answers from the facts in its prompt; prose states forget some.
+
+    For the constraints study it follows a standing instruction whenever the instruction is in its prompt
+    and otherwise picks the violating option; a prose summary drops every instruction, a typed block keeps
+    every other one (by a hash of its text) in its constraints: section, and the sidecar keeps them all."""
+
+    def __init__(self, constraint_probes: list[tuple[dict, str]] | None = None):
+        self.constraint_probes = constraint_probes or []     # (probe question, instruction body)
 
     def reply(self, prompt: str) -> str:
+        if self.constraint_probes:
+            answer = self.constraints_reply(prompt)
+            if answer is not None:
+                return answer
         if "PREVIOUS STATE:" in prompt and "NEW SEGMENT:" in prompt:
             return self.compact(prompt)
         return self.answer(prompt)
+
+    def constraints_reply(self, prompt: str) -> str | None:
+        said = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
+        if "SAVED STATE:" in prompt and "JUDGE: YES" in prompt:
+            state, _, rest = prompt.split("SAVED STATE:", 1)[1].partition("INSTRUCTION:")
+            return "JUDGE: YES" if rest.strip().split("\n\n", 1)[0] in state else "JUDGE: NO"
+        if "LIST SO FAR:" in prompt:
+            before, _, segment = prompt.split("LIST SO FAR:", 1)[1].partition("NEW SEGMENT:")
+            kept = [line for line in before.splitlines() if line.strip() and line.strip() != "NONE"]
+            lines = list(dict.fromkeys(kept + said.findall(segment)))
+            return "\n".join(lines) if lines else "NONE"
+        if "NEW SEGMENT:" in prompt and "PREVIOUS STATE:" in prompt:
+            previous, _, segment = prompt.split("PREVIOUS STATE:", 1)[1].partition("NEW SEGMENT:")
+            if "constraints:" not in prompt.split("PREVIOUS STATE:", 1)[0]:
+                return None                                   # prose: the ordinary stand-in, no instruction kept
+            heard = said.findall(segment) + re.findall(r"^- (.*)$", previous, re.MULTILINE)
+            kept = [h for h in dict.fromkeys(heard) if zlib.crc32(h.encode()) % 2 == 0]
+            return (self.compact(prompt) + "\nconstraints:\n" + "\n".join(f"- {h}" for h in kept)).strip()
+        for question, body in self.constraint_probes:
+            if question["prompt"] in prompt:
+                follows = body[1:].lower() in prompt.split("The user now writes:", 1)[0].lower()
+                return f"CHOICE: {question['truth'] if follows else question['violating']}"
+        return None
 
     def compact(self, prompt: str) -> str:
         previous, _, segment = prompt.partition("PREVIOUS STATE:")[2].partition("NEW SEGMENT:")
@@ -5745,9 +5780,9 @@ class StandInServer:
 
     version = "stand-in-1"
 
-    def __init__(self, models: tuple = (STAND_IN_MODEL,)):
+    def __init__(self, models: tuple = (STAND_IN_MODEL,), model: StandInModel | None = None):
         self.models = list(models)
-        self.model = StandInModel()
+        self.model = model or StandInModel()
         self.chat_count = 0
         self.lock = threading.Lock()
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -5860,17 +5895,23 @@ class StandInBackend(OllamaBackend):
 
 def command_demo(args) -> int:
     """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or --out)."""
-    run_dir = Path(args.out) if args.out else RESULTS_ROOT / DEMO_RUN_NAME
-    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {PROTOCOL_ID} on the built-in stand-in model, "
+    constraints = args.study == "constraints"
+    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("-constraints" if constraints else ""))
+    study_name = SC_PROTOCOL_ID if constraints else PROTOCOL_ID
+    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {study_name} on the built-in stand-in model, "
           f"with no model and no network; nothing it writes is a result.")
+    model = None
+    if constraints:
+        tasks = json.loads(read_canonical(SC_TASKS_PATH).decode("utf-8"))
+        model = StandInModel([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
     print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
           "call, as a real run does.", file=sys.stderr)
     started = time.monotonic()
-    with StandInServer() as server:
+    with StandInServer(model=model) as server:
         run_args = build_parser("pilot").parse_args(
             ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
              "--host", server.url, "--give-up-after", "10", "--recheck", "0"]
-            + (["--quiet"] if args.quiet else []))
+            + (["--study", "constraints"] if constraints else []) + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
         run_args.argv = args.argv
         code = command_run(run_args, then_analyze=True)

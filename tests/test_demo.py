@@ -188,6 +188,24 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
         code, _, err = run_main(["demo", "--study", "xr001", "--out", str(self.make_tmp() / "d"), "--quiet"])
         self.assertEqual(code, 0, err)
 
+    def test_the_constraints_study_has_a_demo_labelled_simulated_everywhere(self):
+        out = self.make_tmp() / "sc"
+        code, stdout, err = run_main(["demo", "--study", "constraints", "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0, err)
+        self.assertTrue(stdout.startswith("SIMULATED"), stdout[:80])
+        self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
+        self.assertIn("SIMULATED", (out / "RESULTS.md").read_text().splitlines()[0])
+        self.assertIn("<h1>SIMULATED", (out / "report.html").read_text())
+        for figure in (out / "figures").glob("*.svg"):
+            with self.subTest(figure.name):
+                stamp = re.search(r'class="nonconfirmatory"[^>]*>([^<]*)<', figure.read_text())
+                self.assertTrue(stamp and stamp.group(1).startswith("SIMULATED"), figure.name)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual((manifest["study"], manifest["lock"]["backend"]), ("constraints", rp.SIMULATED_BACKEND))
+        analysis = rp.analyze_bank(json.loads((out / "results.json").read_text()))
+        full = analysis["compliance"][rp.STAND_IN_MODEL]
+        self.assertGreater(full["FULL+"]["rate"], full["R1"]["rate"])          # the designed loss shows
+
     def test_no_server_message_points_to_the_demo(self):
         url = f"http://127.0.0.1:{free_port()}"
         for argv in (["--host", url], ["--backend", "openai", "--base-url", url]):
