@@ -3373,8 +3373,8 @@ def analyze_sweep(probes: list[dict], models: list[str], regimes: list[str], res
     intervals with one sample, episode-clustered bootstrap intervals with several; R1 vs R2 per budget."""
     budgets = results.get("budgets") or [DEFAULT_BUDGET]
     samples = int(results.get("samples") or 1)
-    if len(budgets) < 2:
-        return None
+    if len(budgets) < 2 and samples < 2:
+        return None             # one budget and one sample: the main tables already say it all
     sweep = {}
     for budget in budgets:
         mine = [p for p in probes if record_variant(p)[0] == budget and p["model"] in models]
@@ -4688,7 +4688,8 @@ def render_sweep_section(analysis: dict) -> list[str]:
     head = ["compaction budget"] + [regime_header(analysis, r) for r in regimes] + \
         (["R1 vs R2"] if any(e["r1_vs_r2"] for e in sweep.values()) else [])
     intervals = "episode-clustered bootstrap" if analysis["samples"] else "Wilson"
-    return ["## Budget sweep (exploratory)", "",
+    title = "Budget sweep (exploratory)" if len(sweep) > 1 else "Corruption over repeated samples (exploratory)"
+    return [f"## {title}", "",
             f"Corruption pooled over models at each compaction budget; the output cap and the instructed word "
             f"limit scale together (120 words : 256 tokens). 95% {intervals} intervals. The confirmatory test "
             f"is read at 256 only; every other budget is exploratory.", "",

@@ -217,6 +217,22 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
         code, out, _ = run_main(["plan", "--out", str(killed)])
         self.assertIn(f"total: {calls} calls ({calls} done)", out)
 
+    def test_samples_at_one_budget_still_get_the_spread_figure(self):
+        probes = [{"model": "m", "regime": r, "episode": e, "question_id": q, "type": "direct", "truth": 1,
+                   "answer": 1, "class": "correct" if (e + q + s) % 3 else "other_wrong", "sample": s,
+                   "budget": rp.DEFAULT_BUDGET} for r in ("R0", "R1", "R2") for e in range(15) for q in range(1, 9)
+                  for s in range(2)]
+        for probe in probes:
+            if probe["sample"] == 0:
+                del probe["sample"], probe["budget"]
+        results = {"models": ["m"], "regimes": ["R0", "R1", "R2"], "probes": probes, "samples": 2,
+                   "budgets": [rp.DEFAULT_BUDGET], "temperature": 0.7, "compaction_stage": [], "compaction_tokens": {}}
+        analysis = rp.analyze_results(results)
+        mf = __import__("helpers").load_module("make_figures", REPO / "paper" / "make_figures.py")
+        self.assertIn("fig_f_budget_sweep.svg", mf.render_figures(results, analysis))
+        self.assertIn("## Corruption over repeated samples (exploratory)", rp.render_analysis_md(analysis))
+        self.assertIn('class="sample"', mf.render_figures(results, analysis)["fig_f_budget_sweep.svg"])
+
     def test_another_temperature_on_resume_is_refused(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=[MODEL]) as server:
