@@ -2785,34 +2785,11 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
     n_episodes = manifest["n_episodes"]
     probes, stage, guards, examples = [], [], [], []
     comp_tokens: dict[int, dict[str, list]] = {}
-    complete = 0
     cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
-    logs: dict[tuple, dict] = {}
-    for cell in cells:
-        if not is_complete(manifest, cell):
-            continue
+    complete = 0
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
         complete += 1
         regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
-        stream = (cell.model, cell.regime, cell.budget, cell.sample)
-        if stream not in logs:
-            logs[stream] = journal.cell_records(*stream)
-        records = logs[stream].get(cell.episode, {})
-        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode}
-        if cell.budget != DEFAULT_BUDGET or cell.sample:
-            base.update(budget=cell.budget, sample=cell.sample)
-        key = cell_key(*cell)
-        plan = plan_calls(regime, episode, cell.budget)
-        missing = [spec.kind for spec in plan if spec.kind not in records]
-        if missing:
-            raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
-                                 f"it is not scored. Rerun the run command (it quarantines unreadable "
-                                 f"lines and re-runs the cell), and see `{verify_command(journal)}`")
-        entry = manifest["cells"][key]
-        if entry.get("records_sha256") and \
-                records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
-            raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
-                                 f"the sha256 in the manifest); nothing was scored. Check it with "
-                                 f"`{verify_command(journal)}` and restore the raw log from a backup")
         for spec in plan:
             record = records[spec.kind]
             work = record.get("server_work") or {}
@@ -2979,21 +2956,14 @@ def instance_factors(episode: dict) -> dict:
             "position": episode["position"], "framing": f"{episode['strength']}/{episode['scope']}"}
 
 
-def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """The constraints study's results.json: forced-choice probes, retention of every final state and the
-    registry, and every call's cost, from COMPLETE cells only (checked as score_bank checks them)."""
-    models = models or manifest["models"]
-    regimes = run_regimes(manifest)
-    n_episodes = manifest["n_episodes"]
-    probes, states, calls = [], [], []
-    complete = 0
-    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
+def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cell],
+                  regimes: dict[str, Regime]) -> Iterable[tuple[Cell, dict, dict, list[CallSpec]]]:
+    """Each COMPLETE cell with its records, its probe key fields and its plan, once its log is checked against
+    the manifest: a missing record or records altered since the cell completed stop scoring (never scored)."""
     logs: dict[tuple, dict] = {}
     for cell in cells:
         if not is_complete(manifest, cell):
             continue
-        complete += 1
-        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
         stream = (cell.model, cell.regime, cell.budget, cell.sample)
         if stream not in logs:
             logs[stream] = journal.cell_records(*stream)
@@ -3002,17 +2972,33 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
         if cell.budget != DEFAULT_BUDGET or cell.sample:
             base.update(budget=cell.budget, sample=cell.sample)
         key = cell_key(*cell)
-        plan = plan_calls(regime, episode, cell.budget)
+        plan = plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
         missing = [spec.kind for spec in plan if spec.kind not in records]
         if missing:
             raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
-                                 f"it is not scored. Rerun the run command, and see `{verify_command(journal)}`")
+                                 f"it is not scored. Rerun the run command (it quarantines unreadable "
+                                 f"lines and re-runs the cell), and see `{verify_command(journal)}`")
         entry = manifest["cells"][key]
         if entry.get("records_sha256") and \
                 records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
             raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
                                  f"the sha256 in the manifest); nothing was scored. Check it with "
-                                 f"`{verify_command(journal)}`")
+                                 f"`{verify_command(journal)}` and restore the raw log from a backup")
+        yield cell, records, base, plan
+
+
+def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+    """The constraints study's results.json: forced-choice probes, retention of every final state and the
+    registry, and every call's cost, from COMPLETE cells only (checked as score_bank checks them)."""
+    models = models or manifest["models"]
+    regimes = run_regimes(manifest)
+    n_episodes = manifest["n_episodes"]
+    probes, states, calls = [], [], []
+    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
+    complete = 0
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
+        complete += 1
+        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
         factors = instance_factors(episode)
         for spec in plan:
             record = records[spec.kind]
