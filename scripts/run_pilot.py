@@ -7295,7 +7295,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     elif command == "demo":
         parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
         parser.add_argument("--study", choices=DEMO_STUDIES, default=DEMO_STUDIES[0],
-                            help="the study to show (default %(default)s, the only one so far)")
+                            help="the study to show: xr001 (the default) or constraints")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":
         parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails; "
