@@ -66,6 +66,7 @@ import operator
 import os
 import random
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -1215,7 +1216,15 @@ def error_message_from_body(body: bytes) -> str:
 
 
 class HttpClient:
-    """JSON over urllib with separate connect and read timeouts and classified errors."""
+    """JSON over HTTP/1.1 with separate connect and read timeouts and classified errors.
+
+    Connections are kept alive between calls (one per call in flight, returned to a small pool when its reply
+    has been read), which saves a TCP handshake and a server-side connection per call. A pooled connection
+    the server has closed while idle is noticed before it is used and replaced; one it closes just as a
+    request goes out is replaced once. Where the environment names a proxy for the server (http_proxy and
+    the like), requests go through urllib's proxy handling instead, on a new connection each."""
+
+    POOL_MAX = 32
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
                  headers: dict | None = None):
@@ -1227,32 +1236,111 @@ class HttpClient:
             self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
         self.base_url = redact_url(base_url)
         self.connect_timeout = connect_timeout
-        self.opener = urllib.request.build_opener(_TimedHandler(read_timeout))
+        self.read_timeout = read_timeout
+        self._pool: list[http.client.HTTPConnection] = []
+        self._pool_lock = threading.Lock()
+        self._origin = None
+        try:
+            host, port, scheme = parts.hostname, parts.port, parts.scheme.lower()
+        except ValueError:
+            host = port = scheme = None
+        if host and scheme in ("http", "https") and not self._proxied(scheme, host):
+            self._origin = (scheme, host, port, urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
+        self.opener = None if self._origin else urllib.request.build_opener(_TimedHandler(read_timeout))
+
+    @staticmethod
+    def _proxied(scheme: str, host: str) -> bool:
+        return scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
+
+    # -- kept-alive connections ------------------------------------------------------------------
+    def _checkout(self) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection ready to send on, and whether it served a call before."""
+        while True:
+            with self._pool_lock:
+                conn = self._pool.pop() if self._pool else None
+            if conn is None:
+                break
+            if not _closed_by_peer(conn):
+                return conn, True
+            conn.close()
+        scheme, host, port, _ = self._origin
+        if scheme == "https":
+            conn = _TimedHTTPSConnection(host, port, timeout=self.connect_timeout)
+        else:
+            conn = _TimedHTTPConnection(host, port, timeout=self.connect_timeout)
+        conn.read_timeout = self.read_timeout
+        try:
+            conn.connect()
+        except BaseException:
+            conn.close()
+            raise
+        return conn, False
+
+    def _checkin(self, conn: http.client.HTTPConnection) -> None:
+        with self._pool_lock:
+            if len(self._pool) < self.POOL_MAX:
+                self._pool.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._pool_lock:
+            pooled, self._pool = self._pool, []
+        for conn in pooled:
+            conn.close()
+
+    def __del__(self):
+        # kept-alive connections end with their client, quietly (no unclosed-socket warning at exit)
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def _exchange_kept_alive(self, method: str, path: str, data: bytes | None,
+                             headers: dict) -> tuple[int, Any, bytes]:
+        for attempt in (1, 2):
+            try:
+                conn, reused = self._checkout()
+            except (TimeoutError, socket.timeout, OSError) as err:
+                raise _ConnectFailed(err)
+            try:
+                conn.request(method, self._origin[3] + path, body=data, headers=headers)
+                resp = conn.getresponse()
+                body = resp.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError):
+                conn.close()
+                if reused and attempt == 1:
+                    continue           # the server closed this idle connection as the request went out
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            if resp.will_close:
+                conn.close()
+            else:
+                self._checkin(conn)
+            return resp.status, resp.headers, body
+        raise AssertionError("unreachable")
+
+    def _exchange_urllib(self, method: str, path: str, data: bytes | None,
+                         headers: dict) -> tuple[int, Any, bytes]:
+        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        try:
+            with self.opener.open(req, timeout=self.connect_timeout) as resp:
+                return resp.status, resp.headers, resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.headers, (err.read() if err.fp else b"")
+        except urllib.error.URLError as err:
+            raise _ConnectFailed(err.reason)
 
     def request(self, method: str, path: str, payload: Any = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
         if data is not None:
             headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
-        where = f"{method} {redact_url(self.base_url)}{path}"
+        where = f"{method} {self.base_url}{path}"
+        exchange = self._exchange_kept_alive if self._origin else self._exchange_urllib
         try:
-            with self.opener.open(req, timeout=self.connect_timeout) as resp:
-                body = resp.read()
-        except urllib.error.HTTPError as err:
-            body = err.read() if err.fp else b""
-            message = error_message_from_body(body)
-            status = err.code
-            if status in (408, 425, 429) or status >= 500:
-                if status == 429 and "insufficient_quota" in body.decode("utf-8", "replace"):
-                    raise FatalCallError(f"{where}: HTTP 429 {message} (quota exhausted)", status)
-                wait_ms = err.headers.get("retry-after-ms")       # Azure's millisecond variant
-                retry_after = parse_retry_after(err.headers.get("Retry-After"))
-                if retry_after is None and wait_ms:
-                    retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
-                raise TransientError(f"{where}: HTTP {status} {message}", retry_after, f"HTTP {status} {message}")
-            raise FatalCallError(f"{where}: HTTP {status} {message}", status)
-        except urllib.error.URLError as err:
+            status, reply_headers, body = exchange(method, path, data, headers)
+        except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             raise TransientError(f"{where}: cannot connect ({reason})", reason=reason, unreachable=True)
         except (TimeoutError, socket.timeout):
@@ -1262,11 +1350,51 @@ class HttpClient:
             reason = describe_net_error(err)
             unreachable = isinstance(err, ConnectionError) or not isinstance(err, http.client.HTTPException)
             raise TransientError(f"{where}: connection failed ({reason})", reason=reason, unreachable=unreachable)
+        if status >= 400:
+            raise classify_http_error(where, status, reply_headers, body)
+        if status >= 300:
+            target = reply_headers.get("Location") or "another address"
+            raise FatalCallError(f"{where}: HTTP {status}, the server redirects to {target}; "
+                                 f"give that address as the server URL", status)
         try:
             return json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
                                  reason="malformed JSON in the reply")
+
+
+class _ConnectFailed(Exception):
+    """The connection itself could not be made (refused, unresolvable, timed out while connecting)."""
+
+    def __init__(self, reason: Any):
+        super().__init__(str(reason))
+        self.reason = reason
+
+
+def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+    """True when an idle kept-alive connection has been closed by the server (readable means EOF or junk)."""
+    sock = conn.sock
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+def classify_http_error(where: str, status: int, headers: Any, body: bytes) -> Exception:
+    """An HTTP error status as a transient error (retried, honouring Retry-After) or a fatal one."""
+    message = error_message_from_body(body)
+    if status in (408, 425, 429) or status >= 500:
+        if status == 429 and "insufficient_quota" in body.decode("utf-8", "replace"):
+            return FatalCallError(f"{where}: HTTP 429 {message} (quota exhausted)", status)
+        wait_ms = headers.get("retry-after-ms") if headers is not None else None    # Azure's millisecond variant
+        retry_after = parse_retry_after(headers.get("Retry-After") if headers is not None else None)
+        if retry_after is None and wait_ms:
+            retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
+        return TransientError(f"{where}: HTTP {status} {message}", retry_after, f"HTTP {status} {message}")
+    return FatalCallError(f"{where}: HTTP {status} {message}", status)
 
 
 def describe_net_error(reason: Any) -> str:

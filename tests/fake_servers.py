@@ -118,6 +118,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def setup(self):
+        super().setup()
+        # As Ollama's Go server and vLLM's asyncio server do: no Nagle delay between a reply's header and
+        # body, which on a kept-alive connection would meet the client's delayed ACK (40 ms per call).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def parse_request(self):
         # The request line has just arrived: the server's per-call latency L counts from here.
         self.arrived = time.monotonic()
@@ -163,7 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "shutdown":
             self._reset()
             server = self.server
-            threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+            threading.Thread(target=server.stop, daemon=True).start()
         elif kind == "delay":
             time.sleep(fault[1])
             return False
@@ -204,6 +210,38 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _QuietServer(ThreadingHTTPServer):
+    """Serves each connection on its own thread; stopping it also drops the connections clients keep alive,
+    as a real server process does when it exits."""
+
+    def __init__(self, *args, **kwargs):
+        self.open_connections: set = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        with self.connections_lock:
+            self.open_connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self.connections_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self):
+        with self.connections_lock:
+            dropped, self.open_connections = self.open_connections, set()
+        for conn in dropped:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+        self.drop_connections()
+
     def handle_error(self, request, client_address):
         pass   # clients killed mid-request (the kill tests) are expected
 
@@ -244,8 +282,7 @@ class FakeServerBase:
         return self
 
     def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.stop()
 
     def vary(self, body: dict, text: str) -> str:
         """A nondeterministic server, on demand: a request seen before may get a different reply."""
