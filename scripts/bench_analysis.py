@@ -40,7 +40,7 @@ def make_bank(n_probes: int, n_models: int, seed: int, with_calls: bool = True) 
     published reference bank."""
     rng = random.Random(seed)
     models = [f"bench-model-{i}:7b" for i in range(n_models)]
-    regimes = list(rp.REGIME_NAMES)
+    regimes = list(rp.DEFAULT_REGIMES)
     n_episodes = max(1, n_probes // (n_models * len(regimes) * 8))
     probes, calls, stage = [], [], []
     for model in models:

@@ -1097,6 +1097,30 @@ SC_REGIMES = {
 }
 SC_DEFAULT_REGIMES = tuple(SC_REGIMES)
 SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
+SC_UPPER_BOUND_SUFFIX = "+UB"          # a user regime U gets its own upper bound U+UB in this study
+
+
+def sc_upper_bound(regime: str) -> str:
+    """The upper-bound condition a compacted regime's effect retention is measured against."""
+    return SC_UPPER_BOUND.get(regime, regime + SC_UPPER_BOUND_SUFFIX)
+
+
+def sc_user_regimes(extra: list[Regime]) -> list[Regime]:
+    """A regime file's regimes as this study runs them: each under the "with" condition, asked with the study's
+    forced-choice rule, and each followed by its own upper bound (U+UB: U's memory of the session told
+    without the instruction, then the instruction appended before the probe), so that its effect retention
+    can be computed like R1's and R2's."""
+    out = []
+    for regime in extra:
+        answer = {PROMPTS["answer_state"]: SC_PROMPTS["answer_state"],
+                  PROMPTS["answer_recent"]: SC_PROMPTS["answer_recent"]}.get(regime.answer_template,
+                                                                            regime.answer_template)
+        out.append(dataclasses.replace(regime, condition="with", answer_template=answer))
+        out.append(dataclasses.replace(regime, name=regime.name + SC_UPPER_BOUND_SUFFIX, condition="upper_bound",
+                                       answer_template=answer,
+                                       description=f"upper bound: {regime.name} without the instruction, then it "
+                                                   f"appended before the probe"))
+    return out
 SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
 SC_CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
 
@@ -1115,13 +1139,15 @@ def constraint_context(regime: Regime, episode: dict, state: str, registry: str)
     or the state and the sidecar's registry."""
     if regime.context in ("transcript", "recent"):
         shown = episode["segments"] if regime.context == "transcript" else episode["segments"][-regime.keep_last:]
-        return "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" +
+        seen = "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" +
                            constraint_segment_text(regime, seg) for seg in shown)
+    else:
+        seen = state
     if regime.condition == "upper_bound":
-        return f"{state}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
+        return f"{seen}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
     if regime.condition == "sidecar":
-        return f"{state}\n\n{SC_PROMPTS['registry_heading']}\n{registry or SC_PROMPTS['empty_registry']}"
-    return state
+        return f"{seen}\n\n{SC_PROMPTS['registry_heading']}\n{registry or SC_PROMPTS['empty_registry']}"
+    return seen
 
 
 def build_constraint_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str) -> list[dict]:
@@ -4524,7 +4550,7 @@ def sc_compliance(probes: list[dict]) -> dict:
 
 def sc_effect_rows(index: dict, units: Iterable[tuple], regime: str) -> list[tuple[bool, bool, bool]]:
     """Rows of (compacted, FULL-, upper bound) compliance for the (model, episode) units that have all three."""
-    ub = SC_UPPER_BOUND.get(regime)
+    ub = sc_upper_bound(regime)
     rows = []
     for model, episode in units:
         keys = [(model, regime, episode), (model, "FULL-", episode), (model, ub, episode)]
@@ -4583,7 +4609,7 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
     for m in groups:
         mine = [u for u in units if m == "pooled" or u[0] == m]
         effect[m] = {r: effect_retention_summary(sc_effect_rows(index, mine, r)) for r in regimes
-                     if r in SC_UPPER_BOUND and sc_effect_rows(index, mine, r)}
+                     if sc_upper_bound(r) in regimes and sc_effect_rows(index, mine, r)}
     retention = {}
     for m in groups:
         for r in regimes:
@@ -4612,7 +4638,7 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
             table[level] = {"compliance": {r: sc_compliance([p for p in mine if p["regime"] == r]) for r in regimes
                                            if any(p["regime"] == r for p in mine)},
                             "effect_retention": {r: effect_retention(sc_effect_rows(index, level_units, r))
-                                                 for r in regimes if r in SC_UPPER_BOUND}}
+                                                 for r in regimes if sc_upper_bound(r) in regimes}}
         breakdowns[factor] = table
     informative = []
     for m in models:
@@ -5156,7 +5182,7 @@ def render_constraints_md(analysis: dict) -> str:
     out += [md_table(["model", "regime", "condition", "compliance", "violating", "no answer",
                       "no answer, lenient parse finds a letter"], rows), ""]
     out += ["## Effect retention (c_comp - c_noSC) / (c_ub - c_noSC), 95% seeded bootstrap over instances", ""]
-    rows = [[m, r, f"{SC_UPPER_BOUND[r]}", fmt_er(s), s["n"]] for m in analysis["groups"]
+    rows = [[m, r, sc_upper_bound(r), fmt_er(s), s["n"]] for m in analysis["groups"]
             for r, s in analysis["effect_retention"].get(m, {}).items()]
     out += [md_table(["model", "regime", "upper bound", "effect retention", "instances"], rows) if rows else
             "No regime has its upper bound and FULL- in this bank.", ""]
@@ -5579,10 +5605,11 @@ def chosen_regimes(args) -> list[Regime]:
     if extra and not getattr(args, "regimes", None):
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
     if study.name == "constraints":
-        # a user's regime runs as "compacted with the instruction", asked with this study's forced-choice rule
-        extra = [dataclasses.replace(r, condition="with", answer_template={
-            PROMPTS["answer_state"]: SC_PROMPTS["answer_state"], PROMPTS["answer_recent"]: SC_PROMPTS["answer_recent"]}.get(
-            r.answer_template, r.answer_template)) for r in extra]
+        # a user's regime runs as "compacted with the instruction", and its upper bound beside it
+        chosen = set(names)
+        extra = sc_user_regimes(extra)
+        names = [n for name in names for n in ([name, name + SC_UPPER_BOUND_SUFFIX] if name in {
+            r.name for r in extra if r.condition == "with"} and name + SC_UPPER_BOUND_SUFFIX not in chosen else [name])]
     regimes = select_regimes(names, extra, study.regimes)
     if getattr(args, "judge", False):
         if study.name != "constraints":
@@ -6514,7 +6541,11 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
     study = study_named(manifest.get("study"))
     if study.name != "xr001":
         argv += ["--study", study.name]
-    if study.name == "xr001" and manifest.get("n_episodes") != N_EPISODES:
+    try:                                # a run cut with --episodes resumes cut the same way, in every study
+        available = len(load_task_set(run_tasks_path(manifest))["tasks"]["episodes"])
+    except (PilotError, OSError, KeyError, TypeError):
+        available = N_EPISODES
+    if manifest.get("n_episodes") not in (None, available):
         argv += ["--episodes", str(manifest.get("n_episodes"))]
     if manifest.get("tasks") and run_tasks_path(manifest).resolve() != study.tasks_path.resolve():
         argv += ["--tasks", manifest["tasks"]]

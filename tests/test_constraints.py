@@ -206,7 +206,9 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
             with self.subTest(regime):
                 self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
         self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
-        self.assertIn("--judge", rp.run_command_for(out, json.loads((out / "manifest.json").read_text())))
+        resume = rp.run_command_for(out, json.loads((out / "manifest.json").read_text()))
+        self.assertIn("--judge", resume)
+        self.assertIn("--episodes 3", resume)                               # cut runs resume cut the same way
 
     def test_a_user_regime_runs_as_compacted_with_the_instruction(self):
         folder = self.make_tmp()
@@ -226,6 +228,14 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(all(p["class"] in ("compliant", "violating") for p in mine))   # asked for CHOICE, not ANSWER
         # the last segment alone never holds the instruction said in segment 2
         self.assertTrue(all(p["class"] == "violating" for p in mine if p["regime"] == "LAST1"))
+        # each user regime runs beside its own upper bound, so its effect retention is measured like R1's
+        self.assertEqual(results["regimes"], ["FULL+", "FULL-", "MINE", "MINE+UB", "LAST1", "LAST1+UB"])
+        analysis = rp.analyze_bank(results)
+        self.assertEqual(compliance(analysis, "LAST1+UB"), 1.0)       # the instruction appended is followed
+        er = analysis["effect_retention"][MODEL]
+        self.assertEqual(set(er), {"MINE", "LAST1"})
+        self.assertEqual(er["LAST1"]["er"], 0.0)                       # (0 - 0) / (1 - 0)
+        self.assertIn("| LAST1 | LAST1+UB |", (out / "analysis.md").read_text())
 
 
 if __name__ == "__main__":
