@@ -728,6 +728,19 @@ def read_results(path: Path) -> dict:
     return results
 
 
+def read_handover(stream) -> tuple[dict, dict]:
+    """The (results, analysis) pair run_pilot.py pipes in after analysing a bank."""
+    try:
+        data = json.loads(stream.read())
+    except ValueError as err:
+        raise InputError(f"--handover expects the JSON run_pilot.py pipes in ({err}); without run_pilot.py, "
+                         f"leave --handover out") from None
+    if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) or shape_problem(data.get("results")):
+        raise InputError("--handover expects the results and analysis run_pilot.py pipes in; without run_pilot.py, "
+                         "leave --handover out")
+    return data["results"], data["analysis"]
+
+
 JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
               list: "a list", dict: "an object"}
 
@@ -788,6 +801,9 @@ def main(argv: list[str] | None = None) -> int:
                                       "RESULTS_JSON, else the folder of RESULTS_JSON)")
     parser.add_argument("--tasks", metavar="FILE", help="the task file the probes are checked against (default: the "
                         "one the bank records, else tasks/tasks.json); for a bank made on an external task set")
+    parser.add_argument("--handover", action="store_true", help="used by run_pilot.py, which has just analysed "
+                        "RESULTS_JSON: read its analysis and the few fields the figures need from standard input "
+                        "instead of reading and analysing the file again")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:          # --help, or a bad option already explained in one line
@@ -795,9 +811,14 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.results_json) if args.results_json else PAPER_SOURCE
     out_dir = Path(args.out) if args.out else (path.parent if args.results_json else PAPER_DIR)
     try:
-        results = read_results(path)
+        analysis = None
+        if args.handover:
+            results, analysis = read_handover(sys.stdin)
+        else:
+            results = read_results(path)
         check_out_dir(out_dir)
-        written = regenerate(results, out_dir, source_label(path, out_dir), Path(args.tasks) if args.tasks else None)
+        written = regenerate(results, out_dir, source_label(path, out_dir), Path(args.tasks) if args.tasks else None,
+                             analysis)
     except rp.PilotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

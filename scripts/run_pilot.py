@@ -6367,7 +6367,7 @@ def command_run(args, then_analyze: bool = False) -> int:
               f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
         return code or EXIT_CELLS_FAILED
     analysis = write_analysis(run_dir, results, args.allow_partial)
-    outputs = write_figures_and_report(run_dir)
+    outputs = write_figures_and_report(run_dir, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
     return code
@@ -6458,20 +6458,40 @@ def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path
 FIGURES_SCRIPT = REPO_ROOT / "paper" / "make_figures.py"
 
 
-def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None) -> list[Path]:
+def figures_input(results: dict) -> dict:
+    """What the figures and the report read besides the analysis: results.json without its probes, and of its
+    call records only the compaction calls' token counts (a small fraction of a large bank)."""
+    slim = {k: v for k, v in results.items() if k not in ("probes", "calls")}
+    slim["probes"] = []                 # the figures read the probes only through the analysis
+    if isinstance(results.get("calls"), list):
+        slim["calls"] = [{k: c.get(k) for k in ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
+                          if k in c} for c in results["calls"] if call_stage(c) == "compaction"]
+    return slim
+
+
+def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
+                             handover: tuple[dict, dict] | None = None) -> list[Path]:
     """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
     `source` (default: the one in out_dir). It runs as its own process: the figures script imports the
-    runner, never the other way round."""
+    runner, never the other way round. `handover` is (results, analysis) when the caller has just analysed
+    that same results.json: the analysis and the few fields the figures read are then piped to the script,
+    so a large bank is read and analysed once, not twice."""
     if not FIGURES_SCRIPT.exists():
         return []
-    argv = [sys.executable, str(FIGURES_SCRIPT), str(source or out_dir / "results.json"), "--out", str(out_dir)]
+    results_path = source or out_dir / "results.json"
+    argv = [sys.executable, str(FIGURES_SCRIPT), str(results_path), "--out", str(out_dir)]
     if tasks_path is not None:
         argv += ["--tasks", str(tasks_path)]
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    piped = None
+    if handover is not None:
+        results, analysis = handover
+        argv += ["--handover"]
+        piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
+    proc = subprocess.run(argv, capture_output=True, text=True, input=piped, encoding="utf-8")
     if proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "
-                         f"written; retry with: python3 paper/make_figures.py {shlex.quote(str(source or out_dir / 'results.json'))} "
+                         f"written; retry with: python3 paper/make_figures.py {shlex.quote(str(results_path))} "
                          f"--out {shlex.quote(str(out_dir))}")
     return [Path(line) for line in proc.stdout.splitlines() if line.strip()]
 
@@ -6629,7 +6649,8 @@ def command_analyze(args) -> int:
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
-            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results_path, tasks_path)
+            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results_path, tasks_path,
+                                                                           handover=(results, analysis))
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
@@ -6965,7 +6986,7 @@ def gate_run_folder(run_dir: Path, args) -> int:
         analysis = write_analysis(run_dir, results, True)
         outputs.append(run_dir / "analysis.md")
         try:
-            outputs += write_figures_and_report(run_dir)
+            outputs += write_figures_and_report(run_dir, handover=(results, analysis))
         except PilotError as err:
             warn(str(err))
     else:
@@ -7242,7 +7263,7 @@ def command_merge(args) -> int:
               f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
     analysis = write_analysis(out, results, allow_partial=False)
-    outputs = write_figures_and_report(out)
+    outputs = write_figures_and_report(out, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(out, outputs)
     return EXIT_OK

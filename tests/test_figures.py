@@ -358,8 +358,23 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         shutil.copy(out / "results.json", alone / "results.json")
         proc = self.run_cli(alone / "results.json", alone)
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual((alone / "figures" / "fig_b_classes.svg").read_bytes(),
-                         (out / "figures" / "fig_b_classes.svg").read_bytes())
+        # the run handed its analysis to the figures script; reading the file alone gives the same bytes
+        made = ["RESULTS.md", "report.html", *(f"figures/{p.name}" for p in (out / "figures").iterdir())]
+        self.assertGreaterEqual(len(made), 7)
+        for name in made:
+            with self.subTest(name):
+                self.assertEqual((alone / name).read_bytes(), (out / name).read_bytes())
+
+    def test_a_handover_that_is_not_the_runners_is_one_clear_line(self):
+        path = self.published()
+        for piped in ("not json", json.dumps({"analysis": []}), json.dumps({"results": {}, "analysis": {}})):
+            with self.subTest(piped[:20]):
+                proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"), str(path), "--out",
+                                       str(path.parent), "--handover"], input=piped, capture_output=True, text=True,
+                                      timeout=60)
+                self.assertEqual(proc.returncode, 2)
+                self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+                self.assertIn("leave --handover out", proc.stderr)
 
     def test_report_headline_leads_with_the_label(self):
         def headline(report: str) -> str:
