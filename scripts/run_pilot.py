@@ -3263,7 +3263,7 @@ def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], ta
     outside, mismatched = 0, 0
     for probe in probes:
         key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"),
-               record_variant(probe))
+               (probe.get("budget", DEFAULT_BUDGET), probe.get("sample", 0)))     # record_variant, inlined
         counts[key] = counts.get(key, 0) + 1
         if key[0] not in models or key[1] not in regimes or key[2] not in task_episodes \
                 or key[3] not in question_ids or key[4] not in variants:
@@ -3296,7 +3296,7 @@ def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], ta
 
 def is_primary(probe: dict) -> bool:
     """A probe at the pre-registered budget and first sample: the only ones the confirmatory test reads."""
-    return record_variant(probe) == (DEFAULT_BUDGET, 0)
+    return probe.get("budget", DEFAULT_BUDGET) == DEFAULT_BUDGET and probe.get("sample", 0) == 0
 
 
 def bank_variants(results: dict) -> list[tuple[int, int]]:
@@ -3431,12 +3431,22 @@ def regime_definitions(results: dict) -> dict:
 def paired_test(probes: list[dict], first: str, second: str, models: list[str], pooled_models: list[str]) -> dict:
     """Exact McNemar of regime `first` against `second` on identical probes, per model and pooled over
     pooled_models; b = first correct and second wrong, c = the reverse."""
-    index = {(p["model"], p["regime"], p["episode"], p["question_id"], record_variant(p)): p["class"] == "correct"
-             for p in probes}
+    # one pass over the probes, then one over the first regime's: linear in the bank, whatever the models
+    index: dict[str, dict[tuple, bool]] = {first: {}, second: {}}
+    for p in probes:
+        side = index.get(p["regime"])
+        if side is not None:
+            side[(p["model"], p["episode"], p["question_id"], p.get("budget", DEFAULT_BUDGET), p.get("sample", 0))] = \
+                p["class"] == "correct"
+    pairs_of: dict[str, list[tuple[bool, bool]]] = collections.defaultdict(list)
+    seconds = index[second]
+    for key, ok in index[first].items():
+        other = seconds.get(key)
+        if other is not None:
+            pairs_of[key[0]].append((ok, other))
     by_model, all_pairs = {}, []
     for model in models:
-        pairs = [(ok, index[(m, second, e, q, v)]) for (m, r, e, q, v), ok in index.items()
-                 if m == model and r == first and (m, second, e, q, v) in index]
+        pairs = pairs_of.get(model, [])
         by_model[model] = mcnemar_summary(pairs, first, second)
         if model in pooled_models:
             all_pairs += pairs
@@ -3633,31 +3643,38 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
     calls = results.get("calls")
     if calls is None:
         return None
-    calls = [c for c in calls if is_primary(c)]
-    table = {}
-    by_cell: dict[tuple, list[dict]] = {}
-    for call in calls:
-        by_cell.setdefault((call["model"], call["regime"]), []).append(call)
-    for model in models:
-        for regime in regimes:
-            mine = by_cell.get((model, regime), [])
-            comp = [c for c in mine if call_stage(c) == "compaction"]
-            answers = [c for c in mine if call_stage(c) == "answer"]
-            table[f"{model}|{regime}"] = {
-                "compaction_calls": len(comp),
-                "compaction_at_cap": sum(1 for c in comp if c.get("done_reason") == "length"),
-                "answer_calls": len(answers),
-                "answer_at_cap": sum(1 for c in answers if c.get("done_reason") == "length"),
-                "thinking_returned": sum(1 for c in mine if c.get("thinking_chars")),
-                "unknown_output_tokens": sum(1 for c in mine if c.get("eval_count") is None),
-            }
+    # one pass over the calls (a large bank holds more calls than probes), counting per (model, regime)
+    zero = {"compaction_calls": 0, "compaction_at_cap": 0, "answer_calls": 0, "answer_at_cap": 0,
+            "thinking_returned": 0, "unknown_output_tokens": 0}
+    counts: dict[tuple, dict] = {}
+    r0_sizes: dict[str, list[int]] = {model: [] for model in models}
+    for c in calls:
+        if c.get("budget", DEFAULT_BUDGET) != DEFAULT_BUDGET or c.get("sample", 0) != 0:
+            continue                                                       # is_primary, inlined
+        key = (c["model"], c["regime"])
+        row = counts.get(key)
+        if row is None:
+            row = counts[key] = dict(zero)
+        stage = c.get("stage") or ("compaction" if str(c.get("kind", "")).startswith("compact_") else "answer")
+        capped = c.get("done_reason") == "length"
+        if stage == "compaction":
+            row["compaction_calls"] += 1
+            row["compaction_at_cap"] += capped
+        elif stage == "answer":
+            row["answer_calls"] += 1
+            row["answer_at_cap"] += capped
+            if key[1] == "R0" and key[0] in r0_sizes and c.get("prompt_eval_count") is not None:
+                r0_sizes[key[0]].append(c["prompt_eval_count"])
+        if c.get("thinking_chars"):
+            row["thinking_returned"] += 1
+        if c.get("eval_count") is None:
+            row["unknown_output_tokens"] += 1
+    table = {f"{model}|{regime}": counts.get((model, regime), dict(zero)) for model in models for regime in regimes}
+
     def size_summary(values: list[int]) -> dict:
         return {"n": len(values), "mean": sum(values) / len(values) if values else None,
                 "max": max(values) if values else None}
 
-    r0_sizes = {model: [c["prompt_eval_count"] for c in by_cell.get((model, "R0"), [])
-                        if call_stage(c) == "answer" and c.get("prompt_eval_count") is not None]
-                for model in models}
     pooled = size_summary([v for values in r0_sizes.values() for v in values])
     return {"by_cell": table,
             "r0_prompt_tokens": {**pooled, "by_model": {m: size_summary(v) for m, v in r0_sizes.items()}},
@@ -6464,8 +6481,10 @@ def figures_input(results: dict) -> dict:
     slim = {k: v for k, v in results.items() if k not in ("probes", "calls")}
     slim["probes"] = []                 # the figures read the probes only through the analysis
     if isinstance(results.get("calls"), list):
-        slim["calls"] = [{k: c.get(k) for k in ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
-                          if k in c} for c in results["calls"] if call_stage(c) == "compaction"]
+        fields = ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
+        slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"]
+                         if c.get("stage") == "compaction" or (not c.get("stage") and
+                                                               str(c.get("kind", "")).startswith("compact_"))]
     return slim
 
 
