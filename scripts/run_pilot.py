@@ -1883,7 +1883,8 @@ class Journal:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def append(self, record: dict, path: Path | None = None) -> None:
+    def append(self, record: dict, path: Path | None = None) -> bytes:
+        """Append one record as a line and fsync it; the line written."""
         path = path or self.path(record["model"], record["regime"], *record_variant(record))
         line = record_line(record)
         try:
@@ -1900,6 +1901,7 @@ class Journal:
             if is_disk_full(err):                    # a torn line is quarantined on resume
                 raise DiskFull(path) from None
             raise
+        return line
 
     def repair(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> str | None:
         """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
@@ -1977,8 +1979,16 @@ def parse_record_line(line: bytes) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def records_digest(records: list[dict]) -> str:
-    return sha256_bytes(b"".join(record_line(r) for r in records))
+def records_digest(records: list[dict], written: dict | None = None) -> str:
+    """sha256 of a cell's records as journalled lines; `written` maps id(record) to (record, line) for the
+    records this process journalled itself, whose lines need not be serialized a second time."""
+    written = written or {}
+
+    def line_of(record: dict) -> bytes:
+        hit = written.get(id(record))
+        return hit[1] if hit is not None and hit[0] is record else record_line(record)
+
+    return sha256_bytes(b"".join(line_of(r) for r in records))
 
 
 class RunLock:
@@ -2372,6 +2382,8 @@ class RunContext:
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
+    written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
+    written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
 def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> list[dict]:
@@ -2472,15 +2484,20 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
         # The answers see only the final state (R0: the transcript), so they are independent: they fan out.
         fan_out(ctx, call, [spec for spec in plan if spec.stage == "answer"])
     except (TransientError, FatalCallError) as err:
+        with ctx.written_lock:
+            for record in records.values():
+                ctx.written.pop(id(record), None)
         ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
                                     "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
             raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
         return "FAILED"
+    ordered = [records[spec.kind] for spec in plan]
+    with ctx.written_lock:
+        written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
     ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                                "records_sha256": records_digest([records[spec.kind] for spec in plan]),
-                                "updated_at": utc_now()})
+                                "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
 
@@ -2520,7 +2537,9 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
         record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
     record["segment" if spec.segment is not None else "question_id"] = \
         spec.segment if spec.segment is not None else spec.question_id
-    ctx.journal.append(record)
+    line = ctx.journal.append(record)
+    with ctx.written_lock:
+        ctx.written[id(record)] = (record, line)     # for the cell's digest; released when the cell ends
     ctx.progress.update(calls=1)
     return record
 
