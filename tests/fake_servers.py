@@ -215,12 +215,14 @@ class _QuietServer(ThreadingHTTPServer):
 
     def __init__(self, *args, **kwargs):
         self.open_connections: set = set()
+        self.connections_opened = 0            # TCP connections accepted so far (kept-alive ones count once)
         self.connections_lock = threading.Lock()
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address):
         with self.connections_lock:
             self.open_connections.add(request)
+            self.connections_opened += 1
         super().process_request(request, client_address)
 
     def shutdown_request(self, request):

@@ -261,6 +261,39 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
                       " ".join(rp.build_parser("pilot").format_help().split()))
 
 
+class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
+    def test_a_run_reuses_its_connections(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"]) as server:
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", str(out), "--episodes", "2",
+                                     "--concurrency", "2", *FAST])
+            self.assertEqual(code, 0, err)
+            calls = server.chat_count()
+            self.assertEqual(calls, 2 * 32)
+            # one connection per call in flight, not one per call (the checks before the run add a few)
+            self.assertLessEqual(server.httpd.connections_opened, 8)
+
+    def test_a_connection_the_server_closed_while_idle_is_replaced(self):
+        with FakeOllama(models=["m:1"]) as server:
+            client = rp.HttpClient(server.url, 2, 10)
+            self.assertIn("models", client.request("GET", "/api/tags"))
+            server.httpd.drop_connections()          # as a server does after its keep-alive timeout
+            time.sleep(0.05)
+            self.assertIn("models", client.request("GET", "/api/tags"))
+            self.assertEqual(server.httpd.connections_opened, 2)
+            client.close()
+
+    def test_a_server_that_is_gone_is_still_reported_as_unreachable(self):
+        server = FakeOllama(models=["m:1"])
+        with server:
+            client = rp.HttpClient(server.url, 2, 10)
+            client.request("GET", "/api/tags")
+        with self.assertRaises(rp.TransientError) as caught:
+            client.request("GET", "/api/tags")
+        self.assertTrue(caught.exception.unreachable)
+        self.assertIn("cannot connect", str(caught.exception))
+
+
 class ShardTest(TempDirMixin, unittest.TestCase):
     def test_shards_are_disjoint_and_cover_every_cell(self):
         cells = rp.all_cells(["a", "b"], rp.DEFAULT_REGIMES, 15)
