@@ -4673,8 +4673,9 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
             level_units = sorted({(p["model"], p["episode"]) for p in mine})
             table[level] = {"compliance": {r: sc_compliance([p for p in mine if p["regime"] == r]) for r in regimes
                                            if any(p["regime"] == r for p in mine)},
-                            "effect_retention": {r: effect_retention(sc_effect_rows(index, level_units, r))
-                                                 for r in regimes if sc_upper_bound(r) in regimes}}
+                            "effect_retention": {r: effect_retention_summary(sc_effect_rows(index, level_units, r))
+                                                 for r in regimes if sc_upper_bound(r) in regimes
+                                                 and sc_effect_rows(index, level_units, r)}}
         breakdowns[factor] = table
     informative = []
     for m in models:
@@ -5260,7 +5261,7 @@ def render_constraints_md(analysis: dict) -> str:
                 s = v["compliance"].get(r)
                 er = v["effect_retention"].get(r)
                 row.append((pct(s["rate"]) + f" ({s['k']}/{s['n']})" if s and s["n"] else "n/a") +
-                           (f", ER {er:.2f}" if er is not None else ""))
+                           (f", ER {fmt_er(er)}" if er is not None else ""))
             rows.append(row)
         out += [md_table([factor, *shown], rows), ""]
     return "\n".join(out)

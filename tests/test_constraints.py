@@ -167,6 +167,12 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         r2_kept = analysis["retention"][MODEL]["R2"]["state"]["rate"]
         self.assertAlmostEqual(compliance(analysis, "R2"), r2_kept)           # compliance follows what was kept
         self.assertTrue(analysis["confirmatory_test"]["verdict"].startswith("supported"))
+        # every breakdown level carries effect retention with its seeded bootstrap interval
+        for level, cell in analysis["breakdowns"]["category"].items():
+            with self.subTest(level):
+                self.assertEqual((cell["effect_retention"]["R1+X"]["er"], cell["effect_retention"]["R1+X"]["n"]),
+                                 (1.0, 3))
+                self.assertIsNotNone(cell["effect_retention"]["R1+X"]["lo"])
         side = {s["sidecar"]: s for s in analysis["sidecar"]}
         self.assertEqual(side["R1+X"]["extra_calls"], 60)
         for name in ("analysis.md", "RESULTS.md", "report.html", "figures/fig_c_compliance.svg", "probes.csv"):
