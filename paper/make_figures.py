@@ -730,6 +730,9 @@ def read_results(path: Path) -> dict:
 
 def read_handover(stream) -> tuple[dict, dict]:
     """The (results, analysis) pair run_pilot.py pipes in after analysing a bank."""
+    if stream is None or stream.isatty():
+        raise InputError("--handover reads what run_pilot.py pipes in, and nothing is piped in here; leave "
+                         "--handover out")
     try:
         data = json.loads(stream.read())
     except ValueError as err:
