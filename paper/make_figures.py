@@ -738,7 +738,8 @@ def read_handover(stream) -> tuple[dict, dict]:
     except ValueError as err:
         raise InputError(f"--handover expects the JSON run_pilot.py pipes in ({err}); without run_pilot.py, "
                          f"leave --handover out") from None
-    if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) or shape_problem(data.get("results")):
+    if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) or not data["analysis"].get("label") \
+            or shape_problem(data.get("results")):
         raise InputError("--handover expects the results and analysis run_pilot.py pipes in; without run_pilot.py, "
                          "leave --handover out")
     return data["results"], data["analysis"]
@@ -813,6 +814,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     path = Path(args.results_json) if args.results_json else PAPER_SOURCE
     out_dir = Path(args.out) if args.out else (path.parent if args.results_json else PAPER_DIR)
+    if args.handover and not (args.results_json and args.out):
+        print("error: --handover needs RESULTS_JSON and --out (it is how run_pilot.py hands over an analysis it "
+              "has just made); leave --handover out", file=sys.stderr)
+        return 2
     try:
         analysis = None
         if args.handover:
@@ -829,8 +834,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
-        print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: {err}); "
-              f"point at the results.json a run wrote", file=sys.stderr)
+        if args.handover:
+            print(f"error: the analysis piped in with --handover is not one run_pilot.py makes ({type(err).__name__}: "
+                  f"{err}); leave --handover out to analyse {path} itself", file=sys.stderr)
+        else:
+            print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: "
+                  f"{err}); point at the results.json a run wrote", file=sys.stderr)
         return 2
     except OSError as err:
         print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose another folder with "

@@ -71,6 +71,7 @@ import shlex
 import signal
 import subprocess
 import socket
+import ssl
 import string
 import zlib
 import sys
@@ -866,6 +867,12 @@ REGIMES = {
 }
 STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
 RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}
+
+
+def reserved_regime_names() -> frozenset:
+    """Names a regime file may not use, case-folded: every study's built-in regimes and conditions (XR-001's,
+    the constraints study's, the adversarial study's gated G2) and the words the reports use for groups."""
+    return frozenset(n.casefold() for n in (*RESERVED_REGIME_NAMES, *SC_REGIMES, "G2"))
 REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
 
 
@@ -922,10 +929,15 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
             found.append(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(REGIME_FILE_FIELDS))})")
         if not isinstance(name, str) or not REGIME_NAME.fullmatch(name):
             found.append("`name` must be 1-24 letters, digits, _, + or -, starting with a letter")
-        elif name in RESERVED_REGIME_NAMES:
-            found.append(f"the name {name} is reserved (built-in regimes: {', '.join(REGIMES)})")
-        elif name in seen:
-            found.append(f"the name {name} is used twice")
+        elif name.casefold() in reserved_regime_names():
+            found.append(f"the name {name} is reserved (built-in regimes and conditions, in any letter case: "
+                         f"{', '.join(sorted(set(REGIMES) | set(SC_REGIMES) | {'G2'}))})")
+        elif name.casefold().endswith(SC_UPPER_BOUND_SUFFIX.casefold()):
+            found.append(f"the name {name} ends in {SC_UPPER_BOUND_SUFFIX}, which the constraints study gives to each "
+                         f"regime's upper bound; choose another name")
+        elif name.casefold() in seen:
+            found.append(f"the name {name} is used twice (names are compared ignoring letter case, since run "
+                         f"files are named after them)")
         kind = entry.get("kind", "compaction")
         reader = entry.get("state_reader", "prose" if kind == "compaction" else "none")
         if kind not in ("compaction", "recent"):
@@ -957,7 +969,7 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
             found.append("`description` must be a text")
         problems += [f"{where}: {f}" for f in found]
         if not found:
-            seen.add(name)
+            seen.add(name.casefold())
             regimes.append(Regime(name, description or f"user regime from {origin}",
                                   "state" if kind == "compaction" else "recent", answer,
                                   compaction if kind == "compaction" else None, reader,
@@ -1270,13 +1282,16 @@ class HttpClient:
             host, port, scheme = parts.hostname, parts.port, parts.scheme.lower()
         except ValueError:
             host = port = scheme = None
-        if host and scheme in ("http", "https") and not self._proxied(scheme, host):
+        self.proxy = self._proxy_for(scheme, host) if host else None
+        if host and scheme in ("http", "https") and not self.proxy:
             self._origin = (scheme, host, port, urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
         self.opener = None if self._origin else urllib.request.build_opener(_TimedHandler(read_timeout))
 
     @staticmethod
-    def _proxied(scheme: str, host: str) -> bool:
-        return scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
+    def _proxy_for(scheme: str | None, host: str) -> str | None:
+        """The proxy the environment names for this server (http_proxy, https_proxy, no_proxy), if any."""
+        proxy = urllib.request.getproxies().get(scheme or "")
+        return redact_url(proxy) if proxy and not urllib.request.proxy_bypass(host) else None
 
     # -- kept-alive connections ------------------------------------------------------------------
     def _checkout(self) -> tuple[http.client.HTTPConnection, bool]:
@@ -1368,6 +1383,9 @@ class HttpClient:
             status, reply_headers, body = exchange(method, path, data, headers)
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
+            if self.proxy:
+                reason = (f"through the proxy {self.proxy} that the environment names (http_proxy, https_proxy): "
+                          f"{reason}; unset it, or add the server's host to no_proxy")
             raise TransientError(f"{where}: cannot connect ({reason})", reason=reason, unreachable=True)
         except (TimeoutError, socket.timeout):
             raise TransientError(f"{where}: timed out waiting for the server", reason="timed out", unreachable=True)
@@ -1424,6 +1442,8 @@ def classify_http_error(where: str, status: int, headers: Any, body: bytes) -> E
 
 
 def describe_net_error(reason: Any) -> str:
+    if isinstance(reason, ssl.SSLError) and "WRONG_VERSION_NUMBER" in str(reason):
+        return "the server answers plain HTTP, not HTTPS; use an http:// address"
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused"
     if isinstance(reason, (TimeoutError, socket.timeout)):
@@ -1561,8 +1581,11 @@ def normalize_ollama_url(url: str) -> str:
     host = parts.hostname or "localhost"
     if host in ("0.0.0.0", "::"):
         host = "localhost"
-    port = parts.port or 11434
-    return f"{parts.scheme}://{host}:{port}{parts.path}"
+    if ":" in host:
+        host = f"[{host}]"                      # an IPv6 address keeps its brackets
+    port = parts.port or (443 if parts.scheme == "https" else 11434)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return f"{parts.scheme}://{userinfo + '@' if userinfo else ''}{host}:{port}{parts.path}"
 
 
 def normalize_openai_url(url: str) -> str:
@@ -5643,10 +5666,15 @@ def chosen_regimes(args) -> list[Regime]:
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
     if study.name == "constraints":
         # a user's regime runs as "compacted with the instruction", and its upper bound beside it
-        chosen = set(names)
+        # (naming only U+UB runs U too: an upper bound alone has nothing to be compared with)
         extra = sc_user_regimes(extra)
-        names = [n for name in names for n in ([name, name + SC_UPPER_BOUND_SUFFIX] if name in {
-            r.name for r in extra if r.condition == "with"} and name + SC_UPPER_BOUND_SUFFIX not in chosen else [name])]
+        bases = {r.name for r in extra if r.condition == "with"}
+        paired = []
+        for name in names:
+            base = name[:-len(SC_UPPER_BOUND_SUFFIX)] if name.endswith(SC_UPPER_BOUND_SUFFIX) else None
+            paired += [base, name] if base in bases else [name, name + SC_UPPER_BOUND_SUFFIX] if name in bases \
+                else [name]
+        names = list(dict.fromkeys(paired))
     regimes = select_regimes(names, extra, study.regimes)
     if getattr(args, "judge", False):
         if study.name != "constraints":

@@ -242,6 +242,12 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(set(er), {"MINE", "LAST1"})
         self.assertEqual(er["LAST1"]["er"], 0.0)                       # (0 - 0) / (1 - 0)
         self.assertIn("| LAST1 | LAST1+UB |", (out / "analysis.md").read_text())
+        # naming only an upper bound runs its regime too: an upper bound alone compares with nothing
+        code, stdout, err = run_main(["plan", "--study", "constraints", "--regimes", "FULL-,MINE+UB", "--regime-file",
+                                      str(path), "--models", MODEL])
+        self.assertEqual(code, 0, err)
+        self.assertIn("| MINE | 15 |", stdout)
+        self.assertIn("| MINE+UB | 15 |", stdout)
 
 
 if __name__ == "__main__":

@@ -367,7 +367,14 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
 
     def test_a_handover_that_is_not_the_runners_is_one_clear_line(self):
         path = self.published()
-        for piped in ("not json", json.dumps({"analysis": []}), json.dumps({"results": {}, "analysis": {}})):
+        # without RESULTS_JSON and --out it would write into paper/: refused before anything is read
+        proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"), "--handover"],
+                              input='{"results": {"models": [], "regimes": [], "probes": []}, "analysis": {}}',
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--handover needs RESULTS_JSON and --out", proc.stderr)
+        for piped in ("not json", json.dumps({"analysis": []}), json.dumps({"results": {}, "analysis": {}}),
+                      json.dumps({"results": {"models": [], "regimes": [], "probes": []}, "analysis": {}})):
             with self.subTest(piped[:20]):
                 proc = subprocess.run([sys.executable, str(REPO / "paper" / "make_figures.py"), str(path), "--out",
                                        str(path.parent), "--handover"], input=piped, capture_output=True, text=True,

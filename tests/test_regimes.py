@@ -97,6 +97,9 @@ class RegimeFileTest(TempDirMixin, unittest.TestCase):
             {"name": "R1", "compaction_template": USER_TEMPLATE},                                  # reserved
             {"name": "A4", "compaction_template": USER_TEMPLATE + " {oops}", "colour": "red"},
             {"name": "A5", "kind": "recent"},
+            {"name": "full+", "compaction_template": USER_TEMPLATE},               # another study's, any case
+            {"name": "MINE+UB", "compaction_template": USER_TEMPLATE},             # the upper bounds' suffix
+            {"name": "a3", "compaction_template": USER_TEMPLATE},                  # A3 again, in other letters
         ]
         path = regime_file(folder, entries)
         code, _, err = run_main(["plan", "--models", MODEL, "--regime-file", str(path)])
@@ -105,7 +108,9 @@ class RegimeFileTest(TempDirMixin, unittest.TestCase):
                          "regime 2 (A2): unknown state_reader 'psychic'", "regime 4 (A3): the name A3 is used twice",
                          "regime 5 (R1): the name R1 is reserved", "regime 6 (A4): unknown field(s) colour",
                          "regime 6 (A4): `compaction_template` has unknown placeholder(s) {oops}",
-                         "regime 7 (A5): a recent regime needs `keep_last`"):
+                         "regime 7 (A5): a recent regime needs `keep_last`",
+                         "regime 8 (full+): the name full+ is reserved", "regime 9 (MINE+UB): the name MINE+UB ends in +UB",
+                         "regime 10 (a3): the name a3 is used twice"):
             with self.subTest(expected):
                 self.assertIn(expected, err)
         self.assertNotIn("Traceback", err)

@@ -283,6 +283,20 @@ class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(server.httpd.connections_opened, 2)
             client.close()
 
+    def test_a_proxy_from_the_environment_is_named_when_it_fails(self):
+        with mock.patch.dict(os.environ, {"http_proxy": "http://127.0.0.1:1", "no_proxy": ""}):
+            client = rp.HttpClient("http://127.0.0.1:9", 2, 5)
+            with self.assertRaises(rp.TransientError) as caught:
+                client.request("GET", "/api/tags")
+        self.assertIn("through the proxy http://127.0.0.1:1", str(caught.exception))
+        self.assertIn("no_proxy", str(caught.exception))
+
+    def test_ollama_addresses_keep_credentials_and_ipv6_brackets(self):
+        self.assertEqual(rp.normalize_ollama_url("http://u:p@127.0.0.1:5"), "http://u:p@127.0.0.1:5")
+        self.assertEqual(rp.normalize_ollama_url("http://[::1]:5"), "http://[::1]:5")
+        self.assertEqual(rp.normalize_ollama_url("https://example.com"), "https://example.com:443")
+        self.assertEqual(rp.normalize_ollama_url("0.0.0.0"), "http://localhost:11434")
+
     def test_a_server_that_is_gone_is_still_reported_as_unreachable(self):
         server = FakeOllama(models=["m:1"])
         with server:
