@@ -2140,6 +2140,11 @@ class Manifest:
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
                              f"changed; restore it from a backup, or start a separate run in a new folder") from None
+        if isinstance(data, dict) and (data.get("lock") or {}).get("study") == ADV_PROTOCOL_ID:
+            folder = display_path(path.parent)
+            raise PilotError(f"{folder} is a run of the adversarial study {ADV_PROTOCOL_ID}, which this command does "
+                             f"not read; resume it with `python3 scripts/run_pilot.py adversarial --out {folder}` "
+                             f"and its options, re-gate it with `gate {folder}`, and read {folder}/analysis.md")
         if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
             raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")
