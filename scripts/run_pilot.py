@@ -873,6 +873,8 @@ def reserved_regime_names() -> frozenset:
     """Names a regime file may not use, case-folded: every study's built-in regimes and conditions (XR-001's,
     the constraints study's, the adversarial study's gated G2) and the words the reports use for groups."""
     return frozenset(n.casefold() for n in (*RESERVED_REGIME_NAMES, *SC_REGIMES, "G2"))
+
+
 REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
 
 
@@ -1133,6 +1135,8 @@ def sc_user_regimes(extra: list[Regime]) -> list[Regime]:
                                        description=f"upper bound: {regime.name} without the instruction, then it "
                                                    f"appended before the probe"))
     return out
+
+
 SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
 SC_CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
 
