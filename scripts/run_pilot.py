@@ -4028,7 +4028,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
                 if stated != expected:
                     find("arithmetic", f"the combined value of {' + '.join(names)} is stated as {stated}; the parts "
                          f"sum to {expected}", unit)
-        elif len(names) == 1:
+        elif len(names) == 1 and numbers:        # (a relation word with one name and no number states nothing)
             truth = entities.get(names[0], {}).get("value")
             values.setdefault(names[0], (truth if truth in numbers else numbers[0], unit))
         elif len(names) == len(numbers):

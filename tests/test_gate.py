@@ -53,6 +53,12 @@ class CheckStateTest(unittest.TestCase):
         findings = rp.check_state(state, ledger, "The entry for BAGOFU was recorded as 412.")
         self.assertEqual([f["category"] for f in findings], ["obligation", "obligation"])
 
+    def test_a_relation_word_beside_one_name_and_no_number_is_read_as_nothing(self):
+        # seen on a real small model in a constraints run: "... is one above." with no value anywhere near
+        ledger = rp.normalize_ledger({"entities": {"BAGOFU": 412}})
+        findings = rp.check_state("BAGOFU is the one above.", ledger, "The entry for BAGOFU was recorded as 412.")
+        self.assertEqual([f["category"] for f in findings], ["omission"])
+
     def test_omissions_below_the_threshold_are_reported_but_pass(self):
         ledger = rp.normalize_ledger({**rp.SELFTEST_LEDGER, "max_omissions": 1})
         state = rp.SELFTEST_CLEAN.replace("RUSANO = 517\n", "")
