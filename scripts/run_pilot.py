@@ -4582,18 +4582,22 @@ SC_FACTORS = ("category", "position", "framing")
 
 
 def effect_retention(rows: list[tuple[bool, bool, bool]]) -> float | None:
-    """(c_comp - c_noSC) / (c_ub - c_noSC) over rows of (comp, noSC, ub) compliance; None when c_ub = c_noSC."""
+    """(c_comp - c_noSC) / (c_ub - c_noSC) over rows of (comp, noSC, ub) compliance; None unless c_ub > c_noSC.
+
+    The ratio measures how much of the instruction's effect survives compaction; where the instruction, even
+    appended verbatim, does not raise compliance above the model's prior, there is no effect to retain, and a
+    ratio of two non-positive differences (which can read 1.00) would claim what the bank does not show."""
     if not rows:
         return None
     n = len(rows)
     comp, none, ub = (sum(r[i] for r in rows) / n for i in range(3))
-    return (comp - none) / (ub - none) if ub != none else None
+    return (comp - none) / (ub - none) + 0.0 if ub > none else None
 
 
 def effect_retention_summary(rows: list[tuple[bool, bool, bool]], seed: int = BOOTSTRAP_SEED,
                              replicates: int = BOOTSTRAP_REPLICATES) -> dict:
-    """Effect retention with a seeded percentile bootstrap over instances; replicates whose denominator is
-    zero are left out and counted, and no interval is given when most are."""
+    """Effect retention with a seeded percentile bootstrap over instances; replicates where it is undefined
+    (c_ub <= c_noSC) are left out and counted, and no interval is given when most are."""
     point = effect_retention(rows)
     rng = random.Random(seed)
     values = []
@@ -5202,7 +5206,7 @@ SC_CONDITION_NAMES = {"with": "compacted, instruction said", "without": "no inst
 
 def fmt_er(summary: dict | None) -> str:
     if not summary or summary.get("er") is None:
-        return "undefined (c_ub = c_noSC)" if summary else "n/a"
+        return "undefined (c_ub <= c_noSC: the instruction appended does not raise compliance)" if summary else "n/a"
     interval = f" [{summary['lo']:.2f}, {summary['hi']:.2f}]" if summary.get("lo") is not None else " [no interval]"
     return f"{summary['er']:.2f}{interval}"
 
@@ -5263,7 +5267,10 @@ def render_constraints_md(analysis: dict) -> str:
                          fmt_rate(e["carried"])])
     out += [md_table(["model", "regime", "in the state", "in the sidecar registry", "carried (either)"], rows)
             if rows else "No compacted state in this bank.", ""]
-    rows = [[m, r, fmt_rate(e["judge"]["yes"]), e["judge"]["no_verdict"], fmt_rate(e["judge"]["agreement"])]
+    def judged(rate: dict) -> str:
+        return fmt_rate(rate) if rate["n"] else "no verdict given"
+
+    rows = [[m, r, judged(e["judge"]["yes"]), e["judge"]["no_verdict"], judged(e["judge"]["agreement"])]
             for m in analysis["groups"] for r, e in analysis["retention"].get(m, {}).items() if "judge" in e]
     out += ["The model under test as a judge of retention (`--judge`), beside the rule:", "",
             md_table(["model", "regime", "judge says kept", "no verdict", "agreement with the rule (carried)"], rows)

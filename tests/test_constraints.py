@@ -126,6 +126,10 @@ class ScoringTest(unittest.TestCase):
         self.assertLess(summary["lo"], 0.5)
         self.assertGreater(summary["hi"], 0.5)
         self.assertIsNone(rp.effect_retention([(True, True, True)]))
+        # the instruction appended lowers compliance below the prior: there is no effect to retain, so no ratio
+        # (the two negative differences would read 1.00, seen on a real small model)
+        self.assertIsNone(rp.effect_retention([(False, True, False), (False, False, False)]))
+        self.assertIn("undefined (c_ub <= c_noSC", rp.fmt_er(rp.effect_retention_summary([(False, True, False)])))
 
 
 class PipelineTest(TempDirMixin, unittest.TestCase):
