@@ -6319,7 +6319,9 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
 
         with StopOnSignal(stop, hard_stop), progress:
             outcome = run_cells(ctx, todo, args.concurrency)
-            cells = selected_cells(models, len(tasks["episodes"]), args.shard)
+            # every cell of this run (its regimes, budgets and samples), not only XR-001's default ones
+            cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes],
+                                   args.budgets, args.samples)
             if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
                     (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
                 try:

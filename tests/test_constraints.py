@@ -220,6 +220,16 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertIn("--judge", resume)
         self.assertIn("--episodes 3", resume)                               # cut runs resume cut the same way
 
+    def test_the_determinism_probe_runs_in_this_study_too(self):
+        out = self.make_tmp() / "rechecked"
+        code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,R1", "--episodes", "2",
+                                 "--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST,
+                                 "--recheck", "3"])
+        self.assertEqual(code, 0, err)
+        recheck = json.loads((out / "manifest.json").read_text())["recheck"]
+        self.assertEqual((recheck["sent"], recheck["changed"]), (3, 0))
+        self.assertEqual(len((out / "raw" / "recheck.jsonl").read_text().splitlines()), 3)
+
     def test_a_user_regime_runs_as_compacted_with_the_instruction(self):
         folder = self.make_tmp()
         path = folder / "mine.json"
