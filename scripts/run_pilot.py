@@ -3487,6 +3487,7 @@ def paired_test(probes: list[dict], first: str, second: str, models: list[str], 
     for p in probes:
         side = index.get(p["regime"])
         if side is not None:
+            # (record_variant, inlined: this runs once per probe of a bank of millions)
             side[(p["model"], p["episode"], p["question_id"], p.get("budget", DEFAULT_BUDGET), p.get("sample", 0))] = \
                 p["class"] == "correct"
     pairs_of: dict[str, list[tuple[bool, bool]]] = collections.defaultdict(list)
@@ -3700,13 +3701,13 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
     counts: dict[tuple, dict] = {}
     r0_sizes: dict[str, list[int]] = {model: [] for model in models}
     for c in calls:
-        if c.get("budget", DEFAULT_BUDGET) != DEFAULT_BUDGET or c.get("sample", 0) != 0:
-            continue                                                       # is_primary, inlined
+        if not is_primary(c):
+            continue
         key = (c["model"], c["regime"])
         row = counts.get(key)
         if row is None:
             row = counts[key] = dict(zero)
-        stage = c.get("stage") or ("compaction" if str(c.get("kind", "")).startswith("compact_") else "answer")
+        stage = call_stage(c)
         capped = c.get("done_reason") == "length"
         if stage == "compaction":
             row["compaction_calls"] += 1
@@ -6548,9 +6549,7 @@ def figures_input(results: dict) -> dict:
     slim["probes"] = []                 # the figures read the probes only through the analysis
     if isinstance(results.get("calls"), list):
         fields = ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
-        slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"]
-                         if c.get("stage") == "compaction" or (not c.get("stage") and
-                                                               str(c.get("kind", "")).startswith("compact_"))]
+        slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"] if call_stage(c) == "compaction"]
     return slim
 
 
