@@ -639,10 +639,11 @@ def source_label(source: Path, out_dir: Path) -> str:
 
 
 def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks_path: Path | None = None,
-               analysis: dict | None = None) -> list[Path]:
+               analysis: dict | None = None, table: dict | None = None) -> list[Path]:
     """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else; `analysis` is the
-    bank's analysis when the caller has made it already (a large bank is then analysed once, not twice)."""
-    analysis = analysis or rp.analyze_bank(results, tasks_path)
+    bank's analysis when the caller has made it already (a large bank is then analysed once, not twice), and
+    `table` its probes as columns when the caller has them."""
+    analysis = analysis or rp.analyze_bank(results, tasks_path, table)
     if analysis.get("study") == "constraints":
         return regenerate_constraints(analysis, out_dir, source)
     figures = render_figures(results, analysis)
@@ -705,8 +706,9 @@ class InputError(Exception):
     """Bad input or an unusable output folder: main prints it as one line and exits 2."""
 
 
-def read_results(path: Path) -> dict:
-    """The parsed results.json, or InputError saying what is wrong with it and what to do."""
+def read_results(path: Path) -> tuple[dict, dict]:
+    """The parsed results.json and its probes as columns (run_pilot.bank_table), or InputError saying what is
+    wrong with it and what to do."""
     if path.is_dir():
         inside = path / "results.json"
         hint = f"; did you mean {inside}?" if inside.is_file() else "; name the results.json of a run"
@@ -723,9 +725,14 @@ def read_results(path: Path) -> dict:
     except ValueError as err:
         raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
     problem = shape_problem(results)
+    table = None if problem else rp.bank_table(results)
+    rp.hold_until_exit(results, table)
+    if not problem:
+        problems = rp.results_shape_problems(results, table)
+        problem = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
     if problem:
         raise InputError(f"{path} is not a results file these figures can be made from: {problem}")
-    return results
+    return results, table
 
 
 def read_handover(stream) -> tuple[dict, dict]:
@@ -765,7 +772,7 @@ def shape_problem(results) -> str | None:
             found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
             return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
     for field in ("probes", "compaction_stage", "calls", "example_states"):
-        if any(not isinstance(item, dict) for item in results.get(field, [])):
+        if not rp.rows_are_objects(results.get(field, [])):
             return f'"{field}" holds an entry that is not an object'
     if any(not isinstance(v, dict) for v in results.get("compaction_tokens", {}).values()):
         return '"compaction_tokens" holds an entry that is not an object'
@@ -819,14 +826,15 @@ def main(argv: list[str] | None = None) -> int:
               "has just made); leave --handover out", file=sys.stderr)
         return 2
     try:
-        analysis = None
-        if args.handover:
-            results, analysis = read_handover(sys.stdin)
-        else:
-            results = read_results(path)
-        check_out_dir(out_dir)
-        written = regenerate(results, out_dir, source_label(path, out_dir), Path(args.tasks) if args.tasks else None,
-                             analysis)
+        with rp.collector_paused():       # a large bank: millions of small objects and no cycles
+            analysis = table = None
+            if args.handover:
+                results, analysis = read_handover(sys.stdin)
+            else:
+                results, table = read_results(path)
+            check_out_dir(out_dir)
+            written = regenerate(results, out_dir, source_label(path, out_dir),
+                                 Path(args.tasks) if args.tasks else None, analysis, table)
     except rp.PilotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -851,4 +859,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rp.EXIT_WITHOUT_FREEING = True
+    rp.end_process(main())

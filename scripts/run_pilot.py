@@ -56,10 +56,12 @@ import dataclasses
 import datetime as _dt
 import email.utils
 import errno
+import gc
 import hashlib
 import http.client
 import http.server
 import io
+import itertools
 import json
 import math
 import operator
@@ -3293,8 +3295,13 @@ def mcnemar_summary(pairs: list[tuple[bool, bool]], first: str = "R1", second: s
     reverse."""
     b = sum(1 for r1, r2 in pairs if r1 and not r2)
     c = sum(1 for r1, r2 in pairs if r2 and not r1)
+    return mcnemar_counts(b, c, len(pairs), first, second)
+
+
+def mcnemar_counts(b: int, c: int, n_pairs: int, first: str = "R1", second: str = "R2") -> dict:
+    """The McNemar summary from its discordant counts b and c among n_pairs pairs."""
     direction = f"{second} better" if c > b else f"{first} better" if b > c else "no difference"
-    return {"b": b, "c": c, "n_pairs": len(pairs), "p": mcnemar_exact(b, c), "direction": direction}
+    return {"b": b, "c": c, "n_pairs": n_pairs, "p": mcnemar_exact(b, c), "direction": direction}
 
 
 # Validity guards, pinned by the amendment of 2026-11-30 (PROTOCOL.md sections 5 and 7).
@@ -3303,51 +3310,231 @@ BUDGET_RATIO_BAND = (0.8, 1.25)        # realized R1/R2 mean compaction tokens o
 LABELS = ("CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")
 
 
-def probe_coverage(probes: list[dict], models: list[str], regimes: list[str], task_set: dict | None,
+# A bank may hold millions of probes, so analysis reads them as a table of columns: one list per field, parallel
+# to the probes, built with map (C speed). Selections use itertools.compress and counts use Counter over zipped
+# columns, so no Python loop runs once per probe; such a loop costs several times as much. A probe without a
+# budget or a sample has the defaults, as record_variant reads it.
+PROBE_FIELDS = (("model", None), ("regime", None), ("episode", None), ("question_id", None), ("type", None),
+                ("class", None), ("truth", None), ("answer", None), ("budget", DEFAULT_BUDGET), ("sample", 0))
+
+
+def probe_column(rows: list[dict], field: str, default: Any = None) -> list:
+    """One field of every row (all of them objects), `default` where a row lacks it."""
+    try:
+        return list(map(operator.itemgetter(field), rows))             # the common case, a little faster
+    except KeyError:
+        return list(map(dict.get, rows, itertools.repeat(field), itertools.repeat(default)))
+
+
+def probe_table(probes: list[dict]) -> dict[str, list]:
+    """The probes as columns (PROBE_FIELDS), and under "rows" the probes themselves, for fields read rarely."""
+    table = {field: probe_column(probes, field, default) for field, default in PROBE_FIELDS}
+    table["rows"] = probes
+    return table
+
+
+def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[str] | None = None) -> dict[str, list]:
+    """The table's rows where flags holds (its columns, or only `fields`); the table itself when every flag does.
+    The rows are picked by index, so a small selection costs little however many columns it takes."""
+    picked = list(itertools.compress(range(len(table["model"])), flags))
+    if fields is None and len(picked) == len(table["model"]):
+        return table
+    chosen = {field: list(map(table[field].__getitem__, picked))
+              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS] + ["rows"])}
+    chosen["unique"] = known_unique(table)          # rows of a table without repeats have none either
+    return chosen
+
+
+def known_unique(table: dict[str, list]) -> bool:
+    """Whether the table is known to hold no probe twice (False when it does, or when that was not checked)."""
+    if "unique" in table:
+        return table["unique"]
+    return "run_order" in table or ("distinct" in table and len(table["distinct"]) == len(table["model"]))
+
+
+def equal_to(column: list, value: Any) -> Iterable[bool]:
+    return map(operator.eq, column, itertools.repeat(value))
+
+
+def member_of(column: list, values: Iterable) -> Iterable[bool]:
+    return map(set(values).__contains__, column)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOrder:
+    """Where the probes of a bank in_run_order lie: one block per (variant, model, regime) of n_episodes x the
+    questions, the blocks one after another in all_cells order."""
+    models: tuple
+    regimes: tuple
+    variants: tuple
+    n_episodes: int
+
+    @property
+    def block(self) -> int:
+        return self.n_episodes * len(QUESTION_PLAN)
+
+    def blocks(self, regime: str) -> Iterable[tuple[int, int, str, int]]:
+        """(budget, sample, model, first probe) of each block of `regime`."""
+        r = self.regimes.index(regime)
+        for v, (budget, sample) in enumerate(self.variants):
+            for m, model in enumerate(self.models):
+                yield budget, sample, model, ((v * len(self.models) + m) * len(self.regimes) + r) * self.block
+
+
+def in_run_order(table: dict[str, list], models: list[str], regimes: list[str],
+                 variants: list[tuple[int, int]]) -> bool:
+    """Whether the probes are each cell's questions once, for every cell of the first episodes, in the order runs
+    write them (budget, sample, model, regime, episode, question: all_cells). Checked by comparing each column
+    with the one that order gives, at C speed; such a bank has no repeats and no probe outside its design, so
+    the costlier checks are skipped, and its counts are read block by block. Kept in the table, as
+    table["run_order"] (a RunOrder) when it holds."""
+    key = ("in_run_order", tuple(models), tuple(regimes), tuple(variants))
+    if key not in table:
+        order = run_order_of(table, models, regimes, variants)
+        table[key] = order is not None
+        if order is not None:
+            table["run_order"] = order
+    return table[key]
+
+
+def run_order_of(table: dict[str, list], models: list[str], regimes: list[str],
+                 variants: list[tuple[int, int]]) -> RunOrder | None:
+    question_ids = [qid for qid, _, _ in QUESTION_PLAN]
+    per_cell = len(question_ids)
+    cells_per_episode = len(variants) * len(models) * len(regimes)
+    if not cells_per_episode or len(table["model"]) % (cells_per_episode * per_cell) or \
+            any(len(set(names)) != len(names) for names in (models, regimes, variants)):
+        return None
+    n_episodes = len(table["model"]) // (cells_per_episode * per_cell)
+    repeat = lambda values, each: list(itertools.chain.from_iterable([v] * each for v in values))
+    per_regime = n_episodes * per_cell
+    per_variant = len(models) * len(regimes) * per_regime
+    expected = {"question_id": question_ids * (cells_per_episode * n_episodes),
+                "episode": repeat(range(n_episodes), per_cell) * cells_per_episode,
+                "regime": repeat(regimes, per_regime) * (len(variants) * len(models)),
+                "model": repeat(models, len(regimes) * per_regime) * len(variants),
+                "budget": repeat([b for b, _ in variants], per_variant),
+                "sample": repeat([s for _, s in variants], per_variant)}
+    if not all(table[field] == column for field, column in expected.items()):
+        return None
+    return RunOrder(tuple(models), tuple(regimes), tuple(map(tuple, variants)), n_episodes)
+
+
+def distinct_probes(table: dict[str, list]) -> set[tuple]:
+    """The (model, regime, episode, question, budget, sample) of the table's probes, once each; kept in the
+    table, since the shape check and the coverage both need it."""
+    if "distinct" not in table:
+        table["distinct"] = set(zip(table["model"], table["regime"], table["episode"], table["question_id"],
+                                    table["budget"], table["sample"]))
+    return table["distinct"]
+
+
+def probe_coverage(table: dict[str, list], models: list[str], regimes: list[str], task_set: dict | None,
                    variants: list[tuple[int, int]] = ((DEFAULT_BUDGET, 0),)) -> dict:
     """What the probes themselves cover, against the task set they claim: cells complete, missing,
     duplicated and extra probes, truths that disagree with the task file. Never reads `cells`."""
     question_ids = [qid for qid, _, _ in QUESTION_PLAN]
     tasks = task_set["tasks"] if task_set else None
     task_episodes = range(len(tasks["episodes"])) if tasks else range(N_EPISODES)
-    counts: dict[tuple, int] = {}
-    outside, mismatched = 0, 0
-    for probe in probes:
-        key = (probe.get("model"), probe.get("regime"), probe.get("episode"), probe.get("question_id"),
-               (probe.get("budget", DEFAULT_BUDGET), probe.get("sample", 0)))     # record_variant, inlined
-        counts[key] = counts.get(key, 0) + 1
-        if key[0] not in models or key[1] not in regimes or key[2] not in task_episodes \
-                or key[3] not in question_ids or key[4] not in variants:
-            outside += 1
-        elif tasks is not None:
-            question = tasks["episodes"][key[2]]["questions"][key[3] - 1]
-            if probe.get("truth") != question["truth"] or probe.get("type") != question["type"]:
-                mismatched += 1
-    bank_episodes = sorted({k[2] for k in counts if k[2] in task_episodes})
+    n_probes = len(table["model"])
+    if in_run_order(table, models, regimes, variants) and n_probes // (len(variants) * len(models) * len(regimes)
+                                                                      * len(question_ids)) <= len(task_episodes):
+        return run_order_coverage(table, models, regimes, variants, tasks, len(task_episodes))
+    distinct = distinct_probes(table)
+    # inside: a probe whose model, regime, episode, question and variant are all ones the bank pre-registers;
+    # a column whose values are all allowed needs no look per probe
+    allowed = [("model", set(models)), ("regime", set(regimes)), ("episode", set(task_episodes)),
+               ("question_id", set(question_ids))]
+    budgets, samples = {b for b, _ in variants}, {s for _, s in variants}
+    variant_of = None
+    if set(variants) == set(itertools.product(budgets, samples)):
+        allowed += [("budget", budgets), ("sample", samples)]
+    else:
+        variant_of = list(zip(table["budget"], table["sample"]))
+    inside = None
+    for column, values in [(table[field], values) for field, values in allowed] + \
+            ([(variant_of, set(variants))] if variant_of is not None else []):
+        if set(column) <= values:
+            continue
+        flags = member_of(column, values)
+        inside = list(flags) if inside is None else list(map(operator.and_, inside, flags))
+    outside = 0 if inside is None else inside.count(False)
+    mismatched = 0
+    if tasks is not None:
+        expected = {(episode, position): (question["truth"], question["type"])
+                    for episode, entry in enumerate(tasks["episodes"])
+                    for position, question in enumerate(entry["questions"], 1)}
+        differs = map(operator.ne, zip(table["truth"], table["type"]),
+                      map(expected.get, zip(table["episode"], table["question_id"])))
+        mismatched = sum(differs if inside is None else itertools.compress(differs, inside))
+    bank_episodes = sorted({e for e in set(table["episode"]) if e in task_episodes})
+    expected_cells = len(variants) * len(models) * len(regimes) * len(bank_episodes)
     complete_cells, partial_cells, primary_partial = 0, [], []
-    for variant in variants:
-        for model in models:
-            for regime in regimes:
-                for episode in bank_episodes:
-                    present = [counts.get((model, regime, episode, q, variant), 0) for q in question_ids]
-                    if all(n >= 1 for n in present):
-                        complete_cells += 1
-                        continue
-                    name = cell_key(model, regime, episode, *variant)
-                    partial_cells.append(name)
-                    if regime in DEFAULT_REGIMES and variant == (DEFAULT_BUDGET, 0):
-                        primary_partial.append(name)
+    if inside is None and len(distinct) == len(question_ids) * expected_cells:
+        # every probe lies in an expected cell, which holds each question at most once, and there are as many
+        # distinct probes as the cells have questions: every cell is complete
+        complete_cells = expected_cells
+    else:
+        present = distinct if inside is None else set(itertools.compress(
+            zip(table["model"], table["regime"], table["episode"], table["question_id"], table["budget"],
+                table["sample"]), inside))
+        questions_in_cell = collections.Counter(map(operator.itemgetter(0, 1, 2, 4, 5), present))
+        for budget, sample in variants:
+            for model in models:
+                for regime in regimes:
+                    for episode in bank_episodes:
+                        if questions_in_cell.get((model, regime, episode, budget, sample)) == len(question_ids):
+                            complete_cells += 1
+                            continue
+                        name = cell_key(model, regime, episode, budget, sample)
+                        partial_cells.append(name)
+                        if regime in DEFAULT_REGIMES and (budget, sample) == (DEFAULT_BUDGET, 0):
+                            primary_partial.append(name)
     return {"bank_episodes": bank_episodes, "task_episodes": len(task_episodes),
-            "complete_cells": complete_cells,
-            "expected_cells": len(variants) * len(models) * len(regimes) * len(bank_episodes),
+            "complete_cells": complete_cells, "expected_cells": expected_cells,
             "partial_cells": partial_cells, "primary_partial_cells": primary_partial,
-            "duplicates": sum(n - 1 for n in counts.values() if n > 1),
+            "duplicates": n_probes - len(distinct),
             "outside": outside, "mismatched_truths": mismatched}
+
+
+def run_order_coverage(table: dict[str, list], models: list[str], regimes: list[str],
+                       variants: list[tuple[int, int]], tasks: dict | None, n_task_episodes: int) -> dict:
+    """probe_coverage of a bank in_run_order within the task set: every cell of its episodes complete, no
+    repeats, nothing outside; only the truths are left to check."""
+    n_episodes = len(table["model"]) // (len(variants) * len(models) * len(regimes) * len(QUESTION_PLAN))
+    mismatched = 0
+    if tasks is not None:
+        expected = [(question["truth"], question["type"]) for entry in tasks["episodes"][:n_episodes]
+                    for question in entry["questions"]]
+        cells = len(table["model"]) // len(expected)
+        mismatched = sum(map(operator.ne, zip(table["truth"], table["type"]), expected * cells))
+    n_cells = len(variants) * len(models) * len(regimes) * n_episodes
+    return {"bank_episodes": list(range(n_episodes)), "task_episodes": n_task_episodes,
+            "complete_cells": n_cells, "expected_cells": n_cells, "partial_cells": [], "primary_partial_cells": [],
+            "duplicates": 0, "outside": 0, "mismatched_truths": mismatched}
 
 
 def is_primary(probe: dict) -> bool:
     """A probe at the pre-registered budget and first sample: the only ones the confirmatory test reads."""
     return probe.get("budget", DEFAULT_BUDGET) == DEFAULT_BUDGET and probe.get("sample", 0) == 0
+
+
+def primary_table(table: dict[str, list]) -> dict[str, list]:
+    """The probes is_primary keeps: the pre-registered budget and the first sample."""
+    return table_where(table, map(operator.and_, equal_to(table["budget"], DEFAULT_BUDGET), equal_to(table["sample"], 0)))
+
+
+def class_tallies(table: dict[str, list]) -> tuple[dict, dict]:
+    """Per (model, regime): a Counter of the probes' classes, and one of the multi-hop probes' correctness
+    (True/False); cells without probes give empty Counters."""
+    combos = collections.Counter(zip(table["model"], table["regime"], table["type"], table["class"]))
+    classes: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
+    multihop: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
+    for (model, regime, question_type, cls), n in combos.items():
+        classes[(model, regime)][cls] += n
+        if question_type == "multihop":
+            multihop[(model, regime)][cls == "correct"] += n
+    return classes, multihop
 
 
 def bank_variants(results: dict) -> list[tuple[int, int]]:
@@ -3405,30 +3592,29 @@ def ceiling_check(corruption: dict, models: list[str]) -> dict:
     return checks
 
 
-def analyze_results(results: dict, task_set: dict | None = None) -> dict:
+def analyze_results(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
     """Every number of analysis.md, RESULTS.md and the figures, computed from results.json and the task
-    set the probes are checked against; the label comes from the probes, never from the file's word."""
+    set the probes are checked against; the label comes from the probes, never from the file's word.
+    `table` is probe_table of the results' probes, when the caller has it already."""
     models, regimes = list(results["models"]), list(results["regimes"])
-    all_probes = results.get("probes", [])
-    coverage = probe_coverage(all_probes, models, regimes, task_set, bank_variants(results))
-    probes = [p for p in all_probes if is_primary(p)]
-    by_cell: dict[tuple, list[dict]] = {}
-    for probe in probes:
-        by_cell.setdefault((probe["model"], probe["regime"]), []).append(probe)
+    table = table if table is not None else probe_table(results.get("probes", []))
+    coverage = probe_coverage(table, models, regimes, task_set, bank_variants(results))
+    primary = primary_table(table)
+    classes_in_cell, multihop_in_cell = class_tallies(primary)
     corruption, classes_by_model, multihop, omissions = {}, {}, {}, {}
     for model in models:
         corruption[model], classes_by_model[model], multihop[model], omissions[model] = {}, {}, {}, {}
         for regime in regimes:
-            cell = by_cell.get((model, regime), [])
-            counts = collections.Counter(p["class"] for p in cell)     # one pass per cell: linear in probes
-            corruption[model][regime] = rate_summary(len(cell) - counts["correct"], len(cell))
+            counts = classes_in_cell[(model, regime)]
+            n = sum(counts.values())
+            corruption[model][regime] = rate_summary(n - counts["correct"], n)
             classes_by_model[model][regime] = {c: counts[c] for c in CLASSES}
-            omissions[model][regime] = rate_summary(classes_by_model[model][regime]["omission"], len(cell))
-            hops = collections.Counter(p["class"] == "correct" for p in cell if p["type"] == "multihop")
+            omissions[model][regime] = rate_summary(counts["omission"], n)
+            hops = multihop_in_cell[(model, regime)]
             multihop[model][regime] = rate_summary(hops[True], hops[True] + hops[False])
     pooled, classes = {}, {}
     for regime in regimes:
-        n = sum(len(by_cell.get((model, regime), [])) for model in models)
+        n = sum(corruption[model][regime]["n"] for model in models)
         counts = {c: sum(classes_by_model[model][regime][c] for model in models) for c in CLASSES}
         pooled[regime] = rate_summary(n - counts["correct"], n)
         classes[regime] = {**counts, "signature": counts["off_by_one"] + counts["conflation"]}
@@ -3436,7 +3622,7 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
     informative = [m for m in models if ceiling.get(m, {}).get("passes")] if ceiling else list(models)
     mcnemar = {"pooled": None, "by_model": {}, "models": informative}
     if "R1" in regimes and "R2" in regimes:
-        mcnemar.update(paired_test(probes, "R1", "R2", models, informative))
+        mcnemar.update(paired_test(primary, "R1", "R2", models, informative))
     reasons = label_reasons(results, coverage, task_set, regimes)
     label = "UNINFORMATIVE" if ceiling and not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
     if label == "UNINFORMATIVE":
@@ -3458,15 +3644,14 @@ def analyze_results(results: dict, task_set: dict | None = None) -> dict:
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
         "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
-        "lenient": analyze_lenient(probes, models, regimes),
+        "lenient": analyze_lenient(primary, models, regimes),
         "server_work": summarize_server_work(results.get("calls"), models, regimes),
         "prompt_cache": (results.get("run") or {}).get("prompt_cache"),
         "prompt_cache_how": (results.get("run") or {}).get("prompt_cache_how"),
         "recheck": results.get("recheck"),
         "definitions": regime_definitions(results),
-        "extra": analyze_extra_regimes(probes, models, regimes, informative, pooled, classes, budget),
-        "sweep": analyze_sweep(all_probes, models, regimes, results),
-        "samples": analyze_samples(all_probes, models, regimes, results),
+        "extra": analyze_extra_regimes(primary, models, regimes, informative, pooled, classes, budget),
+        **analyze_variants(table, models, regimes, results),
         "gate": results.get("gate"),
     }
 
@@ -3479,30 +3664,59 @@ def regime_definitions(results: dict) -> dict:
             for r in results["regimes"]}
 
 
-def paired_test(probes: list[dict], first: str, second: str, models: list[str], pooled_models: list[str]) -> dict:
-    """Exact McNemar of regime `first` against `second` on identical probes, per model and pooled over
-    pooled_models; b = first correct and second wrong, c = the reverse."""
-    # one pass over the probes, then one over the first regime's: linear in the bank, whatever the models
-    index: dict[str, dict[tuple, bool]] = {first: {}, second: {}}
-    for p in probes:
-        side = index.get(p["regime"])
-        if side is not None:
-            # (record_variant, inlined: this runs once per probe of a bank of millions)
-            side[(p["model"], p["episode"], p["question_id"], p.get("budget", DEFAULT_BUDGET), p.get("sample", 0))] = \
-                p["class"] == "correct"
-    pairs_of: dict[str, list[tuple[bool, bool]]] = collections.defaultdict(list)
-    seconds = index[second]
-    for key, ok in index[first].items():
-        other = seconds.get(key)
-        if other is not None:
-            pairs_of[key[0]].append((ok, other))
-    by_model, all_pairs = {}, []
+def paired_outcomes(table: dict[str, list], first: str, second: str) -> collections.Counter:
+    """How many probes of regime `first` had each ((model, budget, sample), first correct, second correct), the
+    second None where `second` lacks the probe; a probe repeated in one regime counts once, as its last copy."""
+    order = table.get("run_order")
+    if order is not None and first in order.regimes and second in order.regimes:
+        outcomes: collections.Counter = collections.Counter()
+        correct = table["class"]
+        for (budget, sample, model, a), (_, _, _, b) in zip(order.blocks(first), order.blocks(second)):
+            pairs = collections.Counter(zip(equal_to(correct[a:a + order.block], "correct"),
+                                            equal_to(correct[b:b + order.block], "correct")))
+            for (first_ok, second_ok), n in pairs.items():
+                outcomes[((model, budget, sample), first_ok, second_ok)] += n
+        return outcomes
+    key_fields = ("model", "budget", "sample", "episode", "question_id")
+    mine, theirs = (table_where(table, equal_to(table["regime"], regime), (*key_fields, "class"))
+                    for regime in (first, second))
+    if known_unique(table) and all(mine[field] == theirs[field] for field in key_fields):
+        # the same probes in the same order, as runs and the reference bank write them: paired by position
+        return collections.Counter(zip(zip(mine["model"], mine["budget"], mine["sample"]),
+                                       equal_to(mine["class"], "correct"), equal_to(theirs["class"], "correct")))
+
+    def correct_by_probe(side: dict[str, list]) -> dict[tuple, bool]:
+        keys = zip(side["model"], side["budget"], side["sample"], side["episode"], side["question_id"])
+        return dict(zip(keys, equal_to(side["class"], "correct")))
+
+    firsts, seconds = correct_by_probe(mine), correct_by_probe(theirs)
+    return collections.Counter(zip(map(operator.itemgetter(0, 1, 2), firsts), firsts.values(),
+                                   map(seconds.get, firsts)))
+
+
+def paired_summary(outcomes: collections.Counter, first: str, second: str, models: list[str],
+                   pooled_models: list[str], budget: int | None = None) -> dict:
+    """Exact McNemar of `first` against `second` from paired_outcomes, per model and pooled over pooled_models,
+    at one budget or (None) all; b = first correct and second wrong, c = the reverse."""
+    per_model: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for ((model, probe_budget, _), first_ok, second_ok), n in outcomes.items():
+        if second_ok is not None and (budget is None or probe_budget == budget):
+            per_model[model][(first_ok, second_ok)] += n
+    by_model, totals = {}, collections.Counter()
     for model in models:
-        pairs = pairs_of.get(model, [])
-        by_model[model] = mcnemar_summary(pairs, first, second)
+        pairs = per_model[model]
+        b, c, n_pairs = pairs[(True, False)], pairs[(False, True)], sum(pairs.values())
+        by_model[model] = mcnemar_counts(b, c, n_pairs, first, second)
         if model in pooled_models:
-            all_pairs += pairs
-    return {"pooled": mcnemar_summary(all_pairs, first, second), "by_model": by_model}
+            totals.update(b=b, c=c, n_pairs=n_pairs)
+    return {"pooled": mcnemar_counts(totals["b"], totals["c"], totals["n_pairs"], first, second),
+            "by_model": by_model}
+
+
+def paired_test(table: dict[str, list], first: str, second: str, models: list[str], pooled_models: list[str]) -> dict:
+    """Exact McNemar of regime `first` against `second` on identical probes of the table, per model and pooled
+    over pooled_models."""
+    return paired_summary(paired_outcomes(table, first, second), first, second, models, pooled_models)
 
 
 def holm_adjust(p_values: list[float]) -> list[float]:
@@ -3515,7 +3729,7 @@ def holm_adjust(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def analyze_extra_regimes(probes: list[dict], models: list[str], regimes: list[str], informative: list[str],
+def analyze_extra_regimes(primary: dict[str, list], models: list[str], regimes: list[str], informative: list[str],
                           pooled: dict, classes: dict, budget: dict) -> dict:
     """Exploratory comparisons of every regime beyond R0-R2: rate, McNemar against R1 and against R2 with
     Holm's correction across the family, realized budget against R1/R2, classes."""
@@ -3527,7 +3741,7 @@ def analyze_extra_regimes(probes: list[dict], models: list[str], regimes: list[s
         entry["tokens_mean"] = mean
         for reference in ("R1", "R2"):
             if reference in regimes:
-                test = paired_test(probes, regime, reference, models, informative)["pooled"]
+                test = paired_test(primary, regime, reference, models, informative)["pooled"]
                 entry["tests"][reference] = test
                 family.append(test)
             ref_mean = (budget["by_regime"].get(reference) or {}).get("mean")
@@ -3546,76 +3760,114 @@ def clustered_bootstrap(by_episode: dict[int, tuple[int, int]], seed: int = BOOT
                         replicates: int = BOOTSTRAP_REPLICATES) -> tuple[float, float]:
     """95% percentile interval of a rate, resampling whole episodes (every model and sample of an episode
     together) with replacement; by_episode maps an episode to (wrong, probes)."""
-    episodes = sorted(by_episode)
-    if not episodes:
-        return (0.0, 1.0)
-    rng = random.Random(seed)
-    rates = []
-    for _ in range(replicates):
-        wrong = total = 0
-        for _ in episodes:
-            w, n = by_episode[episodes[rng.randrange(len(episodes))]]
-            wrong, total = wrong + w, total + n
-        rates.append(wrong / total if total else 0.0)
-    rates.sort()
-    return rates[int(0.025 * (replicates - 1))], rates[int(0.975 * (replicates - 1))]
+    return clustered_bootstraps([by_episode], seed, replicates)[0]
 
 
-def rate_by_episode(probes: list[dict]) -> dict[int, tuple[int, int]]:
-    table: dict[int, list[int]] = {}
-    for p in probes:
-        entry = table.setdefault(p["episode"], [0, 0])
-        entry[0] += p["class"] != "correct"
-        entry[1] += 1
-    return {e: (w, n) for e, (w, n) in table.items()}
+def clustered_bootstraps(rates: list[dict[int, tuple[int, int]]], seed: int = BOOTSTRAP_SEED,
+                         replicates: int = BOOTSTRAP_REPLICATES) -> list[tuple[float, float]]:
+    """clustered_bootstrap of several rates. Each replicate draws len(episodes) positions with one generator
+    seeded afresh, so rates over the same number of episodes draw the same positions: they are drawn once."""
+    intervals: list[tuple[float, float] | None] = [None] * len(rates)
+    groups: dict[int, list[int]] = collections.defaultdict(list)     # number of episodes -> rates
+    for index, by_episode in enumerate(rates):
+        if by_episode:
+            groups[len(by_episode)].append(index)
+        else:
+            intervals[index] = (0.0, 1.0)
+    for n, members in groups.items():
+        cells = [[by_episode[e] for e in sorted(by_episode)] for by_episode in (rates[i] for i in members)]
+        wrong_of = [[w for w, _ in cell] for cell in cells]
+        total_of = [[t for _, t in cell] for cell in cells]
+        drawn: list[list[float]] = [[] for _ in members]
+        rng = random.Random(seed)
+        for _ in range(replicates):
+            draw = [rng.randrange(n) for _ in range(n)]
+            for k in range(len(members)):
+                wrong, total = sum(map(wrong_of[k].__getitem__, draw)), sum(map(total_of[k].__getitem__, draw))
+                drawn[k].append(wrong / total if total else 0.0)
+        for k, index in enumerate(members):
+            drawn[k].sort()
+            intervals[index] = (drawn[k][int(0.025 * (replicates - 1))], drawn[k][int(0.975 * (replicates - 1))])
+    return intervals
 
 
-def analyze_sweep(probes: list[dict], models: list[str], regimes: list[str], results: dict) -> dict | None:
-    """Corruption per regime at every compaction budget of a sweep (exploratory away from 256): Wilson
-    intervals with one sample, episode-clustered bootstrap intervals with several; R1 vs R2 per budget."""
+def wrong_by_episode_and_sample(table: dict[str, list]) -> tuple[dict, dict]:
+    """(wrong, probes) per (regime, budget) and episode, and per (regime, budget, sample)."""
+    by_episode: dict[tuple, dict] = collections.defaultdict(dict)     # (regime, budget) -> episode -> (wrong, n)
+    by_sample: dict[tuple, list] = collections.defaultdict(lambda: [0, 0])  # (regime, budget, sample) -> [wrong, n]
+    wrong_of = list(map(operator.ne, table["class"], itertools.repeat("correct")))
+    order = table.get("run_order")
+    if order is not None:
+        # block by block: sum each (regime, budget)'s blocks position by position, then per episode
+        questions = len(QUESTION_PLAN)
+        for regime in order.regimes:
+            summed: dict[int, list] = {}
+            for budget, sample, _, start in order.blocks(regime):
+                block = wrong_of[start:start + order.block]
+                summed[budget] = list(map(operator.add, summed[budget], block)) if budget in summed else block
+                by_sample[(regime, budget, sample)][0] += sum(block)
+                by_sample[(regime, budget, sample)][1] += order.block
+            for budget, positions in summed.items():
+                blocks = sum(1 for b, _ in order.variants if b == budget) * len(order.models)
+                by_episode[(regime, budget)] = {e: (sum(positions[e * questions:(e + 1) * questions]),
+                                                    blocks * questions) for e in range(order.n_episodes)}
+        return by_episode, by_sample
+    tally = collections.Counter(zip(table["regime"], table["budget"], table["sample"], table["episode"], wrong_of))
+    for (regime, budget, sample, episode, wrong), n in tally.items():
+        before_wrong, before_n = by_episode[(regime, budget)].get(episode, (0, 0))
+        by_episode[(regime, budget)][episode] = (before_wrong + n * wrong, before_n + n)
+        by_sample[(regime, budget, sample)][0] += n * wrong
+        by_sample[(regime, budget, sample)][1] += n
+    return by_episode, by_sample
+
+
+def analyze_variants(table: dict[str, list], models: list[str], regimes: list[str], results: dict) -> dict:
+    """The budget sweep and the repeated samples (both exploratory), from one count of the chosen models' probes:
+    wrong and total per (regime, budget, sample, episode). A cell's bootstrap interval is the same in both."""
     budgets = results.get("budgets") or [DEFAULT_BUDGET]
     samples = int(results.get("samples") or 1)
     if len(budgets) < 2 and samples < 2:
-        return None             # one budget and one sample: the main tables already say it all
+        return {"sweep": None, "samples": None}     # one budget and one sample: the main tables say it all
+    chosen = table if set(table["model"]) <= set(models) else table_where(table, member_of(table["model"], models))
+    by_episode, by_sample = wrong_by_episode_and_sample(chosen)
+    intervals: dict[tuple, tuple[float, float]] = {}
+    if samples > 1:                 # every cell's interval, in one pass of draws
+        keys = [key for key in by_episode if key[0] in regimes and key[1] in budgets]
+        intervals = dict(zip(keys, clustered_bootstraps([by_episode[key] for key in keys])))
+
+    outcomes = paired_outcomes(chosen, "R1", "R2") if {"R1", "R2"} <= set(regimes) else None
     sweep = {}
     for budget in budgets:
-        mine = [p for p in probes if record_variant(p)[0] == budget and p["model"] in models]
         rows = {}
         for regime in regimes:
-            cell = [p for p in mine if p["regime"] == regime]
-            summary = rate_summary(sum(1 for p in cell if p["class"] != "correct"), len(cell))
-            if samples > 1 and cell:
-                summary["lo"], summary["hi"] = clustered_bootstrap(rate_by_episode(cell))
+            per_episode = by_episode.get((regime, budget), {})
+            summary = rate_summary(sum(w for w, _ in per_episode.values()), sum(n for _, n in per_episode.values()))
+            if samples > 1 and per_episode:
+                summary["lo"], summary["hi"] = intervals[(regime, budget)]
                 summary["interval"] = "bootstrap"
             rows[regime] = summary
-        tests = paired_test(mine, "R1", "R2", models, models)["pooled"] if {"R1", "R2"} <= set(regimes) else None
+        tests = paired_summary(outcomes, "R1", "R2", models, models, budget)["pooled"] if outcomes is not None \
+            else None
         sweep[str(budget)] = {"rates": rows, "r1_vs_r2": tests, "exploratory": budget != DEFAULT_BUDGET}
-    return sweep
-
-
-def analyze_samples(probes: list[dict], models: list[str], regimes: list[str], results: dict) -> dict | None:
-    """Repeated samples (exploratory): per regime and budget, the rate over every sample with an
-    episode-clustered bootstrap interval, and each sample's own rate (the spread)."""
-    samples = int(results.get("samples") or 1)
     if samples < 2:
-        return None
-    table = {}
-    for budget in results.get("budgets") or [DEFAULT_BUDGET]:
+        return {"sweep": sweep, "samples": None}
+    table_of_samples = {}
+    for budget in budgets:
         for regime in regimes:
-            cell = [p for p in probes if p["regime"] == regime and p["model"] in models
-                    and record_variant(p)[0] == budget]
-            if not cell:
+            per_episode = by_episode.get((regime, budget))
+            if not per_episode:
                 continue
-            wrong = sum(1 for p in cell if p["class"] != "correct")
-            lo, hi = clustered_bootstrap(rate_by_episode(cell))
+            wrong, n = sum(w for w, _ in per_episode.values()), sum(n for _, n in per_episode.values())
+            lo, hi = intervals[(regime, budget)]
             per_sample = []
             for sample in range(samples):
-                mine = [p for p in cell if record_variant(p)[1] == sample]
-                per_sample.append(sum(1 for p in mine if p["class"] != "correct") / len(mine) if mine else None)
-            table[f"{regime}|{budget}"] = {"regime": regime, "budget": budget, "k": wrong, "n": len(cell),
-                                          "rate": wrong / len(cell), "lo": lo, "hi": hi, "per_sample": per_sample}
-    return {"samples": samples, "temperature": results.get("temperature", TEMPERATURE), "seed": BOOTSTRAP_SEED,
-            "replicates": BOOTSTRAP_REPLICATES, "by_regime": table}
+                sample_wrong, sample_n = by_sample.get((regime, budget, sample), (0, 0))
+                per_sample.append(sample_wrong / sample_n if sample_n else None)
+            table_of_samples[f"{regime}|{budget}"] = {"regime": regime, "budget": budget, "k": wrong, "n": n,
+                                                     "rate": wrong / n, "lo": lo, "hi": hi, "per_sample": per_sample}
+    return {"sweep": sweep, "samples": {"samples": samples, "temperature": results.get("temperature", TEMPERATURE),
+                                        "seed": BOOTSTRAP_SEED, "replicates": BOOTSTRAP_REPLICATES,
+                                        "by_regime": table_of_samples}}
 
 
 def summarize_server_work(calls: list[dict] | None, models: list[str], regimes: list[str]) -> dict | None:
@@ -3643,18 +3895,18 @@ def summarize_server_work(calls: list[dict] | None, models: list[str], regimes: 
     return table
 
 
-def analyze_lenient(probes: list[dict], models: list[str], regimes: list[str]) -> dict:
+def analyze_lenient(table: dict[str, list], models: list[str], regimes: list[str]) -> dict:
     """Diagnostic: omissions a lenient parse (markdown marks tolerated) would have read, per regime."""
-    table = {regime: {"omissions": 0, "lenient_read": 0, "lenient_correct": 0} for regime in regimes}
+    table_out = {regime: {"omissions": 0, "lenient_read": 0, "lenient_correct": 0} for regime in regimes}
     chosen = set(models)
-    for p in probes:
-        if p["class"] == "omission" and p["regime"] in table and p["model"] in chosen:
-            row = table[p["regime"]]
+    for p in itertools.compress(table["rows"], equal_to(table["class"], "omission")):
+        if p["regime"] in table_out and p["model"] in chosen:
+            row = table_out[p["regime"]]
             row["omissions"] += 1
             if p.get("lenient_answer") is not None:
                 row["lenient_read"] += 1
                 row["lenient_correct"] += p.get("lenient_class") == "correct"
-    return table
+    return table_out
 
 
 def analyze_budget(results: dict, models: list[str]) -> dict:
@@ -4910,13 +5162,30 @@ def render_sweep_section(analysis: dict) -> list[str]:
             md_table(head, rows), ""]
 
 
+SAMPLES_LISTED = 12     # up to this many samples, each sample's rate is listed; beyond, their spread is given
+
+
+def sample_rates_text(rates: list[float | None]) -> str:
+    """Each sample's corruption rate, or for many samples the lowest, the median and the highest."""
+    if len(rates) <= SAMPLES_LISTED:
+        return ", ".join(pct(x) for x in rates)
+    known = sorted(x for x in rates if x is not None)
+    if not known:
+        return f"no sample has probes ({len(rates)} samples)"
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    missing = len(rates) - len(known)
+    return (f"{len(known)} samples: lowest {pct(known[0])}, median {pct(median)}, highest {pct(known[-1])}"
+            + (f"; {missing} without probes" if missing else ""))
+
+
 def render_samples_section(analysis: dict) -> list[str]:
     samples = analysis["samples"]
     if not samples:
         return []
     rows = [[e["regime"], e["budget"], f"{e['k']}/{e['n']} = {pct(e['rate'])}",
              f"[{100 * e['lo']:.1f}, {100 * e['hi']:.1f}]",
-             ", ".join(pct(x) for x in e["per_sample"])] for e in samples["by_regime"].values()]
+             sample_rates_text(e["per_sample"])] for e in samples["by_regime"].values()]
     return ["## Repeated samples (exploratory)", "",
             f"{samples['samples']} samples per cell at temperature {samples['temperature']:g}, each with its own "
             f"recorded seed. Intervals: 95% percentile bootstrap resampling whole episodes, "
@@ -5471,7 +5740,7 @@ def load_task_set(path: Path) -> dict:
         raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
     if isinstance(tasks, dict) and tasks.get("study") == "constraints":
         return load_constraint_task_set(path, raw, tasks, sha)
-    kind = "pinned" if sha == PINNED_TASKS_SHA256 else "generated" if is_generator_output(raw, tasks) else None
+    kind = "pinned" if sha == PINNED_TASKS_SHA256 else "generated" if is_generator_output(tasks) else None
     if in_repo and kind != "pinned":
         raise PilotError(f"{shown} is not the pre-registered task set (sha256 {sha[:12]}, pinned "
                          f"{PINNED_TASKS_SHA256[:12]}); restore it with `git checkout -- {shown}` (a changed task "
@@ -5511,14 +5780,17 @@ def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str) -> d
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
 
 
-def is_generator_output(raw: bytes, tasks: Any) -> bool:
-    """True when the file is byte for byte what this generator makes for its seed and size."""
+def is_generator_output(tasks: Any) -> bool:
+    """True when the file holds exactly what this generator makes for its seed and size: the same fields in
+    the same order with the same values and JSON types, however it is laid out. Compared in the compact form,
+    which the standard library writes at C speed: the indented form takes seconds for a large task file."""
     if not isinstance(tasks, dict) or tasks.get("generator_version") != GENERATOR_VERSION:
         return False
     n, seed = tasks.get("n_episodes"), tasks.get("base_seed")
     if not isinstance(n, int) or not isinstance(seed, int) or not 1 <= n <= MAX_EPISODES:
         return False
-    return raw == tasks_to_bytes(generate_tasks(n, seed))
+    compact = {"separators": (",", ":"), "ensure_ascii": True}
+    return json.dumps(tasks, **compact) == json.dumps(generate_tasks(n, seed), **compact)
 
 
 def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
@@ -5537,9 +5809,10 @@ def task_set_summary(task_set: dict) -> dict:
     return {k: task_set[k] for k in ("kind", "sha256", "path")}
 
 
-def analyze_bank(results: dict, tasks_path: Path | None = None) -> dict:
+def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str, list] | None = None) -> dict:
     """analyze_results with the task set its probes are checked against: the file given, else the one the
-    bank records (when it is still there with the recorded hash), else the pre-registered one."""
+    bank records (when it is still there with the recorded hash), else the pre-registered one. `table` is
+    bank_table(results), when the caller has it already."""
     study = study_named(results.get("study"))
     recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
     task_set = None
@@ -5557,7 +5830,7 @@ def analyze_bank(results: dict, tasks_path: Path | None = None) -> dict:
             task_set = None
     if study.analyze is not None:
         return study.analyze(results, task_set)
-    return analyze_results(results, task_set)
+    return analyze_results(results, task_set, table)
 
 
 def runner_sha256() -> str:
@@ -5758,32 +6031,83 @@ def server_identity(url: str | None) -> tuple | None:
     return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)
 
 
-PROBE_KEY = operator.itemgetter("model", "regime", "episode", "question_id")
-
-
-def probes_well_formed(probes: list, regimes: list[str]) -> bool:
-    """Every probe is an object with the fields and types analyze reads, a known class and regime, and no
-    probe twice: checked a column at a time at C speed (a million probes in well under a second); when this
-    says no, results_shape_problems looks at each probe to name the problems."""
-    if not regimes or not all(type(p) is dict for p in probes):
-        return False
+@contextlib.contextmanager
+def collector_paused():
+    """Pause the cyclic garbage collector while a bank is read and analysed: that makes millions of small
+    objects and no cycles, and the collector's passes over them cost about a fifth of the time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        keys = list(map(PROBE_KEY, probes))
-        columns = {field: set(map(type, map(operator.itemgetter(field), probes)))
-                   for field in ("model", "regime", "episode", "question_id", "type", "class")}
-        classes = set(map(operator.itemgetter("class"), probes))
-        used_regimes = set(map(operator.itemgetter("regime"), probes))
-    except (KeyError, TypeError):
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# When a command that read a large bank is about to end the process, freeing the bank's millions of objects one
+# at a time takes about a second, and ending the process frees them anyway. The script's entry point (and
+# make_figures.py's) sets EXIT_WITHOUT_FREEING; such banks are then held here and the process ends with
+# os._exit once its output is flushed. Imported (by the tests), nothing is held.
+EXIT_WITHOUT_FREEING = False
+HELD_UNTIL_EXIT: list = []
+
+
+def hold_until_exit(*objects: Any) -> None:
+    if EXIT_WITHOUT_FREEING:
+        HELD_UNTIL_EXIT.extend(objects)
+
+
+def end_process(code: int) -> None:
+    """The script's exit: os._exit when a bank is held (after flushing what was printed), else sys.exit."""
+    if HELD_UNTIL_EXIT:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def column_types(rows: list[dict], field: str, default: Any = None) -> set[type]:
+    """The types a field takes over rows (all of them objects), `default` where a row lacks it."""
+    return set(map(type, probe_column(rows, field, default)))
+
+
+def rows_are_objects(rows: list) -> bool:
+    return set(map(type, rows)) <= {dict}
+
+
+def bank_table(results: Any) -> dict[str, list] | None:
+    """probe_table of a parsed bank's probes, or None when they are not a list of objects (the shape check
+    then names what is wrong)."""
+    probes = results.get("probes") if isinstance(results, dict) else None
+    return probe_table(probes) if isinstance(probes, list) and rows_are_objects(probes) else None
+
+
+def probes_well_formed(table: dict[str, list], regimes: list[str], constraints: bool = False,
+                       run_order: bool = False) -> bool:
+    """Every probe has the fields and types analyze reads, a known class and regime, and no probe comes twice:
+    checked a column at a time (a million probes in about a second); when this says no, results_shape_problems
+    looks at each probe to name the problems."""
+    if not regimes:
         return False
-    answers = {type(p.get("answer")) for p in probes}
-    return (columns["model"] <= {str} and columns["regime"] <= {str} and columns["type"] <= {str}
-            and columns["class"] <= {str} and columns["episode"] <= {int} and columns["question_id"] <= {int}
-            and answers <= {int, type(None)} and classes <= set(CLASSES) and used_regimes <= set(regimes)
-            and len(set(keys)) == len(keys))
+    types = {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
+    if any(types[f] - {str} for f in ("model", "regime", "type", "class")) or \
+            any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
+        return False
+    if constraints:
+        try:
+            answers_ok = set(table["answer"]) <= {"A", "B", None}
+        except TypeError:                                   # an unhashable answer
+            return False
+    else:
+        answers_ok = types["answer"] <= {int, type(None)}
+    return (answers_ok and set(table["class"]) <= set(SC_CLASSES if constraints else CLASSES)
+            and set(table["regime"]) <= set(regimes)
+            and (run_order or len(distinct_probes(table)) == len(table["model"])))
 
 
-def results_shape_problems(results: Any) -> list[str]:
-    """Every way a results bank is not one `analyze` can read (our format or the reference one)."""
+def results_shape_problems(results: Any, table: dict[str, list] | None = None) -> list[str]:
+    """Every way a results bank is not one `analyze` can read (our format or the reference one); `table` is
+    bank_table(results), when the caller has it already."""
     if not isinstance(results, dict):
         return [f"the file holds a {type(results).__name__}, not an object"]
     problems = []
@@ -5801,7 +6125,7 @@ def results_shape_problems(results: Any) -> list[str]:
     def is_mean(value) -> bool:
         return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
-    string_list("models")
+    models = string_list("models")
     regimes = string_list("regimes")
     constraints = results.get("study") == "constraints"
     classes, answer_ok, answer_kind = (SC_CLASSES, lambda a: a in ("A", "B"), "A, B or null") if constraints else \
@@ -5810,7 +6134,13 @@ def results_shape_problems(results: Any) -> list[str]:
     if not isinstance(probes, list):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
-    if probes_well_formed(probes, regimes):
+    table = table if table is not None else bank_table(results)
+    try:
+        run_order = table is not None and not constraints and in_run_order(table, models, regimes,
+                                                                              bank_variants(results))
+    except (TypeError, ValueError):                         # budgets or samples unreadable: named below
+        run_order = False
+    if table is not None and probes_well_formed(table, regimes, constraints, run_order):
         probes = []                                          # nothing to report: skip the loop that names problems
     seen = set()
     for number, probe in enumerate(probes, 1):
@@ -5820,6 +6150,7 @@ def results_shape_problems(results: Any) -> list[str]:
             continue
         wrong = [f for f in ("model", "regime", "type", "class") if not isinstance(probe.get(f), str)]
         wrong += [f for f in ("episode", "question_id") if not is_int(probe.get(f))]
+        wrong += [f for f in ("budget", "sample") if f in probe and not is_int(probe[f])]
         if wrong:
             problems.append(f"{where} has no usable {', '.join(wrong)}")
             continue
@@ -5829,10 +6160,11 @@ def results_shape_problems(results: Any) -> list[str]:
             problems.append(f"{where} has the regime {probe['regime']!r}, which `regimes` does not list")
         if probe.get("answer") is not None and not answer_ok(probe.get("answer")):
             problems.append(f"{where} has the answer {probe.get('answer')!r}, not {answer_kind}")
-        key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"])
+        key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"], record_variant(probe))
         if key in seen:
+            variant = "" if key[4] == (DEFAULT_BUDGET, 0) else f" (budget {key[4][0]}, sample {key[4][1]})"
             problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode {probe['episode']} "
-                            f"question {probe['question_id']}")
+                            f"question {probe['question_id']}{variant}")
         seen.add(key)
     tokens = results.get("compaction_tokens", {})
     if not isinstance(tokens, dict):
@@ -5844,17 +6176,16 @@ def results_shape_problems(results: Any) -> list[str]:
                     isinstance(v, dict) and is_mean(v.get("mean")) for v in by_model.values()):
                 problems.append(f"`compaction_tokens` for {regime} is not an object of means")
     stage = results.get("compaction_stage", [])
-    if not isinstance(stage, list) or not all(
-            isinstance(row, dict) and isinstance(row.get("model"), str) and isinstance(row.get("regime"), str)
-            and all(is_int(row.get(f, 0)) for f in ("retained", "correct", "n_entities")) for row in stage):
+    if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
+            or column_types(stage, "regime") - {str} \
+            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list)):
         if results.get(field) is not None and not isinstance(results[field], kind):
             problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
     calls = results.get("calls")
-    if isinstance(calls, list) and not all(type(c) is dict and type(c.get("model")) is str
-                                           and type(c.get("regime")) is str and type(c.get("kind")) is str
-                                           for c in calls):
+    if isinstance(calls, list) and (not rows_are_objects(calls) or any(column_types(calls, f) - {str}
+                                                                       for f in ("model", "regime", "kind"))):
         problems.append("`calls` is not a list of objects with a model, a regime and a kind")
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
         problems.append("`n_episodes` is not a whole number")
@@ -6436,7 +6767,12 @@ def command_run(args, then_analyze: bool = False) -> int:
         print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
               f"`python3 scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
         return code
-    manifest = Manifest.load(manifest_path)
+    with collector_paused():
+        return score_and_analyze_run(args, run_dir, Manifest.load(manifest_path), tasks, models, code)
+
+
+def score_and_analyze_run(args, run_dir: Path, manifest: "Manifest", tasks: dict, models: list[str], code: int) -> int:
+    """The end of `pilot`: score the finished run, analyse it, and write the figures and report."""
     if not folder_writable(run_dir):
         # A finished run in a read-only folder: report it from memory and say where its files can go.
         analysis = gated_analysis(score_bank(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
@@ -6476,6 +6812,7 @@ def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "M
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
     results = score_bank(manifest, tasks, Journal(run_dir), models)
+    hold_until_exit(results)
     gate_rows = gate_bank(manifest, tasks, Journal(run_dir), models)
     if gate_rows:                       # every compacted state through the release gate (issue 13)
         results["gate"] = gate_summary(gate_rows)
@@ -6522,9 +6859,10 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
     return rows
 
 
-def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None) -> dict:
+def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None,
+                   table: dict[str, list] | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
-    analysis = analyze_bank(results, tasks_path)
+    analysis = analyze_bank(results, tasks_path, table)
     if not analysis["complete"] and not allow_partial:
         cov = analysis["coverage"]
         raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
@@ -6533,8 +6871,9 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
     return analysis
 
 
-def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path: Path | None = None) -> dict:
-    analysis = gated_analysis(results, allow_partial, tasks_path)
+def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path: Path | None = None,
+                   table: dict[str, list] | None = None) -> dict:
+    analysis = gated_analysis(results, allow_partial, tasks_path, table)
     write_atomic(out_dir / "analysis.md", render_analysis_md(analysis).encode("utf-8"))
     return analysis
 
@@ -6543,10 +6882,10 @@ FIGURES_SCRIPT = REPO_ROOT / "paper" / "make_figures.py"
 
 
 def figures_input(results: dict) -> dict:
-    """What the figures and the report read besides the analysis: results.json without its probes, and of its
-    call records only the compaction calls' token counts (a small fraction of a large bank)."""
-    slim = {k: v for k, v in results.items() if k not in ("probes", "calls")}
-    slim["probes"] = []                 # the figures read the probes only through the analysis
+    """What the figures and the report read besides the analysis: results.json without its probes and final-state
+    scores, and of its call records only the compaction calls' token counts (a small fraction of a large bank)."""
+    slim = {k: v for k, v in results.items() if k not in ("probes", "calls", "compaction_stage")}
+    slim["probes"] = []                 # the figures read the probes and the final states only through the analysis
     if isinstance(results.get("calls"), list):
         fields = ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
         slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"] if call_stage(c) == "compaction"]
@@ -6556,28 +6895,52 @@ def figures_input(results: dict) -> dict:
 def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
                              handover: tuple[dict, dict] | None = None) -> list[Path]:
     """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
-    `source` (default: the one in out_dir). It runs as its own process: the figures script imports the
-    runner, never the other way round. `handover` is (results, analysis) when the caller has just analysed
-    that same results.json: the analysis and the few fields the figures read are then piped to the script,
-    so a large bank is read and analysed once, not twice."""
-    if not FIGURES_SCRIPT.exists():
-        return []
-    results_path = source or out_dir / "results.json"
-    argv = [sys.executable, str(FIGURES_SCRIPT), str(results_path), "--out", str(out_dir)]
-    if tasks_path is not None:
-        argv += ["--tasks", str(tasks_path)]
-    piped = None
-    if handover is not None:
-        results, analysis = handover
-        argv += ["--handover"]
-        piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
-    proc = subprocess.run(argv, capture_output=True, text=True, input=piped, encoding="utf-8")
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-        raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "
-                         f"written; retry with: python3 paper/make_figures.py {shlex.quote(str(results_path))} "
-                         f"--out {shlex.quote(str(out_dir))}")
-    return [Path(line) for line in proc.stdout.splitlines() if line.strip()]
+    `source` (default: the one in out_dir); see FiguresJob."""
+    with FiguresJob(out_dir, source, tasks_path, handover=handover is not None) as job:
+        return job.finish(handover)
+
+
+class FiguresJob:
+    """paper/make_figures.py making figures/, RESULTS.md and report.html for out_dir, as its own process: the
+    figures script imports the runner, never the other way round. With `handover`, the caller has analysed
+    (or is analysing) that same results.json, and finish() pipes it the analysis and the few fields the figures
+    read, so a large bank is read and analysed once, not twice; started before the analysis, the script starts
+    up on the other core meanwhile and waits for it. Leaving the `with` block stops a job never finished."""
+
+    def __init__(self, out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
+                 handover: bool = False):
+        self.out_dir, self.results_path = out_dir, source or out_dir / "results.json"
+        self.proc: subprocess.Popen | None = None
+        if not FIGURES_SCRIPT.exists():
+            return
+        argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out", str(out_dir)]
+        argv += ["--tasks", str(tasks_path)] if tasks_path is not None else []
+        argv += ["--handover"] if handover else []
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if handover else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def finish(self, handover: tuple[dict, dict] | None = None) -> list[Path]:
+        if self.proc is None:
+            return []
+        piped = None
+        if handover is not None:
+            results, analysis = handover
+            piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
+        stdout, stderr = self.proc.communicate(piped)
+        if self.proc.returncode != 0:
+            reason = (stderr.strip().splitlines() or ["no message"])[-1]
+            raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "
+                             f"written; retry with: python3 paper/make_figures.py "
+                             f"{shlex.quote(str(self.results_path))} --out {shlex.quote(str(self.out_dir))}")
+        return [Path(line) for line in stdout.splitlines() if line.strip()]
+
+    def __enter__(self) -> "FiguresJob":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.communicate()
 
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
@@ -6715,33 +7078,41 @@ def command_analyze(args) -> int:
                   f"elsewhere: python3 scripts/run_pilot.py analyze --results {results_path} --out DIR",
                   file=sys.stderr)
             out_dir = None
+    tasks_path = Path(args.tasks) if args.tasks else None
+    # the figures script starts now, on the other core, and waits for the analysis
+    with FiguresJob(out_dir, results_path, tasks_path, handover=True) if out_dir is not None else \
+            contextlib.nullcontext() as figures:
+        analysis, outputs = read_and_analyze(results_path, out_dir, args.allow_partial, tasks_path, figures)
+    print(render_analysis_md(analysis))
+    if outputs:
+        print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
+    return EXIT_OK
+
+
+def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bool, tasks_path: Path | None,
+                     figures: "FiguresJob | None") -> tuple[dict, list[Path]]:
+    """`analyze` on a results.json: its analysis, and with out_dir analysis.md, the figures and the report."""
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
                          f"--results at a results.json") from None
-    problems = results_shape_problems(results)
+    table = bank_table(results)
+    hold_until_exit(results, table)
+    problems = results_shape_problems(results, table)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
                          f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
-    outputs: list[Path] = []
-    tasks_path = Path(args.tasks) if args.tasks else None
     try:
         if out_dir is None:
-            analysis = gated_analysis(results, args.allow_partial, tasks_path)
-        else:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            analysis = write_analysis(out_dir, results, args.allow_partial, tasks_path)
-            outputs = [out_dir / "analysis.md"] + write_figures_and_report(out_dir, results_path, tasks_path,
-                                                                           handover=(results, analysis))
+            return gated_analysis(results, allow_partial, tasks_path, table), []
+        out_dir.mkdir(parents=True, exist_ok=True)
+        analysis = write_analysis(out_dir, results, allow_partial, tasks_path, table)
+        return analysis, [out_dir / "analysis.md"] + figures.finish((results, analysis))
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
-    print(render_analysis_md(analysis))
-    if outputs:
-        print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
-    return EXIT_OK
 
 
 def command_generate(args) -> int:
@@ -7590,6 +7961,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     return parser
 
 
+BANK_COMMANDS = ("score", "analyze", "merge", "gate")   # they read and analyse a bank, and make no model calls
 COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
             "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
             "merge": command_merge, "demo": command_demo, "gate": command_gate, "adversarial": command_adversarial}
@@ -7607,7 +7979,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     args.argv = original_argv
     try:
-        return COMMANDS[command](args)
+        with collector_paused() if command in BANK_COMMANDS else contextlib.nullcontext():
+            return COMMANDS[command](args)
     except PilotError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
@@ -7628,4 +8001,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    EXIT_WITHOUT_FREEING = True
+    end_process(main())

@@ -248,6 +248,8 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
             "boolean answer": (lambda r: r["probes"][0].update(answer=True), "not an integer or null"),
             "compaction tokens a list": (lambda r: r.update(compaction_tokens=[]), "`compaction_tokens`"),
             "compaction stage an object": (lambda r: r.update(compaction_stage={}), "`compaction_stage`"),
+            "budget not a number": (lambda r: r["probes"][0].update(budget="256"), "no usable budget"),
+            "sample not a number": (lambda r: r["probes"][0].update(sample=[0]), "no usable sample"),
         }
         for label, (edit, expected) in cases.items():
             with self.subTest(label):
@@ -258,6 +260,24 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
                 self.assertTrue(any(expected in p for p in problems), problems)
         # a null answer is an omission, not a problem
         self.assertEqual(changed(lambda r: r["probes"][0].update(answer=None)), [])
+
+    def test_a_sweep_bank_is_read_and_its_repeats_are_named_with_their_variant(self):
+        sweep = reference_results(load_tasks())
+        sweep.update(budgets=[128, rp.DEFAULT_BUDGET], samples=2, temperature=0.7)
+        sweep["probes"] += [{**p, "budget": b, "sample": s} for p in sweep["probes"]
+                            for b, s in ((128, 0), (128, 1), (rp.DEFAULT_BUDGET, 1))]
+        self.assertEqual(rp.results_shape_problems(sweep), [])
+        path = self.make_tmp() / "results.json"
+        path.write_text(json.dumps(sweep))
+        code, out, err = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 0, err)
+        self.assertIn("## Budget sweep (exploratory)", out)
+        self.assertIn("## Repeated samples (exploratory)", out)
+        sweep["probes"].append(dict(sweep["probes"][-1]))
+        problems = rp.results_shape_problems(sweep)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn(f"repeats {sweep['probes'][-1]['model']}", problems[0])
+        self.assertIn(f"(budget {rp.DEFAULT_BUDGET}, sample 1)", problems[0])
 
     def test_many_problems_are_summarised_on_one_line(self):
         results = reference_results(load_tasks())

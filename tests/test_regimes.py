@@ -238,6 +238,12 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
         self.assertIn("## Corruption over repeated samples (exploratory)", rp.render_analysis_md(analysis))
         self.assertIn('class="sample"', mf.render_figures(results, analysis)["fig_f_budget_sweep.svg"])
 
+    def test_many_samples_are_summarised_not_listed(self):
+        self.assertEqual(rp.sample_rates_text([0.1, None, 0.25]), "10.0%, n/a, 25.0%".replace("n/a", rp.pct(None)))
+        many = [i / 100 for i in range(20)] + [None]
+        self.assertEqual(rp.sample_rates_text(many),
+                         "20 samples: lowest 0.0%, median 9.5%, highest 19.0%; 1 without probes")
+
     def test_another_temperature_on_resume_is_refused(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=[MODEL]) as server:

@@ -131,6 +131,58 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
             with self.subTest(row=row):
                 self.assertIn(row, text)
 
+    def test_column_counts_equal_counts_probe_by_probe(self):
+        """The analysis reads the bank as columns; on sweeps with repeated samples, an extra regime and a few wrong
+        truths, shuffled with probes outside the design and duplicates, in model order (R1 and R2 then pair by
+        position) or in the order runs write (whose coverage is read from the layout), every count equals one
+        made probe by probe."""
+        tasks = load_tasks()
+        for seed in range(6):
+            with self.subTest(seed=seed):
+                rng = random.Random(seed)
+                results = sweep_bank(rng, tasks, ("messy", "model order", "run order")[seed % 3])
+                analysis = rp.analyze_results(results, {"tasks": tasks, "kind": "pinned", "sha256": "x", "path": "t"})
+                probes, models = results["probes"], results["models"]
+                variant = lambda p: (p.get("budget", rp.DEFAULT_BUDGET), p.get("sample", 0))
+                primary = [p for p in probes if variant(p) == (rp.DEFAULT_BUDGET, 0)]
+                for model in models:
+                    for regime in results["regimes"]:
+                        cell = [p for p in primary if p["model"] == model and p["regime"] == regime]
+                        wrong = sum(p["class"] != "correct" for p in cell)
+                        self.assertEqual((analysis["corruption"][model][regime]["k"],
+                                          analysis["corruption"][model][regime]["n"]), (wrong, len(cell)))
+                keys = [(p["model"], p["regime"], p["episode"], p["question_id"], *variant(p)) for p in probes]
+                coverage = analysis["coverage"]
+                self.assertEqual(coverage["duplicates"], len(keys) - len(set(keys)))
+                self.assertEqual(coverage["outside"], sum(p["model"] not in models or p["question_id"] > 8
+                                                          for p in probes))
+                self.assertEqual(coverage["mismatched_truths"], sum(
+                    p["model"] in models and p["question_id"] <= 8
+                    and p["truth"] != tasks["episodes"][p["episode"]]["questions"][p["question_id"] - 1]["truth"]
+                    for p in probes))
+                last: dict[tuple, bool] = {}
+                for p in primary:
+                    last[(p["model"], p["regime"], p["episode"], p["question_id"])] = p["class"] == "correct"
+                firsts = [(m, e, q, ok) for (m, r, e, q), ok in last.items() if r == "R1" and m in models]
+                b = sum(ok and last.get((m, "R2", e, q)) is False for m, e, q, ok in firsts)
+                c = sum(not ok and last.get((m, "R2", e, q)) is True for m, e, q, ok in firsts)
+                self.assertEqual(analysis["informative_models"], models)
+                pooled = analysis["mcnemar"]["pooled"]
+                self.assertEqual((pooled["b"], pooled["c"]), (b, c))
+                for budget in results["budgets"]:
+                    mine = [p for p in probes if variant(p)[0] == budget and p["model"] in models]
+                    for regime in results["regimes"]:
+                        cell = [p for p in mine if p["regime"] == regime]
+                        row = analysis["sweep"][str(budget)]["rates"][regime]
+                        self.assertEqual((row["k"], row["n"]), (sum(p["class"] != "correct" for p in cell), len(cell)))
+                        spread = analysis["samples"]["by_regime"][f"{regime}|{budget}"]["per_sample"]
+                        for sample, rate in enumerate(spread):
+                            picked = [p for p in cell if variant(p)[1] == sample]
+                            self.assertEqual(rate, sum(p["class"] != "correct" for p in picked) / len(picked))
+                extra = analysis["extra"]["R3"]["tests"]["R1"]
+                self.assertEqual(extra["n_pairs"], sum(1 for (m, r, e, q) in last if r == "R3"
+                                                       and (m, "R1", e, q) in last and m in models))
+
     def test_partial_bank_needs_allow_partial(self):
         folder = self.make_tmp()
         results = reference_results(load_tasks())
@@ -165,3 +217,35 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def sweep_bank(rng: random.Random, tasks: dict, layout: str) -> dict:
+    """Two models, R0-R3, budgets 128 and 256, three samples, five episodes, a few truths that differ from the
+    task file; "messy" is also shuffled, with a few probes of an unknown model or a ninth question and a few
+    duplicates; the others are in model order or in the order runs write."""
+    messy = layout == "messy"
+    cells = [(m, r, b, s) for m in ("m1", "m2", "stranger") for r in ("R0", "R1", "R2", "R3") for b in (128, 256)
+             for s in range(3)]
+    if layout == "run order":
+        cells.sort(key=lambda cell: ((128, 256).index(cell[2]), cell[3]))    # stable: models, regimes in order
+    probes = []
+    for model, regime, budget, sample in cells:
+        for episode in range(5):
+            for question in tasks["episodes"][episode]["questions"]:
+                if model == "stranger" and (not messy or rng.random() < 0.9):
+                    continue
+                cls = rng.choice(rp.CLASSES + ("correct",) * 10)
+                truth = question["truth"] + (1 if rng.random() < 0.02 else 0)
+                probe = {"model": model, "regime": regime, "episode": episode,
+                         "question_id": question["id"] if not messy or rng.random() > 0.01 else 9,
+                         "type": question["type"], "truth": truth,
+                         "answer": truth if cls == "correct" else None, "class": cls}
+                if (budget, sample) != (rp.DEFAULT_BUDGET, 0) or rng.random() < 0.3:
+                    probe.update(budget=budget, sample=sample)
+                probes.append(probe)
+                if messy and rng.random() < 0.01:
+                    probes.append(dict(probe, **{"class": "omission"}))
+    if messy:
+        rng.shuffle(probes)
+    return {"models": ["m1", "m2"], "regimes": ["R0", "R1", "R2", "R3"], "budgets": [128, 256], "samples": 3,
+            "temperature": 0.7, "probes": probes, "compaction_stage": [], "compaction_tokens": {}}

@@ -164,6 +164,21 @@ class ComputedLabelTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(any("not the pre-registered one" in r for r in analysis["label_reasons"]))
 
 
+    def test_a_generated_task_set_is_known_in_any_layout_but_not_with_other_values(self):
+        folder = self.make_tmp()
+        generated = rp.generate_tasks(16)
+        relaid = folder / "relaid.json"
+        relaid.write_text(json.dumps(generated))                            # one line, not the indented form
+        self.assertEqual(rp.load_task_set(relaid)["kind"], "generated")
+        for label, edit in (("a value written as a float", lambda t: t["episodes"][3]["questions"][0].update(
+                                 truth=float(t["episodes"][3]["questions"][0]["truth"]))),
+                            ("a sentence changed", lambda t: t["episodes"][15]["segments"][0].update(
+                                 text=t["episodes"][15]["segments"][0]["text"] + " "))):
+            with self.subTest(label):
+                tasks = json.loads(json.dumps(generated))
+                edit(tasks)
+                self.assertFalse(rp.is_generator_output(tasks))
+
 def uninformative(results: dict, models: list[str]) -> dict:
     """Make the R0 probes of these models fail (omissions), past the ceiling bound."""
     for probe in results["probes"]:
