@@ -722,6 +722,9 @@ def read_results(path: Path) -> tuple[dict, dict]:
                          f"permissions") from None
     try:
         results = json.loads(text)
+    except RecursionError:
+        raise InputError(f"{path} is not a results file these figures can be made from (its JSON is nested too "
+                         f"deeply); point at the results.json a run wrote") from None
     except ValueError as err:
         raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
     problem = shape_problem(results)

@@ -5,8 +5,9 @@ Budget sweeps and repeated samples make banks of a million probes routine. This 
 runner's own results.json format, every probe on a question of a real task file (so the probes are checked
 against it as a user's would be), with many R1/R2 disagreements, in one of two designs:
 
-- `sweep` (default): the pre-registered 15 episodes, 2 models, compaction budgets 128, 256, 512 and 1024 and
-  as many repeated samples as the size needs (the banks budget sweeps and repeated samples make);
+- `sweep` (default): the pre-registered 15 episodes, compaction budgets 128, 256, 512 and 1024, and as many
+  repeated samples (at most the runner's 100) and models as the size needs: the banks budget sweeps and
+  repeated samples make (1,000,000 probes: 7 models x 4 budgets x 100 samples);
 - `published`: the field set of the published reference bank (no budget, no sample), 6 models, on a task
   file generated with as many episodes as the size needs (written beside the bank and passed with --tasks).
 
@@ -42,7 +43,6 @@ from helpers import rp  # noqa: E402  (the runner, imported as the tests import 
 
 CORRECT_RATE = {"R0": 0.95, "R1": 0.64, "R2": 0.90}     # the published rates, roughly
 SWEEP_BUDGETS = [128, 256, 512, 1024]
-SWEEP_MODELS = 2
 PUBLISHED_MODELS = 6
 
 
@@ -50,8 +50,10 @@ def bank_layout(n_probes: int, design: str) -> tuple[list[str], list[int], int, 
     """(models, budgets, samples, episodes) of a bank of about n_probes probes."""
     per_episode = len(rp.DEFAULT_REGIMES) * len(rp.QUESTION_PLAN)
     if design == "sweep":
-        samples = max(1, round(n_probes / (SWEEP_MODELS * len(SWEEP_BUDGETS) * rp.N_EPISODES * per_episode)))
-        return [f"bench-model-{i}:7b" for i in range(SWEEP_MODELS)], SWEEP_BUDGETS, samples, rp.N_EPISODES
+        per_model_and_sample = len(SWEEP_BUDGETS) * rp.N_EPISODES * per_episode
+        n_models = max(1, -(-n_probes // (per_model_and_sample * rp.MAX_SAMPLES)))    # as few as the samples allow
+        samples = max(1, min(rp.MAX_SAMPLES, round(n_probes / (n_models * per_model_and_sample))))
+        return [f"bench-model-{i}:7b" for i in range(n_models)], SWEEP_BUDGETS, samples, rp.N_EPISODES
     episodes = max(1, round(n_probes / (PUBLISHED_MODELS * per_episode)))
     return [f"bench-model-{i}:7b" for i in range(PUBLISHED_MODELS)], [rp.DEFAULT_BUDGET], 1, episodes
 

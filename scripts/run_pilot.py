@@ -3334,8 +3334,9 @@ def probe_table(probes: list[dict]) -> dict[str, list]:
 
 
 def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[str] | None = None) -> dict[str, list]:
-    """The table's rows where flags holds (its columns, or only `fields`); the table itself when every flag does.
-    The rows are picked by index, so a small selection costs little however many columns it takes."""
+    """The table's rows where flags holds (its columns, or only `fields`); the table itself when every flag does
+    and no `fields` are named. The rows are picked by index, so a small selection costs little however many
+    columns it takes."""
     picked = list(itertools.compress(range(len(table["model"])), flags))
     if fields is None and len(picked) == len(table["model"]):
         return table
@@ -3385,8 +3386,9 @@ def in_run_order(table: dict[str, list], models: list[str], regimes: list[str],
                  variants: list[tuple[int, int]]) -> bool:
     """Whether the probes are each cell's questions once, for every cell of the first episodes, in the order runs
     write them (budget, sample, model, regime, episode, question: all_cells). Checked by comparing each column
-    with the one that order gives, at C speed; such a bank has no repeats and no probe outside its design, so
-    the costlier checks are skipped, and its counts are read block by block. Kept in the table, as
+    with the one that order gives, at C speed; such a bank has no repeats and no probe of a model, regime,
+    question or variant outside its design (its episodes are checked against the task set apart), so the
+    costlier checks are skipped, and its counts are read block by block. Kept in the table, as
     table["run_order"] (a RunOrder) when it holds."""
     key = ("in_run_order", tuple(models), tuple(regimes), tuple(variants))
     if key not in table:
@@ -3402,7 +3404,7 @@ def run_order_of(table: dict[str, list], models: list[str], regimes: list[str],
     question_ids = [qid for qid, _, _ in QUESTION_PLAN]
     per_cell = len(question_ids)
     cells_per_episode = len(variants) * len(models) * len(regimes)
-    if not cells_per_episode or len(table["model"]) % (cells_per_episode * per_cell) or \
+    if not cells_per_episode or not table["model"] or len(table["model"]) % (cells_per_episode * per_cell) or \
             any(len(set(names)) != len(names) for names in (models, regimes, variants)):
         return None
     n_episodes = len(table["model"]) // (cells_per_episode * per_cell)
@@ -6044,10 +6046,11 @@ def collector_paused():
             gc.enable()
 
 
-# When a command that read a large bank is about to end the process, freeing the bank's millions of objects one
+# When a command that read a bank is about to end the process, freeing a large bank's millions of objects one
 # at a time takes about a second, and ending the process frees them anyway. The script's entry point (and
-# make_figures.py's) sets EXIT_WITHOUT_FREEING; such banks are then held here and the process ends with
-# os._exit once its output is flushed. Imported (by the tests), nothing is held.
+# make_figures.py's) sets EXIT_WITHOUT_FREEING; every bank read is then held here, and a process that holds one
+# ends with os._exit once its output is flushed (files are written and closed before that). Imported (by the
+# tests), nothing is held.
 EXIT_WITHOUT_FREEING = False
 HELD_UNTIL_EXIT: list = []
 
@@ -6060,8 +6063,12 @@ def hold_until_exit(*objects: Any) -> None:
 def end_process(code: int) -> None:
     """The script's exit: os._exit when a bank is held (after flushing what was printed), else sys.exit."""
     if HELD_UNTIL_EXIT:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):        # a closed or full stream: what could be written was
+                pass
         os._exit(code)
     sys.exit(code)
 
@@ -6127,6 +6134,21 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
 
     models = string_list("models")
     regimes = string_list("regimes")
+    for field, names in (("models", models), ("regimes", regimes)):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            problems.append(f"`{field}` names {', '.join(repeated)} more than once")
+    budgets, samples = results.get("budgets"), results.get("samples")
+    if budgets is not None and (not isinstance(budgets, list) or not budgets or len(set(map(str, budgets))) != len(budgets)
+                                or not all(is_int(b) and 16 <= b <= 2048 for b in budgets)):
+        problems.append("`budgets` is not a list of distinct whole numbers from 16 to 2048")
+        budgets = None
+    if samples is not None and not (is_int(samples) and 1 <= samples <= MAX_SAMPLES):
+        problems.append(f"`samples` is not a whole number from 1 to {MAX_SAMPLES}")
+        samples = None
+    temperature = results.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+        problems.append("`temperature` is not a number")
     constraints = results.get("study") == "constraints"
     classes, answer_ok, answer_kind = (SC_CLASSES, lambda a: a in ("A", "B"), "A, B or null") if constraints else \
         (CLASSES, is_int, "an integer or null")
@@ -6135,11 +6157,16 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
     table = table if table is not None else bank_table(results)
-    try:
-        run_order = table is not None and not constraints and in_run_order(table, models, regimes,
-                                                                              bank_variants(results))
-    except (TypeError, ValueError):                         # budgets or samples unreadable: named below
-        run_order = False
+    variants = bank_variants({"budgets": budgets, "samples": samples})   # unreadable ones were named above
+    run_order = table is not None and not constraints and in_run_order(table, models, regimes, variants)
+    if table is not None and constraints and probes_well_formed(table, regimes, constraints):
+        # the constraints analysis reads the first sample at the pre-registered budget and has no notion of a
+        # probe outside the design: a probe of a variant the bank does not declare is a problem
+        outside = set(zip(table["budget"], table["sample"])) - set(variants)
+        if outside:
+            budget, sample = sorted(outside)[0]
+            problems.append(f"{len(outside)} probe variant(s) the bank's `budgets` and `samples` do not declare "
+                            f"(first: budget {budget}, sample {sample})")
     if table is not None and probes_well_formed(table, regimes, constraints, run_order):
         probes = []                                          # nothing to report: skip the loop that names problems
     seen = set()
@@ -6180,7 +6207,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
             or column_types(stage, "regime") - {str} \
             or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
-    for field, kind in (("cells", dict), ("run", dict), ("calls", list)):
+    for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):
             problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
     calls = results.get("calls")
@@ -7082,18 +7109,22 @@ def command_analyze(args) -> int:
     # the figures script starts now, on the other core, and waits for the analysis
     with FiguresJob(out_dir, results_path, tasks_path, handover=True) if out_dir is not None else \
             contextlib.nullcontext() as figures:
-        analysis, outputs = read_and_analyze(results_path, out_dir, args.allow_partial, tasks_path, figures)
-    print(render_analysis_md(analysis))
+        text, outputs = read_and_analyze(results_path, out_dir, args.allow_partial, tasks_path, figures)
+    print(text)
     if outputs:
         print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
     return EXIT_OK
 
 
 def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bool, tasks_path: Path | None,
-                     figures: "FiguresJob | None") -> tuple[dict, list[Path]]:
-    """`analyze` on a results.json: its analysis, and with out_dir analysis.md, the figures and the report."""
+                     figures: "FiguresJob | None") -> tuple[str, list[Path]]:
+    """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
+    report written there."""
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise PilotError(f"{results_path} is not a results file this runner can read (its JSON is nested too "
+                         f"deeply); point --results at a results.json") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
                          f"--results at a results.json") from None
@@ -7106,11 +7137,11 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
                          f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
     try:
         if out_dir is None:
-            return gated_analysis(results, allow_partial, tasks_path, table), []
+            return render_analysis_md(gated_analysis(results, allow_partial, tasks_path, table)), []
         out_dir.mkdir(parents=True, exist_ok=True)
         analysis = write_analysis(out_dir, results, allow_partial, tasks_path, table)
-        return analysis, [out_dir / "analysis.md"] + figures.finish((results, analysis))
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        return render_analysis_md(analysis), [out_dir / "analysis.md"] + figures.finish((results, analysis))
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
                          f"{err}); point --results at a results.json") from None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
-from helpers import FAST, TempDirMixin, reference_results, load_tasks, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, reference_results, load_tasks, rp, run_main
 
 MODEL = "gemma3:4b"
 CALLS_2_EPISODES = 2 * 8 + 2 * 2 * 12       # 64
@@ -250,6 +250,13 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
             "compaction stage an object": (lambda r: r.update(compaction_stage={}), "`compaction_stage`"),
             "budget not a number": (lambda r: r["probes"][0].update(budget="256"), "no usable budget"),
             "sample not a number": (lambda r: r["probes"][0].update(sample=[0]), "no usable sample"),
+            "samples unbounded": (lambda r: r.update(samples=1e300), "`samples` is not a whole number"),
+            "samples below one": (lambda r: r.update(samples=-1), "`samples` is not a whole number"),
+            "budgets not numbers": (lambda r: r.update(budgets=[[1]]), "`budgets` is not a list"),
+            "a model named twice": (lambda r: r.update(models=r["models"] + r["models"][:1]), "more than once"),
+            "temperature a word": (lambda r: r.update(temperature="hot"), "`temperature` is not a number"),
+            "gate a list": (lambda r: r.update(gate=[1]), "`gate` is not an object"),
+            "recheck a word": (lambda r: r.update(recheck="x"), "`recheck` is not an object"),
         }
         for label, (edit, expected) in cases.items():
             with self.subTest(label):
@@ -278,6 +285,38 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(len(problems), 1, problems)
         self.assertIn(f"repeats {sweep['probes'][-1]['model']}", problems[0])
         self.assertIn(f"(budget {rp.DEFAULT_BUDGET}, sample 1)", problems[0])
+
+    def test_an_empty_bank_is_analysed_and_a_bottomless_file_is_one_line(self):
+        code, out, err = run_main(["analyze", "--results", str(self.write({"models": ["m"], "probes": [],
+                                                                             "regimes": ["R0", "R1", "R2"]}))])
+        self.assertEqual(code, 0, err)
+        self.assertIn("UNINFORMATIVE", out)
+        deep = self.make_tmp() / "deep.json"
+        deep.write_text("[" * 100000 + "]" * 100000)
+        code, _, err = run_main(["analyze", "--results", str(deep)])
+        self.assertEqual(code, 2)
+        assert_one_clean_error(self, err)
+        self.assertIn("nested too deeply", err)
+
+    def test_a_constraints_probe_of_an_undeclared_sample_is_named(self):
+        results = json.loads((REPO / "results" / "smollm2-135m-constraints" / "results.json").read_text())
+        results["probes"].append(dict(results["probes"][0], sample=1, **{"class": "violating"}))
+        self.assertIn("(first: budget 256, sample 1)", " ".join(rp.results_shape_problems(results)))
+
+    def test_the_scripts_end_cleanly_with_their_output_closed(self):
+        bank = self.write(reference_results(load_tasks()))
+        for argv in ([str(REPO / "scripts" / "run_pilot.py"), "analyze", "--results", str(bank)],
+                     [str(REPO / "paper" / "make_figures.py"), str(bank), "--out", str(self.make_tmp())]):
+            with self.subTest(argv[0]):
+                proc = subprocess.run(["bash", "-c", 'exec "$0" "$@" 1>&-', sys.executable, *argv],
+                                      capture_output=True, text=True, timeout=120)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertNotIn("Traceback", proc.stderr)
+
+    def write(self, results) -> Path:
+        path = self.make_tmp() / "results.json"
+        path.write_text(json.dumps(results))
+        return path
 
     def test_many_problems_are_summarised_on_one_line(self):
         results = reference_results(load_tasks())
