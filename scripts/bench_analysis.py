@@ -7,7 +7,7 @@ against it as a user's would be), with many R1/R2 disagreements, in one of two d
 
 - `sweep` (default): the pre-registered 15 episodes, compaction budgets 128, 256, 512 and 1024, and as many
   repeated samples (at most the runner's 100) and models as the size needs: the banks budget sweeps and
-  repeated samples make (1,000,000 probes: 7 models x 4 budgets x 100 samples);
+  repeated samples make (1,000,000 probes: 7 models x 4 budgets x 99 samples, 997,920 probes);
 - `published`: the field set of the published reference bank (no budget, no sample), 6 models, on a task
   file generated with as many episodes as the size needs (written beside the bank and passed with --tasks).
 

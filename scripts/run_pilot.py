@@ -5003,6 +5003,9 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
     cells = results.get("cells") or {}
     complete = not cells.get("not_complete") and cells.get("complete", 0) > 0
     reasons = sc_label_reasons(results, task_set, complete, regimes)
+    if results["probes"] and not probes:
+        reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first sample, the only ones "
+                          f"this analysis reads")
     label = "UNINFORMATIVE" if not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
     if test and test["p"] < ALPHA and test["c"] > test["b"]:
         verdict = f"supported: {second} complied more often than {first} (exact McNemar p = {fmt_p(test['p'])})"
@@ -6135,7 +6138,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     models = string_list("models")
     regimes = string_list("regimes")
     for field, names in (("models", models), ("regimes", regimes)):
-        repeated = sorted({n for n in names if names.count(n) > 1})
+        repeated = sorted(n for n, times in collections.Counter(names).items() if times > 1)
         if repeated:
             problems.append(f"`{field}` names {', '.join(repeated)} more than once")
     budgets, samples = results.get("budgets"), results.get("samples")

@@ -132,6 +132,18 @@ class ScoringTest(unittest.TestCase):
         self.assertIn("undefined (c_ub <= c_noSC", rp.fmt_er(rp.effect_retention_summary([(False, True, False)])))
 
 
+class BankTest(unittest.TestCase):
+    def test_a_bank_without_the_pre_registered_budget_says_so(self):
+        results = json.loads((REPO / "results" / "smollm2-135m-constraints" / "results.json").read_text())
+        for probe in results["probes"]:
+            probe["budget"] = 128
+        results["budgets"] = [128]
+        self.assertEqual(rp.results_shape_problems(results), [])
+        analysis = rp.analyze_bank(results)
+        self.assertIn(f"no probe at the pre-registered budget {rp.DEFAULT_BUDGET} and first sample, the only ones "
+                      f"this analysis reads", analysis["reasons"])
+
+
 class PipelineTest(TempDirMixin, unittest.TestCase):
     """End to end through main(): run, resume, verify, status, plan, analysis, figures and report."""
 
