@@ -6162,7 +6162,8 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     table = table if table is not None else bank_table(results)
     variants = bank_variants({"budgets": budgets, "samples": samples})   # unreadable ones were named above
     run_order = table is not None and not constraints and in_run_order(table, models, regimes, variants)
-    if table is not None and constraints and probes_well_formed(table, regimes, constraints):
+    well_formed = table is not None and probes_well_formed(table, regimes, constraints, run_order)
+    if well_formed and constraints:
         # the constraints analysis reads the first sample at the pre-registered budget and has no notion of a
         # probe outside the design: a probe of a variant the bank does not declare is a problem
         outside = set(zip(table["budget"], table["sample"])) - set(variants)
@@ -6170,7 +6171,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
             budget, sample = sorted(outside)[0]
             problems.append(f"{len(outside)} probe variant(s) the bank's `budgets` and `samples` do not declare "
                             f"(first: budget {budget}, sample {sample})")
-    if table is not None and probes_well_formed(table, regimes, constraints, run_order):
+    if well_formed:
         probes = []                                          # nothing to report: skip the loop that names problems
     seen = set()
     for number, probe in enumerate(probes, 1):
