@@ -113,7 +113,7 @@ COMPACTION_NUM_PREDICT = 256           # hard output cap on every compaction cal
 ANSWER_NUM_PREDICT = 192               # hard output cap on every answer call
 NUM_CTX = 4096                         # context window pinned on every call
 TEMPERATURE = 0.0
-CALL_SEED = BASE_SEED                  # sampling seed sent with every call
+CALL_SEED = 77001                      # sampling seed sent with every call (PROTOCOL.md section 2)
 DEFAULT_REGIMES = ("R0", "R1", "R2")   # the pre-registered regimes; the confirmatory test is R1 vs R2
 DEFAULT_BUDGET = COMPACTION_NUM_PREDICT # the pre-registered operating point (120 words : 256 tokens)
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
@@ -1025,16 +1025,23 @@ def plan_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> l
     then the questions; each call carries its stage and output budget."""
     calls = []
     if regime.compacts:
-        for seg in episode["segments"]:
-            calls.append(CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"]))
-            if regime.condition == "sidecar":       # constraints study: the extractor's call after each segment
-                calls.append(CallSpec(f"extract_{seg['index']}", "extraction", SC_EXTRACT_NUM_PREDICT,
-                                      segment=seg["index"]))
-    if regime.judge and regime.compacts:            # constraints study, --judge: one call on the final state
-        calls.append(CallSpec("judge", "judge", SC_JUDGE_NUM_PREDICT))
+        calls += [CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"])
+                  for seg in episode["segments"]]
     calls += [CallSpec(f"question_{q['id']}", "answer", ANSWER_NUM_PREDICT, question_id=q["id"])
               for q in episode["questions"]]
     return calls
+
+
+def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> list[dict]:
+    """One call's messages: the compaction prompt over the previous state and the segment, or a question
+    over what the regime lets the answers see."""
+    if spec.is_compaction:
+        segment = episode["segments"][spec.segment - 1]
+        content = render_compaction_prompt(regime, state, segment["text"], spec.max_output_tokens)
+    else:
+        question = episode["questions"][spec.question_id - 1]
+        content = render_answer_prompt(regime, answer_context(regime, episode, state), question)
+    return [{"role": "user", "content": content}]
 
 
 def answer_context(regime: Regime, episode: dict, state: str) -> str:
@@ -1168,7 +1175,22 @@ def constraint_context(regime: Regime, episode: dict, state: str, registry: str)
     return seen
 
 
-def build_constraint_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str) -> list[dict]:
+def plan_constraint_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list[CallSpec]:
+    """XR-001's plan, with the sidecar's extractor call after every compaction and, under --judge, one call on
+    the final state before the probe."""
+    calls = []
+    for spec in plan_calls(regime, episode, budget):
+        if spec.stage == "answer" and regime.judge and regime.compacts and calls[-1].stage != "answer":
+            calls.append(CallSpec("judge", "judge", SC_JUDGE_NUM_PREDICT))
+        calls.append(spec)
+        if spec.is_compaction and regime.condition == "sidecar":
+            calls.append(CallSpec(f"extract_{spec.segment}", "extraction", SC_EXTRACT_NUM_PREDICT,
+                                  segment=spec.segment))
+    return calls
+
+
+def build_constraint_messages(regime: Regime, episode: dict, spec: CallSpec, state: str,
+                              registry: str = "") -> list[dict]:
     if spec.is_compaction:
         segment = episode["segments"][spec.segment - 1]
         content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
@@ -2131,6 +2153,11 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+# Studies that run on a runner of their own register here why the shared commands do not read their folders:
+# protocol id -> (folder) -> the one-line message naming the commands that do.
+FOLDERS_OF_OWN_RUNNERS: dict[str, Callable[[str], str]] = {}
+
+
 class Manifest:
     """The run ledger, rewritten atomically; thread-safe."""
 
@@ -2146,11 +2173,9 @@ class Manifest:
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
                              f"changed; restore it from a backup, or start a separate run in a new folder") from None
-        if isinstance(data, dict) and (data.get("lock") or {}).get("study") == ADV_PROTOCOL_ID:
-            folder = display_path(path.parent)
-            raise PilotError(f"{folder} is a run of the adversarial study {ADV_PROTOCOL_ID}, which this command does "
-                             f"not read; resume it with `python3 scripts/run_pilot.py adversarial --out {folder}` "
-                             f"and its options, re-gate it with `gate {folder}`, and read {folder}/analysis.md")
+        own = FOLDERS_OF_OWN_RUNNERS.get((data.get("lock") or {}).get("study")) if isinstance(data, dict) else None
+        if own is not None:
+            raise PilotError(own(display_path(path.parent)))
         if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
             raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")
@@ -2412,24 +2437,13 @@ class RunContext:
     progress: Progress
     done: dict          # (model, regime, budget, sample) -> episode -> kind -> record, read back at start
     regimes: dict       # name -> Regime: the regimes of this run
+    study: Study        # whose cells these are: it plans each cell's calls and writes their messages
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
     written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
     written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-
-
-def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> list[dict]:
-    if regime.condition is not None:
-        return build_constraint_messages(regime, episode, spec, state, registry)
-    if spec.is_compaction:
-        segment = episode["segments"][spec.segment - 1]
-        content = render_compaction_prompt(regime, state, segment["text"], spec.max_output_tokens)
-    else:
-        question = episode["questions"][spec.question_id - 1]
-        content = render_answer_prompt(regime, answer_context(regime, episode, state), question)
-    return [{"role": "user", "content": content}]
 
 
 def sample_seed(sample: int) -> int:
@@ -2493,7 +2507,7 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     if cell.budget != DEFAULT_BUDGET or cell.sample:
         entry.update(budget=cell.budget, sample=cell.sample)
     state = registry = ""
-    plan = plan_calls(regime, episode, cell.budget)
+    plan = ctx.study.plan_calls(regime, episode, cell.budget)
     records = {}
 
     def call(spec: CallSpec) -> dict:
@@ -2501,7 +2515,7 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
         if record is None:
             if ctx.stop.is_set():
                 raise RunInterrupted("interrupted")
-            record = make_call(ctx, cell, spec, build_messages(regime, episode, spec, state, registry))
+            record = make_call(ctx, cell, spec, ctx.study.build_messages(regime, episode, spec, state, registry))
         records[spec.kind] = record
         return record
 
@@ -2579,13 +2593,13 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
 
 
 DEFAULT_RECHECK = 8                     # journalled calls re-sent by the determinism probe after the cells finish
-RECHECK_SEED = BASE_SEED                # which ones: chosen by this seed among the calls of the complete cells
+RECHECK_SEED = CALL_SEED                # which ones: chosen by this seed among the calls of the complete cells
 RECHECK_FILE = "recheck.jsonl"
 
 
 def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cells: list[Cell]) -> list[dict]:
     """The journalled calls of the complete cells among `cells`, in cell and plan order (a stable list to sample)."""
-    regimes = run_regimes(manifest.data)
+    regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
     logs: dict = {}
     out = []
     for cell in cells:
@@ -2595,8 +2609,8 @@ def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cell
         if stream not in logs:
             logs[stream] = journal.cell_records(*stream)
         records = logs[stream].get(cell.episode, {})
-        out += [records[spec.kind] for spec in plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode],
-                                                          cell.budget) if spec.kind in records]
+        out += [records[spec.kind] for spec in study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode],
+                                                                cell.budget) if spec.kind in records]
     return out
 
 
@@ -2668,7 +2682,7 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
     """Quarantine unreadable lines; then, in any cell that lost a record, quarantine every later call that
     was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
     notes = []
-    regimes = run_regimes(manifest.data)
+    regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
     for model, regime_name, budget, sample in journal_streams(manifest.data):
         note = journal.repair(model, regime_name, budget, sample)
         if not note:
@@ -2678,7 +2692,7 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
             if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
                 continue
             cell = Cell(model, regime_name, episode_index, budget, sample)
-            plan = plan_calls(regimes[regime_name], tasks["episodes"][episode_index], budget)
+            plan = study.plan_calls(regimes[regime_name], tasks["episodes"][episode_index], budget)
             lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
             if lost is None:
                 continue
@@ -2702,7 +2716,8 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
 def run_regimes(manifest: dict) -> dict[str, Regime]:
     """The regimes of a run as its manifest records them (built-in definitions for older manifests)."""
     recorded = manifest.get("regime_definitions") or {}
-    return {name: regime_from_record(recorded[name]) if name in recorded else REGIMES[name]
+    built_in = folder_study(manifest).regimes
+    return {name: regime_from_record(recorded[name]) if name in recorded else built_in[name]
             for name in manifest["regimes"]}
 
 
@@ -2735,7 +2750,7 @@ def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
     return [c for i, c in enumerate(cells) if i % count == index - 1]
 
 
-def calls_per_cell(regime: Regime, n_segments: int = N_SEGMENTS, n_questions: int = len(QUESTION_PLAN)) -> int:
+def calls_per_cell(regime: Regime, n_segments: int, n_questions: int) -> int:
     return (n_segments if regime.compacts else 0) + n_questions
 
 
@@ -2746,7 +2761,9 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     if concurrency > 1:
         # Longest cells first, so that no worker is left alone with a long cell at the end; the
         # order changes no output (each cell depends only on its own calls).
-        pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime]))
+        episodes = ctx.tasks["episodes"]
+        pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime], len(episodes[c.episode]["segments"]),
+                                                   len(episodes[c.episode]["questions"])))
     abort: list[PilotError] = []
     # Up to N cells run their cascades; their answers fan out on a pool of 2N threads, so that while some calls'
     # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
@@ -2953,13 +2970,30 @@ class ProbeKind:
     classes: tuple
     correct_class: str = "correct"
     omission_class: str = "omission"
+    choices: tuple | None = None        # the answers a reply may give (None: any integer)
+
+    def answer_ok(self, answer: Any) -> bool:
+        """Whether a scored answer is one this kind can give (None, an omission, always is)."""
+        if answer is None:
+            return True
+        if self.choices is None:
+            return isinstance(answer, int) and not isinstance(answer, bool)
+        return isinstance(answer, str) and answer in self.choices
+
+    @property
+    def answer_desc(self) -> str:
+        return "an integer or null" if self.choices is None else ", ".join(self.choices) + " or null"
 
 
-PROBE_KINDS = {
-    "integer": ProbeKind("integer", ANSWER_RULE, parse_answer, parse_answer_lenient,
-                         lambda answer, question, conflation: classify_answer(answer, question["truth"], conflation),
-                         CLASSES),
-}
+PROBE_KINDS: dict = {}                  # name -> ProbeKind; each study registers the kinds of its probes
+
+
+def integer_classes(answer: Any, question: dict, conflation: list) -> str:
+    return classify_answer(answer, question["truth"], conflation)
+
+
+PROBE_KINDS["integer"] = ProbeKind("integer", ANSWER_RULE, parse_answer, parse_answer_lenient, integer_classes,
+                                   CLASSES)
 
 
 def probe_kind(question: dict) -> ProbeKind:
@@ -2984,9 +3018,6 @@ def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict
 def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing. Probes, states
     and calls away from the pre-registered budget or first sample carry their `budget` and `sample`."""
-    study = study_named(manifest.get("study"))
-    if study.score is not None:
-        return study.score(manifest, tasks, journal, models)
     models = models or manifest["models"]
     regimes = run_regimes(manifest)
     n_episodes = manifest["n_episodes"]
@@ -3102,7 +3133,8 @@ def classify_choice(answer: str | None, question: dict) -> str:
 
 PROBE_KINDS["forced_choice"] = ProbeKind("forced_choice", SC_CHOICE_RULE, parse_choice, parse_choice_lenient,
                                          lambda answer, question, conflation: classify_choice(answer, question),
-                                         SC_CLASSES, correct_class="compliant", omission_class="no_answer")
+                                         SC_CLASSES, correct_class="compliant", omission_class="no_answer",
+                                         choices=("A", "B"))
 
 
 def read_constraints_section(state: str) -> str:
@@ -3168,6 +3200,7 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
     """Each COMPLETE cell with its records, its probe key fields and its plan, once its log is checked against
     the manifest: a missing record or records altered since the cell completed stop scoring (never scored)."""
     logs: dict[tuple, dict] = {}
+    study = folder_study(manifest)
     for cell in cells:
         if not is_complete(manifest, cell):
             continue
@@ -3179,7 +3212,7 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
         if cell.budget != DEFAULT_BUDGET or cell.sample:
             base.update(budget=cell.budget, sample=cell.sample)
         key = cell_key(*cell)
-        plan = plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
+        plan = study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
         missing = [spec.kind for spec in plan if spec.kind not in records]
         if missing:
             raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
@@ -4051,7 +4084,7 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
 GATE_LEDGER_FORMAT = "ccl-gate-ledger-1"
 GATE_CATEGORIES = ("schema", "value", "invented", "omission", "arithmetic", "relation", "obligation", "status")
 RUN_GATE_MAX_OMISSIONS = 0             # the runner's stated threshold: every named quantity is material
-RUN_GATE_NAME_PATTERN = r"\b(?:[%s][%s]){3}\b" % (CONSONANTS, VOWELS)
+RUN_GATE_NAME_PATTERN = r"\b(?:[BDFGKLMNPRSTVZ][AEIOU]){3}\b"   # the six-letter pseudoword entity names
 RUN_GATE_SECTIONS = {"typed": ("values", "combined", "relations", "notes"),
                      "section:critical values": ("goal", "constraints", "progress", "decisions", "next steps",
                                                  "critical values")}
@@ -4546,6 +4579,15 @@ ADV_PLANTED = {"injected_rules": "obligation", "corrected_value": "status", "fai
 ADV_QUESTION = "What is the current value recorded for {name}?"
 
 
+def adversarial_folder_message(folder: str) -> str:
+    return (f"{folder} is a run of the adversarial study {ADV_PROTOCOL_ID}, which this command does not read; resume "
+            f"it with `python3 scripts/run_pilot.py adversarial --out {folder}` and its options, re-gate it with "
+            f"`gate {folder}`, and read {folder}/analysis.md")
+
+
+FOLDERS_OF_OWN_RUNNERS[ADV_PROTOCOL_ID] = adversarial_folder_message
+
+
 def adversarial_episode(index: int, case: str, seed: int) -> dict:
     """One session of a case: three segments, the authoritative entities and items, and two probes."""
     rng = random.Random(seed)
@@ -4907,7 +4949,7 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
     return reasons
 
 
-def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
+def analyze_constraints(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
     """Every number of the constraints study's analysis.md, RESULTS.md and figures, from results.json alone
     (and the task set the probes are checked against)."""
     probes = [p for p in results["probes"] if is_primary(p)]
@@ -5030,6 +5072,16 @@ def analyze_constraints(results: dict, task_set: dict | None = None) -> dict:
 # ============================================================================================
 # Reports (PROTOCOL.md section 5): analysis.md, the headline table, probes.csv
 # ============================================================================================
+def render_analysis_md(analysis: dict) -> str:
+    """analysis.md of any study's analysis, by the study it records."""
+    return study_named(analysis.get("study")).render_md(analysis)
+
+
+def render_headline(analysis: dict) -> str:
+    """The short table printed at the end of a run, by the study its analysis records."""
+    return study_named(analysis.get("study")).headline(analysis)
+
+
 def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
@@ -5198,10 +5250,7 @@ def render_samples_section(analysis: dict) -> list[str]:
             md_table(["regime", "budget", "corruption, all samples", "95% interval", "each sample"], rows), ""]
 
 
-def render_analysis_md(analysis: dict) -> str:
-    study = study_named(analysis.get("study"))
-    if study.render_md is not None:
-        return study.render_md(analysis)
+def render_xr001_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     regimes, models = analysis["regimes"], analysis["models"]
     title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
@@ -5443,10 +5492,7 @@ def render_recheck_section(analysis: dict) -> list[str]:
             md_table(["cell", "call", "reply"], rows) if rows else "", ""]
 
 
-def render_headline(analysis: dict) -> str:
-    study = study_named(analysis.get("study"))
-    if study.headline is not None:
-        return study.headline(analysis)
+def render_xr001_headline(analysis: dict) -> str:
     """The short table printed on stdout at the end of a run."""
     lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
     lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
@@ -5727,7 +5773,7 @@ def load_task_set(path: Path) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
     (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
     shown = display_path(path)
-    in_repo = path.resolve() in (TASKS_PATH.resolve(), SC_TASKS_PATH.resolve())
+    in_repo = path.resolve() in {study.tasks_path.resolve() for study in STUDY_REGISTRY.values()}
     if not path.exists():
         if in_repo:
             raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it is committed "
@@ -5743,8 +5789,13 @@ def load_task_set(path: Path) -> dict:
     except (UnicodeDecodeError, ValueError) as err:
         hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
         raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
-    if isinstance(tasks, dict) and tasks.get("study") == "constraints":
-        return load_constraint_task_set(path, raw, tasks, sha)
+    study = study_named(tasks.get("study") if isinstance(tasks, dict) and isinstance(tasks.get("study"), str) else None)
+    return study.load_tasks(path, raw, tasks, sha, in_repo)
+
+
+def load_xr001_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: bool) -> dict:
+    """load_task_set for XR-001: pinned, generated (other seed or size) or external (must pass the design checks)."""
+    shown = display_path(path)
     kind = "pinned" if sha == PINNED_TASKS_SHA256 else "generated" if is_generator_output(tasks) else None
     if in_repo and kind != "pinned":
         raise PilotError(f"{shown} is not the pre-registered task set (sha256 {sha[:12]}, pinned "
@@ -5762,7 +5813,7 @@ def load_task_set(path: Path) -> dict:
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
 
 
-def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str) -> dict:
+def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool = False) -> dict:
     """load_task_set for the constraints study: pinned, generated (other positions or framings) or external."""
     shown = display_path(path)
     kind = "pinned" if sha == SC_PINNED_TASKS_SHA256 else None
@@ -5833,16 +5884,14 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
             task_set = None
         if task_set and recorded.get("sha256") and task_set["sha256"] != recorded["sha256"]:
             task_set = None
-    if study.analyze is not None:
-        return study.analyze(results, task_set)
-    return analyze_results(results, task_set, table)
+    return study.analyze(results, task_set, table)
 
 
 def runner_sha256() -> str:
     return file_sha256(Path(__file__))
 
 
-def protocol_sha256(path: Path = PROTOCOL_PATH) -> str:
+def protocol_sha256(path: Path) -> str:
     if not path.exists():
         raise PilotError(f"{display_path(path)} is missing; restore it from git (the run is locked "
                          f"to the pre-registered protocol)")
@@ -5914,8 +5963,8 @@ def recorded_study(run_dir: Path) -> str | None:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("study") or "xr001"
-    except (OSError, ValueError, AttributeError):
+        return folder_study(json.loads(path.read_text(encoding="utf-8"))).name
+    except (OSError, ValueError, AttributeError, PilotError):
         return None
 
 
@@ -6092,7 +6141,7 @@ def bank_table(results: Any) -> dict[str, list] | None:
     return probe_table(probes) if isinstance(probes, list) and rows_are_objects(probes) else None
 
 
-def probes_well_formed(table: dict[str, list], regimes: list[str], constraints: bool = False,
+def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKind | None = None,
                        run_order: bool = False) -> bool:
     """Every probe has the fields and types analyze reads, a known class and regime, and no probe comes twice:
     checked a column at a time (a million probes in about a second); when this says no, results_shape_problems
@@ -6103,14 +6152,15 @@ def probes_well_formed(table: dict[str, list], regimes: list[str], constraints: 
     if any(types[f] - {str} for f in ("model", "regime", "type", "class")) or \
             any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
         return False
-    if constraints:
+    kind = kind or PROBE_KINDS["integer"]
+    if kind.choices is not None:
         try:
-            answers_ok = set(table["answer"]) <= {"A", "B", None}
+            answers_ok = set(table["answer"]) <= {*kind.choices, None}
         except TypeError:                                   # an unhashable answer
             return False
     else:
         answers_ok = types["answer"] <= {int, type(None)}
-    return (answers_ok and set(table["class"]) <= set(SC_CLASSES if constraints else CLASSES)
+    return (answers_ok and set(table["class"]) <= set(kind.classes)
             and set(table["regime"]) <= set(regimes)
             and (run_order or len(distinct_probes(table)) == len(table["model"])))
 
@@ -6152,18 +6202,21 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     temperature = results.get("temperature")
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
         problems.append("`temperature` is not a number")
-    constraints = results.get("study") == "constraints"
-    classes, answer_ok, answer_kind = (SC_CLASSES, lambda a: a in ("A", "B"), "A, B or null") if constraints else \
-        (CLASSES, is_int, "an integer or null")
+    try:
+        study = study_named(results.get("study") if isinstance(results.get("study"), str) else None)
+    except PilotError as err:
+        return problems + [str(err)]
+    kind = PROBE_KINDS[study.probe_kind]
+    classes, answer_ok, answer_kind = kind.classes, kind.answer_ok, kind.answer_desc
     probes = results.get("probes")
     if not isinstance(probes, list):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
     table = table if table is not None else bank_table(results)
     variants = bank_variants({"budgets": budgets, "samples": samples})   # unreadable ones were named above
-    run_order = table is not None and not constraints and in_run_order(table, models, regimes, variants)
-    well_formed = table is not None and probes_well_formed(table, regimes, constraints, run_order)
-    if well_formed and constraints:
+    run_order = table is not None and study.run_order is not None and study.run_order(table, models, regimes, variants)
+    well_formed = table is not None and probes_well_formed(table, regimes, kind, run_order)
+    if well_formed and study.declared_variants_only:
         # the constraints analysis reads the first sample at the pre-registered budget and has no notion of a
         # probe outside the design: a probe of a variant the bank does not declare is a problem
         outside = set(zip(table["budget"], table["sample"])) - set(variants)
@@ -6240,8 +6293,7 @@ STAND_IN_PROSE_FORGETS = 0.35           # share of facts a prose state drops (va
 STAND_IN_ADDRESS = "http://127.0.0.1:0"  # recorded in the lock: the real port is new each time, so a rerun resumes
 DEMO_RUN_NAME = "demo"
 DEMO_EPISODES = 2
-DEMO_STUDIES = ("xr001", "constraints")  # the studies `demo --study` can show
-STAND_IN_NAME = re.compile(r"\b(?:[%s][%s]){3}\b" % (CONSONANTS, VOWELS))
+STAND_IN_NAME = re.compile(RUN_GATE_NAME_PATTERN)
 STAND_IN_NUMBER = re.compile(r"-?\d+")
 STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
 
@@ -6514,9 +6566,12 @@ def command_demo(args) -> int:
 # ============================================================================================
 @dataclasses.dataclass(frozen=True)
 class Study:
-    """One pre-registered study: its protocol, task file, regimes, scoring and analysis."""
+    """One pre-registered study: everything the shared code needs to know of it, and nothing else does.
 
-    name: str
+    The runner, run folder, results bank, reports and commands ask a study only through these fields; a study
+    is registered once (register_study) and found by the key its run folders record (study_named)."""
+
+    name: str                           # the key a run folder records: xr001, constraints, adversarial
     protocol_id: str
     protocol_path: Path
     tasks_path: Path
@@ -6525,31 +6580,52 @@ class Study:
     regimes: dict                       # name -> Regime: the study's registry
     default_regimes: tuple
     prompts_sha256: Callable[[], str]
-    score: Callable | None              # (manifest, tasks, journal, models) -> results; None: score_bank
-    analyze: Callable | None            # (results, task_set) -> analysis; None: analyze_results
-    render_md: Callable | None
-    headline: Callable | None
+    load_tasks: Callable                # (path, raw bytes, parsed tasks, sha256, in_repo) -> task set
+    plan_calls: Callable                # (regime, episode, budget) -> the cell's CallSpecs in cascade order
+    build_messages: Callable            # (regime, episode, spec, state, registry) -> the call's messages
+    score: Callable                     # (manifest, tasks, journal, models) -> results
+    analyze: Callable                   # (results, task_set) -> analysis
+    render_md: Callable                 # analysis -> analysis.md
+    headline: Callable                  # analysis -> the one-line headline
+    probe_kind: str = "integer"         # the kind of its probes (PROBE_KINDS)
+    demo: bool = False                  # `demo --study` can show it on the stand-in model
+    run_order: Callable | None = None   # (table, models, regimes, variants) -> the bank is in run order (fast path)
+    declared_variants_only: bool = False  # a probe of a budget or sample the bank does not declare is a problem
 
 
-STUDIES = {
-    "xr001": Study("xr001", PROTOCOL_ID, PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, DEFAULT_RUN_NAME, REGIMES,
-                   DEFAULT_REGIMES, prompts_sha256, None, None, None, None),
-    "constraints": Study("constraints", SC_PROTOCOL_ID, SC_PROTOCOL_PATH, SC_TASKS_PATH, SC_PINNED_TASKS_SHA256,
-                         SC_RUN_NAME, SC_REGIMES, SC_DEFAULT_REGIMES, constraint_prompts_sha256,
-                         score_constraint_bank, analyze_constraints, render_constraints_md,
-                         render_constraints_headline),
-}
+STUDY_REGISTRY: dict = {}               # key -> Study, in registration order; the first is the default
 
 
-def study_of(args) -> Study:
-    return STUDIES[getattr(args, "study", None) or "xr001"]
+def register_study(study: Study) -> Study:
+    STUDY_REGISTRY[study.name] = study
+    return study
 
 
 def study_named(name: str | None) -> Study:
-    """The study a manifest, results file or analysis records (none recorded: XR-001)."""
-    if name not in (None, *STUDIES):
-        raise PilotError(f"unknown study {name!r}; this runner knows {', '.join(STUDIES)}")
-    return STUDIES[name or "xr001"]
+    """The study a manifest, results file or analysis records: its key, or the protocol id older folders
+    recorded; none recorded: the default study."""
+    if name is None:
+        return next(iter(STUDY_REGISTRY.values()))
+    for study in STUDY_REGISTRY.values():
+        if name in (study.name, study.protocol_id):
+            return study
+    raise PilotError(f"unknown study {name!r}; this runner knows {', '.join(STUDY_REGISTRY)}")
+
+
+def folder_study(manifest: dict) -> Study:
+    """Which study a run folder holds, from its manifest: the key it records, the protocol id that folders made
+    before the studies were keyed recorded in their lock, or none (the default study)."""
+    return study_named(manifest.get("study") or (manifest.get("lock") or {}).get("study"))
+
+
+# The registry: one line per study, the first the default.
+register_study(Study("xr001", PROTOCOL_ID, PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, DEFAULT_RUN_NAME, REGIMES, DEFAULT_REGIMES, prompts_sha256, load_xr001_task_set, plan_calls, build_messages, score_bank, analyze_results, render_xr001_md, render_xr001_headline, demo=True, run_order=in_run_order))
+register_study(Study("constraints", SC_PROTOCOL_ID, SC_PROTOCOL_PATH, SC_TASKS_PATH, SC_PINNED_TASKS_SHA256, SC_RUN_NAME, SC_REGIMES, SC_DEFAULT_REGIMES, constraint_prompts_sha256, load_constraint_task_set, plan_constraint_calls, build_constraint_messages, score_constraint_bank, analyze_constraints, render_constraints_md, render_constraints_headline, probe_kind="forced_choice", demo=True, declared_variants_only=True))
+
+
+def study_of(args) -> Study:
+    """The study the command line chose."""
+    return study_named(getattr(args, "study", None))
 
 
 # ============================================================================================
@@ -6579,10 +6655,10 @@ def run_settings(backend, args, tasks_sha: str, n_episodes: int, regimes: list[R
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
-                 regimes: list[Regime], study: str = "xr001") -> Manifest:
+                 regimes: list[Regime], study: Study) -> Manifest:
     return Manifest(path, {
-        "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": STUDIES[study].protocol_id,
-        **({"study": study} if study != "xr001" else {}),
+        "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": study.protocol_id,
+        "study": study.name,
         "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256,
         "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
         "regimes": [r.name for r in regimes], "regime_definitions": {r.name: regime_record(r) for r in regimes},
@@ -6598,7 +6674,7 @@ def open_manifest(run_dir: Path, config: Settings, lock: dict, args, tasks_path:
     """Create the manifest, or check a resumed one against the current settings and refuse on any difference."""
     path = run_dir / "manifest.json"
     if not path.exists():
-        return new_manifest(path, config, lock, tasks_path, models, args.shard, regimes, study_of(args).name)
+        return new_manifest(path, config, lock, tasks_path, models, args.shard, regimes, study_of(args))
     manifest = Manifest.load(path)
     recorded = manifest.data.get("lock", {})
     diffs = lock_differences(recorded, lock)
@@ -6666,13 +6742,15 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
         done_calls = sum(len(kinds) for (m, r, b, s), eps in done.items() for e, kinds in eps.items()
                          if Cell(m, r, e, b, s) in todo_set)
         by_name = {r.name: r for r in regimes}
-        total_calls = sum(len(plan_calls(by_name[c.regime], tasks["episodes"][c.episode], c.budget)) for c in todo)
+        study = folder_study(manifest.data)
+        total_calls = sum(len(study.plan_calls(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
+                          for c in todo)
         progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
                             interval_s=args.progress_interval)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
                          RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
-                         progress, done, by_name)
+                         progress, done, by_name, study)
 
         def hard_stop():
             manifest.save()
@@ -6806,7 +6884,7 @@ def score_and_analyze_run(args, run_dir: Path, manifest: "Manifest", tasks: dict
     """The end of `pilot`: score the finished run, analyse it, and write the figures and report."""
     if not folder_writable(run_dir):
         # A finished run in a read-only folder: report it from memory and say where its files can go.
-        analysis = gated_analysis(score_bank(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
+        analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
         print(render_headline(analysis))
         print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, figures and report "
               f"elsewhere: python3 scripts/run_pilot.py analyze --results {run_dir / 'results.json'} --out DIR")
@@ -6842,7 +6920,7 @@ def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "M
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
-    results = score_bank(manifest, tasks, Journal(run_dir), models)
+    results = folder_study(manifest).score(manifest, tasks, Journal(run_dir), models)
     hold_until_exit(results)
     gate_rows = gate_bank(manifest, tasks, Journal(run_dir), models)
     if gate_rows:                       # every compacted state through the release gate (issue 13)
@@ -7263,7 +7341,8 @@ def command_plan(args) -> int:
     budgets = args.budgets if args.budgets != [DEFAULT_BUDGET] or not recorded else run_budgets(recorded)
     samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
     cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
-    estimate = plan_estimate(tasks, cells, manifest.data if manifest else None, regimes)
+    study = folder_study(recorded) if recorded else study_of(args)
+    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
     print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
@@ -7289,9 +7368,10 @@ def command_plan(args) -> int:
     return EXIT_OK
 
 
-def plan_estimate(tasks: dict, cells: list[Cell], manifest: dict | None, regimes: dict | None = None) -> dict:
+def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict | None,
+                  regimes: dict | None = None) -> dict:
     """Calls and token estimates per (model, regime), and how many of those calls are already done."""
-    regimes = regimes or REGIMES
+    regimes = regimes or study.regimes
     by_cell: dict = {}
     for cell in cells:
         regime = regimes[cell.regime]
@@ -7301,13 +7381,13 @@ def plan_estimate(tasks: dict, cells: list[Cell], manifest: dict | None, regimes
                                                          "input_tokens": 0, "output_tokens": 0})
         entry["cells"] += 1
         state_stub = "x" * (cell.budget * 4)
-        for spec in plan_calls(regime, episode, cell.budget):
-            messages = build_messages(regime, episode, spec, state_stub)
+        for spec in study.plan_calls(regime, episode, cell.budget):
+            messages = study.build_messages(regime, episode, spec, state_stub)
             entry["calls"] += 1
             entry["input_tokens"] += estimate_tokens(messages[0]["content"])
             entry["output_tokens"] += spec.max_output_tokens
         if manifest is not None and is_complete(manifest, cell):
-            entry["done_calls"] += len(plan_calls(regime, episode, cell.budget))
+            entry["done_calls"] += len(study.plan_calls(regime, episode, cell.budget))
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
 
@@ -7343,7 +7423,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
     """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
     problems = []
     journal = Journal(run_dir)
-    regimes = run_regimes(manifest)
+    regimes, study = run_regimes(manifest), folder_study(manifest)
     for model, regime_name, budget, sample in journal_streams(manifest):
         regime = regimes[regime_name]
         path = journal.path(model, regime_name, budget, sample)
@@ -7360,7 +7440,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
             where = (record.get("episode"), record.get("kind"))
             seen[where] = seen.get(where, 0) + 1
             first.setdefault(where[0], {}).setdefault(where[1], record)
-        kinds = {spec.kind for spec in plan_calls(regime, tasks["episodes"][0], budget)}
+        kinds = {spec.kind for spec in study.plan_calls(regime, tasks["episodes"][0], budget)}
         for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
             valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
             if count > 1:
@@ -7374,7 +7454,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
                 continue
             key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
             records = first.get(episode_index, {})
-            plan = plan_calls(regime, tasks["episodes"][episode_index], budget)
+            plan = study.plan_calls(regime, tasks["episodes"][episode_index], budget)
             missing = [s.kind for s in plan if s.kind not in records]
             if missing:
                 problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
@@ -7721,11 +7801,11 @@ def command_merge(args) -> int:
         models += [m for m in data["models"] if m not in models]
     (out / "raw").mkdir(parents=True, exist_ok=True)
     journal = Journal(out)
-    regimes = run_regimes(shards[0][1])
+    regimes, study = run_regimes(shards[0][1]), folder_study(shards[0][1])
     for key, (folder, entry) in cells.items():
         budget, sample = record_variant(entry)
         source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
-        plan = plan_calls(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
+        plan = study.plan_calls(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
         for spec in plan:
             journal.append(source[spec.kind])
     data0 = shards[0][1]
@@ -7784,7 +7864,7 @@ COMMAND_HELP = {
 
 def add_design_options(parser: argparse.ArgumentParser) -> None:
     """The options that choose what a run measures: study, regimes, budgets, samples, temperature."""
-    parser.add_argument("--study", choices=tuple(STUDIES), default="xr001",
+    parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                         help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); constraints: "
                              "whether standing instructions survive compaction (protocol/CONSTRAINTS.md; regimes "
                              f"{','.join(SC_DEFAULT_REGIMES)}; tasks/constraints.json)")
@@ -7954,7 +8034,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or tasks/constraints.json "
                                             "with --study constraints)")
         parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
-        parser.add_argument("--study", choices=tuple(STUDIES), default="xr001",
+        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
         parser.add_argument("--positions", type=parse_positions,
                             help="constraints study: where the instruction is said: top, middle, bottom, multi "
@@ -7963,8 +8043,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="constraints study: STRENGTH/SCOPE pairs, e.g. preferential/direct,strict/"
                                  "contextualised, or all (default preferential/direct, the pre-registered one)")
     elif command == "demo":
+        demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo]
         parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
-        parser.add_argument("--study", choices=DEMO_STUDIES, default=DEMO_STUDIES[0],
+        parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
                             help="the study to show: xr001 (the default) or constraints")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":

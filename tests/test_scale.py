@@ -335,7 +335,7 @@ class ShardTest(TempDirMixin, unittest.TestCase):
                                               f"{i}/2", *common])
                 self.assertEqual(code, 0, err)
             self.assertIn("combine them with", stdout)
-            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[c.regime]) for c in
+            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[c.regime], 4, 8) for c in
                                                   rp.shard_cells(rp.all_cells(["a:1"], rp.DEFAULT_REGIMES, 3), (2, 2))))
             code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
             self.assertEqual(code, 0)
