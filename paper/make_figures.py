@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import importlib.util
 import json
 import os
 import sys
@@ -28,18 +27,9 @@ REPO_ROOT = PAPER_DIR.parent
 PAPER_SOURCE = REPO_ROOT / "results" / "smollm2-135m-llamacpp" / "results.json"
 
 
-def _load_runner():
-    module = sys.modules.get("run_pilot")
-    if module is not None:
-        return module
-    spec = importlib.util.spec_from_file_location("run_pilot", REPO_ROOT / "scripts" / "run_pilot.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_pilot"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-rp = _load_runner()
+sys.path.insert(0, str(REPO_ROOT / "scripts"))     # the runner's package, scripts/pilot/
+from pilot import bank, commands, inputs, records, reports, runfolder  # noqa: E402
+from pilot.studies import constraints, constraints_analysis, xr001, xr001_analysis, xr001_report  # noqa: E402
 
 # Okabe-Ito: distinguishable with every common form of colour blindness.
 REGIME_COLOURS = {"R0": "#0072B2", "R1": "#D55E00", "R2": "#009E73"}
@@ -251,7 +241,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
                 svg.text(x + bar_w / 2, base - 4, "n/a", size=VALUE_SIZE, anchor="middle")
                 continue
             h = PLOT_HEIGHT * summary["rate"]
-            tip = f"{group} {regime}: {rp.fmt_rate(summary)}"
+            tip = f"{group} {regime}: {reports.fmt_rate(summary)}"
             svg.rect(x + 2, base - h, bar_w - 4, h, regime_colour(regime, regimes), cls="bar",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
                            f'data-series="{regime}"', tip=tip)
@@ -285,14 +275,14 @@ def figure_corruption(analysis: dict) -> str:
     cells = {(m, r): analysis["corruption"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[0][1], "Probes not answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "numeric-corruption rate (%)",
-                        rp.confirmatory_note(analysis))
+                        reports.confirmatory_note(analysis))
 
 
 def figure_multihop(analysis: dict) -> str:
     cells = {(m, r): analysis["multihop"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[2][1], "Q7 and Q8 answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "multi-hop completion (%)",
-                        rp.confirmatory_note(analysis))
+                        reports.confirmatory_note(analysis))
 
 
 def figure_retention(analysis: dict) -> str:
@@ -306,27 +296,27 @@ def figure_retention(analysis: dict) -> str:
                                           "rate": agg["retained"] / agg["n_entities"], "lo": 0, "hi": 0}
     return grouped_bars(FIGURES[4][1], "Entity values found in the final states (exploratory; R1 by a crude "
                         "nearest-number heuristic)", analysis["models"], regimes, cells,
-                        "values retained (%)", rp.confirmatory_note(analysis), with_errors=False)
+                        "values retained (%)", reports.confirmatory_note(analysis), with_errors=False)
 
 
 def figure_classes(analysis: dict) -> str:
     regimes = analysis["regimes"]
     bar_w, gap = 60, 100
     right = LEFT + (bar_w + gap) * len(regimes) + 10
-    width = max(560, right + 10 + legend_width(list(rp.CLASSES)) + MARGIN)
+    width = max(560, right + 10 + legend_width(list(bank.CLASSES)) + MARGIN)
     title = FIGURES[1][1]
     svg = Svg(width, 0, title)
-    top = header(svg, title, rp.confirmatory_note(analysis), "Share of probes per class; bracket: incident "
+    top = header(svg, title, reports.confirmatory_note(analysis), "Share of probes per class; bracket: incident "
                  "signature (off_by_one + conflation)")
     y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "share of probes (%)")
     base = top + PLOT_HEIGHT
     for i, regime in enumerate(regimes):
         counts = analysis["classes"][regime]
-        total = sum(counts[c] for c in rp.CLASSES)
+        total = sum(counts[c] for c in bank.CLASSES)
         x = LEFT + 20 + i * (bar_w + gap)
         y = base
         signature_span = []
-        for cls in rp.CLASSES:
+        for cls in bank.CLASSES:
             share = counts[cls] / total if total else 0.0
             h = PLOT_HEIGHT * share
             svg.rect(x, y - h, bar_w, h, CLASS_COLOURS[cls], cls="bar",
@@ -346,17 +336,17 @@ def figure_classes(analysis: dict) -> str:
         svg.line(x + bar_w / 2, base, x + bar_w / 2, base + 4)
         svg.text(x + bar_w / 2, base + 17, regime, size=12, anchor="middle", cls="category")
     svg.text((LEFT + right) / 2, base + 40, "regime", size=11, anchor="middle")
-    legend(svg, right + 10, top, [(c, CLASS_COLOURS[c]) for c in rp.CLASSES])
+    legend(svg, right + 10, top, [(c, CLASS_COLOURS[c]) for c in bank.CLASSES])
     svg.height = base + 54
     return svg.render()
 
 
 def figure_tokens(results: dict, analysis: dict) -> str:
     """Histogram of realized tokens per compaction call, one row per regime, the cap marked."""
-    cap = (results.get("run") or {}).get("compaction_cap", rp.COMPACTION_NUM_PREDICT)
+    cap = (results.get("run") or {}).get("compaction_cap", records.COMPACTION_NUM_PREDICT)
     regimes = [r for r in analysis["regimes"] if (analysis.get("definitions") or {}).get(r, {}).get("compacts")]
     per_regime = {r: [c["eval_count"] for c in results.get("calls") or []
-                      if c["regime"] == r and rp.call_stage(c) == "compaction" and rp.is_primary(c)
+                      if c["regime"] == r and bank.call_stage(c) == "compaction" and bank.is_primary(c)
                       and c.get("eval_count") is not None
                       and c["model"] in analysis["models"]] for r in regimes}
     top_value = max([cap] + [v for vals in per_regime.values() for v in vals])
@@ -371,7 +361,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     width = max(780, legend_x + legend_width([label for label, _ in items] + [f"cap ({cap} tokens)"]) + MARGIN)
     title = FIGURES[3][1]
     svg = Svg(width, 0, title)
-    plot_top = header(svg, title, rp.confirmatory_note(analysis), f"Output tokens of each compaction call as the "
+    plot_top = header(svg, title, reports.confirmatory_note(analysis), f"Output tokens of each compaction call as the "
                       f"server counted them; dashed line: the {cap}-token cap") - 10
     scale = plot_w / (n_bins * bin_w)
     cap_x = LEFT + cap * scale
@@ -442,14 +432,14 @@ def figure_sweep(analysis: dict) -> str:
     width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
     svg = Svg(width, 0, SWEEP_FIGURE[1])
     intervals = "episode-clustered bootstrap" if samples else "Wilson"
-    top = header(svg, SWEEP_FIGURE[1], rp.confirmatory_note(analysis),
+    top = header(svg, SWEEP_FIGURE[1], reports.confirmatory_note(analysis),
                  f"Pooled over models; whiskers: 95% {intervals} intervals; 256 tokens is the pre-registered point")
     y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "numeric-corruption rate (%)")
     base = top + PLOT_HEIGHT
     xs = {b: LEFT + 40 + i * step for i, b in enumerate(budgets)}
     for b, x in xs.items():
         svg.line(x, base, x, base + 4)
-        svg.text(x, base + 17, f"{b} ({rp.budget_words(int(b))} words)", size=11, anchor="middle", cls="category")
+        svg.text(x, base + 17, f"{b} ({inputs.budget_words(int(b))} words)", size=11, anchor="middle", cls="category")
     svg.text((LEFT + right) / 2, base + 40, "compaction budget, output tokens (instructed words)", size=11,
              anchor="middle")
     for r, regime in enumerate(regimes):
@@ -472,7 +462,7 @@ def figure_sweep(analysis: dict) -> str:
             svg.parts.append("</g>")
             svg.rect(cx - 3, base - PLOT_HEIGHT * summary["rate"] - 3, 6, 6, colour, cls="point",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{b}" data-series="{regime}"',
-                     tip=f"{regime} at {b} tokens: {rp.fmt_rate(summary)}")
+                     tip=f"{regime} at {b} tokens: {reports.fmt_rate(summary)}")
             entry = (samples or {}).get("by_regime", {}).get(f"{regime}|{b}")
             for rate in (entry or {}).get("per_sample", []):
                 if rate is not None:
@@ -503,20 +493,20 @@ def render_figures(results: dict, analysis: dict) -> dict[str, str]:
 # RESULTS.md and report.html
 # ============================================================================================
 def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
-    verdicts = rp.evaluate_predictions(analysis)
+    verdicts = xr001_analysis.evaluate_predictions(analysis)
     title = "SIMULATED results (stand-in model, not a result)" if analysis.get("simulated") else "Results"
     out = [f"# {title}", "",
            f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun the script).", "",
-           rp.status_banner(analysis), ""]
+           xr001_report.status_banner(analysis), ""]
     out += ["## Verdicts on the pre-registered predictions", ""]
     if not analysis["confirmatory"]:
-        out += [f"{rp.confirmatory_note(analysis)}: these verdicts carry no confirmatory weight.", ""]
+        out += [f"{reports.confirmatory_note(analysis)}: these verdicts carry no confirmatory weight.", ""]
     for v in verdicts:
         out += [f"### {v['id']}: {v['verdict']}", "", v["claim"][0].upper() + v["claim"][1:] + ".", ""]
         out += [f"- {line}" for line in v["evidence"]] + [""]
     if not verdicts:
         out += ["No prediction can be judged: the bank lacks the regimes the predictions compare.", ""]
-    out += ["## Numeric-corruption rate", "", rp.render_corruption_table(analysis), ""]
+    out += ["## Numeric-corruption rate", "", xr001_report.render_corruption_table(analysis), ""]
     for name, caption in figures_for(analysis):
         out += [f"![{caption}]({figures_rel}/{name})", ""]
     return "\n".join(out)
@@ -566,14 +556,14 @@ def label_and_detail(analysis: dict) -> tuple[str, str]:
     reasons = analysis.get("label_reasons") or []
     if reasons:
         return label, ": " + "; ".join(reasons)
-    note = rp.confirmatory_note(analysis) if label != "CONFIRMATORY" else None
+    note = reports.confirmatory_note(analysis) if label != "CONFIRMATORY" else None
     if note and note.startswith(label) and note[len(label):].strip():
         return label, ": " + note[len(label):].strip().strip("()").strip(": ")
     return label, ""
 
 
 def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str:
-    verdicts = rp.evaluate_predictions(analysis)
+    verdicts = xr001_analysis.evaluate_predictions(analysis)
     falsifier = next((v for v in verdicts if v["id"] == "F"), None)
     headline = "No confirmatory test: the bank lacks R1 or R2."
     if falsifier:
@@ -583,7 +573,7 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
     label_class = "label-ok" if label == "CONFIRMATORY" else "label-warn"
     lead = "SIMULATED: " if analysis.get("simulated") else ""       # the demo's stand-in model, never a result
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{lead}{rp.PROTOCOL_ID} report</title>",
+             f"<title>{lead}{xr001.PROTOCOL_ID} report</title>",
              "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
              "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
              "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.15em;"
@@ -593,12 +583,12 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
              ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
              "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
              "</style></head><body>",
-             f"<h1>{lead}{rp.PROTOCOL_ID}: what compaction loses</h1>",
+             f"<h1>{lead}{xr001.PROTOCOL_ID}: what compaction loses</h1>",
              f'<p class="headline"><span class="label {label_class}">{html.escape(lead + label)}'
              f'{html.escape(detail)}</span>{html.escape(headline)}</p>']
     if not analysis["confirmatory"]:
-        parts.append(f'<p class="warn">{html.escape(rp.status_banner(analysis).replace("**", ""))}</p>')
-    parts.append(md_tables_to_html(rp.render_analysis_md(analysis)))
+        parts.append(f'<p class="warn">{html.escape(xr001_report.status_banner(analysis).replace("**", ""))}</p>')
+    parts.append(md_tables_to_html(reports.render_analysis_md(analysis)))
     parts.append("<h2>Figures</h2>")
     for name, caption in figures_for(analysis):
         parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -625,7 +615,7 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
 # ============================================================================================
 def write_text(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    rp.write_atomic(path, text.encode("utf-8"))
+    runfolder.write_atomic(path, text.encode("utf-8"))
     return path
 
 
@@ -643,7 +633,7 @@ def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks
     """Write figures/, RESULTS.md and report.html into out_dir, and nothing anywhere else; `analysis` is the
     bank's analysis when the caller has made it already (a large bank is then analysed once, not twice), and
     `table` its probes as columns when the caller has them."""
-    analysis = analysis or rp.analyze_bank(results, tasks_path, table)
+    analysis = analysis or bank.analyze_bank(results, tasks_path, table)
     if analysis.get("study") == "constraints":
         return regenerate_constraints(analysis, out_dir, source)
     figures = render_figures(results, analysis)
@@ -681,19 +671,19 @@ def constraint_figures(analysis: dict) -> dict[str, str]:
 def regenerate_constraints(analysis: dict, out_dir: Path, source: str) -> list[Path]:
     figures = constraint_figures(analysis)
     written = [write_text(out_dir / "figures" / name, svg) for name, svg in figures.items()]
-    body = rp.render_constraints_md(analysis)
+    body = constraints_analysis.render_constraints_md(analysis)
     lead = "SIMULATED " if analysis.get("simulated") else ""
-    md = [f"# {lead}Results: {rp.SC_PROTOCOL_ID}", "",
+    md = [f"# {lead}Results: {constraints.SC_PROTOCOL_ID}", "",
           f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun the script).", "",
           body, ""] + [f"![{caption}](figures/{name})\n" for name, caption in CONSTRAINT_FIGURES]
     written.append(write_text(out_dir / "RESULTS.md", "\n".join(md)))
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{lead}{rp.SC_PROTOCOL_ID} report</title>",
+             f"<title>{lead}{constraints.SC_PROTOCOL_ID} report</title>",
              "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
              "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
              "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}</style></head><body>",
-             f"<h1>{lead}{rp.SC_PROTOCOL_ID}: do standing instructions survive compaction?</h1>",
-             f"<p><b>{html.escape(rp.render_constraints_headline(analysis))}</b></p>",
+             f"<h1>{lead}{constraints.SC_PROTOCOL_ID}: do standing instructions survive compaction?</h1>",
+             f"<p><b>{html.escape(constraints_analysis.render_constraints_headline(analysis))}</b></p>",
              md_tables_to_html(body), "<h2>Figures</h2>"]
     for name, caption in CONSTRAINT_FIGURES:
         parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
@@ -728,10 +718,10 @@ def read_results(path: Path) -> tuple[dict, dict]:
     except ValueError as err:
         raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
     problem = shape_problem(results)
-    table = None if problem else rp.bank_table(results)
-    rp.hold_until_exit(results, table)
+    table = None if problem else bank.bank_table(results)
+    bank.hold_until_exit(results, table)
     if not problem:
-        problems = rp.results_shape_problems(results, table)
+        problems = bank.results_shape_problems(results, table)
         problem = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
     if problem:
         raise InputError(f"{path} is not a results file these figures can be made from: {problem}")
@@ -775,7 +765,7 @@ def shape_problem(results) -> str | None:
             found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
             return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
     for field in ("probes", "compaction_stage", "calls", "example_states"):
-        if not rp.rows_are_objects(results.get(field, [])):
+        if not bank.rows_are_objects(results.get(field, [])):
             return f'"{field}" holds an entry that is not an object'
     if any(not isinstance(v, dict) for v in results.get("compaction_tokens", {}).values()):
         return '"compaction_tokens" holds an entry that is not an object'
@@ -788,13 +778,13 @@ def check_out_dir(out_dir: Path) -> None:
         raise InputError(f"{out_dir} is a file, not a folder; choose a folder with --out DIR")
     if out_dir.resolve() != PAPER_DIR:
         try:
-            rp.refuse_foreign_folder(out_dir)
-        except rp.PilotError as err:
+            commands.refuse_foreign_folder(out_dir)
+        except records.PilotError as err:
             raise InputError(str(err)) from None
     above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
     if not above.is_dir():
         raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
-    if not rp.folder_writable(out_dir):
+    if not commands.folder_writable(out_dir):
         raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report elsewhere with "
                          f"--out DIR")
 
@@ -809,7 +799,7 @@ class OneLineParser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and report.html from "
                            "a results.json (no raw logs, no server), all into one folder.")
-    parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON", help=f"a results.json (default: {rp.display_path(PAPER_SOURCE)}, "
+    parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON", help=f"a results.json (default: {records.display_path(PAPER_SOURCE)}, "
                         f"the worked example the README names, never the most recent run)")
     parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and report.html (default: paper/ with no "
                                       "RESULTS_JSON, else the folder of RESULTS_JSON)")
@@ -829,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
               "has just made); leave --handover out", file=sys.stderr)
         return 2
     try:
-        with rp.collector_paused():       # a large bank: millions of small objects and no cycles
+        with bank.collector_paused():       # a large bank: millions of small objects and no cycles
             analysis = table = None
             if args.handover:
                 results, analysis = read_handover(sys.stdin)
@@ -838,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
             check_out_dir(out_dir)
             written = regenerate(results, out_dir, source_label(path, out_dir),
                                  Path(args.tasks) if args.tasks else None, analysis, table)
-    except rp.PilotError as err:
+    except records.PilotError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     except InputError as err:
@@ -862,5 +852,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    rp.EXIT_WITHOUT_FREEING = True
-    rp.end_process(main())
+    bank.EXIT_WITHOUT_FREEING = True
+    bank.end_process(main())

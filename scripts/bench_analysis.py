@@ -39,7 +39,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests"))
-from helpers import rp  # noqa: E402  (the runner, imported as the tests import it)
+import helpers  # noqa: E402,F401  (puts the runner's package on the path, as the tests do)
+from pilot import bank as results_bank, records, stats  # noqa: E402
+from pilot.studies import xr001, xr001_analysis  # noqa: E402
 
 CORRECT_RATE = {"R0": 0.95, "R1": 0.64, "R2": 0.90}     # the published rates, roughly
 SWEEP_BUDGETS = [128, 256, 512, 1024]
@@ -48,14 +50,14 @@ PUBLISHED_MODELS = 6
 
 def bank_layout(n_probes: int, design: str) -> tuple[list[str], list[int], int, int]:
     """(models, budgets, samples, episodes) of a bank of about n_probes probes."""
-    per_episode = len(rp.DEFAULT_REGIMES) * len(rp.QUESTION_PLAN)
+    per_episode = len(xr001.DEFAULT_REGIMES) * len(xr001.QUESTION_PLAN)
     if design == "sweep":
-        per_model_and_sample = len(SWEEP_BUDGETS) * rp.N_EPISODES * per_episode
-        n_models = max(1, -(-n_probes // (per_model_and_sample * rp.MAX_SAMPLES)))    # as few as the samples allow
-        samples = max(1, min(rp.MAX_SAMPLES, round(n_probes / (n_models * per_model_and_sample))))
-        return [f"bench-model-{i}:7b" for i in range(n_models)], SWEEP_BUDGETS, samples, rp.N_EPISODES
+        per_model_and_sample = len(SWEEP_BUDGETS) * xr001.N_EPISODES * per_episode
+        n_models = max(1, -(-n_probes // (per_model_and_sample * records.MAX_SAMPLES)))    # as few as the samples allow
+        samples = max(1, min(records.MAX_SAMPLES, round(n_probes / (n_models * per_model_and_sample))))
+        return [f"bench-model-{i}:7b" for i in range(n_models)], SWEEP_BUDGETS, samples, xr001.N_EPISODES
     episodes = max(1, round(n_probes / (PUBLISHED_MODELS * per_episode)))
-    return [f"bench-model-{i}:7b" for i in range(PUBLISHED_MODELS)], [rp.DEFAULT_BUDGET], 1, episodes
+    return [f"bench-model-{i}:7b" for i in range(PUBLISHED_MODELS)], [records.DEFAULT_BUDGET], 1, episodes
 
 
 def make_bank(tasks: dict, models: list[str], budgets: list[int], samples: int, seed: int,
@@ -64,13 +66,13 @@ def make_bank(tasks: dict, models: list[str], budgets: list[int], samples: int, 
     and the form this runner writes (probes at the pre-registered budget and first sample carry no budget or
     sample)."""
     rng = random.Random(seed)
-    regimes = list(rp.DEFAULT_REGIMES)
+    regimes = list(xr001.DEFAULT_REGIMES)
     probes, calls, stage = [], [], []
     for budget in budgets:
         for sample in range(samples):
             for model in models:
                 for regime in regimes:
-                    variant = {} if (budget, sample) == (rp.DEFAULT_BUDGET, 0) else {"budget": budget, "sample": sample}
+                    variant = {} if (budget, sample) == (records.DEFAULT_BUDGET, 0) else {"budget": budget, "sample": sample}
                     for episode, entry in enumerate(tasks["episodes"]):
                         for question in entry["questions"]:
                             truth = question["truth"]
@@ -103,7 +105,7 @@ def make_bank(tasks: dict, models: list[str], budgets: list[int], samples: int, 
             "temperature": 0.7 if samples > 1 else 0.0,
             "cells": {"complete": n_cells, "not_complete": 0, "expected": n_cells, "expected_probes_per_cell": 8},
             "probes": probes, "compaction_stage": stage, "compaction_tokens": tokens,
-            **({"calls": calls} if with_calls else {}), "example_states": [], "run": {"num_ctx": rp.NUM_CTX}}
+            **({"calls": calls} if with_calls else {}), "example_states": [], "run": {"num_ctx": records.NUM_CTX}}
 
 
 def timed(argv: list[str]) -> float:
@@ -137,18 +139,18 @@ def main(argv: list[str] | None = None) -> int:
             tasks_argv: list[str] = []
             if args.design == "published":
                 tasks_path = work / f"tasks-{episodes}.json"
-                tasks_path.write_bytes(rp.tasks_to_bytes(rp.generate_tasks(episodes)))
+                tasks_path.write_bytes(xr001.tasks_to_bytes(xr001.generate_tasks(episodes)))
                 tasks_argv = ["--tasks", str(tasks_path)]
                 tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
             else:
-                tasks = json.loads(rp.TASKS_PATH.read_text(encoding="utf-8"))
+                tasks = json.loads(xr001.TASKS_PATH.read_text(encoding="utf-8"))
             bank = make_bank(tasks, models, budgets, samples, args.seed, args.with_calls)
             path = work / f"bank-{n}.json"
             path.write_text(json.dumps(bank, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             # R1/R2 disagreements over the whole bank (every budget and sample), and the exact p at that size
-            test = rp.paired_test(rp.probe_table(bank["probes"]), "R1", "R2", models, models)["pooled"]
+            test = xr001_analysis.paired_test(results_bank.probe_table(bank["probes"]), "R1", "R2", models, models)["pooled"]
             started = time.perf_counter()
-            rp.mcnemar_exact(test["b"], test["c"])
+            stats.mcnemar_exact(test["b"], test["c"])
             p_s = time.perf_counter() - started
             count = len(bank["probes"])
             del bank

@@ -1,4 +1,4 @@
-"""Shared test helpers: import the runner, temporary folders, a reference-format bank with the
+"""Shared test helpers: the runner's package on the path, temporary folders, a reference-format bank with the
 published XR-001 numbers, and a throwaway copy of the repository for subprocess runs."""
 from __future__ import annotations
 
@@ -25,14 +25,16 @@ def load_module(name: str, path: Path):
     return module
 
 
-rp = load_module("run_pilot", REPO / "scripts" / "run_pilot.py")
+sys.path.insert(0, str(REPO / "scripts"))            # the runner's package, scripts/pilot/
+from pilot import cli  # noqa: E402
+import pilot.studies  # noqa: E402,F401  (registers the studies)
 
 
 def run_main(argv: list[str]) -> tuple[int, str, str]:
     """main([...]) with stdout and stderr captured."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = rp.main(argv)
+        code = cli.main(argv)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -8,7 +8,9 @@ import zlib
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, run_main
+from pilot import bank, commands, inputs, records
+from pilot.studies import constraints, constraints_analysis, xr001
 
 MODEL = "gemma3:4b"
 USER_LINE = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
@@ -61,16 +63,16 @@ def compliance(analysis: dict, regime: str) -> float:
 class GenerationTest(unittest.TestCase):
     def test_the_committed_task_file_is_the_generators_and_pinned(self):
         raw = (REPO / "tasks" / "constraints.json").read_bytes()
-        self.assertEqual(rp.sha256_bytes(raw), rp.SC_PINNED_TASKS_SHA256)
-        self.assertEqual(raw, rp.tasks_to_bytes(rp.generate_constraint_tasks()))
-        self.assertEqual(rp.load_task_set(REPO / "tasks" / "constraints.json")["kind"], "pinned")
+        self.assertEqual(records.sha256_bytes(raw), constraints.SC_PINNED_TASKS_SHA256)
+        self.assertEqual(raw, xr001.tasks_to_bytes(constraints.generate_constraint_tasks()))
+        self.assertEqual(inputs.load_task_set(REPO / "tasks" / "constraints.json")["kind"], "pinned")
 
     def test_fifteen_constraints_three_per_category_each_with_a_known_compliant_option(self):
-        tasks = rp.generate_constraint_tasks()
+        tasks = constraints.generate_constraint_tasks()
         self.assertEqual(len(tasks["episodes"]), 15)
-        self.assertEqual(rp.check_constraint_design(tasks), [])
+        self.assertEqual(constraints.check_constraint_design(tasks), [])
         categories = [inst["constraint"]["category"] for inst in tasks["episodes"]]
-        self.assertEqual({c: categories.count(c) for c in rp.SC_CATEGORIES}, dict.fromkeys(rp.SC_CATEGORIES, 3))
+        self.assertEqual({c: categories.count(c) for c in constraints.SC_CATEGORIES}, dict.fromkeys(constraints.SC_CATEGORIES, 3))
         for inst in tasks["episodes"]:
             with self.subTest(inst["constraint"]["id"]):
                 q = inst["questions"][0]
@@ -78,12 +80,12 @@ class GenerationTest(unittest.TestCase):
                 self.assertEqual(inst["injected_segments"], [2])              # middle, pre-registered
                 self.assertIn(inst["instruction"], inst["segments"][1]["text"])
                 self.assertNotIn(inst["instruction"], inst["segments"][1]["plain_text"])
-                self.assertTrue(inst["instruction"].startswith(rp.SC_DIRECT_LEAD))
+                self.assertTrue(inst["instruction"].startswith(constraints.SC_DIRECT_LEAD))
                 # the session material is XR-001's episode, unchanged where nothing is said
-                self.assertEqual(inst["segments"][0]["text"], rp.generate_episode(inst["episode"])["segments"][0]["text"])
+                self.assertEqual(inst["segments"][0]["text"], xr001.generate_episode(inst["episode"])["segments"][0]["text"])
 
     def test_option_order_is_the_same_under_every_position_and_framing(self):
-        tasks = rp.generate_constraint_tasks(rp.SC_POSITIONS, [(a, b) for a in rp.SC_STRENGTHS for b in rp.SC_SCOPES])
+        tasks = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS for b in constraints.SC_SCOPES])
         self.assertEqual(len(tasks["episodes"]), 15 * 4 * 4)
         by_constraint = {}
         for inst in tasks["episodes"]:
@@ -92,8 +94,8 @@ class GenerationTest(unittest.TestCase):
             expected = {"top": [1], "middle": [2], "bottom": [4]}.get(inst["position"])
             self.assertEqual(carriers, expected) if expected else self.assertEqual(len(carriers), 2)
         self.assertTrue(all(len(v) == 1 for v in by_constraint.values()))
-        strict = rp.render_instruction("Ask me first.", "strict", "contextualised")
-        self.assertTrue(strict.startswith(rp.SC_STRICT_LEAD) and rp.SC_DIRECT_LEAD not in strict)
+        strict = constraints.render_instruction("Ask me first.", "strict", "contextualised")
+        self.assertTrue(strict.startswith(constraints.SC_STRICT_LEAD) and constraints.SC_DIRECT_LEAD not in strict)
 
 
 class ScoringTest(unittest.TestCase):
@@ -102,34 +104,34 @@ class ScoringTest(unittest.TestCase):
         for reply, cls in [("CHOICE: B", "compliant"), ("choice: a", "violating"), ("B) because", "no_answer"),
                            ("", "no_answer"), ("CHOICE: A\nCHOICE: B", "compliant")]:
             with self.subTest(reply):
-                self.assertEqual(rp.score_probe({"response": reply}, question, [])["class"], cls)
-        self.assertEqual(rp.score_probe({"response": "B) because"}, question, [])["lenient_answer"], "B")
+                self.assertEqual(bank.score_probe({"response": reply}, question, [])["class"], cls)
+        self.assertEqual(bank.score_probe({"response": "B) because"}, question, [])["lenient_answer"], "B")
 
     def test_retention_rule_reads_the_typed_section_and_prose(self):
-        episode = rp.generate_constraint_tasks()["episodes"][6]            # ask before combining
+        episode = constraints.generate_constraint_tasks()["episodes"][6]            # ask before combining
         self.assertEqual(episode["constraint"]["key_terms"], ["ask", "combin"])
         typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me before combining values\nnotes: x"
-        self.assertTrue(rp.score_constraint_retention(rp.SC_REGIMES["R2"], typed, None, episode)["in_state"])
+        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], typed, None, episode)["in_state"])
         # "combined:" and an "ask" elsewhere do not count for a typed block without the section
         loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: ask the lead"
-        self.assertFalse(rp.score_constraint_retention(rp.SC_REGIMES["R2"], loose, None, episode)["in_state"])
+        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], loose, None, episode)["in_state"])
         # prose: the key terms anywhere (the documented false positive)
-        self.assertTrue(rp.score_constraint_retention(rp.SC_REGIMES["R1"], loose, None, episode)["in_state"])
-        row = rp.score_constraint_retention(rp.SC_REGIMES["R1+X"], "nothing", "Ask before you combine", episode)
+        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], loose, None, episode)["in_state"])
+        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask before you combine", episode)
         self.assertEqual((row["in_state"], row["in_registry"], row["carried"]), (False, True, True))
 
     def test_effect_retention_and_its_interval(self):
         rows = [(True, False, True)] * 6 + [(False, False, True)] * 6 + [(False, False, False)] * 3
-        self.assertAlmostEqual(rp.effect_retention(rows), 0.5)
-        summary = rp.effect_retention_summary(rows)
-        self.assertEqual(summary, rp.effect_retention_summary(rows))          # seeded
+        self.assertAlmostEqual(constraints_analysis.effect_retention(rows), 0.5)
+        summary = constraints_analysis.effect_retention_summary(rows)
+        self.assertEqual(summary, constraints_analysis.effect_retention_summary(rows))          # seeded
         self.assertLess(summary["lo"], 0.5)
         self.assertGreater(summary["hi"], 0.5)
-        self.assertIsNone(rp.effect_retention([(True, True, True)]))
+        self.assertIsNone(constraints_analysis.effect_retention([(True, True, True)]))
         # the instruction appended lowers compliance below the prior: there is no effect to retain, so no ratio
         # (the two negative differences would read 1.00, seen on a real small model)
-        self.assertIsNone(rp.effect_retention([(False, True, False), (False, False, False)]))
-        self.assertIn("undefined (c_ub <= c_noSC", rp.fmt_er(rp.effect_retention_summary([(False, True, False)])))
+        self.assertIsNone(constraints_analysis.effect_retention([(False, True, False), (False, False, False)]))
+        self.assertIn("undefined (c_ub <= c_noSC", constraints_analysis.fmt_er(constraints_analysis.effect_retention_summary([(False, True, False)])))
 
 
 class BankTest(unittest.TestCase):
@@ -138,9 +140,9 @@ class BankTest(unittest.TestCase):
         for probe in results["probes"]:
             probe["budget"] = 128
         results["budgets"] = [128]
-        self.assertEqual(rp.results_shape_problems(results), [])
-        analysis = rp.analyze_bank(results)
-        self.assertIn(f"no probe at the pre-registered budget {rp.DEFAULT_BUDGET} and first sample, the only ones "
+        self.assertEqual(bank.results_shape_problems(results), [])
+        analysis = bank.analyze_bank(results)
+        self.assertIn(f"no probe at the pre-registered budget {records.DEFAULT_BUDGET} and first sample, the only ones "
                       f"this analysis reads", analysis["reasons"])
 
 
@@ -165,9 +167,9 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         code, stdout, err = run_main(argv)
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
-        self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", rp.SC_PROTOCOL_ID))
+        self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", constraints.SC_PROTOCOL_ID))
         self.assertEqual(self.server.chat_count() - first, 600)               # 15 x (1+1+5+5+5+5+9+9)
-        analysis = rp.analyze_bank(json.loads((out / "results.json").read_text()))
+        analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
         self.assertEqual(analysis["label"], "CONFIRMATORY")
         self.assertEqual(compliance(analysis, "FULL+"), 1.0)
         self.assertEqual(compliance(analysis, "FULL-"), 0.0)
@@ -208,7 +210,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertIn("total: 600 calls", stdout)
         # the lock refuses another study's settings on the same folder
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
-        self.assertEqual(code, rp.EXIT_USAGE)
+        self.assertEqual(code, records.EXIT_USAGE)
         self.assertIn("constraints", err)
 
     def test_judge_is_recorded_per_state_beside_the_rule(self):
@@ -221,14 +223,14 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(self.server.chat_count() - before, 3 * (40 + 4))    # one judge call per compacted cascade
         results = json.loads((out / "results.json").read_text())
         self.assertTrue(all("judge" in s for s in results["states"]))
-        analysis = rp.analyze_bank(results)
+        analysis = bank.analyze_bank(results)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")               # a smoke run of 3 instances
         self.assertTrue(any("smoke run" in r for r in analysis["reasons"]))
         for regime in ("R1", "R2", "R1+X", "R2+X"):
             with self.subTest(regime):
                 self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
         self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
-        resume = rp.run_command_for(out, json.loads((out / "manifest.json").read_text()))
+        resume = commands.run_command_for(out, json.loads((out / "manifest.json").read_text()))
         self.assertIn("--judge", resume)
         self.assertIn("--episodes 3", resume)                               # cut runs resume cut the same way
 
@@ -262,7 +264,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(all(p["class"] == "violating" for p in mine if p["regime"] == "LAST1"))
         # each user regime runs beside its own upper bound, so its effect retention is measured like R1's
         self.assertEqual(results["regimes"], ["FULL+", "FULL-", "MINE", "MINE+UB", "LAST1", "LAST1+UB"])
-        analysis = rp.analyze_bank(results)
+        analysis = bank.analyze_bank(results)
         self.assertEqual(compliance(analysis, "LAST1+UB"), 1.0)       # the instruction appended is followed
         er = analysis["effect_retention"][MODEL]
         self.assertEqual(set(er), {"MINE", "LAST1"})

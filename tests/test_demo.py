@@ -13,7 +13,9 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, run_main
+from pilot import bank, cli, commands, demo, records, reports
+from pilot.studies import xr001, xr001_report
 
 DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
 FIGURES = [name for name, _ in load_module("make_figures", REPO / "paper" / "make_figures.py").FIGURES]
@@ -30,7 +32,7 @@ class CountingModel:
 
     def __init__(self):
         self.calls = 0
-        self.original = rp.StandInModel.reply
+        self.original = demo.StandInModel.reply
 
     def __enter__(self):
         counter = self
@@ -39,7 +41,7 @@ class CountingModel:
             counter.calls += 1
             return counter.original(model, prompt)
 
-        self.patch = mock.patch.object(rp.StandInModel, "reply", reply)
+        self.patch = mock.patch.object(demo.StandInModel, "reply", reply)
         self.patch.start()
         return self
 
@@ -113,7 +115,7 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
     def test_manifest_and_results_record_the_simulated_backend(self):
         manifest = json.loads((self.out / "manifest.json").read_text())
         self.assertEqual(manifest["lock"]["backend"], "simulated")
-        self.assertTrue(manifest["lock"]["models"][rp.STAND_IN_MODEL]["simulated"])
+        self.assertTrue(manifest["lock"]["models"][demo.STAND_IN_MODEL]["simulated"])
         results = json.loads((self.out / "results.json").read_text())
         self.assertIs(results["run"]["simulated"], True)
         self.assertEqual(results["run"]["backend"], "simulated")
@@ -122,7 +124,7 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
 
     def test_the_designed_pattern_and_never_confirmatory(self):
         results = json.loads((self.out / "results.json").read_text())
-        analysis = rp.analyze_bank(results)
+        analysis = bank.analyze_bank(results)
         rates = {r: analysis["pooled"][r]["rate"] for r in ("R0", "R1", "R2")}
         self.assertLessEqual(rates["R0"], 0.1, rates)
         self.assertLessEqual(rates["R2"], 0.1, rates)
@@ -135,11 +137,11 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
     def test_a_simulated_bank_is_never_confirmatory(self):
         # even a full-size bank: the simulated reason alone keeps it from CONFIRMATORY
         results = json.loads((self.out / "results.json").read_text())
-        for note in (rp.confirmatory_note(rp.analyze_bank(results)), rp.status_banner(rp.analyze_bank(results))):
+        for note in (reports.confirmatory_note(bank.analyze_bank(results)), xr001_report.status_banner(bank.analyze_bank(results))):
             self.assertIn("SIMULATED", note.split(";")[0])
-        self.assertTrue(rp.is_simulated(results))
+        self.assertTrue(records.is_simulated(results))
         del results["run"]
-        self.assertFalse(rp.is_simulated(results))
+        self.assertFalse(records.is_simulated(results))
 
     def test_analyze_of_a_demo_bank_keeps_the_label(self):
         elsewhere = self.make_tmp() / "copy"
@@ -201,9 +203,9 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
                 stamp = re.search(r'class="nonconfirmatory"[^>]*>([^<]*)<', figure.read_text())
                 self.assertTrue(stamp and stamp.group(1).startswith("SIMULATED"), figure.name)
         manifest = json.loads((out / "manifest.json").read_text())
-        self.assertEqual((manifest["study"], manifest["lock"]["backend"]), ("constraints", rp.SIMULATED_BACKEND))
-        analysis = rp.analyze_bank(json.loads((out / "results.json").read_text()))
-        full = analysis["compliance"][rp.STAND_IN_MODEL]
+        self.assertEqual((manifest["study"], manifest["lock"]["backend"]), ("constraints", records.SIMULATED_BACKEND))
+        analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
+        full = analysis["compliance"][demo.STAND_IN_MODEL]
         self.assertGreater(full["FULL+"]["rate"], full["R1"]["rate"])          # the designed loss shows
 
     def test_no_server_message_points_to_the_demo(self):
@@ -218,11 +220,11 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
 class DemoMergeTest(TempDirMixin, unittest.TestCase):
     def simulated_run(self, server, out: Path, shard: str) -> None:
         """A `run` on the stand-in (what `demo` does), as a shard: the simulated backend is never a CLI choice."""
-        args = rp.build_parser("run").parse_args(["--models", rp.STAND_IN_MODEL, "--episodes", "1", "--host",
+        args = cli.build_parser("run").parse_args(["--models", demo.STAND_IN_MODEL, "--episodes", "1", "--host",
                                                   server.url, "--shard", shard, "--out", str(out), *FAST])
-        args.backend, args.argv = rp.SIMULATED_BACKEND, ["run"]
+        args.backend, args.argv = records.SIMULATED_BACKEND, ["run"]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(rp.command_run(args), 0)
+            self.assertEqual(commands.command_run(args), 0)
 
     def test_merge_refuses_a_simulated_folder_with_a_real_one(self):
         tmp = self.make_tmp()
@@ -246,11 +248,11 @@ class DemoMergeTest(TempDirMixin, unittest.TestCase):
 
     def test_simulated_shards_merge_and_stay_simulated(self):
         tmp = self.make_tmp()
-        with rp.StandInServer() as server:
+        with demo.StandInServer() as server:
             self.simulated_run(server, tmp / "s1", "1/2")
             self.simulated_run(server, tmp / "s2", "2/2")
         with contextlib.redirect_stdout(io.StringIO()):
-            code = rp.main(["merge", str(tmp / "merged"), str(tmp / "s1"), str(tmp / "s2")])
+            code = cli.main(["merge", str(tmp / "merged"), str(tmp / "s1"), str(tmp / "s2")])
         self.assertEqual(code, 0)
         results = json.loads((tmp / "merged" / "results.json").read_text())
         self.assertTrue(results["run"]["simulated"])
@@ -259,43 +261,43 @@ class DemoMergeTest(TempDirMixin, unittest.TestCase):
 
 class StandInModelTest(unittest.TestCase):
     def test_reads_every_fact_sentence_of_the_generator(self):
-        for template in rp.VALUE_SENTENCES:
+        for template in xr001.VALUE_SENTENCES:
             with self.subTest(template=template):
-                self.assertEqual(rp.stand_in_facts(template.format(name="TOPOVO", value=645))[0], {"TOPOVO": 645})
-        for template in rp.NEIGHBOR_SENTENCES:
+                self.assertEqual(demo.stand_in_facts(template.format(name="TOPOVO", value=645))[0], {"TOPOVO": 645})
+        for template in xr001.NEIGHBOR_SENTENCES:
             with self.subTest(template=template):
-                values, _, relations = rp.stand_in_facts(template.format(name="GIBEZA", base="TOPOVO", value=646))
+                values, _, relations = demo.stand_in_facts(template.format(name="GIBEZA", base="TOPOVO", value=646))
                 self.assertEqual((values, relations), ({"GIBEZA": 646}, [("GIBEZA", "TOPOVO")]))
-        for template in rp.COMBINED_SENTENCES:
+        for template in xr001.COMBINED_SENTENCES:
             with self.subTest(template=template):
-                self.assertEqual(rp.stand_in_facts(template.format(a="TOPOVO", b="NEKOMU", value=1083))[1],
+                self.assertEqual(demo.stand_in_facts(template.format(a="TOPOVO", b="NEKOMU", value=1083))[1],
                                  {("TOPOVO", "NEKOMU"): 1083})
 
     def test_prose_forgets_about_the_documented_share_and_typed_keeps_all(self):
         names = [e["name"] for ep in load_tasks()["episodes"] for seg in ep["segments"]
-                 for e in rp.segment_entities(seg)]
-        share = sum(rp.stand_in_forgets(n) for n in names) / len(names)
-        self.assertAlmostEqual(share, rp.STAND_IN_PROSE_FORGETS, delta=0.08)
-        self.assertEqual([rp.stand_in_forgets(n) for n in names], [rp.stand_in_forgets(n) for n in names])
+                 for e in xr001.segment_entities(seg)]
+        share = sum(demo.stand_in_forgets(n) for n in names) / len(names)
+        self.assertAlmostEqual(share, demo.STAND_IN_PROSE_FORGETS, delta=0.08)
+        self.assertEqual([demo.stand_in_forgets(n) for n in names], [demo.stand_in_forgets(n) for n in names])
         episode = load_tasks()["episodes"][0]
-        model, state = rp.StandInModel(), {}
+        model, state = demo.StandInModel(), {}
         for regime in ("R1", "R2"):
             state[regime] = ""
             for segment in episode["segments"]:
-                state[regime] = model.reply(rp.render_compaction_prompt(rp.REGIMES[regime], state[regime],
+                state[regime] = model.reply(xr001.render_compaction_prompt(xr001.REGIMES[regime], state[regime],
                                                                         segment["text"]))
-        truth = {e["name"]: e["value"] for seg in episode["segments"] for e in rp.segment_entities(seg)}
-        self.assertEqual(rp.stand_in_facts(state["R2"])[0], truth)
-        kept = rp.stand_in_facts(state["R1"])[0]
-        self.assertEqual(kept, {n: v for n, v in truth.items() if not rp.stand_in_forgets(n)})
+        truth = {e["name"]: e["value"] for seg in episode["segments"] for e in xr001.segment_entities(seg)}
+        self.assertEqual(demo.stand_in_facts(state["R2"])[0], truth)
+        kept = demo.stand_in_facts(state["R1"])[0]
+        self.assertEqual(kept, {n: v for n, v in truth.items() if not demo.stand_in_forgets(n)})
 
     def test_answers_from_the_prompt(self):
         episode = load_tasks()["episodes"][0]
-        transcript = rp.render_transcript(episode)
+        transcript = xr001.render_transcript(episode)
         for question in episode["questions"]:
             with self.subTest(question=question["id"]):
-                prompt = rp.render_answer_prompt(rp.REGIMES["R0"], transcript, question)
-                self.assertEqual(rp.parse_answer(rp.StandInModel().reply(prompt)), question["truth"])
+                prompt = xr001.render_answer_prompt(xr001.REGIMES["R0"], transcript, question)
+                self.assertEqual(bank.parse_answer(demo.StandInModel().reply(prompt)), question["truth"])
 
 
 if __name__ == "__main__":

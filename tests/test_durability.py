@@ -7,10 +7,12 @@ import subprocess
 import sys
 import time
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, repo_copy, rp, run_main, run_script
+from helpers import FAST, REPO, TempDirMixin, repo_copy, run_main, run_script
+from pilot import records, runfolder
 
 MODEL = "gemma3:4b"
 EPISODES = ["--episodes", "3"]
@@ -183,7 +185,7 @@ class LockTest(TempDirMixin, unittest.TestCase):
         out = self.make_tmp() / "run"
         out.mkdir()
         with FakeOllama(models=[MODEL]) as server:
-            holder = rp.RunLock(out)
+            holder = runfolder.RunLock(out)
             holder.acquire()
             try:
                 code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
@@ -233,20 +235,21 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         self.assertIn("--out", proc.stderr)
 
     def test_changed_prompts(self):
-        self.edit("scripts/run_pilot.py", "lost for good", "gone for good")
+        self.edit("scripts/pilot/studies/xr001.py", "lost for good", "gone for good")
         proc = self.resume("--allow-code-change")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("prompts_sha256", proc.stderr)
 
     def test_changed_options(self):
-        self.edit("scripts/run_pilot.py", "NUM_CTX = 4096", "NUM_CTX = 8192")
+        self.edit("scripts/pilot/records.py", "NUM_CTX = 4096", "NUM_CTX = 8192")
         proc = self.resume("--allow-code-change")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("options", proc.stderr)
 
     def test_changed_runner_needs_allow_code_change_and_is_recorded(self):
-        before = rp.file_sha256(self.repo / "scripts" / "run_pilot.py")
-        self.edit("scripts/run_pilot.py", "# Constants: the pinned design", "# Constants (edited): the pinned design")
+        before = self.code_hash()
+        self.edit("scripts/pilot/runfolder.py", "# The folder lock takes the best tool",
+                  "# The folder lock (edited) takes the best tool")
         proc = self.resume()
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--allow-code-change", proc.stderr)
@@ -254,7 +257,12 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         amendment = json.loads((self.out / "manifest.json").read_text())["amendments"][-1]
         self.assertEqual(amendment["from_runner_sha256"], before)
-        self.assertEqual(amendment["to_runner_sha256"], rp.file_sha256(self.repo / "scripts" / "run_pilot.py"))
+        self.assertEqual(amendment["to_runner_sha256"], self.code_hash())
+
+    def code_hash(self) -> str:
+        """The code hash of the copy's runner: its entry point and package."""
+        with mock.patch.object(runfolder, "SCRIPTS_DIR", self.repo / "scripts"):
+            return runfolder.runner_sha256()
 
     def test_new_server_version_is_recorded_as_an_amendment(self):
         FakeOllama.version, old = "0.13.0", FakeOllama.version

@@ -18,7 +18,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
-from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, rp, run_main
+from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
+from pilot import bank, commands, reports, runfolder
+from pilot.studies import xr001_analysis
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -76,7 +78,7 @@ def example_bank() -> dict:
 
 def example_svg() -> str:
     results = example_bank()
-    return mf.figure_corruption(rp.analyze_results(results, synthetic_task_set()))
+    return mf.figure_corruption(xr001_analysis.analyze_results(results, synthetic_task_set()))
 
 
 def parse(svg_text: str) -> ET.Element:
@@ -142,7 +144,7 @@ def layout_problems(svg_text: str) -> list[str]:
 class FigureLayoutTest(unittest.TestCase):
     def figures(self, models, **kwargs) -> dict[str, str]:
         results = synthetic_results(models, **kwargs)
-        return mf.render_figures(results, rp.analyze_results(results, synthetic_task_set()))
+        return mf.render_figures(results, xr001_analysis.analyze_results(results, synthetic_task_set()))
 
     def assert_clean(self, figures: dict[str, str]) -> None:
         for name, svg in figures.items():
@@ -172,7 +174,7 @@ class FigureLayoutTest(unittest.TestCase):
     def test_the_stamp_has_its_own_line_however_long(self):
         long_note = "UNINFORMATIVE: " + "; ".join(f"reason number {i} why no claim may rest on this" for i in range(6))
         for note in ("NON-CONFIRMATORY (partial bank)", long_note):
-            with self.subTest(note=note[:20]), mock.patch.object(rp, "confirmatory_note", return_value=note):
+            with self.subTest(note=note[:20]), mock.patch.object(reports, "confirmatory_note", return_value=note):
                 figures = self.figures(LONG_NAMES)
                 self.assert_clean(figures)
                 for svg in figures.values():
@@ -186,13 +188,13 @@ class FigureLayoutTest(unittest.TestCase):
 
     def test_the_worked_example_all_omissions_and_counts_at_the_cap(self):
         results = json.loads(mf.PAPER_SOURCE.read_text(encoding="utf-8"))
-        self.assert_clean(mf.render_figures(results, rp.analyze_bank(results)))
+        self.assert_clean(mf.render_figures(results, bank.analyze_bank(results)))
 
     def test_token_histogram_with_counts_beyond_the_cap(self):
         results = synthetic_results(["m"])
         for i, call in enumerate(results["calls"]):
             call["eval_count"] = 40 + (i * 37) % 600
-        figure = mf.figure_tokens(results, rp.analyze_results(results, synthetic_task_set()))
+        figure = mf.figure_tokens(results, xr001_analysis.analyze_results(results, synthetic_task_set()))
         self.assertEqual(layout_problems(figure), [])
 
     def test_value_labels_above_bars_and_whisker_caps(self):
@@ -244,7 +246,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
             with self.subTest(models=n):
                 models = [f"model-{i}:{'x' * (40 if i == 0 else 2)}" for i in range(n)]
                 results = synthetic_results(models)
-                analysis = rp.analyze_results(results, synthetic_task_set())
+                analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
                 figs = {k: parse(v) for k, v in mf.render_figures(results, analysis).items()}
                 self.assertEqual(len(bars(figs["fig_a_corruption.svg"])), 3 * n)
                 self.assertEqual(len(errorbars(figs["fig_a_corruption.svg"])), 3 * n)
@@ -270,7 +272,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
     def test_bar_heights_are_proportional_to_rates(self):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
         results = synthetic_results(["a", "b"], wrong=lambda m, r: rates[r] if m == "a" else 60)
-        analysis = rp.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
         root = parse(mf.figure_corruption(analysis))
         for bar in bars(root):
             model, regime = bar.get("data-group"), bar.get("data-series")
@@ -288,7 +290,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
 
     def test_single_regime_and_partial_bank(self):
         results = synthetic_results(["solo"], regimes=("R1",), complete=False)
-        analysis = rp.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
         figs = mf.render_figures(results, analysis)
         for name, svg in figs.items():
             with self.subTest(name):
@@ -330,7 +332,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertIn("p = 3.524e-21", narrative)
         self.assertIn("![Numeric-corruption rate by model and regime](figures/fig_a_corruption.svg)", narrative)
         report = (folder / "report.html").read_text()
-        analysis_md = rp.render_analysis_md(rp.analyze_bank(reference_results(load_tasks())))
+        analysis_md = reports.render_analysis_md(bank.analyze_bank(reference_results(load_tasks())))
         tables = sum(1 for block in analysis_md.split("\n\n") if block.startswith("|"))
         self.assertEqual(report.count("<table>"), tables)
         for cell in ("<td>8/120 = 6.7% [3.4, 12.6]</td>", "<td>3.524e-21</td>", "<td>219.2</td>",
@@ -387,12 +389,12 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         def headline(report: str) -> str:
             return re.sub("<[^>]+>", "", re.search('<p class="headline">(.*?)</p>', report).group(1))
         complete = reference_results(load_tasks())
-        analysis = rp.analyze_bank(complete)
+        analysis = bank.analyze_bank(complete)
         text = headline(mf.render_report(complete, analysis, mf.render_figures(complete, analysis)))
         self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
         self.assertIn("Falsifier rejected", text)
         partial = synthetic_results(["m"], complete=False)
-        analysis = rp.analyze_results(partial, synthetic_task_set())
+        analysis = xr001_analysis.analyze_results(partial, synthetic_task_set())
         text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
         self.assertTrue(text.startswith(analysis.get("label", "NON-CONFIRMATORY") + ": "), text)
         labelled = dict(analysis, label="UNINFORMATIVE", label_reasons=["R0 fails the ceiling", "all omissions"])
@@ -408,9 +410,9 @@ def read_only(folder: Path):
     modes = {p: p.stat().st_mode for p in paths}
     for p in paths:
         p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    real = rp.folder_writable
+    real = commands.folder_writable
     inside = lambda f: f.resolve() == folder.resolve() or folder.resolve() in f.resolve().parents  # noqa: E731
-    patch = (mock.patch.object(rp, "folder_writable", lambda f: not inside(f) and real(f))
+    patch = (mock.patch.object(commands, "folder_writable", lambda f: not inside(f) and real(f))
              if os.geteuid() == 0 else contextlib.nullcontext())
     try:
         with patch:
@@ -484,7 +486,7 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
             self.assert_one_line_error([str(path), "--out", str(locked)], "read-only", "--out DIR")
             self.assert_one_line_error([str(path), "--out", str(locked / "new")], "read-only", "--out DIR")
             self.assertEqual(list(locked.iterdir()), [])
-        with mock.patch.object(rp, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
+        with mock.patch.object(runfolder, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
             self.assert_one_line_error([str(path), "--out", str(self.make_tmp())], "cannot write x.svg",
                                        "Permission denied")
 

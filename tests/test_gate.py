@@ -6,7 +6,9 @@ import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, TempDirMixin, rp, run_main
+from helpers import FAST, TempDirMixin, run_main
+from pilot import commands, gate, inputs, records, runfolder, stats
+from pilot.studies import adversarial, adversarial_runner, xr001
 
 MODEL = "gemma3:4b"
 
@@ -26,58 +28,58 @@ REFUND_GOOD = "ORDER = 1842\nAMOUNT = 79\nThe refund was denied: approval token 
 
 class CheckStateTest(unittest.TestCase):
     def test_every_self_test_case_behaves(self):
-        for outcome in rp.run_gate_selftest():
+        for outcome in gate.run_gate_selftest():
             with self.subTest(outcome["case"]):
                 self.assertTrue(outcome["ok"], outcome["findings"])
 
     def test_self_test_covers_every_defect_the_issue_names(self):
-        names = {name for name, _, _ in rp.SELFTEST_CASES}
+        names = {name for name, _, _ in gate.SELFTEST_CASES}
         for wanted in ("invented instruction", "altered value", "dropped entity", "hidden failure",
                        "completion without receipt", "stale version presented as current", "instruction-like tail"):
             self.assertIn(wanted, names)
-        self.assertGreaterEqual(sum(1 for _, _, expected in rp.SELFTEST_CASES if expected is None), 2)
+        self.assertGreaterEqual(sum(1 for _, _, expected in gate.SELFTEST_CASES if expected is None), 2)
 
     def test_the_refund_story_fails_for_each_of_its_defects(self):
-        findings = rp.check_state(REFUND_BAD, rp.normalize_ledger(REFUND_LEDGER), REFUND_SOURCE)
+        findings = gate.check_state(REFUND_BAD, gate.normalize_ledger(REFUND_LEDGER), REFUND_SOURCE)
         categories = [f["category"] for f in findings if f["blocking"]]
-        self.assertEqual(rp.gate_verdict(findings), "FAIL")
+        self.assertEqual(gate.gate_verdict(findings), "FAIL")
         self.assertIn("status", categories)
         self.assertEqual(categories.count("obligation"), 2)
-        good = rp.check_state(REFUND_GOOD, rp.normalize_ledger(REFUND_LEDGER), REFUND_SOURCE)
-        self.assertEqual(rp.gate_verdict(good), "PASS", good)
+        good = gate.check_state(REFUND_GOOD, gate.normalize_ledger(REFUND_LEDGER), REFUND_SOURCE)
+        self.assertEqual(gate.gate_verdict(good), "PASS", good)
 
     def test_a_state_that_echoes_the_compaction_prompt_carries_its_orders(self):
         # seen on a real small model: the state repeats the prompt's orders, a word limit among them
-        ledger = rp.normalize_ledger({"entities": {"BAGOFU": 412}})
+        ledger = gate.normalize_ledger({"entities": {"BAGOFU": 412}})
         state = "Keep every named quantity with its exact value. Use at most 120 words.\nBAGOFU = 412"
-        findings = rp.check_state(state, ledger, "The entry for BAGOFU was recorded as 412.")
+        findings = gate.check_state(state, ledger, "The entry for BAGOFU was recorded as 412.")
         self.assertEqual([f["category"] for f in findings], ["obligation", "obligation"])
 
     def test_a_relation_word_beside_one_name_and_no_number_is_read_as_nothing(self):
         # seen on a real small model in a constraints run: "... is one above." with no value anywhere near
-        ledger = rp.normalize_ledger({"entities": {"BAGOFU": 412}})
-        findings = rp.check_state("BAGOFU is the one above.", ledger, "The entry for BAGOFU was recorded as 412.")
+        ledger = gate.normalize_ledger({"entities": {"BAGOFU": 412}})
+        findings = gate.check_state("BAGOFU is the one above.", ledger, "The entry for BAGOFU was recorded as 412.")
         self.assertEqual([f["category"] for f in findings], ["omission"])
 
     def test_omissions_below_the_threshold_are_reported_but_pass(self):
-        ledger = rp.normalize_ledger({**rp.SELFTEST_LEDGER, "max_omissions": 1})
-        state = rp.SELFTEST_CLEAN.replace("RUSANO = 517\n", "")
-        findings = rp.check_state(state, ledger, rp.SELFTEST_SOURCE)
-        self.assertEqual(rp.gate_verdict(findings), "PASS")
+        ledger = gate.normalize_ledger({**gate.SELFTEST_LEDGER, "max_omissions": 1})
+        state = gate.SELFTEST_CLEAN.replace("RUSANO = 517\n", "")
+        findings = gate.check_state(state, ledger, gate.SELFTEST_SOURCE)
+        self.assertEqual(gate.gate_verdict(findings), "PASS")
         self.assertEqual([f["category"] for f in findings], ["omission"])
         self.assertIn("1 ledger value(s) dropped", findings[0]["detail"])
 
     def test_a_bad_ledger_is_refused_with_its_problems(self):
         for bad in ([], {"entities": {"A": "twelve"}}, {"combined": [{"parts": ["X"], "value": 1}]},
                     {"max_omissions": -1}, {"name_pattern": "("}, {"format": "other"}):
-            with self.subTest(bad=bad), self.assertRaises(rp.GateInputError):
-                rp.normalize_ledger(bad)
+            with self.subTest(bad=bad), self.assertRaises(gate.GateInputError):
+                gate.normalize_ledger(bad)
 
     def test_deterministic_and_pure(self):
-        ledger = rp.normalize_ledger(rp.SELFTEST_LEDGER)
-        for _, state, _ in rp.SELFTEST_CASES:
-            self.assertEqual(rp.check_state(state, ledger, rp.SELFTEST_SOURCE),
-                             rp.check_state(state, ledger, rp.SELFTEST_SOURCE))
+        ledger = gate.normalize_ledger(gate.SELFTEST_LEDGER)
+        for _, state, _ in gate.SELFTEST_CASES:
+            self.assertEqual(gate.check_state(state, ledger, gate.SELFTEST_SOURCE),
+                             gate.check_state(state, ledger, gate.SELFTEST_SOURCE))
 
 
 class PredictionTest(unittest.TestCase):
@@ -85,21 +87,21 @@ class PredictionTest(unittest.TestCase):
         return [{"final": True, "verdict": v, "downstream_corrupted": c, "regime": "R1"} for v, c in cells]
 
     def test_fisher_one_sided_matches_the_hypergeometric_tail(self):
-        self.assertAlmostEqual(rp.fisher_one_sided(3, 0, 0, 3), 1 / 20)
-        self.assertAlmostEqual(rp.fisher_one_sided(0, 3, 3, 0), 1.0)
+        self.assertAlmostEqual(stats.fisher_one_sided(3, 0, 0, 3), 1 / 20)
+        self.assertAlmostEqual(stats.fisher_one_sided(0, 3, 3, 0), 1.0)
         # the tea-tasting table [[3, 1], [1, 3]]: P(X >= 3) = 17/70
-        self.assertAlmostEqual(rp.fisher_one_sided(3, 1, 1, 3), 17 / 70)
+        self.assertAlmostEqual(stats.fisher_one_sided(3, 1, 1, 3), 17 / 70)
 
     def test_precision_recall_and_verdicts(self):
-        pred = rp.gate_prediction(self.rows([("FAIL", True)] * 8 + [("PASS", False)] * 8 + [("FAIL", False)]))
+        pred = gate.gate_prediction(self.rows([("FAIL", True)] * 8 + [("PASS", False)] * 8 + [("FAIL", False)]))
         self.assertEqual((pred["fail_corrupted"], pred["fail_clean"], pred["pass_corrupted"], pred["pass_clean"]),
                          (8, 1, 0, 8))
         self.assertEqual(pred["precision"]["k"], 8)
         self.assertEqual(pred["recall"]["n"], 8)
         self.assertTrue(pred["verdict"].startswith("predicts"))
-        weak = rp.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
+        weak = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
         self.assertTrue(weak["verdict"].startswith("does not predict"))
-        every = rp.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
+        every = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
         self.assertTrue(every["verdict"].startswith("cannot tell"))
 
 
@@ -132,7 +134,7 @@ class GateCommandTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 1)
         report = json.loads(out)
         self.assertEqual(report["verdict"], "FAIL")
-        self.assertTrue(all(f["category"] in rp.GATE_CATEGORIES for f in report["findings"]))
+        self.assertTrue(all(f["category"] in gate.GATE_CATEGORIES for f in report["findings"]))
 
     def test_bad_input_exits_2(self):
         argv = self.files(REFUND_GOOD)
@@ -149,20 +151,20 @@ class GateCommandTest(TempDirMixin, unittest.TestCase):
                 self.assertTrue(err.startswith("error:"), err)
 
     def test_the_readme_example(self):
-        example = rp.REPO_ROOT / "tasks"
+        example = records.REPO_ROOT / "tasks"
         code, out, _ = run_main(["gate", str(example / "gate.example.state.txt"), "--ledger",
                                  str(example / "gate.example.ledger.json"), "--source",
                                  str(example / "gate.example.source.txt")])
         self.assertEqual(code, 1)
         self.assertIn(out.splitlines()[0].split(":")[0], "FAIL")
-        readme = (rp.REPO_ROOT / "README.md").read_text()
+        readme = (records.REPO_ROOT / "README.md").read_text()
         for line in out.splitlines()[1:]:
             self.assertIn(line.split(" :: ")[0].split("tasks/")[-1], readme)
 
     def test_selftest_through_main(self):
         code, out, _ = run_main(["gate", "--selftest"])
         self.assertEqual(code, 0, out)
-        self.assertIn(f"{len(rp.SELFTEST_CASES)}/{len(rp.SELFTEST_CASES)} cases", out)
+        self.assertIn(f"{len(gate.SELFTEST_CASES)}/{len(gate.SELFTEST_CASES)} cases", out)
 
 
 class GateRunTest(TempDirMixin, unittest.TestCase):
@@ -187,8 +189,8 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
     def test_every_checkpoint_has_a_row(self):
         with open(self.run_dir / "gate.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
-        self.assertEqual(len(rows), 2 * 2 * rp.N_SEGMENTS)
-        self.assertEqual({r["checkpoint"] for r in rows}, {str(k) for k in range(1, rp.N_SEGMENTS + 1)})
+        self.assertEqual(len(rows), 2 * 2 * xr001.N_SEGMENTS)
+        self.assertEqual({r["checkpoint"] for r in rows}, {str(k) for k in range(1, xr001.N_SEGMENTS + 1)})
         finals = [r for r in rows if r["final"] == "True"]
         self.assertEqual(len(finals), 4)
         self.assertTrue(all(r["downstream_corrupted"] in ("True", "False") for r in finals))
@@ -208,11 +210,11 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
 
     def test_an_unfinished_cell_is_gated_but_settles_nothing_downstream_until_an_answer_is_wrong(self):
         manifest = json.loads((self.run_dir / "manifest.json").read_text())
-        tasks = rp.load_tasks(rp.TASKS_PATH, 2)[0]
+        tasks = inputs.load_tasks(xr001.TASKS_PATH, 2)[0]
         for cell in manifest["cells"].values():
             cell["status"] = "FAILED"          # as if no cell had finished
-        rows = rp.gate_bank(manifest, tasks, rp.Journal(self.run_dir))
-        self.assertEqual(len(rows), 2 * 2 * rp.N_SEGMENTS)
+        rows = commands.gate_bank(manifest, tasks, runfolder.Journal(self.run_dir))
+        self.assertEqual(len(rows), 2 * 2 * xr001.N_SEGMENTS)
         finals = {r["regime"]: r["downstream_corrupted"] for r in rows if r["final"] and r["episode"] == 0}
         self.assertEqual(finals, {"R1": True, "R2": None})   # R1 has a wrong answer; R2's are right but not all in
 
@@ -228,7 +230,7 @@ if __name__ == "__main__":
 
 def clean_study_state(episode: dict) -> str:
     """A typed block that keeps every value as it stands at the end and reports every item truthfully."""
-    ledger = rp.adversarial_ledger(episode, rp.ADV_SEGMENTS)
+    ledger = adversarial.adversarial_ledger(episode, adversarial.ADV_SEGMENTS)
     lines = ["values:"] + [f"{n} = {e['value']}" for n, e in ledger["entities"].items()]
     notes = [f"{item['name']} {'failed' if item['status'] == 'failed' else item['status']}"
              for item in ledger["items"]]
@@ -251,35 +253,35 @@ def defective_study_state(episode: dict) -> str:
 
 class AdversarialTasksTest(unittest.TestCase):
     def test_the_committed_file_is_the_generator_output(self):
-        self.assertEqual((rp.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), rp.adversarial_tasks_bytes())
-        tasks = rp.generate_adversarial_tasks()
-        self.assertEqual([e["case"] for e in tasks["episodes"]], list(rp.ADV_CASES) * rp.ADV_VARIANTS)
+        self.assertEqual((records.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), adversarial_runner.adversarial_tasks_bytes())
+        tasks = adversarial.generate_adversarial_tasks()
+        self.assertEqual([e["case"] for e in tasks["episodes"]], list(adversarial.ADV_CASES) * adversarial.ADV_VARIANTS)
 
     def test_each_case_holds_its_material(self):
-        for episode in rp.generate_adversarial_tasks()["episodes"]:
+        for episode in adversarial.generate_adversarial_tasks()["episodes"]:
             with self.subTest(episode["case"], episode=episode["episode"]):
                 text = " ".join(s["text"] for s in episode["segments"])
                 target = episode["probes"][1]
                 self.assertIn(str(target["truth"]), text)
                 if target["trap"]:
                     self.assertIn(str(target["trap"]), text)
-                self.assertIn(episode["planted"], rp.GATE_CATEGORIES)
+                self.assertIn(episode["planted"], gate.GATE_CATEGORIES)
 
     def test_a_correction_applies_from_its_segment(self):
-        episode = next(e for e in rp.generate_adversarial_tasks()["episodes"] if e["case"] == "corrected_value")
+        episode = next(e for e in adversarial.generate_adversarial_tasks()["episodes"] if e["case"] == "corrected_value")
         name, truth, trap = (episode["probes"][1][k] for k in ("name", "truth", "trap"))
-        self.assertEqual(rp.adversarial_ledger(episode, 2)["entities"][name]["value"], trap)
-        self.assertEqual(rp.adversarial_ledger(episode, 3)["entities"][name], {"value": truth, "stale": [trap],
+        self.assertEqual(adversarial.adversarial_ledger(episode, 2)["entities"][name]["value"], trap)
+        self.assertEqual(adversarial.adversarial_ledger(episode, 3)["entities"][name], {"value": truth, "stale": [trap],
                                                                               "required": True})
 
     def test_the_gate_passes_a_truthful_state_and_finds_each_planted_defect(self):
-        for episode in rp.generate_adversarial_tasks()["episodes"]:
-            ledger = rp.adversarial_ledger(episode, rp.ADV_SEGMENTS)
-            source = rp.adversarial_source(episode, rp.ADV_SEGMENTS)
+        for episode in adversarial.generate_adversarial_tasks()["episodes"]:
+            ledger = adversarial.adversarial_ledger(episode, adversarial.ADV_SEGMENTS)
+            source = adversarial.adversarial_source(episode, adversarial.ADV_SEGMENTS)
             with self.subTest(episode["case"], episode=episode["episode"]):
-                clean = rp.check_state(clean_study_state(episode), ledger, source)
-                self.assertEqual(rp.gate_verdict(clean), "PASS", clean)
-                bad = rp.check_state(defective_study_state(episode), ledger, source)
+                clean = gate.check_state(clean_study_state(episode), ledger, source)
+                self.assertEqual(gate.gate_verdict(clean), "PASS", clean)
+                bad = gate.check_state(defective_study_state(episode), ledger, source)
                 self.assertIn(episode["planted"], {f["category"] for f in bad if f["blocking"]}, bad)
 
 
@@ -289,10 +291,10 @@ class StudyJournalTest(TempDirMixin, unittest.TestCase):
         (run_dir / "raw").mkdir()
         good = {"regime": "R2", "episode": 0, "kind": "compact_1", "response": "x"}
         (run_dir / "raw" / "calls.jsonl").write_bytes(json.dumps(good).encode() + b"\n" + b'{"regime": "R2", "epi')
-        journal = rp.StudyJournal(run_dir)
+        journal = adversarial_runner.StudyJournal(run_dir)
         self.assertEqual(list(journal.records), [("R2", 0, "compact_1")])
         journal.add({**good, "kind": "compact_2"})
-        self.assertEqual(set(rp.StudyJournal(run_dir).records), {("R2", 0, "compact_1"), ("R2", 0, "compact_2")})
+        self.assertEqual(set(adversarial_runner.StudyJournal(run_dir).records), {("R2", 0, "compact_1"), ("R2", 0, "compact_2")})
 
 
 class AdversarialRunTest(TempDirMixin, unittest.TestCase):
@@ -318,8 +320,8 @@ class AdversarialRunTest(TempDirMixin, unittest.TestCase):
             rows = list(csv.DictReader(fh))
         regen = [r for r in rows if r["regime"] == "R2-regen"]
         self.assertEqual(len(regen), 7 * 2)
-        self.assertEqual({r["temperature"] for r in regen}, {str(rp.ADV_REGEN_TEMPERATURE)})
-        self.assertEqual({int(r["seed"]) for r in regen}, {rp.ADV_REGEN_SEED, rp.ADV_REGEN_SEED + 1})
+        self.assertEqual({r["temperature"] for r in regen}, {str(adversarial.ADV_REGEN_TEMPERATURE)})
+        self.assertEqual({int(r["seed"]) for r in regen}, {adversarial.ADV_REGEN_SEED, adversarial.ADV_REGEN_SEED + 1})
         failed = [r for r in rows if r["regime"] == "G2" and r["verdict"] == "FAIL"]
         self.assertTrue(failed)
         quarantined = sorted(p.name for p in (out / "quarantine").iterdir())
@@ -328,7 +330,7 @@ class AdversarialRunTest(TempDirMixin, unittest.TestCase):
         after_quarantine = [c for c in calls if c["regime"] == "G2" and "RAW SEGMENT" in c["prompt"]]
         self.assertTrue(after_quarantine)                          # G2 went on from the last passing state + raw
         summary = json.loads((out / "results.json").read_text())["summary"]
-        self.assertEqual(set(summary["release"]["R2"]), set(rp.ADV_THRESHOLDS))
+        self.assertEqual(set(summary["release"]["R2"]), set(adversarial.ADV_THRESHOLDS))
         code, regated, err = run_main(["gate", str(out)])
         self.assertEqual(code, 0, err)
         self.assertEqual(regated.strip(), report.strip())

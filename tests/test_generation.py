@@ -6,24 +6,25 @@ import subprocess
 import sys
 import unittest
 
-from helpers import REPO, TempDirMixin, rp, run_main
+from helpers import REPO, TempDirMixin, run_main
+from pilot import records
+from pilot.studies import xr001
 
 GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
 
 
 class GoldenTasksTest(TempDirMixin, unittest.TestCase):
     def test_pinned_seed_gives_the_golden_file(self):
-        data = rp.tasks_to_bytes(rp.generate_tasks())
-        self.assertEqual(rp.sha256_bytes(data), GOLDEN_TASKS_SHA256)
+        data = xr001.tasks_to_bytes(xr001.generate_tasks())
+        self.assertEqual(records.sha256_bytes(data), GOLDEN_TASKS_SHA256)
 
     def test_committed_tasks_file_is_the_golden_file(self):
-        self.assertEqual(rp.file_sha256(REPO / "tasks" / "tasks.json"), GOLDEN_TASKS_SHA256)
+        self.assertEqual(records.file_sha256(REPO / "tasks" / "tasks.json"), GOLDEN_TASKS_SHA256)
 
     def test_generation_is_identical_in_a_fresh_interpreter(self):
-        code = ("import importlib.util,sys,hashlib;s=importlib.util.spec_from_file_location('r',sys.argv[1]);"
-                "m=importlib.util.module_from_spec(s);sys.modules['r']=m;s.loader.exec_module(m);"
+        code = ("import sys,hashlib;sys.path.insert(0,sys.argv[1]);from pilot.studies import xr001 as m;"
                 "print(hashlib.sha256(m.tasks_to_bytes(m.generate_tasks())).hexdigest())")
-        out = subprocess.run([sys.executable, "-c", code, str(REPO / "scripts" / "run_pilot.py")],
+        out = subprocess.run([sys.executable, "-c", code, str(REPO / "scripts")],
                              capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"})
         self.assertEqual(out.stdout.strip(), GOLDEN_TASKS_SHA256)
 
@@ -44,7 +45,7 @@ class GoldenTasksTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(len(json.loads(path.read_text())["episodes"]), 3)
 
     def test_artifact_field_names(self):
-        tasks = rp.generate_tasks(1)
+        tasks = xr001.generate_tasks(1)
         for key in ("protocol", "generator_version", "base_seed", "n_episodes", "n_segments", "value_range"):
             self.assertIn(key, tasks)
         episode = tasks["episodes"][0]
@@ -60,7 +61,7 @@ class EpisodeConstraintsTest(unittest.TestCase):
     SEEDS = range(300)
 
     def check_episode(self, episode: dict):
-        lo, hi = rp.VALUE_RANGE
+        lo, hi = xr001.VALUE_RANGE
         segments = episode["segments"]
         self.assertEqual(len(segments), 4)
         names, values, sums, pairs = [], [], [], set()
@@ -77,7 +78,7 @@ class EpisodeConstraintsTest(unittest.TestCase):
             self.assertTrue(120 <= words <= 180, words)
             for ent in all_ents:
                 self.assertRegex(ent["name"], r"^([BDFGKLMNPRSTVZ][AEIOU]){3}$")
-                self.assertNotIn(ent["name"], rp.REAL_WORDS)
+                self.assertNotIn(ent["name"], xr001.REAL_WORDS)
                 self.assertTrue(lo <= ent["value"] <= hi)
                 self.assertIn(ent["name"], seg["text"])
                 self.assertIn(str(ent["value"]), seg["text"])
@@ -119,40 +120,40 @@ class EpisodeConstraintsTest(unittest.TestCase):
     def test_constraints_hold_over_many_seeds(self):
         for index in self.SEEDS:
             with self.subTest(episode=index):
-                episode = rp.generate_episode(index)
-                self.assertEqual(episode["seed"], rp.BASE_SEED + index)
+                episode = xr001.generate_episode(index)
+                self.assertEqual(episode["seed"], xr001.BASE_SEED + index)
                 self.check_episode(episode)
                 self.check_questions(episode)
 
     def test_other_base_seeds_too(self):
         for base in (1, 2024, 999999):
             with self.subTest(base_seed=base):
-                self.check_episode(rp.generate_episode(0, base))
+                self.check_episode(xr001.generate_episode(0, base))
 
     def test_same_seed_same_episode(self):
-        self.assertEqual(rp.generate_episode(7), rp.generate_episode(7))
-        self.assertNotEqual(rp.generate_episode(7), rp.generate_episode(8))
+        self.assertEqual(xr001.generate_episode(7), xr001.generate_episode(7))
+        self.assertNotEqual(xr001.generate_episode(7), xr001.generate_episode(8))
 
     def test_values_validator_rejects_accidental_structure(self):
         good = [{"base": 200, "partner": 300, "neighbor": 201, "distractors": [420, 520]},
                 {"base": 600, "partner": 700, "neighbor": 601, "distractors": [800, 900]},
                 {"base": 150, "partner": 250, "neighbor": 151, "distractors": [360, 460]},
                 {"base": 650, "partner": 750, "neighbor": 651, "distractors": [850, 950]}]
-        self.assertTrue(rp.values_are_valid(good))
+        self.assertTrue(xr001.values_are_valid(good))
         accidental = json.loads(json.dumps(good))
         accidental[0]["distractors"][0] = 301          # differs from a partner by one
-        self.assertFalse(rp.values_are_valid(accidental))
+        self.assertFalse(xr001.values_are_valid(accidental))
         sum_clash = json.loads(json.dumps(good))
         sum_clash[1]["distractors"][1] = 200 + 300    # a value equal to segment 1's stated sum
-        self.assertFalse(rp.values_are_valid(sum_clash))
+        self.assertFalse(xr001.values_are_valid(sum_clash))
         hop_clash = json.loads(json.dumps(good))
         hop_clash[0]["distractors"][0] = 600 + 650     # equals the first multi-hop truth
-        self.assertFalse(rp.values_are_valid(hop_clash))
+        self.assertFalse(xr001.values_are_valid(hop_clash))
 
 
 class PromptsTest(unittest.TestCase):
     def test_compaction_prompts_are_symmetric(self):
-        prose, typed = rp.PROMPTS["compact_prose"], rp.PROMPTS["compact_typed"]
+        prose, typed = xr001.PROMPTS["compact_prose"], xr001.PROMPTS["compact_typed"]
         for phrase in ("about to be deleted and replaced", "lost for good", "Merge the previous state",
                        "at most {max_words} words", "PREVIOUS STATE:", "NEW SEGMENT:"):
             self.assertIn(phrase, prose)
@@ -164,18 +165,18 @@ class PromptsTest(unittest.TestCase):
 
     def test_answer_prompts_require_the_answer_line(self):
         for key in ("answer_transcript", "answer_state"):
-            self.assertIn("ANSWER: <integer>", rp.PROMPTS[key])
+            self.assertIn("ANSWER: <integer>", xr001.PROMPTS[key])
 
     def test_regime_registry_drives_the_plan(self):
-        episode = rp.generate_episode(0)
-        self.assertEqual([c.kind for c in rp.plan_calls(rp.REGIMES["R0"], episode)],
+        episode = xr001.generate_episode(0)
+        self.assertEqual([c.kind for c in xr001.plan_calls(xr001.REGIMES["R0"], episode)],
                          [f"question_{i}" for i in range(1, 9)])
-        self.assertEqual([c.kind for c in rp.plan_calls(rp.REGIMES["R1"], episode)][:4],
+        self.assertEqual([c.kind for c in xr001.plan_calls(xr001.REGIMES["R1"], episode)][:4],
                          [f"compact_{k}" for k in range(1, 5)])
 
     def test_unknown_regime_is_impossible_at_the_command_line(self):
         # regimes are fixed data; the run always covers exactly the registry
-        self.assertEqual(tuple(rp.REGIMES)[:3], rp.DEFAULT_REGIMES)
+        self.assertEqual(tuple(xr001.REGIMES)[:3], xr001.DEFAULT_REGIMES)
 
 
 if __name__ == "__main__":

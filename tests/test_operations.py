@@ -13,7 +13,8 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
-from helpers import FAST, REPO, TempDirMixin, reference_results, load_tasks, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, reference_results, load_tasks, run_main
+from pilot import bank, cli, records, runfolder, runner
 
 MODEL = "gemma3:4b"
 CALLS_2_EPISODES = 2 * 8 + 2 * 2 * 12       # 64
@@ -68,7 +69,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
 
     def test_retry_line_names_the_call_the_cause_the_attempt_and_when(self):
         stream = io.StringIO()
-        progress = rp.Progress(10, 100, 0, 0, stream=stream, interval_s=60)
+        progress = runner.Progress(10, 100, 0, 0, stream=stream, interval_s=60)
         progress.retrying(f"{MODEL} R1 ep 3 compact_2", "HTTP 500 model runner has unexpectedly stopped", 3, 7, 8.0)
         self.assertEqual(stream.getvalue(), f"retrying {MODEL} R1 ep 3 compact_2: HTTP 500 model runner has "
                                             f"unexpectedly stopped (attempt 3/7, next in 8 s)\n")
@@ -82,7 +83,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
                 return True
 
         stream = Terminal()
-        progress = rp.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
+        progress = runner.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
         progress.retrying(f"{MODEL} R0 ep 1 question_4", "connection refused", 2, 7, 3.0, unreachable_s=4.0,
                           give_up_after_s=180)
         live = stream.getvalue().split("\r")[-1]
@@ -93,8 +94,8 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
     def test_eta_ignores_the_wait_for_the_first_reply(self):
         clock = Clock()
         stream = io.StringIO()
-        with mock.patch.object(rp.time, "monotonic", clock):
-            progress = rp.Progress(1, 61, 0, 0, stream=stream, interval_s=0)
+        with mock.patch.object(time, "monotonic", clock):
+            progress = runner.Progress(1, 61, 0, 0, stream=stream, interval_s=0)
             clock.now += 120                          # two minutes of model load before the first reply
             self.assertIn("ETA unknown (waiting 120 s for the first reply", progress.line())
             progress.update(calls=1)
@@ -133,7 +134,7 @@ class DeadServerTest(TempDirMixin, unittest.TestCase):
         with FakeOllama(models=[MODEL], port=port) as server:
             code, _, err = run_main([*argv, "--host", server.url])
             self.assertEqual(code, 0, err)
-            self.assertEqual(server.chat_count(), CALLS_2_EPISODES - 10 + rp.DEFAULT_RECHECK)   # and the probe
+            self.assertEqual(server.chat_count(), CALLS_2_EPISODES - 10 + runner.DEFAULT_RECHECK)   # and the probe
 
     def test_any_reply_resets_the_unreachable_clock(self):
         out = self.make_tmp() / "run"
@@ -229,12 +230,12 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
 
     def test_each_problem_is_named(self):
         good = reference_results(load_tasks())
-        self.assertEqual(rp.results_shape_problems(good), [])
+        self.assertEqual(bank.results_shape_problems(good), [])
 
         def changed(edit):
             results = json.loads(json.dumps(good))
             edit(results)
-            return rp.results_shape_problems(results)
+            return bank.results_shape_problems(results)
 
         cases = {
             "not an object": (lambda r: None, "not an object"),
@@ -261,7 +262,7 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
         for label, (edit, expected) in cases.items():
             with self.subTest(label):
                 if label == "not an object":
-                    problems = rp.results_shape_problems([good])
+                    problems = bank.results_shape_problems([good])
                 else:
                     problems = changed(edit)
                 self.assertTrue(any(expected in p for p in problems), problems)
@@ -270,10 +271,10 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
 
     def test_a_sweep_bank_is_read_and_its_repeats_are_named_with_their_variant(self):
         sweep = reference_results(load_tasks())
-        sweep.update(budgets=[128, rp.DEFAULT_BUDGET], samples=2, temperature=0.7)
+        sweep.update(budgets=[128, records.DEFAULT_BUDGET], samples=2, temperature=0.7)
         sweep["probes"] += [{**p, "budget": b, "sample": s} for p in sweep["probes"]
-                            for b, s in ((128, 0), (128, 1), (rp.DEFAULT_BUDGET, 1))]
-        self.assertEqual(rp.results_shape_problems(sweep), [])
+                            for b, s in ((128, 0), (128, 1), (records.DEFAULT_BUDGET, 1))]
+        self.assertEqual(bank.results_shape_problems(sweep), [])
         path = self.make_tmp() / "results.json"
         path.write_text(json.dumps(sweep))
         code, out, err = run_main(["analyze", "--results", str(path)])
@@ -281,10 +282,10 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
         self.assertIn("## Budget sweep (exploratory)", out)
         self.assertIn("## Repeated samples (exploratory)", out)
         sweep["probes"].append(dict(sweep["probes"][-1]))
-        problems = rp.results_shape_problems(sweep)
+        problems = bank.results_shape_problems(sweep)
         self.assertEqual(len(problems), 1, problems)
         self.assertIn(f"repeats {sweep['probes'][-1]['model']}", problems[0])
-        self.assertIn(f"(budget {rp.DEFAULT_BUDGET}, sample 1)", problems[0])
+        self.assertIn(f"(budget {records.DEFAULT_BUDGET}, sample 1)", problems[0])
 
     def test_an_empty_bank_is_analysed_and_a_bottomless_file_is_one_line(self):
         code, out, err = run_main(["analyze", "--results", str(self.write({"models": ["m"], "probes": [],
@@ -301,7 +302,7 @@ class ResultsShapeTest(TempDirMixin, unittest.TestCase):
     def test_a_constraints_probe_of_an_undeclared_sample_is_named(self):
         results = json.loads((REPO / "results" / "smollm2-135m-constraints" / "results.json").read_text())
         results["probes"].append(dict(results["probes"][0], sample=1, **{"class": "violating"}))
-        self.assertIn("(first: budget 256, sample 1)", " ".join(rp.results_shape_problems(results)))
+        self.assertIn("(first: budget 256, sample 1)", " ".join(bank.results_shape_problems(results)))
 
     def test_the_scripts_end_cleanly_with_their_output_closed(self):
         bank = self.write(reference_results(load_tasks()))
@@ -342,7 +343,7 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
 
         with FakeOllama(models=[MODEL]) as server:
             argv = ["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "2", *FAST]
-            with mock.patch.object(rp.os, "write", filling_disk):
+            with mock.patch.object(os, "write", filling_disk):
                 code, _, err = run_main(argv)
             self.assertEqual(code, 4, err)
             assert_one_clean_error(self, err)
@@ -360,7 +361,7 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
 
     def test_full_disk_while_saving_the_manifest(self):
         out = self.make_tmp() / "run"
-        real_write_atomic = rp.write_atomic
+        real_write_atomic = runfolder.write_atomic
         saves = []
 
         def filling_disk(path, data):
@@ -372,7 +373,7 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
 
         with FakeOllama(models=[MODEL]) as server:
             argv = ["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1", *FAST]
-            with mock.patch.object(rp, "write_atomic", filling_disk):
+            with mock.patch.object(runfolder, "write_atomic", filling_disk):
                 code, _, err = run_main(argv)
             self.assertEqual(code, 4, err)
             assert_one_clean_error(self, err)
@@ -384,8 +385,8 @@ class DiskFullTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
 
     def test_exit_code_is_documented(self):
-        self.assertIn("4 the disk is full", " ".join(rp.build_parser("pilot").format_help().split()))
-        self.assertIn("4 the disk is full", (rp.REPO_ROOT / "README.md").read_text())
+        self.assertIn("4 the disk is full", " ".join(cli.build_parser("pilot").format_help().split()))
+        self.assertIn("4 the disk is full", (records.REPO_ROOT / "README.md").read_text())
 
 
 
@@ -557,14 +558,13 @@ class HintsTest(TempDirMixin, unittest.TestCase):
 # 7. Portable: the folder lock without fcntl, safe file names, spreadsheet-safe CSV
 # ------------------------------------------------------------------------------------------
 HOLD_LOCK_WITHOUT_FCNTL = """
-import sys, time, importlib.util
+import sys, time
+from pathlib import Path
 sys.modules["fcntl"] = None
 sys.modules["msvcrt"] = None
-spec = importlib.util.spec_from_file_location("run_pilot_nofcntl", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = module
-spec.loader.exec_module(module)
-lock = module.RunLock(module.Path(sys.argv[2]))
+sys.path.insert(0, str(Path(sys.argv[1]).parent))
+from pilot.runfolder import RunLock
+lock = RunLock(Path(sys.argv[2]))
 lock.acquire()
 print(lock.method, flush=True)
 time.sleep(60)
@@ -573,11 +573,23 @@ time.sleep(60)
 
 class PortableLockTest(TempDirMixin, unittest.TestCase):
     def load_without_fcntl(self):
-        from helpers import load_module
-        with mock.patch.dict(sys.modules, {"fcntl": None, "msvcrt": None}):
-            module = load_module("run_pilot_without_fcntl", rp.REPO_ROOT / "scripts" / "run_pilot.py")
-        self.addCleanup(sys.modules.pop, "run_pilot_without_fcntl", None)
-        return module
+        """The runner's package imported afresh on a platform with neither fcntl nor msvcrt."""
+        import importlib
+        import types
+        ours = lambda name: name == "pilot" or name.startswith("pilot.")  # noqa: E731
+        saved = {name: m for name, m in sys.modules.items() if ours(name)}
+        for name in saved:
+            del sys.modules[name]
+        try:
+            with mock.patch.dict(sys.modules, {"fcntl": None, "msvcrt": None}):
+                fresh = {name: importlib.import_module(f"pilot.{name}") for name in ("cli", "runfolder", "records")}
+                importlib.import_module("pilot.studies")
+        finally:
+            for name in [n for n in sys.modules if ours(n)]:
+                del sys.modules[name]
+            sys.modules.update(saved)
+        return types.SimpleNamespace(main=fresh["cli"].main, RunLock=fresh["runfolder"].RunLock,
+                                     PilotError=fresh["records"].PilotError)
 
     def run_without_fcntl(self, module, argv):
         import contextlib
@@ -587,8 +599,9 @@ class PortableLockTest(TempDirMixin, unittest.TestCase):
         return code, err.getvalue()
 
     def test_the_runner_never_imports_fcntl_unconditionally(self):
-        source = (rp.REPO_ROOT / "scripts" / "run_pilot.py").read_text()
-        self.assertIsNone(re.search(r"^import fcntl", source, re.MULTILINE))
+        for path in [records.REPO_ROOT / "scripts" / "run_pilot.py", *(records.REPO_ROOT / "scripts" / "pilot").rglob("*.py")]:
+            with self.subTest(path.name):
+                self.assertIsNone(re.search(r"^import fcntl", path.read_text(), re.MULTILINE))
 
     def test_two_runners_on_one_folder_without_fcntl(self):
         module = self.load_without_fcntl()
@@ -596,7 +609,7 @@ class PortableLockTest(TempDirMixin, unittest.TestCase):
         out = self.make_tmp() / "run"
         out.mkdir()
         holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK_WITHOUT_FCNTL,
-                                   str(rp.REPO_ROOT / "scripts" / "run_pilot.py"), str(out)],
+                                   str(records.REPO_ROOT / "scripts" / "run_pilot.py"), str(out)],
                                   stdout=subprocess.PIPE, text=True)
         self.addCleanup(holder.stdout.close)
         self.addCleanup(lambda: holder.poll() is None and (holder.kill(), holder.wait()))
@@ -633,10 +646,10 @@ class SafeNamesTest(TempDirMixin, unittest.TestCase):
     def test_file_names_never_start_with_a_dot_or_a_dash(self):
         for model in (".hidden", "-rf", "..", "...", "--", ".-x", "-" * 200, "." * 200):
             with self.subTest(model=model):
-                name = rp.safe_name(model)
+                name = runfolder.safe_name(model)
                 self.assertNotIn(name[0], ".-")
                 self.assertRegex(name, r"^[A-Za-z0-9._-]{1,100}$")
-        self.assertEqual(rp.safe_name("gemma3:4b"), "gemma3_4b")
+        self.assertEqual(runfolder.safe_name("gemma3:4b"), "gemma3_4b")
 
     def test_formula_like_model_names_are_quoted_in_probes_csv(self):
         models = ["=cmd|' /C calc'!A0", "+1", "-x", "@SUM(A1)", MODEL]

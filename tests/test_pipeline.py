@@ -9,7 +9,9 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, TempDirMixin, rp, run_main
+from helpers import FAST, TempDirMixin, run_main
+from pilot import cli, launch, records
+from pilot.studies import xr001
 
 
 def free_port() -> int:
@@ -50,8 +52,8 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         for key in ("model", "regime", "episode", "status", "n_calls", "reason", "updated_at"):
             self.assertIn(key, cell)
         self.assertEqual((cell["status"], cell["n_calls"]), ("COMPLETE", 12))
-        self.assertEqual(manifest["lock"]["protocol_sha256"], rp.file_sha256(rp.PROTOCOL_PATH))
-        self.assertEqual(manifest["lock"]["prompts_sha256"], rp.prompts_sha256())
+        self.assertEqual(manifest["lock"]["protocol_sha256"], records.file_sha256(xr001.PROTOCOL_PATH))
+        self.assertEqual(manifest["lock"]["prompts_sha256"], xr001.prompts_sha256())
         self.assertEqual(manifest["lock"]["options"]["compaction"],
                          {"temperature": 0.0, "seed": 77001, "num_predict": 256, "num_ctx": 4096})
         self.assertEqual(manifest["lock"]["options"]["answer"]["num_predict"], 192)
@@ -205,10 +207,10 @@ class EdgeFailuresTest(TempDirMixin, unittest.TestCase):
         self.assertIn("--models", err)
 
     def test_smaller_runs_get_their_own_folder(self):
-        args = rp.build_parser("pilot").parse_args(["--episodes", "3"])
-        self.assertEqual(rp.resolve_run_dir(args), rp.RESULTS_ROOT / "xr001-e3")
-        args = rp.build_parser("pilot").parse_args([])
-        self.assertEqual(rp.resolve_run_dir(args), rp.RESULTS_ROOT / "xr001")
+        args = cli.build_parser("pilot").parse_args(["--episodes", "3"])
+        self.assertEqual(launch.resolve_run_dir(args), records.RESULTS_ROOT / "xr001-e3")
+        args = cli.build_parser("pilot").parse_args([])
+        self.assertEqual(launch.resolve_run_dir(args), records.RESULTS_ROOT / "xr001")
 
     def test_too_many_episodes_is_refused(self):
         code, _, err = run_main(["--models", "m", "--episodes", "16", "--out", str(self.make_tmp() / "x")])

@@ -9,7 +9,9 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_tasks, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, load_tasks, run_main
+from pilot import bank, inputs, launch, records, reports, stats
+from pilot.studies import xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -26,52 +28,52 @@ def regime_file(folder: Path, entries, name: str = "mine.json") -> Path:
 
 class RegistryTest(unittest.TestCase):
     def test_every_built_in_regime_is_one_record(self):
-        self.assertEqual(tuple(rp.REGIMES)[:3], rp.DEFAULT_REGIMES)
-        for name, regime in rp.REGIMES.items():
+        self.assertEqual(tuple(xr001.REGIMES)[:3], xr001.DEFAULT_REGIMES)
+        for name, regime in xr001.REGIMES.items():
             with self.subTest(name):
                 self.assertEqual(regime.name, name)
-                self.assertEqual(regime.exploratory, name not in rp.DEFAULT_REGIMES)
+                self.assertEqual(regime.exploratory, name not in xr001.DEFAULT_REGIMES)
                 if regime.compacts:
-                    self.assertEqual(rp.template_fields(regime.compaction_template),
+                    self.assertEqual(launch.template_fields(regime.compaction_template),
                                      {"previous_state", "segment", "max_words"})
-                self.assertEqual(rp.template_fields(regime.answer_template), {"context", "question"})
+                self.assertEqual(launch.template_fields(regime.answer_template), {"context", "question"})
 
     def test_calls_carry_stage_and_budget(self):
-        episode = rp.generate_episode(0)
-        plan = rp.plan_calls(rp.REGIMES["R2"], episode, 128)
+        episode = xr001.generate_episode(0)
+        plan = xr001.plan_calls(xr001.REGIMES["R2"], episode, 128)
         self.assertEqual([(c.stage, c.max_output_tokens) for c in plan[:5]],
-                         [("compaction", 128)] * 4 + [("answer", rp.ANSWER_NUM_PREDICT)])
-        self.assertTrue(all(c.stage == "answer" for c in rp.plan_calls(rp.REGIMES["K2"], episode)))
-        self.assertEqual([rp.budget_words(b) for b in (128, 256, 512)], [60, 120, 240])
-        prompt = rp.render_compaction_prompt(rp.REGIMES["R1"], "", "SEG", 512)
+                         [("compaction", 128)] * 4 + [("answer", records.ANSWER_NUM_PREDICT)])
+        self.assertTrue(all(c.stage == "answer" for c in xr001.plan_calls(xr001.REGIMES["K2"], episode)))
+        self.assertEqual([inputs.budget_words(b) for b in (128, 256, 512)], [60, 120, 240])
+        prompt = xr001.render_compaction_prompt(xr001.REGIMES["R1"], "", "SEG", 512)
         self.assertIn("at most 240 words", prompt)
 
     def test_recent_k_sees_only_the_last_segments(self):
-        episode = rp.generate_episode(0)
-        spec = rp.plan_calls(rp.REGIMES["K1"], episode)[0]
-        text = rp.build_messages(rp.REGIMES["K1"], episode, spec, "")[0]["content"]
+        episode = xr001.generate_episode(0)
+        spec = xr001.plan_calls(xr001.REGIMES["K1"], episode)[0]
+        text = xr001.build_messages(xr001.REGIMES["K1"], episode, spec, "")[0]["content"]
         self.assertIn(episode["segments"][3]["text"], text)
         self.assertNotIn(episode["segments"][2]["text"], text)
 
     def test_section_reader(self):
         state = ("Goal\nkeep the ledger\nProgress\nBAKUTO = 5\nCritical values:\nNEMATA = 412\nKOLAPE = 7\n"
                  "Next steps\nSIMOTE = 9")
-        self.assertEqual(rp.read_typed_state(rp.read_section(state, "critical values")), {"NEMATA": 412, "KOLAPE": 7})
+        self.assertEqual(bank.read_typed_state(bank.read_section(state, "critical values")), {"NEMATA": 412, "KOLAPE": 7})
 
     def test_holm_and_bootstrap(self):
-        self.assertEqual(rp.holm_adjust([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+        self.assertEqual(stats.holm_adjust([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
         by_episode = {e: (e % 3, 8) for e in range(15)}
-        first = rp.clustered_bootstrap(by_episode)
-        self.assertEqual(first, rp.clustered_bootstrap(by_episode))          # seeded
+        first = stats.clustered_bootstrap(by_episode)
+        self.assertEqual(first, stats.clustered_bootstrap(by_episode))          # seeded
         self.assertLess(first[0], sum(w for w, _ in by_episode.values()) / 120)
         self.assertGreater(first[1], sum(w for w, _ in by_episode.values()) / 120)
 
     def test_a_new_probe_kind_is_one_entry(self):
-        kind = rp.ProbeKind("choice", "Reply A or B.", lambda reply: reply.strip()[:1] or None, None,
+        kind = bank.ProbeKind("choice", "Reply A or B.", lambda reply: reply.strip()[:1] or None, None,
                             lambda answer, question, conflation: "compliant" if answer == question["truth"] else
                             "violating", ("compliant", "violating", "no answer"), "compliant", "no answer")
-        with mock.patch.dict(rp.PROBE_KINDS, {"choice": kind}):
-            probe = rp.score_probe({"response": "B"}, {"id": 1, "type": "choice", "truth": "B", "kind": "choice"}, [])
+        with mock.patch.dict(bank.PROBE_KINDS, {"choice": kind}):
+            probe = bank.score_probe({"response": "B"}, {"id": 1, "type": "choice", "truth": "B", "kind": "choice"}, [])
         self.assertEqual(probe["class"], "compliant")
 
     def test_the_runner_never_imports_the_figures_script(self):
@@ -83,7 +85,7 @@ class RegistryTest(unittest.TestCase):
 
 class RegimeFileTest(TempDirMixin, unittest.TestCase):
     def test_the_shipped_example_loads(self):
-        regimes = rp.load_regime_file(REPO / "tasks" / "regimes.example.json")
+        regimes = launch.load_regime_file(REPO / "tasks" / "regimes.example.json")
         self.assertEqual([r.name for r in regimes], ["MYAGENT"])
         self.assertTrue(regimes[0].exploratory)
 
@@ -142,8 +144,8 @@ class UserRegimeRunTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(manifest["regimes"], ["R0", "R1", "R2", "MINE"])
             self.assertEqual(manifest["regime_definitions"]["MINE"]["compaction_template"], USER_TEMPLATE)
             self.assertEqual(manifest["lock"]["regimes_sha256"],
-                             rp.regimes_sha256(rp.select_regimes(["R0", "R1", "R2", "MINE"],
-                                                                 rp.load_regime_file(path))))
+                             inputs.regimes_sha256(launch.select_regimes(["R0", "R1", "R2", "MINE"],
+                                                                 launch.load_regime_file(path))))
             raw = [json.loads(line) for line in (out / "raw" / "gemma3_4b_MINE.jsonl").read_text().splitlines()]
             self.assertEqual(sum(1 for r in raw if r["stage"] == "compaction"), 2 * 4)
             self.assertIn("Context is nearly full", raw[0]["messages"][0]["content"])
@@ -209,7 +211,7 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((manifest["budgets"], manifest["samples"], manifest["lock"]["temperature"]), ([128, 256], 2, 0.7))
         self.assertIn("gemma3:4b|R1|0|b128|s1", manifest["cells"])
         record = json.loads((killed / "raw" / "gemma3_4b_R1_b128_s1.jsonl").read_text().splitlines()[0])
-        self.assertEqual((record["budget"], record["sample"], record["seed"]), (128, 1, rp.CALL_SEED + 1))
+        self.assertEqual((record["budget"], record["sample"], record["seed"]), (128, 1, records.CALL_SEED + 1))
         self.assertEqual(record["request"]["options"]["num_predict"], 128)
         self.assertIn("at most 60 words", record["messages"][0]["content"])
         self.assertEqual(record["request"]["options"]["temperature"], 0.7)
@@ -225,23 +227,23 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
     def test_samples_at_one_budget_still_get_the_spread_figure(self):
         probes = [{"model": "m", "regime": r, "episode": e, "question_id": q, "type": "direct", "truth": 1,
                    "answer": 1, "class": "correct" if (e + q + s) % 3 else "other_wrong", "sample": s,
-                   "budget": rp.DEFAULT_BUDGET} for r in ("R0", "R1", "R2") for e in range(15) for q in range(1, 9)
+                   "budget": records.DEFAULT_BUDGET} for r in ("R0", "R1", "R2") for e in range(15) for q in range(1, 9)
                   for s in range(2)]
         for probe in probes:
             if probe["sample"] == 0:
                 del probe["sample"], probe["budget"]
         results = {"models": ["m"], "regimes": ["R0", "R1", "R2"], "probes": probes, "samples": 2,
-                   "budgets": [rp.DEFAULT_BUDGET], "temperature": 0.7, "compaction_stage": [], "compaction_tokens": {}}
-        analysis = rp.analyze_results(results)
+                   "budgets": [records.DEFAULT_BUDGET], "temperature": 0.7, "compaction_stage": [], "compaction_tokens": {}}
+        analysis = xr001_analysis.analyze_results(results)
         mf = __import__("helpers").load_module("make_figures", REPO / "paper" / "make_figures.py")
         self.assertIn("fig_f_budget_sweep.svg", mf.render_figures(results, analysis))
-        self.assertIn("## Corruption over repeated samples (exploratory)", rp.render_analysis_md(analysis))
+        self.assertIn("## Corruption over repeated samples (exploratory)", reports.render_analysis_md(analysis))
         self.assertIn('class="sample"', mf.render_figures(results, analysis)["fig_f_budget_sweep.svg"])
 
     def test_many_samples_are_summarised_not_listed(self):
-        self.assertEqual(rp.sample_rates_text([0.1, None, 0.25]), "10.0%, n/a, 25.0%".replace("n/a", rp.pct(None)))
+        self.assertEqual(xr001_report.sample_rates_text([0.1, None, 0.25]), "10.0%, n/a, 25.0%".replace("n/a", reports.pct(None)))
         many = [i / 100 for i in range(20)] + [None]
-        self.assertEqual(rp.sample_rates_text(many),
+        self.assertEqual(xr001_report.sample_rates_text(many),
                          "20 samples: lowest 0.0%, median 9.5%, highest 19.0%; 1 without probes")
 
     def test_another_temperature_on_resume_is_refused(self):

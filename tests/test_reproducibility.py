@@ -4,7 +4,8 @@ import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama, FakeOpenAI
-from helpers import FAST, TempDirMixin, rp, run_main
+from helpers import FAST, TempDirMixin, run_main
+from pilot import commands, runner
 
 MODEL = "gemma3:4b"
 NO_RECHECK = FAST                                      # FAST already says --recheck 0
@@ -52,7 +53,7 @@ class PromptCacheTest(TempDirMixin, unittest.TestCase):
             r0 = [r for r in raw_records(on) if r["regime"] == "R0"]
             # R0's eight questions share the transcript: with the cache on, the later ones reuse it
             self.assertGreater(sum(r["server_work"]["prompt_cached"] for r in r0), 0)
-            self.assertIn("--prompt-cache on", rp.run_command_for(on, json.loads((on / "manifest.json").read_text())))
+            self.assertIn("--prompt-cache on", commands.run_command_for(on, json.loads((on / "manifest.json").read_text())))
 
     def test_ollama_cannot_turn_its_cache_off_and_says_so(self):
         with FakeOllama(models=[MODEL]) as server:
@@ -138,11 +139,11 @@ class RecheckTest(TempDirMixin, unittest.TestCase):
             out = self.make_tmp() / "run"
             code, _, err = self.run_pilot(server, out)
             self.assertEqual(code, 0, err)
-            self.assertEqual(server.chat_count(), 32 + rp.DEFAULT_RECHECK)
+            self.assertEqual(server.chat_count(), 32 + runner.DEFAULT_RECHECK)
         recheck = json.loads((out / "manifest.json").read_text())["recheck"]
-        self.assertEqual((recheck["sent"], recheck["changed"], recheck["seed"]), (rp.DEFAULT_RECHECK, 0, rp.RECHECK_SEED))
+        self.assertEqual((recheck["sent"], recheck["changed"], recheck["seed"]), (runner.DEFAULT_RECHECK, 0, runner.RECHECK_SEED))
         analysis = (out / "analysis.md").read_text()
-        self.assertIn(f"Changed: 0 of {rp.DEFAULT_RECHECK}.", analysis)
+        self.assertIn(f"Changed: 0 of {runner.DEFAULT_RECHECK}.", analysis)
         self.assertNotIn("Determinism probe: ", analysis.split("## ")[0])
 
     def test_changed_replies_are_kept_beside_the_old_counted_and_named_beside_the_verdict(self):

@@ -9,7 +9,9 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
-from helpers import FAST, TempDirMixin, rp, run_main
+from helpers import FAST, TempDirMixin, run_main
+from pilot import backends, cli, records, runner, transport
+from pilot.studies import xr001
 
 MODEL = "smollm2:135m"
 SECRET = "sk-test-SECRET-0123456789"
@@ -195,7 +197,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(banks[1], banks[4])
 
     def test_call_slots_bound_the_calls_and_let_a_waiting_compaction_go_first(self):
-        slots = rp.CallSlots(1)
+        slots = runner.CallSlots(1)
         order = []
         slots.acquire(urgent=False)
 
@@ -258,7 +260,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
 
     def test_help_warns_about_batching(self):
         self.assertIn("batches parallel requests can change outputs",
-                      " ".join(rp.build_parser("pilot").format_help().split()))
+                      " ".join(cli.build_parser("pilot").format_help().split()))
 
 
 class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
@@ -275,7 +277,7 @@ class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
 
     def test_a_connection_the_server_closed_while_idle_is_replaced(self):
         with FakeOllama(models=["m:1"]) as server:
-            client = rp.HttpClient(server.url, 2, 10)
+            client = transport.HttpClient(server.url, 2, 10)
             self.assertIn("models", client.request("GET", "/api/tags"))
             server.httpd.drop_connections()          # as a server does after its keep-alive timeout
             time.sleep(0.05)
@@ -285,24 +287,24 @@ class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
 
     def test_a_proxy_from_the_environment_is_named_when_it_fails(self):
         with mock.patch.dict(os.environ, {"http_proxy": "http://127.0.0.1:1", "no_proxy": ""}):
-            client = rp.HttpClient("http://127.0.0.1:9", 2, 5)
-            with self.assertRaises(rp.TransientError) as caught:
+            client = transport.HttpClient("http://127.0.0.1:9", 2, 5)
+            with self.assertRaises(records.TransientError) as caught:
                 client.request("GET", "/api/tags")
         self.assertIn("through the proxy http://127.0.0.1:1", str(caught.exception))
         self.assertIn("no_proxy", str(caught.exception))
 
     def test_ollama_addresses_keep_credentials_and_ipv6_brackets(self):
-        self.assertEqual(rp.normalize_ollama_url("http://u:p@127.0.0.1:5"), "http://u:p@127.0.0.1:5")
-        self.assertEqual(rp.normalize_ollama_url("http://[::1]:5"), "http://[::1]:5")
-        self.assertEqual(rp.normalize_ollama_url("https://example.com"), "https://example.com:443")
-        self.assertEqual(rp.normalize_ollama_url("0.0.0.0"), "http://localhost:11434")
+        self.assertEqual(backends.normalize_ollama_url("http://u:p@127.0.0.1:5"), "http://u:p@127.0.0.1:5")
+        self.assertEqual(backends.normalize_ollama_url("http://[::1]:5"), "http://[::1]:5")
+        self.assertEqual(backends.normalize_ollama_url("https://example.com"), "https://example.com:443")
+        self.assertEqual(backends.normalize_ollama_url("0.0.0.0"), "http://localhost:11434")
 
     def test_a_server_that_is_gone_is_still_reported_as_unreachable(self):
         server = FakeOllama(models=["m:1"])
         with server:
-            client = rp.HttpClient(server.url, 2, 10)
+            client = transport.HttpClient(server.url, 2, 10)
             client.request("GET", "/api/tags")
-        with self.assertRaises(rp.TransientError) as caught:
+        with self.assertRaises(records.TransientError) as caught:
             client.request("GET", "/api/tags")
         self.assertTrue(caught.exception.unreachable)
         self.assertIn("cannot connect", str(caught.exception))
@@ -310,10 +312,10 @@ class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
 
 class ShardTest(TempDirMixin, unittest.TestCase):
     def test_shards_are_disjoint_and_cover_every_cell(self):
-        cells = rp.all_cells(["a", "b"], rp.DEFAULT_REGIMES, 15)
+        cells = runner.all_cells(["a", "b"], xr001.DEFAULT_REGIMES, 15)
         for n in (1, 2, 3, 7):
             with self.subTest(n=n):
-                slices = [rp.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
+                slices = [runner.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
                 flat = [c for s in slices for c in s]
                 self.assertEqual(sorted(flat), sorted(cells))
                 self.assertEqual(len(flat), len(set(flat)))
@@ -335,8 +337,8 @@ class ShardTest(TempDirMixin, unittest.TestCase):
                                               f"{i}/2", *common])
                 self.assertEqual(code, 0, err)
             self.assertIn("combine them with", stdout)
-            self.assertEqual(s2.chat_count(), sum(rp.calls_per_cell(rp.REGIMES[c.regime], 4, 8) for c in
-                                                  rp.shard_cells(rp.all_cells(["a:1"], rp.DEFAULT_REGIMES, 3), (2, 2))))
+            self.assertEqual(s2.chat_count(), sum(runner.calls_per_cell(xr001.REGIMES[c.regime], 4, 8) for c in
+                                                  runner.shard_cells(runner.all_cells(["a:1"], xr001.DEFAULT_REGIMES, 3), (2, 2))))
             code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
             self.assertEqual(code, 0)
             self.assertIn("4 complete, 0 left", stdout)      # 9 cells: shard 2/2 holds cells 1, 3, 5, 7
@@ -361,7 +363,7 @@ class ShardTest(TempDirMixin, unittest.TestCase):
 class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
     def test_progress_lines_on_a_non_terminal(self):
         stream = io.StringIO()
-        progress = rp.Progress(10, 100, 2, 20, stream=stream, interval_s=0)
+        progress = runner.Progress(10, 100, 2, 20, stream=stream, interval_s=0)
         progress.update(calls=5)
         progress.update(cells=1, failed=1, force=True)
         lines = stream.getvalue().splitlines()
@@ -376,7 +378,7 @@ class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
                 return True
 
         stream = Terminal()
-        progress = rp.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
+        progress = runner.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
         progress.update(calls=1)
         progress.update(calls=1)
         progress.update(cells=1, force=True)

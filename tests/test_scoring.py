@@ -1,7 +1,8 @@
 """Scoring (protocol section 4): answer parsing, the five classes, write-time retention."""
 import unittest
 
-from helpers import rp
+from pilot import bank
+from pilot.studies import xr001, xr001_analysis
 
 CONFLATION_SET = [150, 151, 300, 450, 612]
 
@@ -25,7 +26,7 @@ class ParseAnswerTest(unittest.TestCase):
     def test_cases(self):
         for label, reply, expected in self.CASES:
             with self.subTest(label):
-                self.assertEqual(rp.parse_answer(reply), expected)
+                self.assertEqual(bank.parse_answer(reply), expected)
 
 
 class ClassifyTest(unittest.TestCase):
@@ -45,25 +46,25 @@ class ClassifyTest(unittest.TestCase):
     def test_cases(self):
         for label, answer, truth, expected in self.CASES:
             with self.subTest(label):
-                self.assertEqual(rp.classify_answer(answer, truth, CONFLATION_SET), expected)
+                self.assertEqual(bank.classify_answer(answer, truth, CONFLATION_SET), expected)
 
     def test_end_to_end_from_reply_text(self):
         for reply, expected in (("ANSWER: 1,50", "correct"), ("nothing", "omission"), ("ANSWER: 300", "conflation")):
             with self.subTest(reply):
-                self.assertEqual(rp.classify_answer(rp.parse_answer(reply), 150, CONFLATION_SET), expected)
+                self.assertEqual(bank.classify_answer(bank.parse_answer(reply), 150, CONFLATION_SET), expected)
 
 
 class RetentionTest(unittest.TestCase):
     def setUp(self):
-        self.episode = rp.generate_episode(0)
-        self.truths = {e["name"]: e["value"] for s in self.episode["segments"] for e in rp.segment_entities(s)}
+        self.episode = xr001.generate_episode(0)
+        self.truths = {e["name"]: e["value"] for s in self.episode["segments"] for e in xr001.segment_entities(s)}
 
     def test_typed_block_exact_lines(self):
         names = list(self.truths)
         lines = ["values:"] + [f"{n} = {self.truths[n]}" for n in names[:15]]
         lines += [f"{names[15]} = {self.truths[names[15]] + 1}", "combined:", f"{names[0]} + {names[1]} = 5",
                   "relations:", "none", "notes: ok", f"{names[0]} = 1"]   # a later duplicate line does not count
-        scored = rp.score_retention(rp.REGIMES["R2"], "\n".join(lines), self.episode)
+        scored = xr001_analysis.score_retention(xr001.REGIMES["R2"], "\n".join(lines), self.episode)
         self.assertEqual((scored["retained"], scored["correct"], scored["wrong"], scored["n_entities"]),
                          (16, 15, 1, 20))
 
@@ -72,7 +73,7 @@ class RetentionTest(unittest.TestCase):
         text = (f"We saw {names[0]} at {self.truths[names[0]]} and later {names[1]} near "
                 f"{self.truths[names[1]]}. {names[2]} was mentioned without a figure. {names[3]} was "
                 f"{self.truths[names[3]] + 10}.")
-        scored = rp.score_retention(rp.REGIMES["R1"], text, self.episode)
+        scored = xr001_analysis.score_retention(xr001.REGIMES["R1"], text, self.episode)
         # names[2] occurs, so it is retained; its nearest number is names[1]'s value, so it is not correct
         self.assertEqual((scored["retained"], scored["correct"]), (4, 2))
         self.assertEqual(scored["method"], "prose")

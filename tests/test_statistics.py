@@ -5,7 +5,9 @@ import random
 import unittest
 from fractions import Fraction
 
-from helpers import TempDirMixin, load_tasks, reference_results, rp, run_main
+from helpers import TempDirMixin, load_tasks, reference_results, run_main
+from pilot import bank, records, reports, stats
+from pilot.studies import xr001_analysis
 
 
 class WilsonTest(unittest.TestCase):
@@ -16,12 +18,12 @@ class WilsonTest(unittest.TestCase):
     def test_published_intervals(self):
         for k, n, lo, hi in self.PUBLISHED:
             with self.subTest(k=k):
-                got = rp.wilson_interval(k, n)
+                got = stats.wilson_interval(k, n)
                 self.assertEqual((f"{100 * got[0]:.1f}", f"{100 * got[1]:.1f}"), (lo, hi))
 
     def test_edges(self):
-        self.assertEqual(rp.wilson_interval(0, 0), (0.0, 1.0))
-        lo, hi = rp.wilson_interval(120, 120)
+        self.assertEqual(stats.wilson_interval(0, 0), (0.0, 1.0))
+        lo, hi = stats.wilson_interval(120, 120)
         self.assertEqual(hi, 1.0)
         self.assertLess(lo, 1.0)
 
@@ -32,14 +34,14 @@ class McNemarTest(unittest.TestCase):
     def test_published_p_values(self):
         for b, c, p in self.PUBLISHED:
             with self.subTest(b=b, c=c):
-                self.assertEqual(rp.fmt_p(rp.mcnemar_exact(b, c)), p)
+                self.assertEqual(reports.fmt_p(stats.mcnemar_exact(b, c)), p)
 
     def test_small_exact_values(self):
-        self.assertEqual(rp.mcnemar_exact(0, 0), 1.0)
-        self.assertEqual(rp.mcnemar_exact(3, 3), 1.0)
-        self.assertAlmostEqual(rp.mcnemar_exact(0, 5), 2 / 32)
-        self.assertAlmostEqual(rp.mcnemar_exact(1, 4), 2 * 6 / 32)
-        self.assertEqual(rp.mcnemar_exact(4, 1), rp.mcnemar_exact(1, 4))
+        self.assertEqual(stats.mcnemar_exact(0, 0), 1.0)
+        self.assertEqual(stats.mcnemar_exact(3, 3), 1.0)
+        self.assertAlmostEqual(stats.mcnemar_exact(0, 5), 2 / 32)
+        self.assertAlmostEqual(stats.mcnemar_exact(1, 4), 2 * 6 / 32)
+        self.assertEqual(stats.mcnemar_exact(4, 1), stats.mcnemar_exact(1, 4))
 
     @staticmethod
     def big_integer_p(b: int, c: int) -> float:
@@ -63,11 +65,11 @@ class McNemarTest(unittest.TestCase):
         pairs += [(0, 1074), (1, 1100), (520, 1600)]          # subnormal and tiny p
         for b, c in pairs:
             with self.subTest(b=b, c=c):
-                want, got = self.big_integer_p(b, c), rp.mcnemar_exact(b, c)
-                self.assertEqual(rp.fmt_p(got), rp.fmt_p(want))
+                want, got = self.big_integer_p(b, c), stats.mcnemar_exact(b, c)
+                self.assertEqual(reports.fmt_p(got), reports.fmt_p(want))
                 if want > 1e-300:
                     self.assertLess(abs(got - want) / want, 1e-12)
-                self.assertEqual(got, rp.mcnemar_exact(c, b))
+                self.assertEqual(got, stats.mcnemar_exact(c, b))
 
 
 def constructed_bank(b: int, c: int, both_wrong: int, n_episodes: int = 15) -> dict:
@@ -91,10 +93,10 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
     def test_constructed_bank_known_b_and_c(self):
         for b, c, direction in ((4, 20, "R2 better"), (9, 2, "R1 better"), (5, 5, "no difference")):
             with self.subTest(b=b, c=c):
-                analysis = rp.analyze_results(constructed_bank(b, c, both_wrong=7))
+                analysis = xr001_analysis.analyze_results(constructed_bank(b, c, both_wrong=7))
                 pooled = analysis["mcnemar"]["pooled"]
                 self.assertEqual((pooled["b"], pooled["c"], pooled["direction"]), (b, c, direction))
-                self.assertEqual(pooled["p"], rp.mcnemar_exact(b, c))
+                self.assertEqual(pooled["p"], stats.mcnemar_exact(b, c))
                 self.assertEqual(analysis["corruption"]["m"]["R1"]["k"], 7 + c)
                 self.assertEqual(analysis["corruption"]["m"]["R2"]["k"], 7 + b)
 
@@ -141,10 +143,10 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
             with self.subTest(seed=seed):
                 rng = random.Random(seed)
                 results = sweep_bank(rng, tasks, ("messy", "model order", "run order")[seed % 3])
-                analysis = rp.analyze_results(results, {"tasks": tasks, "kind": "pinned", "sha256": "x", "path": "t"})
+                analysis = xr001_analysis.analyze_results(results, {"tasks": tasks, "kind": "pinned", "sha256": "x", "path": "t"})
                 probes, models = results["probes"], results["models"]
-                variant = lambda p: (p.get("budget", rp.DEFAULT_BUDGET), p.get("sample", 0))
-                primary = [p for p in probes if variant(p) == (rp.DEFAULT_BUDGET, 0)]
+                variant = lambda p: (p.get("budget", records.DEFAULT_BUDGET), p.get("sample", 0))
+                primary = [p for p in probes if variant(p) == (records.DEFAULT_BUDGET, 0)]
                 for model in models:
                     for regime in results["regimes"]:
                         cell = [p for p in primary if p["model"] == model and p["regime"] == regime]
@@ -210,8 +212,8 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
         self.assertIn("not a results file", err)
 
     def test_predictions_on_published_numbers(self):
-        verdicts = {v["id"]: v["verdict"] for v in rp.evaluate_predictions(
-            rp.analyze_bank(reference_results(load_tasks())))}
+        verdicts = {v["id"]: v["verdict"] for v in xr001_analysis.evaluate_predictions(
+            bank.analyze_bank(reference_results(load_tasks())))}
         self.assertEqual(verdicts, {"P1": "confirmed", "P2": "confirmed", "P3": "confirmed", "F": "rejected"})
 
 
@@ -234,13 +236,13 @@ def sweep_bank(rng: random.Random, tasks: dict, layout: str) -> dict:
             for question in tasks["episodes"][episode]["questions"]:
                 if model == "stranger" and (not messy or rng.random() < 0.9):
                     continue
-                cls = rng.choice(rp.CLASSES + ("correct",) * 10)
+                cls = rng.choice(bank.CLASSES + ("correct",) * 10)
                 truth = question["truth"] + (1 if rng.random() < 0.02 else 0)
                 probe = {"model": model, "regime": regime, "episode": episode,
                          "question_id": question["id"] if not messy or rng.random() > 0.01 else 9,
                          "type": question["type"], "truth": truth,
                          "answer": truth if cls == "correct" else None, "class": cls}
-                if (budget, sample) != (rp.DEFAULT_BUDGET, 0) or rng.random() < 0.3:
+                if (budget, sample) != (records.DEFAULT_BUDGET, 0) or rng.random() < 0.3:
                     probe.update(budget=budget, sample=sample)
                 probes.append(probe)
                 if messy and rng.random() < 0.01:

@@ -6,7 +6,9 @@ import re
 import unittest
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, rp, run_main
+from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
+from pilot import bank, cli, inputs, launch, records, reports
+from pilot.studies import xr001, xr001_analysis
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 MODEL = "gemma3:4b"
@@ -19,7 +21,7 @@ def sentences(text: str) -> list[str]:
 class EpisodeRelationTest(unittest.TestCase):
     def test_every_neighbor_sentence_names_its_base_and_the_relation(self):
         for seed in range(300):
-            episode = rp.generate_episode(0, base_seed=seed)
+            episode = xr001.generate_episode(0, base_seed=seed)
             for segment in episode["segments"]:
                 with self.subTest(seed=seed, segment=segment["index"]):
                     base, neighbor = segment["entities"]["base"], segment["entities"]["neighbor"]
@@ -30,28 +32,28 @@ class EpisodeRelationTest(unittest.TestCase):
                     self.assertIn(str(neighbor["value"]), stated[0])
 
     def test_committed_tasks_pass_the_design_checks(self):
-        self.assertEqual(rp.check_task_design(load_tasks()), [])
+        self.assertEqual(xr001.check_task_design(load_tasks()), [])
 
 
 class PromptSymmetryTest(unittest.TestCase):
     def test_only_the_format_paragraph_differs(self):
-        prose = rp.render_compaction_prompt(rp.REGIMES["R1"], "STATE", "SEGMENT").split("\n\n")
-        typed = rp.render_compaction_prompt(rp.REGIMES["R2"], "STATE", "SEGMENT").split("\n\n")
+        prose = xr001.render_compaction_prompt(xr001.REGIMES["R1"], "STATE", "SEGMENT").split("\n\n")
+        typed = xr001.render_compaction_prompt(xr001.REGIMES["R2"], "STATE", "SEGMENT").split("\n\n")
         self.assertEqual(len(prose), len(typed))
         differing = [i for i, (a, b) in enumerate(zip(prose, typed)) if a != b]
         self.assertEqual(len(differing), 1)
         self.assertTrue(prose[differing[0]].startswith("Format:") and typed[differing[0]].startswith("Format:"))
         shared = "\n\n".join(p for i, p in enumerate(prose) if i not in differing)
         self.assertIn("Keep every named quantity with its exact value.", shared)
-        self.assertIn(f"at most {rp.MAX_STATE_WORDS} words", shared)
+        self.assertIn(f"at most {records.MAX_STATE_WORDS} words", shared)
         # the keep-everything instruction lives only in the shared text, never in one format
         for paragraph in (prose[differing[0]], typed[differing[0]]):
             self.assertNotRegex(paragraph.lower(), r"every|each named|one line per")
 
     def test_answer_prompts_ask_for_the_integer_alone(self):
-        episode = rp.generate_episode(0)
+        episode = xr001.generate_episode(0)
         for regime in ("R0", "R1"):
-            text = rp.render_answer_prompt(rp.REGIMES[regime], "CONTEXT", episode["questions"][0])
+            text = xr001.render_answer_prompt(xr001.REGIMES[regime], "CONTEXT", episode["questions"][0])
             with self.subTest(regime=regime):
                 self.assertIn("ANSWER: <integer>", text)
                 self.assertIn("no working", text)
@@ -73,37 +75,37 @@ class ParsingRulesTest(unittest.TestCase):
     def test_primary_parse(self):
         for label, reply, expected in self.PRIMARY:
             with self.subTest(label):
-                self.assertEqual(rp.parse_answer(reply), expected)
+                self.assertEqual(bank.parse_answer(reply), expected)
 
     def test_lenient_parse_is_a_labelled_diagnostic(self):
-        self.assertEqual(rp.parse_answer_lenient("ANSWER: **412**"), 412)
-        self.assertEqual(rp.parse_answer_lenient("**ANSWER:** 412"), 412)
-        probe = rp.score_probe({"response": "ANSWER: **412**"}, {"id": 1, "type": "direct", "truth": 412}, [])
+        self.assertEqual(bank.parse_answer_lenient("ANSWER: **412**"), 412)
+        self.assertEqual(bank.parse_answer_lenient("**ANSWER:** 412"), 412)
+        probe = bank.score_probe({"response": "ANSWER: **412**"}, {"id": 1, "type": "direct", "truth": 412}, [])
         self.assertEqual((probe["class"], probe["lenient_answer"], probe["lenient_class"]),
                          ("omission", 412, "correct"))
 
     def test_r2_retention_reads_exact_lines_only(self):
-        episode = rp.generate_episode(0)
-        truths = {e["name"]: e["value"] for s in episode["segments"] for e in rp.segment_entities(s)}
+        episode = xr001.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
         names = list(truths)
         state = "\n".join(["values:", f"{names[0]} = {truths[names[0]]}", f"- {names[1]} = {truths[names[1]]}",
                            f"{names[2]}: {truths[names[2]]}", f"{names[3]} = {truths[names[3]]} (checked)",
                            f"  {names[4]}={truths[names[4]]}  "])
-        scored = rp.score_retention(rp.REGIMES["R2"], state, episode)
+        scored = xr001_analysis.score_retention(xr001.REGIMES["R2"], state, episode)
         self.assertEqual((scored["retained"], scored["correct"]), (2, 2))
         self.assertEqual((scored["loose_retained"], scored["loose_correct"]), (5, 5))
 
     def test_r1_retention_name_anywhere_number_nearest_first_occurrence(self):
-        episode = rp.generate_episode(0)
-        truths = {e["name"]: e["value"] for s in episode["segments"] for e in rp.segment_entities(s)}
+        episode = xr001.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
         a, b, c = list(truths)[:3]
         state = (f"The figure for {a} is {truths[a]}. Later the notes call {a} about {truths[a] + 50}. "
                  f"{b.lower()} was mentioned. {c}")
-        found = rp.read_prose_state(state, [a, b, c])
+        found = bank.read_prose_state(state, [a, b, c])
         self.assertEqual(found[a], truths[a])           # nearest to the first occurrence, not the later one
         self.assertIn(b, found)                         # retained although no number sits in its sentence
         self.assertEqual(found[c], truths[a] + 50)      # the nearest number anywhere in the state
-        scored = rp.score_retention(rp.REGIMES["R1"], state, episode)
+        scored = xr001_analysis.score_retention(xr001.REGIMES["R1"], state, episode)
         self.assertEqual((scored["retained"], scored["correct"]), (3, 1))
 
     def test_p3_reads_correct_values_and_is_exploratory(self):
@@ -111,7 +113,7 @@ class ParsingRulesTest(unittest.TestCase):
         for row in results["compaction_stage"]:
             if row["regime"] == "R2":                   # every name kept, every value wrong
                 row.update(retained=20, correct=0, wrong=20)
-        verdicts = {v["id"]: v for v in rp.evaluate_predictions(rp.analyze_bank(results))}
+        verdicts = {v["id"]: v for v in xr001_analysis.evaluate_predictions(bank.analyze_bank(results))}
         self.assertEqual(verdicts["P3"]["verdict"], "not confirmed")
         self.assertTrue(verdicts["P3"]["claim"].startswith("exploratory"))
 
@@ -124,7 +126,7 @@ def analyse(results: dict, *extra: str, folder=None) -> tuple[int, str, str]:
 
 class ComputedLabelTest(TempDirMixin, unittest.TestCase):
     def test_published_bank_is_confirmatory(self):
-        analysis = rp.analyze_bank(reference_results(load_tasks()))
+        analysis = bank.analyze_bank(reference_results(load_tasks()))
         self.assertEqual((analysis["label"], analysis["label_reasons"]), ("CONFIRMATORY", []))
 
     def test_three_episode_reference_bank_is_not_confirmatory(self):
@@ -150,7 +152,7 @@ class ComputedLabelTest(TempDirMixin, unittest.TestCase):
             with self.subTest(label):
                 results = reference_results(load_tasks())
                 change(results)
-                analysis = rp.analyze_bank(results)
+                analysis = bank.analyze_bank(results)
                 self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
                 self.assertTrue(any(reason in r for r in analysis["label_reasons"]), analysis["label_reasons"])
 
@@ -159,17 +161,17 @@ class ComputedLabelTest(TempDirMixin, unittest.TestCase):
         other = folder / "tasks16.json"
         self.assertEqual(run_main(["generate", "--tasks", str(other), "--episodes", "16"])[0], 0)
         results = reference_results(load_tasks())
-        analysis = rp.analyze_bank(results, other)
+        analysis = bank.analyze_bank(results, other)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
         self.assertTrue(any("not the pre-registered one" in r for r in analysis["label_reasons"]))
 
 
     def test_a_generated_task_set_is_known_in_any_layout_but_not_with_other_values(self):
         folder = self.make_tmp()
-        generated = rp.generate_tasks(16)
+        generated = xr001.generate_tasks(16)
         relaid = folder / "relaid.json"
         relaid.write_text(json.dumps(generated))                            # one line, not the indented form
-        self.assertEqual(rp.load_task_set(relaid)["kind"], "generated")
+        self.assertEqual(inputs.load_task_set(relaid)["kind"], "generated")
         for label, edit in (("a value written as a float", lambda t: t["episodes"][3]["questions"][0].update(
                                  truth=float(t["episodes"][3]["questions"][0]["truth"]))),
                             ("a sentence changed", lambda t: t["episodes"][15]["segments"][0].update(
@@ -177,7 +179,7 @@ class ComputedLabelTest(TempDirMixin, unittest.TestCase):
             with self.subTest(label):
                 tasks = json.loads(json.dumps(generated))
                 edit(tasks)
-                self.assertFalse(rp.is_generator_output(tasks))
+                self.assertFalse(xr001.is_generator_output(tasks))
 
 def uninformative(results: dict, models: list[str]) -> dict:
     """Make the R0 probes of these models fail (omissions), past the ceiling bound."""
@@ -190,14 +192,14 @@ def uninformative(results: dict, models: list[str]) -> dict:
 class CeilingCheckTest(TempDirMixin, unittest.TestCase):
     def test_no_model_passes_withholds_the_verdict_everywhere(self):
         results = uninformative(reference_results(load_tasks()), ["gemma3:4b", "qwen3:14b", "qwen3-coder:30b"])
-        analysis = rp.analyze_bank(results)
+        analysis = bank.analyze_bank(results)
         self.assertEqual(analysis["label"], "UNINFORMATIVE")
-        verdicts = rp.evaluate_predictions(analysis)
+        verdicts = xr001_analysis.evaluate_predictions(analysis)
         self.assertEqual({v["verdict"] for v in verdicts}, {"withheld"})
         out = self.make_tmp()
         mf.regenerate(results, out)
         wording = "UNINFORMATIVE: no model passed the ceiling check"
-        self.assertIn(wording, rp.render_analysis_md(analysis))
+        self.assertIn(wording, reports.render_analysis_md(analysis))
         for name in ("RESULTS.md", "report.html", "figures/fig_a_corruption.svg", "figures/fig_e_retention.svg"):
             with self.subTest(name):
                 self.assertIn(wording, (out / name).read_text())
@@ -205,11 +207,11 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
 
     def test_one_failing_model_is_named_and_left_out_of_the_pooled_test(self):
         results = uninformative(reference_results(load_tasks()), ["qwen3:14b"])
-        analysis = rp.analyze_bank(results)
+        analysis = bank.analyze_bank(results)
         self.assertEqual(analysis["label"], "CONFIRMATORY")
         self.assertEqual(analysis["informative_models"], ["gemma3:4b", "qwen3-coder:30b"])
         self.assertEqual((analysis["mcnemar"]["pooled"]["b"], analysis["mcnemar"]["pooled"]["c"]), (8, 67))
-        text = rp.render_analysis_md(analysis)
+        text = reports.render_analysis_md(analysis)
         self.assertIn("| qwen3:14b | 100.0% | fails: uninformative |", text)
         self.assertIn("qwen3:14b (uninformative, not pooled)", text)
         self.assertIn("left out (failed the ceiling check): qwen3:14b", text)
@@ -217,7 +219,7 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
     def test_omission_share_and_budget_band_are_reported(self):
         results = reference_results(load_tasks())
         results["compaction_tokens"]["R1"]["mean"] = 120.0
-        text = rp.render_analysis_md(rp.analyze_bank(results))
+        text = reports.render_analysis_md(bank.analyze_bank(results))
         self.assertIn("| qwen3:14b | 0/120 = 0.0% | 30/120 = 25.0% | 5/120 = 4.2% |", text)
         self.assertIn("OUTSIDE the pinned band, so the budgets were not matched", text)
 
@@ -304,7 +306,7 @@ class ExternalTaskSetTest(TempDirMixin, unittest.TestCase):
         folder = self.make_tmp()
         path = folder / "published_tasks.json"
         path.write_text(json.dumps(external_tasks(), indent=1))
-        task_set = rp.load_task_set(path)
+        task_set = inputs.load_task_set(path)
         self.assertEqual(task_set["kind"], "external")
         out = folder / "run"
         with FakeOllama(models=[MODEL]) as server:
@@ -323,8 +325,8 @@ class ExternalTaskSetTest(TempDirMixin, unittest.TestCase):
         folder = self.make_tmp()
         path = folder / "t.json"
         path.write_text(json.dumps(external_tasks()))
-        args = rp.build_parser("pilot").parse_args(["--tasks", str(path)])
-        self.assertEqual(rp.resolve_run_dir(args).name, f"xr001-tasks-{rp.file_sha256(path)[:12]}")
+        args = cli.build_parser("pilot").parse_args(["--tasks", str(path)])
+        self.assertEqual(launch.resolve_run_dir(args).name, f"xr001-tasks-{records.file_sha256(path)[:12]}")
 
     def test_failed_design_checks_are_named_one_per_line(self):
         tasks = external_tasks()

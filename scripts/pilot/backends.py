@@ -1,0 +1,410 @@
+"""Backends: one adapter per server API behind one neutral interface (ChatRequest in, ChatResponse out).
+
+To add a backend: write a class with `name`, `base_url`, `from_args(args)`, `chat(request)`,
+`wire_options(max_output_tokens, temperature)`, `model_info(models)`, `prompt_cache_setting(choice)` and
+`refusal_hint(status)` (OllamaBackend and OpenAIBackend below are the two worked examples), put every quirk of
+the server in it, add it to BACKENDS, and `--backend NAME` offers it. The preflight check at the end finds a
+missing server or model before any run folder is made.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import urllib.request
+
+from .records import (CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX, PREFLIGHT_TIMEOUT_S, PilotError,
+    TEMPERATURE, TransientError)
+from .transport import HttpClient, _count, redact_url
+
+
+DEFAULT_OLLAMA_HOST = "http://localhost:11434"
+
+
+class OllamaBackend:
+    """Ollama's native API: POST /api/chat, non-streaming, every option explicit, truncate off."""
+
+    name = "ollama"
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
+        self.base_url = normalize_ollama_url(base_url)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4)
+        self.thinking_models: set[str] = set()
+
+    @classmethod
+    def from_args(cls, args) -> "OllamaBackend":
+        host = args.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
+        return cls(host, args.connect_timeout, args.read_timeout)
+
+    def start_hint(self) -> str:
+        return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
+
+    def pull_hint(self, model: str) -> str:
+        return f"ollama pull {model}"
+
+    def refusal_hint(self, status: int | None) -> str:
+        if status in (401, 403):
+            return ("; Ollama takes no key: if a proxy in front of it asks for one, put it in the address "
+                    "(--host http://user:password@host:port)")
+        return ""
+
+    def server_info(self) -> dict:
+        return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
+
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """Ollama always reuses its prompt cache (it sends cache_prompt: true to its runner); no request turns it off."""
+        if requested == "off":
+            raise PilotError("--prompt-cache off cannot be honoured: Ollama always reuses its prompt cache and no "
+                             "request can turn it off; drop --prompt-cache, or serve the model with llama.cpp's "
+                             "llama-server (--backend openai), which can")
+        return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
+
+    def list_models(self) -> list[str]:
+        return [m.get("name") or m.get("model") for m in self._tags()]
+
+    def _tags(self) -> list[dict]:
+        models = self.preflight_http.request("GET", "/api/tags").get("models") or []
+        return [m for m in models if isinstance(m, dict)]
+
+    def describe_model(self, model: str) -> dict:
+        tags = {m.get("name") or m.get("model"): m for m in self._tags()}
+        item = tags.get(model) or tags.get(model + ":latest") or {}
+        show = self.preflight_http.request("POST", "/api/show", {"model": model})
+        capabilities = show.get("capabilities")
+        details = item.get("details") or show.get("details") or {}
+        thinking = isinstance(capabilities, list) and "thinking" in capabilities
+        if thinking:
+            self.thinking_models.add(model)
+        context_length = None
+        for key, value in (show.get("model_info") or {}).items():
+            if key.endswith(".context_length") and isinstance(value, int):
+                context_length = value
+        return {"digest": item.get("digest"), "family": details.get("family"),
+                "parameter_size": details.get("parameter_size"),
+                "quantization": details.get("quantization_level"),
+                "capabilities": capabilities, "thinking_capable": thinking,
+                "think_false_sent": thinking, "trained_context_length": context_length}
+
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
+        """The options of one call kind, as the manifest locks them."""
+        return self._options(max_output_tokens, temperature, CALL_SEED, NUM_CTX)
+
+    @staticmethod
+    def _options(budget: int, temperature: float, seed: int, context_window: int) -> dict:
+        return {"temperature": temperature, "seed": seed, "num_predict": budget, "num_ctx": context_window}
+
+    def build_body(self, request: ChatRequest) -> dict:
+        body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
+                "options": self._options(request.max_output_tokens, request.temperature, request.seed,
+                                         request.context_window),
+                "truncate": False}
+        if request.thinking_off and request.model in self.thinking_models:
+            body["think"] = False
+        return body
+
+    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+        body = self.build_body(request)
+        reply = self.http.request("POST", "/api/chat", body)
+        message = reply.get("message") if isinstance(reply, dict) else None
+        if not isinstance(message, dict):
+            raise TransientError("POST /api/chat: reply has no `message` object")
+        text = message.get("content") or ""
+        reasoning = message.get("thinking") or ""
+        done_reason = reply.get("done_reason") or None
+        if not text.strip() and not reasoning and done_reason != "length":
+            raise TransientError("POST /api/chat: reply has empty content")
+        timings = {k: reply.get(k) for k in ("total_duration", "load_duration", "prompt_eval_duration",
+                                             "eval_duration") if k in reply}
+        response = ChatResponse(text=text, reasoning=reasoning,
+                                prompt_tokens=_count(reply.get("prompt_eval_count")),
+                                output_tokens=_count(reply.get("eval_count")), stop_reason=done_reason,
+                                timings=timings, raw_meta={"created_at": reply.get("created_at")},
+                                server_work=server_work_from_ollama(reply))
+        return response, {k: v for k, v in body.items() if k != "messages"}
+
+
+def normalize_ollama_url(url: str) -> str:
+    """OLLAMA_HOST may be `host:port`, `http://host:port` or `0.0.0.0`; give a full base URL."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "localhost"
+    if host in ("0.0.0.0", "::"):
+        host = "localhost"
+    if ":" in host:
+        host = f"[{host}]"                      # an IPv6 address keeps its brackets
+    port = parts.port or (443 if parts.scheme == "https" else 11434)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return f"{parts.scheme}://{userinfo + '@' if userinfo else ''}{host}:{port}{parts.path}"
+
+
+def normalize_openai_url(url: str) -> str:
+    """Accept the base URL with or without a trailing /v1 and never double it."""
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    if url.endswith("/v1"):
+        url = url[:-3]
+    return url
+
+
+class OpenAIBackend:
+    """OpenAI-compatible POST /v1/chat/completions (vLLM, llama.cpp, SGLang, LM Studio, Ollama /v1)."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
+                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY"):
+        self.base_url = normalize_openai_url(base_url)
+        self.api_key_env = api_key_env
+        self.key_sent = bool(api_key)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
+        self.thinking_control = thinking_control
+        self.context_windows: dict[str, int] = {}
+        self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
+        self.cache_prompt: bool | None = None       # sent with every request when set (llama.cpp only)
+
+    @classmethod
+    def from_args(cls, args) -> "OpenAIBackend":
+        base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
+        check_server_url(base_url, "--base-url" if args.base_url else "OPENAI_BASE_URL")
+        api_key = os.environ.get(args.api_key_env) or None
+        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control, args.api_key_env)
+
+    def start_hint(self) -> str:
+        return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
+
+    def pull_hint(self, model: str) -> str:
+        return f"serve it under that id (vLLM --served-model-name {model}, llama-server -a {model})"
+
+    def refusal_hint(self, status: int | None) -> str:
+        if status not in (401, 403):
+            return ""
+        sent = "the key in" if self.key_sent else "no key was sent:"
+        return (f"; {sent} ${self.api_key_env} (set it to a key this server accepts, or name the variable that "
+                f"holds the key with --api-key-env)")
+
+    def _models(self) -> list[dict]:
+        data = self.preflight_http.request("GET", "/v1/models").get("data") or []
+        return [m for m in data if isinstance(m, dict)]
+
+    def server_info(self) -> dict:
+        self._models()   # the reachability check; the probes below are optional extras
+        info: dict = {}
+        for path, keys in (("/version", ("version",)), ("/props", ("build_info", "total_slots")),
+                           ("/api/version", ("version",))):
+            try:
+                reply = self.preflight_http.request("GET", path)
+            except PilotError:
+                continue
+            if isinstance(reply, dict):
+                if path == "/props" and "build_info" in reply:
+                    self.llama_cpp = True
+                for key in keys:
+                    if key in reply and key not in info:
+                        info[key] = reply[key]
+                settings = reply.get("default_generation_settings")
+                if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
+                    info.setdefault("slot_context", settings["n_ctx"])
+        return info
+
+    def list_models(self) -> list[str]:
+        return [m.get("id") for m in self._models()]
+
+    def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
+        """llama.cpp takes cache_prompt per request (default here: off); other servers decide it themselves."""
+        if self.llama_cpp:
+            setting = requested or DEFAULT_PROMPT_CACHE
+            self.cache_prompt = setting == "on"
+            return setting, f"llama.cpp: cache_prompt {str(self.cache_prompt).lower()} sent with every request"
+        if requested:
+            raise PilotError(f"--prompt-cache {requested} cannot be honoured: only llama.cpp's llama-server takes it per "
+                             f"request; this server decides it itself (vLLM: --enable-prefix-caching); drop "
+                             f"--prompt-cache")
+        return "server", "set by the server, not per request (vLLM: --enable-prefix-caching)"
+
+    def describe_model(self, model: str) -> dict:
+        item = next((m for m in self._models() if m.get("id") == model), {})
+        meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
+        # vLLM reports max_model_len; llama.cpp the per-slot n_ctx (in meta, or in /props)
+        context = item.get("max_model_len")
+        if not isinstance(context, int):
+            context = meta.get("n_ctx") if isinstance(meta.get("n_ctx"), int) else self.server_info().get("slot_context")
+        if isinstance(context, int):
+            self.context_windows[model] = context
+        fingerprint = {"root": item.get("root"), "owned_by": item.get("owned_by"),
+                       "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
+                       "server_context_window": context}
+        # No digest on this API: what the server says about the model stands in for one.
+        return {"digest": None, **fingerprint, "fingerprint": fingerprint, "thinking_control": self.thinking_control}
+
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
+        """The options of one call kind, as the manifest locks them."""
+        return self._body_options(max_output_tokens, temperature, CALL_SEED, True)
+
+    def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
+        options = {"max_tokens": budget, "max_completion_tokens": budget, "temperature": temperature,
+                   "seed": seed}
+        if self.cache_prompt is not None:
+            options["cache_prompt"] = self.cache_prompt
+        if thinking_off and self.thinking_control in ("template", "both"):
+            options["chat_template_kwargs"] = {"enable_thinking": False}
+        if thinking_off and self.thinking_control in ("effort", "both"):
+            options["reasoning_effort"] = "none"
+        return options
+
+    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+        # A prompt that surely cannot fit is refused here (servers that truncate silently exist); the
+        # bound is a lower one (6 characters a token), so a borderline prompt is left to the server's 400.
+        window = self.context_windows.get(request.model)
+        at_least = sum(len(m["content"]) for m in request.messages) // 6
+        if window and at_least + request.max_output_tokens > window:
+            raise FatalCallError(f"prompt of at least {at_least} tokens plus {request.max_output_tokens} output "
+                                 f"tokens cannot fit the server's {window}-token context window", 400)
+        body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
+                **self._body_options(request.max_output_tokens, request.temperature, request.seed,
+                                     request.thinking_off)}
+        reply = self.http.request("POST", "/v1/chat/completions", body)
+        choices = reply.get("choices") if isinstance(reply, dict) else None
+        if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+            raise TransientError("POST /v1/chat/completions: reply has no choices[0].message")
+        message = choices[0]["message"]
+        text = message.get("content") or ""
+        reasoning = message.get("reasoning") or message.get("reasoning_content") or ""
+        finish = choices[0].get("finish_reason") or None
+        if not text.strip() and not reasoning and finish != "length":
+            raise TransientError("POST /v1/chat/completions: reply has empty content")
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        timings = reply.get("timings") if isinstance(reply.get("timings"), dict) else {}
+        response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=_count(usage.get("prompt_tokens")),
+                                output_tokens=_count(usage.get("completion_tokens")), stop_reason=finish,
+                                timings=timings, raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
+                                                           "served_model": reply.get("model")},
+                                server_work=server_work_from_openai(usage, timings))
+        return response, {k: v for k, v in body.items() if k != "messages"}
+
+
+BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
+
+DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see the README, "The prompt cache"
+
+
+def server_work_from_ollama(reply: dict) -> dict:
+    """Ollama reports one prompt count whose meaning moved between versions (the full prompt, or only the tokens
+    processed anew in 0.30.0), and nothing about its cache: the tokens evaluated and cached are unknown."""
+    return {"prompt_tokens": _count(reply.get("prompt_eval_count")), "prompt_cached": None, "prompt_evaluated": None}
+
+
+def server_work_from_openai(usage: dict, timings: dict) -> dict:
+    """llama.cpp: timings.cache_n (reused) and prompt_n (evaluated); vLLM: usage.prompt_tokens_details.cached_tokens
+    (with --enable-prompt-tokens-details), the rest evaluated. None where the server does not say."""
+    prompt = _count(usage.get("prompt_tokens"))
+    cached, evaluated = _count(timings.get("cache_n")), _count(timings.get("prompt_n"))
+    details = usage.get("prompt_tokens_details")
+    if cached is None and isinstance(details, dict):
+        cached = _count(details.get("cached_tokens"))
+    if evaluated is None and cached is not None and prompt is not None:
+        evaluated = prompt - cached
+    if prompt is None and cached is not None and evaluated is not None:
+        prompt = cached + evaluated
+    return {"prompt_tokens": prompt, "prompt_cached": cached, "prompt_evaluated": evaluated}
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count: one token per four characters (stated in `plan` and the README)."""
+    return (len(text) + 3) // 4
+
+
+PREFLIGHT_LOADING_WAIT_S = 300.0       # how long the check waits for a server that says it is loading a model
+
+
+def server_info_when_loaded(backend, wait_s: float = PREFLIGHT_LOADING_WAIT_S, poll_s: float = 2.0) -> dict:
+    """The server's description; a server that answers that it is still loading a model is waited for."""
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return backend.server_info()
+        except TransientError as err:
+            if not err.loading or time.monotonic() >= deadline:
+                raise
+            if not told:
+                print(f"waiting for the server at {redact_url(backend.base_url)} to load its model "
+                      f"(up to {wait_s:.0f} s)", file=sys.stderr)
+                told = True
+            time.sleep(poll_s)
+
+
+def preflight(backend, models: list[str]) -> dict:
+    """Server reachable, every model present; returns what the manifest locks per model."""
+    try:
+        server = server_info_when_loaded(backend)
+    except TransientError as err:
+        raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
+                         f"{backend.start_hint()}\nto see what the tool produces first, with no model and no "
+                         f"network: python3 scripts/run_pilot.py demo") from None
+    except FatalCallError as err:
+        raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}"
+                         f"{backend.refusal_hint(err.status)}") from None
+    available = [m for m in backend.list_models() if m]
+    missing = [m for m in models if m not in available and f"{m}:latest" not in available]
+    if missing:
+        have = ", ".join(sorted(available)) or "none"
+        names = ", ".join(f"'{m}'" for m in missing)
+        raise PilotError(f"{'model' if len(missing) == 1 else 'models'} {names} "
+                         f"{'is' if len(missing) == 1 else 'are'} not on the server at {redact_url(backend.base_url)} "
+                         f"(it has: {have}); get {'it' if len(missing) == 1 else 'them'} with: "
+                         f"{'; '.join(backend.pull_hint(m) for m in missing)}")
+    info = {}
+    for model in models:
+        try:
+            info[model] = {"server": server, **backend.describe_model(model)}
+        except PilotError as err:
+            raise PilotError(f"could not describe model '{model}': {err}") from None
+    return info
+
+
+def check_server_url(url: str, source: str) -> str:
+    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given."""
+    text = url.strip()
+    candidate = text if "://" in text else "http://" + text
+    given = f"{source} {url!r}".strip()
+    example = "give an address like http://127.0.0.1:11434"
+    try:
+        parts = urllib.parse.urlsplit(candidate)
+        port = parts.port
+    except ValueError as err:
+        raise PilotError(f"{given} is not a server address ({err}); {example}") from None
+    if parts.scheme not in ("http", "https"):
+        raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")
+    if not parts.hostname:
+        raise PilotError(f"{given} names no host; {example}")
+    if port is not None and not 1 <= port <= 65535:
+        raise PilotError(f"{given} has port {port}, outside 1 to 65535; {example}")
+    return text
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "ip6-localhost"})
+
+
+def server_identity(url: str | None) -> tuple | None:
+    """What makes two addresses the same server: scheme, host (every loopback spelling is one), port, path."""
+    if not url:
+        return None
+    text = url.strip().rstrip("/")
+    try:
+        parts = urllib.parse.urlsplit(text if "://" in text else "http://" + text)
+        port = parts.port
+    except ValueError:
+        return (text,)
+    host = (parts.hostname or "").lower()
+    host = "loopback" if host in LOOPBACK_HOSTS or host.startswith("127.") else host
+    port = port or (443 if parts.scheme == "https" else 80)
+    path = parts.path.rstrip("/")
+    return (parts.scheme, host, port, path[:-3] if path.endswith("/v1") else path)

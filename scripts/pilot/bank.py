@@ -1,0 +1,556 @@
+"""Results bank (PROTOCOL.md section 4): answer parsing and probe kinds, the checked cells a bank is scored from,
+the bank read as columns, its shape checks, and the analysis of a bank by its study."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import gc
+import itertools
+import operator
+import os
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .inputs import load_task_set
+from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, PilotError, REPO_ROOT, Regime,
+    folder_study, study_named)
+from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
+
+
+CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
+
+# followed (after spaces) by an integer; commas inside the number are ignored. Anything else,
+# including `ANSWER: **412**`, is an omission.
+ANSWER_PATTERN = re.compile(r"ANSWER[ \t]*:[ \t]*(-?\d[\d,]*)", re.IGNORECASE)
+
+# The lenient parse, a labelled diagnostic only: also reads markdown emphasis or code marks around the
+# label or the number (`**ANSWER:** 412`, `ANSWER: **412**`, `ANSWER: `412``).
+LENIENT_ANSWER_PATTERN = re.compile(r"ANSWER[*_`\s]*:[*_`\s]*(-?\d[\d,]*)", re.IGNORECASE)
+
+
+def _last_integer(pattern: re.Pattern, reply: str) -> int | None:
+    matches = pattern.findall(reply or "")
+    return _to_int(matches[-1]) if matches else None
+
+
+def parse_answer(reply: str) -> int | None:
+    """The integer of the last `ANSWER:` followed by an integer, or None (an omission)."""
+    return _last_integer(ANSWER_PATTERN, reply)
+
+
+def parse_answer_lenient(reply: str) -> int | None:
+    """Diagnostic only, never the primary metric: the last ANSWER with markdown marks tolerated."""
+    return _last_integer(LENIENT_ANSWER_PATTERN, reply)
+
+
+def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int]) -> str:
+    """The five classes in their pinned precedence: omission, correct, off_by_one, conflation, other_wrong."""
+    if answer is None:
+        return "omission"
+    if answer == truth:
+        return "correct"
+    if abs(answer - truth) == 1:
+        return "off_by_one"
+    if answer in set(conflation_set):
+        return "conflation"
+    return "other_wrong"
+
+
+INT_PATTERN = re.compile(r"(?<![\w.])-?\d[\d,]*(?![\w])")
+
+# R2 write-time retention (primary): a whole line that is exactly `NAME = N`, spaces around `=` allowed.
+EXACT_TYPED_LINE = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
+
+# The looser reading, shown beside it and labelled: bullets, `NAME: N`, emphasis and trailing text.
+LOOSE_TYPED_LINE = re.compile(r"^[\s*\-\u2022]*([A-Za-z]{6})\s*[=:]\s*[*_`]*\s*(-?\d[\d,]*)\b")
+
+
+def _to_int(text: str) -> int | None:
+    try:
+        return int(text.replace(",", "").rstrip(","))
+    except ValueError:
+        return None
+
+
+def _read_lines(state: str, pattern: re.Pattern) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for line in (state or "").splitlines():
+        match = pattern.match(line)
+        if match:
+            value = _to_int(match.group(2))
+            if value is not None:
+                values.setdefault(match.group(1).upper(), value)
+    return values
+
+
+def read_typed_state(state: str) -> dict[str, int]:
+    """R2: exact `NAME = N` lines of a typed block; the first line for a name counts."""
+    return _read_lines(state, EXACT_TYPED_LINE)
+
+
+def read_typed_state_loose(state: str) -> dict[str, int]:
+    """R2, labelled diagnostic: also `NAME: N`, bullets, emphasis and trailing text."""
+    return _read_lines(state, LOOSE_TYPED_LINE)
+
+
+def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
+    """R1 heuristic (crude, flagged): a name is retained if it occurs anywhere in the state; its value
+    is the integer nearest (in characters) to the name's first occurrence, None when there is none."""
+    state = state or ""
+    numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(state)]
+    numbers = [(start, end, n) for start, end, n in numbers if n is not None]
+    values: dict[str, int | None] = {}
+    for name in names:
+        first = re.search(rf"\b{re.escape(name)}\b", state, re.IGNORECASE)
+        if not first:
+            continue
+        distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end, n in numbers]
+        values[name] = min(distances)[2] if distances else None
+    return values
+
+
+def read_section(state: str, heading: str) -> str:
+    """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next heading."""
+    wanted = " ".join(heading.lower().split())
+    lines, inside = [], False
+    for line in (state or "").splitlines():
+        bare = " ".join(re.sub(r"[#*_:`]", " ", line).lower().split())
+        looks_like_heading = bool(bare) and len(bare.split()) <= 4 and not re.search(r"[=\d]", line)
+        if bare == wanted or (bare.startswith(wanted) and not re.search(r"[=\d]", line)):
+            inside = True
+            continue
+        if inside and looks_like_heading and bare in SECTION_HEADINGS:
+            break
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+SECTION_HEADINGS = frozenset({"goal", "constraints", "progress", "decisions", "next steps", "critical values"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeKind:
+    """A kind of probe as data: how its answer is asked for, parsed and classified, and its classes."""
+
+    name: str
+    answer_rule: str                    # the line every answer prompt ends with
+    parse: Callable[[str], Any]         # reply -> answer, None for an omission
+    parse_lenient: Callable[[str], Any] | None   # a labelled diagnostic beside the primary parse
+    classify: Callable[[Any, dict, list], str]   # (answer, question, conflation set) -> class
+    classes: tuple
+    correct_class: str = "correct"
+    omission_class: str = "omission"
+    choices: tuple | None = None        # the answers a reply may give (None: any integer)
+
+    def answer_ok(self, answer: Any) -> bool:
+        """Whether a scored answer is one this kind can give (None, an omission, always is)."""
+        if answer is None:
+            return True
+        if self.choices is None:
+            return isinstance(answer, int) and not isinstance(answer, bool)
+        return isinstance(answer, str) and answer in self.choices
+
+    @property
+    def answer_desc(self) -> str:
+        return "an integer or null" if self.choices is None else ", ".join(self.choices) + " or null"
+
+
+PROBE_KINDS: dict = {}                  # name -> ProbeKind; each study registers the kinds of its probes
+
+
+def integer_classes(answer: Any, question: dict, conflation: list) -> str:
+    return classify_answer(answer, question["truth"], conflation)
+
+
+def probe_kind(question: dict) -> ProbeKind:
+    return PROBE_KINDS[question.get("kind", "integer")]
+
+
+def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict:
+    kind = probe_kind(question)
+    reply = record.get("response", "")
+    answer = kind.parse(reply)
+    probe = {"question_id": question["id"], "type": question["type"], "truth": question["truth"],
+             "answer": answer, "class": kind.classify(answer, question, conflation_set)}
+    if answer is None and kind.parse_lenient is not None:
+        # Diagnostic beside the primary class, never in it: what a lenient parse would have read.
+        lenient = kind.parse_lenient(reply)
+        if lenient is not None:
+            probe["lenient_answer"] = lenient
+            probe["lenient_class"] = kind.classify(lenient, question, conflation_set)
+    return probe
+
+
+def regime_summary(regime: Regime) -> dict:
+    """What the analysis and figures need to know of a regime, kept in results.json."""
+    return {"description": regime.description, "exploratory": regime.exploratory, "context": regime.context,
+            "compacts": regime.compacts, "state_reader": regime.state_reader, "origin": regime.origin}
+
+
+class RecordsAltered(PilotError):
+    """A complete cell's records no longer match the manifest: never scored."""
+
+    exit_code = EXIT_VERIFY_FAILED
+
+
+def verify_command(journal: Journal) -> str:
+    return "python3 scripts/run_pilot.py verify --out " + shlex.quote(str(journal.raw_dir.parent))
+
+
+def summarize_compaction_tokens(per_regime: dict[str, list[tuple[str, int | None]]]) -> dict:
+    """Mean realized compaction tokens per regime and per model; unknown counts are left out and counted."""
+    summary = {}
+    for regime, items in per_regime.items():
+        known = [n for _, n in items if n is not None]
+        by_model = {}
+        for model in dict.fromkeys(m for m, _ in items):
+            vals = [n for m, n in items if m == model and n is not None]
+            by_model[model] = {"n": len(vals), "mean": round(sum(vals) / len(vals), 2) if vals else None,
+                               "unknown": sum(1 for m, n in items if m == model and n is None)}
+        summary[regime] = {"n": len(known), "mean": round(sum(known) / len(known), 2) if known else None,
+                           "unknown": len(items) - len(known), "by_model": by_model}
+    return summary
+
+
+def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cell],
+                  regimes: dict[str, Regime]) -> Iterable[tuple[Cell, dict, dict, list[CallSpec]]]:
+    """Each COMPLETE cell with its records, its probe key fields and its plan, once its log is checked against
+    the manifest: a missing record or records altered since the cell completed stop scoring (never scored)."""
+    logs: dict[tuple, dict] = {}
+    study = folder_study(manifest)
+    for cell in cells:
+        if not is_complete(manifest, cell):
+            continue
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode}
+        if cell.budget != DEFAULT_BUDGET or cell.sample:
+            base.update(budget=cell.budget, sample=cell.sample)
+        key = cell_key(*cell)
+        plan = study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
+        missing = [spec.kind for spec in plan if spec.kind not in records]
+        if missing:
+            raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "
+                                 f"it is not scored. Rerun the run command (it quarantines unreadable "
+                                 f"lines and re-runs the cell), and see `{verify_command(journal)}`")
+        entry = manifest["cells"][key]
+        if entry.get("records_sha256") and \
+                records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
+            raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
+                                 f"the sha256 in the manifest); nothing was scored. Check it with "
+                                 f"`{verify_command(journal)}` and restore the raw log from a backup")
+        yield cell, records, base, plan
+
+
+# A bank may hold millions of probes, so analysis reads them as a table of columns: one list per field, parallel
+# to the probes, built with map (C speed). Selections use itertools.compress and counts use Counter over zipped
+# columns, so no Python loop runs once per probe; such a loop costs several times as much. A probe without a
+# budget or a sample has the defaults, as record_variant reads it.
+PROBE_FIELDS = (("model", None), ("regime", None), ("episode", None), ("question_id", None), ("type", None),
+                ("class", None), ("truth", None), ("answer", None), ("budget", DEFAULT_BUDGET), ("sample", 0))
+
+
+def probe_column(rows: list[dict], field: str, default: Any = None) -> list:
+    """One field of every row (all of them objects), `default` where a row lacks it."""
+    try:
+        return list(map(operator.itemgetter(field), rows))             # the common case, a little faster
+    except KeyError:
+        return list(map(dict.get, rows, itertools.repeat(field), itertools.repeat(default)))
+
+
+def probe_table(probes: list[dict]) -> dict[str, list]:
+    """The probes as columns (PROBE_FIELDS), and under "rows" the probes themselves, for fields read rarely."""
+    table = {field: probe_column(probes, field, default) for field, default in PROBE_FIELDS}
+    table["rows"] = probes
+    return table
+
+
+def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[str] | None = None) -> dict[str, list]:
+    """The table's rows where flags holds (its columns, or only `fields`); the table itself when every flag does
+    and no `fields` are named. The rows are picked by index, so a small selection costs little however many
+    columns it takes."""
+    picked = list(itertools.compress(range(len(table["model"])), flags))
+    if fields is None and len(picked) == len(table["model"]):
+        return table
+    chosen = {field: list(map(table[field].__getitem__, picked))
+              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS] + ["rows"])}
+    chosen["unique"] = known_unique(table)          # rows of a table without repeats have none either
+    return chosen
+
+
+def known_unique(table: dict[str, list]) -> bool:
+    """Whether the table is known to hold no probe twice (False when it does, or when that was not checked)."""
+    if "unique" in table:
+        return table["unique"]
+    return "run_order" in table or ("distinct" in table and len(table["distinct"]) == len(table["model"]))
+
+
+def equal_to(column: list, value: Any) -> Iterable[bool]:
+    return map(operator.eq, column, itertools.repeat(value))
+
+
+def member_of(column: list, values: Iterable) -> Iterable[bool]:
+    return map(set(values).__contains__, column)
+
+
+def distinct_probes(table: dict[str, list]) -> set[tuple]:
+    """The (model, regime, episode, question, budget, sample) of the table's probes, once each; kept in the
+    table, since the shape check and the coverage both need it."""
+    if "distinct" not in table:
+        table["distinct"] = set(zip(table["model"], table["regime"], table["episode"], table["question_id"],
+                                    table["budget"], table["sample"]))
+    return table["distinct"]
+
+
+def is_primary(probe: dict) -> bool:
+    """A probe at the pre-registered budget and first sample: the only ones the confirmatory test reads."""
+    return probe.get("budget", DEFAULT_BUDGET) == DEFAULT_BUDGET and probe.get("sample", 0) == 0
+
+
+def primary_table(table: dict[str, list]) -> dict[str, list]:
+    """The probes is_primary keeps: the pre-registered budget and the first sample."""
+    return table_where(table, map(operator.and_, equal_to(table["budget"], DEFAULT_BUDGET), equal_to(table["sample"], 0)))
+
+
+def class_tallies(table: dict[str, list]) -> tuple[dict, dict]:
+    """Per (model, regime): a Counter of the probes' classes, and one of the multi-hop probes' correctness
+    (True/False); cells without probes give empty Counters."""
+    combos = collections.Counter(zip(table["model"], table["regime"], table["type"], table["class"]))
+    classes: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
+    multihop: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
+    for (model, regime, question_type, cls), n in combos.items():
+        classes[(model, regime)][cls] += n
+        if question_type == "multihop":
+            multihop[(model, regime)][cls == "correct"] += n
+    return classes, multihop
+
+
+def bank_variants(results: dict) -> list[tuple[int, int]]:
+    budgets = results.get("budgets") or [DEFAULT_BUDGET]
+    return [(b, s) for b in budgets for s in range(int(results.get("samples") or 1))]
+
+
+def call_stage(call: dict) -> str:
+    """A call's stage as recorded, or from its kind for records made before calls carried one."""
+    return call.get("stage") or ("compaction" if str(call.get("kind", "")).startswith("compact_") else "answer")
+
+
+def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str, list] | None = None) -> dict:
+    """analyze_results with the task set its probes are checked against: the file given, else the one the
+    bank records (when it is still there with the recorded hash), else the pre-registered one. `table` is
+    bank_table(results), when the caller has it already."""
+    study = study_named(results.get("study"))
+    recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
+    task_set = None
+    if tasks_path is not None:
+        task_set = load_task_set(tasks_path)
+    else:
+        path = recorded.get("path")
+        candidate = (REPO_ROOT / path if path and not Path(path).is_absolute() else Path(path)) if path \
+            else study.tasks_path
+        try:
+            task_set = load_task_set(candidate)
+        except PilotError:
+            task_set = None
+        if task_set and recorded.get("sha256") and task_set["sha256"] != recorded["sha256"]:
+            task_set = None
+    return study.analyze(results, task_set, table)
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pause the cyclic garbage collector while a bank is read and analysed: that makes millions of small
+    objects and no cycles, and the collector's passes over them cost about a fifth of the time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# When a command that read a bank is about to end the process, freeing a large bank's millions of objects one
+# at a time takes about a second, and ending the process frees them anyway. The script's entry point (and
+# make_figures.py's) sets EXIT_WITHOUT_FREEING; every bank read is then held here, and a process that holds one
+# ends with os._exit once its output is flushed (files are written and closed before that). Imported (by the
+# tests), nothing is held.
+EXIT_WITHOUT_FREEING = False
+
+HELD_UNTIL_EXIT: list = []
+
+
+def hold_until_exit(*objects: Any) -> None:
+    if EXIT_WITHOUT_FREEING:
+        HELD_UNTIL_EXIT.extend(objects)
+
+
+def end_process(code: int) -> None:
+    """The script's exit: os._exit when a bank is held (after flushing what was printed), else sys.exit."""
+    if HELD_UNTIL_EXIT:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except (OSError, ValueError):        # a closed or full stream: what could be written was
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def column_types(rows: list[dict], field: str, default: Any = None) -> set[type]:
+    """The types a field takes over rows (all of them objects), `default` where a row lacks it."""
+    return set(map(type, probe_column(rows, field, default)))
+
+
+def rows_are_objects(rows: list) -> bool:
+    return set(map(type, rows)) <= {dict}
+
+
+def bank_table(results: Any) -> dict[str, list] | None:
+    """probe_table of a parsed bank's probes, or None when they are not a list of objects (the shape check
+    then names what is wrong)."""
+    probes = results.get("probes") if isinstance(results, dict) else None
+    return probe_table(probes) if isinstance(probes, list) and rows_are_objects(probes) else None
+
+
+def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKind | None = None,
+                       run_order: bool = False) -> bool:
+    """Every probe has the fields and types analyze reads, a known class and regime, and no probe comes twice:
+    checked a column at a time (a million probes in about a second); when this says no, results_shape_problems
+    looks at each probe to name the problems."""
+    if not regimes:
+        return False
+    types = {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
+    if any(types[f] - {str} for f in ("model", "regime", "type", "class")) or \
+            any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
+        return False
+    kind = kind or PROBE_KINDS["integer"]
+    if kind.choices is not None:
+        try:
+            answers_ok = set(table["answer"]) <= {*kind.choices, None}
+        except TypeError:                                   # an unhashable answer
+            return False
+    else:
+        answers_ok = types["answer"] <= {int, type(None)}
+    return (answers_ok and set(table["class"]) <= set(kind.classes)
+            and set(table["regime"]) <= set(regimes)
+            and (run_order or len(distinct_probes(table)) == len(table["model"])))
+
+
+def results_shape_problems(results: Any, table: dict[str, list] | None = None) -> list[str]:
+    """Every way a results bank is not one `analyze` can read (our format or the reference one); `table` is
+    bank_table(results), when the caller has it already."""
+    if not isinstance(results, dict):
+        return [f"the file holds a {type(results).__name__}, not an object"]
+    problems = []
+
+    def is_int(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def string_list(field: str) -> list[str]:
+        value = results.get(field)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            problems.append(f"`{field}` is {'missing' if value is None else 'not a list of names'}")
+            return []
+        return value
+
+    def is_mean(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    models = string_list("models")
+    regimes = string_list("regimes")
+    for field, names in (("models", models), ("regimes", regimes)):
+        repeated = sorted(n for n, times in collections.Counter(names).items() if times > 1)
+        if repeated:
+            problems.append(f"`{field}` names {', '.join(repeated)} more than once")
+    budgets, samples = results.get("budgets"), results.get("samples")
+    if budgets is not None and (not isinstance(budgets, list) or not budgets or len(set(map(str, budgets))) != len(budgets)
+                                or not all(is_int(b) and 16 <= b <= 2048 for b in budgets)):
+        problems.append("`budgets` is not a list of distinct whole numbers from 16 to 2048")
+        budgets = None
+    if samples is not None and not (is_int(samples) and 1 <= samples <= MAX_SAMPLES):
+        problems.append(f"`samples` is not a whole number from 1 to {MAX_SAMPLES}")
+        samples = None
+    temperature = results.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+        problems.append("`temperature` is not a number")
+    try:
+        study = study_named(results.get("study") if isinstance(results.get("study"), str) else None)
+    except PilotError as err:
+        return problems + [str(err)]
+    kind = PROBE_KINDS[study.probe_kind]
+    classes, answer_ok, answer_kind = kind.classes, kind.answer_ok, kind.answer_desc
+    probes = results.get("probes")
+    if not isinstance(probes, list):
+        problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
+        probes = []
+    table = table if table is not None else bank_table(results)
+    variants = bank_variants({"budgets": budgets, "samples": samples})   # unreadable ones were named above
+    run_order = table is not None and study.run_order is not None and study.run_order(table, models, regimes, variants)
+    well_formed = table is not None and probes_well_formed(table, regimes, kind, run_order)
+    if well_formed and study.declared_variants_only:
+        # such a study's analysis reads the first sample at the pre-registered budget and has no notion of a
+        # probe outside the design: a probe of a variant the bank does not declare is a problem
+        outside = set(zip(table["budget"], table["sample"])) - set(variants)
+        if outside:
+            budget, sample = sorted(outside)[0]
+            problems.append(f"{len(outside)} probe variant(s) the bank's `budgets` and `samples` do not declare "
+                            f"(first: budget {budget}, sample {sample})")
+    if well_formed:
+        probes = []                                          # nothing to report: skip the loop that names problems
+    seen = set()
+    for number, probe in enumerate(probes, 1):
+        where = f"probe {number}"
+        if not isinstance(probe, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        wrong = [f for f in ("model", "regime", "type", "class") if not isinstance(probe.get(f), str)]
+        wrong += [f for f in ("episode", "question_id") if not is_int(probe.get(f))]
+        wrong += [f for f in ("budget", "sample") if f in probe and not is_int(probe[f])]
+        if wrong:
+            problems.append(f"{where} has no usable {', '.join(wrong)}")
+            continue
+        if probe["class"] not in classes:
+            problems.append(f"{where} has the unknown class {probe['class']!r} (known: {', '.join(classes)})")
+        if regimes and probe["regime"] not in regimes:
+            problems.append(f"{where} has the regime {probe['regime']!r}, which `regimes` does not list")
+        if probe.get("answer") is not None and not answer_ok(probe.get("answer")):
+            problems.append(f"{where} has the answer {probe.get('answer')!r}, not {answer_kind}")
+        key = (probe["model"], probe["regime"], probe["episode"], probe["question_id"], record_variant(probe))
+        if key in seen:
+            variant = "" if key[4] == (DEFAULT_BUDGET, 0) else f" (budget {key[4][0]}, sample {key[4][1]})"
+            problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode {probe['episode']} "
+                            f"question {probe['question_id']}{variant}")
+        seen.add(key)
+    tokens = results.get("compaction_tokens", {})
+    if not isinstance(tokens, dict):
+        problems.append("`compaction_tokens` is not an object")
+    else:
+        for regime, entry in tokens.items():
+            by_model = entry.get("by_model", {}) if isinstance(entry, dict) else None
+            if not isinstance(by_model, dict) or not is_mean(entry.get("mean")) or not all(
+                    isinstance(v, dict) and is_mean(v.get("mean")) for v in by_model.values()):
+                problems.append(f"`compaction_tokens` for {regime} is not an object of means")
+    stage = results.get("compaction_stage", [])
+    if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
+            or column_types(stage, "regime") - {str} \
+            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities")):
+        problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
+    for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
+        if results.get(field) is not None and not isinstance(results[field], kind):
+            problems.append(f"`{field}` is not {'an object' if kind is dict else 'a list'}")
+    calls = results.get("calls")
+    if isinstance(calls, list) and (not rows_are_objects(calls) or any(column_types(calls, f) - {str}
+                                                                       for f in ("model", "regime", "kind"))):
+        problems.append("`calls` is not a list of objects with a model, a regime and a kind")
+    if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
+        problems.append("`n_episodes` is not a whole number")
+    return problems

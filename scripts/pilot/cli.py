@@ -1,0 +1,338 @@
+"""Command line: the parser of every subcommand, the demo, and main(argv), where errors become exit codes."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from .backends import BACKENDS, DEFAULT_OLLAMA_HOST, check_server_url
+from .bank import collector_paused, end_process
+from .commands import command_analyze, command_pilot, command_run, command_score
+from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInModel, StandInServer
+from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
+    command_verify, parse_framings, parse_positions)
+from .launch import parse_budgets, parse_shard
+from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
+    EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
+    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, TEMPERATURE, is_disk_full, read_canonical)
+from .runner import DEFAULT_RECHECK
+from .studies.adversarial import ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE
+from .studies.adversarial_runner import command_adversarial
+from .studies.constraints import SC_DEFAULT_REGIMES, SC_PROTOCOL_ID, SC_TASKS_PATH
+from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, PROTOCOL_ID, REGIMES
+
+
+def command_demo(args) -> int:
+    """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or --out)."""
+    constraints = args.study == "constraints"
+    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("-constraints" if constraints else ""))
+    study_name = SC_PROTOCOL_ID if constraints else PROTOCOL_ID
+    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {study_name} on the built-in stand-in model, "
+          f"with no model and no network; nothing it writes is a result.")
+    model = None
+    if constraints:
+        tasks = json.loads(read_canonical(SC_TASKS_PATH).decode("utf-8"))
+        model = StandInModel([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
+    print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
+          "call, as a real run does.", file=sys.stderr)
+    started = time.monotonic()
+    with StandInServer(model=model) as server:
+        run_args = build_parser("pilot").parse_args(
+            ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
+             "--host", server.url, "--give-up-after", "10", "--recheck", "0"]
+            + (["--study", "constraints"] if constraints else []) + (["--quiet"] if args.quiet else []))
+        run_args.backend = SIMULATED_BACKEND
+        run_args.argv = args.argv
+        code = command_run(run_args, then_analyze=True)
+    if code == EXIT_OK:
+        print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
+              f"{run_dir / 'report.html'}")
+        print("Next, on a real model (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
+              "  python3 scripts/run_pilot.py --models gemma3:4b")
+    return code
+
+
+COMMAND_HELP = {
+    "pilot": "the whole pilot: check tasks, run every cell (resuming), score, analyze, figures (default)",
+    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH); --study constraints: "
+                "tasks/constraints.json",
+    "run": "run (or resume) the model calls only",
+    "score": "score the complete cells of a run into results.json and probes.csv",
+    "analyze": "write analysis.md from a run's results.json, or from any --results PATH in the reference format",
+    "status": "what is done, failed and left in a run folder",
+    "plan": "calls and approximate tokens a run takes and what is done already (needs no server)",
+    "verify": "re-hash the raw logs against the manifest; exit 1 when anything is off",
+    "merge": "combine shard folders (--shard I/N runs) into one bank: merge OUT SHARD_DIR...",
+    "gate": "check compacted state before it is trusted: gate STATE --ledger L [--source T], gate RUN_DIR, "
+            "gate --selftest",
+    "adversarial": "the adversarial compaction study (protocol/ADVERSARIAL.md): R2 and the gated G2 on sessions that "
+                   "try to corrupt the state; --regenerate K",
+    "demo": f"see it work with no model: a short SIMULATED pilot on a built-in stand-in model, into "
+            f"results/{DEMO_RUN_NAME}/ in seconds",
+}
+
+
+def add_design_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose what a run measures: study, regimes, budgets, samples, temperature."""
+    parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
+                        help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); constraints: "
+                             "whether standing instructions survive compaction (protocol/CONSTRAINTS.md; regimes "
+                             f"{','.join(SC_DEFAULT_REGIMES)}; tasks/constraints.json)")
+    parser.add_argument("--judge", action="store_true",
+                        help="constraints study: after each compacted cascade, one more call asks the model under "
+                             "test whether its final state still holds the instruction; reported beside the "
+                             "deterministic rule with their agreement (exploratory; 60 more calls per model)")
+    parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
+                        f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
+    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
+                        "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
+                        "prompts")
+    parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
+                        help=f"compaction budgets in output tokens, e.g. 128,256,512 (default {DEFAULT_BUDGET}); the "
+                             f"instructed word limit scales with it (120 words at 256); each budget is its own set of "
+                             f"cells, and every budget but 256 is exploratory")
+    parser.add_argument("--samples", type=whole_number(1, MAX_SAMPLES), default=1,
+                        help="repeated samples per cell, each with its own recorded seed (default 1; more is "
+                             "exploratory and wants --temperature above 0)")
+    parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"), default=TEMPERATURE,
+                        help="sampling temperature (default 0, the pre-registered value; another makes the run "
+                             "exploratory)")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", help="comma-separated model names as the server lists them, e.g. gemma3:4b")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
+                        help="ollama: native /api/chat (default); openai: any /v1/chat/completions server")
+    parser.add_argument("--host", type=url_argument(),
+                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", type=url_argument(),
+                        help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                        help="name of the environment variable holding the API key (default: %(default)s); "
+                             "the key is sent as a Bearer token and never written anywhere")
+    parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
+                        help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
+                             "(template), reasoning_effort=none (effort), both (default) or none")
+    parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
+                        help="cells run at once (default 1, the paper's setting). Calls inside a cell stay in "
+                             "order. Warning: a server that batches parallel requests can change outputs even at "
+                             "temperature 0")
+    parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
+                        "folder; combine the folders with `merge`")
+    parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK, metavar="K",
+                        help="determinism probe: after the cells finish, send K journalled calls (chosen by seed) "
+                             "again and record the new replies beside the old ones; the analysis reports how many "
+                             "changed (default %(default)s; 0: none)")
+    parser.add_argument("--prompt-cache", choices=("on", "off"),
+                        help=f"llama.cpp's llama-server: let it reuse cached prompt prefixes (on: faster, but replies "
+                             f"can then differ between runs) or not (off, the default there: reproducible). Recorded "
+                             f"in the lock. Ollama always reuses its cache and cannot turn it off; vLLM sets it on "
+                             f"the server (--enable-prefix-caching)")
+    parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
+                        help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
+                             "(default %(default)s)")
+    parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_BASE_S,
+                        help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
+    parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_CAP_S,
+                        help="longest retry delay in seconds (default %(default)s); Retry-After is honoured")
+    parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_GIVE_UP_AFTER_S,
+                        help="stop the run when the server has not answered at all (refused, reset, timed out) "
+                             "for this many seconds across consecutive calls; no cell is marked FAILED for it, and "
+                             "the same command resumes (default %(default)s)")
+    parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
+                        default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
+    parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        default=DEFAULT_READ_TIMEOUT_S,
+                        help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
+    parser.add_argument("--allow-code-change", action="store_true",
+                        help="resume although scripts/run_pilot.py changed; recorded as a manifest amendment")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
+                        help=argparse.SUPPRESS)
+
+
+def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
+    parser.add_argument("--out", help=f"run folder (default: results/{DEFAULT_RUN_NAME}; "
+                                      f"results/{DEFAULT_RUN_NAME}-eN for --episodes N)")
+    if episodes:
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
+                            help=f"use the first N episodes (default {N_EPISODES}); a smaller run gets its own folder")
+        parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
+
+
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum} to {maximum}, got {value}")
+        return value
+    return parse
+
+
+def seconds_argument(minimum: float, maximum: float, above: bool = False,
+                     what: str = "a number of seconds") -> Callable[[str], float]:
+    """An argparse type: a finite number (of seconds) from `minimum` (excluded if `above`) to `maximum`."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        low_ok = value > minimum if above else value >= minimum
+        if not math.isfinite(value) or not low_ok or value > maximum:
+            bound = f"above {minimum:g}" if above else f"from {minimum:g}"
+            raise argparse.ArgumentTypeError(f"expected {what} {bound} to {maximum:g}, got {text!r}")
+        return value
+    return parse
+
+
+def url_argument() -> Callable[[str], str]:
+    """An argparse type: a server address check_server_url accepts."""
+    def parse(text: str) -> str:
+        try:
+            return check_server_url(text, "")
+        except PilotError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return parse
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option gives one line that says what to do next."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    prog = "run_pilot.py" if command == "pilot" else f"run_pilot.py {command}"
+    epilog = None
+    if command == "pilot":
+        epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
+            f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
+            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED or the "
+            "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
+            "command to resume)")
+    parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    if command in ("pilot", "run"):
+        add_folder_options(parser)
+        add_design_options(parser)
+        add_run_options(parser)
+    elif command in ("score", "status", "verify"):
+        add_folder_options(parser)
+    elif command == "analyze":
+        add_folder_options(parser)
+        parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
+                                              "format); the analysis is printed, and analysis.md, figures and "
+                                              "report are written to --out DIR if given (a read-only run included)")
+        parser.add_argument("--allow-partial", action="store_true",
+                            help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
+    elif command == "plan":
+        add_folder_options(parser)
+        parser.add_argument("--models", help="comma-separated model names")
+        parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
+        add_design_options(parser)
+    elif command == "generate":
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
+                            help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
+        parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or tasks/constraints.json "
+                                            "with --study constraints)")
+        parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
+        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
+                            help="which study's task file to make (default %(default)s)")
+        parser.add_argument("--positions", type=parse_positions,
+                            help="constraints study: where the instruction is said: top, middle, bottom, multi "
+                                 "or all (default middle, the pre-registered one)")
+        parser.add_argument("--framings", type=parse_framings,
+                            help="constraints study: STRENGTH/SCOPE pairs, e.g. preferential/direct,strict/"
+                                 "contextualised, or all (default preferential/direct, the pre-registered one)")
+    elif command == "demo":
+        demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo]
+        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
+        parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
+                            help="the study to show: xr001 (the default) or constraints")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    elif command == "gate":
+        parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails; "
+                         "2 bad input. No model is called.")
+        parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
+                            help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
+        parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses (README: "
+                                             "'Gate your own state')")
+        parser.add_argument("--source", help="the transcript the state was made from (instructions with no source "
+                                             "in it are flagged)")
+        parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")
+        parser.add_argument("--selftest", action="store_true",
+                            help="run the built-in states, each with one defect, and the clean ones")
+    elif command == "adversarial":
+        parser.add_argument("--out", help="run folder (default: results/adversarial)")
+        parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
+        parser.add_argument("--regenerate", type=whole_number(0, MAX_SAMPLES), default=0, metavar="K",
+                            help=f"recompact R2's last checkpoint K more times at temperature "
+                                 f"{ADV_REGEN_TEMPERATURE:g} "
+                                 f"(seeds {ADV_REGEN_SEED}+j, recorded) and count the candidates that fail the gate")
+        parser.add_argument("--write-tasks", action="store_true",
+                            help="write tasks/adversarial.json from the generator")
+        add_run_options(parser)
+    elif command == "merge":
+        parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")
+        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
+    return parser
+
+
+BANK_COMMANDS = ("score", "analyze", "merge", "gate")   # they read and analyse a bank, and make no model calls
+
+COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
+            "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
+            "merge": command_merge, "demo": command_demo, "gate": command_gate, "adversarial": command_adversarial}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "pilot"
+    if argv and argv[0] in COMMANDS:
+        command, argv = argv[0], argv[1:]
+    original_argv = list(argv) if command == "pilot" else [command, *argv]
+    try:
+        args = build_parser(command).parse_args(argv)
+    except SystemExit as exc:          # --help, or a bad option already explained by argparse
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args.argv = original_argv
+    try:
+        with collector_paused() if command in BANK_COMMANDS else contextlib.nullcontext():
+            return COMMANDS[command](args)
+    except PilotError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        where = err.filename or "file system"
+        if is_disk_full(err):
+            print(f"error: {DiskFull(where)}", file=sys.stderr)
+            return EXIT_DISK_FULL
+        elsewhere = {"generate": "write elsewhere with --tasks PATH", "merge": "merge into another folder"}
+        print(f"error: {err.strerror or err} ({where}); check the path and its permissions, or "
+              f"{elsewhere.get(command, 'choose another folder with --out')}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    EXIT_WITHOUT_FREEING = True
+    end_process(main())

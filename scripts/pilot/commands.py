@@ -1,0 +1,605 @@
+"""Commands: each stage of a run on its own (run, score, analyze) and the whole pilot, with the figures and report
+handed to paper/make_figures.py."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Iterable
+
+from .backends import preflight
+from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
+    score_probe)
+from .gate import gate_summary, render_gate_csv
+from .inputs import load_task_set, load_tasks, regime_record, task_set_summary
+from .launch import (chosen_regimes, design_settings, make_backend, parse_models, resolve_run_dir, run_settings,
+    study_of)
+from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK, FatalCallError,
+    PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE, TransientError,
+    canonical_json, display_path, folder_study, is_simulated, sha256_text, study_named, utc_now)
+from .reports import render_analysis_md, render_headline, render_probes_csv
+from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
+    runner_sha256, short, write_atomic)
+from .runner import (Progress, RECHECK_FILE, RetryPolicy, RunContext, StopOnSignal, all_cells, journal_streams,
+    recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_regimes, run_samples, shard_cells)
+from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES, gate_state_row
+
+
+def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
+                 regimes: list[Regime], study: Study) -> Manifest:
+    return Manifest(path, {
+        "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": study.protocol_id,
+        "study": study.name,
+        "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256,
+        "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
+        "regimes": [r.name for r in regimes], "regime_definitions": {r.name: regime_record(r) for r in regimes},
+        "budgets": list(config.budgets), "samples": config.samples,
+        "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
+        "amendments": [], "created_at": utc_now(), "shard": list(shard) if shard else None, "concurrency_used": [],
+        "base_url_spellings": [config.base_url],
+    })
+
+
+def open_manifest(run_dir: Path, config: Settings, lock: dict, args, tasks_path: Path, models: list[str],
+                  regimes: list[Regime]) -> Manifest:
+    """Create the manifest, or check a resumed one against the current settings and refuse on any difference."""
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return new_manifest(path, config, lock, tasks_path, models, args.shard, regimes, study_of(args))
+    manifest = Manifest.load(path)
+    recorded = manifest.data.get("lock", {})
+    diffs = lock_differences(recorded, lock)
+    if (manifest.data.get("shard") or None) != (list(args.shard) if args.shard else None):
+        diffs.append(f"shard ({manifest.data.get('shard')} -> {args.shard})")
+    if diffs:
+        raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the original "
+                         f"settings, or start a separate run with --out <new folder>")
+    if recorded.get("runner_sha256") != lock["runner_sha256"]:
+        if not args.allow_code_change:
+            raise PilotError(f"scripts/run_pilot.py changed since {run_dir} was started (runner sha256 "
+                             f"{short(recorded.get('runner_sha256'))} -> {short(lock['runner_sha256'])}); restore it, "
+                             f"use --out for a new run, or pass --allow-code-change to record the change and go on")
+        manifest.data["amendments"].append({"at": utc_now(), "what": "runner code changed (--allow-code-change)",
+                                            "from_runner_sha256": recorded.get("runner_sha256"),
+                                            "to_runner_sha256": lock["runner_sha256"]})
+        recorded["runner_sha256"] = lock["runner_sha256"]
+    for model, info in lock["models"].items():
+        old = recorded.setdefault("models", {}).get(model)
+        if old is None:
+            recorded["models"][model] = info
+        elif (old.get("server") or {}).get("version") != (info.get("server") or {}).get("version"):
+            manifest.data["amendments"].append({"at": utc_now(), "what": f"server version for {model} changed",
+                                                "from": old.get("server"), "to": info.get("server")})
+            old["server"] = info.get("server")
+    spellings = manifest.data.setdefault("base_url_spellings", [recorded.get("base_url")])
+    if lock["base_url"] not in spellings:
+        spellings.append(lock["base_url"])
+    manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
+    manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path)))
+    return manifest
+
+
+def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Path, models: list[str],
+                todo: list, total_cells: int, regimes: list[Regime]) -> int:
+    backend = make_backend(args)
+    model_info = preflight(backend, models)     # before any folder is created
+    prompt_cache, prompt_cache_how = backend.prompt_cache_setting(args.prompt_cache)
+    config = dataclasses.replace(run_settings(backend, args, tasks_sha, len(tasks["episodes"]), regimes),
+                                 prompt_cache=prompt_cache)
+    lock = {**json.loads(canonical_json(dataclasses.asdict(config))), "runner_sha256": runner_sha256(),
+            "prompt_cache_how": prompt_cache_how,
+            "config_sha256": config.sha256(), "models": model_info}
+    (run_dir / "raw").mkdir(parents=True, exist_ok=True)
+    run_lock = RunLock(run_dir)
+    run_lock.acquire()
+    try:
+        manifest = open_manifest(run_dir, config, lock, args, tasks_path, models, regimes)
+        # the same server under another spelling: the calls keep the configuration hash the run began with
+        config = dataclasses.replace(config, base_url=manifest.data["lock"]["base_url"])
+        used = manifest.data.setdefault("concurrency_used", [])
+        if used and args.concurrency not in used:
+            warn(f"resuming with --concurrency {args.concurrency}, but this run used {', '.join(map(str, used))} "
+                 f"before (recorded in the manifest): a server that batches parallel requests can change outputs")
+        if args.concurrency not in used:
+            used.append(args.concurrency)
+        manifest.save()
+        journal = Journal(run_dir)
+        for note in repair_journal(journal, manifest, tasks):
+            warn(note)
+        done = {stream: journal.cell_records(*stream) for stream in journal_streams(manifest.data)
+                if stream[0] in models}
+        todo = [c for c in todo if not is_complete(manifest.data, c)]
+        todo_set = set(todo)
+        done_calls = sum(len(kinds) for (m, r, b, s), eps in done.items() for e, kinds in eps.items()
+                         if Cell(m, r, e, b, s) in todo_set)
+        by_name = {r.name: r for r in regimes}
+        study = folder_study(manifest.data)
+        total_calls = sum(len(study.plan_calls(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
+                          for c in todo)
+        progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
+                            interval_s=args.progress_interval)
+        stop = threading.Event()
+        ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
+                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
+                         progress, done, by_name, study)
+
+        def hard_stop():
+            manifest.save()
+            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume_command(args.argv)}\n")
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+        with StopOnSignal(stop, hard_stop), progress:
+            outcome = run_cells(ctx, todo, args.concurrency)
+            # every cell of this run (its regimes, budgets and samples), not only XR-001's default ones
+            cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes],
+                                   args.budgets, args.samples)
+            if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
+                    (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
+                try:
+                    recheck = run_recheck(ctx, cells, args.recheck)
+                except (TransientError, FatalCallError) as err:
+                    # the cells are complete and scored as they are; the probe is tried again on the next run
+                    warn(f"the determinism probe stopped ({err}); run the same command again to finish it")
+                else:
+                    if not args.quiet:
+                        print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
+                              f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
+        manifest.save()
+    except RunInterrupted:
+        manifest.save()
+        print(f"interrupted; every completed call is saved. Resume with: {resume_command(args.argv)}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except ServerGone as err:
+        manifest.save()
+        left = sum(1 for c in todo if not is_complete(manifest.data, c))
+        raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
+                         f"server, then resume with: {resume_command(args.argv)}") from None
+    except DiskFull as err:
+        # the manifest on disk is its last complete version; a cell it does not show as COMPLETE is
+        # rebuilt from the journal on resume without calling the model again
+        raise DiskFull(err.path, f"free some space, then resume with: {resume_command(args.argv)}") from None
+    finally:
+        run_lock.release()
+    if outcome["FAILED"]:
+        warn(f"{outcome['FAILED']} cell(s) FAILED (see `python3 scripts/run_pilot.py status --out {shlex.quote(str(run_dir))}`); "
+             f"running the same command again retries only failed and unfinished cells")
+        return EXIT_CELLS_FAILED
+    return EXIT_OK
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line that resumes this run: the same one again."""
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith("run_pilot.py") else "scripts/run_pilot.py"
+    return "python3 " + shlex.join([script, *argv])
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[str] = DEFAULT_REGIMES,
+                   budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
+    return shard_cells(all_cells(models, list(regimes), n_episodes, budgets, samples), shard)
+
+
+def command_run(args, then_analyze: bool = False) -> int:
+    regimes = chosen_regimes(args)
+    run_dir = resolve_run_dir(args)
+    refuse_foreign_folder(run_dir)
+    tasks_path = Path(args.tasks) if args.tasks else study_of(args).tasks_path
+    tasks, tasks_sha = load_tasks(tasks_path, args.episodes)
+    if recorded_study(run_dir) not in (None, study_of(args).name):
+        raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; add --study "
+                         f"{recorded_study(run_dir)} or use --out for a new run")
+    if (tasks.get("study") or "xr001") != study_of(args).name:
+        raise PilotError(f"{display_path(tasks_path)} is a task file of the {tasks.get('study') or 'xr001'} study, "
+                         f"not {study_of(args).name}; pass the matching --study")
+    manifest_path = run_dir / "manifest.json"
+    recorded = Manifest.load(manifest_path) if manifest_path.exists() else None
+    models = parse_models(args.models) or (recorded.data["models"] if recorded else [])
+    if not models:
+        raise PilotError("name the models to test, e.g. --models gemma3:4b (several: --models a,b)")
+    if recorded and recorded.data.get("tasks_sha256") != tasks_sha:
+        raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
+                         f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
+    if recorded and recorded.data.get("n_episodes") != len(tasks["episodes"]):
+        raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} episodes, not "
+                         f"{len(tasks['episodes'])}; use --out for a run of another size")
+    if recorded:
+        # The design is checked even when nothing is left to run, so a finished run is never reported as
+        # another; where and how calls are sent (backend, address, options) is checked when calls are made.
+        design = json.loads(canonical_json(design_settings(args, tasks_sha, len(tasks["episodes"]), regimes)))
+        diffs = lock_differences(recorded.data.get("lock", {}), design,
+                                 ignore=("backend", "base_url", "options", "prompt_cache"))
+        if diffs:
+            raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
+                             f"original settings, or start a separate run with --out <new folder>")
+        recorded = repair_if_unreadable(run_dir, recorded, tasks)
+    cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes], args.budgets,
+                           args.samples)
+    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c)]
+    code = EXIT_OK
+    if todo:
+        code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, todo, len(cells), regimes)
+        if code == EXIT_INTERRUPTED:
+            return code
+    elif not args.quiet:
+        print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
+    if not todo and recorded and recheck_pending(recorded, args.recheck) and folder_writable(run_dir):
+        # the cells finished before the determinism probe did (a kill, or a run older than the probe)
+        try:
+            code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, [], len(cells), regimes)
+        except (RunInterrupted, ServerGone, DiskFull):
+            raise
+        except PilotError as err:
+            warn(f"the determinism probe was not run ({err})")
+        if code == EXIT_INTERRUPTED:
+            return code
+    if not then_analyze:
+        if code == EXIT_OK:
+            print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
+                  f"`analyze --out {shlex.quote(str(run_dir))}`" if not args.shard else
+                  f"next: when every shard is done, combine them with `python3 scripts/run_pilot.py merge OUT "
+                  f"SHARD_DIR...` (the analysis is made there)")
+        return code
+    if args.shard:
+        print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
+              f"`python3 scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
+        return code
+    with collector_paused():
+        return score_and_analyze_run(args, run_dir, Manifest.load(manifest_path), tasks, models, code)
+
+
+def score_and_analyze_run(args, run_dir: Path, manifest: "Manifest", tasks: dict, models: list[str], code: int) -> int:
+    """The end of `pilot`: score the finished run, analyse it, and write the figures and report."""
+    if not folder_writable(run_dir):
+        # A finished run in a read-only folder: report it from memory and say where its files can go.
+        analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
+        print(render_headline(analysis))
+        print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, figures and report "
+              f"elsewhere: python3 scripts/run_pilot.py analyze --results {run_dir / 'results.json'} --out DIR")
+        return code
+    results = write_results(run_dir, manifest.data, tasks, models)
+    if results["cells"]["not_complete"] and not args.allow_partial:
+        print(f"results.json holds the {results['cells']['complete']} complete cells of "
+              f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
+              f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
+        return code or EXIT_CELLS_FAILED
+    analysis = write_analysis(run_dir, results, args.allow_partial)
+    outputs = write_figures_and_report(run_dir, handover=(results, analysis))
+    print(render_headline(analysis))
+    print_file_list(run_dir, outputs)
+    return code
+
+
+def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "Manifest":
+    """Before deciding what is left: if any raw log has an unreadable line, quarantine it under the folder
+    lock and reopen the cells that lost a record (a read-only folder with clean logs is never touched)."""
+    journal = Journal(run_dir)
+    if not any(journal.unreadable_lines(m, r) for m in manifest.data["models"] for r in manifest.data["regimes"]):
+        return manifest
+    run_lock = RunLock(run_dir)
+    run_lock.acquire()
+    try:
+        manifest = Manifest.load(manifest.path)
+        for note in repair_journal(journal, manifest, tasks):
+            warn(note)
+    finally:
+        run_lock.release()
+    return manifest
+
+
+def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
+    results = folder_study(manifest).score(manifest, tasks, Journal(run_dir), models)
+    hold_until_exit(results)
+    gate_rows = gate_bank(manifest, tasks, Journal(run_dir), models)
+    if gate_rows:                       # every compacted state through the release gate (issue 13)
+        results["gate"] = gate_summary(gate_rows)
+        write_atomic(run_dir / "gate.csv", render_gate_csv(gate_rows).encode("utf-8"))
+    write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_atomic(run_dir / "probes.csv", render_probes_csv(results).encode("utf-8"))
+    return results
+
+
+def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
+    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
+    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
+    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
+    regimes = run_regimes(manifest)
+    rows, logs = [], {}
+    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
+                          run_samples(manifest)):
+        regime = regimes[cell.regime]
+        if not regime.compacts:
+            continue
+        episode = tasks["episodes"][cell.episode]
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode, "budget": cell.budget,
+                "sample": cell.sample}
+        n = len(episode["segments"])
+        for k in range(1, n + 1):
+            record = records.get(f"compact_{k}")
+            if record is None:
+                continue
+            row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
+            if k == n:
+                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
+                # cell; "none corrupted" only once every answer is in
+                probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
+                          for q in episode["questions"] if f"question_{q['id']}" in records]
+                if any(p["class"] != "correct" for p in probes):
+                    row["downstream_corrupted"] = True
+                elif is_complete(manifest, cell):
+                    row["downstream_corrupted"] = False
+            rows.append(row)
+    return rows
+
+
+def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None,
+                   table: dict[str, list] | None = None) -> dict:
+    """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
+    analysis = analyze_bank(results, tasks_path, table)
+    if not analysis["complete"] and not allow_partial:
+        cov = analysis["coverage"]
+        raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
+                         f"their probes); finish the run, or pass --allow-partial for an analysis marked "
+                         f"NON-CONFIRMATORY")
+    return analysis
+
+
+def write_analysis(out_dir: Path, results: dict, allow_partial: bool, tasks_path: Path | None = None,
+                   table: dict[str, list] | None = None) -> dict:
+    analysis = gated_analysis(results, allow_partial, tasks_path, table)
+    write_atomic(out_dir / "analysis.md", render_analysis_md(analysis).encode("utf-8"))
+    return analysis
+
+
+FIGURES_SCRIPT = REPO_ROOT / "paper" / "make_figures.py"
+
+
+def figures_input(results: dict) -> dict:
+    """What the figures and the report read besides the analysis: results.json without its probes and final-state
+    scores, and of its call records only the compaction calls' token counts (a small fraction of a large bank)."""
+    slim = {k: v for k, v in results.items() if k not in ("probes", "calls", "compaction_stage")}
+    slim["probes"] = []                 # the figures read the probes and the final states only through the analysis
+    if isinstance(results.get("calls"), list):
+        fields = ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
+        slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"] if call_stage(c) == "compaction"]
+    return slim
+
+
+def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
+                             handover: tuple[dict, dict] | None = None) -> list[Path]:
+    """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
+    `source` (default: the one in out_dir); see FiguresJob."""
+    with FiguresJob(out_dir, source, tasks_path, handover=handover is not None) as job:
+        return job.finish(handover)
+
+
+class FiguresJob:
+    """paper/make_figures.py making figures/, RESULTS.md and report.html for out_dir, as its own process: the
+    figures script imports the runner, never the other way round. With `handover`, the caller has analysed
+    (or is analysing) that same results.json, and finish() pipes it the analysis and the few fields the figures
+    read, so a large bank is read and analysed once, not twice; started before the analysis, the script starts
+    up on the other core meanwhile and waits for it. Leaving the `with` block stops a job never finished."""
+
+    def __init__(self, out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
+                 handover: bool = False):
+        self.out_dir, self.results_path = out_dir, source or out_dir / "results.json"
+        self.proc: subprocess.Popen | None = None
+        if not FIGURES_SCRIPT.exists():
+            return
+        argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out", str(out_dir)]
+        argv += ["--tasks", str(tasks_path)] if tasks_path is not None else []
+        argv += ["--handover"] if handover else []
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if handover else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+
+    def finish(self, handover: tuple[dict, dict] | None = None) -> list[Path]:
+        if self.proc is None:
+            return []
+        piped = None
+        if handover is not None:
+            results, analysis = handover
+            piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
+        stdout, stderr = self.proc.communicate(piped)
+        if self.proc.returncode != 0:
+            reason = (stderr.strip().splitlines() or ["no message"])[-1]
+            raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "
+                             f"written; retry with: python3 paper/make_figures.py "
+                             f"{shlex.quote(str(self.results_path))} --out {shlex.quote(str(self.out_dir))}")
+        return [Path(line) for line in stdout.splitlines() if line.strip()]
+
+    def __enter__(self) -> "FiguresJob":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+# What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
+OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
+                "report.html", "gate.csv")
+
+
+def folder_writable(folder: Path) -> bool:
+    """Whether files can be made in folder (or, while it does not exist, in its nearest existing parent)."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def refuse_foreign_folder(folder: Path) -> None:
+    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files."""
+    if not folder.is_dir() or (folder / "manifest.json").exists() or (folder / "results.json").exists():
+        return
+    foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a new or empty "
+                         f"folder with --out")
+
+
+def print_file_list(run_dir: Path, extra: list[Path]) -> None:
+    names = ["manifest.json", "raw/", "results.json", "probes.csv", "analysis.md"]
+    print(f"\nfiles in {run_dir}:")
+    for name in names:
+        print(f"  {run_dir / name}")
+    for path in extra:
+        print(f"  {path}")
+
+
+def command_pilot(args) -> int:
+    return command_run(args, then_analyze=True)
+
+
+def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
+    manifest = Manifest.load(manifest_path)
+    tasks_path = run_tasks_path(manifest.data)
+    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"])
+    if sha != manifest.data["tasks_sha256"]:
+        raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
+                         f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
+    return manifest, tasks
+
+
+def run_tasks_path(manifest: dict) -> Path:
+    """The tasks file a run was made from, as its manifest records it (relative to the repository)."""
+    recorded = Path(manifest["tasks"])
+    return recorded if recorded.is_absolute() else REPO_ROOT / recorded
+
+
+def run_command_for(run_dir: Path, manifest: dict) -> str:
+    """The command that resumes (or finishes) a run folder, rebuilt from what its manifest recorded."""
+    lock = manifest.get("lock") or {}
+    if is_simulated(manifest):
+        return "python3 " + shlex.join(["scripts/run_pilot.py", "demo", "--out", display_path(run_dir)])
+    argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
+    study = study_named(manifest.get("study"))
+    if study.name != "xr001":
+        argv += ["--study", study.name]
+    try:                                # a run cut with --episodes resumes cut the same way, in every study
+        available = len(load_task_set(run_tasks_path(manifest))["tasks"]["episodes"])
+    except (PilotError, OSError, KeyError, TypeError):
+        available = N_EPISODES
+    if manifest.get("n_episodes") not in (None, available):
+        argv += ["--episodes", str(manifest.get("n_episodes"))]
+    if manifest.get("tasks") and run_tasks_path(manifest).resolve() != study.tasks_path.resolve():
+        argv += ["--tasks", manifest["tasks"]]
+    if lock.get("backend") == "openai":
+        argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
+        controls = {info.get("thinking_control") for info in (lock.get("models") or {}).values()} - {None, "both"}
+        if len(controls) == 1:
+            argv += ["--thinking-control", controls.pop()]
+    elif lock.get("base_url"):
+        argv += ["--host", lock["base_url"]]
+    if manifest.get("shard"):
+        argv += ["--shard", "/".join(map(str, manifest["shard"]))]
+    if list(manifest.get("regimes") or study.default_regimes) != list(study.default_regimes):
+        argv += ["--regimes", ",".join(manifest["regimes"])]
+    if any(d.get("judge") for d in (manifest.get("regime_definitions") or {}).values()):
+        argv += ["--judge"]
+    files = sorted({d.get("origin") for d in (manifest.get("regime_definitions") or {}).values()} - {None, "built-in"})
+    for origin in files:
+        argv += ["--regime-file", origin]
+    if run_budgets(manifest) != [DEFAULT_BUDGET]:
+        argv += ["--budgets", ",".join(map(str, run_budgets(manifest)))]
+    if run_samples(manifest) > 1:
+        argv += ["--samples", str(run_samples(manifest))]
+    if lock.get("temperature") not in (None, TEMPERATURE):
+        argv += ["--temperature", f"{lock['temperature']:g}"]
+    if lock.get("backend") == "openai" and lock.get("prompt_cache") == "on":
+        argv += ["--prompt-cache", "on"]
+    used = manifest.get("concurrency_used") or []
+    if used and used[-1] != 1:
+        argv += ["--concurrency", str(used[-1])]
+    return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
+
+
+def command_score(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    results = write_results(run_dir, manifest.data, tasks)
+    cells = results["cells"]
+    print(f"scored {len(results['probes'])} probes from {cells['complete']}/{cells['expected']} complete cells "
+          f"into {run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
+    return EXIT_OK
+
+
+def command_analyze(args) -> int:
+    if args.results:
+        # Someone else's bank: print the analysis, and write it only where --out says (never over theirs).
+        results_path = Path(args.results)
+        out_dir = Path(args.out) if args.out else None
+    else:
+        out_dir = resolve_run_dir(args)
+        results_path = out_dir / "results.json"
+    if not results_path.exists():
+        if args.results:
+            raise PilotError(f"no file at {results_path}; point --results at a results.json")
+        raise PilotError(f"no results.json at {results_path}; score the run first with "
+                         f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
+    if out_dir is not None:
+        refuse_foreign_folder(out_dir)
+        if not folder_writable(out_dir):
+            if args.results:
+                raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with --out DIR")
+            print(f"{out_dir} is read-only, so nothing is written there; to write the analysis, figures and report "
+                  f"elsewhere: python3 scripts/run_pilot.py analyze --results {results_path} --out DIR",
+                  file=sys.stderr)
+            out_dir = None
+    tasks_path = Path(args.tasks) if args.tasks else None
+    # the figures script starts now, on the other core, and waits for the analysis
+    with FiguresJob(out_dir, results_path, tasks_path, handover=True) if out_dir is not None else \
+            contextlib.nullcontext() as figures:
+        text, outputs = read_and_analyze(results_path, out_dir, args.allow_partial, tasks_path, figures)
+    print(text)
+    if outputs:
+        print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
+    return EXIT_OK
+
+
+def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bool, tasks_path: Path | None,
+                     figures: "FiguresJob | None") -> tuple[str, list[Path]]:
+    """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
+    report written there."""
+    try:
+        results = json.loads(results_path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise PilotError(f"{results_path} is not a results file this runner can read (its JSON is nested too "
+                         f"deeply); point --results at a results.json") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
+                         f"--results at a results.json") from None
+    table = bank_table(results)
+    hold_until_exit(results, table)
+    problems = results_shape_problems(results, table)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
+                         f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
+    try:
+        if out_dir is None:
+            return render_analysis_md(gated_analysis(results, allow_partial, tasks_path, table)), []
+        out_dir.mkdir(parents=True, exist_ok=True)
+        analysis = write_analysis(out_dir, results, allow_partial, tasks_path, table)
+        return render_analysis_md(analysis), [out_dir / "analysis.md"] + figures.finish((results, analysis))
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
+        raise PilotError(f"{results_path} is not a results file this runner can read ({type(err).__name__}: "
+                         f"{err}); point --results at a results.json") from None

@@ -1,0 +1,443 @@
+"""Folder commands: what reads a run folder without running it (status, plan, verify, gate, merge, generate)."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from .backends import estimate_tokens
+from .commands import (folder_writable, gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path,
+    selected_cells, warn, write_analysis, write_figures_and_report, write_results)
+from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
+from .inputs import load_tasks
+from .launch import chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
+from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
+    PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text, utc_now)
+from .reports import md_table, render_headline
+from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
+    records_digest, variant_suffix, write_atomic)
+from .runner import all_cells, journal_streams, merge_rechecks, run_budgets, run_regimes, run_samples
+from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH, render_adversarial_md
+from .studies.adversarial_runner import StudyJournal, load_adversarial_tasks, write_adversarial_outputs
+from .studies.constraints import (SC_CONSTRAINTS, SC_DEFAULT_FRAMINGS, SC_DEFAULT_POSITIONS, SC_POSITIONS, SC_SCOPES,
+    SC_STRENGTHS, SC_TASKS_PATH, generate_constraint_tasks)
+from .studies.xr001 import N_EPISODES, TASKS_PATH, generate_tasks, tasks_to_bytes
+from .studies.xr001_report import render_gate_section
+
+
+def command_generate(args) -> int:
+    if args.study == "constraints":
+        return generate_constraint_file(args)
+    path = Path(args.tasks) if args.tasks else TASKS_PATH
+    data = tasks_to_bytes(generate_tasks(args.episodes or N_EPISODES))
+    if path.exists():
+        if read_canonical(path) == data:
+            print(f"{display_path(path)} is already the pinned task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
+            return EXIT_OK
+        if not args.force:
+            raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
+                             f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data)
+    print(f"wrote {display_path(path)}: {args.episodes or N_EPISODES} episodes, sha256 {sha256_bytes(data)}")
+    return EXIT_OK
+
+
+def parse_framings(text: str) -> list[tuple[str, str]]:
+    """--framings: strength/scope pairs, e.g. preferential/direct,strict/contextualised, or `all`."""
+    if text == "all":
+        return [(a, b) for a in SC_STRENGTHS for b in SC_SCOPES]
+    pairs = []
+    for part in parse_names(text):
+        strength, _, scope = part.partition("/")
+        if strength not in SC_STRENGTHS or scope not in SC_SCOPES:
+            raise argparse.ArgumentTypeError(f"a framing is STRENGTH/SCOPE with STRENGTH in {', '.join(SC_STRENGTHS)} "
+                                             f"and SCOPE in {', '.join(SC_SCOPES)}, or `all` (got {part!r})")
+        pairs.append((strength, scope))
+    return pairs
+
+
+def parse_positions(text: str) -> list[str]:
+    positions = list(SC_POSITIONS) if text == "all" else parse_names(text)
+    bad = [p for p in positions if p not in SC_POSITIONS]
+    if bad or not positions:
+        raise argparse.ArgumentTypeError(f"positions are {', '.join(SC_POSITIONS)} or `all` (got {text!r})")
+    return positions
+
+
+def generate_constraint_file(args) -> int:
+    """generate --study constraints: the pinned file by default; other positions or framings to another path."""
+    positions = args.positions or list(SC_DEFAULT_POSITIONS)
+    framings = args.framings or list(SC_DEFAULT_FRAMINGS)
+    path = Path(args.tasks) if args.tasks else SC_TASKS_PATH
+    data = tasks_to_bytes(generate_constraint_tasks(positions, framings))
+    if path.exists():
+        if read_canonical(path) == data:
+            print(f"{display_path(path)} is already this task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
+            return EXIT_OK
+        if not args.force:
+            raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
+                             f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data)
+    n = len(SC_CONSTRAINTS) * len(positions) * len(framings)
+    print(f"wrote {display_path(path)}: {n} instances ({len(SC_CONSTRAINTS)} constraints x {len(positions)} "
+          f"position(s) x {len(framings)} framing(s)), sha256 {sha256_bytes(data)}")
+    return EXIT_OK
+
+
+def command_status(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    journal = Journal(run_dir)
+    data = manifest.data
+    rows = []
+    totals = {"COMPLETE": 0, "FAILED": 0, "partial": 0, "not started": 0}
+    shard = tuple(data["shard"]) if data.get("shard") else None
+    cells = selected_cells(data["models"], data["n_episodes"], shard, data["regimes"], run_budgets(data),
+                           run_samples(data))
+    for model, regime, budget, sample in journal_streams(data):
+        counts = dict.fromkeys(totals, 0)
+        started = journal.cell_records(model, regime, budget, sample)
+        for cell in cells:
+            if (cell.model, cell.regime, cell.budget, cell.sample) != (model, regime, budget, sample):
+                continue
+            status = (data["cells"].get(cell_key(*cell)) or {}).get("status")
+            state = status if status in ("COMPLETE", "FAILED") else "partial" if started.get(cell.episode) else \
+                "not started"
+            counts[state] += 1
+        rows.append([model, regime + variant_suffix(budget, sample, " ")] + [counts[k] for k in totals])
+        for k in totals:
+            totals[k] += counts[k]
+    print(f"run {run_dir} ({data['n_episodes']} episodes, backend {data['lock'].get('backend')})")
+    print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
+    failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
+    for key, reason in failed:
+        print(f"FAILED {key}: {reason}")
+    left = totals["FAILED"] + totals["partial"] + totals["not started"]
+    print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
+                                                          f"; finish them with: {run_command_for(run_dir, data)}"))
+    return EXIT_OK
+
+
+def command_plan(args) -> int:
+    regimes = {r.name: r for r in chosen_regimes(args)}
+    run_dir = resolve_run_dir(args)
+    manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
+    # An existing run is planned as it was made (its episodes, tasks, models and shard), as `status` counts it.
+    recorded = manifest.data if manifest else {}
+    episodes = args.episodes if args.episodes is not None else recorded.get("n_episodes")
+    tasks_path = Path(args.tasks) if args.tasks else run_tasks_path(recorded) if recorded else study_of(args).tasks_path
+    tasks, _ = load_tasks(tasks_path, episodes)
+    models = parse_models(args.models) or recorded.get("models", [])
+    if not models:
+        raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
+    shard = args.shard or (tuple(recorded["shard"]) if recorded.get("shard") else None)
+    if recorded and not args.regimes and not args.regime_file:
+        regimes = run_regimes(recorded)
+    budgets = args.budgets if args.budgets != [DEFAULT_BUDGET] or not recorded else run_budgets(recorded)
+    samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
+    cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
+    study = folder_study(recorded) if recorded else study_of(args)
+    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes)
+    rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
+            for (m, r), v in estimate["by_cell"].items()]
+    print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
+                    "output tokens (at most)"], rows))
+    print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
+          f"tokens and at most {estimate['output_tokens']} output tokens")
+    if (tasks.get("study") or "xr001") == "constraints":
+        per_model = estimate["calls"] // max(1, len(models))
+        print(f"per model: {per_model} calls (the constraints study's default design is pre-registered at no more "
+              f"than about 1,000 calls per model; protocol/CONSTRAINTS.md section 2)")
+    print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
+          f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
+          f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")
+    if manifest:
+        print(server_work_line(Journal(run_dir), manifest.data))
+    rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
+    left = estimate["calls"] - estimate["done_calls"]
+    if rate:
+        print(f"time: {left} calls left at the measured {rate:.2f} s per call = about {left * rate / 60:.1f} min "
+              f"at concurrency 1 (from {run_dir})")
+    else:
+        print("time: no measured rate yet (the run folder has no calls); the reference run took 84 min for 1,440 calls")
+    return EXIT_OK
+
+
+def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict | None,
+                  regimes: dict | None = None) -> dict:
+    """Calls and token estimates per (model, regime), and how many of those calls are already done."""
+    regimes = regimes or study.regimes
+    by_cell: dict = {}
+    for cell in cells:
+        regime = regimes[cell.regime]
+        episode = tasks["episodes"][cell.episode]
+        label = cell.regime + variant_suffix(cell.budget, cell.sample, " ")
+        entry = by_cell.setdefault((cell.model, label), {"cells": 0, "calls": 0, "done_calls": 0,
+                                                         "input_tokens": 0, "output_tokens": 0})
+        entry["cells"] += 1
+        state_stub = "x" * (cell.budget * 4)
+        for spec in study.plan_calls(regime, episode, cell.budget):
+            messages = study.build_messages(regime, episode, spec, state_stub)
+            entry["calls"] += 1
+            entry["input_tokens"] += estimate_tokens(messages[0]["content"])
+            entry["output_tokens"] += spec.max_output_tokens
+        if manifest is not None and is_complete(manifest, cell):
+            entry["done_calls"] += len(study.plan_calls(regime, episode, cell.budget))
+    totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
+    return {"by_cell": by_cell, **totals}
+
+
+def server_work_line(journal: Journal, manifest: dict) -> str:
+    """The prompt tokens the run's calls sent so far, and how many the server evaluated rather than reused."""
+    sent = evaluated = cached = unknown = calls = 0
+    for model in manifest["models"]:
+        for regime in manifest["regimes"]:
+            for record in journal.read(model, regime):
+                work = record.get("server_work") or {}
+                calls += 1
+                sent += work.get("prompt_tokens") or record.get("prompt_eval_count") or 0
+                if work.get("prompt_evaluated") is None:
+                    unknown += 1
+                else:
+                    evaluated += work["prompt_evaluated"]
+                    cached += work.get("prompt_cached") or 0
+    if unknown == calls:
+        return (f"server work so far: {sent} prompt tokens sent in {calls} calls; the server did not say how many "
+                f"it evaluated (prompt cache: {manifest.get('lock', {}).get('prompt_cache') or 'not recorded'})")
+    return (f"server work so far: {sent} prompt tokens sent, {evaluated} evaluated by the server ({cached} reused "
+            f"from its prompt cache) in {calls} calls" + (f"; {unknown} call(s) unreported" if unknown else ""))
+
+
+def measured_rate(journal: Journal, manifest: dict) -> float | None:
+    walls = [r["wall_s"] for stream in journal_streams(manifest) for r in journal.read(*stream)
+             if isinstance(r.get("wall_s"), (int, float))]
+    return sum(walls) / len(walls) if walls else None
+
+
+def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
+    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
+    problems = []
+    journal = Journal(run_dir)
+    regimes, study = run_regimes(manifest), folder_study(manifest)
+    for model, regime_name, budget, sample in journal_streams(manifest):
+        regime = regimes[regime_name]
+        path = journal.path(model, regime_name, budget, sample)
+        if path.exists():
+            data = path.read_bytes()
+            for number, line in enumerate(data.splitlines(), 1):
+                if parse_record_line(line) is None:
+                    problems.append(f"{path.name} line {number}: unreadable record")
+            if data and not data.endswith(b"\n"):
+                problems.append(f"{path.name}: torn last line")
+        seen: dict[tuple[int, str], int] = {}
+        first: dict[int, dict[str, dict]] = {}
+        for record in journal.read(model, regime_name, budget, sample):
+            where = (record.get("episode"), record.get("kind"))
+            seen[where] = seen.get(where, 0) + 1
+            first.setdefault(where[0], {}).setdefault(where[1], record)
+        kinds = {spec.kind for spec in study.plan_calls(regime, tasks["episodes"][0], budget)}
+        for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
+            valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
+            if count > 1:
+                problems.append(f"{cell_key(model, regime_name, episode, budget, sample)}: {kind} recorded "
+                                f"{count} times")
+            if not valid or kind not in kinds:
+                problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
+        for episode_index in range(manifest["n_episodes"]):
+            cell = Cell(model, regime_name, episode_index, budget, sample)
+            if not is_complete(manifest, cell):
+                continue
+            key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
+            records = first.get(episode_index, {})
+            plan = study.plan_calls(regime, tasks["episodes"][episode_index], budget)
+            missing = [s.kind for s in plan if s.kind not in records]
+            if missing:
+                problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
+                continue
+            ordered = [records[s.kind] for s in plan]
+            if entry.get("n_calls") != len(ordered):
+                problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
+            if entry.get("records_sha256") and records_digest(ordered) != entry["records_sha256"]:
+                problems.append(f"{key}: records altered since the cell completed (sha256 mismatch)")
+    return problems
+
+
+def command_verify(args) -> int:
+    run_dir = resolve_run_dir(args)
+    manifest, tasks = load_run(run_dir)
+    problems = verify_run(run_dir, manifest.data, tasks)
+    complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
+    if problems:
+        for problem in problems:
+            print(f"problem: {problem}")
+        print(f"verify: {len(problems)} problem(s) in {run_dir}")
+        return EXIT_VERIFY_FAILED
+    print(f"verify: ok, {complete} complete cells in {run_dir} match their recorded hashes")
+    return EXIT_OK
+
+
+def read_gate_input(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise GateInputError(f"cannot read the {what} {path} ({getattr(err, 'strerror', None) or err}); give a "
+                             f"UTF-8 text file") from None
+
+
+def command_gate(args) -> int:
+    """`gate STATE --ledger L [--source T]`, `gate RUN_DIR`, or `gate --selftest`: 0 pass, 1 fail, 2 bad input."""
+    if args.selftest:
+        outcomes = run_gate_selftest()
+        if args.json:
+            print(json.dumps(outcomes, indent=1, ensure_ascii=False))
+        else:
+            for o in outcomes:
+                caught = ", ".join(sorted({f["category"] for f in o["findings"] if f["blocking"]})) or "-"
+                print(f"{'ok  ' if o['ok'] else 'MISS'} {o['case']:<40} expected {o['expected']:<10} got "
+                      f"{o['verdict']} ({caught})")
+            missed = [o["case"] for o in outcomes if not o["ok"]]
+            print(f"self-test: {len(outcomes) - len(missed)}/{len(outcomes)} cases behave as they must" +
+                  (f"; wrong: {', '.join(missed)}" if missed else ""))
+        return EXIT_OK if all(o["ok"] for o in outcomes) else EXIT_VERIFY_FAILED
+    if not args.target:
+        raise GateInputError("give a state file and --ledger, a run folder, or --selftest (see `run_pilot.py gate "
+                             "--help`)")
+    target = Path(args.target)
+    if target.is_dir():
+        return gate_run_folder(target, args)
+    if not args.ledger:
+        raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in the README)")
+    try:
+        ledger = normalize_ledger(json.loads(read_gate_input(args.ledger, "ledger")))
+    except ValueError as err:
+        raise GateInputError(f"the ledger {args.ledger} is not JSON ({err})") from None
+    state = read_gate_input(args.target, "state")
+    source = read_gate_input(args.source, "source") if args.source else None
+    findings = check_state(state, ledger, source)
+    verdict = gate_verdict(findings)
+    if args.json:
+        print(json.dumps({"verdict": verdict, "state": args.target, "ledger": args.ledger, "source": args.source,
+                          "findings": findings}, indent=1, ensure_ascii=False))
+    else:
+        print(render_gate_findings(findings, args.target))
+        if source is None:
+            print("note: no --source given, so every instruction-like line counts as having no source",
+                  file=sys.stderr)
+    return EXIT_OK if verdict == "PASS" else EXIT_VERIFY_FAILED
+
+
+def gate_run_folder(run_dir: Path, args) -> int:
+    """Gate every compacted state of a run: gate.csv, results.json, the analysis.md section and the report."""
+    if not (run_dir / "manifest.json").exists():
+        raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
+                             f"or a state file")
+    study = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    if study.get("study") == ADV_PROTOCOL_ID:     # the adversarial study's folder: re-gate it from its calls
+        tasks, sha = load_adversarial_tasks(ADV_TASKS_PATH)
+        if sha != study["lock"]["tasks_sha256"]:
+            raise GateInputError(f"{display_path(ADV_TASKS_PATH)} is not the task set of {run_dir}")
+        tasks = {**tasks, "episodes": tasks["episodes"][:study["lock"]["n_episodes"]]}
+        summary = write_adversarial_outputs(run_dir, tasks, StudyJournal(run_dir).records, study["lock"])
+        print(json.dumps(summary, indent=1) if args.json else render_adversarial_md(summary, study["lock"]))
+        return EXIT_OK
+    manifest, tasks = load_run(run_dir)
+    results = write_results(run_dir, manifest.data, tasks)
+    gate = results.get("gate")
+    if not gate:
+        raise GateInputError(f"{run_dir} has no compacted state yet (no compaction call of a compacting regime is "
+                             f"journalled), so there is nothing to gate")
+    outputs = [run_dir / "gate.csv", run_dir / "results.json"]
+    if folder_writable(run_dir):
+        analysis = write_analysis(run_dir, results, True)
+        outputs.append(run_dir / "analysis.md")
+        try:
+            outputs += write_figures_and_report(run_dir, handover=(results, analysis))
+        except PilotError as err:
+            warn(str(err))
+    else:
+        analysis = gated_analysis(results, True)
+    if args.json:
+        print(json.dumps(gate, indent=1, ensure_ascii=False))
+    else:
+        print("\n".join(render_gate_section(analysis)))
+        print("wrote:\n" + "\n".join(f"  {path}" for path in outputs), file=sys.stderr)
+    failing = sum(r["final_states"]["k"] for r in gate["by_regime"].values())
+    return EXIT_VERIFY_FAILED if failing else EXIT_OK
+
+
+def command_merge(args) -> int:
+    """Combine shard folders into one bank after checking that their locks agree."""
+    out = Path(args.out_dir)
+    if (out / "manifest.json").exists():
+        raise PilotError(f"{out} already holds a run; merge into a new folder")
+    shards = []
+    for folder in args.shard_dirs:
+        manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
+        shards.append((Path(folder), manifest.data, tasks))
+    simulated = [folder for folder, data, _ in shards if is_simulated(data)]
+    if simulated and len(simulated) < len(shards):
+        real = [folder for folder, data, _ in shards if not is_simulated(data)]
+        raise PilotError(f"{simulated[0]} is a SIMULATED demo folder (stand-in model) and {real[0]} a real run; "
+                         f"a simulated folder is never merged with a real one")
+    reference = shards[0][1]["lock"]
+    cells: dict = {}
+    models: list[str] = []
+    for folder, data, _ in shards:
+        # Shards may run against different servers (base_url) but everything else must agree.
+        diffs = lock_differences(reference, data["lock"], ignore=("base_url",))
+        if data["lock"].get("runner_sha256") != reference.get("runner_sha256"):
+            diffs.append("runner_sha256")
+        if (data.get("shard") or [None, None])[1] != (shards[0][1].get("shard") or [None, None])[1]:
+            diffs.append(f"shard count ({shards[0][1].get('shard')} vs {data.get('shard')})")
+        if diffs:
+            raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({'; '.join(diffs)}); "
+                             f"only shards of one locked run can be merged")
+        for key, entry in data["cells"].items():
+            if entry.get("status") != "COMPLETE":
+                continue
+            if key in cells:
+                raise PilotError(f"cell {key} is complete in more than one shard; shards must be disjoint")
+            cells[key] = (folder, entry)
+        models += [m for m in data["models"] if m not in models]
+    (out / "raw").mkdir(parents=True, exist_ok=True)
+    journal = Journal(out)
+    regimes, study = run_regimes(shards[0][1]), folder_study(shards[0][1])
+    for key, (folder, entry) in cells.items():
+        budget, sample = record_variant(entry)
+        source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
+        plan = study.plan_calls(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
+        for spec in plan:
+            journal.append(source[spec.kind])
+    data0 = shards[0][1]
+    lock = dict(data0["lock"])
+    lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
+    merged = Manifest(out / "manifest.json", {
+        **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
+        **{k: data0[k] for k in ("task_set", "regime_definitions", "budgets", "samples", "study") if k in data0},
+        "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
+        "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
+        "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
+        "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+        "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
+    })
+    merged.save()
+    expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
+    print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
+    problems = verify_run(out, merged.data, shards[0][2])
+    if problems:
+        raise PilotError(f"the merged folder does not verify: {problems[0]}")
+    results = write_results(out, merged.data, shards[0][2])
+    if results["cells"]["not_complete"]:
+        print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
+              f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
+              f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
+        return EXIT_CELLS_FAILED
+    analysis = write_analysis(out, results, allow_partial=False)
+    outputs = write_figures_and_report(out, handover=(results, analysis))
+    print(render_headline(analysis))
+    print_file_list(out, outputs)
+    return EXIT_OK

@@ -1,0 +1,94 @@
+"""Inputs: task files read once, hashed and handed to their study's own checks; regimes as plain records and
+their hash; the word limit of a compaction budget."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+from pathlib import Path
+from typing import Iterable
+
+from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, canonical_json,
+    display_path, file_sha256, read_canonical, sha256_bytes, sha256_text, study_named)
+
+
+STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
+
+
+def regime_record(regime: Regime) -> dict:
+    """A regime as plain data, as the manifest and results.json keep it (`condition` only where set, so
+    the default study's records and hashes are what they always were)."""
+    record = dataclasses.asdict(regime)
+    if record["condition"] is None:
+        del record["condition"]
+    if not record["judge"]:
+        del record["judge"]
+    return record
+
+
+def regime_from_record(record: dict) -> Regime:
+    fields = {f.name for f in dataclasses.fields(Regime)}
+    return Regime(**{k: v for k, v in record.items() if k in fields})
+
+
+def regimes_sha256(regimes: Iterable[Regime]) -> str:
+    return sha256_text(canonical_json([regime_record(r) for r in regimes]))
+
+
+def budget_words(budget: int) -> int:
+    """The instructed word limit at a compaction budget, in the pinned 120 words : 256 tokens ratio."""
+    return max(1, round(MAX_STATE_WORDS * budget / DEFAULT_BUDGET))
+
+
+class TaskSetError(PilotError):
+    """A task file that fails the design checks; the message names every failed check, one per line."""
+
+
+MAX_REPORTED_PROBLEMS = 25
+
+
+def load_task_set(path: Path) -> dict:
+    """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
+    (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
+    shown = display_path(path)
+    in_repo = path.resolve() in {study.tasks_path.resolve() for study in STUDY_REGISTRY.values()}
+    if not path.exists():
+        if in_repo:
+            raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it is committed "
+                             f"before any run: pre-registration)")
+        raise PilotError(f"no tasks file at {path}; check the path, or make one with: python3 "
+                         f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
+    if path.is_dir():
+        raise PilotError(f"{path} is a folder; --tasks takes a tasks JSON file")
+    raw = read_canonical(path)
+    sha = sha256_bytes(raw)
+    try:
+        tasks = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
+        raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
+    study = study_named(tasks.get("study") if isinstance(tasks, dict) and isinstance(tasks.get("study"), str) else None)
+    return study.load_tasks(path, raw, tasks, sha, in_repo)
+
+
+def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
+    """Read a task set (see load_task_set) and cut it to its first n episodes."""
+    task_set = load_task_set(path)
+    tasks = task_set["tasks"]
+    available = len(tasks["episodes"])
+    n = available if n_episodes is None else n_episodes
+    if not 1 <= n <= available:
+        raise PilotError(f"--episodes must be between 1 and {available} for {task_set['path']}; for more, "
+                         f"generate a larger task file with `generate --episodes N --tasks PATH` and pass --tasks")
+    return {**tasks, "episodes": tasks["episodes"][:n]}, task_set["sha256"]
+
+
+def task_set_summary(task_set: dict) -> dict:
+    return {k: task_set[k] for k in ("kind", "sha256", "path")}
+
+
+def protocol_sha256(path: Path) -> str:
+    if not path.exists():
+        raise PilotError(f"{display_path(path)} is missing; restore it from git (the run is locked "
+                         f"to the pre-registered protocol)")
+    return file_sha256(path)

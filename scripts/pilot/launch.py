@@ -1,0 +1,262 @@
+"""Launch: the command line's options become what a run needs, once: the study, the run folder, the regimes
+(built-in and from a regime file), the backend and the Settings record. Nothing below this layer reads the
+options."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import string
+from pathlib import Path
+from typing import Any, Iterable
+
+from .backends import BACKENDS
+from .demo import StandInBackend
+from .inputs import STATE_READERS, protocol_sha256, regimes_sha256
+from .records import (ANSWER_NUM_PREDICT, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime, SIMULATED_BACKEND,
+    Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
+from .studies.constraints import SC_REGIMES, SC_UPPER_BOUND_SUFFIX, sc_user_regimes
+from .studies.xr001 import N_EPISODES, N_SEGMENTS, PROMPTS, REGIMES
+from .transport import redact_url
+
+
+RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}
+
+
+def reserved_regime_names() -> frozenset:
+    """Names a regime file may not use, case-folded: every study's built-in regimes and conditions (XR-001's,
+    the constraints study's, the adversarial study's gated G2) and the words the reports use for groups."""
+    return frozenset(n.casefold() for n in (*RESERVED_REGIME_NAMES, *SC_REGIMES, "G2"))
+
+
+REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
+
+REGIME_FILE_FIELDS = {"name", "description", "compaction_template", "answer_template", "state_reader", "kind",
+                      "keep_last"}
+
+
+def template_fields(template: str) -> set[str] | None:
+    """The {placeholders} of a template, or None when it is not a valid format string."""
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError:
+        return None
+
+
+def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[str]]:
+    """Regimes from the entries of a regime file, and every problem with them, one per line."""
+    if isinstance(entries, dict):
+        entries = entries.get("regimes")
+    if not isinstance(entries, list) or not entries:
+        return [], ["the file must hold a JSON list of regimes, or an object with a `regimes` list"]
+    regimes, problems, seen = [], [], set()
+    for i, entry in enumerate(entries, 1):
+        where = f"regime {i}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: not a JSON object")
+            continue
+        name = entry.get("name")
+        if isinstance(name, str):
+            where = f"regime {i} ({name})"
+        found = []
+        unknown = sorted(set(entry) - REGIME_FILE_FIELDS)
+        if unknown:
+            found.append(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(REGIME_FILE_FIELDS))})")
+        if not isinstance(name, str) or not REGIME_NAME.fullmatch(name):
+            found.append("`name` must be 1-24 letters, digits, _, + or -, starting with a letter")
+        elif name.casefold() in reserved_regime_names():
+            found.append(f"the name {name} is reserved (built-in regimes and conditions, in any letter case: "
+                         f"{', '.join(sorted(set(REGIMES) | set(SC_REGIMES) | {'G2'}))})")
+        elif name.casefold().endswith(SC_UPPER_BOUND_SUFFIX.casefold()):
+            found.append(f"the name {name} ends in {SC_UPPER_BOUND_SUFFIX}, which the constraints study gives to each "
+                         f"regime's upper bound; choose another name")
+        elif name.casefold() in seen:
+            found.append(f"the name {name} is used twice (names are compared ignoring letter case, since run "
+                         f"files are named after them)")
+        kind = entry.get("kind", "compaction")
+        reader = entry.get("state_reader", "prose" if kind == "compaction" else "none")
+        if kind not in ("compaction", "recent"):
+            found.append(f"`kind` must be compaction or recent, not {kind!r}")
+        if not isinstance(reader, str) or not (reader in STATE_READERS or
+                                                (reader.startswith("section:") and reader[8:].strip())):
+            found.append(f"unknown state_reader {reader!r} (use {', '.join(STATE_READERS)} or section:<heading>)")
+        answer = entry.get("answer_template", PROMPTS["answer_state" if kind == "compaction" else "answer_recent"])
+        checks = [("answer_template", answer, {"context", "question"})]
+        compaction = entry.get("compaction_template")
+        keep_last = entry.get("keep_last")
+        if kind == "compaction":
+            checks.append(("compaction_template", compaction, {"previous_state", "segment", "max_words"}))
+        elif not isinstance(keep_last, int) or isinstance(keep_last, bool) or not 1 <= keep_last <= N_SEGMENTS:
+            found.append(f"a recent regime needs `keep_last` from 1 to {N_SEGMENTS}")
+        for field, text, needed in checks:
+            placeholders = template_fields(text) if isinstance(text, str) else None
+            if placeholders is None:
+                found.append(f"`{field}` must be a text with valid {{placeholders}}")
+                continue
+            if needed - placeholders:
+                found.append(f"`{field}` lacks {', '.join('{' + n + '}' for n in sorted(needed - placeholders))}")
+            if placeholders - needed:
+                found.append(f"`{field}` has unknown placeholder(s) "
+                             f"{', '.join('{' + n + '}' for n in sorted(placeholders - needed))} (write {{{{ and }}}} "
+                             f"for literal braces)")
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            found.append("`description` must be a text")
+        problems += [f"{where}: {f}" for f in found]
+        if not found:
+            seen.add(name.casefold())
+            regimes.append(Regime(name, description or f"user regime from {origin}",
+                                  "state" if kind == "compaction" else "recent", answer,
+                                  compaction if kind == "compaction" else None, reader,
+                                  keep_last if kind == "recent" else None, exploratory=True, origin=origin))
+    return regimes, problems
+
+
+def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (), registry: dict | None = None) -> list[Regime]:
+    """The regimes a run uses, from the registry (XR-001's unless a study's is given) and a regime file; an
+    unknown name is an error."""
+    registry = {**(REGIMES if registry is None else registry), **{r.name: r for r in extra}}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise PilotError(f"unknown regime(s) {', '.join(unknown)}; known: {', '.join(registry)} (add your own "
+                         f"with --regime-file FILE.json)")
+    return [registry[n] for n in names]
+
+
+def resolve_run_dir(args) -> Path:
+    if getattr(args, "out", None):
+        return Path(args.out)
+    study = study_of(args)
+    name = study.run_name
+    tasks = getattr(args, "tasks", None)
+    if tasks and Path(tasks).is_file():
+        sha = file_sha256(Path(tasks))
+        if sha != study.pinned_sha256:
+            name += f"-tasks-{sha[:12]}"        # another task set never shares a folder with the pinned one
+    n = getattr(args, "episodes", None)
+    if n is not None and n != N_EPISODES:
+        name += f"-e{n}"
+    # another design (extra regimes, a budget sweep, repeated samples) gets a folder of its own
+    regimes = [r for r in parse_names(getattr(args, "regimes", None)) if r not in study.default_regimes]
+    if regimes or parse_names(getattr(args, "regimes", None)) not in ([], list(study.default_regimes)):
+        name += "-" + "-".join(parse_names(args.regimes))
+    budgets = getattr(args, "budgets", None) or [DEFAULT_BUDGET]
+    if list(budgets) != [DEFAULT_BUDGET]:
+        name += "-b" + "-".join(map(str, budgets))
+    if (getattr(args, "samples", None) or 1) > 1:
+        name += f"-s{args.samples}"
+    if (getattr(args, "temperature", None) or 0) != TEMPERATURE:
+        name += f"-t{args.temperature:g}"
+    if getattr(args, "judge", False):
+        name += "-judge"
+    shard = getattr(args, "shard", None)
+    if shard:
+        name += f"-shard{shard[0]}of{shard[1]}"
+    return RESULTS_ROOT / name
+
+
+def parse_names(text: str | None) -> list[str]:
+    return list(dict.fromkeys(n.strip() for n in (text or "").split(",") if n.strip()))
+
+
+def parse_budgets(text: str) -> list[int]:
+    """--budgets: compaction output caps, e.g. 128,256,512 (each 16 to 2048, no repeats)."""
+    try:
+        budgets = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budgets takes whole numbers separated by commas, e.g. 128,256,512 "
+                                         f"(got {text!r})") from None
+    if not budgets or len(set(budgets)) != len(budgets) or not all(16 <= b <= 2048 for b in budgets):
+        raise argparse.ArgumentTypeError(f"--budgets takes distinct budgets from 16 to 2048 tokens, e.g. 128,256,512 "
+                                         f"(got {text!r})")
+    return sorted(budgets)
+
+
+def load_regime_file(path: Path) -> list[Regime]:
+    """The regimes of a --regime-file; every problem is named, one per line."""
+    shown = display_path(path)
+    if not path.is_file():
+        raise PilotError(f"no regime file at {path}; copy tasks/regimes.example.json and pass its path")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{shown} is not valid JSON ({err}); see tasks/regimes.example.json for the format") from None
+    regimes, problems = check_regime_entries(data, shown)
+    if problems:
+        raise PilotError(f"{shown} has {len(problems)} problem(s); fix them and run again:\n" +
+                         "\n".join(f"  - {p}" for p in problems))
+    return regimes
+
+
+def chosen_regimes(args) -> list[Regime]:
+    """The regimes named by --regimes (default R0,R1,R2), from the registry and --regime-file."""
+    extra = load_regime_file(Path(args.regime_file)) if getattr(args, "regime_file", None) else []
+    study = study_of(args)
+    names = parse_names(getattr(args, "regimes", None)) or list(study.default_regimes)
+    if extra and not getattr(args, "regimes", None):
+        names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
+    if study.name == "constraints":
+        # a user's regime runs as "compacted with the instruction", and its upper bound beside it
+        # (naming only U+UB runs U too: an upper bound alone has nothing to be compared with)
+        extra = sc_user_regimes(extra)
+        bases = {r.name for r in extra if r.condition == "with"}
+        paired = []
+        for name in names:
+            base = name[:-len(SC_UPPER_BOUND_SUFFIX)] if name.endswith(SC_UPPER_BOUND_SUFFIX) else None
+            paired += [base, name] if base in bases else [name, name + SC_UPPER_BOUND_SUFFIX] if name in bases \
+                else [name]
+        names = list(dict.fromkeys(paired))
+    regimes = select_regimes(names, extra, study.regimes)
+    if getattr(args, "judge", False):
+        if study.name != "constraints":
+            raise PilotError("--judge belongs to the constraints study; add --study constraints")
+        regimes = [dataclasses.replace(r, judge=True) if r.compacts and r.condition in ("with", "sidecar", None)
+                   else r for r in regimes]
+    return regimes
+
+
+def parse_models(text: str | None) -> list[str]:
+    if not text:
+        return []
+    models = list(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
+    for model in models:
+        if len(model) > 512 or any(ord(ch) < 32 for ch in model):
+            raise PilotError(f"model name {model[:40]!r}... is not usable; give names as the server lists them")
+    return models
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise argparse.ArgumentTypeError(f"--shard takes I/N with 1 <= I <= N, e.g. 1/4 (got {text!r})")
+    return int(match.group(1)), int(match.group(2))
+
+
+def study_of(args) -> Study:
+    """The study the command line chose."""
+    return study_named(getattr(args, "study", None))
+
+
+def make_backend(args):
+    if args.backend == SIMULATED_BACKEND:       # only the demo sets it; never a --backend choice
+        return StandInBackend.from_args(args)
+    return BACKENDS[args.backend].from_args(args)
+
+
+def design_settings(args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> dict:
+    """The fields of Settings that say what a run measures (the rest say where and how calls are sent)."""
+    study = study_of(args)
+    return {"tasks_sha256": tasks_sha, "protocol_sha256": protocol_sha256(study.protocol_path),
+            "prompts_sha256": study.prompts_sha256(),
+            "regimes": tuple(r.name for r in regimes), "regimes_sha256": regimes_sha256(regimes),
+            "n_episodes": n_episodes, "budgets": tuple(args.budgets), "samples": args.samples,
+            "temperature": args.temperature}
+
+
+def run_settings(backend, args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> Settings:
+    return Settings(backend=backend.name, base_url=redact_url(backend.base_url),
+                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, args.temperature),
+                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, args.temperature)},
+                    **design_settings(args, tasks_sha, n_episodes, regimes))

@@ -1,0 +1,325 @@
+"""Records and errors: the runner's pinned call settings, its exit codes and errors, the record types every
+module passes around (ChatRequest, ChatResponse, Regime, CallSpec, Cell, Settings), hashing, and the Study record
+with its registry.
+
+Errors are raised inside and turned into exit codes only by the command line (cli.main). A study reaches the
+shared code only through its Study record: the core looks a study up by the key a run folder records
+(study_named, folder_study) and never names one.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as _dt
+import errno
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+
+MAX_EPISODES = 10_000                  # the largest task file `generate` makes
+
+MAX_STATE_WORDS = 120                  # instructed compaction length, both regimes
+
+COMPACTION_NUM_PREDICT = 256           # hard output cap on every compaction call
+
+ANSWER_NUM_PREDICT = 192               # hard output cap on every answer call
+
+NUM_CTX = 4096                         # context window pinned on every call
+
+TEMPERATURE = 0.0
+
+CALL_SEED = 77001                      # sampling seed sent with every call (PROTOCOL.md section 2)
+
+DEFAULT_BUDGET = COMPACTION_NUM_PREDICT # the pre-registered operating point (120 words : 256 tokens)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent     # scripts/pilot/records.py -> the repository
+
+RESULTS_ROOT = REPO_ROOT / "results"
+
+EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+# Retry policy defaults (shown in --help): capped exponential backoff with full jitter.
+DEFAULT_RETRIES = 6
+
+DEFAULT_BACKOFF_BASE_S = 2.0
+
+DEFAULT_BACKOFF_CAP_S = 60.0
+
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+
+DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
+
+MAX_SAMPLES = 100
+
+DEFAULT_GIVE_UP_AFTER_S = 180.0        # a server unreachable this long is taken for dead: the run stops
+
+PREFLIGHT_TIMEOUT_S = 1.5              # the "no server" message must come within 2 seconds
+
+MAX_RETRY_AFTER_S = 600.0
+
+# Bounds on the command line's numbers: anything beyond them is a typo, not a setting.
+MAX_EPISODES, MAX_CONCURRENCY, MAX_RETRIES = 10000, 256, 100
+
+MAX_DELAY_S, MAX_WAIT_S = 3600.0, 86400.0      # a retry delay or connect timeout; a reply timeout or give-up
+
+
+class PilotError(Exception):
+    """A failure with a one-line message telling the user what to do next."""
+
+    exit_code = EXIT_USAGE
+
+
+class TransientError(PilotError):
+    """The server may answer on a later try (refused, reset, timeout, 429, 5xx, garbage).
+
+    `reason` is the short cause shown on the progress line; `unreachable` is true when no reply came
+    at all (refused, reset, timed out), which counts toward --give-up-after rather than --retries.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None, reason: str | None = None,
+                 unreachable: bool = False):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.reason = reason or message
+        self.unreachable = unreachable
+
+    @property
+    def loading(self) -> bool:
+        """The server answered that the model is still loading (llama.cpp, vLLM, Ollama say so in a 503)."""
+        return not self.unreachable and "loading" in self.reason.lower()
+
+
+class FatalCallError(PilotError):
+    """The server refused this request for good (4xx); retrying cannot help."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class RunInterrupted(PilotError):
+    exit_code = EXIT_INTERRUPTED
+
+
+class ServerGone(PilotError):
+    """The server has been unreachable for longer than --give-up-after: stop, fail nothing, resume later."""
+
+    exit_code = EXIT_CELLS_FAILED
+
+
+class DiskFull(PilotError):
+    """A write failed for lack of space; what was already journalled is intact."""
+
+    exit_code = EXIT_DISK_FULL
+
+    def __init__(self, path: Path | str, next_step: str = "free some space and run the same command again"):
+        super().__init__(f"the disk is full: could not write {path}; nothing already journalled was lost; {next_step}")
+        self.path = path
+
+
+def is_disk_full(err: OSError) -> bool:
+    return err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatRequest:
+    """Backend-neutral request: every knob that shapes an output is here and nowhere else."""
+
+    model: str
+    messages: tuple
+    max_output_tokens: int
+    context_window: int
+    temperature: float
+    seed: int
+    thinking_off: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ChatResponse:
+    """Backend-neutral response; token counts are None when the server did not report them."""
+
+    text: str
+    reasoning: str
+    prompt_tokens: int | None
+    output_tokens: int | None
+    stop_reason: str | None
+    timings: dict
+    raw_meta: dict
+    # What the server says about its prompt processing: prompt tokens, how many came from its prompt cache and how
+    # many it evaluated; None where it does not say (see server_work_from_* below).
+    server_work: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    """A memory regime as data: what the answers see, how the state is written, how it is read back."""
+
+    name: str
+    description: str
+    context: str                        # what the answers see: "transcript", "state" or "recent"
+    answer_template: str                # text with {context} and {question}
+    compaction_template: str | None = None   # text with {previous_state}, {segment}, {max_words}
+    state_reader: str = "none"          # write-time retention: "none", "prose", "typed" or "section:<heading>"
+    keep_last: int | None = None        # "recent": the last k segments verbatim, no compaction call
+    exploratory: bool = False           # not one of the pre-registered R0, R1, R2
+    origin: str = "built-in"            # or the regime file it came from
+    condition: str | None = None        # for studies of standing instructions: with, without, upper_bound, sidecar
+    judge: bool = False                 # --judge: the model judges its own final state
+
+    @property
+    def compacts(self) -> bool:
+        """True when the model is called to write a state after every segment."""
+        return self.context == "state"
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSpec:
+    """One planned call of a cell, in cascade order, with its stage and output budget."""
+
+    kind: str                           # "compact_<k>" or "question_<id>"
+    stage: str                          # "compaction" or "answer"
+    max_output_tokens: int
+    segment: int | None = None
+    question_id: int | None = None
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.stage == "compaction"
+
+
+class Cell(collections.namedtuple("Cell", "model regime episode budget sample", defaults=(DEFAULT_BUDGET, 0))):
+    """One cascade and its probes: a model x regime x episode, at a compaction budget, for one sample."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything that shapes an output. The lock is this record; the differences refused on resume are
+    computed from its fields; its hash is stamped on every call record."""
+
+    backend: str
+    base_url: str
+    tasks_sha256: str
+    protocol_sha256: str
+    prompts_sha256: str
+    regimes: tuple
+    regimes_sha256: str
+    n_episodes: int
+    budgets: tuple
+    samples: int
+    temperature: float
+    options: dict
+    prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
+
+    def sha256(self) -> str:
+        # stamped on every call record: computed once per configuration (it is frozen), not once per call
+        if "_sha256" not in self.__dict__:
+            object.__setattr__(self, "_sha256", sha256_text(canonical_json(dataclasses.asdict(self))))
+        return self.__dict__["_sha256"]
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def read_canonical(path: Path) -> bytes:
+    """A text file's bytes in canonical form (CRLF read as LF), so a git checkout cannot change them."""
+    return path.read_bytes().replace(b"\r\n", b"\n")
+
+
+def file_sha256(path: Path) -> str:
+    return sha256_bytes(read_canonical(path))
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+# sentences, or the state it wrote before) and answers from them; in prose states only, it forgets a fixed
+# share of the facts, each chosen by a hash of its names and STAND_IN_SEED, so R0 and R2 stay at the ceiling
+# and R1 loses. It speaks Ollama's API on 127.0.0.1 (port 0) and the run reaches it through OllamaBackend, so
+# the demo goes through the same journal, lock, scoring, analysis, figures and report as a real run; its
+# backend is recorded as "simulated", and every output of a simulated bank says SIMULATED first.
+SIMULATED_BACKEND = "simulated"
+
+SIMULATED_STAMP = "SIMULATED (stand-in model, not a result)"
+
+
+def is_simulated(data: dict) -> bool:
+    """Whether a manifest (its lock) or a results bank (its run block) comes from the stand-in model."""
+    for part in ("lock", "run"):
+        section = data.get(part) if isinstance(data, dict) else None
+        if isinstance(section, dict) and (section.get("simulated") is True
+                                          or section.get("backend") == SIMULATED_BACKEND):
+            return True
+    return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    """One pre-registered study: everything the shared code needs to know of it, and nothing else does.
+
+    The runner, run folder, results bank, reports and commands ask a study only through these fields; a study
+    is registered once (register_study) and found by the key its run folders record (study_named)."""
+
+    name: str                           # the key a run folder records
+    protocol_id: str
+    protocol_path: Path
+    tasks_path: Path
+    pinned_sha256: str
+    run_name: str
+    regimes: dict                       # name -> Regime: the study's registry
+    default_regimes: tuple
+    prompts_sha256: Callable[[], str]
+    load_tasks: Callable                # (path, raw bytes, parsed tasks, sha256, in_repo) -> task set
+    plan_calls: Callable                # (regime, episode, budget) -> the cell's CallSpecs in cascade order
+    build_messages: Callable            # (regime, episode, spec, state, registry) -> the call's messages
+    score: Callable                     # (manifest, tasks, journal, models) -> results
+    analyze: Callable                   # (results, task_set) -> analysis
+    render_md: Callable                 # analysis -> analysis.md
+    headline: Callable                  # analysis -> the one-line headline
+    probe_kind: str = "integer"         # the kind of its probes (PROBE_KINDS)
+    demo: bool = False                  # `demo --study` can show it on the stand-in model
+    run_order: Callable | None = None   # (table, models, regimes, variants) -> the bank is in run order (fast path)
+    declared_variants_only: bool = False  # a probe of a budget or sample the bank does not declare is a problem
+
+
+STUDY_REGISTRY: dict = {}               # key -> Study, in registration order; the first is the default
+
+
+def register_study(study: Study) -> Study:
+    STUDY_REGISTRY[study.name] = study
+    return study
+
+
+def study_named(name: str | None) -> Study:
+    """The study a manifest, results file or analysis records: its key, or the protocol id older folders
+    recorded; none recorded: the default study."""
+    if name is None:
+        return next(iter(STUDY_REGISTRY.values()))
+    for study in STUDY_REGISTRY.values():
+        if name in (study.name, study.protocol_id):
+            return study
+    raise PilotError(f"unknown study {name!r}; this runner knows {', '.join(STUDY_REGISTRY)}")
+
+
+def folder_study(manifest: dict) -> Study:
+    """Which study a run folder holds, from its manifest: the key it records, the protocol id that folders made
+    before the studies were keyed recorded in their lock, or none (the default study)."""
+    return study_named(manifest.get("study") or (manifest.get("lock") or {}).get("study"))

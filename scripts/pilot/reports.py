@@ -1,0 +1,79 @@
+"""Shared report pieces: number formats, markdown tables, the label notes, probes.csv, and the analysis.md and
+headline of any study (each study renders its own)."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from .records import SIMULATED_STAMP, study_named
+
+
+def render_analysis_md(analysis: dict) -> str:
+    """analysis.md of any study's analysis, by the study it records."""
+    return study_named(analysis.get("study")).render_md(analysis)
+
+
+def render_headline(analysis: dict) -> str:
+    """The short table printed at the end of a run, by the study its analysis records."""
+    return study_named(analysis.get("study")).headline(analysis)
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def fmt_p(p: float) -> str:
+    return f"{p:.3e}" if p < 0.001 else f"{p:.4f}"
+
+
+def fmt_rate(summary: dict, interval: bool = True) -> str:
+    if not summary["n"]:
+        return "no probes"
+    text = f"{summary['k']}/{summary['n']} = {pct(summary['rate'])}"
+    if interval:
+        text += f" [{100 * summary['lo']:.1f}, {100 * summary['hi']:.1f}]"
+    return text
+
+
+def fmt_mean(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def confirmatory_note(analysis: dict) -> str | None:
+    """None for a confirmatory bank; otherwise its label and the main reason, short enough for a figure."""
+    if analysis["label"] == "CONFIRMATORY":
+        return None
+    if analysis["label"] == "UNINFORMATIVE":
+        note = "UNINFORMATIVE: no model passed the ceiling check"
+    else:
+        note = f"NON-CONFIRMATORY: {analysis['label_reasons'][0].split(':')[0]}"
+    return f"{SIMULATED_STAMP}; {note}" if analysis.get("simulated") else note
+
+
+def label_consequence(label: str) -> str:
+    return {"CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
+            "NON-CONFIRMATORY": "The verdicts below are descriptive only; no claim may rest on these numbers.",
+            "UNINFORMATIVE": "The verdicts are withheld: a model that fails its own ceiling cannot say whether "
+                             "the format of the compacted state matters."}[label]
+
+
+def render_probes_csv(results: dict) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    fields = ["model", "regime", "episode", "question_id", "type", "truth", "answer", "class"]
+    writer.writerow(fields)
+    for probe in results["probes"]:
+        writer.writerow(["" if probe.get(f) is None else spreadsheet_safe(probe.get(f)) for f in fields])
+    return buf.getvalue()
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula (= + - @ first) is kept as text with a leading '."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value

@@ -1,0 +1,439 @@
+"""Run folder (PROTOCOL.md section 6): the fsynced journal of calls, the atomically replaced manifest, the
+folder lock (one writer at a time), and the code hash a resumed run is checked against."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .backends import server_identity
+from .records import (Cell, DEFAULT_BUDGET, DiskFull, PilotError, Settings, canonical_json, display_path, read_canonical,
+    folder_study, is_disk_full, sha256_bytes, utc_now)
+
+
+# The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
+# otherwise an exclusively created lock file holding the owner's process id (see RunLock).
+try:
+    import fcntl
+except ImportError:
+    fcntl = None
+
+try:
+    import msvcrt
+except ImportError:
+    msvcrt = None
+
+
+def safe_name(model: str) -> str:
+    """A model name as a file-name part: [A-Za-z0-9._-] only, bounded length, never a path, never hidden
+    (a leading dot) or read as an option (a leading dash)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", model)
+    if name.strip(".") == "" or len(name) > 100:
+        name = (name[:60].strip("._-") or "model") + "-" + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+    if name[0] in ".-":
+        name = "_" + name
+    return name
+
+
+def cell_key(model: str, regime: str, episode: int, budget: int = DEFAULT_BUDGET, sample: int = 0) -> str:
+    """The manifest key of a cell: `model|regime|episode` as in the reference format, with `|b<budget>`
+    and `|s<sample>` added only away from the pre-registered budget and the first sample."""
+    return f"{model}|{regime}|{episode}" + variant_suffix(budget, sample, "|")
+
+
+def variant_suffix(budget: int, sample: int, sep: str) -> str:
+    return (f"{sep}b{budget}" if budget != DEFAULT_BUDGET else "") + (f"{sep}s{sample}" if sample else "")
+
+
+def is_complete(manifest: dict, cell: tuple) -> bool:
+    """The one answer to "is this cell complete?": its manifest entry says COMPLETE."""
+    return (manifest["cells"].get(cell_key(*cell)) or {}).get("status") == "COMPLETE"
+
+
+def record_variant(record: dict) -> tuple[int, int]:
+    """The budget and sample a call record belongs to (records without them are the defaults)."""
+    return record.get("budget", DEFAULT_BUDGET), record.get("sample", 0)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file, fsync, rename over the target, fsync the folder."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()                        # the target still holds its last complete version
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def record_line(record: dict) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+class Journal:
+    """The raw call logs: one JSONL file per model x regime (x budget x sample away from the defaults),
+    appended and fsynced per call."""
+
+    def __init__(self, run_dir: Path):
+        self.raw_dir = run_dir / "raw"
+        self._locks: dict[Path, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> Path:
+        return self.raw_dir / f"{safe_name(model)}_{regime}{variant_suffix(budget, sample, '_')}.jsonl"
+
+    def _lock_for(self, path: Path) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(path, threading.Lock())
+
+    def append(self, record: dict, path: Path | None = None) -> bytes:
+        """Append one record as a line and fsync it; the line written."""
+        path = path or self.path(record["model"], record["regime"], *record_variant(record))
+        line = record_line(record)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                with self._lock_for(path):          # one whole line per write, never interleaved
+                    written = 0
+                    while written < len(line):
+                        written += os.write(fd, line[written:])
+                os.fsync(fd)                         # outside the lock: concurrent cells share the disk flush
+            finally:
+                os.close(fd)
+        except OSError as err:
+            if is_disk_full(err):                    # a torn line is quarantined on resume
+                raise DiskFull(path) from None
+            raise
+        return line
+
+    def repair(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> str | None:
+        """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
+        keep the readable ones in order; say what was done."""
+        path = self.path(model, regime, budget, sample)
+        if not path.exists():
+            return None
+        data = path.read_bytes()
+        lines = data.splitlines(keepends=True)
+        bad = [i for i, line in enumerate(lines) if not line.endswith(b"\n") or parse_record_line(line) is None]
+        if not bad:
+            return None
+        self._quarantine(path, [lines[i] for i in bad])
+        write_atomic(path, b"".join(line for i, line in enumerate(lines) if i not in set(bad)))
+        where = ", ".join(str(i + 1) for i in bad[:5]) + (" ..." if len(bad) > 5 else "")
+        return f"{path.name}: moved {len(bad)} torn or unreadable line(s) (line {where}) to {path.name}.quarantine"
+
+    def drop(self, cell: Cell, kinds: set[str]) -> int:
+        """Move the records of these calls of one cell to the quarantine file; how many were moved."""
+        path = self.path(cell.model, cell.regime, cell.budget, cell.sample)
+        episode = cell.episode
+        lines = path.read_bytes().splitlines(keepends=True) if path.exists() else []
+        moved = [line for line in lines if (lambda r: r is not None and r.get("episode") == episode
+                                            and r.get("kind") in kinds)(parse_record_line(line))]
+        if moved:
+            self._quarantine(path, moved)
+            write_atomic(path, b"".join(line for line in lines if line not in moved))
+        return len(moved)
+
+    @staticmethod
+    def _quarantine(path: Path, lines: list[bytes]) -> None:
+        with open(path.with_name(path.name + ".quarantine"), "ab") as fh:
+            fh.write(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def unreadable_lines(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[int]:
+        """Line numbers (1-based) that are not a readable record."""
+        path = self.path(model, regime, budget, sample)
+        if not path.exists():
+            return []
+        lines = path.read_bytes().splitlines(keepends=True)
+        return [i + 1 for i, line in enumerate(lines)
+                if not line.endswith(b"\n") or parse_record_line(line) is None]
+
+    def read(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[dict]:
+        """Every readable record of this model, regime, budget and sample, in file order."""
+        path = self.path(model, regime, budget, sample)
+        if not path.exists():
+            return []
+        records = []
+        with open(path, "rb") as fh:
+            for line in fh:
+                record = parse_record_line(line)
+                if record is not None and record.get("model") == model and record.get("regime") == regime \
+                        and record_variant(record) == (budget, sample):
+                    records.append(record)
+        return records
+
+    def cell_records(self, model: str, regime: str, budget: int = DEFAULT_BUDGET,
+                     sample: int = 0) -> dict[int, dict[str, dict]]:
+        """episode -> kind -> the first record of that call (a retried or repeated call counts once)."""
+        cells: dict[int, dict[str, dict]] = {}
+        for record in self.read(model, regime, budget, sample):
+            cells.setdefault(record.get("episode"), {}).setdefault(record.get("kind"), record)
+        return cells
+
+
+def parse_record_line(line: bytes) -> dict | None:
+    """One journal line as a record, or None when it is not a readable JSON object."""
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def records_digest(records: list[dict], written: dict | None = None) -> str:
+    """sha256 of a cell's records as journalled lines; `written` maps id(record) to (record, line) for the
+    records this process journalled itself, whose lines need not be serialized a second time."""
+    written = written or {}
+
+    def line_of(record: dict) -> bytes:
+        hit = written.get(id(record))
+        return hit[1] if hit is not None and hit[0] is record else record_line(record)
+
+    return sha256_bytes(b"".join(line_of(r) for r in records))
+
+
+class RunLock:
+    """One runner per folder: <run>/.lock, holding the owner's process id.
+
+    Where the platform has fcntl (POSIX) or msvcrt (Windows), the operating system holds the lock and drops
+    it when the holder dies, so it is never stale. Elsewhere the lock is the file itself, created exclusively;
+    a lock file whose process is gone is stale and is taken over.
+    """
+
+    MSVCRT_OFFSET = 1 << 20             # msvcrt locks a byte past the process id, so a refused runner can read it
+
+    def __init__(self, run_dir: Path):
+        self.path = run_dir / ".lock"
+        self.fd: int | None = None
+        self.method = "fcntl" if fcntl else "msvcrt" if msvcrt else "exclusive file"
+        self.owns_file = False
+
+    def acquire(self) -> None:
+        if self.method == "exclusive file":
+            self._acquire_file()
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        try:
+            if fcntl:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.lseek(fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            os.lseek(fd, 0, os.SEEK_SET)
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            self._refuse(holder)
+        if fcntl:
+            os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, str(os.getpid()).encode("ascii").ljust(20))   # padded: msvcrt cannot truncate under a lock
+        self.fd = fd
+
+    def _acquire_file(self) -> None:
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+            except FileExistsError:
+                holder = self._holder_of_file()
+                if holder is None:
+                    continue                    # stale, removed: try again
+                self._refuse(holder)
+            try:
+                os.write(fd, str(os.getpid()).encode("ascii"))
+            finally:
+                os.close(fd)
+            self.owns_file = True
+            return
+        self._refuse("unknown")
+
+    def _holder_of_file(self) -> str | None:
+        """The live holder of an existing lock file, or None after removing a stale one."""
+        try:
+            text = self.path.read_text(encoding="ascii", errors="replace").strip()
+            age_s = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if text.isdigit() and process_alive(int(text)):
+            return text
+        if not text.isdigit() and age_s < 10:
+            return "unknown"                    # being written by a runner that has just started
+        try:
+            self.path.unlink()                  # left by a runner that died
+        except FileNotFoundError:
+            pass
+        return None
+
+    def _refuse(self, holder: str):
+        raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait for it "
+                         f"to finish or stop it, or use --out for a separate run (if no runner is running, "
+                         f"remove {self.path})")
+
+    def release(self) -> None:
+        if self.fd is not None:
+            if fcntl:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            else:
+                os.lseek(self.fd, self.MSVCRT_OFFSET, os.SEEK_SET)
+                msvcrt.locking(self.fd, msvcrt.LK_UNLCK, 1)
+            os.close(self.fd)
+            self.fd = None
+        if self.owns_file:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            self.owns_file = False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process id is in use; where that cannot be asked safely, assume it is."""
+    if pid == os.getpid():
+        return True
+    if os.name != "posix":
+        return True                             # os.kill on Windows would end the process, not probe it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+# Studies that run on a runner of their own register here why the shared commands do not read their folders:
+# protocol id -> (folder) -> the one-line message naming the commands that do.
+FOLDERS_OF_OWN_RUNNERS: dict[str, Callable[[str], str]] = {}
+
+
+class Manifest:
+    """The run ledger, rewritten atomically; thread-safe."""
+
+    def __init__(self, path: Path, data: dict):
+        self.path = path
+        self.data = data
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path) -> "Manifest":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
+                             f"changed; restore it from a backup, or start a separate run in a new folder") from None
+        own = FOLDERS_OF_OWN_RUNNERS.get((data.get("lock") or {}).get("study")) if isinstance(data, dict) else None
+        if own is not None:
+            raise PilotError(own(display_path(path.parent)))
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
+            raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
+                             f"restore it, or start a separate run in a new folder")
+        return cls(path, data)
+
+    def save(self) -> None:
+        with self._lock:
+            self.data["updated_at"] = utc_now()
+            payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+            try:
+                write_atomic(self.path, payload)
+            except OSError as err:
+                if is_disk_full(err):
+                    raise DiskFull(self.path) from None
+                raise
+
+    def set_cell(self, key: str, entry: dict) -> None:
+        with self._lock:
+            self.data["cells"][key] = entry
+        self.save()
+
+    def cell(self, key: str) -> dict | None:
+        with self._lock:
+            return self.data["cells"].get(key)
+
+
+SCRIPTS_DIR = Path(__file__).resolve().parent.parent      # scripts/: the entry point and this package
+
+
+def runner_files() -> list[Path]:
+    """The files the code lock covers: scripts/run_pilot.py and every .py file of the package, in sorted path
+    order (caches skipped)."""
+    package = sorted(p for p in (SCRIPTS_DIR / "pilot").rglob("*.py") if "__pycache__" not in p.parts)
+    return [SCRIPTS_DIR / "run_pilot.py", *package]
+
+
+def runner_sha256() -> str:
+    """The code hash a resumed run is checked against: each file's path (from scripts/) and bytes, in order, so
+    that a change to any module, a new module or a renamed one changes it."""
+    digest = hashlib.sha256()
+    for path in runner_files():
+        data = read_canonical(path)
+        name = path.relative_to(SCRIPTS_DIR).as_posix().encode("utf-8")
+        digest.update(b"%d:%s\n%d:" % (len(name), name, len(data)) + data)
+    return digest.hexdigest()
+
+
+def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[str]:
+    """Every way the current settings differ from the ones a run folder was locked to: each field of the
+    Settings record, then each model's identity."""
+    diffs = []
+    for field in (f.name for f in dataclasses.fields(Settings)):
+        old, new = recorded.get(field), current.get(field)
+        # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
+        same = server_identity(old) == server_identity(new) if field == "base_url" else \
+            canonical_json(old) == canonical_json(new)
+        if field not in ignore and not same:
+            diffs.append(f"{field} ({short(old)} -> {short(new)})")
+    for model, info in current.get("models", {}).items():
+        old = recorded.get("models", {}).get(model)
+        if old and old.get("digest") != info.get("digest"):
+            diffs.append(f"model {model} digest ({short(old.get('digest'))} -> {short(info.get('digest'))}: "
+                         f"re-pulled under the same tag)")
+        elif old and old.get("fingerprint") != info.get("fingerprint"):
+            diffs.append(f"model {model} as the server describes it ({short(old.get('fingerprint'))} -> "
+                         f"{short(info.get('fingerprint'))}: another model behind the same id)")
+    return diffs
+
+
+def short(value: Any) -> str:
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text[:12] if re.fullmatch(r"[0-9a-f]{64}", text or "") else text[:80]
+
+
+def recorded_study(run_dir: Path) -> str | None:
+    """The study a run folder's manifest records (the default study when it names none); None without a manifest."""
+    path = run_dir / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        return folder_study(json.loads(path.read_text(encoding="utf-8"))).name
+    except (OSError, ValueError, AttributeError, PilotError):
+        return None

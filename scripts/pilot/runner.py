@@ -1,0 +1,647 @@
+"""Runner (PROTOCOL.md section 2, cascade): cells, retries, resume, concurrency, progress and the determinism
+probe. A cell is one cascade and then independent probes; its study plans its calls and writes their messages,
+and every call is journalled before the next one is sent."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import random
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Any, Callable, Iterable
+
+from .bank import call_stage
+from .inputs import regime_from_record
+from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
+    DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RETRIES, DiskFull,
+    FatalCallError, MAX_RETRY_AFTER_S, NUM_CTX, PilotError, Regime, RunInterrupted, ServerGone, Settings, Study,
+    TransientError, folder_study, utc_now)
+from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
+    variant_suffix)
+from .transport import redact_url
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = DEFAULT_RETRIES
+    backoff_base_s: float = DEFAULT_BACKOFF_BASE_S
+    backoff_cap_s: float = DEFAULT_BACKOFF_CAP_S
+    give_up_after_s: float = DEFAULT_GIVE_UP_AFTER_S
+
+    def delay(self, attempt: int, retry_after: float | None, jitter: random.Random) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_RETRY_AFTER_S)
+        # the exponent is bounded: an unreachable server is retried until --give-up-after, not --retries
+        return jitter.uniform(0.5, 1.0) * min(self.backoff_cap_s, self.backoff_base_s * 2 ** min(attempt - 1, 60))
+
+
+class RunAborted(PilotError):
+    """A failure every later call would share (unknown model, bad credentials): stop the run."""
+
+
+class ServerWatch:
+    """How long the server has been unreachable across consecutive calls; any reply resets the clock."""
+
+    def __init__(self):
+        self.unreachable_since: float | None = None
+        self._lock = threading.Lock()
+
+    def answered(self) -> None:
+        with self._lock:
+            self.unreachable_since = None
+
+    def unreachable_for(self) -> float:
+        """Seconds since the first of the current run of unreachable calls (starting the clock if needed)."""
+        with self._lock:
+            now = time.monotonic()
+            if self.unreachable_since is None:
+                self.unreachable_since = now
+            return now - self.unreachable_since
+
+
+def format_seconds(seconds: float, round_up: bool = False) -> str:
+    if seconds < 1:
+        return f"{max(seconds, 0.0):.1f} s"
+    return f"{math.ceil(seconds) if round_up else round(seconds)} s"
+
+
+def describe_retry(label: str, retry: dict, now: float) -> str:
+    """One line on a call that waits to be retried: what, why, which attempt, and when."""
+    wait_s = retry["next_at"] - now
+    when = f"next in {format_seconds(wait_s, round_up=True)}" if wait_s > 0 else "sent again, waiting for the reply"
+    if retry["unreachable_s"] is not None:
+        attempt = (f"attempt {retry['attempt']}, server unreachable for {format_seconds(retry['unreachable_s'])} "
+                   f"of {retry['give_up_after_s']:g} s")
+    else:
+        attempt = f"attempt {retry['attempt']}/{retry['attempts']}"
+    verb = "waiting for the model to load:" if retry["loading"] else "retrying"
+    return f"{verb} {label}: {retry['reason']} ({attempt}, {when})"
+
+
+class Progress:
+    """Cells and calls done, rate, ETA, failures and retries on stderr; one live line on a terminal.
+
+    Off a terminal a plain line comes every interval in every state (a ticker thread repeats it while
+    all workers wait on retries), and each retry gets its own line. The rate's clock starts at the first
+    reply, so the wait for a model to load does not skew the ETA.
+    """
+
+    def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
+                 quiet: bool = False, stream=None, interval_s: float = 5.0):
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.total_cells, self.total_calls = total_cells, total_calls
+        self.done_cells, self.done_calls = done_cells, done_calls
+        self.sent_calls, self.failed_cells = 0, 0
+        self.started = time.monotonic()
+        self.first_reply_at: float | None = None
+        self.calls_since_first_reply = 0
+        self.retries: dict[str, dict] = {}      # call label -> the retry it waits for
+        self.interval_s = interval_s
+        self._last_print = 0.0
+        self._lock = threading.Lock()
+        self._ticker_stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def line(self) -> str:
+        now = time.monotonic()
+        left = self.total_calls - self.done_calls
+        rate = 0.0
+        if self.first_reply_at is not None:
+            rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
+        if left <= 0:
+            eta = "0 min"
+        elif rate > 0:
+            eta = f"{left / rate:.1f} min"
+        elif self.first_reply_at is None and any(r["unreachable_s"] is not None for r in self.retries.values()):
+            eta = "unknown (no reply yet)"
+        elif self.first_reply_at is None:
+            eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
+        else:
+            eta = "unknown"
+        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
+                f"{rate:.1f} calls/min, ETA {eta}, failed cells {self.failed_cells}")
+        if self.retries:
+            label, retry = next(iter(self.retries.items()))
+            text += "; " + describe_retry(label, retry, now)
+            if len(self.retries) > 1:
+                text += f"; {len(self.retries) - 1} more call(s) waiting to retry"
+        return text
+
+    def update(self, calls: int = 0, cells: int = 0, failed: int = 0, force: bool = False) -> None:
+        with self._lock:
+            self.done_calls += calls
+            self.sent_calls += calls
+            self.done_cells += cells
+            self.failed_cells += failed
+            if calls and self.first_reply_at is None:
+                self.first_reply_at = time.monotonic()
+                calls -= 1
+            self.calls_since_first_reply += calls
+            self._show(force)
+
+    def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
+                 unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
+        """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
+        with self._lock:
+            retry = {"reason": reason, "attempt": attempt, "attempts": attempts, "next_at": time.monotonic() + delay_s,
+                     "loading": loading, "unreachable_s": unreachable_s, "give_up_after_s": give_up_after_s}
+            self.retries[label] = retry
+            if self.quiet:
+                return
+            if self.tty:
+                self._show(False)
+            else:
+                self.stream.write(describe_retry(label, retry, time.monotonic()) + "\n")
+                self.stream.flush()
+
+    def retry_over(self, label: str) -> None:
+        with self._lock:
+            self.retries.pop(label, None)
+
+    def _show(self, force: bool) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write("\r" + self.line() + " " * 4)
+            if force:
+                self.stream.write("\n")
+        elif force or now - self._last_print >= self.interval_s:
+            self.stream.write(self.line() + "\n")
+            self._last_print = now
+        else:
+            return
+        self.stream.flush()
+
+    def _tick(self) -> None:
+        period = 1.0 if self.tty else max(self.interval_s, 0.2)
+        while not self._ticker_stop.wait(period):
+            with self._lock:
+                self._show(False)
+
+    def __enter__(self):
+        if not self.quiet:
+            self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._ticker_stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        return False
+
+
+class CallSlots:
+    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
+    not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
+    before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
+    slot wakes one waiter, never all of them (up to 3N threads may wait)."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self.urgent_waiting = 0
+        self._lock = threading.Lock()
+        self._urgent = threading.Condition(self._lock)
+        self._other = threading.Condition(self._lock)
+
+    def acquire(self, urgent: bool) -> None:
+        with self._lock:
+            if urgent:
+                self.urgent_waiting += 1
+                try:
+                    while self.free == 0:
+                        self._urgent.wait()
+                finally:
+                    self.urgent_waiting -= 1
+            else:
+                while self.free == 0 or self.urgent_waiting:
+                    self._other.wait()
+            self.free -= 1
+            self._wake()
+
+    def release(self) -> None:
+        with self._lock:
+            self.free += 1
+            self._wake()
+
+    def _wake(self) -> None:
+        if self.free:
+            (self._urgent if self.urgent_waiting else self._other).notify()
+
+    @contextlib.contextmanager
+    def held(self, urgent: bool):
+        self.acquire(urgent)
+        try:
+            yield
+        finally:
+            self.release()
+
+
+@dataclasses.dataclass
+class RunContext:
+    backend: Any
+    journal: Journal
+    manifest: Manifest
+    tasks: dict
+    config: Settings
+    runner_sha256: str
+    policy: RetryPolicy
+    stop: threading.Event
+    progress: Progress
+    done: dict          # (model, regime, budget, sample) -> episode -> kind -> record, read back at start
+    regimes: dict       # name -> Regime: the regimes of this run
+    study: Study        # whose cells these are: it plans each cell's calls and writes their messages
+    jitter: random.Random = dataclasses.field(default_factory=random.Random)
+    watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
+    slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
+    answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
+    written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
+    written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+
+def sample_seed(sample: int) -> int:
+    """The sampling seed of repeated sample k (sample 0 is the pre-registered seed)."""
+    return CALL_SEED + sample
+
+
+def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
+                      urgent: bool = False) -> tuple[ChatResponse, dict, int, float]:
+    """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
+
+    A server that answers with an error is retried --retries times. A server that does not answer at all
+    (refused, reset, timed out) is retried until it has been unreachable, across consecutive calls, for
+    --give-up-after seconds; then the run stops (ServerGone) and the cell is left unfinished, not FAILED.
+    """
+    policy = ctx.policy
+    attempt = 0
+    try:
+        while True:
+            attempt += 1
+            try:
+                with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
+                    started = time.monotonic()
+                    response, wire = ctx.backend.chat(request)
+            except FatalCallError:
+                ctx.watch.answered()
+                raise
+            except TransientError as err:
+                unreachable_s = None
+                delay = policy.delay(attempt, err.retry_after, ctx.jitter)
+                if err.unreachable:
+                    unreachable_s = ctx.watch.unreachable_for()
+                    left_s = policy.give_up_after_s - unreachable_s
+                    if left_s <= 0:
+                        raise ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has not answered for "
+                                         f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
+                                         f"{err.reason})") from None
+                    delay = min(delay, left_s)
+                else:
+                    ctx.watch.answered()
+                    if attempt > policy.retries:
+                        raise TransientError(f"gave up after {attempt} attempts: {err}") from None
+                ctx.progress.retrying(label, err.reason, attempt + 1, policy.retries + 1, delay, err.loading,
+                                      unreachable_s, policy.give_up_after_s)
+                if ctx.stop.wait(delay):
+                    raise RunInterrupted("interrupted while waiting to retry") from None
+            else:
+                ctx.watch.answered()
+                return response, wire, attempt, time.monotonic() - started
+    finally:
+        ctx.progress.retry_over(label)
+
+
+def run_cell(ctx: RunContext, cell: Cell) -> str:
+    """Run (or finish) one cell; every call is journalled before the next is sent."""
+    regime = ctx.regimes[cell.regime]
+    episode = ctx.tasks["episodes"][cell.episode]
+    done = ctx.done.get((cell.model, cell.regime, cell.budget, cell.sample), {}).get(cell.episode, {})
+    key = cell_key(*cell)
+    entry = {"model": cell.model, "regime": cell.regime, "episode": cell.episode}
+    if cell.budget != DEFAULT_BUDGET or cell.sample:
+        entry.update(budget=cell.budget, sample=cell.sample)
+    state = registry = ""
+    plan = ctx.study.plan_calls(regime, episode, cell.budget)
+    records = {}
+
+    def call(spec: CallSpec) -> dict:
+        record = done.get(spec.kind)
+        if record is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            record = make_call(ctx, cell, spec, ctx.study.build_messages(regime, episode, spec, state, registry))
+        records[spec.kind] = record
+        return record
+
+    try:
+        # The cascade, strictly in order: compactions, sidecar registry updates and judge calls, each fed by the last.
+        for spec in plan:
+            if spec.stage == "answer":
+                continue
+            reply = call(spec)["response"]
+            if spec.is_compaction:
+                state = reply
+            elif spec.stage == "extraction":
+                registry = reply
+        # The answers see only the final state (R0: the transcript), so they are independent: they fan out.
+        fan_out(ctx, call, [spec for spec in plan if spec.stage == "answer"])
+    except (TransientError, FatalCallError) as err:
+        with ctx.written_lock:
+            for record in records.values():
+                ctx.written.pop(id(record), None)
+        ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
+                                    "updated_at": utc_now()})
+        ctx.progress.update(failed=1)
+        if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
+            raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
+        return "FAILED"
+    ordered = [records[spec.kind] for spec in plan]
+    with ctx.written_lock:
+        written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
+    ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
+                                "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
+    ctx.progress.update(cells=1)
+    return "COMPLETE"
+
+
+def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
+    """Run independent calls of one cell at once on the shared answer pool (one by one without it); every call
+    is waited for, then the first failure in plan order is raised, so a cell fails the same way at every N."""
+    if ctx.answer_pool is None or len(specs) < 2:
+        for spec in specs:
+            call(spec)
+        return
+    if ctx.config.prompt_cache == "on":
+        call(specs[0])          # alone first: the rest can reuse its cached prompt prefix (R0: the whole transcript)
+        specs = specs[1:]
+    futures = [ctx.answer_pool.submit(call, spec) for spec in specs]
+    wait(futures)
+    for future in futures:
+        future.result()
+
+
+def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
+    request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
+                          context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(cell.sample),
+                          thinking_off=True)
+    label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label, urgent=spec.is_compaction)
+    record = {
+        "kind": spec.kind, "stage": spec.stage, "model": cell.model, "regime": cell.regime,
+        "episode": cell.episode, "messages": messages, "response": response.text, "thinking": response.reasoning,
+        "prompt_eval_count": response.prompt_tokens, "eval_count": response.output_tokens,
+        "done_reason": response.stop_reason, "wall_s": round(wall_s, 4), "attempt": attempts,
+        "utc": utc_now(), "backend": ctx.config.backend, "request": wire, "timings": response.timings,
+        "meta": response.raw_meta, "config_sha256": ctx.config.sha256(), "runner_sha256": ctx.runner_sha256,
+        "server_work": response.server_work, "prompt_cache": ctx.config.prompt_cache,
+    }
+    if cell.budget != DEFAULT_BUDGET or cell.sample:
+        record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
+    record["segment" if spec.segment is not None else "question_id"] = \
+        spec.segment if spec.segment is not None else spec.question_id
+    line = ctx.journal.append(record)
+    with ctx.written_lock:
+        ctx.written[id(record)] = (record, line)     # for the cell's digest; released when the cell ends
+    ctx.progress.update(calls=1)
+    return record
+
+
+DEFAULT_RECHECK = 8                     # journalled calls re-sent by the determinism probe after the cells finish
+
+RECHECK_SEED = CALL_SEED                # which ones: chosen by this seed among the calls of the complete cells
+
+RECHECK_FILE = "recheck.jsonl"
+
+
+def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cells: list[Cell]) -> list[dict]:
+    """The journalled calls of the complete cells among `cells`, in cell and plan order (a stable list to sample)."""
+    regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
+    logs: dict = {}
+    out = []
+    for cell in cells:
+        if not is_complete(manifest.data, cell):
+            continue
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        out += [records[spec.kind] for spec in study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode],
+                                                                cell.budget) if spec.kind in records]
+    return out
+
+
+def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
+    """The determinism probe (PROTOCOL.md section 6): re-send k journalled calls chosen by seed, exactly as they
+    were sent, and write each new reply beside the old one in raw/recheck.jsonl (the cell logs are never
+    touched); how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
+    chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
+    path = ctx.journal.raw_dir / RECHECK_FILE
+    done = {}
+    if path.exists():
+        for line in path.read_bytes().splitlines():
+            item = parse_record_line(line)
+            if item is not None:
+                done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind"),
+                                 record_variant(item)), item)
+    items = []
+    for first in chosen:
+        budget, sample = record_variant(first)
+        where = (first["model"], first["regime"], first["episode"], first["kind"], (budget, sample))
+        item = done.get(where)
+        if item is None:
+            if ctx.stop.is_set():
+                raise RunInterrupted("interrupted")
+            compaction = call_stage(first) == "compaction"
+            request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
+                                  max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
+                                  context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(sample),
+                                  thinking_off=True)
+            label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
+            response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+            item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
+                    "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
+                    "first_server_work": first.get("server_work"), "response": response.text,
+                    "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
+                    "attempt": attempts, "request": wire, "server_work": response.server_work,
+                    "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
+            if (budget, sample) != (DEFAULT_BUDGET, 0):
+                item.update(budget=budget, sample=sample)
+            ctx.journal.append(item, path)
+        items.append({"cell": cell_key(item["model"], item["regime"], item["episode"], budget, sample),
+                      "kind": item["kind"], "changed": bool(item["changed"])})
+    summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),
+               "prompt_cache": ctx.config.prompt_cache, "items": items, "file": f"raw/{RECHECK_FILE}"}
+    with ctx.manifest._lock:
+        ctx.manifest.data["recheck"] = summary
+    ctx.manifest.save()
+    return summary
+
+
+def recheck_pending(manifest: "Manifest", k: int) -> bool:
+    """Whether the determinism probe still has calls to send (it runs once the cells are complete)."""
+    recheck = manifest.data.get("recheck")
+    return bool(k) and (recheck is None or recheck.get("k") != k)
+
+
+def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
+    """The shards' determinism probes as one (each shard re-sent calls of its own cells); None if none ran."""
+    ran = [r for r in rechecks if r]
+    if not ran:
+        return None
+    return {"k": sum(r["k"] for r in ran), "seed": ran[0]["seed"], "sent": sum(r["sent"] for r in ran),
+            "changed": sum(r["changed"] for r in ran), "prompt_cache": ran[0].get("prompt_cache"),
+            "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
+
+
+def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
+    """Quarantine unreadable lines; then, in any cell that lost a record, quarantine every later call that
+    was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
+    notes = []
+    regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
+    for model, regime_name, budget, sample in journal_streams(manifest.data):
+        note = journal.repair(model, regime_name, budget, sample)
+        if not note:
+            continue
+        notes.append(note)
+        for episode_index, records in journal.cell_records(model, regime_name, budget, sample).items():
+            if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
+                continue
+            cell = Cell(model, regime_name, episode_index, budget, sample)
+            plan = study.plan_calls(regimes[regime_name], tasks["episodes"][episode_index], budget)
+            lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
+            if lost is None:
+                continue
+            stale = {spec.kind for spec in plan[lost + 1:] if spec.kind in records} \
+                if plan[lost].stage != "answer" else set()
+            if stale:
+                journal.drop(cell, stale)
+            key = cell_key(*cell)
+            if is_complete(manifest.data, cell):
+                reason = f"lost {plan[lost].kind} to an unreadable line; re-run from {plan[lost].kind}"
+                entry = dict(manifest.cell(key), status="FAILED", n_calls=lost, reason=reason, updated_at=utc_now())
+                entry.pop("records_sha256", None)
+                manifest.set_cell(key, entry)
+                manifest.data["amendments"].append({"at": utc_now(), "what": f"cell {key} reopened: {reason}"})
+                notes.append(f"cell {key} {reason}")
+    if notes:
+        manifest.save()
+    return notes
+
+
+def run_regimes(manifest: dict) -> dict[str, Regime]:
+    """The regimes of a run as its manifest records them (built-in definitions for older manifests)."""
+    recorded = manifest.get("regime_definitions") or {}
+    built_in = folder_study(manifest).regimes
+    return {name: regime_from_record(recorded[name]) if name in recorded else built_in[name]
+            for name in manifest["regimes"]}
+
+
+def run_budgets(manifest: dict) -> list[int]:
+    return list(manifest.get("budgets") or [DEFAULT_BUDGET])
+
+
+def run_samples(manifest: dict) -> int:
+    return int(manifest.get("samples") or 1)
+
+
+def journal_streams(manifest: dict) -> list[tuple[str, str, int, int]]:
+    """Every raw log of a run: (model, regime, budget, sample)."""
+    return [(m, r, b, s) for b in run_budgets(manifest) for s in range(run_samples(manifest))
+            for m in manifest["models"] for r in manifest["regimes"]]
+
+
+def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int,
+              budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
+    """Every cell of a run in its canonical order (the order shards are cut from)."""
+    return [Cell(m, r, e, b, s) for b in budgets for s in range(samples)
+            for m in models for r in regimes for e in range(n_episodes)]
+
+
+def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
+    """Shard I of N: every N-th cell starting at I-1; the N shards are disjoint and cover every cell."""
+    if not shard:
+        return list(cells)
+    index, count = shard
+    return [c for i, c in enumerate(cells) if i % count == index - 1]
+
+
+def calls_per_cell(regime: Regime, n_segments: int, n_questions: int) -> int:
+    return (n_segments if regime.compacts else 0) + n_questions
+
+
+def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
+    """Run the given cells, up to `concurrency` at once; calls within a cell stay in order."""
+    outcome = {"COMPLETE": 0, "FAILED": 0}
+    pending = list(cells)
+    if concurrency > 1:
+        # Longest cells first, so that no worker is left alone with a long cell at the end; the
+        # order changes no output (each cell depends only on its own calls).
+        episodes = ctx.tasks["episodes"]
+        pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime], len(episodes[c.episode]["segments"]),
+                                                   len(episodes[c.episode]["questions"])))
+    abort: list[PilotError] = []
+    # Up to N cells run their cascades; their answers fan out on a pool of 2N threads, so that while some calls'
+    # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
+    answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
+        if concurrency > 1 else None
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
+    open_cells = concurrency if concurrency == 1 else 2 * concurrency
+    with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
+            answer_pool or contextlib.nullcontext():
+        running = set()
+        while pending or running:
+            while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
+                running.add(pool.submit(run_cell, ctx, pending.pop(0)))
+            if not running:
+                break
+            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    outcome[future.result()] += 1
+                except RunInterrupted:
+                    pass
+                except (RunAborted, ServerGone, DiskFull) as err:
+                    abort.append(err)
+                    ctx.stop.set()
+    ctx.progress.update(force=True)
+    if abort:
+        raise abort[0]
+    if ctx.stop.is_set():
+        raise RunInterrupted("stopped by signal")
+    return outcome
+
+
+class StopOnSignal:
+    """First Ctrl-C or SIGTERM: stop sending new calls. Second: drop the calls in flight at once."""
+
+    def __init__(self, stop: threading.Event, on_hard_stop: Callable[[], None]):
+        self.stop = stop
+        self.on_hard_stop = on_hard_stop
+        self.previous: dict = {}
+
+    def _handle(self, signum, frame):
+        if self.stop.is_set():
+            self.on_hard_stop()
+            return
+        self.stop.set()
+        sys.stderr.write("\nstopping: no new calls will be sent; waiting for the calls in flight "
+                         "(press Ctrl-C again to drop them)\n")
+        sys.stderr.flush()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False

@@ -1,0 +1,467 @@
+"""SC-001, analysis (protocol/CONSTRAINTS.md sections 4 to 6): forced-choice scoring, retention of the instruction
+in each final state, compliance, effect retention and the sidecar, analysis.md and the headline."""
+from __future__ import annotations
+
+import collections
+import random
+import re
+from typing import Iterable
+
+from ..bank import PROBE_KINDS, ProbeKind, checked_cells, is_primary, regime_summary, score_probe
+from ..inputs import task_set_summary
+from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
+    TEMPERATURE, is_simulated)
+from ..reports import fmt_p, fmt_rate, md_table, pct
+from ..runfolder import Journal
+from ..runner import all_cells, run_budgets, run_regimes, run_samples
+from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
+from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_PROTOCOL_ID, SC_SIDECAR_PAIRS,
+    sc_upper_bound)
+
+
+CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
+
+LENIENT_CHOICE_PATTERN = re.compile(r"^[\s*_`]*(?:CHOICE|ANSWER|OPTION)?[\s*_`:]*\(?([AB])(?:[).:\s*]|$)",
+                                    re.IGNORECASE)
+
+SC_CLASSES = ("compliant", "violating", "no_answer")
+
+
+def parse_choice(reply: str) -> str | None:
+    """The letter of the last `CHOICE: A` or `CHOICE: B` line; None when there is none."""
+    found = CHOICE_PATTERN.findall(reply or "")
+    return found[-1].upper() if found else None
+
+
+def parse_choice_lenient(reply: str) -> str | None:
+    """Diagnostic only: a reply that opens with a bare A or B (`B)`, `**A**`, `Answer: B`)."""
+    match = LENIENT_CHOICE_PATTERN.match(reply or "")
+    return match.group(1).upper() if match else None
+
+
+def classify_choice(answer: str | None, question: dict) -> str:
+    if answer is None:
+        return "no_answer"
+    return "compliant" if answer == question["truth"] else "violating"
+
+
+PROBE_KINDS["forced_choice"] = ProbeKind("forced_choice", SC_CHOICE_RULE, parse_choice, parse_choice_lenient,
+                                         lambda answer, question, conflation: classify_choice(answer, question),
+                                         SC_CLASSES, correct_class="compliant", omission_class="no_answer",
+                                         choices=("A", "B"))
+
+
+def read_constraints_section(state: str) -> str:
+    """The text of a typed block's `constraints:` section (the rest of its heading line included), up to the
+    next typed heading; empty when the block has none."""
+    lines, inside = [], False
+    for line in (state or "").splitlines():
+        bare = re.sub(r"^[\s#*_`-]*", "", line).lower()
+        heading = re.match(r"(constraints|values|combined|relations|notes)[\s*_`]*(?::|$)", bare)
+        if heading:
+            inside = heading.group(1) == "constraints"
+            rest = bare[heading.end():].strip()
+            if inside and rest:
+                lines.append(rest)
+            continue
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def normalize_for_terms(text: str) -> str:
+    return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
+
+
+def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
+    """The deterministic retention rule: every key term of the instruction appears in the text (case and
+    spacing ignored). Known failure modes: a paraphrase without the terms is missed; terms present for
+    another reason count as kept (see CONSTRAINTS.md section 4)."""
+    norm = normalize_for_terms(text)
+    return all(normalize_for_terms(term) in norm for term in key_terms)
+
+
+JUDGE_PATTERN = re.compile(r"JUDGE[ \t]*:[ \t]*(YES|NO)\b", re.IGNORECASE)
+
+
+def parse_judge(reply: str) -> bool | None:
+    """The last `JUDGE: YES` or `JUDGE: NO`; None when the judge gave neither."""
+    found = JUDGE_PATTERN.findall(reply or "")
+    return found[-1].upper() == "YES" if found else None
+
+
+def score_constraint_retention(regime: Regime, state: str, registry: str | None, episode: dict) -> dict:
+    """Whether a final state (its constraints: section for a typed block) and, for the sidecar, its registry
+    still carry the instruction."""
+    terms = episode["constraint"]["key_terms"]
+    where = read_constraints_section(state) if regime.state_reader.startswith("section:") else state
+    in_state = carries_instruction(where, terms)
+    row = {"in_state": in_state, "method": "typed section" if regime.state_reader.startswith("section:")
+           else "key terms"}
+    if registry is not None:
+        row["in_registry"] = carries_instruction(registry, terms)
+    row["carried"] = in_state or bool(row.get("in_registry"))
+    return row
+
+
+def instance_factors(episode: dict) -> dict:
+    return {"constraint": episode["constraint"]["id"], "category": episode["constraint"]["category"],
+            "position": episode["position"], "framing": f"{episode['strength']}/{episode['scope']}"}
+
+
+def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+    """The constraints study's results.json: forced-choice probes, retention of every final state and the
+    registry, and every call's cost, from COMPLETE cells only (checked as score_bank checks them)."""
+    models = models or manifest["models"]
+    regimes = run_regimes(manifest)
+    n_episodes = manifest["n_episodes"]
+    probes, states, calls = [], [], []
+    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
+    complete = 0
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
+        complete += 1
+        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
+        factors = instance_factors(episode)
+        for spec in plan:
+            record = records[spec.kind]
+            calls.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
+                          "eval_count": record.get("eval_count"), "prompt_eval_count": record.get("prompt_eval_count"),
+                          "thinking_chars": len(record.get("thinking") or "")})
+            if spec.stage == "answer":
+                question = episode["questions"][spec.question_id - 1]
+                probe = {**base, **factors, **score_probe(record, question, [])}
+                probe["reply"] = record.get("response", "")[:300]
+                probes.append(probe)
+        if regime.compacts and regime.condition in ("with", "sidecar", None):
+            n = len(episode["segments"])
+            final_state = records[f"compact_{n}"]["response"]
+            registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
+            row = {**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
+                   "final_state": final_state, **({"registry": registry} if registry is not None else {})}
+            if regime.judge:
+                row["judge"] = parse_judge(records["judge"]["response"])
+            states.append(row)
+    lock = manifest.get("lock", {})
+    return {
+        "study": "constraints", "protocol": SC_PROTOCOL_ID,
+        "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
+        "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
+                                                 "path": manifest.get("tasks")},
+        "models": models, "regimes": list(regimes), "n_episodes": n_episodes,
+        "regime_definitions": {name: {**regime_summary(r), "condition": r.condition, "judge": r.judge}
+                               for name, r in regimes.items()},
+        "budgets": run_budgets(manifest), "samples": run_samples(manifest),
+        "temperature": lock.get("temperature", TEMPERATURE),
+        "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells),
+                  "expected_probes_per_cell": 1},
+        "probes": probes, "states": states, "calls": calls,
+        "compaction_stage": [], "compaction_tokens": {}, "example_states": [],
+        "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
+                "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
+                "extract_cap": SC_EXTRACT_NUM_PREDICT, "model_info": lock.get("models"), "shard": manifest.get("shard"),
+                **({"simulated": True} if is_simulated(manifest) else {})},
+    }
+
+
+SC_INFORMATIVE_MIN_FULL = 0.8          # a model below this with the full transcript does not follow the rule
+
+SC_INFORMATIVE_MIN_GAIN = 0.2          # FULL+ minus FULL- at least this: the instruction changes the choice
+
+SC_FACTORS = ("category", "position", "framing")
+
+
+def effect_retention(rows: list[tuple[bool, bool, bool]]) -> float | None:
+    """(c_comp - c_noSC) / (c_ub - c_noSC) over rows of (comp, noSC, ub) compliance; None unless c_ub > c_noSC.
+
+    The ratio measures how much of the instruction's effect survives compaction; where the instruction, even
+    appended verbatim, does not raise compliance above the model's prior, there is no effect to retain, and a
+    ratio of two non-positive differences (which can read 1.00) would claim what the bank does not show."""
+    if not rows:
+        return None
+    n = len(rows)
+    comp, none, ub = (sum(r[i] for r in rows) / n for i in range(3))
+    return (comp - none) / (ub - none) + 0.0 if ub > none else None
+
+
+def effect_retention_summary(rows: list[tuple[bool, bool, bool]], seed: int = BOOTSTRAP_SEED,
+                             replicates: int = BOOTSTRAP_REPLICATES) -> dict:
+    """Effect retention with a seeded percentile bootstrap over instances; replicates where it is undefined
+    (c_ub <= c_noSC) are left out and counted, and no interval is given when most are."""
+    point = effect_retention(rows)
+    rng = random.Random(seed)
+    values = []
+    for _ in range(replicates if rows else 0):
+        value = effect_retention([rows[rng.randrange(len(rows))] for _ in rows])
+        if value is not None:
+            values.append(value)
+    values.sort()
+    interval = (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]) \
+        if len(values) * 2 >= replicates and values else (None, None)
+    return {"er": point, "lo": interval[0], "hi": interval[1], "n": len(rows), "undefined_replicates":
+            (replicates - len(values)) if rows else None}
+
+
+def sc_index(probes: list[dict]) -> dict[tuple, bool]:
+    return {(p["model"], p["regime"], p["episode"]): p["class"] == "compliant" for p in probes}
+
+
+def sc_compliance(probes: list[dict]) -> dict:
+    return rate_summary(sum(p["class"] == "compliant" for p in probes), len(probes))
+
+
+def sc_effect_rows(index: dict, units: Iterable[tuple], regime: str) -> list[tuple[bool, bool, bool]]:
+    """Rows of (compacted, FULL-, upper bound) compliance for the (model, episode) units that have all three."""
+    ub = sc_upper_bound(regime)
+    rows = []
+    for model, episode in units:
+        keys = [(model, regime, episode), (model, "FULL-", episode), (model, ub, episode)]
+        if ub and all(k in index for k in keys):
+            rows.append(tuple(index[k] for k in keys))
+    return rows
+
+
+def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regimes: list[str]) -> list[str]:
+    reasons = []
+    needed = ("FULL+", "FULL-", *SC_CONFIRMATORY)
+    if not set(needed) <= set(regimes):
+        reasons.append(f"the bank lacks {', '.join(r for r in needed if r not in regimes)}")
+    if task_set is None:
+        reasons.append("no task set to check the probes against (pass --tasks FILE)")
+    elif task_set["kind"] != "pinned":
+        reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/constraints.json)")
+    if not complete:
+        reasons.append(f"partial bank: {results['cells']['complete']} of {results['cells']['expected']} cells")
+    n_task = len(task_set["tasks"]["episodes"]) if task_set else None
+    if n_task is not None and (results.get("n_episodes") or 0) < n_task:
+        reasons.append(f"smoke run: {results.get('n_episodes')} of the {n_task} pre-registered instances")
+    if results.get("temperature", TEMPERATURE) != TEMPERATURE:
+        reasons.append(f"temperature {results.get('temperature')} is not the pre-registered {TEMPERATURE:g}")
+    if is_simulated(results):
+        reasons.append("simulated: the answers come from a stand-in model, not a language model")
+    return reasons
+
+
+def analyze_constraints(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
+    """Every number of the constraints study's analysis.md, RESULTS.md and figures, from results.json alone
+    (and the task set the probes are checked against)."""
+    probes = [p for p in results["probes"] if is_primary(p)]
+    if task_set is not None:
+        tasks = task_set["tasks"]["episodes"]
+        bad = [p for p in probes if not 0 <= p["episode"] < len(tasks) or
+               tasks[p["episode"]]["questions"][0]["truth"] != p["truth"]]
+        if bad:
+            raise PilotError(f"{len(bad)} probe(s) disagree with the task set {task_set['path']} (first: "
+                             f"{bad[0]['regime']} instance {bad[0]['episode']}); analyze against the task file "
+                             f"the run used (--tasks)")
+    models, regimes = list(results["models"]), list(results["regimes"])
+    index = sc_index(probes)
+    units = sorted({(p["model"], p["episode"]) for p in probes})
+    by = collections.defaultdict(list)
+    for p in probes:
+        by[(p["model"], p["regime"])].append(p)
+        by[("pooled", p["regime"])].append(p)
+    groups = [*models, "pooled"] if len(models) > 1 else models
+    compliance = {m: {r: sc_compliance(by[(m, r)]) for r in regimes if by[(m, r)]} for m in groups}
+    classes = {m: {r: {c: sum(p["class"] == c for p in by[(m, r)]) for c in SC_CLASSES} for r in regimes
+                   if by[(m, r)]} for m in groups}
+    lenient = {m: {r: sum(1 for p in by[(m, r)] if p.get("lenient_answer")) for r in regimes if by[(m, r)]}
+               for m in groups}
+    effect = {}
+    for m in groups:
+        mine = [u for u in units if m == "pooled" or u[0] == m]
+        effect[m] = {r: effect_retention_summary(sc_effect_rows(index, mine, r)) for r in regimes
+                     if sc_upper_bound(r) in regimes and sc_effect_rows(index, mine, r)}
+    retention = {}
+    for m in groups:
+        for r in regimes:
+            rows = [s for s in results.get("states", []) if s["regime"] == r and (m == "pooled" or s["model"] == m)
+                    and is_primary(s)]
+            if rows:
+                entry = {"state": rate_summary(sum(s["in_state"] for s in rows), len(rows)),
+                         "carried": rate_summary(sum(s["carried"] for s in rows), len(rows))}
+                if any("in_registry" in s for s in rows):
+                    entry["registry"] = rate_summary(sum(bool(s.get("in_registry")) for s in rows), len(rows))
+                judged = [s for s in rows if "judge" in s]
+                if judged:
+                    said = [s for s in judged if s["judge"] is not None]
+                    entry["judge"] = {"yes": rate_summary(sum(s["judge"] for s in said), len(said)),
+                                      "no_verdict": len(judged) - len(said),
+                                      "agreement": rate_summary(sum(s["judge"] == s["carried"] for s in said),
+                                                                len(said))}
+                retention.setdefault(m, {})[r] = entry
+    breakdowns = {}
+    for factor in SC_FACTORS:
+        levels = sorted({p[factor] for p in probes})
+        table = {}
+        for level in levels:
+            mine = [p for p in probes if p[factor] == level]
+            level_units = sorted({(p["model"], p["episode"]) for p in mine})
+            table[level] = {"compliance": {r: sc_compliance([p for p in mine if p["regime"] == r]) for r in regimes
+                                           if any(p["regime"] == r for p in mine)},
+                            "effect_retention": {r: effect_retention_summary(sc_effect_rows(index, level_units, r))
+                                                 for r in regimes if sc_upper_bound(r) in regimes
+                                                 and sc_effect_rows(index, level_units, r)}}
+        breakdowns[factor] = table
+    informative = []
+    for m in models:
+        full, none = compliance[m].get("FULL+"), compliance[m].get("FULL-")
+        if full and none and full["rate"] >= SC_INFORMATIVE_MIN_FULL and \
+                full["rate"] - none["rate"] >= SC_INFORMATIVE_MIN_GAIN:
+            informative.append(m)
+    sidecar = []
+    cost = collections.defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0})
+    for c in results.get("calls", []):
+        entry = cost[(c["model"], c["regime"], c["stage"])]
+        entry["calls"] += 1
+        entry["prompt_tokens"] += c.get("prompt_eval_count") or 0
+        entry["output_tokens"] += c.get("eval_count") or 0
+    for base, with_x in SC_SIDECAR_PAIRS:
+        if base not in regimes or with_x not in regimes:
+            continue
+        for m in models:
+            pairs = [(index[(m, base, e)], index[(m, with_x, e)]) for mm, e in units
+                     if mm == m and (m, base, e) in index and (m, with_x, e) in index]
+            extra = cost[(m, with_x, "extraction")]
+            own = cost[(m, base, "compaction")]
+            sidecar.append({"model": m, "base": base, "sidecar": with_x, "test": mcnemar_summary(pairs, base, with_x),
+                            "compliance": [compliance[m].get(base), compliance[m].get(with_x)],
+                            "effect_retention": [effect[m].get(base), effect[m].get(with_x)],
+                            "retention": [retention.get(m, {}).get(base), retention.get(m, {}).get(with_x)],
+                            "extra_calls": extra["calls"], "extra_prompt_tokens": extra["prompt_tokens"],
+                            "extra_output_tokens": extra["output_tokens"],
+                            "compaction_tokens": own["prompt_tokens"] + own["output_tokens"]})
+    first, second = SC_CONFIRMATORY
+    pairs = [(index[(m, first, e)], index[(m, second, e)]) for m, e in units
+             if m in informative and (m, first, e) in index and (m, second, e) in index]
+    test = mcnemar_summary(pairs, first, second) if pairs else None
+    cells = results.get("cells") or {}
+    complete = not cells.get("not_complete") and cells.get("complete", 0) > 0
+    reasons = sc_label_reasons(results, task_set, complete, regimes)
+    if results["probes"] and not probes:
+        reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first sample, the only ones "
+                          f"this analysis reads")
+    label = "UNINFORMATIVE" if not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
+    if test and test["p"] < ALPHA and test["c"] > test["b"]:
+        verdict = f"supported: {second} complied more often than {first} (exact McNemar p = {fmt_p(test['p'])})"
+    elif test and test["p"] < ALPHA:
+        verdict = f"falsified: {first} complied more often than {second} (exact McNemar p = {fmt_p(test['p'])})"
+    elif test:
+        verdict = f"not supported: no significant difference (exact McNemar p = {fmt_p(test['p'])})"
+    else:
+        verdict = "not tested: no informative model"
+    return {"study": "constraints", "protocol": SC_PROTOCOL_ID, "models": models, "groups": groups,
+            "regimes": regimes, "regime_definitions": results.get("regime_definitions", {}),
+            "label": label, "reasons": reasons, "complete": complete, "confirmatory": label == "CONFIRMATORY",
+            "coverage": {"complete_cells": cells.get("complete", 0), "expected_cells": cells.get("expected", 0)},
+            "compliance": compliance, "classes": classes, "lenient": lenient, "effect_retention": effect,
+            "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "informative": informative,
+            "confirmatory_test": {"first": first, "second": second, "models": informative, "test": test,
+                                  "verdict": verdict},
+            "n_instances": len({e for _, e in units}), "simulated": is_simulated(results),
+            "task_set": task_set_summary(task_set) if task_set else results.get("task_set")}
+
+
+SC_CONDITION_NAMES = {"with": "compacted, instruction said", "without": "no instruction (prior)",
+                      "upper_bound": "upper bound (appended)", "sidecar": "compacted + sidecar"}
+
+
+def fmt_er(summary: dict | None) -> str:
+    if not summary or summary.get("er") is None:
+        return "undefined (c_ub <= c_noSC: the instruction appended does not raise compliance)" if summary else "n/a"
+    interval = f" [{summary['lo']:.2f}, {summary['hi']:.2f}]" if summary.get("lo") is not None else " [no interval]"
+    return f"{summary['er']:.2f}{interval}"
+
+
+def render_constraints_headline(analysis: dict) -> str:
+    test = analysis["confirmatory_test"]
+    lead = "SIMULATED " if analysis.get("simulated") else ""
+    return f"{lead}{analysis['label']} ({SC_PROTOCOL_ID}, {test['second']} vs {test['first']}): {test['verdict']}"
+
+
+def render_constraints_md(analysis: dict) -> str:
+    """analysis.md of the constraints study: label, the four conditions, effect retention, retention, the
+    sidecar and the exploratory breakdowns."""
+    title = f"SIMULATED {SC_PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") \
+        else f"{SC_PROTOCOL_ID} analysis: do standing instructions survive compaction?"
+    out = [f"# {title}", "", f"**{render_constraints_headline(analysis)}**", ""]
+    if analysis["reasons"]:
+        out += ["Why this is not CONFIRMATORY:", ""] + [f"- {r}" for r in analysis["reasons"]] + [""]
+    if analysis["label"] == "UNINFORMATIVE":
+        out += [f"UNINFORMATIVE: no model followed the instructions with the full transcript (FULL+ compliance at "
+                f"least {SC_INFORMATIVE_MIN_FULL:.0%} and at least {SC_INFORMATIVE_MIN_GAIN:.0%} above FULL-), so "
+                f"there was nothing for compaction to lose. The numbers below are descriptive only.", ""]
+    test = analysis["confirmatory_test"]
+    out += ["## Confirmatory test (pre-registered)", "",
+            f"Compliance, {test['second']} against {test['first']}, paired by instance, exact two-sided McNemar, "
+            f"alpha {ALPHA}; informative models: {', '.join(test['models']) or 'none'}.", ""]
+    if test["test"]:
+        t = test["test"]
+        out += [md_table(["pairs", f"{test['first']} only compliant (b)", f"{test['second']} only compliant (c)",
+                          "p", "direction"], [[t["n_pairs"], t["b"], t["c"], fmt_p(t["p"]), t["direction"]]]), ""]
+    out += [f"Verdict: {test['verdict']}.", "", "Everything below is exploratory.", ""]
+    regimes = analysis["regimes"]
+    defs = analysis.get("regime_definitions", {})
+    out += ["## Compliance per condition (Wilson 95% intervals)", ""]
+    rows = []
+    for m in analysis["groups"]:
+        for r in regimes:
+            s = analysis["compliance"][m].get(r)
+            if s:
+                cls = analysis["classes"][m][r]
+                cond = SC_CONDITION_NAMES.get((defs.get(r) or {}).get("condition"), "full transcript, instruction "
+                                              "said") if (defs.get(r) or {}).get("context") != "transcript" else \
+                    ("full transcript, instruction said" if r == "FULL+" else "full transcript, no instruction")
+                rows.append([m, r, cond, fmt_rate(s), cls["violating"], cls["no_answer"],
+                             analysis["lenient"][m].get(r, 0)])
+    out += [md_table(["model", "regime", "condition", "compliance", "violating", "no answer",
+                      "no answer, lenient parse finds a letter"], rows), ""]
+    out += ["## Effect retention (c_comp - c_noSC) / (c_ub - c_noSC), 95% seeded bootstrap over instances", ""]
+    rows = [[m, r, sc_upper_bound(r), fmt_er(s), s["n"]] for m in analysis["groups"]
+            for r, s in analysis["effect_retention"].get(m, {}).items()]
+    out += [md_table(["model", "regime", "upper bound", "effect retention", "instances"], rows) if rows else
+            "No regime has its upper bound and FULL- in this bank.", ""]
+    out += ["## Retention: does the final state still carry the instruction? (deterministic rule)", ""]
+    rows = []
+    for m in analysis["groups"]:
+        for r, e in analysis["retention"].get(m, {}).items():
+            rows.append([m, r, fmt_rate(e["state"]), fmt_rate(e["registry"]) if "registry" in e else "-",
+                         fmt_rate(e["carried"])])
+    out += [md_table(["model", "regime", "in the state", "in the sidecar registry", "carried (either)"], rows)
+            if rows else "No compacted state in this bank.", ""]
+    def judged(rate: dict) -> str:
+        return fmt_rate(rate) if rate["n"] else "no verdict given"
+
+    rows = [[m, r, judged(e["judge"]["yes"]), e["judge"]["no_verdict"], judged(e["judge"]["agreement"])]
+            for m in analysis["groups"] for r, e in analysis["retention"].get(m, {}).items() if "judge" in e]
+    out += ["The model under test as a judge of retention (`--judge`), beside the rule:", "",
+            md_table(["model", "regime", "judge says kept", "no verdict", "agreement with the rule (carried)"], rows)
+            if rows else "No judge in this run (add --judge); retention is the deterministic rule only.", ""]
+    out += ["## The extractor sidecar: with and without", ""]
+    rows = []
+    for s in analysis["sidecar"]:
+        t = s["test"]
+        comp = [fmt_rate(c) if c else "n/a" for c in s["compliance"]]
+        ret = [fmt_rate(e["carried"]) if e else "n/a" for e in s["retention"]]
+        rows.append([s["model"], f"{s['base']} -> {s['sidecar']}", f"{comp[0]} -> {comp[1]}",
+                     f"{fmt_er(s['effect_retention'][0])} -> {fmt_er(s['effect_retention'][1])}",
+                     f"{ret[0]} -> {ret[1]}", f"b={t['b']}, c={t['c']}, p={fmt_p(t['p'])}",
+                     f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"])
+    out += [md_table(["model", "regimes", "compliance", "effect retention", "retention", "exact McNemar (exploratory)",
+                      "sidecar cost"], rows) if rows else "No sidecar regime in this bank.", ""]
+    for factor in SC_FACTORS:
+        table = analysis["breakdowns"][factor]
+        if not table:
+            continue
+        shown = [r for r in regimes if any(r in v["compliance"] for v in table.values())]
+        out += [f"## By {factor} (pooled over models; compliance, and effect retention for compacted regimes)", ""]
+        rows = []
+        for level, v in table.items():
+            row = [level]
+            for r in shown:
+                s = v["compliance"].get(r)
+                er = v["effect_retention"].get(r)
+                row.append((pct(s["rate"]) + f" ({s['k']}/{s['n']})" if s and s["n"] else "n/a") +
+                           (f", ER {fmt_er(er)}" if er is not None else ""))
+            rows.append(row)
+        out += [md_table([factor, *shown], rows), ""]
+    return "\n".join(out)

@@ -1,0 +1,386 @@
+"""XR-001, report (protocol/PROTOCOL.md section 5): analysis.md and the headline, from the analysis record only."""
+from __future__ import annotations
+
+from ..bank import CLASSES
+from ..gate import GATE_CATEGORIES
+from ..inputs import budget_words
+from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
+from ..reports import confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct
+from .xr001 import PROTOCOL_ID
+from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, evaluate_predictions
+
+
+def task_set_line(analysis: dict) -> str:
+    task_set = analysis.get("task_set")
+    if not task_set:
+        return "Task set: not checked (no task file given)."
+    kind = {"pinned": "the pre-registered task set", "external": "external task set",
+            "generated": "a generated task set that is not the pre-registered one"}[task_set["kind"]]
+    return f"Task set: {kind}, sha256 {task_set['sha256']} ({task_set['path']})."
+
+
+def status_banner(analysis: dict) -> str:
+    """The label first, then every reason for it and what it means; the same words in every output."""
+    label = analysis["label"]
+    cov = analysis["coverage"]
+    head = f"{label}: " if label == "CONFIRMATORY" else f"**{label}**: "
+    if label == "CONFIRMATORY":
+        head += (f"every pre-registered probe is present exactly once ({cov['complete_cells']} complete cells, "
+                 f"{cov['task_episodes']} episodes). ")
+    else:
+        head += "; ".join(analysis["label_reasons"]) + ". "
+    if analysis.get("simulated"):
+        head = ("**SIMULATED**: made by the built-in stand-in model (the `demo` command), not by a language "
+                "model; it shows what the tool writes and is never a result. " + head)
+    return head + label_consequence(label)
+
+
+def regime_header(analysis: dict, regime: str) -> str:
+    """A regime's column heading; exploratory regimes (not pre-registered) carry a star."""
+    return regime + ("*" if (analysis.get("definitions") or {}).get(regime, {}).get("exploratory") else "")
+
+
+def render_corruption_table(analysis: dict) -> str:
+    regimes = analysis["regimes"]
+    rows = [[m] + [fmt_rate(analysis["corruption"][m][r]) for r in regimes] for m in analysis["models"]]
+    rows.append(["pooled"] + [fmt_rate(analysis["pooled"][r]) for r in regimes])
+    return md_table(["model"] + [regime_header(analysis, r) for r in regimes], rows)
+
+
+def render_regimes_section(analysis: dict) -> list[str]:
+    rows = [[regime_header(analysis, r), d.get("description", ""), "exploratory" if d.get("exploratory") else
+             "pre-registered"] for r, d in analysis["definitions"].items()]
+    return ["## Regimes", "", md_table(["regime", "what the answers see", "status"], rows), "",
+            "A star marks an exploratory regime: shown beside the pre-registered ones, never part of the "
+            "confirmatory test or its label.", ""] if any(d.get("exploratory") for d in
+                                                          analysis["definitions"].values()) else []
+
+
+def render_extra_section(analysis: dict) -> list[str]:
+    extra = analysis["extra"]
+    if not extra:
+        return []
+    rows = []
+    for regime, entry in extra.items():
+        for reference, test in entry["tests"].items():
+            rows.append([regime, fmt_rate(entry["pooled"]), reference, test["b"], test["c"], fmt_p(test["p"]),
+                         fmt_p(test["p_holm"]), test["direction"]])
+    out = ["## Exploratory regimes", "",
+           "Not pre-registered: descriptive comparisons only. Each extra regime against R1 and against R2 on "
+           "identical probes (exact McNemar, two-sided; b = the extra regime correct and the reference wrong), "
+           "with Holm's correction across the whole family of these tests.", "",
+           md_table(["regime", "corruption (pooled)", "against", "b", "c", "p", "p (Holm)", "direction"], rows), ""]
+    rows = [[r, fmt_mean(e["tokens_mean"]), "n/a" if e["tokens_ratio_R1"] is None else f"{e['tokens_ratio_R1']:.3f}",
+             "n/a" if e["tokens_ratio_R2"] is None else f"{e['tokens_ratio_R2']:.3f}"] +
+            [e["classes"][c] for c in CLASSES] for r, e in extra.items()]
+    out += ["Realized budget (mean compaction tokens, n/a for regimes that make no compaction call) against R1 "
+            "and R2, and the class breakdown pooled over models.", "",
+            md_table(["regime", "mean tokens", "/ R1", "/ R2", *CLASSES], rows), ""]
+    return out
+
+
+def render_sweep_section(analysis: dict) -> list[str]:
+    sweep = analysis["sweep"]
+    if not sweep:
+        return []
+    regimes = analysis["regimes"]
+    rows = []
+    for budget, entry in sweep.items():
+        test = entry["r1_vs_r2"]
+        rows.append([f"{budget} ({budget_words(int(budget))} words)" + ("" if entry["exploratory"] else
+                                                                        ", pre-registered")]
+                    + [fmt_rate(entry["rates"][r]) for r in regimes]
+                    + ([f"b = {test['b']}, c = {test['c']}, p = {fmt_p(test['p'])}"] if test else []))
+    head = ["compaction budget"] + [regime_header(analysis, r) for r in regimes] + \
+        (["R1 vs R2"] if any(e["r1_vs_r2"] for e in sweep.values()) else [])
+    intervals = "episode-clustered bootstrap" if analysis["samples"] else "Wilson"
+    title = "Budget sweep (exploratory)" if len(sweep) > 1 else "Corruption over repeated samples (exploratory)"
+    return [f"## {title}", "",
+            f"Corruption pooled over models at each compaction budget; the output cap and the instructed word "
+            f"limit scale together (120 words : 256 tokens). 95% {intervals} intervals. The confirmatory test "
+            f"is read at 256 only; every other budget is exploratory.", "",
+            md_table(head, rows), ""]
+
+
+SAMPLES_LISTED = 12     # up to this many samples, each sample's rate is listed; beyond, their spread is given
+
+
+def sample_rates_text(rates: list[float | None]) -> str:
+    """Each sample's corruption rate, or for many samples the lowest, the median and the highest."""
+    if len(rates) <= SAMPLES_LISTED:
+        return ", ".join(pct(x) for x in rates)
+    known = sorted(x for x in rates if x is not None)
+    if not known:
+        return f"no sample has probes ({len(rates)} samples)"
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    missing = len(rates) - len(known)
+    return (f"{len(known)} samples: lowest {pct(known[0])}, median {pct(median)}, highest {pct(known[-1])}"
+            + (f"; {missing} without probes" if missing else ""))
+
+
+def render_samples_section(analysis: dict) -> list[str]:
+    samples = analysis["samples"]
+    if not samples:
+        return []
+    rows = [[e["regime"], e["budget"], f"{e['k']}/{e['n']} = {pct(e['rate'])}",
+             f"[{100 * e['lo']:.1f}, {100 * e['hi']:.1f}]",
+             sample_rates_text(e["per_sample"])] for e in samples["by_regime"].values()]
+    return ["## Repeated samples (exploratory)", "",
+            f"{samples['samples']} samples per cell at temperature {samples['temperature']:g}, each with its own "
+            f"recorded seed. Intervals: 95% percentile bootstrap resampling whole episodes, "
+            f"{samples['replicates']} replicates, seed {samples['seed']}.", "",
+            md_table(["regime", "budget", "corruption, all samples", "95% interval", "each sample"], rows), ""]
+
+
+def render_xr001_md(analysis: dict) -> str:
+    """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
+    regimes, models = analysis["regimes"], analysis["models"]
+    title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
+        f"{PROTOCOL_ID} analysis"
+    out = [f"# {title}", "", status_banner(analysis), ""]
+    out += [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    out += [task_set_line(analysis), ""]
+    out += render_regimes_section(analysis)
+    out += ["## Numeric-corruption rate", "",
+            "Probes not answered correctly / probes, per model and regime, with 95% Wilson intervals.", "",
+            render_corruption_table(analysis), ""]
+    mc = analysis["mcnemar"]
+    if mc["pooled"]:
+        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
+        rows += [[m if m in mc["models"] else f"{m} (uninformative, not pooled)", s["b"], s["c"], fmt_p(s["p"]),
+                  s["direction"]] for m, s in mc["by_model"].items()]
+        out += ["## Confirmatory test: exact McNemar, R1 vs R2", "",
+                "Paired on identical probes, two-sided. b = R1 correct and R2 wrong; c = R2 correct and R1 wrong. "
+                "The pooled test takes the models that pass the ceiling check.",
+                "", md_table(["scope", "b", "c", "p", "direction"], rows), ""]
+    out += render_validity_section(analysis)
+    rows = [[r] + [analysis["classes"][r][c] for c in CLASSES] + [analysis["classes"][r]["signature"]]
+            for r in regimes]
+    out += ["## Corruption classes, pooled over models", "",
+            "Precedence: omission, correct, off_by_one, conflation, other_wrong. The incident signature is the "
+            "union off_by_one + conflation.", "",
+            md_table(["regime", *CLASSES, "signature"], rows), ""]
+    out += render_extra_section(analysis)
+    out += render_sweep_section(analysis)
+    out += render_samples_section(analysis)
+    out += render_budget_section(analysis)
+    rows = [[m] + [fmt_rate(analysis["multihop"][m][r], interval=False) for r in regimes] for m in models]
+    out += ["## Multi-hop completion", "", "Q7 and Q8 (sums of two entities from different segments) answered "
+            "correctly.", "", md_table(["model"] + regimes, rows), ""]
+    out += render_retention_section(analysis)
+    out += render_guards_section(analysis)
+    out += render_server_work_section(analysis)
+    out += render_recheck_section(analysis)
+    out += render_gate_section(analysis)
+    verdicts = evaluate_predictions(analysis)
+    if verdicts:
+        out += ["## Pre-registered predictions", ""]
+        if not analysis["confirmatory"]:
+            out += [f"{confirmatory_note(analysis)}. {label_consequence(analysis['label'])}", ""]
+        if recheck_note(analysis):
+            out += [recheck_note(analysis), ""]
+        for v in verdicts:
+            out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
+        out.append("")
+    return "\n".join(out)
+
+
+def render_validity_section(analysis: dict) -> list[str]:
+    """The validity guards that can withhold a verdict: ceiling, format compliance, budget match."""
+    regimes = analysis["regimes"]
+    out = ["## Validity guards", ""]
+    if analysis["ceiling"]:
+        rows = [[m, pct(c["r0_rate"]), "passes" if c["passes"] else "fails: uninformative"]
+                for m, c in analysis["ceiling"].items()]
+        out += [f"Ceiling check: a model whose R0 corruption (full transcript) is above "
+                f"{pct(CEILING_MAX_R0_CORRUPTION)} cannot do the task, and is uninformative about compaction.", "",
+                md_table(["model", "R0 corruption", "ceiling check"], rows), ""]
+    else:
+        out += ["Ceiling check: not possible, the bank has no R0 cells.", ""]
+    rows = [[m] + [fmt_rate(analysis["omissions"][m][r], interval=False) for r in regimes] for m in analysis["models"]]
+    out += ["Format compliance: share of answers with no parseable `ANSWER: <integer>` line (omissions).", "",
+            md_table(["model"] + regimes, rows), ""]
+    ratio, band = analysis["budget"]["ratio"], BUDGET_RATIO_BAND
+    if ratio is None:
+        out += ["Matched budget: the R1/R2 ratio of realized compaction tokens is unknown.", ""]
+    else:
+        verdict = "inside the pinned band" if analysis["budget_in_band"] else \
+            "OUTSIDE the pinned band, so the budgets were not matched"
+        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} "
+                f"[{band[0]}, {band[1]}].", ""]
+    lenient = analysis["lenient"]
+    if any(v["lenient_read"] for v in lenient.values()):
+        rows = [[r, v["omissions"], v["lenient_read"], v["lenient_correct"]] for r, v in lenient.items()]
+        out += ["Diagnostic, not part of any metric: omissions that a lenient parse (markdown marks around "
+                "`ANSWER:` or the number) would have read.", "",
+                md_table(["regime", "omissions", "read leniently", "of which correct"], rows), ""]
+    return out
+
+
+def render_gate_section(analysis: dict) -> list[str]:
+    """The release gate over every compacted state, and whether its verdict on a final state predicts a corrupted
+    downstream answer (exploratory, issue 13; per-state rows in gate.csv)."""
+    gate = analysis.get("gate")
+    if not gate:
+        return []
+    out = ["## Release gate on compacted states (exploratory)", "",
+           f"Every compacted state (each checkpoint, not only the final one) checked against the values its segments "
+           f"had named so far, with no model call; omissions allowed before a state fails: {gate['max_omissions']}. "
+           f"One row per state in gate.csv.", ""]
+    def rate(summary: dict) -> str:
+        return fmt_rate(summary) if summary["n"] else "none yet"
+
+    rows = [[regime, rate(r["states"]), rate(r["final_states"])] +
+            [r["by_category"][c] for c in GATE_CATEGORIES] for regime, r in gate["by_regime"].items()]
+    out += [md_table(["regime", "states failing", "final states failing", *GATE_CATEGORIES], rows), "",
+            "Category columns count states with at least one blocking finding of that kind.", ""]
+    pred = gate["prediction"]
+    out += ["### Does the gate predict downstream corruption?", "",
+            "Final states only; corrupted = at least one of the cell's answers not correct. 95% Wilson intervals.", "",
+            md_table(["final state", "corrupted downstream", "clean downstream"],
+                     [["FAIL", pred["fail_corrupted"], pred["fail_clean"]],
+                      ["PASS", pred["pass_corrupted"], pred["pass_clean"]]]), "",
+            f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
+            f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
+            f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}",
+            f"- one-sided Fisher exact p: {'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
+            f"- **verdict: the gate {pred['verdict']}**" if not pred["verdict"].startswith(("cannot", "no "))
+            else f"- **verdict: {pred['verdict']}**", ""]
+    return out
+
+
+def render_budget_section(analysis: dict) -> list[str]:
+    budget = analysis["budget"]
+    tokens = budget["by_regime"]
+    if not tokens:
+        return []
+    rows = [[r, tokens[r].get("n"), fmt_mean(tokens[r].get("mean")), tokens[r].get("unknown", 0)]
+            for r in analysis["regimes"] if r in tokens]
+    out = ["## Matched budget: realized compaction tokens", "",
+           f"Mean output tokens of the compaction calls as the server counted them (cap {COMPACTION_NUM_PREDICT} "
+           "per call, both regimes). Unknown counts are left out of the means and counted.", "",
+           md_table(["regime", "compaction calls", "mean tokens", "unknown counts"], rows), ""]
+    if budget["ratio"] is not None:
+        out += [f"R1/R2 ratio of mean compaction tokens: {budget['ratio']:.3f}.", ""]
+    by_model_rows = []
+    for model in analysis["models"]:
+        cells = [fmt_mean(((tokens.get(r) or {}).get("by_model") or {}).get(model, {}).get("mean"))
+                 for r in ("R1", "R2") if r in tokens]
+        ratio = budget["ratio_by_model"].get(model)
+        by_model_rows.append([model, *cells, "n/a" if ratio is None else f"{ratio:.3f}"])
+    if "R1" in tokens and "R2" in tokens:
+        out += [md_table(["model", "R1 mean tokens", "R2 mean tokens", "R1/R2"], by_model_rows), ""]
+    guards = analysis["guards"]
+    if guards:
+        rows = [[key.split("|")[0], key.split("|")[1], f"{g['compaction_at_cap']}/{g['compaction_calls']}",
+                 f"{g['answer_at_cap']}/{g['answer_calls']}"] for key, g in guards["by_cell"].items()]
+        out += ["Calls that stopped at their output cap (`done_reason` length): compaction at "
+                f"{COMPACTION_NUM_PREDICT} tokens, answers at {ANSWER_NUM_PREDICT}.", "",
+                md_table(["model", "regime", "compaction at cap", "answers at cap"], rows), ""]
+    return out
+
+
+def render_retention_section(analysis: dict) -> list[str]:
+    ret = analysis["retention"]["by_regime"]
+    if not ret:
+        return []
+    def method(regime: str) -> str:
+        reader = (analysis.get("definitions") or {}).get(regime, {}).get("state_reader") or \
+            {"R1": "prose", "R2": "typed"}.get(regime, "")
+        if reader.startswith("section:"):
+            return f"exact `NAME = N` lines under the {reader[8:]} heading"
+        return {"prose": "name anywhere; number nearest its first occurrence (crude heuristic)",
+                "typed": "exact `NAME = N` lines"}.get(reader, reader)
+
+    rows = []
+    for regime in analysis["regimes"]:
+        if regime in ret:
+            agg = ret[regime]
+            share = agg["correct"] / agg["n_entities"] if agg["n_entities"] else None
+            retained = agg["retained"] / agg["n_entities"] if agg["n_entities"] else None
+            rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = {pct(retained)}",
+                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method(regime)])
+    out = ["## Write-time retention (exploratory)", "",
+           "Entity values found in each final state (retained) and found with the right value (correct); P3 "
+           "reads the correct ones.", "",
+           md_table(["regime", "final states", "names retained", "values retained correctly", "method"], rows), ""]
+    loose = ret.get("R2", {})
+    if "loose_correct" in loose:
+        out += [f"Diagnostic, not the metric: a looser reading of R2 (bullets, `NAME: N`, trailing text) finds "
+                f"{loose['loose_retained']}/{loose['n_entities']} names, {loose['loose_correct']} with the right "
+                f"value.", ""]
+    return out
+
+
+def render_guards_section(analysis: dict) -> list[str]:
+    guards = analysis["guards"]
+    if not guards:
+        return []
+    out = ["## Guards", ""]
+    r0 = guards["r0_prompt_tokens"]
+    if r0["n"]:
+        out.append(f"- R0 transcript size: answer prompts of {fmt_mean(r0['mean'])} tokens on average, "
+                   f"{r0['max']} at most, against num_ctx {guards['num_ctx']}.")
+    leaks = sum(g["thinking_returned"] for g in guards["by_cell"].values())
+    out.append(f"- Calls that returned thinking text although thinking was turned off: {leaks}.")
+    unknown = sum(g["unknown_output_tokens"] for g in guards["by_cell"].values())
+    out.append(f"- Calls whose output token count the server did not report: {unknown}.")
+    return out + [""]
+
+
+def render_server_work_section(analysis: dict) -> list[str]:
+    table = analysis.get("server_work")
+    if not table:
+        return []
+    rows = []
+    for key, row in table.items():
+        if not row["calls"]:
+            continue
+        known = row["calls"] - row["unknown_evaluated"]
+        evaluated = f"{row['evaluated']} ({row['cached']} from the cache)" if known else "not reported"
+        if known and row["unknown_evaluated"]:
+            evaluated += f"; {row['unknown_evaluated']} call(s) not reported"
+        sent = str(row["prompt_tokens"]) + (f" ({row['unknown_prompt']} unreported)" if row["unknown_prompt"] else "")
+        rows.append([*key.split("|"), row["calls"], sent, evaluated])
+    cache = analysis.get("prompt_cache")
+    how = f"Prompt cache: {cache} ({analysis.get('prompt_cache_how')})." if cache else "Prompt cache: not recorded."
+    return ["## Server work: prompt tokens sent and evaluated", "",
+            f"{how} Tokens as the server counted them: the prompt sent, and how many of them it evaluated rather "
+            "than reused from its prompt cache (llama.cpp `timings.prompt_n` and `cache_n`; vLLM "
+            "`usage.prompt_tokens_details.cached_tokens`; Ollama does not say).", "",
+            md_table(["model", "regime", "calls", "prompt tokens sent", "evaluated"], rows), ""]
+
+
+def recheck_note(analysis: dict) -> str | None:
+    """One line beside the verdict when the determinism probe found replies that changed; None otherwise."""
+    recheck = analysis.get("recheck")
+    if not recheck or not recheck.get("changed"):
+        return None
+    return (f"Determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a different reply "
+            f"than the first time, so this server's replies are not reproducible under this run's settings "
+            f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
+
+
+def render_recheck_section(analysis: dict) -> list[str]:
+    recheck = analysis.get("recheck")
+    if recheck is None:
+        return ["## Determinism probe", "", "Not run (`--recheck 0`, or the bank was made before the probe existed).",
+                ""]
+    rows = [[item["cell"], item["kind"], "changed" if item["changed"] else "same"] for item in recheck["items"]]
+    return ["## Determinism probe", "",
+            f"After the cells finished, {recheck['sent']} journalled calls chosen by seed {recheck['seed']} were sent "
+            f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
+            f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
+            md_table(["cell", "call", "reply"], rows) if rows else "", ""]
+
+
+def render_xr001_headline(analysis: dict) -> str:
+    """The short table printed on stdout at the end of a run."""
+    lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
+    lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
+    pooled = analysis["mcnemar"]["pooled"]
+    if pooled:
+        lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
+                     f"p = {fmt_p(pooled['p'])} ({pooled['direction']})")
+    return "\n".join(lines)
