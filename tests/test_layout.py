@@ -1,0 +1,127 @@
+"""The package's layout (issue "Studies plug in"): the shared core never reaches a study, the commands or the command
+line; every registered study fills every hook; the code lock covers every module; the entry point stays short."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import shutil
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from helpers import REPO, TempDirMixin
+from pilot import records, runfolder
+import pilot.studies  # noqa: F401  (registers the studies)
+
+PACKAGE = REPO / "scripts" / "pilot"
+CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "runner", "bank", "reports", "gate", "demo")
+ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "cli")
+STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package modules a module imports, as dotted names relative to pilot (`studies.xr001`, `records`)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = (node.module or "").split(".")
+            found |= {".".join(filter(None, base + ([a.name] if not node.module else []))) for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("pilot.") for a in node.names if a.name.startswith("pilot")}
+    return found
+
+
+class CoreTest(TempDirMixin, unittest.TestCase):
+    def test_every_module_is_either_core_or_above_it(self):
+        modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+        self.assertEqual(modules - set(CORE) - set(ABOVE_CORE), set())
+
+    def test_the_core_imports_no_study_command_or_command_line(self):
+        for name in CORE:
+            with self.subTest(name):
+                reached = {m.split(".")[0] for m in package_imports(PACKAGE / f"{name}.py")}
+                self.assertEqual(reached & set(ABOVE_CORE), set())
+
+    def test_the_core_never_names_a_study(self):
+        for name in CORE:
+            with self.subTest(name):
+                text = (PACKAGE / f"{name}.py").read_text(encoding="utf-8")
+                named = [m.group(0) for m in STUDY_TEXT.finditer(text)]
+                keys = {s.name for s in records.STUDY_REGISTRY.values()} | \
+                    {s.protocol_id for s in records.STUDY_REGISTRY.values()}
+                for node in ast.walk(ast.parse(text)):      # a study's key compared with, or looked up by
+                    looked_up = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("study_named",)
+                    if isinstance(node, (ast.Compare, ast.Subscript)) or looked_up:
+                        named += [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and c.value in keys]
+                self.assertEqual(named, [])
+
+    def test_the_checker_finds_a_core_module_that_imports_a_study(self):
+        path = self.make_tmp() / "sample.py"
+        path.write_text("from .studies import xr001\nfrom . import cli\nfrom .records import Cell\nimport pilot.commands\n")
+        self.assertEqual(package_imports(path), {"studies", "cli", "records", "commands"})
+
+
+class StudyHooksTest(unittest.TestCase):
+    def test_every_registered_study_fills_every_hook(self):
+        hooks = [f.name for f in dataclasses.fields(records.Study) if f.default is dataclasses.MISSING]
+        self.assertGreaterEqual(len(records.STUDY_REGISTRY), 2)
+        for study in records.STUDY_REGISTRY.values():
+            for hook in hooks:
+                with self.subTest(study=study.name, hook=hook):
+                    value = getattr(study, hook)
+                    self.assertIsNotNone(value)
+                    if hook not in ("name", "protocol_id", "protocol_path", "tasks_path", "pinned_sha256", "run_name",
+                                    "regimes", "default_regimes"):
+                        self.assertTrue(callable(value))
+
+    def test_a_study_is_found_by_its_key_or_the_protocol_id_older_folders_recorded(self):
+        for study in records.STUDY_REGISTRY.values():
+            self.assertIs(records.study_named(study.name), study)
+            self.assertIs(records.study_named(study.protocol_id), study)
+            self.assertIs(records.folder_study({"study": study.name}), study)
+        default = next(iter(records.STUDY_REGISTRY.values()))
+        self.assertIs(records.folder_study({}), default)          # made before folders recorded their study
+        with self.assertRaises(records.PilotError):
+            records.study_named("no-such-study")
+
+
+class CodeLockTest(TempDirMixin, unittest.TestCase):
+    def test_the_code_hash_covers_the_entry_point_and_every_module(self):
+        covered = {p.resolve() for p in runfolder.runner_files()}
+        expected = {(REPO / "scripts" / "run_pilot.py").resolve()} | \
+            {p.resolve() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+        self.assertEqual(covered, expected)
+
+    def test_a_change_to_any_module_changes_the_code_hash(self):
+        scripts = self.make_tmp() / "scripts"
+        shutil.copytree(REPO / "scripts", scripts, ignore=shutil.ignore_patterns("__pycache__"))
+        with mock.patch.object(runfolder, "SCRIPTS_DIR", scripts):
+            before = runfolder.runner_sha256()
+            for changed in ("run_pilot.py", "pilot/runner.py", "pilot/studies/xr001.py"):
+                with self.subTest(changed):
+                    path = scripts / changed
+                    original = path.read_bytes()
+                    path.write_bytes(original + b"\n# changed\n")
+                    self.assertNotEqual(runfolder.runner_sha256(), before)
+                    path.write_bytes(original)
+                    self.assertEqual(runfolder.runner_sha256(), before)
+            (scripts / "pilot" / "studies" / "new_study.py").write_text('"""a new module"""\n')
+            self.assertNotEqual(runfolder.runner_sha256(), before)
+
+
+class SizeTest(unittest.TestCase):
+    def test_the_entry_point_is_short_and_no_module_is_long(self):
+        self.assertLess(len((REPO / "scripts" / "run_pilot.py").read_text().splitlines()), 150)
+        for path in PACKAGE.rglob("*.py"):
+            with self.subTest(path.name):
+                self.assertLessEqual(len(path.read_text().splitlines()), 850)
+
+    def test_every_module_opens_with_a_docstring(self):
+        for path in PACKAGE.rglob("*.py"):
+            with self.subTest(path.name):
+                self.assertTrue(ast.get_docstring(ast.parse(path.read_text())))
+
+
+if __name__ == "__main__":
+    unittest.main()
