@@ -1,4 +1,4 @@
-"""Episode generation (protocol section 2): golden hash, every constraint over hundreds of seeds."""
+"""pilot.studies.xr001: episode generation (protocol section 2), the golden hash, every constraint over many seeds."""
 import json
 import random
 import re

@@ -1,4 +1,4 @@
-"""Statistics and analysis (protocol section 5) against the published XR-001 numbers."""
+"""pilot.stats and the XR-001 analysis (protocol section 5) against the published XR-001 numbers."""
 import json
 import math
 import random

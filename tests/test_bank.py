@@ -1,4 +1,4 @@
-"""Scoring (protocol section 4): answer parsing, the five classes, write-time retention."""
+"""pilot.bank: answer parsing and the five classes (protocol section 4), and XR-001's write-time retention."""
 import unittest
 
 from pilot import bank
