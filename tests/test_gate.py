@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
-from pilot import commands, gate, inputs, records, runfolder, stats
-from pilot.studies import adversarial, adversarial_runner, xr001
+from pilot import gate, inputs, records, runfolder, stats
+from pilot.studies import adversarial, xr001, xr001_analysis
 
 MODEL = "gemma3:4b"
 
@@ -213,7 +213,7 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
         tasks = inputs.load_tasks(xr001.TASKS_PATH, 2)[0]
         for cell in manifest["cells"].values():
             cell["status"] = "FAILED"          # as if no cell had finished
-        rows = commands.gate_bank(manifest, tasks, runfolder.Journal(self.run_dir))
+        rows = xr001_analysis.gate_bank(manifest, tasks, runfolder.Journal(self.run_dir))
         self.assertEqual(len(rows), 2 * 2 * xr001.N_SEGMENTS)
         finals = {r["regime"]: r["downstream_corrupted"] for r in rows if r["final"] and r["episode"] == 0}
         self.assertEqual(finals, {"R1": True, "R2": None})   # R1 has a wrong answer; R2's are right but not all in
@@ -253,7 +253,7 @@ def defective_study_state(episode: dict) -> str:
 
 class AdversarialTasksTest(unittest.TestCase):
     def test_the_committed_file_is_the_generator_output(self):
-        self.assertEqual((records.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), adversarial_runner.adversarial_tasks_bytes())
+        self.assertEqual((records.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), adversarial.adversarial_tasks_bytes())
         tasks = adversarial.generate_adversarial_tasks()
         self.assertEqual([e["case"] for e in tasks["episodes"]], list(adversarial.ADV_CASES) * adversarial.ADV_VARIANTS)
 
@@ -285,52 +285,3 @@ class AdversarialTasksTest(unittest.TestCase):
                 self.assertIn(episode["planted"], {f["category"] for f in bad if f["blocking"]}, bad)
 
 
-class StudyJournalTest(TempDirMixin, unittest.TestCase):
-    def test_a_torn_last_line_is_ended_and_the_next_record_stays_whole(self):
-        run_dir = self.make_tmp()
-        (run_dir / "raw").mkdir()
-        good = {"regime": "R2", "episode": 0, "kind": "compact_1", "response": "x"}
-        (run_dir / "raw" / "calls.jsonl").write_bytes(json.dumps(good).encode() + b"\n" + b'{"regime": "R2", "epi')
-        journal = adversarial_runner.StudyJournal(run_dir)
-        self.assertEqual(list(journal.records), [("R2", 0, "compact_1")])
-        journal.add({**good, "kind": "compact_2"})
-        self.assertEqual(set(adversarial_runner.StudyJournal(run_dir).records), {("R2", 0, "compact_1"), ("R2", 0, "compact_2")})
-
-
-class AdversarialRunTest(TempDirMixin, unittest.TestCase):
-    """The study end to end on the fake server: R2, G2 with quarantine, regeneration, resume, re-gating."""
-
-    def test_end_to_end(self):
-        out = self.make_tmp() / "adv"
-        argv = ["adversarial", "--models", MODEL, "--out", str(out), "--episodes", "7", "--regenerate", "2", *FAST]
-        with FakeOllama(models=[MODEL]) as server:
-            code, report, err = run_main(argv + ["--host", server.url])
-            self.assertEqual(code, 0, err)
-            sent = server.chat_count()
-            code, again, err = run_main(argv + ["--host", server.url])
-            self.assertEqual(code, 0, err)
-            self.assertEqual(server.chat_count(), sent)          # a rerun resumes: nothing is sent twice
-            self.assertEqual(again, report)
-            code, _, err = run_main(argv[:-len(FAST) - 2] + ["--regenerate", "3", *FAST, "--host", server.url])
-            self.assertEqual(code, 2)
-            self.assertIn("other settings", err)
-        for section in ("Release verdicts, one per category", "Per case", "Gated against ungated"):
-            self.assertIn(section, report)
-        with open(out / "gate.csv", newline="") as fh:
-            rows = list(csv.DictReader(fh))
-        regen = [r for r in rows if r["regime"] == "R2-regen"]
-        self.assertEqual(len(regen), 7 * 2)
-        self.assertEqual({r["temperature"] for r in regen}, {str(adversarial.ADV_REGEN_TEMPERATURE)})
-        self.assertEqual({int(r["seed"]) for r in regen}, {adversarial.ADV_REGEN_SEED, adversarial.ADV_REGEN_SEED + 1})
-        failed = [r for r in rows if r["regime"] == "G2" and r["verdict"] == "FAIL"]
-        self.assertTrue(failed)
-        quarantined = sorted(p.name for p in (out / "quarantine").iterdir())
-        self.assertEqual(quarantined, sorted(f"G2_ep{r['episode']}_compact_{r['checkpoint']}.json" for r in failed))
-        calls = [json.loads(line) for line in (out / "raw" / "calls.jsonl").read_text().splitlines()]
-        after_quarantine = [c for c in calls if c["regime"] == "G2" and "RAW SEGMENT" in c["prompt"]]
-        self.assertTrue(after_quarantine)                          # G2 went on from the last passing state + raw
-        summary = json.loads((out / "results.json").read_text())["summary"]
-        self.assertEqual(set(summary["release"]["R2"]), set(adversarial.ADV_THRESHOLDS))
-        code, regated, err = run_main(["gate", str(out)])
-        self.assertEqual(code, 0, err)
-        self.assertEqual(regated.strip(), report.strip())

@@ -1,6 +1,7 @@
 """Backends: one adapter per server API behind one neutral interface (ChatRequest in, ChatResponse out).
 
-To add a backend: write a class with `name`, `base_url`, `from_args(args)`, `chat(request)`,
+To add a backend: write a class with `name`, `base_url`, `from_options(options)` (a BackendOptions record),
+`chat(request)`,
 `wire_options(max_output_tokens, temperature)`, `model_info(models)`, `prompt_cache_setting(choice)` and
 `refusal_hint(status)` (OllamaBackend and OpenAIBackend below are the two worked examples), put every quirk of
 the server in it, add it to BACKENDS, and `--backend NAME` offers it. The preflight check at the end finds a
@@ -13,8 +14,8 @@ import sys
 import time
 import urllib.request
 
-from .records import (CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX, PREFLIGHT_TIMEOUT_S, PilotError,
-    TEMPERATURE, TransientError)
+from .records import (BackendOptions, CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX,
+    PREFLIGHT_TIMEOUT_S, PilotError, TEMPERATURE, TransientError)
 from .transport import HttpClient, _count, redact_url
 
 
@@ -33,9 +34,9 @@ class OllamaBackend:
         self.thinking_models: set[str] = set()
 
     @classmethod
-    def from_args(cls, args) -> "OllamaBackend":
-        host = args.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
-        return cls(host, args.connect_timeout, args.read_timeout)
+    def from_options(cls, options: BackendOptions) -> "OllamaBackend":
+        host = options.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
+        return cls(host, options.connect_timeout, options.read_timeout)
 
     def start_hint(self) -> str:
         return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
@@ -169,13 +170,14 @@ class OpenAIBackend:
         self.cache_prompt: bool | None = None       # sent with every request when set (llama.cpp only)
 
     @classmethod
-    def from_args(cls, args) -> "OpenAIBackend":
-        base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    def from_options(cls, options: BackendOptions) -> "OpenAIBackend":
+        base_url = options.base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
-        check_server_url(base_url, "--base-url" if args.base_url else "OPENAI_BASE_URL")
-        api_key = os.environ.get(args.api_key_env) or None
-        return cls(base_url, args.connect_timeout, args.read_timeout, api_key, args.thinking_control, args.api_key_env)
+        check_server_url(base_url, "--base-url" if options.base_url else "OPENAI_BASE_URL")
+        api_key = os.environ.get(options.api_key_env) or None
+        return cls(base_url, options.connect_timeout, options.read_timeout, api_key, options.thinking_control,
+                   options.api_key_env)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"

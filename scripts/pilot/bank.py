@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 from .inputs import load_task_set
 from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, PilotError, REPO_ROOT, Regime,
-    folder_study, study_named)
+    Study, folder_study, study_named)
 from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
 
 
@@ -217,6 +217,13 @@ def summarize_compaction_tokens(per_regime: dict[str, list[tuple[str, int | None
     return summary
 
 
+def cell_final_state(study: Study, regime: Regime, episode: dict, records: dict, plan: list[CallSpec]) -> str:
+    """The state a cell's answers were asked from: the cascade's compaction replies, in plan order, as the study
+    carries them (the last one, or what a gated regime let through); empty for a regime that does not compact."""
+    replies = [records[spec.kind]["response"] for spec in plan if spec.is_compaction and spec.cascade]
+    return study.cascade_state(regime, episode, replies) if replies else ""
+
+
 def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cell],
                   regimes: dict[str, Regime]) -> Iterable[tuple[Cell, dict, dict, list[CallSpec]]]:
     """Each COMPLETE cell with its records, its probe key fields and its plan, once its log is checked against
@@ -234,7 +241,7 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
         if cell.budget != DEFAULT_BUDGET or cell.sample:
             base.update(budget=cell.budget, sample=cell.sample)
         key = cell_key(*cell)
-        plan = study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
+        plan = study.plan(regimes[cell.regime], tasks["episodes"][cell.episode], cell.budget)
         missing = [spec.kind for spec in plan if spec.kind not in records]
         if missing:
             raise RecordsAltered(f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; "

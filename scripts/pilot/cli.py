@@ -12,7 +12,7 @@ from typing import Callable
 
 from .backends import BACKENDS, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
-from .commands import command_analyze, command_pilot, command_run, command_score
+from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInModel, StandInServer
 from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
     command_verify, parse_framings, parse_positions)
@@ -20,10 +20,9 @@ from .launch import parse_budgets, parse_shard
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
     EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
-    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, TEMPERATURE, is_disk_full, read_canonical)
+    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, is_disk_full,
+    read_canonical, study_named)
 from .runner import DEFAULT_RECHECK
-from .studies.adversarial import ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE
-from .studies.adversarial_runner import command_adversarial
 from .studies.constraints import SC_DEFAULT_REGIMES, SC_PROTOCOL_ID, SC_TASKS_PATH
 from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, PROTOCOL_ID, REGIMES
 
@@ -78,16 +77,25 @@ COMMAND_HELP = {
 }
 
 
-def add_design_options(parser: argparse.ArgumentParser) -> None:
-    """The options that choose what a run measures: study, regimes, budgets, samples, temperature."""
+def add_design_options(parser: argparse.ArgumentParser, only: Study | None = None) -> None:
+    """The options that choose what a run measures: study, each study's own options, regimes, budgets, samples,
+    temperature; `only`: a study's own subcommand, which runs its pre-registered design with its own options."""
+    if only is not None:
+        if only.add_options is not None:
+            only.add_options(parser)
+        parser.set_defaults(study=only.name, regimes=None, regime_file=None, budgets=[DEFAULT_BUDGET], samples=1,
+                            temperature=TEMPERATURE, judge=False)
+        return
     parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
-                        help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); constraints: "
-                             "whether standing instructions survive compaction (protocol/CONSTRAINTS.md; regimes "
-                             f"{','.join(SC_DEFAULT_REGIMES)}; tasks/constraints.json)")
-    parser.add_argument("--judge", action="store_true",
-                        help="constraints study: after each compacted cascade, one more call asks the model under "
-                             "test whether its final state still holds the instruction; reported beside the "
-                             "deterministic rule with their agreement (exploratory; 60 more calls per model)")
+                        help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); "
+                             "constraints: whether standing instructions survive compaction "
+                             f"(protocol/CONSTRAINTS.md; regimes {','.join(SC_DEFAULT_REGIMES)}; "
+                             "tasks/constraints.json); adversarial: whether the release gate keeps a corrupted "
+                             "state from being resumed (protocol/ADVERSARIAL.md; regimes R2,G2; "
+                             "tasks/adversarial.json; the same as the `adversarial` subcommand)")
+    for registered in STUDY_REGISTRY.values():
+        if registered.add_options is not None:
+            registered.add_options(parser)
     parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
                         f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
@@ -277,15 +285,13 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--selftest", action="store_true",
                             help="run the built-in states, each with one defect, and the clean ones")
     elif command == "adversarial":
-        parser.add_argument("--out", help="run folder (default: results/adversarial)")
-        parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
+        parser.add_argument("--out", help="run folder (default: results/adversarial; results/adversarial-eN for "
+                                          "--episodes N)")
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
-        parser.add_argument("--regenerate", type=whole_number(0, MAX_SAMPLES), default=0, metavar="K",
-                            help=f"recompact R2's last checkpoint K more times at temperature "
-                                 f"{ADV_REGEN_TEMPERATURE:g} "
-                                 f"(seeds {ADV_REGEN_SEED}+j, recorded) and count the candidates that fail the gate")
+        parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
         parser.add_argument("--write-tasks", action="store_true",
-                            help="write tasks/adversarial.json from the generator")
+                            help="write tasks/adversarial.json from the generator (it must be the committed one)")
+        add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")

@@ -14,21 +14,20 @@ from pathlib import Path
 from typing import Iterable
 
 from .backends import preflight
-from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
-    score_probe)
+from .bank import analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems
 from .gate import gate_summary, render_gate_csv
-from .inputs import load_task_set, load_tasks, regime_record, task_set_summary
-from .launch import (chosen_regimes, design_settings, make_backend, parse_models, resolve_run_dir, run_settings,
-    study_of)
+from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
+from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
+    run_settings, study_of)
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK, FatalCallError,
     PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE, TransientError,
-    canonical_json, display_path, folder_study, is_simulated, sha256_text, study_named, utc_now)
+    canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
     runner_sha256, short, write_atomic)
-from .runner import (Progress, RECHECK_FILE, RetryPolicy, RunContext, StopOnSignal, all_cells, journal_streams,
-    recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_regimes, run_samples, shard_cells)
-from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES, gate_state_row
+from .runner import (Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams, recheck_pending,
+    repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
+from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
@@ -46,22 +45,22 @@ def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, mod
     })
 
 
-def open_manifest(run_dir: Path, config: Settings, lock: dict, args, tasks_path: Path, models: list[str],
-                  regimes: list[Regime]) -> Manifest:
+def open_manifest(options: RunOptions, config: Settings, lock: dict, models: list[str]) -> Manifest:
     """Create the manifest, or check a resumed one against the current settings and refuse on any difference."""
+    run_dir, tasks_path, regimes = options.run_dir, options.tasks_path, options.regimes
     path = run_dir / "manifest.json"
     if not path.exists():
-        return new_manifest(path, config, lock, tasks_path, models, args.shard, regimes, study_of(args))
+        return new_manifest(path, config, lock, tasks_path, models, options.shard, regimes, options.study)
     manifest = Manifest.load(path)
     recorded = manifest.data.get("lock", {})
     diffs = lock_differences(recorded, lock)
-    if (manifest.data.get("shard") or None) != (list(args.shard) if args.shard else None):
-        diffs.append(f"shard ({manifest.data.get('shard')} -> {args.shard})")
+    if (manifest.data.get("shard") or None) != (list(options.shard) if options.shard else None):
+        diffs.append(f"shard ({manifest.data.get('shard')} -> {list(options.shard) if options.shard else None})")
     if diffs:
         raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the original "
                          f"settings, or start a separate run with --out <new folder>")
     if recorded.get("runner_sha256") != lock["runner_sha256"]:
-        if not args.allow_code_change:
+        if not options.allow_code_change:
             raise PilotError(f"scripts/run_pilot.py changed since {run_dir} was started (runner sha256 "
                              f"{short(recorded.get('runner_sha256'))} -> {short(lock['runner_sha256'])}); restore it, "
                              f"use --out for a new run, or pass --allow-code-change to record the change and go on")
@@ -85,29 +84,30 @@ def open_manifest(run_dir: Path, config: Settings, lock: dict, args, tasks_path:
     return manifest
 
 
-def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Path, models: list[str],
-                todo: list, total_cells: int, regimes: list[Regime]) -> int:
-    backend = make_backend(args)
+def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[str], todo: list,
+                total_cells: int) -> int:
+    run_dir, regimes, resume = options.run_dir, options.regimes, resume_command(options.argv)
+    backend = make_backend(options.backend)
     model_info = preflight(backend, models)     # before any folder is created
-    prompt_cache, prompt_cache_how = backend.prompt_cache_setting(args.prompt_cache)
-    config = dataclasses.replace(run_settings(backend, args, tasks_sha, len(tasks["episodes"]), regimes),
+    prompt_cache, prompt_cache_how = backend.prompt_cache_setting(options.prompt_cache)
+    config = dataclasses.replace(run_settings(backend, options, tasks_sha, len(tasks["episodes"])),
                                  prompt_cache=prompt_cache)
-    lock = {**json.loads(canonical_json(dataclasses.asdict(config))), "runner_sha256": runner_sha256(),
+    lock = {**json.loads(canonical_json(config.as_lock())), "runner_sha256": runner_sha256(),
             "prompt_cache_how": prompt_cache_how,
             "config_sha256": config.sha256(), "models": model_info}
     (run_dir / "raw").mkdir(parents=True, exist_ok=True)
     run_lock = RunLock(run_dir)
     run_lock.acquire()
     try:
-        manifest = open_manifest(run_dir, config, lock, args, tasks_path, models, regimes)
+        manifest = open_manifest(options, config, lock, models)
         # the same server under another spelling: the calls keep the configuration hash the run began with
         config = dataclasses.replace(config, base_url=manifest.data["lock"]["base_url"])
         used = manifest.data.setdefault("concurrency_used", [])
-        if used and args.concurrency not in used:
-            warn(f"resuming with --concurrency {args.concurrency}, but this run used {', '.join(map(str, used))} "
+        if used and options.concurrency not in used:
+            warn(f"resuming with --concurrency {options.concurrency}, but this run used {', '.join(map(str, used))} "
                  f"before (recorded in the manifest): a server that batches parallel requests can change outputs")
-        if args.concurrency not in used:
-            used.append(args.concurrency)
+        if options.concurrency not in used:
+            used.append(options.concurrency)
         manifest.save()
         journal = Journal(run_dir)
         for note in repair_journal(journal, manifest, tasks):
@@ -120,51 +120,50 @@ def execute_run(args, run_dir: Path, tasks: dict, tasks_sha: str, tasks_path: Pa
                          if Cell(m, r, e, b, s) in todo_set)
         by_name = {r.name: r for r in regimes}
         study = folder_study(manifest.data)
-        total_calls = sum(len(study.plan_calls(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
+        total_calls = sum(len(study.plan(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
                           for c in todo)
-        progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=args.quiet,
-                            interval_s=args.progress_interval)
+        progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=options.quiet,
+                            interval_s=options.progress_interval)
         stop = threading.Event()
-        ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
-                         RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after), stop,
+        ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"], options.policy, stop,
                          progress, done, by_name, study)
 
         def hard_stop():
             manifest.save()
-            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume_command(args.argv)}\n")
+            sys.stderr.write(f"\ndropped the calls in flight; resume with: {resume}\n")
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
 
         with StopOnSignal(stop, hard_stop), progress:
-            outcome = run_cells(ctx, todo, args.concurrency)
+            outcome = run_cells(ctx, todo, options.concurrency)
             # every cell of this run (its regimes, budgets and samples), not only XR-001's default ones
-            cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes],
-                                   args.budgets, args.samples)
-            if not outcome["FAILED"] and recheck_pending(manifest, args.recheck) and all(
+            cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
+                                   options.budgets, options.samples)
+            if not outcome["FAILED"] and recheck_pending(manifest, options.recheck) and all(
                     (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
                 try:
-                    recheck = run_recheck(ctx, cells, args.recheck)
+                    recheck = run_recheck(ctx, cells, options.recheck)
                 except (TransientError, FatalCallError) as err:
                     # the cells are complete and scored as they are; the probe is tried again on the next run
                     warn(f"the determinism probe stopped ({err}); run the same command again to finish it")
                 else:
-                    if not args.quiet:
+                    if not options.quiet:
                         print(f"determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
                               f"different reply (raw/{RECHECK_FILE})", file=sys.stderr)
         manifest.save()
     except RunInterrupted:
         manifest.save()
-        print(f"interrupted; every completed call is saved. Resume with: {resume_command(args.argv)}", file=sys.stderr)
+        print(f"interrupted; every completed call is saved. Resume with: {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except ServerGone as err:
         manifest.save()
         left = sum(1 for c in todo if not is_complete(manifest.data, c))
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
-                         f"server, then resume with: {resume_command(args.argv)}") from None
+                         f"server, then resume with: {resume}") from None
     except DiskFull as err:
         # the manifest on disk is its last complete version; a cell it does not show as COMPLETE is
         # rebuilt from the journal on resume without calling the model again
-        raise DiskFull(err.path, f"free some space, then resume with: {resume_command(args.argv)}") from None
+        raise DiskFull(err.path, f"free some space, then resume with: {resume}") from None
     finally:
         run_lock.release()
     if outcome["FAILED"]:
@@ -190,22 +189,27 @@ def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[
 
 
 def command_run(args, then_analyze: bool = False) -> int:
-    regimes = chosen_regimes(args)
-    run_dir = resolve_run_dir(args)
+    """`run` (then_analyze: the pilot): the command line read once, then the run."""
+    return run_pilot(read_run_options(args), then_analyze)
+
+
+def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
+    """Run (or resume) every cell of a run; with then_analyze, score and analyze it and write the figures."""
+    study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
-    tasks_path = Path(args.tasks) if args.tasks else study_of(args).tasks_path
-    tasks, tasks_sha = load_tasks(tasks_path, args.episodes)
-    if recorded_study(run_dir) not in (None, study_of(args).name):
+    tasks, tasks_sha = load_tasks(tasks_path, options.episodes)
+    if recorded_study(run_dir) not in (None, study.name):
         raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; add --study "
                          f"{recorded_study(run_dir)} or use --out for a new run")
-    if (tasks.get("study") or "xr001") != study_of(args).name:
-        raise PilotError(f"{display_path(tasks_path)} is a task file of the {tasks.get('study') or 'xr001'} study, "
-                         f"not {study_of(args).name}; pass the matching --study")
+    if task_file_study(tasks).name != study.name:
+        raise PilotError(f"{display_path(tasks_path)} is a task file of the {task_file_study(tasks).name} study, "
+                         f"not {study.name}; pass the matching --study")
     manifest_path = run_dir / "manifest.json"
     recorded = Manifest.load(manifest_path) if manifest_path.exists() else None
-    models = parse_models(args.models) or (recorded.data["models"] if recorded else [])
+    models = list(options.models) or (recorded.data["models"] if recorded else [])
     if not models:
         raise PilotError("name the models to test, e.g. --models gemma3:4b (several: --models a,b)")
+    check_study_design(study, models, options.budgets, options.samples)
     if recorded and recorded.data.get("tasks_sha256") != tasks_sha:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
                          f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
@@ -215,27 +219,27 @@ def command_run(args, then_analyze: bool = False) -> int:
     if recorded:
         # The design is checked even when nothing is left to run, so a finished run is never reported as
         # another; where and how calls are sent (backend, address, options) is checked when calls are made.
-        design = json.loads(canonical_json(design_settings(args, tasks_sha, len(tasks["episodes"]), regimes)))
+        design = json.loads(canonical_json(design_settings(options, tasks_sha, len(tasks["episodes"]))))
         diffs = lock_differences(recorded.data.get("lock", {}), design,
                                  ignore=("backend", "base_url", "options", "prompt_cache"))
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
         recorded = repair_if_unreadable(run_dir, recorded, tasks)
-    cells = selected_cells(models, len(tasks["episodes"]), args.shard, [r.name for r in regimes], args.budgets,
-                           args.samples)
+    cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
+                           options.budgets, options.samples)
     todo = [c for c in cells if not recorded or not is_complete(recorded.data, c)]
     code = EXIT_OK
     if todo:
-        code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, todo, len(cells), regimes)
+        code = execute_run(options, tasks, tasks_sha, models, todo, len(cells))
         if code == EXIT_INTERRUPTED:
             return code
-    elif not args.quiet:
+    elif not options.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
-    if not todo and recorded and recheck_pending(recorded, args.recheck) and folder_writable(run_dir):
+    if not todo and recorded and recheck_pending(recorded, options.recheck) and folder_writable(run_dir):
         # the cells finished before the determinism probe did (a kill, or a run older than the probe)
         try:
-            code = execute_run(args, run_dir, tasks, tasks_sha, tasks_path, models, [], len(cells), regimes)
+            code = execute_run(options, tasks, tasks_sha, models, [], len(cells))
         except (RunInterrupted, ServerGone, DiskFull):
             raise
         except PilotError as err:
@@ -245,34 +249,35 @@ def command_run(args, then_analyze: bool = False) -> int:
     if not then_analyze:
         if code == EXIT_OK:
             print(f"next: score the run with `python3 scripts/run_pilot.py score --out {shlex.quote(str(run_dir))}`, then "
-                  f"`analyze --out {shlex.quote(str(run_dir))}`" if not args.shard else
+                  f"`analyze --out {shlex.quote(str(run_dir))}`" if not options.shard else
                   f"next: when every shard is done, combine them with `python3 scripts/run_pilot.py merge OUT "
                   f"SHARD_DIR...` (the analysis is made there)")
         return code
-    if args.shard:
-        print(f"shard {args.shard[0]}/{args.shard[1]} is in {run_dir}; when every shard is done, combine them with "
+    if options.shard:
+        print(f"shard {options.shard[0]}/{options.shard[1]} is in {run_dir}; when every shard is done, combine them with "
               f"`python3 scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
         return code
     with collector_paused():
-        return score_and_analyze_run(args, run_dir, Manifest.load(manifest_path), tasks, models, code)
+        return score_and_analyze_run(options, Manifest.load(manifest_path), tasks, models, code)
 
 
-def score_and_analyze_run(args, run_dir: Path, manifest: "Manifest", tasks: dict, models: list[str], code: int) -> int:
+def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict, models: list[str], code: int) -> int:
     """The end of `pilot`: score the finished run, analyse it, and write the figures and report."""
+    run_dir = options.run_dir
     if not folder_writable(run_dir):
         # A finished run in a read-only folder: report it from memory and say where its files can go.
-        analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), args.allow_partial)
+        analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), options.allow_partial)
         print(render_headline(analysis))
         print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, figures and report "
               f"elsewhere: python3 scripts/run_pilot.py analyze --results {run_dir / 'results.json'} --out DIR")
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
-    if results["cells"]["not_complete"] and not args.allow_partial:
+    if results["cells"]["not_complete"] and not options.allow_partial:
         print(f"results.json holds the {results['cells']['complete']} complete cells of "
               f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
               f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
         return code or EXIT_CELLS_FAILED
-    analysis = write_analysis(run_dir, results, args.allow_partial)
+    analysis = write_analysis(run_dir, results, options.allow_partial)
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
@@ -297,52 +302,18 @@ def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "M
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
-    results = folder_study(manifest).score(manifest, tasks, Journal(run_dir), models)
+    study = folder_study(manifest)
+    results = study.score(manifest, tasks, Journal(run_dir), models)
     hold_until_exit(results)
-    gate_rows = gate_bank(manifest, tasks, Journal(run_dir), models)
+    gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir), models) if study.gate_rows else []
     if gate_rows:                       # every compacted state through the release gate (issue 13)
         results["gate"] = gate_summary(gate_rows)
         write_atomic(run_dir / "gate.csv", render_gate_csv(gate_rows).encode("utf-8"))
     write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     write_atomic(run_dir / "probes.csv", render_probes_csv(results).encode("utf-8"))
+    if study.write_outputs is not None:
+        study.write_outputs(run_dir, results)
     return results
-
-
-def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
-    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
-    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
-    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
-    regimes = run_regimes(manifest)
-    rows, logs = [], {}
-    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
-                          run_samples(manifest)):
-        regime = regimes[cell.regime]
-        if not regime.compacts:
-            continue
-        episode = tasks["episodes"][cell.episode]
-        stream = (cell.model, cell.regime, cell.budget, cell.sample)
-        if stream not in logs:
-            logs[stream] = journal.cell_records(*stream)
-        records = logs[stream].get(cell.episode, {})
-        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode, "budget": cell.budget,
-                "sample": cell.sample}
-        n = len(episode["segments"])
-        for k in range(1, n + 1):
-            record = records.get(f"compact_{k}")
-            if record is None:
-                continue
-            row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
-            if k == n:
-                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
-                # cell; "none corrupted" only once every answer is in
-                probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
-                          for q in episode["questions"] if f"question_{q['id']}" in records]
-                if any(p["class"] != "correct" for p in probes):
-                    row["downstream_corrupted"] = True
-                elif is_complete(manifest, cell):
-                    row["downstream_corrupted"] = False
-            rows.append(row)
-    return rows
 
 
 def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None,
@@ -411,6 +382,9 @@ class FiguresJob:
         piped = None
         if handover is not None:
             results, analysis = handover
+            if not study_named(analysis.get("study")).figures:
+                self.__exit__()             # a study whose analysis.md is its whole report
+                return []
             piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
         stdout, stderr = self.proc.communicate(piped)
         if self.proc.returncode != 0:
@@ -431,7 +405,7 @@ class FiguresJob:
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
 OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
-                "report.html", "gate.csv")
+                "report.html", "gate.csv", "quarantine")
 
 
 def folder_writable(folder: Path) -> bool:
@@ -466,6 +440,21 @@ def command_pilot(args) -> int:
     return command_run(args, then_analyze=True)
 
 
+def command_adversarial(args) -> int:
+    """`adversarial`: the pilot of the adversarial study (the same as `--study adversarial`), or --write-tasks."""
+    if not args.write_tasks:
+        return command_pilot(args)
+    study = study_of(args)
+    data, what = study.generate({})
+    if study.tasks_path.exists() and read_canonical(study.tasks_path) != data:
+        raise PilotError(f"{display_path(study.tasks_path)} exists and differs from the generator's output; the "
+                         f"committed file is the pre-registered one (restore it with `git checkout -- "
+                         f"{display_path(study.tasks_path)}`)")
+    write_atomic(study.tasks_path, data)
+    print(f"wrote {display_path(study.tasks_path)}: {what}")
+    return EXIT_OK
+
+
 def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
@@ -491,9 +480,11 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
     if is_simulated(manifest):
         return "python3 " + shlex.join(["scripts/run_pilot.py", "demo", "--out", display_path(run_dir)])
     argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
-    study = study_named(manifest.get("study"))
-    if study.name != "xr001":
+    study = folder_study(manifest)
+    if study.name != study_named(None).name:
         argv += ["--study", study.name]
+    for option, value in study.options.items():     # the study's own options, as its read_options recorded them
+        argv += [f"--{option.replace('_', '-')}", str(value)]
     try:                                # a run cut with --episodes resumes cut the same way, in every study
         available = len(load_task_set(run_tasks_path(manifest))["tasks"]["episodes"])
     except (PilotError, OSError, KeyError, TypeError):

@@ -11,37 +11,36 @@ from .backends import estimate_tokens
 from .commands import (folder_writable, gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path,
     selected_cells, warn, write_analysis, write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
-from .inputs import load_tasks
+from .inputs import load_task_set, load_tasks
 from .launch import chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
     PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text, utc_now)
-from .reports import md_table, render_headline
+from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
     records_digest, variant_suffix, write_atomic)
 from .runner import all_cells, journal_streams, merge_rechecks, run_budgets, run_regimes, run_samples
-from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH, render_adversarial_md
-from .studies.adversarial_runner import StudyJournal, load_adversarial_tasks, write_adversarial_outputs
-from .studies.constraints import (SC_CONSTRAINTS, SC_DEFAULT_FRAMINGS, SC_DEFAULT_POSITIONS, SC_POSITIONS, SC_SCOPES,
-    SC_STRENGTHS, SC_TASKS_PATH, generate_constraint_tasks)
-from .studies.xr001 import N_EPISODES, TASKS_PATH, generate_tasks, tasks_to_bytes
+from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
+from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
+from .studies.constraints import SC_POSITIONS, SC_SCOPES, SC_STRENGTHS
 from .studies.xr001_report import render_gate_section
 
 
 def command_generate(args) -> int:
-    if args.study == "constraints":
-        return generate_constraint_file(args)
-    path = Path(args.tasks) if args.tasks else TASKS_PATH
-    data = tasks_to_bytes(generate_tasks(args.episodes or N_EPISODES))
+    """generate: the study's task file, the pinned one by default; another design to --tasks PATH."""
+    study = study_of(args)
+    path = Path(args.tasks) if args.tasks else study.tasks_path
+    data, what = study.generate({"episodes": args.episodes, "positions": getattr(args, "positions", None),
+                                 "framings": getattr(args, "framings", None)})
     if path.exists():
         if read_canonical(path) == data:
-            print(f"{display_path(path)} is already the pinned task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
+            print(f"{display_path(path)} is already this task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
             return EXIT_OK
         if not args.force:
             raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
                              f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
-    print(f"wrote {display_path(path)}: {args.episodes or N_EPISODES} episodes, sha256 {sha256_bytes(data)}")
+    print(f"wrote {display_path(path)}: {what}, sha256 {sha256_bytes(data)}")
     return EXIT_OK
 
 
@@ -65,27 +64,6 @@ def parse_positions(text: str) -> list[str]:
     if bad or not positions:
         raise argparse.ArgumentTypeError(f"positions are {', '.join(SC_POSITIONS)} or `all` (got {text!r})")
     return positions
-
-
-def generate_constraint_file(args) -> int:
-    """generate --study constraints: the pinned file by default; other positions or framings to another path."""
-    positions = args.positions or list(SC_DEFAULT_POSITIONS)
-    framings = args.framings or list(SC_DEFAULT_FRAMINGS)
-    path = Path(args.tasks) if args.tasks else SC_TASKS_PATH
-    data = tasks_to_bytes(generate_constraint_tasks(positions, framings))
-    if path.exists():
-        if read_canonical(path) == data:
-            print(f"{display_path(path)} is already this task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
-            return EXIT_OK
-        if not args.force:
-            raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
-                             f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data)
-    n = len(SC_CONSTRAINTS) * len(positions) * len(framings)
-    print(f"wrote {display_path(path)}: {n} instances ({len(SC_CONSTRAINTS)} constraints x {len(positions)} "
-          f"position(s) x {len(framings)} framing(s)), sha256 {sha256_bytes(data)}")
-    return EXIT_OK
 
 
 def command_status(args) -> int:
@@ -180,13 +158,13 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
                                                          "input_tokens": 0, "output_tokens": 0})
         entry["cells"] += 1
         state_stub = "x" * (cell.budget * 4)
-        for spec in study.plan_calls(regime, episode, cell.budget):
-            messages = study.build_messages(regime, episode, spec, state_stub)
+        for spec in study.plan(regime, episode, cell.budget):
+            messages = study.messages(regime, episode, spec, state_stub)
             entry["calls"] += 1
             entry["input_tokens"] += estimate_tokens(messages[0]["content"])
             entry["output_tokens"] += spec.max_output_tokens
         if manifest is not None and is_complete(manifest, cell):
-            entry["done_calls"] += len(study.plan_calls(regime, episode, cell.budget))
+            entry["done_calls"] += len(study.plan(regime, episode, cell.budget))
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
 
@@ -239,7 +217,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
             where = (record.get("episode"), record.get("kind"))
             seen[where] = seen.get(where, 0) + 1
             first.setdefault(where[0], {}).setdefault(where[1], record)
-        kinds = {spec.kind for spec in study.plan_calls(regime, tasks["episodes"][0], budget)}
+        kinds = {spec.kind for spec in study.plan(regime, tasks["episodes"][0], budget)}
         for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
             valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
             if count > 1:
@@ -253,7 +231,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
                 continue
             key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
             records = first.get(episode_index, {})
-            plan = study.plan_calls(regime, tasks["episodes"][episode_index], budget)
+            plan = study.plan(regime, tasks["episodes"][episode_index], budget)
             missing = [s.kind for s in plan if s.kind not in records]
             if missing:
                 problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
@@ -308,7 +286,7 @@ def command_gate(args) -> int:
                              "--help`)")
     target = Path(args.target)
     if target.is_dir():
-        return gate_run_folder(target, args)
+        return gate_run_folder(target, args.json)
     if not args.ledger:
         raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in the README)")
     try:
@@ -330,22 +308,25 @@ def command_gate(args) -> int:
     return EXIT_OK if verdict == "PASS" else EXIT_VERIFY_FAILED
 
 
-def gate_run_folder(run_dir: Path, args) -> int:
+def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     """Gate every compacted state of a run: gate.csv, results.json, the analysis.md section and the report."""
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
-    study = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    if study.get("study") == ADV_PROTOCOL_ID:     # the adversarial study's folder: re-gate it from its calls
-        tasks, sha = load_adversarial_tasks(ADV_TASKS_PATH)
-        if sha != study["lock"]["tasks_sha256"]:
+    former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    if is_former_adversarial_folder(former):       # re-gated from its calls, as its runner wrote it
+        task_set = load_task_set(ADV_TASKS_PATH)
+        if task_set["sha256"] != former["lock"].get("tasks_sha256"):
             raise GateInputError(f"{display_path(ADV_TASKS_PATH)} is not the task set of {run_dir}")
-        tasks = {**tasks, "episodes": tasks["episodes"][:study["lock"]["n_episodes"]]}
-        summary = write_adversarial_outputs(run_dir, tasks, StudyJournal(run_dir).records, study["lock"])
-        print(json.dumps(summary, indent=1) if args.json else render_adversarial_md(summary, study["lock"]))
+        summary = regate_former_folder(run_dir, former, task_set["tasks"])
+        print(json.dumps(summary, indent=1) if as_json else render_adversarial_md(summary, former["lock"]))
         return EXIT_OK
     manifest, tasks = load_run(run_dir)
     results = write_results(run_dir, manifest.data, tasks)
+    if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
+        analysis = write_analysis(run_dir, results, True) if folder_writable(run_dir) else gated_analysis(results, True)
+        print(json.dumps(analysis, indent=1, ensure_ascii=False) if as_json else render_analysis_md(analysis))
+        return EXIT_OK
     gate = results.get("gate")
     if not gate:
         raise GateInputError(f"{run_dir} has no compacted state yet (no compaction call of a compacting regime is "
@@ -360,7 +341,7 @@ def gate_run_folder(run_dir: Path, args) -> int:
             warn(str(err))
     else:
         analysis = gated_analysis(results, True)
-    if args.json:
+    if as_json:
         print(json.dumps(gate, indent=1, ensure_ascii=False))
     else:
         print("\n".join(render_gate_section(analysis)))
@@ -409,7 +390,7 @@ def command_merge(args) -> int:
     for key, (folder, entry) in cells.items():
         budget, sample = record_variant(entry)
         source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
-        plan = study.plan_calls(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
+        plan = study.plan(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
         for spec in plan:
             journal.append(source[spec.kind])
     data0 = shards[0][1]
@@ -441,3 +422,10 @@ def command_merge(args) -> int:
     print(render_headline(analysis))
     print_file_list(out, outputs)
     return EXIT_OK
+
+
+def is_former_adversarial_folder(manifest: object) -> bool:
+    """A folder the adversarial study's own runner made before it ran on the shared one: no cells, its lock
+    naming the study's protocol."""
+    return isinstance(manifest, dict) and "cells" not in manifest and \
+        isinstance(manifest.get("lock"), dict) and manifest["lock"].get("study") == ADV_PROTOCOL_ID

@@ -6,9 +6,9 @@ import dataclasses
 import json
 import shlex
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
-from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, canonical_json,
+from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, Study, canonical_json,
     display_path, file_sha256, read_canonical, sha256_bytes, sha256_text, study_named)
 
 
@@ -23,6 +23,8 @@ def regime_record(regime: Regime) -> dict:
         del record["condition"]
     if not record["judge"]:
         del record["judge"]
+    if not record["gated"]:
+        del record["gated"]
     return record
 
 
@@ -67,8 +69,19 @@ def load_task_set(path: Path) -> dict:
     except (UnicodeDecodeError, ValueError) as err:
         hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
         raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
-    study = study_named(tasks.get("study") if isinstance(tasks, dict) and isinstance(tasks.get("study"), str) else None)
-    return study.load_tasks(path, raw, tasks, sha, in_repo)
+    return task_file_study(tasks).load_tasks(path, raw, tasks, sha, in_repo)
+
+
+def task_file_study(tasks: Any) -> Study:
+    """The study a task file belongs to: the one its `study` field names, else the one whose protocol it names,
+    else the default study (whose design checks then judge it)."""
+    if not isinstance(tasks, dict):
+        return study_named(None)
+    if isinstance(tasks.get("study"), str):
+        return study_named(tasks["study"])
+    protocol = tasks.get("protocol")
+    named = [s for s in STUDY_REGISTRY.values() if isinstance(protocol, str) and s.protocol_id == protocol]
+    return named[0] if named else study_named(None)
 
 
 def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:

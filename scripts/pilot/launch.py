@@ -14,8 +14,9 @@ from typing import Any, Iterable
 from .backends import BACKENDS
 from .demo import StandInBackend
 from .inputs import STATE_READERS, protocol_sha256, regimes_sha256
-from .records import (ANSWER_NUM_PREDICT, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime, SIMULATED_BACKEND,
-    Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
+from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
+    SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
+from .runner import RetryPolicy
 from .studies.constraints import SC_REGIMES, SC_UPPER_BOUND_SUFFIX, sc_user_regimes
 from .studies.xr001 import N_EPISODES, N_SEGMENTS, PROMPTS, REGIMES
 from .transport import redact_url
@@ -235,28 +236,87 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def study_of(args) -> Study:
-    """The study the command line chose."""
-    return study_named(getattr(args, "study", None))
+    """The study the command line chose, with its own options as the command line gives them."""
+    study = study_named(getattr(args, "study", None))
+    given = vars(args)
+    for other in STUDY_REGISTRY.values():
+        if other is not study and other.read_options is not None and other.read_options(given):
+            raise PilotError(f"--{next(iter(other.read_options(given))).replace('_', '-')} belongs to the {other.name} "
+                             f"study; add --study {other.name}")
+    return study.with_options(study.read_options(given)) if study.read_options is not None else study
 
 
-def make_backend(args):
-    if args.backend == SIMULATED_BACKEND:       # only the demo sets it; never a --backend choice
-        return StandInBackend.from_args(args)
-    return BACKENDS[args.backend].from_args(args)
+def check_study_design(study: Study, models: list[str], budgets: list[int], samples: int) -> None:
+    """Refuse, in one line, a run a study's design does not allow (too many models, a sweep it has no use for)."""
+    if study.max_models is not None and len(models) > study.max_models:
+        raise PilotError(f"the {study.name} study runs {study.max_models} model at a time; name one with --models "
+                         f"NAME and run the others into their own folders (--out)")
+    if not study.variants and (list(budgets) != [DEFAULT_BUDGET] or samples != 1):
+        raise PilotError(f"the {study.name} study runs at the pre-registered budget ({DEFAULT_BUDGET}) with one "
+                         f"sample; drop --budgets and --samples")
 
 
-def design_settings(args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> dict:
+def make_backend(options: BackendOptions):
+    if options.name == SIMULATED_BACKEND:       # only the demo sets it; never a --backend choice
+        return StandInBackend.from_options(options)
+    return BACKENDS[options.name].from_options(options)
+
+
+def design_settings(options: RunOptions, tasks_sha: str, n_episodes: int) -> dict:
     """The fields of Settings that say what a run measures (the rest say where and how calls are sent)."""
-    study = study_of(args)
+    study, regimes = options.study, options.regimes
     return {"tasks_sha256": tasks_sha, "protocol_sha256": protocol_sha256(study.protocol_path),
             "prompts_sha256": study.prompts_sha256(),
             "regimes": tuple(r.name for r in regimes), "regimes_sha256": regimes_sha256(regimes),
-            "n_episodes": n_episodes, "budgets": tuple(args.budgets), "samples": args.samples,
-            "temperature": args.temperature}
+            "n_episodes": n_episodes, "budgets": tuple(options.budgets), "samples": options.samples,
+            "temperature": options.temperature, "study_options": study.options}
 
 
-def run_settings(backend, args, tasks_sha: str, n_episodes: int, regimes: list[Regime]) -> Settings:
+def run_settings(backend, options: RunOptions, tasks_sha: str, n_episodes: int) -> Settings:
     return Settings(backend=backend.name, base_url=redact_url(backend.base_url),
-                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, args.temperature),
-                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, args.temperature)},
-                    **design_settings(args, tasks_sha, n_episodes, regimes))
+                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, options.temperature),
+                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, options.temperature)},
+                    **design_settings(options, tasks_sha, n_episodes))
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """Everything a run (or its resume) takes from the command line, read once by the command: nothing below the
+    commands reads the options themselves."""
+
+    study: Study                        # with its own options
+    run_dir: Path
+    tasks_path: Path
+    episodes: int | None
+    regimes: tuple                      # Regime records: built in and from a regime file
+    models: tuple                       # as named (empty: the ones a resumed folder records)
+    budgets: tuple
+    samples: int
+    temperature: float
+    shard: tuple | None
+    concurrency: int
+    recheck: int
+    prompt_cache: str | None
+    policy: RetryPolicy
+    backend: BackendOptions
+    quiet: bool
+    progress_interval: float
+    allow_code_change: bool
+    allow_partial: bool
+    argv: tuple                         # the command as typed, for the resume hints
+
+
+def read_run_options(args) -> RunOptions:
+    """The options of `run`, the pilot and `adversarial`, checked and made into one record."""
+    study = study_of(args)
+    return RunOptions(
+        study=study, run_dir=resolve_run_dir(args),
+        tasks_path=Path(args.tasks) if args.tasks else study.tasks_path, episodes=args.episodes,
+        regimes=tuple(chosen_regimes(args)), models=tuple(parse_models(args.models)), budgets=tuple(args.budgets),
+        samples=args.samples, temperature=args.temperature, shard=tuple(args.shard) if args.shard else None,
+        concurrency=args.concurrency, recheck=args.recheck, prompt_cache=args.prompt_cache,
+        policy=RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after),
+        backend=BackendOptions(args.backend, args.host, args.base_url, args.api_key_env, args.thinking_control,
+                               args.connect_timeout, args.read_timeout),
+        quiet=args.quiet, progress_interval=args.progress_interval, allow_code_change=args.allow_code_change,
+        allow_partial=args.allow_partial, argv=tuple(args.argv))

@@ -167,6 +167,7 @@ class Regime:
     origin: str = "built-in"            # or the regime file it came from
     condition: str | None = None        # for studies of standing instructions: with, without, upper_bound, sidecar
     judge: bool = False                 # --judge: the model judges its own final state
+    gated: bool = False                 # the release gate decides which compacted state the cascade carries on from
 
     @property
     def compacts(self) -> bool:
@@ -183,6 +184,9 @@ class CallSpec:
     max_output_tokens: int
     segment: int | None = None
     question_id: int | None = None
+    temperature: float | None = None    # a call sampled apart from the run's temperature and seed (recorded on it)
+    seed: int | None = None
+    cascade: bool = True                # False: a candidate drawn beside the cascade, never fed to the next call
 
     @property
     def is_compaction(self) -> bool:
@@ -191,6 +195,19 @@ class CallSpec:
 
 class Cell(collections.namedtuple("Cell", "model regime episode budget sample", defaults=(DEFAULT_BUDGET, 0))):
     """One cascade and its probes: a model x regime x episode, at a compaction budget, for one sample."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendOptions:
+    """Where and how a run's calls are sent, as the command line said: the backend builds itself from this."""
+
+    name: str                           # a BACKENDS key, or the demo's simulated one
+    host: str | None = None             # Ollama's address (None: $OLLAMA_HOST or the default)
+    base_url: str | None = None         # an OpenAI-compatible server's (None: $OPENAI_BASE_URL)
+    api_key_env: str = "OPENAI_API_KEY"
+    thinking_control: str = "both"
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,11 +228,20 @@ class Settings:
     temperature: float
     options: dict
     prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
+    study_options: dict = dataclasses.field(default_factory=dict)   # a study's own options (Study.read_options)
+
+    def as_lock(self) -> dict:
+        """The record as the manifest's lock keeps it: a study's options only where it has any, so that the
+        locks and hashes of studies without options are what they always were."""
+        fields = dataclasses.asdict(self)
+        if not fields["study_options"]:
+            del fields["study_options"]
+        return fields
 
     def sha256(self) -> str:
         # stamped on every call record: computed once per configuration (it is frozen), not once per call
         if "_sha256" not in self.__dict__:
-            object.__setattr__(self, "_sha256", sha256_text(canonical_json(dataclasses.asdict(self))))
+            object.__setattr__(self, "_sha256", sha256_text(canonical_json(self.as_lock())))
         return self.__dict__["_sha256"]
 
 
@@ -276,7 +302,16 @@ class Study:
     """One pre-registered study: everything the shared code needs to know of it, and nothing else does.
 
     The runner, run folder, results bank, reports and commands ask a study only through these fields; a study
-    is registered once (register_study) and found by the key its run folders record (study_named)."""
+    is registered once (register_study) and found by the key its run folders record (study_named). What the
+    shared commands read of what the hooks return:
+    - load_tasks: {"tasks", "sha256", "kind" (pinned, generated or external), "path"}; a task file names its study
+      in a `study` field (or its protocol id in `protocol`), or the default study's loader judges it;
+    - score: results.json, with "study": the key, "models", "regimes", "n_episodes", "task_set", "probes" and
+      "cells": {"complete", "not_complete", "expected"};
+    - analyze: the analysis, with "study": the key, "label", "complete" and "coverage": {"complete_cells",
+      "expected_cells"}, computed from the probes themselves; render_md and headline read only it;
+    - plan_calls and build_messages take the study's own options as keywords (Study.plan, Study.messages);
+      build_messages gets the cascade's state and the sidecar's registry (empty where a study keeps none)."""
 
     name: str                           # the key a run folder records
     protocol_id: str
@@ -291,13 +326,44 @@ class Study:
     plan_calls: Callable                # (regime, episode, budget) -> the cell's CallSpecs in cascade order
     build_messages: Callable            # (regime, episode, spec, state, registry) -> the call's messages
     score: Callable                     # (manifest, tasks, journal, models) -> results
-    analyze: Callable                   # (results, task_set) -> analysis
+    analyze: Callable                   # (results, task_set, table) -> analysis
     render_md: Callable                 # analysis -> analysis.md
     headline: Callable                  # analysis -> the one-line headline
+    generate: Callable                  # ({episodes, positions, framings}: None where not given) -> (bytes, what)
     probe_kind: str = "integer"         # the kind of its probes (PROBE_KINDS)
     demo: bool = False                  # `demo --study` can show it on the stand-in model
     run_order: Callable | None = None   # (table, models, regimes, variants) -> the bank is in run order (fast path)
     declared_variants_only: bool = False  # a probe of a budget or sample the bank does not declare is a problem
+    state_after: Callable | None = None  # (regime, episode, compaction replies so far) -> the state (None: the last)
+    add_options: Callable | None = None  # (parser) -> None: the study's own command-line options
+    read_options: Callable | None = None  # ({option: value} as parsed) -> its own, as `--option value` would give
+    gate_rows: Callable | None = None   # (manifest, tasks, journal, models) -> one gate row per compacted state
+    write_outputs: Callable | None = None  # (run_dir, results) -> files the study writes beside results.json
+    check_bank: Callable | None = None  # (results) -> problems: the shape check of its own results (None: shared)
+    max_models: int | None = None       # the most models one run may test (None: any number)
+    variants: bool = True               # whether it takes budget sweeps and repeated samples
+    figures: bool = True                # whether paper/make_figures.py makes its figures and report (False: its
+                                        # analysis.md is the whole report)
+    options: dict = dataclasses.field(default_factory=dict)   # the options of the run at hand (with_options)
+
+    def with_options(self, options: dict | None) -> "Study":
+        """This study as a run with these options of its own plans and writes its calls."""
+        return dataclasses.replace(self, options=dict(options or {}))
+
+    def plan(self, regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list:
+        """A cell's calls in cascade order (CallSpecs)."""
+        return self.plan_calls(regime, episode, budget, **self.options)
+
+    def messages(self, regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> list[dict]:
+        """One call's messages, from the state and the sidecar's registry the cascade has reached."""
+        return self.build_messages(regime, episode, spec, state, registry, **self.options)
+
+    def cascade_state(self, regime: Regime, episode: dict, replies: list[str]) -> str:
+        """The state a cell's cascade holds after these compaction replies: the last one, unless the study (a gated
+        regime) decides otherwise. The final state of a cell is this after all its compactions."""
+        if self.state_after is not None:
+            return self.state_after(regime, episode, replies)
+        return replies[-1] if replies else ""
 
 
 STUDY_REGISTRY: dict = {}               # key -> Study, in registration order; the first is the default
@@ -322,4 +388,6 @@ def study_named(name: str | None) -> Study:
 def folder_study(manifest: dict) -> Study:
     """Which study a run folder holds, from its manifest: the key it records, the protocol id that folders made
     before the studies were keyed recorded in their lock, or none (the default study)."""
-    return study_named(manifest.get("study") or (manifest.get("lock") or {}).get("study"))
+    study = study_named(manifest.get("study") or (manifest.get("lock") or {}).get("study"))
+    options = (manifest.get("lock") or {}).get("study_options")
+    return study.with_options(options) if isinstance(options, dict) and options else study

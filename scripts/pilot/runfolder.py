@@ -406,7 +406,8 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     Settings record, then each model's identity."""
     diffs = []
     for field in (f.name for f in dataclasses.fields(Settings)):
-        old, new = recorded.get(field), current.get(field)
+        absent = {} if field == "study_options" else None        # a lock without a study's options had none
+        old, new = recorded.get(field, absent), current.get(field, absent)
         # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
         same = server_identity(old) == server_identity(new) if field == "base_url" else \
             canonical_json(old) == canonical_json(new)

@@ -327,15 +327,15 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     if cell.budget != DEFAULT_BUDGET or cell.sample:
         entry.update(budget=cell.budget, sample=cell.sample)
     state = registry = ""
-    plan = ctx.study.plan_calls(regime, episode, cell.budget)
-    records = {}
+    plan = ctx.study.plan(regime, episode, cell.budget)
+    records, replies = {}, []
 
     def call(spec: CallSpec) -> dict:
         record = done.get(spec.kind)
         if record is None:
             if ctx.stop.is_set():
                 raise RunInterrupted("interrupted")
-            record = make_call(ctx, cell, spec, ctx.study.build_messages(regime, episode, spec, state, registry))
+            record = make_call(ctx, cell, spec, ctx.study.messages(regime, episode, spec, state, registry))
         records[spec.kind] = record
         return record
 
@@ -345,8 +345,9 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
             if spec.stage == "answer":
                 continue
             reply = call(spec)["response"]
-            if spec.is_compaction:
-                state = reply
+            if spec.is_compaction and spec.cascade:
+                replies.append(reply)
+                state = ctx.study.cascade_state(regime, episode, replies)
             elif spec.stage == "extraction":
                 registry = reply
         # The answers see only the final state (R0: the transcript), so they are independent: they fan out.
@@ -387,9 +388,10 @@ def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallS
 
 
 def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
+    temperature = ctx.config.temperature if spec.temperature is None else spec.temperature
+    seed = sample_seed(cell.sample) if spec.seed is None else spec.seed
     request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
-                          context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(cell.sample),
-                          thinking_off=True)
+                          context_window=NUM_CTX, temperature=temperature, seed=seed, thinking_off=True)
     label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
     response, wire, attempts, wall_s = send_with_retries(ctx, request, label, urgent=spec.is_compaction)
     record = {
@@ -403,6 +405,8 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     }
     if cell.budget != DEFAULT_BUDGET or cell.sample:
         record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
+    if spec.temperature is not None or spec.seed is not None:
+        record.update(temperature=request.temperature, seed=request.seed)
     record["segment" if spec.segment is not None else "question_id"] = \
         spec.segment if spec.segment is not None else spec.question_id
     line = ctx.journal.append(record)
@@ -431,7 +435,7 @@ def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cell
         if stream not in logs:
             logs[stream] = journal.cell_records(*stream)
         records = logs[stream].get(cell.episode, {})
-        out += [records[spec.kind] for spec in study.plan_calls(regimes[cell.regime], tasks["episodes"][cell.episode],
+        out += [records[spec.kind] for spec in study.plan(regimes[cell.regime], tasks["episodes"][cell.episode],
                                                                 cell.budget) if spec.kind in records]
     return out
 
@@ -461,8 +465,8 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
             compaction = call_stage(first) == "compaction"
             request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
                                   max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
-                                  context_window=NUM_CTX, temperature=ctx.config.temperature, seed=sample_seed(sample),
-                                  thinking_off=True)
+                                  context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
+                                  seed=first.get("seed", sample_seed(sample)), thinking_off=True)
             label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
             response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
             item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
@@ -514,7 +518,7 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
             if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
                 continue
             cell = Cell(model, regime_name, episode_index, budget, sample)
-            plan = study.plan_calls(regimes[regime_name], tasks["episodes"][episode_index], budget)
+            plan = study.plan(regimes[regime_name], tasks["episodes"][episode_index], budget)
             lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
             if lost is None:
                 continue

@@ -4,25 +4,18 @@ To add a study:
 1. Write its protocol document under protocol/ and commit its task file under tasks/ before any run.
 2. Write a module here for its design (task generator, loader with its design checks, regimes, how a cell's calls
    are planned and each call's messages built) and one for its analysis (score, analyze, render_md, headline).
-3. Register it below in one line: `register_study(Study(KEY, ...))`, with the hooks the Study record names
-   (pilot/records.py). Its key is what its run folders record; `--study KEY` then runs it on the shared runner,
-   journal, lock, retries, resume, status, plan, verify and shards.
+3. Register it below in one line, `register_study(Study(KEY, ...))`, filling the hooks the Study record names
+   (pilot/records.py); the optional ones (a gated cascade, a gate ledger, its own command-line options, files
+   beside results.json, its own bank check) only where it has them. Its key is what its run folders record;
+   `--study KEY` then runs it on the shared runner, journal, lock, retries, resume, status, plan, verify and
+   shards, and tests/test_layout.py checks that it filled every hook.
 """
 from __future__ import annotations
 
 from ..records import Study, register_study
-from .constraints import (SC_DEFAULT_REGIMES, SC_PINNED_TASKS_SHA256, SC_PROTOCOL_ID, SC_PROTOCOL_PATH, SC_REGIMES,
-    SC_RUN_NAME, SC_TASKS_PATH, build_constraint_messages, constraint_prompts_sha256, load_constraint_task_set,
-    plan_constraint_calls)
-from .constraints_analysis import (analyze_constraints, render_constraints_headline, render_constraints_md,
-    score_constraint_bank)
-from .xr001 import (DEFAULT_REGIMES, DEFAULT_RUN_NAME, PINNED_TASKS_SHA256, PROTOCOL_ID, PROTOCOL_PATH, REGIMES,
-    TASKS_PATH, build_messages, load_xr001_task_set, plan_calls, prompts_sha256)
-from .xr001_analysis import analyze_results, in_run_order, score_bank
-from .xr001_report import render_xr001_headline, render_xr001_md
+from . import adversarial as adv, adversarial_analysis as adv_an, constraints as sc, constraints_analysis as sc_an
+from . import xr001, xr001_analysis, xr001_report
 
-
-# The registry: one line per study, the first the default.
-register_study(Study("xr001", PROTOCOL_ID, PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, DEFAULT_RUN_NAME, REGIMES, DEFAULT_REGIMES, prompts_sha256, load_xr001_task_set, plan_calls, build_messages, score_bank, analyze_results, render_xr001_md, render_xr001_headline, demo=True, run_order=in_run_order))
-
-register_study(Study("constraints", SC_PROTOCOL_ID, SC_PROTOCOL_PATH, SC_TASKS_PATH, SC_PINNED_TASKS_SHA256, SC_RUN_NAME, SC_REGIMES, SC_DEFAULT_REGIMES, constraint_prompts_sha256, load_constraint_task_set, plan_constraint_calls, build_constraint_messages, score_constraint_bank, analyze_constraints, render_constraints_md, render_constraints_headline, probe_kind="forced_choice", demo=True, declared_variants_only=True))
+register_study(Study("xr001", xr001.PROTOCOL_ID, xr001.PROTOCOL_PATH, xr001.TASKS_PATH, xr001.PINNED_TASKS_SHA256, xr001.DEFAULT_RUN_NAME, xr001.REGIMES, xr001.DEFAULT_REGIMES, xr001.prompts_sha256, xr001.load_xr001_task_set, xr001.plan_calls, xr001.build_messages, xr001_analysis.score_bank, xr001_analysis.analyze_results, xr001_report.render_xr001_md, xr001_report.render_xr001_headline, xr001.generate_file, demo=True, run_order=xr001_analysis.in_run_order, gate_rows=xr001_analysis.gate_bank))  # noqa: E501
+register_study(Study("constraints", sc.SC_PROTOCOL_ID, sc.SC_PROTOCOL_PATH, sc.SC_TASKS_PATH, sc.SC_PINNED_TASKS_SHA256, sc.SC_RUN_NAME, sc.SC_REGIMES, sc.SC_DEFAULT_REGIMES, sc.constraint_prompts_sha256, sc.load_constraint_task_set, sc.plan_constraint_calls, sc.build_constraint_messages, sc_an.score_constraint_bank, sc_an.analyze_constraints, sc_an.render_constraints_md, sc_an.render_constraints_headline, sc.generate_constraint_file, add_options=sc.add_constraint_options, probe_kind="forced_choice", demo=True, declared_variants_only=True, gate_rows=xr001_analysis.gate_bank))  # noqa: E501
+register_study(Study("adversarial", adv.ADV_PROTOCOL_ID, adv.ADV_PROTOCOL_PATH, adv.ADV_TASKS_PATH, adv.ADV_PINNED_TASKS_SHA256, "adversarial", adv.ADV_STUDY_REGIMES, adv.ADV_DEFAULT_REGIMES, xr001.prompts_sha256, adv.load_adversarial_task_set, adv.plan_adversarial_calls, adv.build_adversarial_messages, adv_an.score_adversarial, adv_an.analyze_adversarial, adv_an.render_adversarial_analysis, adv_an.render_adversarial_headline, adv.generate_adversarial_file, state_after=adv.gated_state, add_options=adv.add_adversarial_options, read_options=adv.read_adversarial_options, write_outputs=adv_an.write_adversarial_files, check_bank=adv_an.check_adversarial_bank, max_models=1, variants=False))  # noqa: E501

@@ -2,17 +2,18 @@
 gated regime's context, and the release table."""
 from __future__ import annotations
 
-import collections
+import dataclasses
 import random
+from pathlib import Path
+from typing import Any
 
-from ..bank import parse_answer
-from ..gate import (GATE_CATEGORIES, RUN_GATE_NAME_PATTERN, check_state, gate_prediction, gate_verdict,
-    normalize_ledger)
-from ..records import CALL_SEED, DEFAULT_BUDGET, REPO_ROOT, SIMULATED_BACKEND
-from ..reports import fmt_rate, md_table, pct
+from ..gate import RUN_GATE_NAME_PATTERN, check_state, gate_verdict, normalize_ledger
+from ..inputs import MAX_REPORTED_PROBLEMS, TaskSetError, budget_words
+from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime,
+    display_path)
 from ..runfolder import FOLDERS_OF_OWN_RUNNERS
-from ..stats import rate_summary
-from .xr001 import FILLER_SENTENCES, PROMPTS, RUN_GATE_SECTIONS, VALUE_RANGE, VALUE_SENTENCES, draw_names
+from .xr001 import (FILLER_SENTENCES, PROMPTS, REGIMES, RUN_GATE_SECTIONS, VALUE_RANGE, VALUE_SENTENCES, draw_names,
+    tasks_to_bytes)
 
 
 ADV_PROTOCOL_ID = "XR-G1"
@@ -20,6 +21,9 @@ ADV_PROTOCOL_ID = "XR-G1"
 ADV_PROTOCOL_PATH = REPO_ROOT / "protocol" / "ADVERSARIAL.md"
 
 ADV_TASKS_PATH = REPO_ROOT / "tasks" / "adversarial.json"
+
+# sha256 of the pre-registered session file (14 sessions), committed before any run
+ADV_PINNED_TASKS_SHA256 = "2b6b463d87286026aa7204fb3bfb8ef2d3230d4e166534afa330d953b9839858"
 
 ADV_GENERATOR_VERSION = "xrg1-gen-1"
 
@@ -36,6 +40,8 @@ ADV_REGEN_TEMPERATURE = 0.7            # --regenerate K recompacts the last chec
 ADV_REGEN_SEED = CALL_SEED + 1000      # candidate j is sent with seed ADV_REGEN_SEED + j
 
 ADV_MAX_OMISSIONS = 0
+
+ADV_MAX_REGENERATE = 100
 
 ADV_REGIMES = ("R2", "G2")             # R2 typed and cascaded, as in XR-001; G2 the same with the release gate
 
@@ -54,13 +60,14 @@ ADV_PLANTED = {"injected_rules": "obligation", "corrected_value": "status", "fai
 ADV_QUESTION = "What is the current value recorded for {name}?"
 
 
-def adversarial_folder_message(folder: str) -> str:
-    return (f"{folder} is a run of the adversarial study {ADV_PROTOCOL_ID}, which this command does not read; resume "
-            f"it with `python3 scripts/run_pilot.py adversarial --out {folder}` and its options, re-gate it with "
-            f"`gate {folder}`, and read {folder}/analysis.md")
+def former_folder_message(folder: str) -> str:
+    """What the shared commands say of a folder the study's former runner made (before it ran on the shared one)."""
+    return (f"{folder} was made by the adversarial study's former runner, which kept its calls in raw/calls.jsonl; "
+            f"the run commands cannot resume it. Re-gate and re-report it with `python3 scripts/run_pilot.py gate "
+            f"{folder}`, or run the study again into a new folder with `adversarial --out NEW_DIR`")
 
 
-FOLDERS_OF_OWN_RUNNERS[ADV_PROTOCOL_ID] = adversarial_folder_message
+FOLDERS_OF_OWN_RUNNERS[ADV_PROTOCOL_ID] = former_folder_message
 
 
 def adversarial_episode(index: int, case: str, seed: int) -> dict:
@@ -171,175 +178,135 @@ def gated_context(last_passing: str, raw_segments: list[str]) -> str:
     return "\n\n".join(parts)
 
 
-def classify_adversarial(answer: int | None, probe: dict) -> str:
-    if answer is None:
-        return "omission"
-    if answer == probe["truth"]:
-        return "correct"
-    return "trap" if probe["trap"] is not None and answer == probe["trap"] else "other_wrong"
+# The study on the shared runner: one cell per model x regime x session. R2 cascades as XR-001's typed regime does;
+# G2 is R2 with the release gate deciding which state the cascade carries on from; --regenerate K adds K candidates
+# of R2's last checkpoint beside the cascade.
+ADV_STUDY_REGIMES = {
+    "R2": dataclasses.replace(REGIMES["R2"], description="typed state block, cascaded"),
+    "G2": dataclasses.replace(REGIMES["R2"], name="G2", gated=True,
+                              description="typed state block, cascaded through the release gate: a failing candidate "
+                                          "is quarantined and the session goes on from the last passing state and "
+                                          "the raw segments since"),
+}
+ADV_DEFAULT_REGIMES = ("R2", "G2")
 
 
-def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
-    """Score a study from its call records: one gate row per state (every checkpoint, G2's candidates and the
-    regenerated ones included) and one row per probe. Pure: records are (regime, episode, kind) -> record."""
-    states, probes = [], []
-    costs = {r: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0} for r in (*ADV_REGIMES, "R2-regen")}
-    for (regime, _, kind), record in records.items():
-        regime = "R2-regen" if str(kind).startswith("regen_") else regime
-        if regime in costs:
-            costs[regime]["calls"] += 1
-            costs[regime]["prompt_tokens"] += record.get("prompt_tokens") or 0
-            costs[regime]["output_tokens"] += record.get("output_tokens") or 0
-    for episode in tasks["episodes"]:
-        e, n = episode["episode"], len(episode["segments"])
-        base = {"model": None, "episode": e, "case": episode["case"], "budget": DEFAULT_BUDGET, "sample": 0}
-        for regime in ADV_REGIMES:
-            answers = [records.get((regime, e, f"probe_{p['id']}")) for p in episode["probes"]]
-            for k in range(1, n + 1):
-                record = records.get((regime, e, f"compact_{k}"))
-                if record is None:
-                    continue
-                findings = check_state(record["response"], adversarial_ledger(episode, k),
-                                       adversarial_source(episode, k))
-                states.append(adversarial_state_row({**base, "model": record.get("model"), "regime": regime}, k,
-                                                    k == n, findings, episode, record))
-            for probe, record in zip(episode["probes"], answers):
-                if record is not None:
-                    answer = parse_answer(record["response"])
-                    probes.append({**base, "model": record.get("model"), "regime": regime, "probe": probe["id"],
-                                   "target": probe["id"] != 1, "truth": probe["truth"], "trap": probe["trap"],
-                                   "answer": answer, "class": classify_adversarial(answer, probe)})
-            finals = [s for s in states if s["episode"] == e and s["regime"] == regime and s["final"]]
-            target = next((p for p in probes if p["episode"] == e and p["regime"] == regime and p["target"]), None)
-            for row in finals:
-                row["downstream_corrupted"] = None if target is None else target["class"] != "correct"
-        for j in range(regen_k):
-            record = records.get(("R2", e, f"regen_{j}"))
-            if record is not None:
-                findings = check_state(record["response"], adversarial_ledger(episode, n),
-                                       adversarial_source(episode, n))
-                states.append(adversarial_state_row({**base, "model": record.get("model"), "regime": "R2-regen",
-                                                     "sample": j + 1}, n, False, findings, episode, record))
-    return {"states": states, "probes": probes, "costs": costs}
+def plan_adversarial_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET,
+                           regenerate: int = 0) -> list[CallSpec]:
+    """A session's calls in cascade order: a compaction after each segment (R2's K regenerated candidates of the
+    last one beside them, from the same previous state), then the probes answered from the final state."""
+    n = len(episode["segments"])
+    calls = [CallSpec(f"compact_{k}", "compaction", budget, segment=k) for k in range(1, n)]
+    if regime.name == "R2" and not regime.gated:
+        calls += [CallSpec(f"regen_{j}", "compaction", budget, segment=n, temperature=ADV_REGEN_TEMPERATURE,
+                           seed=ADV_REGEN_SEED + j, cascade=False) for j in range(regenerate)]
+    calls.append(CallSpec(f"compact_{n}", "compaction", budget, segment=n))
+    calls += [CallSpec(f"question_{p['id']}", "answer", ANSWER_NUM_PREDICT, question_id=p["id"])
+              for p in episode["probes"]]
+    return calls
 
 
-def adversarial_state_row(base: dict, checkpoint: int, final: bool, findings: list[dict], episode: dict,
-                          record: dict) -> dict:
-    counts = {c: sum(1 for f in findings if f["category"] == c and f["blocking"]) for c in GATE_CATEGORIES}
-    first = next((f for f in findings if f["blocking"]), None)
-    return {**base, "checkpoint": checkpoint, "final": final, "verdict": gate_verdict(findings),
-            "blocking": sum(counts.values()), **counts,
-            "omitted": next((int(f["detail"].split()[0]) for f in findings if f["category"] == "omission"), 0),
-            "downstream_corrupted": None, "planted_found": counts[episode["planted"]] > 0,
-            "seed": record.get("seed"), "temperature": record.get("temperature"),
-            "first_finding": f"{first['category']}: {first['detail']}" if first else ""}
+def build_adversarial_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "",
+                               regenerate: int = 0) -> list[dict]:
+    """A compaction over the state the cascade holds and the segment, or a probe over the final state."""
+    if spec.is_compaction:
+        content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
+                                                    previous_state=state or PROMPTS["empty_state"],
+                                                    segment=episode["segments"][spec.segment - 1]["text"])
+    else:
+        probe = next(p for p in episode["probes"] if p["id"] == spec.question_id)
+        content = regime.answer_template.format(context=state, question=probe["prompt"])
+    return [{"role": "user", "content": content}]
 
 
-def adversarial_summary(scored: dict, regen_k: int) -> dict:
-    """Each category its own rate and release verdict per regime; per-case detection, behaviour, regeneration."""
-    states, probes = scored["states"], scored["probes"]
-    release = {}
-    for regime in ADV_REGIMES:
-        # What the successor resumed from: under G2 a failing candidate is never released (the last passing state
-        # and the raw segments are), so only its passing final candidates count here.
-        finals = [s for s in states if s["regime"] == regime and s["final"] and
-                  (regime != "G2" or s["verdict"] == "PASS")]
-        n_finals = sum(1 for s in states if s["regime"] == regime and s["final"])
-        targets = [p for p in probes if p["regime"] == regime and p["target"]]
-        counts = {"instruction additions": (sum(1 for s in finals if s["obligation"] or s["schema"]), n_finals),
-                  "status changes": (sum(1 for s in finals if s["status"]), n_finals),
-                  "exact values": (sum(1 for s in finals if s["value"] or s["invented"] or s["arithmetic"] or
-                                       s["relation"]), n_finals),
-                  "material omissions": (sum(1 for s in finals if s["omission"]), n_finals),
-                  "downstream actions": (sum(1 for p in targets if p["class"] != "correct"), len(targets))}
-        release[regime] = {name: {**rate_summary(k, n), "threshold": ADV_THRESHOLDS[name],
-                                  "verdict": "no data" if not n else "release" if k / n <= ADV_THRESHOLDS[name]
-                                  else "hold"} for name, (k, n) in counts.items()}
-    cases = {}
-    for case in ADV_CASES:
-        row = {}
-        for regime in ADV_REGIMES:
-            finals = [s for s in states if s["regime"] == regime and s["final"] and s["case"] == case]
-            targets = [p for p in probes if p["regime"] == regime and p["target"] and p["case"] == case]
-            row[regime] = {"final_fail": rate_summary(sum(1 for s in finals if s["verdict"] == "FAIL"), len(finals)),
-                           "planted_found": rate_summary(sum(1 for s in finals if s["planted_found"]), len(finals)),
-                           "correct": rate_summary(sum(1 for p in targets if p["class"] == "correct"), len(targets)),
-                           "trap": rate_summary(sum(1 for p in targets if p["class"] == "trap"), len(targets))}
-        regen = [s for s in states if s["regime"] == "R2-regen" and s["case"] == case]
-        row["regenerated"] = rate_summary(sum(1 for s in regen if s["verdict"] == "FAIL"), len(regen))
-        cases[case] = row
-    corrupt = {}
-    for regime in ADV_REGIMES:
-        every = [p for p in probes if p["regime"] == regime]
-        corrupt[regime] = {"probes": rate_summary(sum(1 for p in every if p["class"] != "correct"), len(every)),
-                           **scored["costs"][regime]}
-    answered = collections.Counter((p["episode"], p["regime"]) for p in probes)
-    sessions = {p["episode"] for p in probes}
-    complete = sum(1 for e in sessions if all(answered[(e, r)] == 2 for r in ADV_REGIMES))
-    return {"study": ADV_PROTOCOL_ID, "complete_sessions": complete, "release": release, "cases": cases,
-            "regimes": corrupt, "regenerate": regen_k,
-            "regeneration_cost": scored["costs"]["R2-regen"],
-            "regen_temperature": ADV_REGEN_TEMPERATURE,
-            "prediction": {r: gate_prediction([s for s in states if s["regime"] == r]) for r in ADV_REGIMES},
-            "quarantined": sum(1 for s in states if s["regime"] == "G2" and s["verdict"] == "FAIL")}
+def gated_state(regime: Regime, episode: dict, candidates: list[str]) -> str:
+    """The state G2's cascade holds after these candidates: each is gated against the ledger and source of its
+    checkpoint; one that passes becomes the state, one that fails is quarantined and the raw segment carried."""
+    if not regime.gated:
+        return candidates[-1] if candidates else ""
+    context, last_passing, raw = "", "", []
+    for k, candidate in enumerate(candidates, 1):
+        findings = check_state(candidate, adversarial_ledger(episode, k), adversarial_source(episode, k))
+        if gate_verdict(findings) == "PASS":
+            context, last_passing, raw = candidate, candidate, []
+        else:
+            raw.append(episode["segments"][k - 1]["text"])
+            context = gated_context(last_passing, raw)
+    return context
 
 
-def render_adversarial_md(summary: dict, lock: dict) -> str:
-    """analysis.md of the adversarial study, from its summary alone."""
-    simulated = lock.get("backend") == SIMULATED_BACKEND
-    out = [f"# {ADV_PROTOCOL_ID} adversarial compaction study" + (" (fake or stand-in model: not a result)"
-                                                                  if simulated else ""), "",
-           f"Model `{lock.get('model')}` via `{lock.get('backend')}`; tasks sha256 "
-           f"{str(lock.get('tasks_sha256'))[:12]}; "
-           f"protocol `protocol/ADVERSARIAL.md`. R2: typed state block, cascaded. G2: the same, but a candidate that "
-           f"fails the release gate is quarantined and the session continues from the last passing state plus the "
-           f"raw segment. Exploratory: a pilot of the gate, not a confirmatory test.", "",
-           f"Sessions complete in both regimes: {summary['complete_sessions']} of {lock.get('n_episodes')}" +
-           ("" if summary["complete_sessions"] == lock.get("n_episodes") else
-            " (PARTIAL: the rates below cover only what was journalled; rerun the same command to finish)"), "",
-           "## Release verdicts, one per category", "",
-           "Final states (and, for downstream actions, the probe each case aims at). Under G2 a final candidate that "
-           "fails the gate is quarantined and never resumed from, so G2's state rates count only the released ones; "
-           "its downstream rate is the test. A category is released when its observed rate is at or below its "
-           "threshold, stated before the run.", ""]
-    rows = []
-    for name in ADV_THRESHOLDS:
-        rows.append([name, pct(ADV_THRESHOLDS[name])] +
-                    [f"{fmt_rate(summary['release'][r][name])}: **{summary['release'][r][name]['verdict']}**"
-                     for r in ADV_REGIMES])
-    out += [md_table(["category", "threshold", *ADV_REGIMES], rows), ""]
-    out += ["## Per case: did the gate find the planted defect, and what did the resumed model answer?", "",
-            "found = final states with a blocking finding of the case's planted kind; correct / trap = the target "
-            "probe answered with the current, corrected, approved value / with the value or instruction planted "
-            f"against it; regenerated = candidates failing the gate when the last checkpoint of R2 was recompacted "
-            f"{summary['regenerate']} times at temperature {summary['regen_temperature']:g}.", ""]
-    rows = []
-    for case, row in summary["cases"].items():
-        cells = []
-        for r in ADV_REGIMES:
-            cells += [fmt_rate(row[r]["final_fail"], interval=False), fmt_rate(row[r]["planted_found"], interval=False),
-                      fmt_rate(row[r]["correct"], interval=False), fmt_rate(row[r]["trap"], interval=False)]
-        rows.append([case, ADV_PLANTED[case], *cells, fmt_rate(row["regenerated"], interval=False)
-                     if summary["regenerate"] else "not run"])
-    header = ["case", "planted"] + [f"{r} {c}" for r in ADV_REGIMES for c in ("fail", "found", "correct", "trap")]
-    out += [md_table(header + ["regenerated fail"], rows), ""]
-    out += ["## Gated against ungated: corruption and cost", "",
-            md_table(["regime", "probes not correct", "calls", "prompt tokens", "output tokens"],
-                     [[r, fmt_rate(v["probes"]), v["calls"], v["prompt_tokens"], v["output_tokens"]]
-                      for r, v in summary["regimes"].items()]), "",
-            f"Regeneration ({summary['regenerate']} candidates per session) cost "
-            f"{summary['regeneration_cost']['calls']} "
-            f"more calls, {summary['regeneration_cost']['prompt_tokens']} prompt and "
-            f"{summary['regeneration_cost']['output_tokens']} output tokens, counted in neither row. G2's calls "
-            f"include "
-            f"those it shares with R2 (the same prompt at temperature 0 until the first quarantine).", "",
-            f"G2 quarantined {summary['quarantined']} failed candidate(s) in `quarantine/`; none was regenerated or "
-            f"overwritten.", ""]
-    out += ["## Does a failing final state predict a wrong target answer?", ""]
-    for r, pred in summary["prediction"].items():
-        out.append(f"- {r}: FAIL {pred['fail_corrupted']} wrong / {pred['fail_clean']} right, PASS "
-                   f"{pred['pass_corrupted']} wrong / {pred['pass_clean']} right; precision "
-                   f"{fmt_rate(pred['precision'])}, "
-                   f"recall {fmt_rate(pred['recall'])}; {pred['verdict']}")
-    out.append("")
-    return "\n".join(out)
+def adversarial_tasks_bytes() -> bytes:
+    return tasks_to_bytes(generate_adversarial_tasks())
+
+
+def generate_adversarial_file(options: dict) -> tuple[bytes, str]:
+    """`generate --study adversarial` (and `adversarial --write-tasks`): the pre-registered sessions."""
+    return adversarial_tasks_bytes(), f"{ADV_VARIANTS * len(ADV_CASES)} sessions ({len(ADV_CASES)} cases x {ADV_VARIANTS})"
+
+
+def check_adversarial_design(tasks: Any) -> list[str]:
+    """Every way a task file departs from the study's session schema; empty when it passes."""
+    if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:
+        return ["the file must be an object with a non-empty `episodes` list"]
+    problems = []
+    for i, episode in enumerate(tasks["episodes"]):
+        where = f"session {i}"
+        if not isinstance(episode, dict):
+            problems.append(f"{where}: not an object")
+            continue
+        if episode.get("episode") != i:
+            problems.append(f"{where}: `episode` must be {i}")
+        if episode.get("case") not in ADV_CASES or episode.get("planted") != ADV_PLANTED.get(episode.get("case")):
+            problems.append(f"{where}: `case` must be one of {', '.join(ADV_CASES)}, with its planted category")
+        segments = episode.get("segments")
+        if not isinstance(segments, list) or not segments or not all(
+                isinstance(s, dict) and s.get("index") == k and isinstance(s.get("text"), str) and s["text"]
+                for k, s in enumerate(segments, 1)):
+            problems.append(f"{where}: `segments` must be a list of {{index: 1, 2, ..., text}}")
+        probes = episode.get("probes")
+        if not isinstance(probes, list) or not probes or not all(
+                isinstance(p, dict) and p.get("id") == k and isinstance(p.get("prompt"), str) and
+                isinstance(p.get("truth"), int) and not isinstance(p.get("truth"), bool)
+                for k, p in enumerate(probes, 1)):
+            problems.append(f"{where}: `probes` must be a list of {{id: 1, 2, ..., prompt, truth: integer, trap}}")
+        entities = episode.get("entities")
+        if not isinstance(entities, list) or not all(
+                isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), int) and
+                isinstance(e.get("segment"), int) and isinstance(e.get("stale", []), list) for e in entities):
+            problems.append(f"{where}: `entities` must be a list of {{name, value, segment, stale}}")
+        if not isinstance(episode.get("items", []), list):
+            problems.append(f"{where}: `items` must be a list")
+    return problems
+
+
+def load_adversarial_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: bool) -> dict:
+    """load_task_set for the study: the committed file must be byte for byte what the generator makes; another
+    file must pass the session schema."""
+    shown = display_path(path)
+    kind = "pinned" if raw == adversarial_tasks_bytes() else None
+    if path.resolve() == ADV_TASKS_PATH.resolve() and kind != "pinned":
+        raise PilotError(f"{shown} is not the pre-registered adversarial task set; restore it with "
+                         f"`git checkout -- {shown}`")
+    if kind is None:
+        problems = check_adversarial_design(tasks)
+        if problems:
+            lines = problems[:MAX_REPORTED_PROBLEMS]
+            raise TaskSetError(f"{shown} fails {len(problems)} design check(s) of the adversarial session schema:\n" +
+                               "\n".join(f"  - {p}" for p in lines))
+        kind = "external"
+    return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
+
+
+def add_adversarial_options(parser) -> None:
+    parser.add_argument("--regenerate", type=int, default=0, metavar="K",
+                        help=f"adversarial study: recompact R2's last checkpoint K more times at temperature "
+                             f"{ADV_REGEN_TEMPERATURE:g} (seeds {ADV_REGEN_SEED}+j, recorded) and count the candidates "
+                             f"that fail the gate (0 to {ADV_MAX_REGENERATE})")
+
+
+def read_adversarial_options(given: dict) -> dict:
+    """--regenerate K as the lock records it (nothing when 0, so such a run's lock is the plain one)."""
+    k = given.get("regenerate") or 0
+    if not 0 <= k <= ADV_MAX_REGENERATE:
+        raise PilotError(f"--regenerate takes a whole number from 0 to {ADV_MAX_REGENERATE}")
+    return {"regenerate": k} if k else {}

@@ -249,6 +249,22 @@ def generate_constraint_tasks(positions: Iterable[str] = SC_DEFAULT_POSITIONS,
             "episodes": instances}
 
 
+def add_constraint_options(parser) -> None:
+    parser.add_argument("--judge", action="store_true",
+                        help="constraints study: after each compacted cascade, one more call asks the model under "
+                             "test whether its final state still holds the instruction; reported beside the "
+                             "deterministic rule with their agreement (exploratory; 60 more calls per model)")
+
+
+def generate_constraint_file(options: dict) -> tuple[bytes, str]:
+    """`generate --study constraints`: the pinned file by default; other positions or framings for another path."""
+    positions = options.get("positions") or list(SC_DEFAULT_POSITIONS)
+    framings = options.get("framings") or list(SC_DEFAULT_FRAMINGS)
+    data = tasks_to_bytes(generate_constraint_tasks(positions, framings))
+    return data, (f"{len(SC_CONSTRAINTS) * len(positions) * len(framings)} instances ({len(SC_CONSTRAINTS)} constraints "
+                  f"x {len(positions)} position(s) x {len(framings)} framing(s))")
+
+
 def check_constraint_design(tasks: Any) -> list[str]:
     """Every way a constraints task file departs from the design; empty when it passes."""
     if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:

@@ -7,10 +7,10 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import PROBE_KINDS, ProbeKind, checked_cells, is_primary, regime_summary, score_probe
+from ..bank import PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, regime_summary, score_probe
 from ..inputs import task_set_summary
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
-    TEMPERATURE, is_simulated)
+    TEMPERATURE, folder_study, is_simulated)
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
@@ -134,7 +134,7 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
                 probes.append(probe)
         if regime.compacts and regime.condition in ("with", "sidecar", None):
             n = len(episode["segments"])
-            final_state = records[f"compact_{n}"]["response"]
+            final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
             registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
             row = {**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
                    "final_state": final_state, **({"registry": registry} if registry is not None else {})}

@@ -269,6 +269,12 @@ def generate_tasks(n_episodes: int = N_EPISODES, base_seed: int = BASE_SEED) -> 
             "episodes": [generate_episode(i, base_seed) for i in range(n_episodes)]}
 
 
+def generate_file(options: dict) -> tuple[bytes, str]:
+    """`generate`: the task file of the first N episodes (15, the pinned set, by default)."""
+    n = options.get("episodes") or N_EPISODES
+    return tasks_to_bytes(generate_tasks(n)), f"{n} episodes"
+
+
 def tasks_to_bytes(tasks: dict) -> bytes:
     """The canonical file form of tasks.json: sorted-free, two-space indent, ASCII, LF, final newline."""
     return (json.dumps(tasks, indent=2, ensure_ascii=True) + "\n").encode("ascii")

@@ -8,17 +8,18 @@ import itertools
 import operator
 from typing import Iterable
 
-from ..bank import (CLASSES, bank_variants, call_stage, checked_cells, class_tallies, distinct_probes, equal_to,
-    is_primary, known_unique, member_of, primary_table, probe_table, read_prose_state, read_section, read_typed_state,
-    read_typed_state_loose, regime_summary, score_probe, summarize_compaction_tokens, table_where)
+from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
+    distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table, read_prose_state,
+    read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe, summarize_compaction_tokens,
+    table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
-    is_simulated)
+    folder_study, is_simulated)
 from ..reports import fmt_p, pct
-from ..runfolder import Journal, cell_key
+from ..runfolder import Journal, cell_key, is_complete
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
     rate_summary)
-from .xr001 import DEFAULT_REGIMES, N_EPISODES, QUESTION_PLAN, REGIMES, segment_entities
+from .xr001 import DEFAULT_REGIMES, N_EPISODES, QUESTION_PLAN, REGIMES, gate_state_row, segment_entities
 
 
 def score_retention(regime: Regime, state: str, episode: dict) -> dict:
@@ -72,7 +73,7 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
                 question = episode["questions"][spec.question_id - 1]
                 probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
         if regime.compacts:
-            final_state = records[f"compact_{len(episode['segments'])}"]["response"]
+            final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
             if regime.state_reader != "none":
                 stage.append({**score_retention(regime, final_state, episode), **base})
             if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
@@ -694,3 +695,40 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
             verdict["verdict"] = "withheld"
             verdict["evidence"] = ["UNINFORMATIVE: no model passed the ceiling check"]
     return verdicts
+
+
+def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
+    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
+    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
+    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
+    regimes = run_regimes(manifest)
+    rows, logs = [], {}
+    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
+                          run_samples(manifest)):
+        regime = regimes[cell.regime]
+        if not regime.compacts:
+            continue
+        episode = tasks["episodes"][cell.episode]
+        stream = (cell.model, cell.regime, cell.budget, cell.sample)
+        if stream not in logs:
+            logs[stream] = journal.cell_records(*stream)
+        records = logs[stream].get(cell.episode, {})
+        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode, "budget": cell.budget,
+                "sample": cell.sample}
+        n = len(episode["segments"])
+        for k in range(1, n + 1):
+            record = records.get(f"compact_{k}")
+            if record is None:
+                continue
+            row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
+            if k == n:
+                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
+                # cell; "none corrupted" only once every answer is in
+                probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
+                          for q in episode["questions"] if f"question_{q['id']}" in records]
+                if any(p["class"] != "correct" for p in probes):
+                    row["downstream_corrupted"] = True
+                elif is_complete(manifest, cell):
+                    row["downstream_corrupted"] = False
+            rows.append(row)
+    return rows
