@@ -66,15 +66,28 @@ class AdversarialRunTest(TempDirMixin, unittest.TestCase):
         code, regated, err = run_main(["gate", str(out)])
         self.assertEqual(code, 0, err)
         self.assertEqual(regated.strip(), analysis.strip())
+        self.assertIn("trap", {p["class"] for p in json.loads((out / "results.json").read_text())["probes"]})
+        for argv in (["score", "--out", str(out)], ["analyze", "--out", str(out)],
+                     ["analyze", "--results", str(out / "results.json")]):
+            with self.subTest(argv[0]):
+                code, shown, err = run_main(argv)
+                self.assertEqual(code, 0, err)
+        self.assertEqual(shown.strip(), analysis.strip())
 
     def test_the_study_takes_one_model_and_no_sweep_and_its_option_belongs_to_it(self):
         for extra, message in ((["--study", "adversarial", "--models", "a:1b,b:1b"], "runs 1 model at a time"),
                                (["--study", "adversarial", "--models", MODEL, "--budgets", "128,256"],
                                 "drop --budgets and --samples"),
-                               (["--models", MODEL, "--regenerate", "2"], "add --study adversarial")):
+                               (["--models", MODEL, "--regenerate", "2"], "add --study adversarial"),
+                               (["--study", "adversarial", "--models", MODEL, "--temperature", "0.5"],
+                                "drop --regimes, --regime-file and --temperature"),
+                               (["--study", "adversarial", "--models", MODEL, "--regimes", "R2"],
+                                "drop --regimes, --regime-file and --temperature"),
+                               (["plan", "--study", "adversarial", "--models", MODEL, "--tasks",
+                                 str(REPO / "tasks" / "tasks.json")], "is a task file of the xr001 study")):
             with self.subTest(extra=extra):
-                code, _, err = run_main([*extra, "--out", str(self.make_tmp() / "x"),
-                                         "--host", "http://127.0.0.1:9", *FAST])
+                run_options = [] if extra[0] == "plan" else ["--host", "http://127.0.0.1:9", *FAST]
+                code, _, err = run_main([*extra, "--out", str(self.make_tmp() / "x"), *run_options])
                 self.assertEqual(code, 2, err)
                 self.assertIn(message, err)
                 self.assertEqual(len(err.strip().splitlines()), 1)

@@ -493,6 +493,8 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         study = study_named(results.get("study") if isinstance(results.get("study"), str) else None)
     except PilotError as err:
         return problems + [str(err)]
+    if study.check_bank is not None:                # a study whose results are not probes of the shared kinds
+        return study.check_bank(results)
     kind = PROBE_KINDS[study.probe_kind]
     classes, answer_ok, answer_kind = kind.classes, kind.answer_ok, kind.answer_desc
     probes = results.get("probes")

@@ -160,7 +160,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         default=DEFAULT_READ_TIMEOUT_S,
                         help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
     parser.add_argument("--allow-code-change", action="store_true",
-                        help="resume although scripts/run_pilot.py changed; recorded as a manifest amendment")
+                        help="resume although the runner's code (scripts/run_pilot.py or scripts/pilot/) changed; "
+                             "recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
                         help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -198,9 +198,11 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
     tasks, tasks_sha = load_tasks(tasks_path, options.episodes)
+    if (run_dir / "manifest.json").exists():
+        Manifest.load(run_dir / "manifest.json")    # a folder this runner cannot resume says so first
     if recorded_study(run_dir) not in (None, study.name):
-        raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; add --study "
-                         f"{recorded_study(run_dir)} or use --out for a new run")
+        raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; resume it with `--study "
+                         f"{recorded_study(run_dir)}` (or its own subcommand), or use --out for a new run")
     if task_file_study(tasks).name != study.name:
         raise PilotError(f"{display_path(tasks_path)} is a task file of the {task_file_study(tasks).name} study, "
                          f"not {study.name}; pass the matching --study")
@@ -209,7 +211,7 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     models = list(options.models) or (recorded.data["models"] if recorded else [])
     if not models:
         raise PilotError("name the models to test, e.g. --models gemma3:4b (several: --models a,b)")
-    check_study_design(study, models, options.budgets, options.samples)
+    check_study_design(study, models, options.budgets, options.samples, regimes, options.temperature)
     if recorded and recorded.data.get("tasks_sha256") != tasks_sha:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
                          f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
@@ -428,7 +430,8 @@ def refuse_foreign_folder(folder: Path) -> None:
 
 
 def print_file_list(run_dir: Path, extra: list[Path]) -> None:
-    names = ["manifest.json", "raw/", "results.json", "probes.csv", "analysis.md"]
+    names = [name for name in ("manifest.json", "raw/", "results.json", "probes.csv", "gate.csv", "analysis.md",
+                               "quarantine/") if (run_dir / name.rstrip("/")).exists()]
     print(f"\nfiles in {run_dir}:")
     for name in names:
         print(f"  {run_dir / name}")

@@ -11,10 +11,11 @@ from .backends import estimate_tokens
 from .commands import (folder_writable, gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path,
     selected_cells, warn, write_analysis, write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
-from .inputs import load_task_set, load_tasks
-from .launch import chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
+from .inputs import load_task_set, load_tasks, task_file_study
+from .launch import check_study_design, chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text, utc_now)
+    PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text,
+    study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
     records_digest, variant_suffix, write_atomic)
@@ -112,6 +113,13 @@ def command_plan(args) -> int:
     models = parse_models(args.models) or recorded.get("models", [])
     if not models:
         raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
+    planned = folder_study(recorded) if recorded else study_of(args)
+    if task_file_study(tasks).name != planned.name:
+        raise PilotError(f"{display_path(tasks_path)} is a task file of the {task_file_study(tasks).name} study, "
+                         f"not {planned.name}; pass the matching --study")
+    if recorded and getattr(args, "study", None) not in (None, planned.name) and args.study != study_named(None).name:
+        raise PilotError(f"{run_dir} holds a run of the {planned.name} study, not {args.study}; drop --study")
+    check_study_design(planned, models, args.budgets, args.samples)
     shard = args.shard or (tuple(recorded["shard"]) if recorded.get("shard") else None)
     if recorded and not args.regimes and not args.regime_file:
         regimes = run_regimes(recorded)

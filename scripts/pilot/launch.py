@@ -246,14 +246,21 @@ def study_of(args) -> Study:
     return study.with_options(study.read_options(given)) if study.read_options is not None else study
 
 
-def check_study_design(study: Study, models: list[str], budgets: list[int], samples: int) -> None:
-    """Refuse, in one line, a run a study's design does not allow (too many models, a sweep it has no use for)."""
+def check_study_design(study: Study, models: list[str], budgets: list[int], samples: int,
+                       regimes: Iterable[Regime] = (), temperature: float = TEMPERATURE) -> None:
+    """Refuse, in one line, a run a study's design does not allow (too many models, a sweep or another design it
+    has no use for)."""
     if study.max_models is not None and len(models) > study.max_models:
         raise PilotError(f"the {study.name} study runs {study.max_models} model at a time; name one with --models "
                          f"NAME and run the others into their own folders (--out)")
     if not study.variants and (list(budgets) != [DEFAULT_BUDGET] or samples != 1):
         raise PilotError(f"the {study.name} study runs at the pre-registered budget ({DEFAULT_BUDGET}) with one "
                          f"sample; drop --budgets and --samples")
+    names = [r.name for r in regimes]
+    if not study.variants and names and (names != list(study.default_regimes) or temperature != TEMPERATURE):
+        raise PilotError(f"the {study.name} study runs its pre-registered design: regimes "
+                         f"{','.join(study.default_regimes)} at temperature {TEMPERATURE:g}; drop --regimes, "
+                         f"--regime-file and --temperature")
 
 
 def make_backend(options: BackendOptions):

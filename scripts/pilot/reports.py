@@ -77,3 +77,17 @@ def render_probes_csv(results: dict) -> str:
 def spreadsheet_safe(value: Any) -> Any:
     """A text cell that a spreadsheet would run as a formula (= + - @ first) is kept as text with a leading '."""
     return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") else value
+
+
+def render_recheck_section(analysis: dict) -> list[str]:
+    """The determinism probe's section of analysis.md: what was re-sent and how many replies changed."""
+    recheck = analysis.get("recheck")
+    if recheck is None:
+        return ["## Determinism probe", "", "Not run (`--recheck 0`, or the bank was made before the probe existed).",
+                ""]
+    rows = [[item["cell"], item["kind"], "changed" if item["changed"] else "same"] for item in recheck["items"]]
+    return ["## Determinism probe", "",
+            f"After the cells finished, {recheck['sent']} journalled calls chosen by seed {recheck['seed']} were sent "
+            f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
+            f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
+            md_table(["cell", "call", "reply"], rows) if rows else "", ""]

@@ -241,6 +241,10 @@ def adversarial_tasks_bytes() -> bytes:
 
 def generate_adversarial_file(options: dict) -> tuple[bytes, str]:
     """`generate --study adversarial` (and `adversarial --write-tasks`): the pre-registered sessions."""
+    given = [f"--{name}" for name in ("episodes", "positions", "framings") if options.get(name)]
+    if given:
+        raise PilotError(f"the adversarial study's sessions are fixed ({ADV_VARIANTS * len(ADV_CASES)}); drop "
+                         f"{', '.join(given)} (--episodes N on a run uses the first N)")
     return adversarial_tasks_bytes(), f"{ADV_VARIANTS * len(ADV_CASES)} sessions ({len(ADV_CASES)} cases x {ADV_VARIANTS})"
 
 

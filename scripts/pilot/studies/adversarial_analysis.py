@@ -12,7 +12,7 @@ from pathlib import Path
 from ..bank import checked_cells, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
 from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated
-from ..reports import fmt_rate, md_table, pct, spreadsheet_safe
+from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, parse_record_line, write_atomic
 from ..runner import all_cells, run_regimes
 from ..stats import rate_summary
@@ -242,7 +242,7 @@ def score_adversarial(manifest: dict, tasks: dict, journal: Journal, models: lis
             "regimes": list(regimes), "n_episodes": manifest["n_episodes"],
             "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)},
             "lock": lock, "states": scored["states"], "probes": scored["probes"], "costs": scored["costs"],
-            "quarantined": quarantined, "run": {"backend": run_lock.get("backend"),
+            "quarantined": quarantined, "recheck": manifest.get("recheck"), "run": {"backend": run_lock.get("backend"),
                                                 **({"simulated": True} if is_simulated(manifest) else {})}}
 
 
@@ -287,11 +287,12 @@ def analyze_adversarial(results: dict, task_set: dict | None = None, table: dict
     return {"study": "adversarial", "protocol": ADV_PROTOCOL_ID, "summary": summary, "lock": results["lock"],
             "complete": whole == len(expected), "label": "EXPLORATORY",
             "coverage": {"complete_cells": whole, "expected_cells": len(expected)},
-            "simulated": bool((results.get("run") or {}).get("simulated"))}
+            "simulated": bool((results.get("run") or {}).get("simulated")), "recheck": results.get("recheck")}
 
 
 def render_adversarial_analysis(analysis: dict) -> str:
-    return render_adversarial_md(analysis["summary"], analysis["lock"])
+    """analysis.md of a run on the shared runner: the study's tables, then its determinism probe."""
+    return render_adversarial_md(analysis["summary"], analysis["lock"]) + "\n".join(render_recheck_section(analysis))
 
 
 def render_adversarial_headline(analysis: dict) -> str:

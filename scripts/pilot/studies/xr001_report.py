@@ -5,7 +5,8 @@ from ..bank import CLASSES
 from ..gate import GATE_CATEGORIES
 from ..inputs import budget_words
 from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
-from ..reports import confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct
+from ..reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
+    render_recheck_section)
 from .xr001 import PROTOCOL_ID
 from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, evaluate_predictions
 
@@ -360,19 +361,6 @@ def recheck_note(analysis: dict) -> str | None:
     return (f"Determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a different reply "
             f"than the first time, so this server's replies are not reproducible under this run's settings "
             f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
-
-
-def render_recheck_section(analysis: dict) -> list[str]:
-    recheck = analysis.get("recheck")
-    if recheck is None:
-        return ["## Determinism probe", "", "Not run (`--recheck 0`, or the bank was made before the probe existed).",
-                ""]
-    rows = [[item["cell"], item["kind"], "changed" if item["changed"] else "same"] for item in recheck["items"]]
-    return ["## Determinism probe", "",
-            f"After the cells finished, {recheck['sent']} journalled calls chosen by seed {recheck['seed']} were sent "
-            f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
-            f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
-            md_table(["cell", "call", "reply"], rows) if rows else "", ""]
 
 
 def render_xr001_headline(analysis: dict) -> str:
