@@ -13,7 +13,7 @@ from typing import Callable
 from .backends import BACKENDS, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
 from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
-from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInModel, StandInServer
+from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
     command_verify, parse_framings, parse_positions)
 from .launch import parse_budgets, parse_shard
@@ -23,21 +23,20 @@ from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUD
     RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, is_disk_full,
     read_canonical, study_named)
 from .runner import DEFAULT_RECHECK
-from .studies.constraints import SC_DEFAULT_REGIMES, SC_PROTOCOL_ID, SC_TASKS_PATH
-from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, PROTOCOL_ID, REGIMES
+from .studies.constraints import SC_DEFAULT_REGIMES
+from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, REGIMES
 
 
 def command_demo(args) -> int:
     """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or --out)."""
-    constraints = args.study == "constraints"
-    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("-constraints" if constraints else ""))
-    study_name = SC_PROTOCOL_ID if constraints else PROTOCOL_ID
-    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {study_name} on the built-in stand-in model, "
+    study = study_named(args.study)
+    default = study.name == study_named(None).name
+    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("" if default else f"-{study.name}"))
+    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {study.protocol_id} on the built-in stand-in model, "
           f"with no model and no network; nothing it writes is a result.")
     model = None
-    if constraints:
-        tasks = json.loads(read_canonical(SC_TASKS_PATH).decode("utf-8"))
-        model = StandInModel([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
+    if study.demo_model is not None:
+        model = study.demo_model(json.loads(read_canonical(study.tasks_path).decode("utf-8")))
     print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
           "call, as a real run does.", file=sys.stderr)
     started = time.monotonic()
@@ -45,7 +44,7 @@ def command_demo(args) -> int:
         run_args = build_parser("pilot").parse_args(
             ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
              "--host", server.url, "--give-up-after", "10", "--recheck", "0"]
-            + (["--study", "constraints"] if constraints else []) + (["--quiet"] if args.quiet else []))
+            + ([] if default else ["--study", study.name]) + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
         run_args.argv = args.argv
         code = command_run(run_args, then_analyze=True)
@@ -53,7 +52,7 @@ def command_demo(args) -> int:
         print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
               f"{run_dir / 'report.html'}")
         print("Next, on a real model (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
-              "  python3 scripts/run_pilot.py --models gemma3:4b")
+              "  python3 scripts/run_pilot.py " + ("" if default else f"--study {study.name} ") + "--models gemma3:4b")
     return code
 
 
@@ -271,7 +270,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo]
         parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
-                            help="the study to show: xr001 (the default) or constraints")
+                            help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":
         parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails; "

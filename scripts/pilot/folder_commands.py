@@ -134,10 +134,8 @@ def command_plan(args) -> int:
                     "output tokens (at most)"], rows))
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
-    if (tasks.get("study") or "xr001") == "constraints":
-        per_model = estimate["calls"] // max(1, len(models))
-        print(f"per model: {per_model} calls (the constraints study's default design is pre-registered at no more "
-              f"than about 1,000 calls per model; protocol/CONSTRAINTS.md section 2)")
+    if planned.plan_note is not None:
+        print(planned.plan_note(estimate["calls"] // max(1, len(models))))
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
           f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
           f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")
@@ -149,7 +147,8 @@ def command_plan(args) -> int:
         print(f"time: {left} calls left at the measured {rate:.2f} s per call = about {left * rate / 60:.1f} min "
               f"at concurrency 1 (from {run_dir})")
     else:
-        print("time: no measured rate yet (the run folder has no calls); the reference run took 84 min for 1,440 calls")
+        print("time: no measured rate yet (the run folder has no calls)" +
+              ("; the reference run took 84 min for 1,440 calls" if planned.name == study_named(None).name else ""))
     return EXIT_OK
 
 

@@ -17,7 +17,6 @@ from .inputs import STATE_READERS, protocol_sha256, regimes_sha256
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
 from .runner import RetryPolicy
-from .studies.constraints import SC_REGIMES, SC_UPPER_BOUND_SUFFIX, sc_user_regimes
 from .studies.xr001 import N_EPISODES, N_SEGMENTS, PROMPTS, REGIMES
 from .transport import redact_url
 
@@ -25,10 +24,24 @@ from .transport import redact_url
 RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}
 
 
+def built_in_regime_names() -> list[str]:
+    """Every registered study's built-in regimes and conditions."""
+    return sorted({name for study in STUDY_REGISTRY.values() for name in study.regimes})
+
+
 def reserved_regime_names() -> frozenset:
-    """Names a regime file may not use, case-folded: every study's built-in regimes and conditions (XR-001's,
-    the constraints study's, the adversarial study's gated G2) and the words the reports use for groups."""
-    return frozenset(n.casefold() for n in (*RESERVED_REGIME_NAMES, *SC_REGIMES, "G2"))
+    """Names a regime file may not use, case-folded: every study's built-in regimes and conditions and the words the
+    reports use for groups."""
+    return frozenset(n.casefold() for n in (*RESERVED_REGIME_NAMES, *built_in_regime_names()))
+
+
+def reserved_suffix(name: str) -> tuple[str, str, str] | None:
+    """(suffix, study, what it names) when a regime name ends in a suffix a study gives its own regimes."""
+    for study in STUDY_REGISTRY.values():
+        for suffix, what in study.reserved_suffixes:
+            if name.casefold().endswith(suffix.casefold()):
+                return suffix, study.name, what
+    return None
 
 
 REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
@@ -68,10 +81,11 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
             found.append("`name` must be 1-24 letters, digits, _, + or -, starting with a letter")
         elif name.casefold() in reserved_regime_names():
             found.append(f"the name {name} is reserved (built-in regimes and conditions, in any letter case: "
-                         f"{', '.join(sorted(set(REGIMES) | set(SC_REGIMES) | {'G2'}))})")
-        elif name.casefold().endswith(SC_UPPER_BOUND_SUFFIX.casefold()):
-            found.append(f"the name {name} ends in {SC_UPPER_BOUND_SUFFIX}, which the constraints study gives to each "
-                         f"regime's upper bound; choose another name")
+                         f"{', '.join(built_in_regime_names())})")
+        elif reserved_suffix(name):
+            suffix, study, what = reserved_suffix(name)
+            found.append(f"the name {name} ends in {suffix}, which the {study} study gives to {what}; choose another "
+                         f"name")
         elif name.casefold() in seen:
             found.append(f"the name {name} is used twice (names are compared ignoring letter case, since run "
                          f"files are named after them)")
@@ -198,23 +212,17 @@ def chosen_regimes(args) -> list[Regime]:
     names = parse_names(getattr(args, "regimes", None)) or list(study.default_regimes)
     if extra and not getattr(args, "regimes", None):
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
-    if study.name == "constraints":
-        # a user's regime runs as "compacted with the instruction", and its upper bound beside it
-        # (naming only U+UB runs U too: an upper bound alone has nothing to be compared with)
-        extra = sc_user_regimes(extra)
-        bases = {r.name for r in extra if r.condition == "with"}
-        paired = []
-        for name in names:
-            base = name[:-len(SC_UPPER_BOUND_SUFFIX)] if name.endswith(SC_UPPER_BOUND_SUFFIX) else None
-            paired += [base, name] if base in bases else [name, name + SC_UPPER_BOUND_SUFFIX] if name in bases \
-                else [name]
-        names = list(dict.fromkeys(paired))
+    if study.user_regimes is not None:
+        extra, names = study.user_regimes(extra, names)
     regimes = select_regimes(names, extra, study.regimes)
-    if getattr(args, "judge", False):
-        if study.name != "constraints":
-            raise PilotError("--judge belongs to the constraints study; add --study constraints")
-        regimes = [dataclasses.replace(r, judge=True) if r.compacts and r.condition in ("with", "sidecar", None)
-                   else r for r in regimes]
+    given = vars(args)
+    for other in STUDY_REGISTRY.values():
+        taken = [option for option in other.regime_options if given.get(option)]
+        if other is not study and taken:
+            raise PilotError(f"--{taken[0].replace('_', '-')} belongs to the {other.name} study; add --study "
+                             f"{other.name}")
+    if study.adjust_regimes is not None:
+        regimes = study.adjust_regimes(regimes, given)
     return regimes
 
 

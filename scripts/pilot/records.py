@@ -344,6 +344,12 @@ class Study:
     variants: bool = True               # whether it takes budget sweeps and repeated samples
     figures: bool = True                # whether paper/make_figures.py makes its figures and report (False: its
                                         # analysis.md is the whole report)
+    user_regimes: Callable | None = None  # (regimes of a regime file, names chosen) -> (regimes, names) as it runs them
+    reserved_suffixes: tuple = ()       # (suffix, what the study names with it): regime names a file may not end in
+    regime_options: tuple = ()          # the command-line options adjust_regimes reads (they belong to this study)
+    adjust_regimes: Callable | None = None  # (regimes, {option: value}) -> the regimes as those options make them
+    plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
+    demo_model: Callable | None = None  # (tasks) -> the stand-in model `demo --study` runs it on (None: the default)
     options: dict = dataclasses.field(default_factory=dict)   # the options of the run at hand (with_options)
 
     def with_options(self, options: dict | None) -> "Study":

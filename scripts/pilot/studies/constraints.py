@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..demo import StandInModel
 from ..inputs import MAX_REPORTED_PROBLEMS, TaskSetError, budget_words
 from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
@@ -402,6 +403,38 @@ def sc_user_regimes(extra: list[Regime]) -> list[Regime]:
                                        description=f"upper bound: {regime.name} without the instruction, then it "
                                                    f"appended before the probe"))
     return out
+
+
+def constraint_user_regimes(extra: list[Regime], names: list[str]) -> tuple[list[Regime], list[str]]:
+    """A regime file's regimes as this study runs them (sc_user_regimes), and the names chosen with each user
+    regime's upper bound beside it (naming only U+UB runs U too: an upper bound alone has nothing to be compared
+    with)."""
+    extra = sc_user_regimes(extra)
+    bases = {r.name for r in extra if r.condition == "with"}
+    paired = []
+    for name in names:
+        base = name[:-len(SC_UPPER_BOUND_SUFFIX)] if name.endswith(SC_UPPER_BOUND_SUFFIX) else None
+        paired += [base, name] if base in bases else [name, name + SC_UPPER_BOUND_SUFFIX] if name in bases \
+            else [name]
+    return extra, list(dict.fromkeys(paired))
+
+
+def judged_regimes(regimes: list[Regime], given: dict) -> list[Regime]:
+    """--judge: every compacted regime whose state should hold the instruction ends with the judge's call."""
+    if not given.get("judge"):
+        return regimes
+    return [dataclasses.replace(r, judge=True) if r.compacts and r.condition in ("with", "sidecar", None) else r
+            for r in regimes]
+
+
+def constraints_demo_model(tasks: dict) -> StandInModel:
+    """The stand-in the demo runs this study on: it follows each probe's instruction when its prompt holds it."""
+    return StandInModel([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
+
+
+def constraints_plan_note(calls_per_model: int) -> str:
+    return (f"per model: {calls_per_model} calls (the constraints study's default design is pre-registered at no more "
+            f"than about 1,000 calls per model; protocol/CONSTRAINTS.md section 2)")
 
 
 SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
