@@ -148,3 +148,19 @@ def reference_results(tasks: dict) -> dict:
 
 def load_tasks() -> dict:
     return json.loads((REPO / "tasks" / "tasks.json").read_text())
+
+
+def kill_at_call(test, server, number: int, command: list[str]) -> None:
+    """Start `command` as its own process, wait until its `number`-th call from now reaches the fake `server`,
+    SIGKILL it there, and let the server go on."""
+    server.held.clear()
+    server.release.clear()
+    server.hold_at = server.chat_count() + number
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        test.assertTrue(server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
+        proc.kill()
+        proc.communicate()
+    finally:
+        server.release.set()
+        server.hold_at = None

@@ -4,13 +4,12 @@ study's former runner made, which are still re-gated byte for byte."""
 import csv
 import json
 import shutil
-import subprocess
 import sys
 import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, run_main
+from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
 from pilot import records, runfolder
 from pilot.studies import adversarial, adversarial_analysis
 
@@ -105,17 +104,9 @@ class AdversarialDurabilityTest(TempDirMixin, unittest.TestCase):
             reference = self.make_tmp() / "ref"
             self.assertEqual(self.run_study(server, reference)[0], 0)
             out = self.make_tmp() / "killed"
-            server.held.clear()
-            server.release.clear()
-            server.hold_at = server.chat_count() + 30       # inside a G2 cascade of the third session
-            proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_pilot.py"), "adversarial", "--models",
-                                     MODEL, "--host", server.url, "--out", str(out), *SESSIONS, "--regenerate", "2",
-                                     *FAST], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            self.assertTrue(server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
-            proc.kill()
-            proc.communicate()
-            server.release.set()
-            server.hold_at = None
+            kill_at_call(self, server, 30, [sys.executable, str(REPO / "scripts" / "run_pilot.py"), "adversarial",
+                                            "--models", MODEL, "--host", server.url, "--out", str(out), *SESSIONS,
+                                            "--regenerate", "2", *FAST])     # inside a G2 cascade of session 3
             journalled = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
             self.assertEqual(journalled, 29)
             before = server.chat_count()

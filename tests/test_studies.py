@@ -9,13 +9,12 @@ run, an interrupted run resumed, status, score and analyze.
 import collections
 import json
 import random
-import subprocess
 import sys
 import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, TempDirMixin, run_main
+from helpers import FAST, TempDirMixin, kill_at_call, run_main
 from pilot import records
 from pilot.bank import PROBE_KINDS, checked_cells, score_probe
 from pilot.inputs import TaskSetError, budget_words
@@ -322,19 +321,10 @@ class NewStudyTest(TempDirMixin, unittest.TestCase):
         reference, out = self.tmp / "reference", self.tmp / "killed"
         with FakeOllama(models=[MODEL], behaviour=NOTE_LOSSES) as server:
             self.assertEqual(self.run_tally(server, reference)[0], 0)
-            server.held.clear()
-            server.release.clear()
-            server.hold_at = server.chat_count() + 2 * N_SESSIONS + 2      # NOTE's first cell, its second compaction
-            protocol = self.tmp / "TALLY.md"
-            proc = subprocess.Popen([sys.executable, "-c", RUN_AS_PROCESS, str(Path(__file__).resolve().parent),
-                                     str(protocol), str(self.tasks), "run", "--study", KEY, "--tasks", str(self.tasks),
-                                     "--models", MODEL, "--host", server.url, "--out", str(out), *FAST],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            self.assertTrue(server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
-            proc.kill()
-            proc.communicate()
-            server.release.set()
-            server.hold_at = None
+            command = [sys.executable, "-c", RUN_AS_PROCESS, str(Path(__file__).resolve().parent),
+                       str(self.tmp / "TALLY.md"), str(self.tasks), "run", "--study", KEY, "--tasks", str(self.tasks),
+                       "--models", MODEL, "--host", server.url, "--out", str(out), *FAST]
+            kill_at_call(self, server, 2 * N_SESSIONS + 2, command)    # NOTE's first cell, its second compaction
             journalled = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
             self.assertEqual(journalled, 2 * N_SESSIONS + 1)
             before = server.chat_count()
