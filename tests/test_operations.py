@@ -539,7 +539,7 @@ class HintsTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 0)
             command = status.strip().splitlines()[-1].split("finish them with: ", 1)[1]
             self.assertEqual(command, f"python3 scripts/run_pilot.py --out {out} --models {MODEL} --episodes 2 "
-                                      f"--host {server.url} --concurrency 2")
+                                      f"--host {server.url} --recheck 0 --concurrency 2")     # every option kept
             argv = command.split()[2:]
             code, _, err = run_main([*argv, *FAST])
             self.assertEqual(code, 0, err)

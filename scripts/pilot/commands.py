@@ -24,9 +24,9 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_IN
     canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
-    runner_sha256, short, write_atomic)
-from .runner import (Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams, recheck_pending,
-    repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
+    refuse_unsafe_folder, runner_sha256, short, write_atomic)
+from .runner import (DEFAULT_RECHECK, Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
+    lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
 from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
 
 
@@ -108,6 +108,7 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
                  f"before (recorded in the manifest): a server that batches parallel requests can change outputs")
         if options.concurrency not in used:
             used.append(options.concurrency)
+        manifest.data["recheck_requested"] = options.recheck      # so that the resume command keeps it
         manifest.save()
         journal = Journal(run_dir)
         for note in repair_journal(journal, manifest, tasks):
@@ -287,10 +288,12 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
 
 
 def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "Manifest":
-    """Before deciding what is left: if any raw log has an unreadable line, quarantine it under the folder
-    lock and reopen the cells that lost a record (a read-only folder with clean logs is never touched)."""
+    """Before deciding what is left: if any raw log has an unreadable line, or a complete cell's log lost a
+    record, repair the journal under the folder lock and reopen those cells, so that the run does them again (a
+    read-only folder with clean logs is never touched)."""
     journal = Journal(run_dir)
-    if not any(journal.unreadable_lines(m, r) for m in manifest.data["models"] for r in manifest.data["regimes"]):
+    unreadable = any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest.data))
+    if not unreadable and not lost_records(journal, manifest.data, tasks):
         return manifest
     run_lock = RunLock(run_dir)
     run_lock.acquire()
@@ -305,7 +308,12 @@ def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "M
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
     study = folder_study(manifest)
-    results = study.score(manifest, tasks, Journal(run_dir), models)
+    journal = Journal(run_dir)
+    for model, regime, budget, sample in journal_streams(manifest):
+        for episode, kind, times in journal.repeated(model, regime, budget, sample):
+            warn(f"{cell_key(model, regime, episode, budget, sample)}: {kind} is recorded {times} times in raw/; the "
+                 f"first is scored (see `python3 scripts/run_pilot.py verify --out {shlex.quote(str(run_dir))}`)")
+    results = study.score(manifest, tasks, journal, models)
     hold_until_exit(results)
     gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir), models) if study.gate_rows else []
     if gate_rows:                       # every compacted state through the release gate (issue 13)
@@ -520,6 +528,9 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
         argv += ["--temperature", f"{lock['temperature']:g}"]
     if lock.get("backend") == "openai" and lock.get("prompt_cache") == "on":
         argv += ["--prompt-cache", "on"]
+    recheck = manifest.get("recheck_requested", (manifest.get("recheck") or {}).get("k"))
+    if isinstance(recheck, int) and recheck != DEFAULT_RECHECK:
+        argv += ["--recheck", str(recheck)]
     used = manifest.get("concurrency_used") or []
     if used and used[-1] != 1:
         argv += ["--concurrency", str(used[-1])]
@@ -529,7 +540,12 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
 def command_score(args) -> int:
     run_dir = resolve_run_dir(args)
     manifest, tasks = load_run(run_dir)
-    results = write_results(run_dir, manifest.data, tasks)
+    run_lock = RunLock(run_dir)             # one writer at a time: never beside a running runner
+    run_lock.acquire()
+    try:
+        results = write_results(run_dir, Manifest.load(manifest.path).data, tasks)
+    finally:
+        run_lock.release()
     cells = results["cells"]
     print(f"scored {len(results['probes'])} probes from {cells['complete']}/{cells['expected']} complete cells "
           f"into {run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
@@ -550,6 +566,8 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; score the run first with "
                          f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     if out_dir is not None:
+        if out_dir.is_dir():
+            refuse_unsafe_folder(out_dir)
         refuse_foreign_folder(out_dir)
         if not folder_writable(out_dir):
             if args.results:

@@ -18,8 +18,8 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILE
     study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
-    records_digest, variant_suffix, write_atomic)
-from .runner import all_cells, journal_streams, merge_rechecks, run_budgets, run_regimes, run_samples
+    records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
+from .runner import all_cells, journal_streams, lost_records, merge_rechecks, run_budgets, run_regimes, run_samples
 from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
 from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
 from .studies.constraints import SC_POSITIONS, SC_SCOPES, SC_STRENGTHS
@@ -95,7 +95,12 @@ def command_status(args) -> int:
     failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
     for key, reason in failed:
         print(f"FAILED {key}: {reason}")
-    left = totals["FAILED"] + totals["partial"] + totals["not started"]
+    redo = [(cell, kind) for cell, kind in lost_records(journal, data, tasks) if cell in set(cells)]
+    for cell, kind in redo:
+        print(f"TO REDO {cell_key(*cell)}: COMPLETE in the manifest, but its raw log lacks {kind}; the run command "
+              f"re-runs it")
+    totals["COMPLETE"] -= len(redo)
+    left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo)
     print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
     return EXIT_OK
@@ -320,6 +325,7 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
+    refuse_unsafe_folder(run_dir)
     former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     if is_former_adversarial_folder(former):       # re-gated from its calls, as its runner wrote it
         task_set = load_task_set(ADV_TASKS_PATH)

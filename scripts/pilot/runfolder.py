@@ -2,11 +2,14 @@
 folder lock (one writer at a time), and the code hash a resumed run is checked against."""
 from __future__ import annotations
 
+import collections
 import dataclasses
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import time
 from pathlib import Path
@@ -74,11 +77,80 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+# A run folder's files are written only where the runner made them: never through a symbolic link, never over
+# anything but a regular file (a folder copied or shared by someone else may hold links to anywhere).
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+RUNNER_SUBFOLDERS = ("raw", "figures", "quarantine")     # made by the runner inside a run folder
+
+
+class UnsafePath(PilotError):
+    """A link, or something that is not a regular file, where the runner reads or writes a run folder's file."""
+
+
+def refuse_unsafe(path: Path) -> None:
+    """Refuse, before anything is read or written, a file of a run folder that is a symbolic link or not a
+    regular file, or that sits in a runner-made subfolder that is a link (the run folder itself may be one)."""
+    places = [path] + ([path.parent] if path.parent.name in RUNNER_SUBFOLDERS else [])
+    for place in places:
+        try:
+            mode = os.lstat(place).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            raise UnsafePath(f"cannot check {place} ({err.strerror or err}); check the folder's permissions") from None
+        if stat.S_ISLNK(mode):
+            raise UnsafePath(f"{place} is a symbolic link; the runner never reads or writes a run folder's files "
+                             f"through a link, and left it and what it points to untouched. Replace it "
+                             f"with a real {'folder' if place != path else 'file'}, or use a new folder with --out")
+        if place == path and not stat.S_ISREG(mode):
+            raise UnsafePath(f"{place} is not a regular file, so the runner left it untouched; move it away, or "
+                             f"use a new folder with --out")
+
+
+# The files a run or an analysis writes in a run folder, besides those in its subfolders.
+RUN_FOLDER_FILES = (".lock", "manifest.json", "results.json", "probes.csv", "gate.csv", "analysis.md", "RESULTS.md",
+                    "report.html")
+
+
+def refuse_unsafe_folder(run_dir: Path) -> None:
+    """Refuse a run folder in which any file the runner reads or writes, or any of its subfolders, is a link or
+    not a regular file; checked before a command reads the folder or writes anything into it."""
+    for name in RUN_FOLDER_FILES:
+        refuse_unsafe(run_dir / name)
+    for name in RUNNER_SUBFOLDERS:
+        folder = run_dir / name
+        if folder.is_symlink():
+            raise UnsafePath(f"{folder} is a symbolic link; the runner never reads or writes a run folder's files "
+                             f"through a link, and left it and what it points to untouched. Replace it with a real "
+                             f"folder, or use a new folder with --out")
+        if folder.is_dir():
+            for entry in folder.iterdir():
+                if not entry.name.startswith("."):
+                    refuse_unsafe(entry)
+
+
+def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
+    """os.open of a run folder's file that refuses links (checked first for the message, and by O_NOFOLLOW
+    against one planted in between)."""
+    refuse_unsafe(path)
+    try:
+        return os.open(path, flags | NOFOLLOW | getattr(os, "O_BINARY", 0), mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafePath(f"{path} is a symbolic link; the runner never writes through a link, and left it and "
+                             f"what it points to untouched. Replace it with a real file, or use a new folder with "
+                             f"--out") from None
+        raise
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file, fsync, rename over the target, fsync the folder."""
+    """Write to a temporary file, fsync, rename over the target, fsync the folder; a link or non-regular file at
+    the target is refused first."""
+    refuse_unsafe(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
-        with open(tmp, "wb") as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_BINARY", 0), 0o644)
+        with open(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -117,7 +189,7 @@ class Journal:
         path = path or self.path(record["model"], record["regime"], *record_variant(record))
         line = record_line(record)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_no_follow(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 with self._lock_for(path):          # one whole line per write, never interleaved
                     written = 0
@@ -136,6 +208,7 @@ class Journal:
         """Move every unreadable line (a torn last line, or garbage anywhere) to a quarantine file and
         keep the readable ones in order; say what was done."""
         path = self.path(model, regime, budget, sample)
+        refuse_unsafe(path)
         if not path.exists():
             return None
         data = path.read_bytes()
@@ -162,7 +235,8 @@ class Journal:
 
     @staticmethod
     def _quarantine(path: Path, lines: list[bytes]) -> None:
-        with open(path.with_name(path.name + ".quarantine"), "ab") as fh:
+        fd = open_no_follow(path.with_name(path.name + ".quarantine"), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        with open(fd, "ab") as fh:
             fh.write(b"".join(line.rstrip(b"\n") + b"\n" for line in lines))
             fh.flush()
             os.fsync(fh.fileno())
@@ -179,6 +253,7 @@ class Journal:
     def read(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[dict]:
         """Every readable record of this model, regime, budget and sample, in file order."""
         path = self.path(model, regime, budget, sample)
+        refuse_unsafe(path)
         if not path.exists():
             return []
         records = []
@@ -189,6 +264,11 @@ class Journal:
                         and record_variant(record) == (budget, sample):
                     records.append(record)
         return records
+
+    def repeated(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[tuple]:
+        """(episode, kind, times) of every call recorded more than once; the first record is the one scored."""
+        counts = collections.Counter((r.get("episode"), r.get("kind")) for r in self.read(model, regime, budget, sample))
+        return sorted(((e, k, n) for (e, k), n in counts.items() if n > 1), key=str)
 
     def cell_records(self, model: str, regime: str, budget: int = DEFAULT_BUDGET,
                      sample: int = 0) -> dict[int, dict[str, dict]]:
@@ -237,10 +317,11 @@ class RunLock:
         self.owns_file = False
 
     def acquire(self) -> None:
+        refuse_unsafe_folder(self.path.parent)
         if self.method == "exclusive file":
             self._acquire_file()
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        fd = open_no_follow(self.path, os.O_RDWR | os.O_CREAT)
         try:
             if fcntl:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -261,7 +342,7 @@ class RunLock:
     def _acquire_file(self) -> None:
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
+                fd = open_no_follow(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
             except FileExistsError:
                 holder = self._holder_of_file()
                 if holder is None:
@@ -346,6 +427,7 @@ class Manifest:
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
+        refuse_unsafe_folder(path.parent)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as err:

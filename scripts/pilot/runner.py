@@ -504,19 +504,49 @@ def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
             "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
 
 
+def lost_records(journal: Journal, manifest: dict, tasks: dict) -> list[tuple[Cell, str]]:
+    """The COMPLETE cells whose raw log no longer holds every call of their plan (a log deleted, cut short or
+    edited by hand), each with the first call it lacks: work to redo, found without writing anything."""
+    regimes, study = run_regimes(manifest), folder_study(manifest)
+    lost = []
+    for model, regime_name, budget, sample in journal_streams(manifest):
+        logged = None
+        for episode_index in range(min(manifest["n_episodes"], len(tasks["episodes"]))):
+            cell = Cell(model, regime_name, episode_index, budget, sample)
+            if not is_complete(manifest, cell):
+                continue
+            if logged is None:
+                logged = journal.cell_records(model, regime_name, budget, sample)
+            records = logged.get(episode_index, {})
+            plan = study.plan(regimes[regime_name], tasks["episodes"][episode_index], budget)
+            missing = next((spec.kind for spec in plan if spec.kind not in records), None)
+            if missing is not None:
+                lost.append((cell, missing))
+    return lost
+
+
 def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
-    """Quarantine unreadable lines; then, in any cell that lost a record, quarantine every later call that
-    was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
+    """Quarantine unreadable lines; then, in any cell that lost a record (to an unreadable line, or a log deleted
+    or cut short), quarantine every later call that was made from it (the cascade resumes from the last good call)
+    and reopen the cell if it was COMPLETE."""
     notes = []
     regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
+    short_logs = {(cell.model, cell.regime, cell.budget, cell.sample) for cell, _ in
+                  lost_records(journal, manifest.data, tasks)}
     for model, regime_name, budget, sample in journal_streams(manifest.data):
         note = journal.repair(model, regime_name, budget, sample)
-        if not note:
+        if not note and (model, regime_name, budget, sample) not in short_logs:
             continue
-        notes.append(note)
-        for episode_index, records in journal.cell_records(model, regime_name, budget, sample).items():
-            if not isinstance(episode_index, int) or not 0 <= episode_index < len(tasks["episodes"]):
+        if note:
+            notes.append(note)
+        logged = journal.cell_records(model, regime_name, budget, sample)
+        episodes = {e for e in logged if isinstance(e, int)} | {
+            e for e in range(len(tasks["episodes"])) if is_complete(manifest.data, Cell(model, regime_name, e, budget,
+                                                                                          sample))}
+        for episode_index in sorted(episodes):
+            if not 0 <= episode_index < len(tasks["episodes"]):
                 continue
+            records = logged.get(episode_index, {})
             cell = Cell(model, regime_name, episode_index, budget, sample)
             plan = study.plan(regimes[regime_name], tasks["episodes"][episode_index], budget)
             lost = next((i for i, spec in enumerate(plan) if spec.kind not in records), None)
@@ -528,7 +558,8 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
                 journal.drop(cell, stale)
             key = cell_key(*cell)
             if is_complete(manifest.data, cell):
-                reason = f"lost {plan[lost].kind} to an unreadable line; re-run from {plan[lost].kind}"
+                how = "to an unreadable line" if note else "from its raw log (deleted, cut short or edited)"
+                reason = f"lost {plan[lost].kind} {how}; re-run from {plan[lost].kind}"
                 entry = dict(manifest.cell(key), status="FAILED", n_calls=lost, reason=reason, updated_at=utc_now())
                 entry.pop("records_sha256", None)
                 manifest.set_cell(key, entry)

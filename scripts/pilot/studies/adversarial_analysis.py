@@ -13,7 +13,7 @@ from ..bank import checked_cells, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
 from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
-from ..runfolder import Journal, parse_record_line, write_atomic
+from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
 from ..runner import all_cells, run_regimes
 from ..stats import rate_summary
 from .adversarial import (ADV_CASES, ADV_PLANTED, ADV_PROTOCOL_ID, ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE, ADV_REGIMES,
@@ -324,9 +324,10 @@ def write_adversarial_files(run_dir: Path, results: dict) -> list[Path]:
     write_atomic(run_dir / "gate.csv", render_adversarial_gate_csv(results["states"]).encode("utf-8"))
     (run_dir / "quarantine").mkdir(exist_ok=True)
     for item in results["quarantined"]:
+        path = run_dir / "quarantine" / f"G2_ep{item['episode']}_compact_{item['checkpoint']}.json"
+        refuse_unsafe(path)
         try:
-            with open(run_dir / "quarantine" / f"G2_ep{item['episode']}_compact_{item['checkpoint']}.json", "x",
-                      encoding="utf-8") as fh:
+            with open(path, "x", encoding="utf-8") as fh:
                 json.dump(item, fh, indent=1, ensure_ascii=False)
         except FileExistsError:
             pass

@@ -1,0 +1,220 @@
+"""pilot.runfolder: a run folder's files are never read or written through a link, and a complete cell whose
+log was lost is work to redo; one writer at a time (issue "Safe with folders", points 1, 2 and part of 7).
+
+Each test plants a symbolic link to a victim file where the runner reads or writes one file kind, runs the
+command that would write it, and checks the one-line refusal that names it and the victim left untouched."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, run_main
+from pilot import runfolder
+
+VICTIM_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
+
+
+class LinkRefusalTest(TempDirMixin, unittest.TestCase):
+    """A finished run (the demo's, on the stand-in model), then one file kind at a time replaced by a link."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.base = Path(tempfile.mkdtemp(prefix="ccl-runfolder-"))
+        code, _, err = run_main(["demo", "--out", str(cls.base / "run"), "--quiet"])
+        assert code == 0, err
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.base, ignore_errors=True)
+
+    def run_with_link(self, name: str) -> tuple[Path, Path]:
+        """A copy of the run with `name` replaced by a link to a victim file outside it: (run, victim)."""
+        run = self.make_tmp() / "run"
+        shutil.copytree(self.base / "run", run)
+        victim = self.make_tmp() / "victim"
+        victim.write_text(VICTIM_TEXT)
+        target = run / name
+        if target.exists():
+            target.unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(victim, target)
+        return run, victim
+
+    def assert_refused(self, argv: list[str], run: Path, victim: Path, name: str) -> None:
+        code, _, err = run_main(argv)
+        self.assertEqual(code, 2, err)
+        self.assertNotIn("Traceback", err)
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        self.assertEqual(len(errors), 1, err)                   # one line (the demo's banner comes before it)
+        self.assertIn(str(run / name), errors[0])
+        self.assertIn("symbolic link", err)
+        self.assertEqual(victim.read_text(), VICTIM_TEXT)
+        self.assertTrue((run / name).is_symlink())
+
+    def test_each_file_kind_is_refused_and_its_target_left_untouched(self):
+        journal = sorted((self.base / "run" / "raw").glob("*.jsonl"))[1].name
+        cases = [(".lock", ["demo", "--out"]),                       # the folder lock: the run resumes
+                 ("manifest.json", ["demo", "--out"]),
+                 (f"raw/{journal}", ["demo", "--out"]),              # the journal
+                 (f"raw/{journal}.quarantine", ["demo", "--out"]),   # its quarantine
+                 ("results.json", ["score", "--out"]),
+                 ("probes.csv", ["score", "--out"]),
+                 ("gate.csv", ["score", "--out"]),
+                 ("analysis.md", ["analyze", "--out"]),
+                 ("figures/fig_a_corruption.svg", ["analyze", "--out"]),
+                 ("report.html", ["analyze", "--out"]),
+                 ("RESULTS.md", ["analyze", "--out"])]
+        for name, command in cases:
+            with self.subTest(name):
+                run, victim = self.run_with_link(name)
+                self.assert_refused([*command, str(run), *(["--quiet"] if command[0] == "demo" else [])], run,
+                                    victim, name)
+
+    def test_reading_a_folder_whose_files_are_links_is_refused(self):
+        for command in (["status", "--out"], ["verify", "--out"], ["plan", "--out"]):
+            with self.subTest(command[0]):
+                run, victim = self.run_with_link("results.json")
+                self.assert_refused([*command, str(run)], run, victim, "results.json")
+
+    def test_a_linked_subfolder_is_refused(self):
+        run = self.make_tmp() / "run"
+        shutil.copytree(self.base / "run", run)
+        elsewhere = self.make_tmp() / "elsewhere"
+        shutil.move(run / "raw", elsewhere)
+        os.symlink(elsewhere, run / "raw")
+        before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
+        code, _, err = run_main(["status", "--out", str(run)])
+        self.assertEqual(code, 2, err)
+        self.assertIn(f"{run / 'raw'} is a symbolic link", err)
+        self.assertEqual({p.name: p.read_bytes() for p in elsewhere.iterdir()}, before)
+
+    def test_write_atomic_and_the_journal_refuse_a_link_and_a_non_regular_file(self):
+        folder = self.make_tmp()
+        victim = folder / "victim"
+        victim.write_text(VICTIM_TEXT)
+        os.symlink(victim, folder / "linked.json")
+        (folder / "a-folder.json").mkdir()
+        for path in (folder / "linked.json", folder / "a-folder.json"):
+            with self.subTest(path.name), self.assertRaises(runfolder.UnsafePath):
+                runfolder.write_atomic(path, b"{}")
+        (folder / "raw").mkdir()
+        os.symlink(victim, folder / "raw" / "m_R1.jsonl")
+        with self.assertRaises(runfolder.UnsafePath):
+            runfolder.Journal(folder).append({"model": "m", "regime": "R1", "episode": 0, "kind": "compact_1"})
+        self.assertEqual(victim.read_text(), VICTIM_TEXT)
+        self.assertEqual(sorted(p.name for p in folder.iterdir()), ["a-folder.json", "linked.json", "raw", "victim"])
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class LostLogTest(TempDirMixin, unittest.TestCase):
+    """A complete cell whose raw log was deleted or cut short is work to redo, not a dead end (issue 21, 2)."""
+
+    MODEL = "gemma3:4b"
+
+    def finished_run(self, server) -> Path:
+        out = self.make_tmp() / "run"
+        code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                 "--episodes", "2", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+        return out
+
+    def resume(self, server, out: Path) -> int:
+        before = server.chat_count()
+        code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                 "--episodes", "2", *FAST])
+        self.assertEqual(code, 0, err)
+        return server.chat_count() - before
+
+    def test_a_deleted_log_is_redone_and_status_says_so(self):
+        with FakeOllama(models=[self.MODEL]) as server:
+            out = self.finished_run(server)
+            probes = json.loads((out / "results.json").read_text())["probes"]
+            (out / "raw" / "gemma3_4b_R1.jsonl").unlink()
+            code, status, _ = run_main(["status", "--out", str(out)])
+            self.assertEqual(code, 0)
+            self.assertIn("TO REDO gemma3:4b|R1|0: COMPLETE in the manifest, but its raw log lacks compact_1", status)
+            self.assertIn("4 complete, 2 left", status)
+            self.assertEqual(self.resume(server, out), 2 * 12)          # exactly the two R1 cells, again
+            self.assertEqual(self.resume(server, out), 0)
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+        self.assertEqual(json.loads((out / "results.json").read_text())["probes"], probes)
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+        reopened = [a["what"] for a in json.loads((out / "manifest.json").read_text())["amendments"]]
+        self.assertIn("cell gemma3:4b|R1|1 reopened: lost compact_1 from its raw log (deleted, cut short or edited); "
+                      "re-run from compact_1", reopened)
+
+    def test_a_log_cut_short_sends_only_the_calls_it_lost(self):
+        with FakeOllama(models=[self.MODEL]) as server:
+            out = self.finished_run(server)
+            log = out / "raw" / "gemma3_4b_R2.jsonl"
+            lines = log.read_bytes().splitlines(keepends=True)
+            log.write_bytes(b"".join(lines[:-2]))                       # the last cell's last two answers
+            self.assertEqual(self.resume(server, out), 2)
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+
+class OneWriterTest(TempDirMixin, unittest.TestCase):
+    """One writer, one truth (issue 21, 7): score takes the folder lock; a repeated record is named wherever a
+    bank is scored; the resume command keeps --recheck."""
+
+    MODEL = "gemma3:4b"
+    HOLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+            "from pilot.runfolder import RunLock; lock = RunLock(Path(sys.argv[2])); lock.acquire(); "
+            "print('held', flush=True); time.sleep(60)")
+
+    def finished_run(self, server, *extra: str) -> Path:
+        out = self.make_tmp() / "run"
+        code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                 "--episodes", "1", *FAST, *extra])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_score_waits_for_no_runner(self):
+        with FakeOllama(models=[self.MODEL]) as server:
+            out = self.finished_run(server)
+        holder = subprocess.Popen([sys.executable, "-c", self.HOLD, str(REPO / "scripts"), str(out)],
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: holder.poll() is None and (holder.kill(), holder.wait()))
+        self.addCleanup(holder.stdout.close)
+        self.assertEqual(holder.stdout.readline().strip(), "held")
+        code, _, err = run_main(["score", "--out", str(out)])
+        self.assertEqual(code, 2, err)
+        self.assertIn(f"another runner (process {holder.pid})", err)
+        self.assertFalse((out / "results.json").exists())
+        holder.kill()
+        holder.wait()
+        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
+
+    def test_a_repeated_record_is_named_by_score_and_the_pilot(self):
+        with FakeOllama(models=[self.MODEL]) as server:
+            out = self.finished_run(server)
+            log = out / "raw" / "gemma3_4b_R1.jsonl"
+            log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[-1])
+            code, _, err = run_main(["score", "--out", str(out)])
+            self.assertEqual(code, 0, err)
+            self.assertIn("gemma3:4b|R1|0: question_8 is recorded 2 times in raw/; the first is scored", err)
+            code, _, err = run_main(["--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", *FAST])
+            self.assertIn("question_8 is recorded 2 times", err)
+        code, report, _ = run_main(["verify", "--out", str(out)])
+        self.assertIn("question_8 recorded 2 times", report)
+
+    def test_the_resume_command_keeps_recheck(self):
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("status", 400, {"error": "bad"})]
+            out = self.make_tmp() / "run"
+            run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
+                      *[a for a in FAST if a not in ("--recheck", "0")], "--recheck", "3"])
+        code, status, _ = run_main(["status", "--out", str(out)])
+        self.assertEqual(code, 0)
+        self.assertIn("--recheck 3", status.strip().splitlines()[-1])
