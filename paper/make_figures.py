@@ -18,6 +18,7 @@ import argparse
 import html
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -518,7 +519,9 @@ def md_tables_to_html(markdown: str) -> str:
     out, table = [], []
 
     def cells(line: str) -> list[str]:
-        return [c.strip() for c in line.strip().strip("|").split("|")]
+        """A table row's cells; a pipe escaped as \\| is a pipe inside a cell."""
+        inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
 
     def inline(text: str) -> str:
         text = html.escape(text)

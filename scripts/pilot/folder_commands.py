@@ -299,15 +299,24 @@ def command_gate(args) -> int:
     target = Path(args.target)
     if target.is_dir():
         return gate_run_folder(target, args.json)
+    if not target.exists():
+        raise GateInputError(f"no state file or run folder at {target}; check the path")
     if not args.ledger:
         raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in the README)")
     try:
         ledger = normalize_ledger(json.loads(read_gate_input(args.ledger, "ledger")))
     except ValueError as err:
         raise GateInputError(f"the ledger {args.ledger} is not JSON ({err})") from None
+    except RecursionError:
+        raise GateInputError(f"the ledger {args.ledger} is nested too deeply to be a ledger; give the ledger format "
+                             f"the README describes") from None
     state = read_gate_input(args.target, "state")
     source = read_gate_input(args.source, "source") if args.source else None
-    findings = check_state(state, ledger, source)
+    try:
+        findings = check_state(state, ledger, source)
+    except RecursionError:
+        raise GateInputError(f"the state {args.target} is nested too deeply to be a compacted state; give its text "
+                             f"or a shallow JSON object") from None
     verdict = gate_verdict(findings)
     if args.json:
         print(json.dumps({"verdict": verdict, "state": args.target, "ledger": args.ledger, "source": args.source,

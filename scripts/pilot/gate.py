@@ -74,6 +74,12 @@ MARKDOWN_HEADING = re.compile(r"^\s*#{1,6}\s*\**\s*([A-Za-z][A-Za-z0-9 _\-]{0,40
 TYPED_ASSIGNMENT = re.compile(r"^[\s*\-\u2022]*([A-Za-z][A-Za-z0-9_\-]{2,})\s*=\s*-?\d")
 
 
+# A ledger's name_pattern is the user's regular expression, run on every word of a state: one that repeats a group
+# which itself repeats can backtrack for ever, so it is refused, as is one longer than any name pattern needs.
+MAX_NAME_PATTERN = 200
+NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,\d*\})(?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,?\d*\})")
+
+
 class GateInputError(PilotError):
     """A ledger, state or source the gate cannot read: bad input, exit 2."""
 
@@ -134,8 +140,13 @@ def normalize_ledger(data: Any) -> dict:
     pattern = data.get("name_pattern")
     try:
         name_re = re.compile(pattern) if pattern else None
-    except (re.error, TypeError) as err:
+    except (re.error, TypeError, RecursionError) as err:
         problems.append(f"`name_pattern` is not a regular expression ({err})")
+        name_re = None
+    if name_re is not None and (len(pattern) > MAX_NAME_PATTERN or NESTED_REPEAT.search(pattern)):
+        problems.append(f"`name_pattern` repeats a group that itself repeats (such as (A+)+) or is longer than "
+                        f"{MAX_NAME_PATTERN} characters; such a pattern can take forever on a long state, so write "
+                        f"it with one level of repetition")
         name_re = None
     max_omissions = data.get("max_omissions", 0)
     if not isinstance(max_omissions, int) or isinstance(max_omissions, bool) or max_omissions < 0:

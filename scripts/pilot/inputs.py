@@ -62,6 +62,8 @@ def load_task_set(path: Path) -> dict:
                          f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
     if path.is_dir():
         raise PilotError(f"{path} is a folder; --tasks takes a tasks JSON file")
+    if not path.is_file():
+        raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --tasks takes a tasks JSON file")
     raw = read_canonical(path)
     sha = sha256_bytes(raw)
     try:

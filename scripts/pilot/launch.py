@@ -51,11 +51,16 @@ REGIME_FILE_FIELDS = {"name", "description", "compaction_template", "answer_temp
 
 
 def template_fields(template: str) -> set[str] | None:
-    """The {placeholders} of a template, or None when it is not a valid format string."""
+    """The {placeholders} of a template, or None when it is not a valid format string or a placeholder carries a
+    format spec or conversion ({segment:>99999999} would make a prompt of any size)."""
     try:
-        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        parts = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+                 if name is not None]
     except ValueError:
         return None
+    if any(spec or conversion for _, spec, conversion in parts):
+        return None
+    return {name for name, _, _ in parts}
 
 
 def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[str]]:
@@ -107,7 +112,8 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
         for field, text, needed in checks:
             placeholders = template_fields(text) if isinstance(text, str) else None
             if placeholders is None:
-                found.append(f"`{field}` must be a text with valid {{placeholders}}")
+                found.append(f"`{field}` must be a text whose {{placeholders}} are plain names, with no format spec or "
+                         f"conversion (write {{segment}}, not {{segment:>80}} or {{segment!r}})")
                 continue
             if needed - placeholders:
                 found.append(f"`{field}` lacks {', '.join('{' + n + '}' for n in sorted(needed - placeholders))}")
@@ -118,6 +124,8 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
         description = entry.get("description", "")
         if not isinstance(description, str):
             found.append("`description` must be a text")
+        elif "\n" in description or "\r" in description or len(description) > 300:
+            found.append("`description` must be one line of at most 300 characters")
         problems += [f"{where}: {f}" for f in found]
         if not found:
             seen.add(name.casefold())

@@ -40,9 +40,15 @@ def fmt_mean(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
+def md_cell(value: Any) -> str:
+    """A table cell's text: a pipe escaped and a line break folded, so that no value (a cell key, a user's regime
+    description, a model's reply) can break the table."""
+    return " ".join(str(value).split("\n")).replace("|", "\\|")
+
+
 def md_table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
