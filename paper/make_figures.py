@@ -869,6 +869,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{err}); point at the results.json a run wrote", file=sys.stderr)
         return 2
     except OSError as err:
+        if records.is_disk_full(err):
+            print(f"error: {records.DiskFull(err.filename or out_dir, 'free some space and run the same command again')}",
+                  file=sys.stderr)
+            return records.EXIT_DISK_FULL
         print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose another folder with "
               f"--out DIR", file=sys.stderr)
         return 2

@@ -166,6 +166,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"model": "x", "created_at": "2026-01-01T00:00:00Z", "done": True})
         elif kind == "empty":
             self.server.owner.send_reply(self, self._last_body, text_override="")
+        elif kind == "close":                   # read the request, then close the connection with no reply
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "text":                    # this reply instead of the model's (a template mismatch, say)
+            self.server.owner.send_reply(self, self._last_body, text_override=fault[1])
         elif kind == "shutdown":
             self._reset()
             server = self.server

@@ -1,11 +1,19 @@
 """Inputs nobody checked before (issue "Safe with folders", 3): task paths that are not files, regime templates
 with format specs, descriptions that break tables, gate ledgers nested or with runaway patterns; each is one line
-and exit 2, never a traceback or a hang."""
+and exit 2, never a traceback or a hang; and messages that say what is true (points 3 and 6)."""
+import contextlib
+import errno
+import io
 import json
+import re
+import runpy
+import sys
 import unittest
+from unittest import mock
 
-from helpers import TempDirMixin, run_main
-from pilot import gate, reports
+from fake_servers import FakeOllama, FakeOpenAI
+from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
+from pilot import commands, gate, records, reports, runfolder
 
 ONE_LINE = 1
 
@@ -75,3 +83,72 @@ class TableTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MessagesTest(TempDirMixin, unittest.TestCase):
+    """Messages that say what is true (issue "Safe with folders", 6)."""
+
+    def test_a_server_slower_than_the_read_timeout_is_told_apart_from_a_dead_one(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1b"]) as server:
+            server.faults = [("delay", 1.0)] * 20
+            code, _, err = run_main(["run", "--models", "m:1b", "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", "--read-timeout", "0.2", "--give-up-after", "0.5", *FAST])
+        self.assertEqual(code, 3, err)
+        last = err.strip().splitlines()[-1]
+        self.assertIn("sent no reply within --read-timeout (0.2 s)", last)
+        self.assertIn("--read-timeout 60", last)
+        self.assertNotIn("Start the server", last)
+
+    def test_a_host_with_a_space_and_a_trailing_api(self):
+        code, _, err = run_main(["run", "--models", "m", "--host", "http://127.0.0.1: 11434"])
+        self.assertEqual(code, 2)
+        self.assertIn("has a space in it", err)
+        with FakeOllama(models=["m:1b"]) as server:
+            code, _, err = run_main(["run", "--models", "m:1b", "--host", server.url + "/api/", "--out",
+                                     str(self.make_tmp() / "run"), "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+
+    def test_the_gate_hints_name_a_section_the_readme_has(self):
+        readme = (REPO / "README.md").read_text()
+        code, out, _ = run_main(["gate", "--help"])
+        self.assertEqual(code, 0)
+        named = re.findall(r"README: '([^']+)'", " ".join(out.split()))
+        self.assertTrue(named)
+        for section in named:
+            self.assertIn(f"## {section}", readme)
+
+    def test_a_disk_that_fills_while_the_figures_are_written_exits_4(self):
+        figures = load_module("make_figures_disk", REPO / "paper" / "make_figures.py")
+        bank = self.make_tmp() / "results.json"
+        bank.write_text(json.dumps(reference_results(load_tasks())))
+        full = OSError(errno.ENOSPC, "No space left on device", "x.svg")
+        with mock.patch.object(runfolder, "write_atomic", side_effect=full), \
+                contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(figures.main([str(bank), "--out", str(self.make_tmp())]), records.EXIT_DISK_FULL)
+        script = self.make_tmp() / "full.py"
+        script.write_text("import sys; sys.stdin.read(); sys.exit(4)\n")
+        with mock.patch.object(commands, "FIGURES_SCRIPT", script), self.assertRaises(records.DiskFull) as caught:
+            commands.write_figures_and_report(self.make_tmp(), handover=({"probes": []}, {"study": "xr001"}))
+        self.assertEqual(caught.exception.exit_code, 4)
+        self.assertIn("make the figures and report with: python3 paper/make_figures.py", str(caught.exception))
+
+    def test_an_old_python_is_told_what_it_needs(self):
+        with mock.patch.object(sys, "version_info", (3, 9, 18)), self.assertRaises(SystemExit) as caught:
+            runpy.run_path(str(REPO / "scripts" / "run_pilot.py"), run_name="not_main")
+        self.assertIn("needs Python 3.10 or newer", str(caught.exception.code))
+
+    def test_a_missing_or_rejected_api_key_is_found_before_the_run_folder_is_made(self):
+        for label, env in (("rejected", {"PILOT_TEST_KEY": "wrong"}), ("missing", {})):
+            with self.subTest(label), FakeOpenAI(models=["m"]) as server, \
+                    mock.patch.dict("os.environ", env, clear=False):
+                server.api_key = "right"
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--api-key-env",
+                                         "PILOT_TEST_KEY", "--models", "m", "--out", str(out), "--episodes", "1",
+                                         *FAST])
+                self.assertEqual(code, 2, err)
+                self.assertIn("HTTP 401", err)
+                self.assertIn("$PILOT_TEST_KEY", err)
+                self.assertFalse(out.exists())
+                self.assertEqual(server.chat_count(), 0)

@@ -1,14 +1,18 @@
 """pilot.runfolder: a run folder's files are never read or written through a link, and a complete cell whose
-log was lost is work to redo; one writer at a time (issue "Safe with folders", points 1, 2 and part of 7).
+log was lost is work to redo; one writer at a time; no traceback from a mutated manifest or results file
+(issue "Safe with folders", points 1, 2, part of 3 and part of 7).
 
 Each test plants a symbolic link to a victim file where the runner reads or writes one file kind, runs the
 command that would write it, and checks the one-line refusal that names it and the victim left untouched."""
 import json
 import os
+import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -145,6 +149,12 @@ class LostLogTest(TempDirMixin, unittest.TestCase):
             self.assertIn("4 complete, 2 left", status)
             self.assertEqual(self.resume(server, out), 2 * 12)          # exactly the two R1 cells, again
             self.assertEqual(self.resume(server, out), 0)
+            (out / "raw" / "gemma3_4b_R2.jsonl").write_bytes(b"")             # and once more, loud this time
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", *[a for a in FAST if a != "--quiet"], "--progress-interval", "0"])
+            self.assertEqual(code, 0, err)
+            # the progress line counts the calls this run makes, not those of the runs before it
+            self.assertIn("progress: cells 6/6, calls 24/24", err)
         self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
         self.assertEqual(json.loads((out / "results.json").read_text())["probes"], probes)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
@@ -218,3 +228,138 @@ class OneWriterTest(TempDirMixin, unittest.TestCase):
         code, status, _ = run_main(["status", "--out", str(out)])
         self.assertEqual(code, 0)
         self.assertIn("--recheck 3", status.strip().splitlines()[-1])
+        code, plan, _ = run_main(["plan", "--out", str(out)])              # plan counts the probe's calls too
+        self.assertEqual(code, 0)
+        self.assertIn("determinism probe: 3 more calls once the cells are complete (--recheck 3, as the run was "
+                      "started", plan)
+        self.assertIn("determinism probe: 8 more calls", run_main(["plan", "--models", self.MODEL])[1])
+
+
+def mutate(value, rng: "random.Random"):
+    """One random change deep inside a parsed JSON value: a field dropped, an item inserted, a value replaced."""
+    odd = [None, 0, -5, 2 ** 70, 1.5, "", "x", [], {}, True, "COMPLETE", "a|b\nc", "../../etc", [1, 2]]
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        changed, key = dict(value), rng.choice(list(value))
+        roll = rng.random()
+        if roll < 0.2:
+            del changed[key]
+        else:
+            changed[key] = mutate(changed[key], rng) if roll < 0.8 else rng.choice(odd)
+        return changed
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        changed, index = list(value), rng.randrange(len(value))
+        roll = rng.random()
+        if roll < 0.2:
+            del changed[index]
+        elif roll < 0.8:
+            changed[index] = mutate(changed[index], rng)
+        else:
+            changed.insert(index, rng.choice(odd))
+        return changed
+    return rng.choice(odd)
+
+
+class FuzzTest(TempDirMixin, unittest.TestCase):
+    """Random mutations of a finished run's manifest.json and results.json, read by status, verify, score and
+    analyze (issue 21, 3): each ends in an answer or one line and exit 2, never a traceback."""
+
+    MUTATIONS = 60
+
+    def test_no_traceback_from_a_mutated_manifest_or_results(self):
+        with FakeOllama(models=["gemma3:4b"]) as server:
+            base = self.make_tmp() / "run"
+            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(base),
+                                     "--episodes", "1", *FAST])
+            self.assertEqual(code, 0, err)
+        rng = random.Random(2101)
+        for number in range(self.MUTATIONS):
+            run = self.make_tmp() / "run"
+            shutil.copytree(base, run)
+            name = rng.choice(["manifest.json", "results.json"])
+            text = json.dumps(mutate(json.loads((run / name).read_text()), rng))
+            (run / name).write_text(text if rng.random() < 0.9 else text[:rng.randrange(1, 200)])
+            for argv in (["status", "--out", str(run)], ["verify", "--out", str(run)], ["score", "--out", str(run)],
+                         ["analyze", "--out", str(run)], ["analyze", "--results", str(run / "results.json")]):
+                with self.subTest(mutation=number, file=name, command=argv[0]):
+                    code, _, err = run_main(argv)
+                    self.assertIn(code, (0, 1, 2, 3), err)
+                    self.assertNotIn("Traceback", err)
+                    if code == 2:
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+            shutil.rmtree(run)
+
+
+class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
+    """Replies that are not answers are caught early (issue 21, 5): a server whose chat template is not the model's
+    answers with control tokens; the run stops within its first cells with one line saying how to set it."""
+
+    MODEL = "gemma3:4b"
+    NOISE = "<|im_end|>user\n<|im_end|>user\n<|im_end|>"
+
+    def test_a_run_of_control_tokens_stops_early_and_is_flagged(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("text", self.NOISE)] * 40
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", *FAST])
+            sent = server.chat_count()
+        self.assertEqual(code, 2, err)
+        last = err.strip().splitlines()[-1]
+        self.assertIn("the server's chat template does not match the model: 10 of its first 10 replies", last)
+        self.assertIn("--jinja", last)
+        self.assertIn("Modelfile", last)
+        self.assertLessEqual(sent, 10)
+        records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
+        self.assertEqual(len(records), sent)
+        self.assertTrue(all(r.get("control_tokens") for r in records))
+
+    def test_a_few_flagged_replies_do_not_stop_the_run_and_are_reported(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("delay", 0)] * 3 + [("text", self.NOISE)] * 2
+            code, _, err = run_main(["--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertIn("Replies carrying chat-template control tokens (the server's template does not match the "
+                      "model, and such replies are noise): 2 of 32 calls.", (out / "analysis.md").read_text())
+
+
+class ResendAndStopTest(TempDirMixin, unittest.TestCase):
+    """Every re-send is visible; a stop stops (issue 21, 4)."""
+
+    MODEL = "gemma3:4b"
+    LOUD = [a for a in FAST if a != "--quiet"] + ["--progress-interval", "0"]
+
+    def test_a_call_sent_again_on_a_new_connection_is_said_and_journalled_as_a_second_attempt(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("delay", 0)] * 3 + [("close",)]          # the 4th call: its connection closed
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", *self.LOUD])
+            sent = server.chat_count()
+        self.assertEqual(code, 0, err)
+        self.assertIn("the server closed the kept-alive connection as the request went out; sent again on a new one "
+                      "(attempt 2)", err)
+        self.assertIn(", re-sent 1", err)
+        records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
+        self.assertEqual(sent, len(records) + 1)
+        self.assertEqual(sorted(r["attempt"] for r in records)[-2:], [1, 2])
+
+    def test_after_the_stop_no_call_waiting_for_a_slot_is_sent(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("delay", 1.5)] * 400
+            proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", "--models",
+                                     self.MODEL, "--host", server.url, "--out", str(out), "--episodes", "3",
+                                     "--concurrency", "2", *FAST], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+            deadline = time.monotonic() + 30
+            while server.chat_count() < 4 and time.monotonic() < deadline:     # answers are waiting for slots
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            at_stop = server.chat_count()
+            _, err = proc.communicate(timeout=60)
+            after = server.chat_count()
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertLessEqual(after - at_stop, 0, err)               # nothing sent after "no new calls"

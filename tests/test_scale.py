@@ -368,8 +368,9 @@ class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
         progress.update(cells=1, failed=1, force=True)
         lines = stream.getvalue().splitlines()
         self.assertEqual(len(lines), 2)
-        self.assertRegex(lines[-1], r"^progress: cells 3/10, calls 25/100, [\d.]+ calls/min, ETA [\d.]+ min, "
-                                    r"failed cells 1$")
+        # five replies in no time are no rate to extrapolate a run from (issue 21, 6): not shown yet
+        self.assertEqual(lines[-1], "progress: cells 3/10, calls 25/100, rate not yet measured, ETA unknown "
+                                    "(measuring the rate: 5 replies so far), failed cells 1")
         self.assertNotIn("\r", stream.getvalue())
 
     def test_one_updating_line_on_a_terminal(self):

@@ -138,7 +138,8 @@ def normalize_ollama_url(url: str) -> str:
         host = f"[{host}]"                      # an IPv6 address keeps its brackets
     port = parts.port or (443 if parts.scheme == "https" else 11434)
     userinfo = parts.netloc.rpartition("@")[0]
-    return f"{parts.scheme}://{userinfo + '@' if userinfo else ''}{host}:{port}{parts.path}"
+    path = "" if parts.path.rstrip("/") == "/api" else parts.path    # the API's own prefix, given by mistake
+    return f"{parts.scheme}://{userinfo + '@' if userinfo else ''}{host}:{port}{path}"
 
 
 def normalize_openai_url(url: str) -> str:
@@ -378,6 +379,8 @@ def check_server_url(url: str, source: str) -> str:
     candidate = text if "://" in text else "http://" + text
     given = f"{source} {url!r}".strip()
     example = "give an address like http://127.0.0.1:11434"
+    if any(c.isspace() for c in text):
+        raise PilotError(f"{given} has a space in it, so it is not a server address; {example}")
     try:
         parts = urllib.parse.urlsplit(candidate)
         port = parts.port

@@ -359,7 +359,7 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
     if tasks_path is not None:
         task_set = load_task_set(tasks_path)
     else:
-        path = recorded.get("path")
+        path = recorded.get("path") if isinstance(recorded.get("path"), str) else None
         candidate = (REPO_ROOT / path if path and not Path(path).is_absolute() else Path(path)) if path \
             else study.tasks_path
         try:

@@ -147,7 +147,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_BASE_S,
                         help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
     parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_CAP_S,
-                        help="longest retry delay in seconds (default %(default)s); Retry-After is honoured")
+                        help="longest retry delay in seconds (default %(default)s); a server's Retry-After is "
+                             "honoured as it asks, up to 600 s, even above this cap")
     parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_GIVE_UP_AFTER_S,
                         help="stop the run when the server has not answered at all (refused, reset, timed out) "
@@ -278,7 +279,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
                             help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
         parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses (README: "
-                                             "'Gate your own state')")
+                                             "'Gate a compacted state before it is trusted')")
         parser.add_argument("--source", help="the transcript the state was made from (instructions with no source "
                                              "in it are flagged)")
         parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")

@@ -19,9 +19,10 @@ from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
     run_settings, study_of)
-from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK, FatalCallError,
-    PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE, TransientError,
-    canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named, utc_now)
+from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
+    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
+    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
+    study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
     refuse_unsafe_folder, runner_sha256, short, write_atomic)
@@ -123,7 +124,8 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         study = folder_study(manifest.data)
         total_calls = sum(len(study.plan(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
                           for c in todo)
-        progress = Progress(total_cells, total_calls, total_cells - len(todo), done_calls, quiet=options.quiet,
+        # a resumed run counts the calls it still has to make, not those its earlier runs made
+        progress = Progress(total_cells, total_calls - done_calls, total_cells - len(todo), 0, quiet=options.quiet,
                             interval_s=options.progress_interval)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"], options.policy, stop,
@@ -159,8 +161,14 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
     except ServerGone as err:
         manifest.save()
         left = sum(1 for c in todo if not is_complete(manifest.data, c))
-        raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. Start the "
-                         f"server, then resume with: {resume}") from None
+        if getattr(err, "slow", False):
+            longer = f"{max(2 * options.backend.read_timeout, 60):g}"
+            what = (f"The server took the calls but sent no reply within --read-timeout "
+                    f"({options.backend.read_timeout:g} s); if it is only slow (a large model, a long prompt), "
+                    f"resume with a longer one: {resume} --read-timeout {longer}")
+        else:
+            what = f"Start the server, then resume with: {resume}"
+        raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. {what}") from None
     except DiskFull as err:
         # the manifest on disk is its last complete version; a cell it does not show as COMPLETE is
         # rebuilt from the journal on resume without calling the model again
@@ -271,8 +279,14 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
         # A finished run in a read-only folder: report it from memory and say where its files can go.
         analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), options.allow_partial)
         print(render_headline(analysis))
+        if (run_dir / "results.json").is_file():
+            where = (f"python3 scripts/run_pilot.py analyze --results {shlex.quote(str(run_dir / 'results.json'))} "
+                     f"--out DIR")
+        else:                           # no results.json to analyse elsewhere: a writable copy of the folder
+            where = (f"cp -r {shlex.quote(str(run_dir))} COPY, then python3 scripts/run_pilot.py score --out COPY "
+                     f"and analyze --out COPY")
         print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, figures and report "
-              f"elsewhere: python3 scripts/run_pilot.py analyze --results {run_dir / 'results.json'} --out DIR")
+              f"elsewhere: {where}")
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
     if results["cells"]["not_complete"] and not options.allow_partial:
@@ -397,6 +411,10 @@ class FiguresJob:
                 return []
             piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
         stdout, stderr = self.proc.communicate(piped)
+        if self.proc.returncode == EXIT_DISK_FULL:
+            raise DiskFull(self.out_dir, f"analysis.md and results.json are written; free some space, then make the "
+                                         f"figures and report with: python3 paper/make_figures.py "
+                                         f"{shlex.quote(str(self.results_path))} --out {shlex.quote(str(self.out_dir))}")
         if self.proc.returncode != 0:
             reason = (stderr.strip().splitlines() or ["no message"])[-1]
             raise PilotError(f"the figures and report were not made ({reason}); analysis.md and results.json are "

@@ -19,7 +19,8 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILE
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
     records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
-from .runner import all_cells, journal_streams, lost_records, merge_rechecks, run_budgets, run_regimes, run_samples
+from .runner import (DEFAULT_RECHECK, all_cells, journal_streams, lost_records, merge_rechecks, recheck_pending,
+    run_budgets, run_regimes, run_samples)
 from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
 from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
 from .studies.constraints import SC_POSITIONS, SC_SCOPES, SC_STRENGTHS
@@ -139,6 +140,12 @@ def command_plan(args) -> int:
                     "output tokens (at most)"], rows))
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
+    recheck = recorded.get("recheck_requested", DEFAULT_RECHECK) if recorded else DEFAULT_RECHECK
+    probe_calls = recheck if recheck and (not manifest or recheck_pending(manifest, recheck)) else 0
+    if probe_calls:
+        print(f"determinism probe: {probe_calls} more calls once the cells are complete (--recheck {probe_calls}, "
+              f"{'as the run was started' if recorded.get('recheck_requested') is not None else 'the default'}; "
+              f"--recheck 0 turns it off)")
     if planned.plan_note is not None:
         print(planned.plan_note(estimate["calls"] // max(1, len(models))))
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
@@ -147,7 +154,7 @@ def command_plan(args) -> int:
     if manifest:
         print(server_work_line(Journal(run_dir), manifest.data))
     rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
-    left = estimate["calls"] - estimate["done_calls"]
+    left = estimate["calls"] - estimate["done_calls"] + probe_calls
     if rate:
         print(f"time: {left} calls left at the measured {rate:.2f} s per call = about {left * rate / 60:.1f} min "
               f"at concurrency 1 (from {run_dir})")

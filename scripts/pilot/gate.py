@@ -91,7 +91,8 @@ def field_name(text: str) -> str:
 def normalize_ledger(data: Any) -> dict:
     """The ledger as check_state reads it, or GateInputError listing what is wrong (README: the ledger format)."""
     if not isinstance(data, dict):
-        raise GateInputError("the ledger must be a JSON object (see the README, 'Gate your own state')")
+        raise GateInputError("the ledger must be a JSON object (see the README, 'Gate a compacted state before it "
+                             "is trusted')")
     problems = []
     if data.get("format", GATE_LEDGER_FORMAT) != GATE_LEDGER_FORMAT:
         problems.append(f"`format` is {data.get('format')!r}, expected {GATE_LEDGER_FORMAT!r}")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends import server_identity
-from .records import (Cell, DEFAULT_BUDGET, DiskFull, PilotError, Settings, canonical_json, display_path, read_canonical,
-    folder_study, is_disk_full, sha256_bytes, utc_now)
+from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, PilotError, Settings, canonical_json,
+    display_path, folder_study, is_disk_full, read_canonical, sha256_bytes, utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -412,6 +412,113 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def manifest_problem(data: Any) -> str | None:
+    """The first way a parsed manifest is not one this runner wrote (every field the commands read, with its
+    type and range), or None: a manifest from elsewhere is refused in one line instead of failing deep inside."""
+    def whole(value, lo=0, hi=None) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
+
+    def texts(value) -> bool:
+        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v for v in value) and \
+            len(set(value)) == len(value)
+
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("cells"), dict):
+        return "no `cells`"
+    if not isinstance(data.get("tasks"), str) or not data["tasks"] or not isinstance(data.get("tasks_sha256"), str):
+        return "no `tasks` and `tasks_sha256`"
+    if not texts(data.get("models")) or not texts(data.get("regimes")):
+        return "`models` and `regimes` must be lists of distinct names"
+    if not whole(data.get("n_episodes"), 1, MAX_EPISODES):
+        return f"`n_episodes` is not a whole number from 1 to {MAX_EPISODES}"
+    budgets, samples = data.get("budgets"), data.get("samples")
+    if budgets is not None and not (isinstance(budgets, list) and budgets and
+                                    all(whole(b, 16, 2048) for b in budgets) and len(set(budgets)) == len(budgets)):
+        return "`budgets` is not a list of distinct whole numbers from 16 to 2048"
+    if samples is not None and not whole(samples, 1, MAX_SAMPLES):
+        return f"`samples` is not a whole number from 1 to {MAX_SAMPLES}"
+    lock = data.get("lock")
+    if not isinstance(lock, dict):
+        return "no `lock` object"
+    for field, kinds in (("backend", (str,)), ("base_url", (str, type(None))), ("runner_sha256", (str, type(None))),
+                         ("models", (dict,)), ("study_options", (dict,)), ("options", (dict,))):
+        if field in lock and not isinstance(lock[field], kinds):
+            return f"the lock's `{field}` is of the wrong type"
+    if "temperature" in lock and (isinstance(lock["temperature"], bool) or
+                                  not isinstance(lock["temperature"], (int, float))):
+        return "the lock's `temperature` is not a number"
+    if any(not isinstance(info, dict) for info in (lock.get("models") or {}).values()):
+        return "the lock's `models` holds an entry that is not an object"
+    for key, entry in data["cells"].items():
+        if not isinstance(entry, dict) or entry.get("status") not in ("COMPLETE", "FAILED") or \
+                not isinstance(entry.get("model"), str) or not isinstance(entry.get("regime"), str) or \
+                not whole(entry.get("episode")) or not all(whole(entry[f]) for f in ("budget", "sample", "n_calls")
+                                                            if f in entry) or \
+                not isinstance(entry.get("records_sha256", ""), str) or \
+                not isinstance(entry.get("reason"), (str, type(None))):
+            return f"cell {key!r} is not a cell entry"
+    definitions = data.get("regime_definitions")
+    if definitions is not None:
+        if not isinstance(definitions, dict):
+            return "`regime_definitions` is not an object"
+        for name, record in definitions.items():
+            problem = regime_record_problem(record)
+            if problem:
+                return f"the definition of regime {name!r} {problem}"
+    shard = data.get("shard")
+    if shard is not None and not (isinstance(shard, list) and len(shard) == 2 and whole(shard[0], 1) and
+                                  whole(shard[1], 1) and shard[0] <= shard[1]):
+        return "`shard` is not [I, N] with 1 <= I <= N"
+    for field, kinds in (("study", (str, type(None))), ("amendments", (list,)), ("recheck", (dict, type(None))),
+                         ("task_set", (dict, type(None))), ("base_url_spellings", (list,)),
+                         ("concurrency_used", (list,))):
+        if field in data and not isinstance(data[field], kinds):
+            return f"`{field}` is of the wrong type"
+    task_set = data.get("task_set")
+    if isinstance(task_set, dict) and not all(isinstance(task_set.get(f), (str, type(None)))
+                                              for f in ("kind", "sha256", "path")):
+        return "`task_set` is not a task set's summary"
+    if not all(whole(c, 1) for c in data.get("concurrency_used") or []):
+        return "`concurrency_used` is not a list of whole numbers"
+    recheck = data.get("recheck")
+    if isinstance(recheck, dict) and not (whole(recheck.get("k")) and whole(recheck.get("sent")) and
+                                          whole(recheck.get("changed")) and isinstance(recheck.get("items"), list)):
+        return "`recheck` is not the determinism probe's summary"
+    try:
+        study = folder_study(data)
+    except PilotError as err:
+        return str(err)
+    undefined = [r for r in data["regimes"] if r not in (definitions or {}) and r not in study.regimes]
+    if undefined:
+        return f"regime {undefined[0]!r} has no definition"
+    return None
+
+
+REGIME_RECORD_TYPES = {"name": (str,), "description": (str,), "context": (str,), "answer_template": (str,),
+                       "compaction_template": (str, type(None)), "state_reader": (str,), "keep_last": (int, type(None)),
+                       "exploratory": (bool,), "origin": (str,), "condition": (str, type(None)), "judge": (bool,),
+                       "gated": (bool,)}
+
+
+def regime_record_problem(record: Any) -> str | None:
+    """What is wrong with a regime as a manifest records it, or None."""
+    if not isinstance(record, dict):
+        return "is not an object"
+    for field in ("name", "description", "context", "answer_template"):
+        if field not in record:
+            return f"lacks `{field}`"
+    for field, value in record.items():
+        if field in REGIME_RECORD_TYPES and not isinstance(value, REGIME_RECORD_TYPES[field]):
+            return f"has `{field}` of the wrong type"
+    if record["context"] not in ("transcript", "state", "recent") or \
+            (record["context"] == "state" and not isinstance(record.get("compaction_template"), str)) or \
+            (record["context"] == "recent" and not (isinstance(record.get("keep_last"), int) and
+                                                    record["keep_last"] >= 1)):
+        return "does not say how its answers see the session"
+    return None
+
+
 # Studies that run on a runner of their own register here why the shared commands do not read their folders:
 # protocol id -> (folder) -> the one-line message naming the commands that do.
 FOLDERS_OF_OWN_RUNNERS: dict[str, Callable[[str], str]] = {}
@@ -433,11 +540,17 @@ class Manifest:
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
                              f"changed; restore it from a backup, or start a separate run in a new folder") from None
-        own = FOLDERS_OF_OWN_RUNNERS.get((data.get("lock") or {}).get("study")) if isinstance(data, dict) else None
+        except RecursionError:
+            raise PilotError(f"the manifest {path} is not a run manifest (nested too deeply); nothing was changed; "
+                             f"restore it, or start a separate run in a new folder") from None
+        lock = data.get("lock") if isinstance(data, dict) else None
+        own = FOLDERS_OF_OWN_RUNNERS.get(lock.get("study")) if isinstance(lock, dict) and \
+            isinstance(lock.get("study"), str) else None
         if own is not None:
             raise PilotError(own(display_path(path.parent)))
-        if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
-            raise PilotError(f"the manifest {path} is not a run manifest (no `cells`); nothing was changed; "
+        problem = manifest_problem(data)
+        if problem:
+            raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")
         return cls(path, data)
 

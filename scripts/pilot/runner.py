@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import math
 import random
+import re
 import signal
 import sys
 import threading
@@ -82,6 +83,44 @@ def describe_retry(label: str, retry: dict, now: float) -> str:
     return f"{verb} {label}: {retry['reason']} ({attempt}, {when})"
 
 
+# The control tokens of the common chat templates (ChatML, Llama 3, Gemma, Mistral, Phi): in a reply they mean the
+# server formats prompts with a template that is not the model's, and every answer is then noise.
+CONTROL_TOKENS = re.compile(r"<\|(?:im_start|im_end|eot_id|start_header_id|end_header_id|endoftext|end|user|assistant|"
+                            r"system)\|>|<(?:start|end)_of_turn>|\[/?INST\]|</s>")
+TEMPLATE_CHECK_REPLIES = 10             # a run's first replies, judged together: most flagged stops the run
+
+
+class TemplateWatch:
+    """The first replies of a run: when most of them carry control tokens, the run stops (RunAborted)."""
+
+    def __init__(self):
+        self.seen = self.flagged = 0
+        self.example = ""
+        self._lock = threading.Lock()
+
+    def check(self, text: str) -> bool:
+        """Whether this reply carries control tokens; raises RunAborted once most of the first replies do."""
+        found = CONTROL_TOKENS.search(text or "")
+        with self._lock:
+            if self.seen < TEMPLATE_CHECK_REPLIES:
+                self.seen += 1
+                self.flagged += bool(found)
+                self.example = self.example or (found.group(0) if found else "")
+            mismatch = self.seen == TEMPLATE_CHECK_REPLIES and self.flagged * 2 > self.seen
+        if mismatch:
+            raise RunAborted(f"the server's chat template does not match the model: {self.flagged} of its first "
+                             f"{self.seen} replies carry chat-template control tokens (such as {self.example}); set "
+                             f"the model's template on the server (llama.cpp: --jinja, or --chat-template NAME; "
+                             f"Ollama: TEMPLATE in the model's Modelfile), then run again into a new folder with --out "
+                             f"(the replies so far stay in this one as evidence)")
+        return bool(found)
+
+
+# The rate and the ETA are shown once they rest on enough replies: four fast replies say little of a long run.
+RATE_MIN_REPLIES = 8
+RATE_MIN_SECONDS = 10.0
+
+
 class Progress:
     """Cells and calls done, rate, ETA, failures and retries on stderr; one live line on a terminal.
 
@@ -97,7 +136,7 @@ class Progress:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.total_cells, self.total_calls = total_cells, total_calls
         self.done_cells, self.done_calls = done_cells, done_calls
-        self.sent_calls, self.failed_cells = 0, 0
+        self.sent_calls, self.failed_cells, self.resends = 0, 0, 0
         self.started = time.monotonic()
         self.first_reply_at: float | None = None
         self.calls_since_first_reply = 0
@@ -112,20 +151,26 @@ class Progress:
         now = time.monotonic()
         left = self.total_calls - self.done_calls
         rate = 0.0
-        if self.first_reply_at is not None:
+        measured = self.first_reply_at is not None and self.calls_since_first_reply >= RATE_MIN_REPLIES and \
+            now - self.first_reply_at >= RATE_MIN_SECONDS
+        if measured:
             rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
         if left <= 0:
             eta = "0 min"
         elif rate > 0:
             eta = f"{left / rate:.1f} min"
+        elif self.first_reply_at is not None and not measured:
+            eta = f"unknown (measuring the rate: {self.sent_calls} replies so far)"
         elif self.first_reply_at is None and any(r["unreachable_s"] is not None for r in self.retries.values()):
             eta = "unknown (no reply yet)"
         elif self.first_reply_at is None:
             eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
         else:
             eta = "unknown"
+        shown_rate = f"{rate:.1f} calls/min" if measured or self.first_reply_at is None else "rate not yet measured"
         text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
-                f"{rate:.1f} calls/min, ETA {eta}, failed cells {self.failed_cells}")
+                f"{shown_rate}, ETA {eta}, failed cells {self.failed_cells}" +
+                (f", re-sent {self.resends}" if self.resends else ""))
         if self.retries:
             label, retry = next(iter(self.retries.items()))
             text += "; " + describe_retry(label, retry, now)
@@ -144,6 +189,16 @@ class Progress:
                 calls -= 1
             self.calls_since_first_reply += calls
             self._show(force)
+
+    def resent(self, label: str, attempt: int) -> None:
+        """A call of `label` was sent again at once, on a new connection, after the server closed the kept-alive
+        one as the request went out (it may have reached the server): said at once, and counted on every line."""
+        with self._lock:
+            self.resends += 1
+            if not self.quiet:
+                self.stream.write(("\n" if self.tty else "") + f"re-sent {label}: the server closed the kept-alive "
+                                  f"connection as the request went out; sent again on a new one (attempt {attempt})\n")
+                self.stream.flush()
 
     def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
                  unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
@@ -260,6 +315,7 @@ class RunContext:
     study: Study        # whose cells these are: it plans each cell's calls and writes their messages
     jitter: random.Random = dataclasses.field(default_factory=random.Random)
     watch: ServerWatch = dataclasses.field(default_factory=ServerWatch)
+    template: TemplateWatch = dataclasses.field(default_factory=TemplateWatch)
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
     written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
@@ -286,8 +342,15 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
             attempt += 1
             try:
                 with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
+                    if ctx.stop.is_set():       # stopped while this call waited for a slot: it is not sent
+                        raise RunInterrupted("interrupted")
                     started = time.monotonic()
                     response, wire = ctx.backend.chat(request)
+                    http = getattr(ctx.backend, "http", None)
+                    resent = http.take_resends() if hasattr(http, "take_resends") else 0
+                if resent:
+                    attempt += resent
+                    ctx.progress.resent(label, attempt)
             except FatalCallError:
                 ctx.watch.answered()
                 raise
@@ -298,9 +361,11 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                     unreachable_s = ctx.watch.unreachable_for()
                     left_s = policy.give_up_after_s - unreachable_s
                     if left_s <= 0:
-                        raise ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has not answered for "
-                                         f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
-                                         f"{err.reason})") from None
+                        gone = ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has not answered for "
+                                          f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
+                                          f"{err.reason})")
+                        gone.slow = err.reason == "timed out"    # it took the call, and sent nothing back in time
+                        raise gone from None
                     delay = min(delay, left_s)
                 else:
                     ctx.watch.answered()
@@ -407,12 +472,16 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
         record.update(budget=cell.budget, sample=cell.sample, seed=request.seed)
     if spec.temperature is not None or spec.seed is not None:
         record.update(temperature=request.temperature, seed=request.seed)
+    flagged = CONTROL_TOKENS.search(response.text or "") is not None
+    if flagged:
+        record["control_tokens"] = True     # the per-call flag: the reply carries chat-template control tokens
     record["segment" if spec.segment is not None else "question_id"] = \
         spec.segment if spec.segment is not None else spec.question_id
     line = ctx.journal.append(record)
     with ctx.written_lock:
         ctx.written[id(record)] = (record, line)     # for the cell's digest; released when the cell ends
     ctx.progress.update(calls=1)
+    ctx.template.check(response.text)                # journalled first: the evidence is kept
     return record
 
 

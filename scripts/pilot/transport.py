@@ -112,6 +112,7 @@ class HttpClient:
         self.base_url = redact_url(base_url)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self._local = threading.local()     # per calling thread: the re-sends of its last request
         self._pool: list[http.client.HTTPConnection] = []
         self._pool_lock = threading.Lock()
         self._origin = None
@@ -186,7 +187,10 @@ class HttpClient:
             except (http.client.RemoteDisconnected, BrokenPipeError):
                 conn.close()
                 if reused and attempt == 1:
-                    continue           # the server closed this idle connection as the request went out
+                    # the server closed this kept-alive connection as the request went out: sent again at once on a
+                    # new one, and counted (take_resends) so that the caller says so and journals the attempt
+                    self._local.resends = getattr(self._local, "resends", 0) + 1
+                    continue
                 raise
             except BaseException:
                 conn.close()
@@ -209,7 +213,14 @@ class HttpClient:
         except urllib.error.URLError as err:
             raise _ConnectFailed(err.reason)
 
+    def take_resends(self) -> int:
+        """How many times this thread's last request was sent again on a new connection (and forget it)."""
+        count = getattr(self._local, "resends", 0)
+        self._local.resends = 0
+        return count
+
     def request(self, method: str, path: str, payload: Any = None) -> Any:
+        self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
         if data is not None:

@@ -60,7 +60,8 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
         for spec in plan:
             record = records[spec.kind]
             work = record.get("server_work") or {}
-            guards.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
+            guards.append({**base, **({"control_tokens": True} if record.get("control_tokens") else {}),
+                           "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
                            "eval_count": record.get("eval_count"),
                            "prompt_eval_count": record.get("prompt_eval_count"),
                            "prompt_cached": work.get("prompt_cached"),
@@ -611,6 +612,7 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
     zero = {"compaction_calls": 0, "compaction_at_cap": 0, "answer_calls": 0, "answer_at_cap": 0,
             "thinking_returned": 0, "unknown_output_tokens": 0}
     counts: dict[tuple, dict] = {}
+    flagged = 0
     r0_sizes: dict[str, list[int]] = {model: [] for model in models}
     for c in calls:
         if not is_primary(c):
@@ -633,6 +635,8 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
             row["thinking_returned"] += 1
         if c.get("eval_count") is None:
             row["unknown_output_tokens"] += 1
+        if c.get("control_tokens"):
+            flagged += 1
     table = {f"{model}|{regime}": counts.get((model, regime), dict(zero)) for model in models for regime in regimes}
 
     def size_summary(values: list[int]) -> dict:
@@ -642,7 +646,8 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
     pooled = size_summary([v for values in r0_sizes.values() for v in values])
     return {"by_cell": table,
             "r0_prompt_tokens": {**pooled, "by_model": {m: size_summary(v) for m, v in r0_sizes.items()}},
-            "num_ctx": (results.get("run") or {}).get("num_ctx", NUM_CTX)}
+            "num_ctx": (results.get("run") or {}).get("num_ctx", NUM_CTX),
+            **({"control_token_calls": flagged, "calls": sum(1 for c in calls if is_primary(c))} if flagged else {})}
 
 
 def evaluate_predictions(analysis: dict) -> list[dict]:

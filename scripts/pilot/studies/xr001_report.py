@@ -327,6 +327,9 @@ def render_guards_section(analysis: dict) -> list[str]:
     out.append(f"- Calls that returned thinking text although thinking was turned off: {leaks}.")
     unknown = sum(g["unknown_output_tokens"] for g in guards["by_cell"].values())
     out.append(f"- Calls whose output token count the server did not report: {unknown}.")
+    if guards.get("control_token_calls"):
+        out.append(f"- Replies carrying chat-template control tokens (the server's template does not match the "
+                   f"model, and such replies are noise): {guards['control_token_calls']} of {guards['calls']} calls.")
     return out + [""]
 
 
