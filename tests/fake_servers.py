@@ -388,6 +388,8 @@ class FakeOllama(FakeServerBase):
                  "eval_count": tokens(text) if text else 0, "eval_duration": 3456789}
         if getattr(self, "omit_counts", False):
             del reply["eval_count"], reply["prompt_eval_count"]
+        if getattr(self, "count_override", None) is not None:      # counts no server could mean, say
+            reply["eval_count"], reply["prompt_eval_count"] = self.count_override
         wait_until(deadline)
         handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)})
 

@@ -13,7 +13,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import commands, gate, records, reports, runfolder
+from pilot import bank, commands, gate, records, reports, runfolder
 
 ONE_LINE = 1
 
@@ -152,3 +152,27 @@ class MessagesTest(TempDirMixin, unittest.TestCase):
                 self.assertIn("$PILOT_TEST_KEY", err)
                 self.assertFalse(out.exists())
                 self.assertEqual(server.chat_count(), 0)
+
+
+class ImpossibleCountsTest(TempDirMixin, unittest.TestCase):
+    """Token counts no server could mean are unknown (issue 20, 13): never averaged into the matched budget."""
+
+    def test_negative_and_fractional_counts_are_recorded_as_unknown(self):
+        for override in ((-5, -3), (2.5, 7.25)):
+            with self.subTest(override=override):
+                out = self.make_tmp() / "run"
+                with FakeOllama(models=["m:1b"]) as server:
+                    server.count_override = override
+                    code, _, err = run_main(["--models", "m:1b", "--host", server.url, "--out", str(out),
+                                             "--episodes", "1", "--allow-partial", *FAST])
+                self.assertEqual(code, 0, err)
+                records = [json.loads(line) for log in (out / "raw").glob("*.jsonl")
+                           for line in log.read_text().splitlines()]
+                self.assertEqual({(r["eval_count"], r["prompt_eval_count"]) for r in records}, {(None, None)})
+                tokens = json.loads((out / "results.json").read_text())["compaction_tokens"]
+                self.assertEqual({r: (t["n"], t["mean"], t["unknown"]) for r, t in tokens.items()},
+                                 {"R1": (0, None, 4), "R2": (0, None, 4)})
+
+    def test_the_analysis_never_averages_an_impossible_journalled_count(self):
+        self.assertEqual([bank.known_count(v) for v in (-5, 3.0, True, 10 ** 12, 0, 219)],
+                         [None, None, None, None, 0, 219])

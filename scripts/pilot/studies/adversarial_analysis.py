@@ -9,7 +9,7 @@ import io
 import json
 from pathlib import Path
 
-from ..bank import checked_cells, parse_answer
+from ..bank import checked_cells, known_count, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
 from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
@@ -37,8 +37,8 @@ def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
         regime = "R2-regen" if str(kind).startswith("regen_") else regime
         if regime in costs:
             costs[regime]["calls"] += 1
-            costs[regime]["prompt_tokens"] += record.get("prompt_tokens") or 0
-            costs[regime]["output_tokens"] += record.get("output_tokens") or 0
+            costs[regime]["prompt_tokens"] += known_count(record.get("prompt_tokens")) or 0
+            costs[regime]["output_tokens"] += known_count(record.get("output_tokens")) or 0
     for episode in tasks["episodes"]:
         e, n = episode["episode"], len(episode["segments"])
         base = {"model": None, "episode": e, "case": episode["case"], "budget": DEFAULT_BUDGET, "sample": 0}
@@ -215,7 +215,8 @@ def score_adversarial(manifest: dict, tasks: dict, journal: Journal, models: lis
         complete += 1
         for kind, record in cell_records.items():
             records[(cell.regime, cell.episode, former_kind(kind))] = {
-                **record, "prompt_tokens": record.get("prompt_eval_count"), "output_tokens": record.get("eval_count"),
+                **record, "prompt_tokens": known_count(record.get("prompt_eval_count")),
+                "output_tokens": known_count(record.get("eval_count")),
                 "seed": record.get("seed", CALL_SEED), "temperature": record.get("temperature",
                                                                                 run_lock.get("temperature"))}
     scored = adversarial_rows(tasks, records, regenerate)

@@ -7,7 +7,8 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, regime_summary, score_probe
+from ..bank import (PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, known_count, regime_summary,
+    score_probe)
 from ..inputs import task_set_summary
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
     TEMPERATURE, folder_study, is_simulated)
@@ -125,7 +126,8 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
         for spec in plan:
             record = records[spec.kind]
             calls.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
-                          "eval_count": record.get("eval_count"), "prompt_eval_count": record.get("prompt_eval_count"),
+                          "eval_count": known_count(record.get("eval_count")),
+                          "prompt_eval_count": known_count(record.get("prompt_eval_count")),
                           "thinking_chars": len(record.get("thinking") or "")})
             if spec.stage == "answer":
                 question = episode["questions"][spec.question_id - 1]

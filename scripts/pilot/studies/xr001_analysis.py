@@ -9,9 +9,9 @@ import operator
 from typing import Iterable
 
 from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
-    distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table, read_prose_state,
-    read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe, summarize_compaction_tokens,
-    table_where)
+    distinct_probes, equal_to, is_primary, known_count, known_unique, member_of, primary_table, probe_table,
+    read_prose_state, read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe,
+    summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
     folder_study, is_simulated)
 from ..reports import fmt_p, pct
@@ -62,14 +62,14 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
             work = record.get("server_work") or {}
             guards.append({**base, **({"control_tokens": True} if record.get("control_tokens") else {}),
                            "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
-                           "eval_count": record.get("eval_count"),
-                           "prompt_eval_count": record.get("prompt_eval_count"),
+                           "eval_count": known_count(record.get("eval_count")),
+                           "prompt_eval_count": known_count(record.get("prompt_eval_count")),
                            "prompt_cached": work.get("prompt_cached"),
                            "prompt_evaluated": work.get("prompt_evaluated"),
                            "thinking_chars": len(record.get("thinking") or "")})
             if spec.is_compaction:
                 comp_tokens.setdefault(cell.budget, {}).setdefault(cell.regime, []).append(
-                    (cell.model, record.get("eval_count")))
+                    (cell.model, known_count(record.get("eval_count"))))
             else:
                 question = episode["questions"][spec.question_id - 1]
                 probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
