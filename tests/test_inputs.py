@@ -13,7 +13,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, commands, gate, records, reports, runfolder
+from pilot import commands, gate, records, reports, runfolder
 
 ONE_LINE = 1
 
@@ -174,5 +174,5 @@ class ImpossibleCountsTest(TempDirMixin, unittest.TestCase):
                                  {"R1": (0, None, 4), "R2": (0, None, 4)})
 
     def test_the_analysis_never_averages_an_impossible_journalled_count(self):
-        self.assertEqual([bank.known_count(v) for v in (-5, 3.0, True, 10 ** 12, 0, 219)],
+        self.assertEqual([records.known_count(v) for v in (-5, 3.0, True, 10 ** 12, 0, 219)],
                          [None, None, None, None, 0, 219])

@@ -15,8 +15,8 @@ import time
 import urllib.request
 
 from .records import (BackendOptions, CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX,
-    PREFLIGHT_TIMEOUT_S, PilotError, TEMPERATURE, TransientError)
-from .transport import HttpClient, _count, redact_url
+    PREFLIGHT_TIMEOUT_S, PilotError, TEMPERATURE, TransientError, known_count)
+from .transport import HttpClient, redact_url
 
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
@@ -118,8 +118,8 @@ class OllamaBackend:
         timings = {k: reply.get(k) for k in ("total_duration", "load_duration", "prompt_eval_duration",
                                              "eval_duration") if k in reply}
         response = ChatResponse(text=text, reasoning=reasoning,
-                                prompt_tokens=_count(reply.get("prompt_eval_count")),
-                                output_tokens=_count(reply.get("eval_count")), stop_reason=done_reason,
+                                prompt_tokens=known_count(reply.get("prompt_eval_count")),
+                                output_tokens=known_count(reply.get("eval_count")), stop_reason=done_reason,
                                 timings=timings, raw_meta={"created_at": reply.get("created_at")},
                                 server_work=server_work_from_ollama(reply))
         return response, {k: v for k, v in body.items() if k != "messages"}
@@ -285,8 +285,8 @@ class OpenAIBackend:
             raise TransientError("POST /v1/chat/completions: reply has empty content")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         timings = reply.get("timings") if isinstance(reply.get("timings"), dict) else {}
-        response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=_count(usage.get("prompt_tokens")),
-                                output_tokens=_count(usage.get("completion_tokens")), stop_reason=finish,
+        response = ChatResponse(text=text, reasoning=reasoning, prompt_tokens=known_count(usage.get("prompt_tokens")),
+                                output_tokens=known_count(usage.get("completion_tokens")), stop_reason=finish,
                                 timings=timings, raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
                                                            "served_model": reply.get("model")},
                                 server_work=server_work_from_openai(usage, timings))
@@ -301,17 +301,17 @@ DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see the README,
 def server_work_from_ollama(reply: dict) -> dict:
     """Ollama reports one prompt count whose meaning moved between versions (the full prompt, or only the tokens
     processed anew in 0.30.0), and nothing about its cache: the tokens evaluated and cached are unknown."""
-    return {"prompt_tokens": _count(reply.get("prompt_eval_count")), "prompt_cached": None, "prompt_evaluated": None}
+    return {"prompt_tokens": known_count(reply.get("prompt_eval_count")), "prompt_cached": None, "prompt_evaluated": None}
 
 
 def server_work_from_openai(usage: dict, timings: dict) -> dict:
     """llama.cpp: timings.cache_n (reused) and prompt_n (evaluated); vLLM: usage.prompt_tokens_details.cached_tokens
     (with --enable-prompt-tokens-details), the rest evaluated. None where the server does not say."""
-    prompt = _count(usage.get("prompt_tokens"))
-    cached, evaluated = _count(timings.get("cache_n")), _count(timings.get("prompt_n"))
+    prompt = known_count(usage.get("prompt_tokens"))
+    cached, evaluated = known_count(timings.get("cache_n")), known_count(timings.get("prompt_n"))
     details = usage.get("prompt_tokens_details")
     if cached is None and isinstance(details, dict):
-        cached = _count(details.get("cached_tokens"))
+        cached = known_count(details.get("cached_tokens"))
     if evaluated is None and cached is not None and prompt is not None:
         evaluated = prompt - cached
     if prompt is None and cached is not None and evaluated is not None:

@@ -344,12 +344,6 @@ def bank_variants(results: dict) -> list[tuple[int, int]]:
     return [(b, s) for b in budgets for s in range(int(results.get("samples") or 1))]
 
 
-def known_count(value: Any) -> int | None:
-    """A journalled token count as the analyses use it: one no server could mean (negative, not a whole number,
-    absurdly large) is unknown, like a missing one, and enters no mean, cost or figure."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10_000_000 else None
-
-
 def call_stage(call: dict) -> str:
     """A call's stage as recorded, or from its kind for records made before calls carried one."""
     return call.get("stage") or ("compaction" if str(call.get("kind", "")).startswith("compact_") else "answer")

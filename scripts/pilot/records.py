@@ -119,6 +119,15 @@ class DiskFull(PilotError):
         self.path = path
 
 
+MAX_TOKEN_COUNT = 10_000_000           # more tokens than any context window holds
+
+
+def known_count(value: Any) -> int | None:
+    """A token count as a server reported it or a journal holds it: absent, not a whole number, negative or more
+    than any window holds means unknown, never 0, and enters no mean, cost or figure."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT else None
+
+
 def is_disk_full(err: OSError) -> bool:
     return err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 

@@ -310,11 +310,3 @@ def redact_url(url: str) -> str:
             host += f":{parts.port}"
         parts = parts._replace(netloc=host)
     return urllib.parse.urlunsplit(parts).rstrip("/")
-
-
-MAX_TOKEN_COUNT = 10_000_000           # more tokens than any context window holds: a count no server could mean
-
-
-def _count(value: Any) -> int | None:
-    """A token count as the server reported it; absent, non-integer, negative or absurd means unknown, never 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT else None

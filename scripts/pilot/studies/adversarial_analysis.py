@@ -9,9 +9,9 @@ import io
 import json
 from pathlib import Path
 
-from ..bank import checked_cells, known_count, parse_answer
+from ..bank import checked_cells, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
-from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated
+from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
 from ..runner import all_cells, run_regimes

@@ -7,11 +7,10 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import (PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, known_count, regime_summary,
-    score_probe)
+from ..bank import PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, regime_summary, score_probe
 from ..inputs import task_set_summary
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
-    TEMPERATURE, folder_study, is_simulated)
+    TEMPERATURE, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
 from ..runner import all_cells, run_budgets, run_regimes, run_samples

@@ -9,11 +9,11 @@ import operator
 from typing import Iterable
 
 from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
-    distinct_probes, equal_to, is_primary, known_count, known_unique, member_of, primary_table, probe_table,
+    distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
     read_prose_state, read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe,
     summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
-    folder_study, is_simulated)
+    folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
 from ..runfolder import Journal, cell_key, is_complete
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
