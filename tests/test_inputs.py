@@ -57,9 +57,7 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
         self.assert_one_line(["gate", str(state), "--ledger", str(ledger)], 2, "nested too deeply")
         ledger.write_text(json.dumps({"entities": {"VALUE": 1}}))
         state.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
-        got, _, err = run_main(["gate", str(state), "--ledger", str(ledger)])
-        self.assertIn(got, (1, 2), err)                    # a verdict, or the one-line refusal: never a traceback
-        self.assertNotIn("Traceback", err)
+        self.assert_one_line(["gate", str(state), "--ledger", str(ledger)], 2, "nested too deeply")
 
     def test_gate_refuses_a_name_pattern_that_can_backtrack_for_ever(self):
         for pattern in ("(A+)+$", "([A-Z]{2,})*X", "(?:x*)*y"):
