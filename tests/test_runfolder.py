@@ -322,6 +322,8 @@ class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("Replies carrying chat-template control tokens (the server's template does not match the "
                       "model, and such replies are noise): 2 of 32 calls.", (out / "analysis.md").read_text())
+        code, _, err = run_main(["score", "--out", str(out)])       # said for any study, wherever it is scored
+        self.assertIn("2 of 32 replies in raw/ carry chat-template control tokens", err)
 
 
 class ResendAndStopTest(TempDirMixin, unittest.TestCase):

@@ -25,7 +25,7 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
     study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
-    refuse_unsafe_folder, runner_sha256, short, write_atomic)
+    refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
 from .runner import (DEFAULT_RECHECK, Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
     lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
 from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
@@ -323,10 +323,17 @@ def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "M
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
     study = folder_study(manifest)
     journal = Journal(run_dir)
+    flagged = total = 0
     for model, regime, budget, sample in journal_streams(manifest):
-        for episode, kind, times in journal.repeated(model, regime, budget, sample):
+        records = journal.read(model, regime, budget, sample)
+        total += len(records)
+        flagged += sum(1 for record in records if record.get("control_tokens"))
+        for episode, kind, times in repeated_calls(records):
             warn(f"{cell_key(model, regime, episode, budget, sample)}: {kind} is recorded {times} times in raw/; the "
                  f"first is scored (see `python3 scripts/run_pilot.py verify --out {shlex.quote(str(run_dir))}`)")
+    if flagged:
+        warn(f"{flagged} of {total} replies in raw/ carry chat-template control tokens: the server's template does "
+             f"not match the model there, and such replies are noise")
     results = study.score(manifest, tasks, journal, models)
     hold_until_exit(results)
     gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir), models) if study.gate_rows else []

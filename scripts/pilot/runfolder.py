@@ -265,11 +265,6 @@ class Journal:
                     records.append(record)
         return records
 
-    def repeated(self, model: str, regime: str, budget: int = DEFAULT_BUDGET, sample: int = 0) -> list[tuple]:
-        """(episode, kind, times) of every call recorded more than once; the first record is the one scored."""
-        counts = collections.Counter((r.get("episode"), r.get("kind")) for r in self.read(model, regime, budget, sample))
-        return sorted(((e, k, n) for (e, k), n in counts.items() if n > 1), key=str)
-
     def cell_records(self, model: str, regime: str, budget: int = DEFAULT_BUDGET,
                      sample: int = 0) -> dict[int, dict[str, dict]]:
         """episode -> kind -> the first record of that call (a retried or repeated call counts once)."""
@@ -277,6 +272,12 @@ class Journal:
         for record in self.read(model, regime, budget, sample):
             cells.setdefault(record.get("episode"), {}).setdefault(record.get("kind"), record)
         return cells
+
+
+def repeated_calls(records: list[dict]) -> list[tuple]:
+    """(episode, kind, times) of every call a log records more than once; the first record is the one scored."""
+    counts = collections.Counter((r.get("episode"), r.get("kind")) for r in records)
+    return sorted(((e, k, n) for (e, k), n in counts.items() if n > 1), key=str)
 
 
 def parse_record_line(line: bytes) -> dict | None:
