@@ -731,6 +731,8 @@ def read_results(path: Path) -> tuple[dict, dict]:
         raise InputError(f"{path} is a folder, not a results.json{hint}")
     if not path.exists():
         raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
+    if not path.is_file():
+        raise InputError(f"{path} is not a regular file (a device, pipe or socket); name the results.json of a run")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:

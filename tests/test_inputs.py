@@ -5,6 +5,7 @@ import contextlib
 import errno
 import io
 import json
+import os
 import re
 import runpy
 import sys
@@ -174,3 +175,24 @@ class ImpossibleCountsTest(TempDirMixin, unittest.TestCase):
     def test_the_analysis_never_averages_an_impossible_journalled_count(self):
         self.assertEqual([records.known_count(v) for v in (-5, 3.0, True, 10 ** 12, 0, 219)],
                          [None, None, None, None, 0, 219])
+
+
+class NamedInputTest(TempDirMixin, unittest.TestCase):
+    """Files the user names (a ledger, a state, a results.json) that are not regular files are refused in one line
+    before they are read: a FIFO would hang, /dev/zero would fill the memory (issue 21, found by review)."""
+
+    def test_a_device_or_a_fifo_is_refused_before_it_is_read(self):
+        fifo = self.make_tmp() / "fifo"
+        os.mkfifo(fifo)
+        state = REPO / "tasks" / "gate.example.state.txt"
+        for named in ("/dev/zero", str(fifo)):
+            for argv in (["gate", str(state), "--ledger", named], ["analyze", "--results", named]):
+                with self.subTest(argv=argv):
+                    got, _, err = run_main(argv)
+                    self.assertEqual(got, 2, err)
+                    self.assertIn("is not a regular file", err)
+                    self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_a_name_pattern_with_an_absurd_repeat_is_refused(self):
+        with self.assertRaises(gate.GateInputError):
+            gate.normalize_ledger({"entities": {"VALUE": 1}, "name_pattern": "a{99999999999}"})

@@ -616,6 +616,9 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
                      figures: "FiguresJob | None") -> tuple[str, list[Path]]:
     """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
     report written there."""
+    if not results_path.is_file():
+        raise PilotError(f"{results_path} is not a regular file (a device, pipe, socket or folder); point --results at "
+                         f"a results.json")
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
     except RecursionError:

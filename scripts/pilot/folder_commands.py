@@ -278,6 +278,9 @@ def command_verify(args) -> int:
 
 
 def read_gate_input(path: str, what: str) -> str:
+    if Path(path).exists() and not Path(path).is_file():
+        raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
+                             f"UTF-8 text file")
     try:
         return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -342,7 +345,10 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
     refuse_unsafe_folder(run_dir)
-    former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    try:
+        former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        former = None                   # Manifest.load (in load_run) says what is wrong with it, in one line
     if is_former_adversarial_folder(former):       # re-gated from its calls, as its runner wrote it
         task_set = load_task_set(ADV_TASKS_PATH)
         if task_set["sha256"] != former["lock"].get("tasks_sha256"):

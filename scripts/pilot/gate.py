@@ -141,7 +141,7 @@ def normalize_ledger(data: Any) -> dict:
     pattern = data.get("name_pattern")
     try:
         name_re = re.compile(pattern) if pattern else None
-    except (re.error, TypeError, RecursionError) as err:
+    except (re.error, TypeError, RecursionError, OverflowError) as err:
         problems.append(f"`name_pattern` is not a regular expression ({err})")
         name_re = None
     if name_re is not None and (len(pattern) > MAX_NAME_PATTERN or NESTED_REPEAT.search(pattern)):

@@ -484,7 +484,9 @@ def manifest_problem(data: Any) -> str | None:
         return "`concurrency_used` is not a list of whole numbers"
     recheck = data.get("recheck")
     if isinstance(recheck, dict) and not (whole(recheck.get("k")) and whole(recheck.get("sent")) and
-                                          whole(recheck.get("changed")) and isinstance(recheck.get("items"), list)):
+                                          whole(recheck.get("changed")) and isinstance(recheck.get("items"), list) and
+                                          all(isinstance(i, dict) and isinstance(i.get("cell"), str) and
+                                              isinstance(i.get("kind"), str) for i in recheck["items"])):
         return "`recheck` is not the determinism probe's summary"
     try:
         study = folder_study(data)
