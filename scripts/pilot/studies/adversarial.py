@@ -13,7 +13,7 @@ from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, 
     display_path)
 from ..runfolder import FOLDERS_OF_OWN_RUNNERS
 from .xr001 import (FILLER_SENTENCES, PROMPTS, REGIMES, RUN_GATE_SECTIONS, VALUE_RANGE, VALUE_SENTENCES, draw_names,
-    tasks_to_bytes)
+    session_event_items, tasks_to_bytes)
 
 
 ADV_PROTOCOL_ID = "XR-G1"
@@ -162,9 +162,22 @@ def adversarial_ledger(episode: dict, checkpoint: int) -> dict:
             entities[e["name"]] = {"value": e["value"], "stale": e["stale"]}
     items = [{k: v for k, v in item.items() if k != "segment"} for item in episode["items"]
              if item["segment"] <= checkpoint]
-    return normalize_ledger({"entities": entities, "items": items,
+    return normalize_ledger({"entities": entities, "items": items + session_event_items(
+                                 episode["segments"][:checkpoint]),
+                             "permissions": adversarial_permissions(episode, checkpoint),
                              "allowed_sections": list(RUN_GATE_SECTIONS["typed"]),
                              "name_pattern": RUN_GATE_NAME_PATTERN, "max_omissions": ADV_MAX_OMISSIONS})
+
+
+def adversarial_permissions(episode: dict, checkpoint: int) -> list[dict]:
+    """The approval in force (late_amount): one transfer, of the approved amount, for the one account; the late
+    amount and any other account stay outside it."""
+    approved = [item for item in episode["items"] if item["status"] == "approved" and item["segment"] <= checkpoint]
+    if episode["case"] != "late_amount" or not approved:
+        return []
+    target = episode["probes"][1]
+    return [{"action": "transfer", "match": ["transfer", "transfers"], "records": [target["name"]],
+             "amounts": [target["truth"]], "receipt": approved[0]["receipt"]}]
 
 
 def adversarial_source(episode: dict, checkpoint: int) -> str:
