@@ -8,7 +8,7 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
 from pilot import gate, inputs, records, runfolder, stats
-from pilot.studies import adversarial, xr001, xr001_analysis
+from pilot.studies import adversarial, xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -193,6 +193,23 @@ class PredictionTest(unittest.TestCase):
         self.assertTrue(weak["verdict"].startswith("does not predict"))
         every = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
         self.assertTrue(every["verdict"].startswith("cannot tell"))
+
+    def test_precision_and_recall_only_where_there_is_something_to_tell_apart(self):
+        # a model that answered nothing: every answer corrupted, every state failing; 100% by construction
+        nothing = gate.gate_prediction(self.rows([("FAIL", True)] * 14))
+        self.assertEqual((nothing["precision"], nothing["recall"], nothing["corrupted_if_pass"]), (None, None, None))
+        self.assertEqual(nothing["fail_corrupted"], 14)
+        for cells in ([("FAIL", True), ("PASS", True)], [("FAIL", True), ("FAIL", False)], []):
+            with self.subTest(cells=cells):
+                self.assertIsNone(gate.gate_prediction(self.rows(cells))["precision"])
+        section = "\n".join(xr001_report.render_gate_section({"gate": {
+            "max_omissions": 0, "prediction": nothing,
+            "by_regime": {"R1": {"states": stats.rate_summary(14, 14), "final_states": stats.rate_summary(14, 14),
+                                 "by_category": {c: 0 for c in gate.GATE_CATEGORIES}}}}}))
+        self.assertNotIn("100.0%", section.split("### Does the gate predict")[1])
+        self.assertIn("precision and recall: not shown", section)
+        both = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
+        self.assertEqual((both["precision"]["k"], both["precision"]["n"], both["recall"]["n"]), (1, 2, 2))
 
 
 class GateCommandTest(TempDirMixin, unittest.TestCase):

@@ -665,7 +665,10 @@ GATE_CSV_FIELDS = ("model", "regime", "episode", "budget", "sample", "checkpoint
 
 
 def gate_prediction(rows: list[dict]) -> dict:
-    """Does a final state's FAIL predict at least one corrupted downstream answer? 2x2, precision, recall."""
+    """Does a final state's FAIL predict at least one corrupted downstream answer? 2x2, precision, recall; these
+    two (and the corrupted share among PASS) only where there are failing and passing states and corrupted and
+    clean answers to tell apart, since otherwise they are what the data forces (100% for a model that answered
+    nothing), not a measure of the gate."""
     finals = [r for r in rows if r["final"] and r["downstream_corrupted"] is not None]
     tp = sum(1 for r in finals if r["verdict"] == "FAIL" and r["downstream_corrupted"])
     fp = sum(1 for r in finals if r["verdict"] == "FAIL" and not r["downstream_corrupted"])
@@ -682,9 +685,12 @@ def gate_prediction(rows: list[dict]) -> dict:
         p = fisher_one_sided(tp, fp, fn, tn)
         verdict = "predicts downstream corruption" if p < ALPHA else \
             "does not predict downstream corruption (one-sided Fisher exact p >= 0.05)"
+    separable = p is not None
     return {"n": len(finals), "fail_corrupted": tp, "fail_clean": fp, "pass_corrupted": fn, "pass_clean": tn,
-            "precision": rate_summary(tp, tp + fp), "recall": rate_summary(tp, tp + fn),
-            "corrupted_if_pass": rate_summary(fn, fn + tn), "fisher_p": p, "verdict": verdict}
+            "precision": rate_summary(tp, tp + fp) if separable else None,
+            "recall": rate_summary(tp, tp + fn) if separable else None,
+            "corrupted_if_pass": rate_summary(fn, fn + tn) if separable else None, "fisher_p": p,
+            "verdict": verdict}
 
 
 def gate_summary(rows: list[dict]) -> dict:

@@ -189,9 +189,9 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
     out += ["## Does a failing final state predict a wrong target answer?", ""]
     for r, pred in summary["prediction"].items():
         out.append(f"- {r}: FAIL {pred['fail_corrupted']} wrong / {pred['fail_clean']} right, PASS "
-                   f"{pred['pass_corrupted']} wrong / {pred['pass_clean']} right; precision "
-                   f"{fmt_rate(pred['precision'])}, "
-                   f"recall {fmt_rate(pred['recall'])}; {pred['verdict']}")
+                   f"{pred['pass_corrupted']} wrong / {pred['pass_clean']} right; " +
+                   (f"precision {fmt_rate(pred['precision'])}, recall {fmt_rate(pred['recall'])}; "
+                    if pred.get("precision") else "") + pred["verdict"])
     out.append("")
     return "\n".join(out)
 
