@@ -105,6 +105,13 @@ class WhatTheGuideNamesTest(unittest.TestCase):
             with self.subTest(state):
                 self.assertEqual(self.check(state + "\nRUSANO = 517"), [])
 
+    def test_a_second_value_for_a_name_is_read_too(self):
+        # seen on a real small model: "The entry for KEMOGU was recorded as 107. ... KEMOGU with a value of 208."
+        findings = self.check("KEDIMA = 873\nRUSANO = 517\nnotes: KEDIMA is now 874.")
+        self.assertEqual([(f["category"], f.get("value")) for f in findings], [("value", 874)])
+        self.assertEqual(self.check("KEDIMA = 873\nRUSANO = 517\nnotes: KEDIMA was corrected from 874."), [])
+        self.assertEqual([f["category"] for f in self.check("KEDIMA was 874.\nRUSANO = 517")], ["value"])
+
     def test_a_success_the_source_reports_as_failed_is_a_status_upgrade(self):
         findings = self.check("KEDIMA = 873\nRUSANO = 517\nnotes: the recording of the KEDIMA change succeeded.")
         self.assertEqual([f["category"] for f in findings], ["status"])

@@ -319,17 +319,18 @@ def source_events(source: str) -> tuple[list[tuple[set, set]], list[tuple[str, s
     return support, failures
 
 
-def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) -> int:
-    """The number a unit assigns the one name it holds (numbers: (position, value)): a former value, one in
-    brackets or after "was", "not", "from" or "instead of", is passed over; then the first number after the name,
-    else the last before it. Never "whichever number matches the ledger"."""
+def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) -> tuple[int, bool]:
+    """The number a unit assigns the one name it holds (numbers: (position, value)), and whether the unit gives it
+    only as a former value: one in brackets or after "was", "not", "from" or "instead of" is passed over; then the
+    first number after the name, else the last before it. Never "whichever number matches the ledger"."""
     def former(position: int) -> bool:
         before = unit[:position]
         return before.count("(") + before.count("[") > before.count(")") + before.count("]") or \
             bool(FORMER_NUMBER.search(before))
-    current = [(at, n) for at, n in numbers if not former(at)] or numbers
-    after = [n for at, n in current if at >= name_end]
-    return after[0] if after else current[-1][1]
+    current = [(at, n) for at, n in numbers if not former(at)]
+    pool = current or numbers
+    after = [n for at, n in pool if at >= name_end]
+    return (after[0] if after else pool[-1][1]), not current
 
 
 def check_state(state_text: str, ledger: dict, source: str | None = None) -> list[dict]:
@@ -371,7 +372,11 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         elif allowed is not None and name not in allowed:
             find("schema", f"section `{label}` is not in the schema ({', '.join(allowed)})", line)
     # 2. Values, combined values and relations, read unit by unit.
-    values: dict[str, tuple[int, str]] = {}
+    values: dict[str, list[tuple[int, str, bool]]] = {}      # every value a unit gives a name: (value, unit, former)
+
+    def read(name: str, value: int, unit: str, former: bool = False) -> None:
+        values.setdefault(name, []).append((value, unit, former))
+
     invented: dict[str, str] = {}
     name_re = ledger["name_pattern"]
     known_re = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(entities, key=len, reverse=True)) + r")\b",
@@ -401,7 +406,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         if len(names) >= 2 and relation:
             a, b = names[0], names[1]
             if len(numbers) == 1:
-                values.setdefault(a, (numbers[0], unit))
+                read(a, numbers[0], unit)
             if a in entities and b in entities:
                 step = 1 if relation.group(1).lower() in ("above", "more than") else -1
                 if entities[a]["value"] != entities[b]["value"] + step:
@@ -411,7 +416,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
             stated = numbers[-1]
             if len(numbers) == len(names) + 1:
                 for name, number in zip(names, numbers):
-                    values.setdefault(name, (number, unit))
+                    read(name, number, unit)
             if all(n in entities for n in names):
                 recorded = [c["value"] for c in ledger["combined"] if sorted(c["parts"]) == sorted(names)]
                 expected = recorded[0] if recorded else sum(entities[n]["value"] for n in names)
@@ -419,13 +424,18 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
                     find("arithmetic", f"the combined value of {' + '.join(names)} is stated as {stated}; the parts "
                          f"sum to {expected}", unit)
         elif len(names) == 1 and numbers:        # (a relation word with one name and no number states nothing)
-            values.setdefault(names[0], (assigned_number(unit, min(e for e, _ in spans.values()), placed), unit))
+            value, former = assigned_number(unit, min(e for e, _ in spans.values()), placed)
+            read(names[0], value, unit, former)
         elif len(names) == len(numbers):
             for name, number in zip(names, numbers):
-                values.setdefault(name, (number, unit))
+                read(name, number, unit)
     for name, unit in invented.items():
         find("invented", f"`{name}` is not in the ledger", unit, name=name)
-    for name, (value, unit) in values.items():
+    for name, readings in values.items():
+        # a state that gives a name two values contradicts itself: each value it gives as current must be the
+        # ledger's (one it gives only as a former value counts when it gives no other)
+        current = [r for r in readings if not r[2]] or readings
+        value, unit, _ = next((r for r in current if r[0] != entities.get(name, {}).get("value")), current[0])
         if name not in entities or value == entities[name]["value"]:
             continue
         if value in entities[name]["stale"]:
