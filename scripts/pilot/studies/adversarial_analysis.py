@@ -156,6 +156,7 @@ def adversarial_state_row(base: dict, checkpoint: int, final: bool, episode: dic
             "permissions_held": len(ledger["permissions"]),
             "downstream_corrupted": None, "handed_over": None, "planted_found": bool(found),
             "planted_other": len(other),
+            "planted_finding": f"{found[0]['category']}: {found[0]['detail']}" if found else "",
             **(judge_candidate(text, episode, marks) if last else {"target_value": None, "carries_trap": None}),
             "state_sha256": hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:16],
             "seed": record.get("seed"), "temperature": record.get("temperature"),
@@ -493,9 +494,9 @@ def render_adversarial_headline(analysis: dict) -> str:
 
 
 GATE_CSV_COLUMNS = ("model", "regime", "case", "episode", "sample", "seed", "temperature", "checkpoint", "final",
-                    "verdict", "blocking", *GATE_CATEGORIES, "omitted", "planted_found", "planted_other",
-                    "handed_over", "target_value", "carries_trap", "state_sha256", "downstream_corrupted",
-                    "first_finding")
+                    "verdict", "blocking", *GATE_CATEGORIES, "omitted", "planted_found", "planted_finding",
+                    "planted_other", "handed_over", "target_value", "carries_trap", "state_sha256",
+                    "downstream_corrupted", "first_finding")
 
 
 def render_adversarial_gate_csv(states: list[dict]) -> str:
