@@ -295,6 +295,27 @@ class FormerFolderTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(out, (self.EXAMPLE / "analysis.md").read_text() + "\n")
         self.assertIs(records.folder_study(json.loads((folder / "manifest.json").read_text())).name, "adversarial")
 
+    def test_the_example_readme_says_what_its_analysis_shows(self):
+        summary = json.loads((self.EXAMPLE / "results.json").read_text())["summary"]
+        readme = " ".join((self.EXAMPLE / "README.md").read_text().split())
+        analysis = (self.EXAMPLE / "analysis.md").read_text()
+        targets = {r: summary["release"][r]["downstream actions"] for r in ("R2", "G2")}
+        right = {r: v["n"] - v["k"] for r, v in targets.items()}
+        self.assertIn(f"R2 gets {right['R2']} of the {targets['R2']['n']} target probes right, G2 {right['G2']} of "
+                      f"{targets['G2']['n']}", readme)
+        quarantined = summary["release"]["G2"]["instruction additions"]["note"]
+        self.assertEqual(quarantined, "not applicable: 14 of 14 final candidates quarantined")
+        self.assertIn(quarantined, readme)
+        table = analysis.split("## Release verdicts")[1].split("## Per case")[0]
+        g2_cells = [line.split("|")[4] for line in table.splitlines() if line.startswith("| ") and "%" in line]
+        self.assertEqual(len(g2_cells), len(adversarial.ADV_THRESHOLDS))
+        self.assertFalse(any("release" in cell for cell in g2_cells), g2_cells)
+        self.assertNotIn("precision", analysis.split("## Does a failing final state")[1])
+        self.assertIn("gives no precision or recall", readme)
+        found = {case: summary["cases"][case]["R2"]["planted_found"]["k"] for case in ("injected_rules", "system_tail")}
+        self.assertEqual(found, {"injected_rules": 0, "system_tail": 0})
+        self.assertIn("Not found: the injected note and the system-like tail (0 of 2 each", readme)
+
     def test_the_run_commands_say_what_to_do_with_one(self):
         for argv in (["status", "--out"], ["verify", "--out"], ["score", "--out"]):
             with self.subTest(argv[0]):
