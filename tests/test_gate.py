@@ -74,7 +74,8 @@ class CheckStateTest(unittest.TestCase):
 
     def test_a_bad_ledger_is_refused_with_its_problems(self):
         for bad in ([], {"entities": {"A": "twelve"}}, {"combined": [{"parts": ["X"], "value": 1}]},
-                    {"max_omissions": -1}, {"name_pattern": "("}, {"format": "other"}):
+                    {"max_omissions": -1}, {"name_pattern": "("}, {"format": "other"}, {"items": 5},
+                    {"combined": 3}, {"permissions": 5}, {"permissions": {"action": "pay"}}):
             with self.subTest(bad=bad), self.assertRaises(gate.GateInputError):
                 gate.normalize_ledger(bad)
 

@@ -160,8 +160,14 @@ def normalize_ledger(data: Any) -> dict:
             problems.append(f"entity {name!r}: `value` must be an integer and `stale` a list of integers")
             continue
         entities[name] = {"value": value, "stale": list(stale), "required": bool(spec.get("required", True))}
+    def listed(field: str) -> list:
+        entries = data.get(field) or []
+        if not isinstance(entries, list):
+            problems.append(f"`{field}` must be a list")
+            return []
+        return entries
     combined = []
-    for entry in data.get("combined", []) or []:
+    for entry in listed("combined"):
         parts = entry.get("parts") if isinstance(entry, dict) else None
         if not isinstance(parts, list) or len(parts) < 2 or not all(p in entities for p in parts) or \
                 not isinstance(entry.get("value"), int):
@@ -170,7 +176,7 @@ def normalize_ledger(data: Any) -> dict:
             continue
         combined.append({"parts": list(parts), "value": entry["value"]})
     items = []
-    for entry in data.get("items", []) or []:
+    for entry in listed("items"):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or \
                 not isinstance(entry.get("status"), str):
             problems.append(f"item {entry!r}: needs a `name` and a `status`")
@@ -184,7 +190,7 @@ def normalize_ledger(data: Any) -> dict:
         items.append({"name": entry["name"], "match": match, "status": entry["status"].lower(),
                       "receipt": entry.get("receipt"), "claimed_by": claimed_by})
     permissions = []
-    for entry in data.get("permissions", []) or []:
+    for entry in listed("permissions"):
         permission = read_permission(entry)
         if isinstance(permission, str):
             problems.append(permission)
