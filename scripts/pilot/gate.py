@@ -5,6 +5,7 @@ was made from; pure, no model and no I/O. The `gate` command, the gated regime a
 """
 from __future__ import annotations
 
+import collections
 import csv
 import io
 import json
@@ -310,19 +311,36 @@ def claim_terms(text: str) -> set[str]:
             if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)}
 
 
-def source_events(source: str) -> tuple[list[tuple[set, set]], list[tuple[str, set]]]:
-    """The source's supporting clauses (claim families, terms) and its failure sentences (sentence, terms)."""
-    support, failures = [], []
+def source_events(source: str) -> dict:
+    """The source's supporting clauses by claim family and its failure sentences, each with its terms, and an index
+    from a term to the events that hold it (so a long transcript is not searched whole for every claim)."""
+    support: dict[str, list[set]] = {family: [] for family in CLAIM_FAMILIES}
+    failures: list[tuple[str, set]] = []
     for unit in state_units(source):
         if FAILURE_EVENT.search(unit):
             failures.append((unit, claim_terms(unit)))
         for clause in state_clauses(unit):
             if NOT_DONE.search(clause) or FAILURE_EVENT.search(clause):
                 continue
-            families = {name for name, pattern in CLAIM_FAMILIES.items() if pattern.search(clause)}
-            if families:
-                support.append((families, claim_terms(clause)))
-    return support, failures
+            for family, pattern in CLAIM_FAMILIES.items():
+                if pattern.search(clause):
+                    support[family].append(claim_terms(clause))
+    return {"support": support, "support_index": {f: term_index(sets) for f, sets in support.items()},
+            "failures": failures, "failure_index": term_index([terms for _, terms in failures])}
+
+
+def term_index(term_sets: list[set]) -> dict[str, list[int]]:
+    index: dict[str, list[int]] = {}
+    for number, terms in enumerate(term_sets):
+        for term in terms:
+            index.setdefault(term, []).append(number)
+    return index
+
+
+def sharing(terms: set, need: int, index: dict[str, list[int]]) -> list[int]:
+    """The events (in source order) that share at least `need` of these terms."""
+    counts = collections.Counter(number for term in terms for number in index.get(term, ()))
+    return sorted(number for number, count in counts.items() if count >= need)
 
 
 def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) -> tuple[int, bool]:
@@ -486,7 +504,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
                 break
         if item["status"] in FAILED_STATUSES and not mentions:
             find("status", f"the failure of `{item['name']}` is not reported", item["name"], item=item["name"])
-    support, failures = source_events(source or "")
+    events = source_events(source or "")
     for clause in clauses:
         if clause in about_items or NOT_DONE.search(clause) or FAILURE_EVENT.search(clause) or MODAL.search(clause) or \
                 INJECTION.search(clause) or IMPERATIVE_START.search(clause) or SUCCESSOR_MODAL.search(clause):
@@ -496,9 +514,9 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
             continue
         terms = claim_terms(clause)
         need = max(1, (len(terms) + 1) // 2)
-        if any(family in families and (not terms or len(terms & said) >= need) for families, said in support):
+        if events["support"][family] and (not terms or sharing(terms, need, events["support_index"][family])):
             continue
-        against = [sentence for sentence, said in failures if terms and len(terms & said) >= need]
+        against = [events["failures"][n][0] for n in sharing(terms, need, events["failure_index"])] if terms else []
         word = claim.group(0).lower()
         if against:
             find("status", f"presented as {word}, but the source reports a failure: "
