@@ -493,8 +493,9 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         mentions = [c for c in clauses if any(p.search(c) for p in patterns)]
         about_items.update(mentions)
         supported = item["status"] in GOOD_STATUSES and bool(item["receipt"])
-        claims = re.compile(r"\b(" + "|".join(re.escape(w) for w in item["claimed_by"]) + r")\b", re.IGNORECASE) \
-            if item["claimed_by"] else DONE_CLAIM
+        claimed_by = item.get("claimed_by")        # (a ledger normalized before the field existed has none)
+        claims = re.compile(r"\b(" + "|".join(re.escape(w) for w in claimed_by) + r")\b", re.IGNORECASE) \
+            if claimed_by else DONE_CLAIM
         for clause in mentions:
             claim = claims.search(clause)
             if claim and not NOT_DONE.search(clause) and not supported:
@@ -529,7 +530,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
     for clause in clauses:
         if not GRANT.search(clause) or NOT_DONE.search(clause):
             continue
-        for permission in ledger["permissions"]:
+        for permission in ledger.get("permissions", []):
             if not any(re.search(r"(?<![\w])" + re.escape(m) + r"(?![\w])", clause, re.IGNORECASE)
                        for m in permission["match"]):
                 continue
