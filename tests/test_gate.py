@@ -155,6 +155,14 @@ class WhatTheGuideNamesTest(unittest.TestCase):
         found = gate.check_state("A refund of 790 for order A-1842 is approved.", gate.normalize_ledger(ledger), source)
         self.assertEqual((found[0]["item"], found[0]["value"]), ("refund", 790))
 
+    def test_a_ledger_normalized_before_permissions_existed_is_still_read(self):
+        ledger = gate.normalize_ledger(REFUND_LEDGER)
+        del ledger["permissions"]
+        for item in ledger["items"]:
+            del item["claimed_by"]
+        findings = gate.check_state(REFUND_BAD, ledger, REFUND_SOURCE)
+        self.assertIn("status", [f["category"] for f in findings])
+
     def test_a_bad_permission_is_refused(self):
         for bad in ({"permissions": [{"match": ["x"]}]}, {"permissions": [{"action": "x", "amounts": ["ten"]}]},
                     {"permissions": [{"action": "x", "access": "root"}]}, {"permissions": [{"action": "x",
