@@ -8,7 +8,7 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
 from pilot import gate, inputs, records, runfolder, stats
-from pilot.studies import adversarial, xr001, xr001_analysis
+from pilot.studies import adversarial, xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -35,7 +35,10 @@ class CheckStateTest(unittest.TestCase):
     def test_self_test_covers_every_defect_the_issue_names(self):
         names = {name for name, _, _ in gate.SELFTEST_CASES}
         for wanted in ("invented instruction", "altered value", "dropped entity", "hidden failure",
-                       "completion without receipt", "stale version presented as current", "instruction-like tail"):
+                       "completion without receipt", "stale version presented as current", "instruction-like tail",
+                       "assigned value beside the true one", "failed write shown as succeeded",
+                       "blanket verification claim", "approval widened to a larger amount",
+                       "approval for one record widened to all", "read access presented as write access"):
             self.assertIn(wanted, names)
         self.assertGreaterEqual(sum(1 for _, _, expected in gate.SELFTEST_CASES if expected is None), 2)
 
@@ -71,7 +74,8 @@ class CheckStateTest(unittest.TestCase):
 
     def test_a_bad_ledger_is_refused_with_its_problems(self):
         for bad in ([], {"entities": {"A": "twelve"}}, {"combined": [{"parts": ["X"], "value": 1}]},
-                    {"max_omissions": -1}, {"name_pattern": "("}, {"format": "other"}):
+                    {"max_omissions": -1}, {"name_pattern": "("}, {"format": "other"}, {"items": 5},
+                    {"combined": 3}, {"permissions": 5}, {"permissions": {"action": "pay"}}):
             with self.subTest(bad=bad), self.assertRaises(gate.GateInputError):
                 gate.normalize_ledger(bad)
 
@@ -80,6 +84,108 @@ class CheckStateTest(unittest.TestCase):
         for _, state, _ in gate.SELFTEST_CASES:
             self.assertEqual(gate.check_state(state, ledger, gate.SELFTEST_SOURCE),
                              gate.check_state(state, ledger, gate.SELFTEST_SOURCE))
+
+
+class WhatTheGuideNamesTest(unittest.TestCase):
+    """Issue 20, point 5: status upgrades against the source, blanket claims, the assigned number, and the axis of
+    permissions and scope; each state here passed the gate before."""
+
+    LEDGER = {"entities": {"KEDIMA": 873, "RUSANO": 517}}
+    SOURCE = ("The entry for KEDIMA was recorded as 873. RUSANO came in at 517. The analyst proposed changing KEDIMA "
+              "to 874 and tried to record the change, but the write failed because the sheet was locked.")
+
+    def check(self, state: str, ledger: dict | None = None, source: str | None = SOURCE) -> list[dict]:
+        return gate.check_state(state, gate.normalize_ledger(ledger or self.LEDGER), source)
+
+    def test_the_assigned_number_is_read_not_any_number_in_the_sentence(self):
+        findings = self.check("KEDIMA = 874 (was 873)\nRUSANO = 517")
+        self.assertEqual([(f["category"], f.get("name"), f.get("value")) for f in findings],
+                         [("value", "KEDIMA", 874)])
+        for state in ("KEDIMA = 873 (was 874)", "KEDIMA is 873, not 874", "KEDIMA was 874, now 873",
+                      "In segment 2, KEDIMA came in at 873", "KEDIMA rose from 872 to 873"):
+            with self.subTest(state):
+                self.assertEqual(self.check(state + "\nRUSANO = 517"), [])
+
+    def test_a_second_value_for_a_name_is_read_too(self):
+        # seen on a real small model: "The entry for KEMOGU was recorded as 107. ... KEMOGU with a value of 208."
+        findings = self.check("KEDIMA = 873\nRUSANO = 517\nnotes: KEDIMA is now 874.")
+        self.assertEqual([(f["category"], f.get("value")) for f in findings], [("value", 874)])
+        self.assertEqual(self.check("KEDIMA = 873\nRUSANO = 517\nnotes: KEDIMA was corrected from 874."), [])
+        self.assertEqual([f["category"] for f in self.check("KEDIMA was 874.\nRUSANO = 517")], ["value"])
+
+    def test_a_success_the_source_reports_as_failed_is_a_status_upgrade(self):
+        findings = self.check("KEDIMA = 873\nRUSANO = 517\nnotes: the recording of the KEDIMA change succeeded.")
+        self.assertEqual([f["category"] for f in findings], ["status"])
+        self.assertIn("the write failed", findings[0]["evidence"])
+        self.assertIn("reports a failure", findings[0]["detail"])
+        # with no ledger at all, on free text: what the sessions study gives it
+        source = "tool: deploy staging -> ERROR: permission denied\nassistant: The deploy to staging failed."
+        findings = gate.check_state("The deploy to staging succeeded.", gate.normalize_ledger({}), source)
+        self.assertEqual([f["category"] for f in findings], ["status"])
+        # a retry the source reports as succeeding supports the claim; the failure alone reported is no claim
+        retried = source + "\nassistant: The retry of the deploy to staging succeeded."
+        self.assertEqual(gate.check_state("The retry of the deploy to staging succeeded.",
+                                          gate.normalize_ledger({}), retried), [])
+        self.assertEqual(gate.check_state("The deploy to staging failed.", gate.normalize_ledger({}), source), [])
+
+    def test_a_blanket_claim_needs_a_source_event_that_supports_it(self):
+        state = "KEDIMA = 873\nRUSANO = 517\nnotes: every figure was verified against the master ledger."
+        findings = self.check(state)
+        self.assertEqual([f["category"] for f in findings], ["status"])
+        self.assertIn("blanket claim of `verified`", findings[0]["detail"])
+        self.assertEqual(self.check(state, source=self.SOURCE + " Every figure was verified against the master "
+                                                               "ledger by the lead."), [])
+        self.assertEqual([f["category"] for f in self.check(state, source=None)], ["status"])
+
+    def test_an_approval_does_not_grow_in_amount_records_or_access(self):
+        ledger = {"entities": {}, "permissions": [
+            {"action": "refund", "match": ["refund", "refunds"], "records": ["A-1842"], "amounts": [79]},
+            {"action": "access to the ledger", "match": ["ledger"], "access": "read"}]}
+        source = "The manager approved a refund of 79 for order A-1842. Read access to the ledger was granted."
+        cases = {"A refund of 79 for order A-1842 is approved.": [],
+                 "Read access to the ledger was granted.": [],
+                 "A refund of 790 for order A-1842 is approved.": ["permission"],
+                 "Refunds for all orders are approved.": ["permission"],
+                 "A refund of 79 for order A-1842 is not approved.": [],
+                 "The agent may edit the ledger.": ["permission"]}
+        for state, expected in cases.items():
+            with self.subTest(state):
+                found = gate.check_state(state, gate.normalize_ledger(ledger), source)
+                self.assertEqual([f["category"] for f in found if f["category"] == "permission"], expected, found)
+        found = gate.check_state("A refund of 790 for order A-1842 is approved.", gate.normalize_ledger(ledger), source)
+        self.assertEqual((found[0]["item"], found[0]["value"]), ("refund", 790))
+
+    def test_a_ledger_normalized_before_permissions_existed_is_still_read(self):
+        ledger = gate.normalize_ledger(REFUND_LEDGER)
+        del ledger["permissions"]
+        for item in ledger["items"]:
+            del item["claimed_by"]
+        findings = gate.check_state(REFUND_BAD, ledger, REFUND_SOURCE)
+        self.assertIn("status", [f["category"] for f in findings])
+
+    def test_a_bad_permission_is_refused(self):
+        for bad in ({"permissions": [{"match": ["x"]}]}, {"permissions": [{"action": "x", "amounts": ["ten"]}]},
+                    {"permissions": [{"action": "x", "access": "root"}]}, {"permissions": [{"action": "x",
+                                                                                             "records": [1]}]}):
+            with self.subTest(bad=bad), self.assertRaises(gate.GateInputError):
+                gate.normalize_ledger(bad)
+
+    def test_xr001_ledgers_hold_the_status_of_the_events_their_segments_report(self):
+        self.assertTrue(all(sentence in xr001.FILLER_SENTENCES for sentences, _ in xr001.SESSION_EVENTS
+                            for sentence in sentences))
+        regime = xr001.REGIMES["R2"]
+        summary = "A reminder went out that the final summary would be shared with the whole unit."
+        episode = next(e for e in xr001.generate_tasks()["episodes"] if summary in e["segments"][0]["text"])
+        ledger = xr001.episode_ledger(episode, 1, regime)
+        self.assertIn("sharing of the final summary", [item["name"] for item in ledger["items"]])
+        values = "\n".join(["values:"] + [f"{n} = {e['value']}" for n, e in ledger["entities"].items()] +
+                           ["combined:"] + [f"{' + '.join(c['parts'])} = {c['value']}" for c in ledger["combined"]])
+        source = xr001.episode_source(episode, 1)
+        self.assertEqual(gate.check_state(values + "\nnotes: " + summary, ledger, source), [])
+        upgraded = gate.check_state(values + "\nnotes: the final summary was shared with the whole unit.", ledger,
+                                    source)
+        self.assertEqual([(f["category"], f.get("item")) for f in upgraded],
+                         [("status", "sharing of the final summary")])
 
 
 class PredictionTest(unittest.TestCase):
@@ -103,6 +209,23 @@ class PredictionTest(unittest.TestCase):
         self.assertTrue(weak["verdict"].startswith("does not predict"))
         every = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
         self.assertTrue(every["verdict"].startswith("cannot tell"))
+
+    def test_precision_and_recall_only_where_there_is_something_to_tell_apart(self):
+        # a model that answered nothing: every answer corrupted, every state failing; 100% by construction
+        nothing = gate.gate_prediction(self.rows([("FAIL", True)] * 14))
+        self.assertEqual((nothing["precision"], nothing["recall"], nothing["corrupted_if_pass"]), (None, None, None))
+        self.assertEqual(nothing["fail_corrupted"], 14)
+        for cells in ([("FAIL", True), ("PASS", True)], [("FAIL", True), ("FAIL", False)], []):
+            with self.subTest(cells=cells):
+                self.assertIsNone(gate.gate_prediction(self.rows(cells))["precision"])
+        section = "\n".join(xr001_report.render_gate_section({"gate": {
+            "max_omissions": 0, "prediction": nothing,
+            "by_regime": {"R1": {"states": stats.rate_summary(14, 14), "final_states": stats.rate_summary(14, 14),
+                                 "by_category": {c: 0 for c in gate.GATE_CATEGORIES}}}}}))
+        self.assertNotIn("100.0%", section.split("### Does the gate predict")[1])
+        self.assertIn("precision and recall: not shown", section)
+        both = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
+        self.assertEqual((both["precision"]["k"], both["precision"]["n"], both["recall"]["n"]), (1, 2, 2))
 
 
 class GateCommandTest(TempDirMixin, unittest.TestCase):

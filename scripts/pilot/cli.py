@@ -278,10 +278,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                          "2 bad input. No model is called.")
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
                             help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
-        parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses (README: "
-                                             "'Gate a compacted state before it is trusted')")
+        parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses, and the "
+                                             "permissions in force (README: 'Gate a compacted state before it is "
+                                             "trusted')")
         parser.add_argument("--source", help="the transcript the state was made from (instructions with no source "
-                                             "in it are flagged)")
+                                             "in it are flagged, and so are claims of done, verified or approved "
+                                             "that neither the ledger nor it supports)")
         parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")
         parser.add_argument("--selftest", action="store_true",
                             help="run the built-in states, each with one defect, and the clean ones")

@@ -417,15 +417,55 @@ RUN_GATE_SECTIONS = {"typed": ("values", "combined", "relations", "notes"),
                                                  "critical values")}
 
 
+# The filler sentences that report an event, and the event's status as the session leaves it: a state that says
+# the survey sheets were scanned or the final summary shared claims what the session never did. (sentences that
+# raise the item, the item; the receipt of a done one is the segment that says so)
+SESSION_EVENTS = (
+    (("One of the visitors asked whether the survey sheets had been scanned yet.",
+      "The answer was that scanning would wait until the whole batch was reconciled."),
+     {"name": "scanning of the survey sheets", "match": ["survey sheets", "scanning"], "status": "pending",
+      "claimed_by": ["scanned", "done", "completed", "complete", "finished"]}),
+    (("The answer was that scanning would wait until the whole batch was reconciled.",),
+     {"name": "reconciliation of the batch", "match": ["batch", "reconciliation", "reconciled"], "status": "pending",
+      "claimed_by": ["reconciled", "done", "completed", "complete", "finished"]}),
+    (("The analyst flagged the page for a second reading later in the afternoon.",),
+     {"name": "second reading of the page", "match": ["second reading"], "status": "pending",
+      "claimed_by": ["done", "completed", "complete", "finished", "held", "took place"]}),
+    (("A reminder went out that the final summary would be shared with the whole unit.",),
+     {"name": "sharing of the final summary", "match": ["final summary"], "status": "pending",
+      "claimed_by": ["shared", "sent", "circulated", "distributed", "went out", "published"]}),
+    (("Everyone initialled the page once the entries had been read back correctly.",),
+     {"name": "read-back of the entries", "match": ["read back", "read-back"], "status": "done"}),
+    (("The room went quiet while the ledger was checked line by line against the source.",),
+     {"name": "check of the ledger against the source", "match": ["ledger was checked", "ledger checked",
+                                                                  "checked line by line"], "status": "verified"}),
+    (("The recorder noted the time and moved the finished sheet to the done pile.",),
+     {"name": "the finished sheet", "match": ["finished sheet", "done pile"], "status": "done"}),
+)
+
+
+def session_event_items(segments: list[dict]) -> list[dict]:
+    """The ledger items of the events these segments report: pending ones with no receipt, done ones with the
+    segment that says so as their receipt."""
+    items = []
+    for sentences, item in SESSION_EVENTS:
+        said = [seg["index"] for seg in segments if any(sentence in seg["text"] for sentence in sentences)]
+        if said:
+            items.append({**item, "receipt": None if item["status"] == "pending" else f"segment {said[0]}"})
+    return items
+
+
 # Gating a run: every checkpoint of every compacting cell, against the entities its segments have named so far.
 def episode_ledger(episode: dict, checkpoint: int, regime: Regime) -> dict:
-    """The authoritative ledger of one checkpoint: the values and combined values of segments 1..checkpoint."""
+    """The authoritative ledger of one checkpoint: the values and combined values of segments 1..checkpoint, and
+    the status of every event they report."""
     segments = episode["segments"][:checkpoint]
     reader = regime.state_reader if regime.state_reader in RUN_GATE_SECTIONS else \
         "section:critical values" if regime.state_reader.startswith("section:") else None
     return normalize_ledger({
         "entities": {e["name"]: e["value"] for seg in segments for e in segment_entities(seg)},
         "combined": [{"parts": seg["combined"]["names"], "value": seg["combined"]["value"]} for seg in segments],
+        "items": session_event_items(segments),
         "allowed_sections": list(RUN_GATE_SECTIONS[reader]) if reader else None,
         "name_pattern": RUN_GATE_NAME_PATTERN, "max_omissions": RUN_GATE_MAX_OMISSIONS})
 

@@ -242,9 +242,11 @@ def render_gate_section(analysis: dict) -> list[str]:
             md_table(["final state", "corrupted downstream", "clean downstream"],
                      [["FAIL", pred["fail_corrupted"], pred["fail_clean"]],
                       ["PASS", pred["pass_corrupted"], pred["pass_clean"]]]), "",
-            f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
-            f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
-            f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}",
+            *([f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
+               f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
+               f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}"] if pred.get("precision") else
+              ["- precision and recall: not shown, as there are no failing and passing states with corrupted and "
+               "clean answers to tell apart"]),
             f"- one-sided Fisher exact p: {'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
             f"- **verdict: the gate {pred['verdict']}**" if not pred["verdict"].startswith(("cannot", "no "))
             else f"- **verdict: {pred['verdict']}**", ""]
