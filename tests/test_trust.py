@@ -70,6 +70,9 @@ class ParsingRulesTest(unittest.TestCase):
         ("bold label is an omission", "**ANSWER:** 412", None),
         ("last ANSWER followed by an integer", "ANSWER: 12\nANSWER: **13**", 12),
         ("bare number", "412", None),
+        ("the integer on the next line, as the reference reads it", "ANSWER:\n412", 412),
+        ("any whitespace after the colon", "ANSWER: \t\r\n 412", 412),
+        ("a space before the colon is an omission, as in the reference", "ANSWER : 412", None),
     ]
 
     def test_primary_parse(self):

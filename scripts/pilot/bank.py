@@ -23,9 +23,10 @@ from .runfolder import Journal, cell_key, is_complete, record_variant, records_d
 
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
 
-# followed (after spaces) by an integer; commas inside the number are ignored. Anything else,
-# including `ANSWER: **412**`, is an omission.
-ANSWER_PATTERN = re.compile(r"ANSWER[ \t]*:[ \t]*(-?\d[\d,]*)", re.IGNORECASE)
+# The primary parse, as the paper's reference implementation reads an answer: the last `ANSWER:` (any letter
+# case) followed, after any whitespace (a line break included), by an integer; commas inside the number are
+# ignored. Anything else, including `ANSWER: **412**` and `ANSWER : 412`, is an omission.
+ANSWER_PATTERN = re.compile(r"ANSWER:\s*(-?\d[\d,]*)", re.IGNORECASE)
 
 # The lenient parse, a labelled diagnostic only: also reads markdown emphasis or code marks around the
 # label or the number (`**ANSWER:** 412`, `ANSWER: **412**`, `ANSWER: `412``).
