@@ -114,6 +114,34 @@ def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
     return values
 
 
+# Where a sentence ends for the sentence-bounded prose reader: after . ! ? or ; and the space that follows, or at
+# a line break.
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, int | None]:
+    """R1, the sentence-bounded reader: a name is retained if it occurs anywhere in the state (as for the paper's
+    heuristic); its value is the integer nearest to the name inside the first sentence that names it and holds a
+    number (the earlier number on a tie), None when no such sentence holds one. `A is 1. B is 2.` gives B 2,
+    where the nearest number anywhere is A's 1."""
+    sentences = [part for part in SENTENCE_END.split(state or "") if part]
+    values: dict[str, int | None] = {}
+    for name in names:
+        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
+        if not pattern.search(state or ""):
+            continue
+        values[name] = None
+        for sentence in sentences:
+            found = pattern.search(sentence)
+            numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
+            numbers = [(start, end, n) for start, end, n in numbers if n is not None]
+            if found and numbers:
+                values[name] = min((max(start - found.end(), found.start() - end, 0), start, n)
+                                   for start, end, n in numbers)[2]
+                break
+    return values
+
+
 def read_section(state: str, heading: str) -> str:
     """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next heading."""
     wanted = " ".join(heading.lower().split())

@@ -10,8 +10,8 @@ from typing import Iterable
 
 from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
     distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
-    read_prose_state, read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe,
-    summarize_compaction_tokens, table_where)
+    read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state, read_typed_state_loose,
+    regime_summary, score_probe, summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
     folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
@@ -39,7 +39,10 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
     elif reader.startswith("section:"):
         retained, correct = counts(read_typed_state(read_section(state, reader[len("section:"):])))
     else:
+        # the paper's heuristic, kept for comparability with its table, and the reader bounded by the sentence
+        # that names the entity, which P3 reads (amendment of 2026-12-01)
         retained, correct = counts(read_prose_state(state, truths))
+        loose = {"sentence_correct": counts(read_prose_state_by_sentence(state, truths))[1]}
     return {"retained": retained, "correct": correct, "wrong": retained - correct,
             "n_entities": len(truths), "method": reader, **loose}
 
@@ -358,7 +361,8 @@ def analyze_results(results: dict, task_set: dict | None = None, table: dict[str
         "budget_in_band": None if ratio is None else BUDGET_RATIO_BAND[0] <= ratio <= BUDGET_RATIO_BAND[1],
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
-        "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
+        "retention": analyze_retention(results, models, regime_definitions(results)),
+        "guards": analyze_guards(results, models, regimes),
         "lenient": analyze_lenient(primary, models, regimes),
         "server_work": summarize_server_work(results.get("calls"), models, regimes),
         "prompt_cache": (results.get("run") or {}).get("prompt_cache"),
@@ -588,19 +592,45 @@ def analyze_budget(results: dict, models: list[str]) -> dict:
     return budget
 
 
-def analyze_retention(results: dict, models: list[str]) -> dict:
+def analyze_retention(results: dict, models: list[str], definitions: dict | None = None) -> dict:
+    """Write-time retention per regime and per model and regime, with what P3 and the figures read (retention_right)."""
     retention = {}
     for row in results.get("compaction_stage", []):
         if row["model"] not in models or not is_primary(row):
             continue
         for key in (row["regime"], (row["regime"], row["model"])):
-            agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0})
+            agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0,
+                                             "over_retained": 0, "consistent_correct": 0, "sentence_states": 0})
             agg["states"] += 1
-            for field in ("retained", "correct", "n_entities", "loose_retained", "loose_correct"):
+            for field in ("retained", "correct", "n_entities", "loose_retained", "loose_correct", "sentence_correct"):
                 if field in row:
                     agg[field] = agg.get(field, 0) + row[field]
+            # a state the bank scored with more right values than names found (the reference's per-line counter
+            # did so once: 21 of 20) is flagged, and read as its names found
+            agg["over_retained"] += row["correct"] > row["retained"]
+            agg["consistent_correct"] += min(row["correct"], row["retained"])
+            agg["sentence_states"] += "sentence_correct" in row
+    for key, agg in retention.items():
+        regime = key if isinstance(key, str) else key[0]
+        reader = ((definitions or {}).get(regime) or {}).get("state_reader") or \
+            {"R1": "prose", "R2": "typed"}.get(regime, "")
+        agg.update(retention_right(agg, reader))
     return {"by_regime": {k: v for k, v in retention.items() if isinstance(k, str)},
             "by_model": {f"{k[1]}|{k[0]}": v for k, v in retention.items() if isinstance(k, tuple)}}
+
+
+def retention_right(agg: dict, reader: str) -> dict:
+    """The right values P3 and the figures read, and by which reader: for prose, the sentence-bounded reader when
+    every state has it (the paper's nearest-number heuristic otherwise, as in a reference bank); for typed
+    states, the exact lines; never more, in a state, than the names found in it."""
+    if reader == "prose" and agg["sentence_states"] == agg["states"]:
+        return {"right": agg["sentence_correct"], "right_reader": "sentence"}
+    return {"right": agg["consistent_correct"], "right_reader": "nearest" if reader == "prose" else "lines"}
+
+
+RIGHT_READERS = {"sentence": "the number nearest the name within the first sentence that names it and holds one",
+                 "nearest": "the paper's crude heuristic, the number nearest the name's first occurrence anywhere",
+                 "lines": "exact `NAME = N` lines"}
 
 
 def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict | None:
@@ -676,16 +706,9 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
                          "under prose (R1) than under typed state (R2), pooled",
                          "verdict": "confirmed" if sig1 > sig2 else "not confirmed",
                          "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"]})
-        ret = analysis["retention"]["by_regime"]
-        if "R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]:
-            f1 = ret["R1"]["correct"] / ret["R1"]["n_entities"]
-            f2 = ret["R2"]["correct"] / ret["R2"]["n_entities"]
-            verdicts.append({"id": "P3", "claim": "exploratory: write-time retention of correct entity values is "
-                             "higher in the typed final states (R2) than in the prose ones (R1)",
-                             "verdict": "confirmed" if f2 > f1 else "not confirmed",
-                             "evidence": [f"values retained with the right value: R2 {ret['R2']['correct']}/"
-                                          f"{ret['R2']['n_entities']} = {pct(f2)}, R1 {ret['R1']['correct']}/"
-                                          f"{ret['R1']['n_entities']} = {pct(f1)} (R1 by a crude heuristic)"]})
+        p3 = evaluate_p3(analysis["retention"]["by_regime"])
+        if p3:
+            verdicts.append(p3)
         pooled = analysis["mcnemar"]["pooled"]
         rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
         directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
@@ -700,6 +723,32 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
             verdict["verdict"] = "withheld"
             verdict["evidence"] = ["UNINFORMATIVE: no model passed the ceiling check"]
     return verdicts
+
+
+def evaluate_p3(ret: dict) -> dict | None:
+    """P3 on the right values of the final states (retention_right), saying which reader it rests on; where R1
+    was read by the sentence-bounded reader, the paper's nearest-number heuristic is given beside it."""
+    if not ("R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]):
+        return None
+    r1, r2 = ret["R1"], ret["R2"]
+    share = lambda count, agg: count / agg["n_entities"]   # noqa: E731
+    confirmed = share(r2["right"], r2) > share(r1["right"], r1)
+    evidence = [f"values retained with the right value: R2 {r2['right']}/{r2['n_entities']} = "
+                f"{pct(share(r2['right'], r2))}, R1 {r1['right']}/{r1['n_entities']} = {pct(share(r1['right'], r1))}; "
+                f"R1 read by {RIGHT_READERS[r1['right_reader']]}"]
+    if r1["right_reader"] == "sentence":
+        heuristic = share(r1["consistent_correct"], r1)
+        other = "confirmed" if share(r2["right"], r2) > heuristic else "not confirmed"
+        evidence.append(f"the paper's nearest-number heuristic reads R1 {r1['consistent_correct']}/"
+                        f"{r1['n_entities']} = {pct(heuristic)}" +
+                        ("" if (other == "confirmed") == confirmed else f", on which P3 would be {other}"))
+    for regime, agg in (("R1", r1), ("R2", r2)):
+        if agg["over_retained"]:
+            evidence.append(f"{regime}: {agg['over_retained']} final state(s) scored with more right values than "
+                            f"names found (the bank's own count, inconsistent); each is read as its names found")
+    return {"id": "P3", "claim": "exploratory: write-time retention of correct entity values is higher in the typed "
+            "final states (R2) than in the prose ones (R1)", "verdict": "confirmed" if confirmed else "not confirmed",
+            "reader": r1["right_reader"], "evidence": evidence}
 
 
 def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:

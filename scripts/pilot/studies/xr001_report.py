@@ -8,7 +8,7 @@ from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
 from ..reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
     render_recheck_section)
 from .xr001 import PROTOCOL_ID
-from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, evaluate_predictions
+from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
 
 
 def task_set_line(analysis: dict) -> str:
@@ -282,6 +282,16 @@ def render_budget_section(analysis: dict) -> list[str]:
     return out
 
 
+def right_values_text(agg: dict) -> str:
+    """The right values of a retention row (what P3 reads), flagged where the bank counted more right values
+    than names found, instead of a share above the names found."""
+    text = f"{agg['right']}/{agg['n_entities']} = {pct(agg['right'] / agg['n_entities'])}"
+    if agg["over_retained"]:
+        text += (f" (flagged: the bank counted {agg['correct']}, more right values than names found in "
+                 f"{agg['over_retained']} state(s); each read as its names found)")
+    return text
+
+
 def render_retention_section(analysis: dict) -> list[str]:
     ret = analysis["retention"]["by_regime"]
     if not ret:
@@ -291,21 +301,27 @@ def render_retention_section(analysis: dict) -> list[str]:
             {"R1": "prose", "R2": "typed"}.get(regime, "")
         if reader.startswith("section:"):
             return f"exact `NAME = N` lines under the {reader[8:]} heading"
-        return {"prose": "name anywhere; number nearest its first occurrence (crude heuristic)",
-                "typed": "exact `NAME = N` lines"}.get(reader, reader)
+        return {"prose": "name anywhere in the state; " + RIGHT_READERS[ret[regime]["right_reader"]],
+                "typed": RIGHT_READERS["lines"]}.get(reader, reader)
 
+    both = any(agg["right_reader"] == "sentence" for agg in ret.values())
     rows = []
     for regime in analysis["regimes"]:
-        if regime in ret:
+        if regime in ret and ret[regime]["n_entities"]:
             agg = ret[regime]
-            share = agg["correct"] / agg["n_entities"] if agg["n_entities"] else None
-            retained = agg["retained"] / agg["n_entities"] if agg["n_entities"] else None
+            retained = agg["retained"] / agg["n_entities"]
+            heuristic = [f"{agg['consistent_correct']}/{agg['n_entities']} = "
+                         f"{pct(agg['consistent_correct'] / agg['n_entities'])}"
+                         if agg["right_reader"] == "sentence" else "same"] if both else []
             rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = {pct(retained)}",
-                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method(regime)])
+                         right_values_text(agg), *heuristic, method(regime)])
     out = ["## Write-time retention (exploratory)", "",
-           "Entity values found in each final state (retained) and found with the right value (correct); P3 "
-           "reads the correct ones.", "",
-           md_table(["regime", "final states", "names retained", "values retained correctly", "method"], rows), ""]
+           "Entity names found in each final state (retained) and entity values found with the right value; P3 "
+           "reads the right values." + (" Prose states are read by the sentence that names the entity (amendment "
+                                        "of 2026-12-01); the paper's nearest-number heuristic is shown beside them "
+                                        "for comparison with its table." if both else ""), "",
+           md_table(["regime", "final states", "names retained", "values retained correctly",
+                     *(["right by the paper's heuristic"] if both else []), "method"], rows), ""]
     loose = ret.get("R2", {})
     if "loose_correct" in loose:
         out += [f"Diagnostic, not the metric: a looser reading of R2 (bullets, `NAME: N`, trailing text) finds "

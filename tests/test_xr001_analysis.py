@@ -1,0 +1,70 @@
+"""pilot.studies.xr001_analysis and its report: what the verdicts rest on (issue 20): the prose reader bounded by the
+sentence that names an entity, the matched-budget guard and the share of compactions at their cap, the retention
+counts the figures read, and the pooled test when no model passes the ceiling."""
+import json
+import unittest
+
+from fake_servers import FakeOllama, read_facts
+from helpers import FAST, TempDirMixin, load_tasks, reference_results, run_main
+from pilot import bank, reports
+from pilot.studies import xr001, xr001_analysis, xr001_report
+
+MODEL = "gemma3:4b"
+
+
+class SentenceReaderTest(unittest.TestCase):
+    def test_the_number_of_the_sentence_that_names_the_entity(self):
+        names = ["ZOBATI", "KUMELA", "PIDORU", "NOVETA"]
+        state = "ZOBATI is 101; KUMELA is 202. PIDORU was mentioned\nNOVETA, one above ZOBATI, at 102."
+        nearest = bank.read_prose_state(state, names)
+        bounded = bank.read_prose_state_by_sentence(state, names)
+        self.assertEqual(nearest["KUMELA"], 101)            # the paper's heuristic: the previous sentence's number
+        self.assertEqual(bounded["KUMELA"], 202)
+        self.assertEqual(bounded["ZOBATI"], 101)
+        self.assertIsNone(bounded["PIDORU"])                # named, but no sentence naming it holds a number
+        self.assertEqual(bounded["NOVETA"], 102)            # `;` and a line break end a sentence too
+        self.assertNotIn("ABSENT", bank.read_prose_state_by_sentence(state, ["ABSENT"]))
+
+    def test_score_retention_gives_both_readers(self):
+        episode = xr001.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+        state = " ".join(f"{name} is {value}." for name, value in truths.items())
+        scored = xr001_analysis.score_retention(xr001.REGIMES["R1"], state, episode)
+        self.assertEqual((scored["retained"], scored["sentence_correct"]), (20, 20))
+        self.assertEqual(scored["correct"], 1)              # only the first name has no number before it
+
+
+class ProseReaderOnARunTest(TempDirMixin, unittest.TestCase):
+    def test_p3_rests_on_the_sentence_reader_and_names_it(self):
+        """On prose such as `A is 1. B is 2.` the paper's heuristic finds almost no right value; the analysis reads
+        the sentence that names each entity, reports both, and P3 says which reader it rests on."""
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL], behaviour={"prose_style": "terse", "prose_keep_last": 12}) as server:
+            code, stdout, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out),
+                                          "--episodes", "2", *FAST])
+        self.assertEqual(code, 0, err)
+        tasks = load_tasks()
+        right = 0
+        for line in (out / "raw" / "gemma3_4b_R1.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["kind"] == "compact_4":
+                values, _ = read_facts(record["response"])
+                episode = tasks["episodes"][record["episode"]]
+                truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+                right += sum(1 for name, value in values.items() if truths.get(name) == value)
+        self.assertEqual(right, 24)                         # 12 values kept in each of the two final states
+        analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
+        r1 = analysis["retention"]["by_regime"]["R1"]
+        self.assertEqual((r1["right"], r1["right_reader"]), (right, "sentence"))
+        self.assertEqual(r1["correct"], 2)                  # the heuristic: only each state's first name
+        p3 = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "P3")
+        self.assertEqual(p3["reader"], "sentence")
+        self.assertIn("R1 24/40 = 60.0%; R1 read by the number nearest the name within the first sentence", p3["evidence"][0])
+        self.assertIn("the paper's nearest-number heuristic reads R1 2/40 = 5.0%", p3["evidence"][1])
+        text = (out / "analysis.md").read_text()
+        self.assertIn("| R1 | 2 | 31/40 = 77.5% | 24/40 = 60.0% | 2/40 = 5.0% |", text)
+        self.assertIn("right by the paper's heuristic", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
