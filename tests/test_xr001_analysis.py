@@ -34,6 +34,20 @@ class SentenceReaderTest(unittest.TestCase):
         self.assertEqual(scored["correct"], 1)              # only the first name has no number before it
 
 
+class PublishedRetentionTest(unittest.TestCase):
+    def test_right_values_are_what_p3_reads_and_an_inconsistent_count_is_flagged(self):
+        analysis = bank.analyze_bank(reference_results(load_tasks()))
+        text = reports.render_analysis_md(analysis)
+        self.assertIn("| R1 | 45 | 587/900 = 65.2% | 159/900 = 17.7% | name anywhere in the state; the paper's crude "
+                      "heuristic", text)
+        self.assertIn("| R2 | 45 | 898/900 = 99.8% | 898/900 = 99.8% (flagged: the bank counted 899, more right values "
+                      "than names found in 1 state(s); each read as its names found) |", text)
+        p3 = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "P3")
+        self.assertEqual((p3["verdict"], p3["reader"]), ("confirmed", "nearest"))
+        self.assertIn("R2 898/900 = 99.8%, R1 159/900 = 17.7%; R1 read by the paper's crude heuristic", p3["evidence"][0])
+        self.assertIn("R2: 1 final state(s) scored with more right values than names found", p3["evidence"][1])
+
+
 class ProseReaderOnARunTest(TempDirMixin, unittest.TestCase):
     def test_p3_rests_on_the_sentence_reader_and_names_it(self):
         """On prose such as `A is 1. B is 2.` the paper's heuristic finds almost no right value; the analysis reads
