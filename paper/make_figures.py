@@ -539,7 +539,8 @@ def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
     if not analysis["confirmatory"]:
         out += [f"{reports.confirmatory_note(analysis)}: these verdicts carry no confirmatory weight.", ""]
     for v in verdicts:
-        out += [f"### {v['id']}: {v['verdict']}", "", v["claim"][0].upper() + v["claim"][1:] + ".", ""]
+        out += [f"### {xr001_report.verdict_with_guards(v, ': ')}", "", v["claim"][0].upper() + v["claim"][1:] + ".",
+                ""]
         out += [f"- {line}" for line in v["evidence"]] + [""]
     if not verdicts:
         out += ["No prediction can be judged: the bank lacks the regimes the predictions compare.", ""]
@@ -606,8 +607,9 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
     falsifier = next((v for v in verdicts if v["id"] == "F"), None)
     headline = "No confirmatory test: the bank lacks R1 or R2."
     if falsifier:
-        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}. " +
-                    " ".join(f"{v['id']} {v['verdict']}." for v in verdicts if v["id"] != "F"))
+        guards = f" [{'; '.join(falsifier['guards'])}]" if falsifier.get("guards") else ""
+        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}{guards}. " +
+                    " ".join(f"{xr001_report.verdict_with_guards(v)}." for v in verdicts if v["id"] != "F"))
     label, detail = label_and_detail(analysis)
     label_class = "label-ok" if label == "CONFIRMATORY" else "label-warn"
     lead = "SIMULATED: " if analysis.get("simulated") else ""       # the demo's stand-in model, never a result

@@ -224,7 +224,7 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
         results["compaction_tokens"]["R1"]["mean"] = 120.0
         text = reports.render_analysis_md(bank.analyze_bank(results))
         self.assertIn("| qwen3:14b | 0/120 = 0.0% | 30/120 = 25.0% | 5/120 = 4.2% |", text)
-        self.assertIn("OUTSIDE the pinned band, so the budgets were not matched", text)
+        self.assertIn("OUTSIDE the pinned band [0.8, 1.25], so the budgets were not matched", text)
 
     def test_a_run_whose_model_never_answers_is_uninformative(self):
         out = self.make_tmp() / "run"

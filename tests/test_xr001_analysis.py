@@ -5,9 +5,12 @@ import json
 import unittest
 
 from fake_servers import FakeOllama, read_facts
-from helpers import FAST, TempDirMixin, load_tasks, reference_results, run_main
+from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
 from pilot import bank, reports
 from pilot.studies import xr001, xr001_analysis, xr001_report
+from test_figures import synthetic_results, synthetic_task_set
+
+mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 
 MODEL = "gemma3:4b"
 
@@ -78,6 +81,87 @@ class ProseReaderOnARunTest(TempDirMixin, unittest.TestCase):
         text = (out / "analysis.md").read_text()
         self.assertIn("| R1 | 2 | 31/40 = 77.5% | 24/40 = 60.0% | 2/40 = 5.0% |", text)
         self.assertIn("right by the paper's heuristic", text)
+
+
+def halved_r1_budget() -> dict:
+    """A copy of the published bank whose R1 compactions spent half the tokens they did (R1/R2 ratio 0.495)."""
+    results = reference_results(load_tasks())
+    r1 = results["compaction_tokens"]["R1"]
+    r1["mean"] /= 2
+    for entry in r1["by_model"].values():
+        entry["mean"] /= 2
+    return results
+
+
+class MatchedBudgetTest(unittest.TestCase):
+    def test_unmatched_budgets_give_the_label_a_reason_and_leave_the_falsifier_unjudged(self):
+        results = halved_r1_budget()
+        analysis = bank.analyze_bank(results)
+        self.assertAlmostEqual(analysis["budget"]["ratio"], 0.495, places=3)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertIn("the budgets were not matched: the realized R1/R2 ratio of mean compaction tokens, 0.495, is "
+                      "outside the pinned band [0.8, 1.25]", analysis["label_reasons"])
+        falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
+        self.assertEqual(falsifier["verdict"], "not judged: the budgets were not matched")
+        self.assertIn("(at unmatched budgets)", falsifier["evidence"][0])
+        headline = reports.render_headline(analysis)
+        self.assertIn("F not judged: the budgets were not matched [the budgets were not matched: the realized R1/R2 "
+                      "ratio of mean compaction tokens, 0.495", headline)
+        self.assertNotIn("F rejected", headline)
+        narrative = mf.render_results_md(analysis, "figures", "results.json")
+        self.assertIn("### F: not judged: the budgets were not matched [the budgets were not matched", narrative)
+        self.assertNotIn("### F: rejected", narrative)
+        report = mf.render_report(results, analysis, mf.render_figures(results, analysis))
+        self.assertIn("Falsifier not judged: the budgets were not matched", report)
+        # the published bank itself is untouched: matched, confirmatory, the falsifier rejected
+        published = bank.analyze_bank(reference_results(load_tasks()))
+        self.assertEqual((published["label"], published["budget_guard"]["status"]), ("CONFIRMATORY", "matched"))
+        self.assertIn("F rejected", reports.render_headline(published))
+
+    def test_a_match_made_by_the_cap_is_qualified_and_the_share_at_the_cap_is_reported(self):
+        """Every compaction stopped at its 256-token cap: the ratio reads 1.000, inside the band, only because both
+        regimes were cut."""
+        results = synthetic_results(["m"], wrong=lambda model, regime: {"R0": 3, "R1": 40, "R2": 5}[regime])
+        for call in results["calls"]:
+            call.update(eval_count=256, done_reason="length")
+        for regime in ("R1", "R2"):
+            results["compaction_tokens"][regime]["mean"] = 256.0
+        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        self.assertEqual(analysis["budget_guard"]["status"], "capped")
+        self.assertEqual(analysis["label"], "CONFIRMATORY")     # qualified, not failed
+        text = reports.render_analysis_md(analysis)
+        self.assertIn("ratio of mean compaction tokens 1.000, inside the pinned band [0.8, 1.25]. Compactions that "
+                      "stopped at their 256-token cap: R1 60/60 (100.0%), R2 60/60 (100.0%). The band is passed only "
+                      "because most compactions were cut at the cap", text)
+        falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
+        self.assertEqual(falsifier["verdict"], "rejected")
+        self.assertIn("inside the pinned band only because most compactions stopped at their 256-token cap "
+                      "(R1 60/60, R2 60/60)", falsifier["guards"][0])
+        self.assertIn("F rejected [the R1/R2 ratio 1.000 is inside the pinned band only because",
+                      reports.render_headline(analysis))
+        # the same bank with its compactions under the cap: the share is given, nothing is qualified
+        for call in results["calls"]:
+            call.update(done_reason="stop")
+        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        self.assertEqual(analysis["budget_guard"]["status"], "matched")
+        self.assertIn("Compactions that stopped at their 256-token cap: R1 0/60 (0.0%), R2 0/60 (0.0%).",
+                      reports.render_analysis_md(analysis))
+        self.assertNotIn("[", reports.render_headline(analysis).split("verdicts:")[1])
+
+
+class CeilingTest(unittest.TestCase):
+    def test_no_model_past_the_ceiling_leaves_the_pooled_row_empty(self):
+        results = reference_results(load_tasks())
+        for probe in results["probes"]:
+            if probe["regime"] == "R0":
+                probe.update(answer=None, **{"class": "omission"})
+        analysis = bank.analyze_bank(results)
+        self.assertEqual(analysis["label"], "UNINFORMATIVE")
+        text = reports.render_analysis_md(analysis)
+        self.assertIn("| pooled (none: no model passed the ceiling check) |  |  |  |  |", text)
+        self.assertNotIn("| pooled | 0 | 0 |", text)
+        self.assertIn("exact McNemar R1 vs R2, pooled: none (no model passed the ceiling check)",
+                      reports.render_headline(analysis))
 
 
 if __name__ == "__main__":

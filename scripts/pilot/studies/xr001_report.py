@@ -148,7 +148,9 @@ def render_xr001_md(analysis: dict) -> str:
             render_corruption_table(analysis), ""]
     mc = analysis["mcnemar"]
     if mc["pooled"]:
-        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
+        # with no model past the ceiling check nothing is pooled: the row stays empty rather than reading b = c = 0
+        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]
+                if mc["models"] else ["pooled (none: no model passed the ceiling check)", "", "", "", ""]]
         rows += [[m if m in mc["models"] else f"{m} (uninformative, not pooled)", s["b"], s["c"], fmt_p(s["p"]),
                   s["direction"]] for m, s in mc["by_model"].items()]
         out += ["## Confirmatory test: exact McNemar, R1 vs R2", "",
@@ -202,14 +204,7 @@ def render_validity_section(analysis: dict) -> list[str]:
     rows = [[m] + [fmt_rate(analysis["omissions"][m][r], interval=False) for r in regimes] for m in analysis["models"]]
     out += ["Format compliance: share of answers with no parseable `ANSWER: <integer>` line (omissions).", "",
             md_table(["model"] + regimes, rows), ""]
-    ratio, band = analysis["budget"]["ratio"], BUDGET_RATIO_BAND
-    if ratio is None:
-        out += ["Matched budget: the R1/R2 ratio of realized compaction tokens is unknown.", ""]
-    else:
-        verdict = "inside the pinned band" if analysis["budget_in_band"] else \
-            "OUTSIDE the pinned band, so the budgets were not matched"
-        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} "
-                f"[{band[0]}, {band[1]}].", ""]
+    out += [matched_budget_line(analysis), ""]
     lenient = analysis["lenient"]
     if any(v["lenient_read"] for v in lenient.values()):
         rows = [[r, v["omissions"], v["lenient_read"], v["lenient_correct"]] for r, v in lenient.items()]
@@ -217,6 +212,33 @@ def render_validity_section(analysis: dict) -> list[str]:
                 "`ANSWER:` or the number) would have read.", "",
                 md_table(["regime", "omissions", "read leniently", "of which correct"], rows), ""]
     return out
+
+
+def matched_budget_line(analysis: dict) -> str:
+    """The matched-budget guard: the R1/R2 ratio against the pinned band, with the share of compactions that stopped
+    at their cap beside it, and what the guard does to the label and the falsifier."""
+    guard, ratio, band = analysis.get("budget_guard"), analysis["budget"]["ratio"], BUDGET_RATIO_BAND
+    if guard is None:
+        return "Matched budget: not checked, the bank lacks R1 or R2."
+    if guard["status"] == "unknown":
+        return ("Matched budget: the R1/R2 ratio of realized compaction tokens is unknown (no token counts), so "
+                "the matched budget was not checked: the label is NON-CONFIRMATORY and the falsifier is not judged.")
+    text = f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, "
+    if guard["status"] == "unmatched":
+        text += (f"OUTSIDE the pinned band [{band[0]}, {band[1]}], so the budgets were not matched: the label is "
+                 f"NON-CONFIRMATORY and the falsifier is not judged.")
+    else:
+        text += f"inside the pinned band [{band[0]}, {band[1]}]."
+    at_cap = analysis["budget"].get("at_cap")
+    if at_cap:
+        text += " Compactions that stopped at their " + str(COMPACTION_NUM_PREDICT) + "-token cap: " + ", ".join(
+            f"{r} {c['k']}/{c['n']}" + (f" ({pct(c['k'] / c['n'])})" if c["n"] else "") for r, c in at_cap.items()) + "."
+    else:
+        text += " The bank does not say which compactions stopped at their cap."
+    if guard["status"] == "capped":
+        text += (" The band is passed only because most compactions were cut at the cap, so it does not show that "
+                 "the two formats needed the same budget; the falsifier's verdict says so.")
+    return text
 
 
 def render_gate_section(analysis: dict) -> list[str]:
@@ -387,7 +409,25 @@ def render_xr001_headline(analysis: dict) -> str:
     lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
     lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
     pooled = analysis["mcnemar"]["pooled"]
-    if pooled:
+    if pooled and not analysis["mcnemar"]["models"]:
+        lines.append("exact McNemar R1 vs R2, pooled: none (no model passed the ceiling check)")
+    elif pooled:
         lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
                      f"p = {fmt_p(pooled['p'])} ({pooled['direction']})")
+    verdicts = evaluate_predictions(analysis)
+    if verdicts:
+        lines.append("verdicts: " + "; ".join(verdict_with_guards(v) for v in verdicts))
     return "\n".join(lines)
+
+
+READER_PHRASES = {"sentence": "the sentence that names each entity", "nearest": "the paper's nearest-number heuristic"}
+
+
+def verdict_with_guards(verdict: dict, sep: str = " ") -> str:
+    """A verdict in one phrase, with every validity guard that qualifies it beside it and, for P3, its reader."""
+    text = f"{verdict['id']}{sep}{verdict['verdict']}"
+    if verdict.get("reader") and verdict["verdict"] != "withheld":
+        text += " (R1 read by " + READER_PHRASES.get(verdict["reader"], verdict["reader"]) + ")"
+    if verdict.get("guards"):
+        text += " [" + "; ".join(verdict["guards"]) + "]"
+    return text
