@@ -277,8 +277,11 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
                                  f"it is not scored. Rerun the run command (it quarantines unreadable "
                                  f"lines and re-runs the cell), and see `{verify_command(journal)}`")
         entry = manifest["cells"][key]
-        if entry.get("records_sha256") and \
-                records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
+        if not entry.get("records_sha256"):
+            raise RecordsAltered(f"cell {key} is marked COMPLETE, but the manifest records no sha256 of its records, "
+                                 f"so they cannot be checked; nothing was scored. See `{verify_command(journal)}`, "
+                                 f"and restore the manifest from a backup")
+        if records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
             raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
                                  f"the sha256 in the manifest); nothing was scored. Check it with "
                                  f"`{verify_command(journal)}` and restore the raw log from a backup")

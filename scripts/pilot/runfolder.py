@@ -274,6 +274,20 @@ class Journal:
         return cells
 
 
+def journalled_lines(run_dir: Path) -> int:
+    """How many lines the raw logs of a folder hold (every regular `raw/*.jsonl`, links and other files left
+    alone): without the manifest that records their hashes, none of them can be checked."""
+    raw = run_dir / "raw"
+    if raw.is_symlink() or not raw.is_dir():
+        return 0
+    count = 0
+    for path in sorted(raw.glob("*.jsonl")):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as handle:
+                count += sum(1 for line in handle if line.strip())
+    return count
+
+
 def repeated_calls(records: list[dict]) -> list[tuple]:
     """(episode, kind, times) of every call a log records more than once; the first record is the one scored."""
     counts = collections.Counter((r.get("episode"), r.get("kind")) for r in records)
