@@ -140,6 +140,11 @@ def command_plan(args) -> int:
                     "output tokens (at most)"], rows))
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
+    replaced = [r for r in regimes.values() if r.name in study.regimes and r.origin != "built-in"]
+    if replaced:
+        print(f"prompts: {', '.join(r.name for r in replaced)} run under the prompts of "
+              f"{', '.join(sorted({r.origin for r in replaced}))}, replacing the pre-registered ones (marked so in the "
+              f"lock and every output)")
     recheck = recorded.get("recheck_requested", DEFAULT_RECHECK) if recorded else DEFAULT_RECHECK
     probe_calls = recheck if recheck and (not manifest or recheck_pending(manifest, recheck)) else 0
     if probe_calls:
@@ -180,7 +185,7 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
         for spec in study.plan(regime, episode, cell.budget):
             messages = study.messages(regime, episode, spec, state_stub)
             entry["calls"] += 1
-            entry["input_tokens"] += estimate_tokens(messages[0]["content"])
+            entry["input_tokens"] += sum(estimate_tokens(m["content"]) for m in messages)   # a system message too
             entry["output_tokens"] += spec.max_output_tokens
         if manifest is not None and is_complete(manifest, cell):
             entry["done_calls"] += len(study.plan(regime, episode, cell.budget))

@@ -361,9 +361,9 @@ def prompts_sha256() -> str:
 
 def render_compaction_prompt(regime: Regime, previous_state: str, segment_text: str,
                              budget: int = DEFAULT_BUDGET) -> str:
+    empty = PROMPTS["empty_state"] if regime.empty_state is None else regime.empty_state
     return regime.compaction_template.format(max_words=budget_words(budget),
-                                             previous_state=previous_state or PROMPTS["empty_state"],
-                                             segment=segment_text)
+                                             previous_state=previous_state or empty, segment=segment_text)
 
 
 def render_transcript(episode: dict, last: int | None = None) -> str:
@@ -398,7 +398,8 @@ def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, re
     else:
         question = episode["questions"][spec.question_id - 1]
         content = render_answer_prompt(regime, answer_context(regime, episode, state), question)
-    return [{"role": "user", "content": content}]
+    system = [{"role": "system", "content": regime.system}] if regime.system else []
+    return system + [{"role": "user", "content": content}]
 
 
 def answer_context(regime: Regime, episode: dict, state: str) -> str:

@@ -377,6 +377,8 @@ def analyze_results(results: dict, task_set: dict | None = None, table: dict[str
         "prompt_cache_how": (results.get("run") or {}).get("prompt_cache_how"),
         "recheck": results.get("recheck"),
         "definitions": regime_definitions(results),
+        "replaced_prompts": {name: d.get("origin") for name, d in regime_definitions(results).items()
+                             if name in DEFAULT_REGIMES and d.get("origin", "built-in") != "built-in"},
         "extra": analyze_extra_regimes(primary, models, regimes, informative, pooled, classes, budget),
         **analyze_variants(table, models, regimes, results),
         "gate": results.get("gate"),

@@ -33,7 +33,17 @@ def status_banner(analysis: dict) -> str:
     if analysis.get("simulated"):
         head = ("**SIMULATED**: made by the built-in stand-in model (the `demo` command), not by a language "
                 "model; it shows what the tool writes and is never a result. " + head)
-    return head + label_consequence(label)
+    return head + label_consequence(label) + replaced_prompts_note(analysis)
+
+
+def replaced_prompts_note(analysis: dict) -> str:
+    """Beside the label, when a regime file replaced the prompts of R0, R1 or R2 (a replication's)."""
+    replaced = analysis.get("replaced_prompts") or {}
+    if not replaced:
+        return ""
+    files = sorted(set(replaced.values()))
+    return (f" Prompts: {', '.join(replaced)} ran under the prompts of {', '.join(files)} (a regime file "
+            f"replacing this protocol's pre-registered prompts), so every verdict is about those prompts.")
 
 
 def regime_header(analysis: dict, regime: str) -> str:
@@ -49,12 +59,14 @@ def render_corruption_table(analysis: dict) -> str:
 
 
 def render_regimes_section(analysis: dict) -> list[str]:
+    replaced = analysis.get("replaced_prompts") or {}
     rows = [[regime_header(analysis, r), d.get("description", ""), "exploratory" if d.get("exploratory") else
-             "pre-registered"] for r, d in analysis["definitions"].items()]
+             f"pre-registered, prompts from {replaced[r]}" if r in replaced else "pre-registered"]
+            for r, d in analysis["definitions"].items()]
+    shown = any(d.get("exploratory") for d in analysis["definitions"].values()) or replaced
     return ["## Regimes", "", md_table(["regime", "what the answers see", "status"], rows), "",
             "A star marks an exploratory regime: shown beside the pre-registered ones, never part of the "
-            "confirmatory test or its label.", ""] if any(d.get("exploratory") for d in
-                                                          analysis["definitions"].values()) else []
+            "confirmatory test or its label.", ""] if shown else []
 
 
 def render_extra_section(analysis: dict) -> list[str]:
