@@ -280,8 +280,12 @@ def tasks_to_bytes(tasks: dict) -> bytes:
     return (json.dumps(tasks, indent=2, ensure_ascii=True) + "\n").encode("ascii")
 
 
+# The prompts (PROTOCOL.md section 2): one compaction frame for every regime, with one paragraph swapped for the
 # format. Every other sentence (the loss warning, the merge, keeping every named quantity with its
 # exact value, the word limit, the ending) is the same text in both, so the format is the only difference.
+# They are this project's own words; where they depart from the paper's runner (no system message, the prose
+# paragraph's ban on lists and headings, relations as sentences, the answer line) PROTOCOL.md section 2b lists it,
+# and a regime file with "replaces": true runs R0-R2 under the prompts a user brings (the paper's, for a replication).
 COMPACTION_FRAME = (
     "You are keeping the working memory of a long analysis session. The transcript you have "
     "seen so far is about to be deleted and replaced by the state you write now; anything you "
