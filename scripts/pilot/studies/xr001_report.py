@@ -249,7 +249,7 @@ def matched_budget_line(analysis: dict) -> str:
         text += " The bank does not say which compactions stopped at their cap."
     if guard["status"] == "capped":
         text += (" The band is passed only because most compactions were cut at the cap, so it does not show that "
-                 "the two formats needed the same budget; the falsifier's verdict says so.")
+                 "the two formats needed the same budget.")
     return text
 
 
