@@ -163,6 +163,13 @@ class CeilingTest(unittest.TestCase):
         self.assertIn("exact McNemar R1 vs R2, pooled: none (no model passed the ceiling check)",
                       reports.render_headline(analysis))
 
+    def test_the_exploratory_regimes_pool_nothing_either(self):
+        results = synthetic_results(["m"], regimes=("R0", "R1", "R2", "R3"),
+                                    wrong=lambda model, regime: 120 if regime == "R0" else 10)
+        text = reports.render_analysis_md(xr001_analysis.analyze_results(results, synthetic_task_set()))
+        self.assertIn("ceiling check: none does, so the tests are left empty.", text)
+        self.assertIn("| R3 | 10/120 = 8.3% [4.6, 14.7] | R1 |  |  |  |  |  |", text)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -74,14 +74,17 @@ def render_extra_section(analysis: dict) -> list[str]:
     if not extra:
         return []
     rows = []
+    pooled_any = bool(analysis["mcnemar"]["models"])      # the tests pool the models that pass the ceiling check
     for regime, entry in extra.items():
         for reference, test in entry["tests"].items():
-            rows.append([regime, fmt_rate(entry["pooled"]), reference, test["b"], test["c"], fmt_p(test["p"]),
-                         fmt_p(test["p_holm"]), test["direction"]])
+            rows.append([regime, fmt_rate(entry["pooled"]), reference] +
+                        ([test["b"], test["c"], fmt_p(test["p"]), fmt_p(test["p_holm"]), test["direction"]]
+                         if pooled_any else [""] * 5))
     out = ["## Exploratory regimes", "",
            "Not pre-registered: descriptive comparisons only. Each extra regime against R1 and against R2 on "
            "identical probes (exact McNemar, two-sided; b = the extra regime correct and the reference wrong), "
-           "with Holm's correction across the whole family of these tests.", "",
+           "with Holm's correction across the whole family of these tests, pooled over the models that pass the "
+           "ceiling check" + ("." if pooled_any else ": none does, so the tests are left empty."), "",
            md_table(["regime", "corruption (pooled)", "against", "b", "c", "p", "p (Holm)", "direction"], rows), ""]
     rows = [[r, fmt_mean(e["tokens_mean"]), "n/a" if e["tokens_ratio_R1"] is None else f"{e['tokens_ratio_R1']:.3f}",
              "n/a" if e["tokens_ratio_R2"] is None else f"{e['tokens_ratio_R2']:.3f}"] +
