@@ -51,6 +51,18 @@ class PublishedRetentionTest(unittest.TestCase):
         self.assertIn("R2: 1 final state(s) scored with more right values than names found", p3["evidence"][1])
 
 
+class ReaderCountsShapeTest(TempDirMixin, unittest.TestCase):
+    def test_a_sentence_count_that_is_not_a_whole_number_is_named(self):
+        results = reference_results(load_tasks())
+        results["compaction_stage"][0]["sentence_correct"] = "12"
+        path = self.make_tmp() / "results.json"
+        path.write_text(json.dumps(results))
+        code, _, err = run_main(["analyze", "--results", str(path)])
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("`compaction_stage` is not a list of objects with a model, a regime and whole counts", err)
+
+
 class ProseReaderOnARunTest(TempDirMixin, unittest.TestCase):
     def test_p3_rests_on_the_sentence_reader_and_names_it(self):
         """On prose such as `A is 1. B is 2.` the paper's heuristic finds almost no right value; the analysis reads

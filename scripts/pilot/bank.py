@@ -583,7 +583,8 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     stage = results.get("compaction_stage", [])
     if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
             or column_types(stage, "regime") - {str} \
-            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities")):
+            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities", "loose_retained",
+                                                                "loose_correct", "sentence_correct")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):
