@@ -219,12 +219,18 @@ def percent_label(rate: float) -> str:
 
 
 def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
-                 note: str | None, with_errors: bool = True) -> str:
-    """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary."""
+                 note: str | None, with_errors: bool = True, beside: dict | None = None, beside_label: str = "",
+                 footnotes: list[str] = ()) -> str:
+    """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary. `beside`
+    draws a second, outlined bar right of each (another count of the same cell, named by beside_label in the
+    legend); a cell whose summary carries "flag" gets a ! before its value, and footnotes go under the plot."""
     bar_w, gap = 30, 40
-    group_w = bar_w * len(regimes) + gap
+    slot_w = bar_w * (2 if beside is not None else 1)
+    group_w = slot_w * len(regimes) + gap
     right = LEFT + group_w * len(groups) + 10
     items = [(regime_label(r), regime_colour(r, regimes)) for r in regimes]
+    if beside is not None:
+        items.append((beside_label, "#FFFFFF"))
     labels, key = group_labels(groups, group_w - 6)
     width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
     if key:
@@ -238,15 +244,25 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
         x0 = LEFT + 10 + g * group_w
         for r, regime in enumerate(regimes):
             summary = cells.get((group, regime))
-            x = x0 + r * bar_w
+            x = x0 + r * slot_w
             if not summary or not summary["n"]:
                 svg.text(x + bar_w / 2, base - 4, "n/a", size=VALUE_SIZE, anchor="middle")
                 continue
+            other = (beside or {}).get((group, regime))
+            if other and other["n"]:
+                h = PLOT_HEIGHT * other["rate"]
+                svg.rect(x + bar_w + 2, base - h, bar_w - 4, h, "#FFFFFF", cls="beside",
+                         extra=f' stroke="{regime_colour(regime, regimes)}" stroke-width="1.5" '
+                               f'data-value="{num(100 * other["rate"])}" data-group="{html.escape(group)}" '
+                               f'data-series="{regime}"', tip=f"{group} {regime} {beside_label}: {reports.fmt_rate(other, False)}")
+                svg.text(x + bar_w * 1.5, base - h - VALUE_GAP, percent_label(other["rate"]), size=VALUE_SIZE,
+                         anchor="middle", cls="beside-value")
             h = PLOT_HEIGHT * summary["rate"]
-            tip = f"{group} {regime}: {reports.fmt_rate(summary)}"
+            tip = f"{group} {regime}: {reports.fmt_rate(summary, with_errors)}" + \
+                (f" ({summary['flag']})" if summary.get("flag") else "")
             svg.rect(x + 2, base - h, bar_w - 4, h, regime_colour(regime, regimes), cls="bar",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
-                           f'data-series="{regime}"', tip=tip)
+                           f'data-series="{regime}"' + (' data-flag="1"' if summary.get("flag") else ""), tip=tip)
             label_above = base - h
             if with_errors:
                 lo, hi = base - PLOT_HEIGHT * summary["lo"], base - PLOT_HEIGHT * summary["hi"]
@@ -258,9 +274,10 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
                 svg.line(cx - 4, hi, cx + 4, hi, width=1.2)
                 svg.parts.append("</g>")
                 label_above = min(label_above, hi)
-            svg.text(x + bar_w / 2, label_above - VALUE_GAP, percent_label(summary["rate"]), size=VALUE_SIZE,
-                     anchor="middle", cls="value")
-        centre = x0 + bar_w * len(regimes) / 2
+            svg.text(x + bar_w / 2, label_above - VALUE_GAP,
+                     ("!" if summary.get("flag") else "") + percent_label(summary["rate"]), size=VALUE_SIZE,
+                     anchor="middle", cls="value", fill="#B00000" if summary.get("flag") else "#000000")
+        centre = x0 + slot_w * len(regimes) / 2
         svg.line(centre, base, centre, base + 4)
         svg.text(centre, base + 17, labels[g], size=11, anchor="middle", cls="category")
     svg.text((LEFT + right) / 2, base + 40, "model", size=11, anchor="middle")
@@ -268,6 +285,9 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
     if key:
         room = width - LEFT - MARGIN
         bottom = model_key(svg, LEFT, base + 62, key, room)
+    for line in footnotes:
+        bottom = svg.lines(MARGIN, bottom + 20, wrap(line, 10, width - 2 * MARGIN), 10, 13, fill="#B00000",
+                           cls="footnote")
     legend(svg, right + 20, top, items)
     svg.height = bottom + 14
     return svg.render()
@@ -288,17 +308,32 @@ def figure_multihop(analysis: dict) -> str:
 
 
 def figure_retention(analysis: dict) -> str:
+    """The values P3 reads, found with the right value (solid), beside the names found with any value (outlined);
+    a row whose bank counted more right values than names found is flagged, never shown above its names."""
     regimes = [r for r in analysis["regimes"] if r in analysis["retention"]["by_regime"]]
-    cells = {}
+    cells, names, flagged = {}, {}, []
     for model in analysis["models"]:
         for regime in regimes:
             agg = analysis["retention"]["by_model"].get(f"{model}|{regime}")
             if agg and agg["n_entities"]:
-                cells[(model, regime)] = {"k": agg["retained"], "n": agg["n_entities"],
+                cells[(model, regime)] = {"k": agg["right"], "n": agg["n_entities"],
+                                          "rate": agg["right"] / agg["n_entities"], "lo": 0, "hi": 0}
+                names[(model, regime)] = {"k": agg["retained"], "n": agg["n_entities"],
                                           "rate": agg["retained"] / agg["n_entities"], "lo": 0, "hi": 0}
-    return grouped_bars(FIGURES[4][1], "Entity values found in the final states (exploratory; R1 by a crude "
-                        "nearest-number heuristic)", analysis["models"], regimes, cells,
-                        "values retained (%)", reports.confirmatory_note(analysis), with_errors=False)
+                if agg["over_retained"]:
+                    cells[(model, regime)]["flag"] = "the bank counted more right values than names found"
+                    flagged.append(f"{model} {regime}: {agg['correct']} right values over {agg['retained']} names "
+                                   f"found")
+    readers = {analysis["retention"]["by_regime"][r]["right_reader"] for r in regimes}
+    subtitle = ("Solid: entity values found with the right value (what P3 reads); outlined: entity names found, "
+                "with any value. Exploratory" + ("; prose read by the sentence that names the entity"
+                                                 if "sentence" in readers else "") +
+                ("; prose read by the paper's crude nearest-number heuristic" if "nearest" in readers else ""))
+    footnotes = [f"! The bank's own count is inconsistent: {'; '.join(flagged)}. Each such state is plotted "
+                 f"as its names found."] if flagged else []
+    return grouped_bars(FIGURES[4][1], subtitle, analysis["models"], regimes, cells,
+                        "values retained with the right value (%)", reports.confirmatory_note(analysis),
+                        with_errors=False, beside=names, beside_label="names found (outline)", footnotes=footnotes)
 
 
 def figure_classes(analysis: dict) -> str:
@@ -504,7 +539,8 @@ def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
     if not analysis["confirmatory"]:
         out += [f"{reports.confirmatory_note(analysis)}: these verdicts carry no confirmatory weight.", ""]
     for v in verdicts:
-        out += [f"### {v['id']}: {v['verdict']}", "", v["claim"][0].upper() + v["claim"][1:] + ".", ""]
+        out += [f"### {xr001_report.verdict_with_guards(v, ': ')}", "", v["claim"][0].upper() + v["claim"][1:] + ".",
+                ""]
         out += [f"- {line}" for line in v["evidence"]] + [""]
     if not verdicts:
         out += ["No prediction can be judged: the bank lacks the regimes the predictions compare.", ""]
@@ -571,8 +607,9 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
     falsifier = next((v for v in verdicts if v["id"] == "F"), None)
     headline = "No confirmatory test: the bank lacks R1 or R2."
     if falsifier:
-        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}. " +
-                    " ".join(f"{v['id']} {v['verdict']}." for v in verdicts if v["id"] != "F"))
+        guards = f" [{'; '.join(falsifier['guards'])}]" if falsifier.get("guards") else ""
+        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}{guards}. " +
+                    " ".join(f"{xr001_report.verdict_with_guards(v)}." for v in verdicts if v["id"] != "F"))
     label, detail = label_and_detail(analysis)
     label_class = "label-ok" if label == "CONFIRMATORY" else "label-warn"
     lead = "SIMULATED: " if analysis.get("simulated") else ""       # the demo's stand-in model, never a result

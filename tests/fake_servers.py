@@ -42,8 +42,9 @@ class DeterministicModel:
 
     behaviour keys: prose_keep_last / typed_keep_last (keep only the newest N values in that
     format, as a budget-pressed model would), prose_shift (add this to every value written in
-    prose), answer_prefix (text before the ANSWER line), answer_style ("plain": the bare number with no
-    ANSWER line, as a model that ignores the format does; "bold": `ANSWER: **N**`).
+    prose), prose_style ("terse": `A is 1. B is 2.`, each value right after its name), answer_prefix (text
+    before the ANSWER line), answer_style ("plain": the bare number with no ANSWER line, as a model that ignores
+    the format does; "bold": `ANSWER: **N**`).
     """
 
     def __init__(self, behaviour: dict | None = None):
@@ -72,6 +73,9 @@ class DeterministicModel:
             return "\n".join(lines)
         shift = self.behaviour.get("prose_shift", 0)
         sentences = ["So far the session has recorded these figures." + " Also" * self.behaviour.get("prose_padding", 0)]
+        if self.behaviour.get("prose_style") == "terse":        # `A is 1. B is 2.`: each number after its name
+            sentences = [f"{n} is {v + shift}." for n, v in values.items()]
+            return " ".join(sentences + [f"{a} and {b} together came to {v}." for (a, b), v in combined.items()])
         sentences += [f"The figure for {n} is {v + shift}." for n, v in values.items()]
         sentences += [f"{a} and {b} together came to {v}." for (a, b), v in combined.items()]
         return " ".join(sentences)

@@ -74,6 +74,20 @@ PUBLISHED = {
     "qwen3-coder:30b": (0, 35, 3, 3, 35, (30, 14, 30)),
     "qwen3:14b": (8, 52, 14, 3, 41, (22, 6, 16)),
 }
+# Write-time retention of each final state as the reference run published it: (names retained, right values) per
+# episode. R1 retains 587/900 names and 159 right values; R2 898 names and, by the reference's per-line counter,
+# 899 right values (gemma3:4b episode 1 counts 21 of its 20 names).
+PUBLISHED_RETENTION = {
+    ("gemma3:4b", "R1"): [(12, 3), (11, 9), (13, 6), (14, 4), (13, 5), (11, 5), (17, 3), (16, 4), (15, 7), (11, 7),
+                          (17, 1), (13, 3), (14, 3), (16, 1), (14, 4)],
+    ("gemma3:4b", "R2"): [(20, 20), (20, 21)] + [(20, 20)] * 9 + [(19, 19), (19, 19), (20, 20), (20, 20)],
+    ("qwen3-coder:30b", "R1"): [(10, 2), (10, 4), (20, 1), (20, 3), (10, 2), (12, 4), (20, 4), (11, 3), (14, 5),
+                                (10, 4), (9, 4), (13, 2), (13, 3), (16, 2), (17, 2)],
+    ("qwen3-coder:30b", "R2"): [(20, 20)] * 15,
+    ("qwen3:14b", "R1"): [(9, 4), (10, 5), (10, 5), (14, 2), (9, 3), (9, 5), (10, 3), (12, 5), (15, 1), (9, 6),
+                          (10, 3), (18, 1), (15, 3), (10, 1), (15, 2)],
+    ("qwen3:14b", "R2"): [(20, 20)] * 15,
+}
 PUBLISHED_CLASSES = {  # pooled wrong-answer classes: off_by_one, conflation, other_wrong, omission
     "R0": (1, 3, 12, 0), "R1": (1, 16, 84, 30), "R2": (1, 3, 25, 5),
 }
@@ -128,17 +142,10 @@ def reference_results(tasks: dict) -> dict:
                     probes.append({"model": model, "regime": regime, "episode": e, "question_id": question["id"],
                                    "type": question["type"], "truth": question["truth"], "answer": answer,
                                    "class": cls})
-    stage = []
-    for regime, total in (("R1", 587), ("R2", 898)):
-        rows = 45
-        per, extra = divmod(total, rows)
-        i = 0
-        for model in PUBLISHED:
-            for e in range(15):
-                retained = per + (1 if i < extra else 0)
-                stage.append({"retained": retained, "correct": retained, "wrong": 0, "n_entities": 20,
-                              "model": model, "regime": regime, "episode": e})
-                i += 1
+    stage = [{"retained": retained, "correct": correct, "wrong": max(0, retained - correct), "n_entities": 20,
+              "model": model, "regime": regime, "episode": e}
+             for model in PUBLISHED for regime in ("R1", "R2")
+             for e, (retained, correct) in enumerate(PUBLISHED_RETENTION[(model, regime)])]
     tokens = {r: {"n": 180, "mean": mean, "by_model": {m: {"n": 60, "mean": mean} for m in PUBLISHED}}
               for r, mean in (("R1", 219.2), ("R2", 221.4))}
     return {"tasks": "tasks.json", "models": list(PUBLISHED), "regimes": ["R0", "R1", "R2"],

@@ -45,8 +45,10 @@ def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, 
                                "answer": 600 if bad else 500, "class": "other_wrong" if bad else "correct"})
             if regime != "R0":
                 for e in range(15):
-                    stage.append({"retained": 20 - (e % 3) * (regime == "R1"), "correct": 20, "wrong": 0,
-                                  "n_entities": 20, "model": model, "regime": regime, "episode": e})
+                    retained = 20 - (e % 3) * (regime == "R1")
+                    stage.append({"retained": retained, "correct": retained - (e % 2) * (regime == "R1"),
+                                  "wrong": (e % 2) * (regime == "R1"), "n_entities": 20, "model": model,
+                                  "regime": regime, "episode": e})
                     for k in range(1, 5):
                         calls.append({"model": model, "regime": regime, "episode": e, "kind": f"compact_{k}",
                                       "eval_count": 100 + 10 * k + e + mi, "done_reason": "stop",
@@ -298,6 +300,35 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                 texts = " ".join(t.text or "" for t in root.iter(SVG + "text"))
                 self.assertIn("NON-CONFIRMATORY", texts)
         self.assertEqual(len(bars(parse(figs["fig_a_corruption.svg"]))), 1)
+
+
+class RetentionFigureTest(unittest.TestCase):
+    def test_the_published_bank_plots_right_values_beside_names_found_and_flags_its_inconsistent_row(self):
+        """R1 keeps the right value for 159/900 (17.7%) although it names 587/900 (65.2%); the bars read the right
+        values, labelled so, with the names found beside them; 899 right values over 898 names is flagged."""
+        results = reference_results(load_tasks())
+        svg = mf.figure_retention(bank.analyze_bank(results))
+        root = parse(svg)
+        solid = {(b.get("data-group"), b.get("data-series")): b for b in bars(root)}
+        outlined = {(b.get("data-group"), b.get("data-series")): float(b.get("data-value"))
+                    for b in root.iter(SVG + "rect") if b.get("class") == "beside"}
+        expected = {"gemma3:4b": (65, 207), "qwen3-coder:30b": (45, 205), "qwen3:14b": (49, 175)}
+        for model, (right, names) in expected.items():
+            with self.subTest(model=model):
+                self.assertAlmostEqual(float(solid[(model, "R1")].get("data-value")), 100 * right / 300, places=1)
+                self.assertAlmostEqual(outlined[(model, "R1")], 100 * names / 300, places=1)
+        for key, bar in solid.items():
+            self.assertLessEqual(float(bar.get("data-value")), outlined[key], key)      # never above its names
+        flagged = [key for key, bar in solid.items() if bar.get("data-flag")]
+        self.assertEqual(flagged, [("gemma3:4b", "R2")])
+        self.assertAlmostEqual(float(solid[("gemma3:4b", "R2")].get("data-value")), 100 * 298 / 300, places=1)
+        texts = [t.text for t in root.iter(SVG + "text")]
+        self.assertIn("values retained with the right value (%)", texts)
+        self.assertIn("!99%", texts)                   # 298 of 300, flagged; never 99.7% from 299
+        self.assertNotIn("values retained (%)", texts)
+        footnote = " ".join(t.text for t in root.iter(SVG + "text") if t.get("class") == "footnote")
+        self.assertIn("gemma3:4b R2: 299 right values over 298 names found", footnote)
+        self.assertEqual(layout_problems(svg), [])
 
 
 class RegenerateTest(TempDirMixin, unittest.TestCase):

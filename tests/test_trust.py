@@ -70,6 +70,9 @@ class ParsingRulesTest(unittest.TestCase):
         ("bold label is an omission", "**ANSWER:** 412", None),
         ("last ANSWER followed by an integer", "ANSWER: 12\nANSWER: **13**", 12),
         ("bare number", "412", None),
+        ("the integer on the next line, as the reference reads it", "ANSWER:\n412", 412),
+        ("any whitespace after the colon", "ANSWER: \t\r\n 412", 412),
+        ("a space before the colon is an omission, as in the reference", "ANSWER : 412", None),
     ]
 
     def test_primary_parse(self):
@@ -221,7 +224,7 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
         results["compaction_tokens"]["R1"]["mean"] = 120.0
         text = reports.render_analysis_md(bank.analyze_bank(results))
         self.assertIn("| qwen3:14b | 0/120 = 0.0% | 30/120 = 25.0% | 5/120 = 4.2% |", text)
-        self.assertIn("OUTSIDE the pinned band, so the budgets were not matched", text)
+        self.assertIn("OUTSIDE the pinned band [0.8, 1.25], so the budgets were not matched", text)
 
     def test_a_run_whose_model_never_answers_is_uninformative(self):
         out = self.make_tmp() / "run"
@@ -286,6 +289,72 @@ class ScoringChecksInputsTest(TempDirMixin, unittest.TestCase):
                          json.loads((clean / "results.json").read_text())["probes"])
         self.assertEqual(strip(damaged / "results.json")["compaction_stage"],
                          strip(clean / "results.json")["compaction_stage"])
+
+
+class UncheckedRecordsTest(TempDirMixin, unittest.TestCase):
+    """Raw records whose hashes cannot be checked against a manifest are never scored (issue 20, 12)."""
+
+    def finished_run(self, server):
+        out = self.make_tmp() / "run"
+        code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_a_deleted_manifest_and_an_edited_answer_are_refused_not_adopted(self):
+        with FakeOllama(models=[MODEL]) as server:
+            out = self.finished_run(server)
+            (out / "manifest.json").unlink()
+            raw = out / "raw" / "gemma3_4b_R2.jsonl"
+            lines = raw.read_text().splitlines(keepends=True)
+            record = json.loads(lines[-1])
+            record["response"] = "ANSWER: 1"
+            lines[-1] = json.dumps(record) + "\n"
+            raw.write_text("".join(lines))
+            logs = {p.name: p.read_bytes() for p in (out / "raw").iterdir()}
+            before = server.chat_count()
+            for argv in (["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1", *FAST],
+                         ["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1", *FAST]):
+                with self.subTest(argv[0]):
+                    code, _, err = run_main(argv)
+                    self.assertEqual(code, 2, err)
+                    self.assertEqual(len(err.strip().splitlines()), 1, err)
+                    self.assertIn("has no manifest.json, but its raw logs hold 32 journalled call(s)", err)
+            self.assertEqual(server.chat_count(), before)           # no server asked, no call adopted
+        self.assertFalse((out / "manifest.json").exists())
+        self.assertEqual({p.name: p.read_bytes() for p in (out / "raw").iterdir()}, logs)
+        code, stdout, _ = run_main(["verify", "--out", str(out)])
+        self.assertEqual(code, 1)
+        self.assertIn("no manifest.json, so none of the 32 journalled call(s)", stdout)
+        self.assertNotIn("ok", stdout)
+        code, _, err = run_main(["score", "--out", str(out)])
+        self.assertEqual(code, 2)
+        self.assertIn("no manifest.json", err)
+
+    def test_a_complete_cell_without_a_recorded_hash_is_not_scored_and_verify_says_so(self):
+        with FakeOllama(models=[MODEL]) as server:
+            out = self.finished_run(server)
+        manifest = json.loads((out / "manifest.json").read_text())
+        del manifest["cells"][f"{MODEL}|R1|0"]["records_sha256"]
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        code, _, err = run_main(["score", "--out", str(out)])
+        self.assertEqual(code, 1)
+        self.assertIn("cell gemma3:4b|R1|0 is marked COMPLETE, but the manifest records no sha256 of its records", err)
+        code, stdout, _ = run_main(["verify", "--out", str(out)])
+        self.assertEqual(code, 1)
+        self.assertIn("gemma3:4b|R1|0: COMPLETE, but the manifest records no sha256 of its records, so they could not "
+                      "be checked", stdout)
+
+    def test_verify_names_the_calls_no_hash_covers_yet(self):
+        with FakeOllama(models=[MODEL]) as server:
+            out = self.finished_run(server)
+        manifest = json.loads((out / "manifest.json").read_text())
+        manifest["cells"][f"{MODEL}|R2|0"].update(status="FAILED", reason="cut short")
+        del manifest["cells"][f"{MODEL}|R2|0"]["records_sha256"]
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        code, stdout, _ = run_main(["verify", "--out", str(out)])
+        self.assertEqual(code, 0, stdout)
+        self.assertIn("verify: ok, 2 complete cells", stdout)
+        self.assertIn("12 journalled call(s) of unfinished cells have no hash yet and were not checked", stdout)
 
 
 def external_tasks(n_episodes: int = 2) -> dict:

@@ -6,8 +6,9 @@ import subprocess
 import sys
 import unittest
 
-from helpers import REPO, TempDirMixin, run_main
-from pilot import records
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, run_main
+from pilot import cli, launch, records
 from pilot.studies import xr001
 
 GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
@@ -177,6 +178,91 @@ class PromptsTest(unittest.TestCase):
     def test_unknown_regime_is_impossible_at_the_command_line(self):
         # regimes are fixed data; the run always covers exactly the registry
         self.assertEqual(tuple(xr001.REGIMES)[:3], xr001.DEFAULT_REGIMES)
+
+
+# Replication prompts in this test's own words, standing in for the paper's, which a user brings in a file.
+REPLICATION = [
+    {"name": "R0", "replaces": True, "system": "You keep exact numeric records.",
+     "answer_template": "{context}\n\nQuestion: {question}\nGive the number only, on a last line ANSWER: <integer>"},
+    {"name": "R1", "replaces": True, "system": "You keep exact numeric records.", "empty_state": "nothing kept yet",
+     "compaction_template": "These notes now stand in for the session.\nPREVIOUS STATE:\n{previous_state}\n"
+                            "NEW SEGMENT:\n{segment}\nRewrite the notes as a paragraph of at most {max_words} words.",
+     "answer_template": "{context}\n\nQuestion: {question}\nGive the number only, on a last line ANSWER: <integer>"},
+    {"name": "R2", "replaces": True, "system": "You keep exact numeric records.", "empty_state": "nothing kept yet",
+     "compaction_template": "These notes now stand in for the session.\nPREVIOUS STATE:\n{previous_state}\n"
+                            "NEW SEGMENT:\n{segment}\nRewrite the notes as a typed state block of at most "
+                            "{max_words} words.",
+     "answer_template": "{context}\n\nQuestion: {question}\nGive the number only, on a last line ANSWER: <integer>"},
+]
+
+
+class ReplicationPromptsTest(TempDirMixin, unittest.TestCase):
+    """The paper's own prompts, brought in a regime file, replace R0-R2's (issue 20, point 10): a true replication,
+    marked as such in the lock and every output."""
+
+    def test_a_regime_file_replaces_the_pre_registered_prompts_and_says_so(self):
+        folder = self.make_tmp()
+        path = folder / "paper_prompts.json"
+        path.write_text(json.dumps(REPLICATION))
+        out = folder / "run"
+        with FakeOllama(models=["gemma3:4b"]) as server:
+            code, stdout, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(out),
+                                          "--episodes", "1", "--regime-file", str(path), *FAST])
+        self.assertEqual(code, 0, err)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual(manifest["regimes"], ["R0", "R1", "R2"])
+        shown = records.display_path(path)
+        self.assertEqual(manifest["lock"]["replaced_regimes"], {"R0": shown, "R1": shown, "R2": shown})
+        self.assertEqual(manifest["regime_definitions"]["R1"]["origin"], shown)
+        self.assertFalse(manifest["regime_definitions"]["R1"]["exploratory"])
+        self.assertEqual(manifest["regime_definitions"]["R2"]["state_reader"], "typed")   # the reader stays
+        first = json.loads((out / "raw" / "gemma3_4b_R1.jsonl").read_text().splitlines()[0])
+        self.assertEqual(first["messages"][0], {"role": "system", "content": "You keep exact numeric records."})
+        self.assertIn("PREVIOUS STATE:\nnothing kept yet\nNEW SEGMENT:", first["messages"][1]["content"])
+        analysis = (out / "analysis.md").read_text()
+        note = (f"Prompts: R0, R1, R2 ran under the prompts of {shown} (a regime file replacing this protocol's "
+                f"pre-registered prompts)")
+        self.assertIn(note, analysis.split("\n\n")[1])             # beside the label
+        self.assertIn(note, stdout)
+        self.assertIn(f"| R1 | prose summary, cascaded; prompts from {shown} | pre-registered, prompts from {shown} |",
+                      analysis)
+        self.assertIn("## Confirmatory test: exact McNemar, R1 vs R2", analysis)
+        self.assertIn(note, (out / "RESULTS.md").read_text())
+        code, stdout, _ = run_main(["plan", "--models", "gemma3:4b", "--regime-file", str(path)])
+        self.assertEqual(code, 0)
+        self.assertIn(f"prompts: R0, R1, R2 run under the prompts of {shown}, replacing the pre-registered ones", stdout)
+        # without --out such a run never shares the pinned run's folder
+        args = cli.build_parser("pilot").parse_args(["--models", "gemma3:4b", "--regime-file", str(path)])
+        self.assertEqual(launch.resolve_run_dir(args).name, f"xr001-prompts-{records.file_sha256(path)[:12]}")
+
+    def test_replacing_needs_the_word_and_changes_only_the_prompts(self):
+        cases = {
+            "no replaces": ([{"name": "R1", "compaction_template": "{previous_state}{segment}{max_words}"}],
+                            'add "replaces": true'),
+            "not a built-in": ([{"name": "MINE", "replaces": True, "compaction_template": "{previous_state}"}],
+                               "`replaces` is for the pre-registered regimes R0, R1, R2"),
+            "a reader": ([{"name": "R2", "replaces": True, "state_reader": "prose",
+                           "compaction_template": "{previous_state}{segment}{max_words}"}],
+                         "state_reader cannot change when replacing R2"),
+            "nothing replaced": ([{"name": "R1", "replaces": True}], "needs at least one of"),
+            "R0 compacts nothing": ([{"name": "R0", "replaces": True, "compaction_template": "x"}],
+                                    "R0 makes no compaction call"),
+            "a missing placeholder": ([{"name": "R1", "replaces": True, "compaction_template": "{segment}"}],
+                                      "must hold exactly {max_words}, {previous_state}, {segment}"),
+            "an empty system message": ([{"name": "R1", "replaces": True, "system": " "}], "`system` must be"),
+        }
+        for label, (entries, expected) in cases.items():
+            with self.subTest(label):
+                regimes, problems = launch.check_regime_entries(entries, "f.json")
+                self.assertEqual(regimes, [])
+                self.assertTrue(any(expected in p for p in problems), problems)
+
+    def test_another_study_refuses_a_replacement(self):
+        path = self.make_tmp() / "paper_prompts.json"
+        path.write_text(json.dumps(REPLICATION[1:2]))
+        code, _, err = run_main(["plan", "--study", "constraints", "--models", "m", "--regime-file", str(path)])
+        self.assertEqual(code, 2)
+        self.assertIn("replaces R1", err)
 
 
 if __name__ == "__main__":

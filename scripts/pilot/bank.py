@@ -23,9 +23,10 @@ from .runfolder import Journal, cell_key, is_complete, record_variant, records_d
 
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
 
-# followed (after spaces) by an integer; commas inside the number are ignored. Anything else,
-# including `ANSWER: **412**`, is an omission.
-ANSWER_PATTERN = re.compile(r"ANSWER[ \t]*:[ \t]*(-?\d[\d,]*)", re.IGNORECASE)
+# The primary parse, as the paper's reference implementation reads an answer: the last `ANSWER:` (any letter
+# case) followed, after any whitespace (a line break included), by an integer; commas inside the number are
+# ignored. Anything else, including `ANSWER: **412**` and `ANSWER : 412`, is an omission.
+ANSWER_PATTERN = re.compile(r"ANSWER:\s*(-?\d[\d,]*)", re.IGNORECASE)
 
 # The lenient parse, a labelled diagnostic only: also reads markdown emphasis or code marks around the
 # label or the number (`**ANSWER:** 412`, `ANSWER: **412**`, `ANSWER: `412``).
@@ -110,6 +111,34 @@ def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
             continue
         distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end, n in numbers]
         values[name] = min(distances)[2] if distances else None
+    return values
+
+
+# Where a sentence ends for the sentence-bounded prose reader: after . ! ? or ; and the space that follows, or at
+# a line break.
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, int | None]:
+    """R1, the sentence-bounded reader: a name is retained if it occurs anywhere in the state (as for the paper's
+    heuristic); its value is the integer nearest to the name inside the first sentence that names it and holds a
+    number (the earlier number on a tie), None when no such sentence holds one. `A is 1. B is 2.` gives B 2,
+    where the nearest number anywhere is A's 1."""
+    sentences = [part for part in SENTENCE_END.split(state or "") if part]
+    values: dict[str, int | None] = {}
+    for name in names:
+        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
+        if not pattern.search(state or ""):
+            continue
+        values[name] = None
+        for sentence in sentences:
+            found = pattern.search(sentence)
+            numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
+            numbers = [(start, end, n) for start, end, n in numbers if n is not None]
+            if found and numbers:
+                values[name] = min((max(start - found.end(), found.start() - end, 0), start, n)
+                                   for start, end, n in numbers)[2]
+                break
     return values
 
 
@@ -248,8 +277,11 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
                                  f"it is not scored. Rerun the run command (it quarantines unreadable "
                                  f"lines and re-runs the cell), and see `{verify_command(journal)}`")
         entry = manifest["cells"][key]
-        if entry.get("records_sha256") and \
-                records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
+        if not entry.get("records_sha256"):
+            raise RecordsAltered(f"cell {key} is marked COMPLETE, but the manifest records no sha256 of its records, "
+                                 f"so they cannot be checked; nothing was scored. See `{verify_command(journal)}`, "
+                                 f"and restore the manifest from a backup")
+        if records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
             raise RecordsAltered(f"cell {key} was altered after it completed (its records no longer match "
                                  f"the sha256 in the manifest); nothing was scored. Check it with "
                                  f"`{verify_command(journal)}` and restore the raw log from a backup")
@@ -551,7 +583,8 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     stage = results.get("compaction_stage", [])
     if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
             or column_types(stage, "regime") - {str} \
-            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities")):
+            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities", "loose_retained",
+                                                                "loose_correct", "sentence_correct")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):

@@ -99,7 +99,8 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                         f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
                         "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
-                        "prompts")
+                        "prompts. An entry named R0, R1 or R2 with \"replaces\": true runs that regime under your "
+                        "prompts instead (a replication's, e.g. the paper's; README \"Replicating XR-001\")")
     parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
                         help=f"compaction budgets in output tokens, e.g. 128,256,512 (default {DEFAULT_BUDGET}); the "
                              f"instructed word limit scales with it (120 words at 256); each budget is its own set of "

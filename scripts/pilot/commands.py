@@ -24,8 +24,8 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
     TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
     study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
-from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
-    refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
+    recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
 from .runner import (DEFAULT_RECHECK, Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
     lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
 from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
@@ -51,6 +51,7 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     run_dir, tasks_path, regimes = options.run_dir, options.tasks_path, options.regimes
     path = run_dir / "manifest.json"
     if not path.exists():
+        refuse_logs_without_manifest(run_dir)       # again under the folder lock
         return new_manifest(path, config, lock, tasks_path, models, options.shard, regimes, options.study)
     manifest = Manifest.load(path)
     recorded = manifest.data.get("lock", {})
@@ -83,6 +84,16 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
     manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path)))
     return manifest
+
+
+def refuse_logs_without_manifest(run_dir: Path) -> None:
+    """A folder whose raw logs hold calls but whose manifest.json is gone is refused: the manifest holds the hashes
+    of those records, so without it they cannot be checked, and a new manifest would adopt whatever they say."""
+    unchecked = journalled_lines(run_dir)
+    if unchecked and not (run_dir / "manifest.json").exists():
+        raise PilotError(f"{run_dir} has no manifest.json, but its raw logs hold {unchecked} journalled call(s) whose "
+                         f"hashes it recorded: they cannot be checked, so they are never resumed or scored. Restore "
+                         f"manifest.json from a backup, or run into a new folder (--out NEW)")
 
 
 def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[str], todo: list,
@@ -217,6 +228,8 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
                          f"not {study.name}; pass the matching --study")
     manifest_path = run_dir / "manifest.json"
     recorded = Manifest.load(manifest_path) if manifest_path.exists() else None
+    if recorded is None:
+        refuse_logs_without_manifest(run_dir)       # before any server is asked
     models = list(options.models) or (recorded.data["models"] if recorded else [])
     if not models:
         raise PilotError("name the models to test, e.g. --models gemma3:4b (several: --models a,b)")

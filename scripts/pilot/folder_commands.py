@@ -17,8 +17,8 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILE
     PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text,
     study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, cell_key, is_complete, lock_differences, parse_record_line, record_variant,
-    records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
+from .runfolder import (Journal, Manifest, cell_key, is_complete, journalled_lines, lock_differences,
+    parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
 from .runner import (DEFAULT_RECHECK, all_cells, journal_streams, lost_records, merge_rechecks, recheck_pending,
     run_budgets, run_regimes, run_samples)
 from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
@@ -140,6 +140,11 @@ def command_plan(args) -> int:
                     "output tokens (at most)"], rows))
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
+    replaced = [r for r in regimes.values() if r.name in study.regimes and r.origin != "built-in"]
+    if replaced:
+        print(f"prompts: {', '.join(r.name for r in replaced)} run under the prompts of "
+              f"{', '.join(sorted({r.origin for r in replaced}))}, replacing the pre-registered ones (marked so in the "
+              f"lock and every output)")
     recheck = recorded.get("recheck_requested", DEFAULT_RECHECK) if recorded else DEFAULT_RECHECK
     probe_calls = recheck if recheck and (not manifest or recheck_pending(manifest, recheck)) else 0
     if probe_calls:
@@ -180,7 +185,7 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
         for spec in study.plan(regime, episode, cell.budget):
             messages = study.messages(regime, episode, spec, state_stub)
             entry["calls"] += 1
-            entry["input_tokens"] += estimate_tokens(messages[0]["content"])
+            entry["input_tokens"] += sum(estimate_tokens(m["content"]) for m in messages)   # a system message too
             entry["output_tokens"] += spec.max_output_tokens
         if manifest is not None and is_complete(manifest, cell):
             entry["done_calls"] += len(study.plan(regime, episode, cell.budget))
@@ -258,13 +263,30 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
             ordered = [records[s.kind] for s in plan]
             if entry.get("n_calls") != len(ordered):
                 problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
-            if entry.get("records_sha256") and records_digest(ordered) != entry["records_sha256"]:
+            if not entry.get("records_sha256"):
+                problems.append(f"{key}: COMPLETE, but the manifest records no sha256 of its records, so they could "
+                                f"not be checked")
+            elif records_digest(ordered) != entry["records_sha256"]:
                 problems.append(f"{key}: records altered since the cell completed (sha256 mismatch)")
     return problems
 
 
+def unchecked_calls(run_dir: Path, manifest: dict) -> int:
+    """Journalled calls of cells that are not COMPLETE: no hash covers them until their cells complete."""
+    journal = Journal(run_dir)
+    return sum(len(kinds) for model, regime, budget, sample in journal_streams(manifest)
+               for episode, kinds in journal.cell_records(model, regime, budget, sample).items()
+               if not (isinstance(episode, int) and is_complete(manifest, Cell(model, regime, episode, budget, sample))))
+
+
 def command_verify(args) -> int:
     run_dir = resolve_run_dir(args)
+    if not (run_dir / "manifest.json").exists() and journalled_lines(run_dir):
+        # the hashes live in the manifest: without it nothing in raw/ can be checked
+        print(f"problem: no manifest.json, so none of the {journalled_lines(run_dir)} journalled call(s) in "
+              f"{run_dir / 'raw'} can be checked against a recorded hash")
+        print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
+        return EXIT_VERIFY_FAILED
     manifest, tasks = load_run(run_dir)
     problems = verify_run(run_dir, manifest.data, tasks)
     complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
@@ -273,7 +295,10 @@ def command_verify(args) -> int:
             print(f"problem: {problem}")
         print(f"verify: {len(problems)} problem(s) in {run_dir}")
         return EXIT_VERIFY_FAILED
-    print(f"verify: ok, {complete} complete cells in {run_dir} match their recorded hashes")
+    pending = unchecked_calls(run_dir, manifest.data)
+    print(f"verify: ok, {complete} complete cells in {run_dir} match their recorded hashes" +
+          (f"; {pending} journalled call(s) of unfinished cells have no hash yet and were not checked (they are "
+           f"hashed when their cells complete)" if pending else ""))
     return EXIT_OK
 
 

@@ -25,6 +25,9 @@ def regime_record(regime: Regime) -> dict:
         del record["judge"]
     if not record["gated"]:
         del record["gated"]
+    for optional in ("system", "empty_state"):
+        if record[optional] is None:
+            del record[optional]
     return record
 
 

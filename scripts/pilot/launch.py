@@ -47,7 +47,14 @@ def reserved_suffix(name: str) -> tuple[str, str, str] | None:
 REGIME_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,23}")
 
 REGIME_FILE_FIELDS = {"name", "description", "compaction_template", "answer_template", "state_reader", "kind",
-                      "keep_last"}
+                      "keep_last", "system", "empty_state", "replaces"}
+
+# A regime file may replace the prompts of these built-in regimes (with "replaces": true), so that a replication can
+# run under the prompts of the study it replicates (the XR-001 paper's, brought by the user); their readers, cascade
+# and place in the confirmatory test stay as they are.
+REPLACEABLE_REGIMES = tuple(name for name in REGIMES if not REGIMES[name].exploratory)
+
+MAX_LITERAL_TEXT = 20_000               # a system message or an empty-state text, in characters
 
 
 def template_fields(template: str) -> set[str] | None:
@@ -82,11 +89,24 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
         unknown = sorted(set(entry) - REGIME_FILE_FIELDS)
         if unknown:
             found.append(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(REGIME_FILE_FIELDS))})")
+        for field in ("system", "empty_state"):
+            text = entry.get(field)
+            if text is not None and not (isinstance(text, str) and text.strip() and len(text) <= MAX_LITERAL_TEXT):
+                found.append(f"`{field}` must be a non-empty text of at most {MAX_LITERAL_TEXT} characters")
+        if entry.get("replaces", False) is not False:
+            replacement, more = replacement_regime(entry, origin, seen)
+            problems += [f"{where}: {f}" for f in found + more]
+            if replacement is not None and not found:
+                seen.add(replacement.name.casefold())
+                regimes.append(replacement)
+            continue
         if not isinstance(name, str) or not REGIME_NAME.fullmatch(name):
             found.append("`name` must be 1-24 letters, digits, _, + or -, starting with a letter")
         elif name.casefold() in reserved_regime_names():
             found.append(f"the name {name} is reserved (built-in regimes and conditions, in any letter case: "
-                         f"{', '.join(built_in_regime_names())})")
+                         f"{', '.join(built_in_regime_names())})" +
+                         (f"; to run {name} under your own prompts (a replication's), add \"replaces\": true"
+                          if name in REPLACEABLE_REGIMES else ""))
         elif reserved_suffix(name):
             suffix, study, what = reserved_suffix(name)
             found.append(f"the name {name} ends in {suffix}, which the {study} study gives to {what}; choose another "
@@ -132,8 +152,53 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
             regimes.append(Regime(name, description or f"user regime from {origin}",
                                   "state" if kind == "compaction" else "recent", answer,
                                   compaction if kind == "compaction" else None, reader,
-                                  keep_last if kind == "recent" else None, exploratory=True, origin=origin))
+                                  keep_last if kind == "recent" else None, exploratory=True, origin=origin,
+                                  system=entry.get("system"), empty_state=entry.get("empty_state")))
     return regimes, problems
+
+
+def replacement_regime(entry: dict, origin: str, seen: set) -> tuple[Regime | None, list[str]]:
+    """A built-in regime (REPLACEABLE_REGIMES) under the prompts of a regime file entry marked "replaces": true, and
+    every problem with it. Only its prompts change: its kind, reader and place in the confirmatory test stay."""
+    name, found = entry.get("name"), []
+    if entry.get("replaces") is not True:
+        return None, ["`replaces` must be true (or left out)"]
+    if name not in REPLACEABLE_REGIMES:
+        return None, [f"`replaces` is for the pre-registered regimes {', '.join(REPLACEABLE_REGIMES)}; {name!r} is "
+                      f"not one (a regime of your own needs no `replaces`)"]
+    if name.casefold() in seen:
+        return None, [f"the name {name} is used twice"]
+    built_in = REGIMES[name]
+    fixed = sorted(field for field in ("kind", "state_reader", "keep_last") if field in entry)
+    if fixed:
+        found.append(f"{', '.join(fixed)} cannot change when replacing {name}: only its prompts are replaced")
+    changes = {field: entry[field] for field in ("answer_template", "compaction_template", "system", "empty_state")
+               if field in entry}
+    if not changes:
+        found.append(f"replacing {name} needs at least one of answer_template, compaction_template, system or "
+                     f"empty_state")
+    if not built_in.compacts and ("compaction_template" in changes or "empty_state" in changes):
+        found.append(f"{name} makes no compaction call, so it takes no compaction_template or empty_state")
+    needed = {"answer_template": {"context", "question"}, "compaction_template": {"previous_state", "segment",
+                                                                                   "max_words"}}
+    for field, placeholders in needed.items():
+        if field not in changes:
+            continue
+        have = template_fields(changes[field]) if isinstance(changes[field], str) else None
+        if have is None:
+            found.append(f"`{field}` must be a text whose {{placeholders}} are plain names, with no format spec or "
+                         f"conversion")
+        elif have != placeholders:
+            found.append(f"`{field}` must hold exactly {', '.join('{' + n + '}' for n in sorted(placeholders))} "
+                         f"(write {{{{ and }}}} for literal braces)")
+    description = entry.get("description")
+    if description is not None and (not isinstance(description, str) or "\n" in description or
+                                    "\r" in description or len(description) > 300):
+        found.append("`description` must be one line of at most 300 characters")
+    if found:
+        return None, found
+    return dataclasses.replace(built_in, **changes, origin=origin,
+                               description=description or f"{built_in.description}; prompts from {origin}"), []
 
 
 def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (), registry: dict | None = None) -> list[Regime]:
@@ -165,6 +230,9 @@ def resolve_run_dir(args) -> Path:
     regimes = [r for r in parse_names(getattr(args, "regimes", None)) if r not in study.default_regimes]
     if regimes or parse_names(getattr(args, "regimes", None)) not in ([], list(study.default_regimes)):
         name += "-" + "-".join(parse_names(args.regimes))
+    if replaces_regimes(getattr(args, "regime_file", None)):
+        # the pre-registered regimes under other prompts (a replication's) never share the pinned run's folder
+        name += "-prompts-" + file_sha256(Path(args.regime_file))[:12]
     budgets = getattr(args, "budgets", None) or [DEFAULT_BUDGET]
     if list(budgets) != [DEFAULT_BUDGET]:
         name += "-b" + "-".join(map(str, budgets))
@@ -178,6 +246,19 @@ def resolve_run_dir(args) -> Path:
     if shard:
         name += f"-shard{shard[0]}of{shard[1]}"
     return RESULTS_ROOT / name
+
+
+def replaces_regimes(regime_file: str | None) -> bool:
+    """Whether a regime file (read as far as it can be; load_regime_file names its problems) replaces a built-in
+    regime's prompts."""
+    if not regime_file or not Path(regime_file).is_file():
+        return False
+    try:
+        data = json.loads(Path(regime_file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    entries = data.get("regimes") if isinstance(data, dict) else data
+    return isinstance(entries, list) and any(isinstance(e, dict) and e.get("replaces") is True for e in entries)
 
 
 def parse_names(text: str | None) -> list[str]:
@@ -220,6 +301,10 @@ def chosen_regimes(args) -> list[Regime]:
     names = parse_names(getattr(args, "regimes", None)) or list(study.default_regimes)
     if extra and not getattr(args, "regimes", None):
         names += [r.name for r in extra]        # a regime file's regimes run beside R0-R2 unless chosen
+    replaced = [r.name for r in extra if r.name in REPLACEABLE_REGIMES]
+    if replaced and any(study.regimes.get(name) is not REGIMES[name] for name in replaced):
+        raise PilotError(f"a regime file replaces {', '.join(replaced)}, which only the {REGIMES[replaced[0]].name} "
+                         f"of the default study can be; the {study.name} study has its own")
     if study.user_regimes is not None:
         extra, names = study.user_regimes(extra, names)
     regimes = select_regimes(names, extra, study.regimes)
@@ -292,7 +377,9 @@ def design_settings(options: RunOptions, tasks_sha: str, n_episodes: int) -> dic
             "prompts_sha256": study.prompts_sha256(),
             "regimes": tuple(r.name for r in regimes), "regimes_sha256": regimes_sha256(regimes),
             "n_episodes": n_episodes, "budgets": tuple(options.budgets), "samples": options.samples,
-            "temperature": options.temperature, "study_options": study.options}
+            "temperature": options.temperature, "study_options": study.options,
+            "replaced_regimes": {r.name: r.origin for r in regimes
+                                 if r.name in study.regimes and r.origin != "built-in"}}
 
 
 def run_settings(backend, options: RunOptions, tasks_sha: str, n_episodes: int) -> Settings:

@@ -177,6 +177,8 @@ class Regime:
     condition: str | None = None        # for studies of standing instructions: with, without, upper_bound, sidecar
     judge: bool = False                 # --judge: the model judges its own final state
     gated: bool = False                 # the release gate decides which compacted state the cascade carries on from
+    system: str | None = None           # a system message sent before every call of the regime (a regime file's)
+    empty_state: str | None = None      # what stands for the previous state at the first checkpoint (None: the study's)
 
     @property
     def compacts(self) -> bool:
@@ -238,13 +240,15 @@ class Settings:
     options: dict
     prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
     study_options: dict = dataclasses.field(default_factory=dict)   # a study's own options (Study.read_options)
+    replaced_regimes: dict = dataclasses.field(default_factory=dict)  # built-in regime -> the file its prompts came from
 
     def as_lock(self) -> dict:
-        """The record as the manifest's lock keeps it: a study's options only where it has any, so that the
-        locks and hashes of studies without options are what they always were."""
+        """The record as the manifest's lock keeps it: a study's options and replaced regimes only where there are
+        any, so that the locks and hashes of runs without them are what they always were."""
         fields = dataclasses.asdict(self)
-        if not fields["study_options"]:
-            del fields["study_options"]
+        for optional in ("study_options", "replaced_regimes"):
+            if not fields[optional]:
+                del fields[optional]
         return fields
 
     def sha256(self) -> str:

@@ -274,6 +274,20 @@ class Journal:
         return cells
 
 
+def journalled_lines(run_dir: Path) -> int:
+    """How many lines the raw logs of a folder hold (every regular `raw/*.jsonl`, links and other files left
+    alone): without the manifest that records their hashes, none of them can be checked."""
+    raw = run_dir / "raw"
+    if raw.is_symlink() or not raw.is_dir():
+        return 0
+    count = 0
+    for path in sorted(raw.glob("*.jsonl")):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as handle:
+                count += sum(1 for line in handle if line.strip())
+    return count
+
+
 def repeated_calls(records: list[dict]) -> list[tuple]:
     """(episode, kind, times) of every call a log records more than once; the first record is the one scored."""
     counts = collections.Counter((r.get("episode"), r.get("kind")) for r in records)
@@ -501,7 +515,7 @@ def manifest_problem(data: Any) -> str | None:
 REGIME_RECORD_TYPES = {"name": (str,), "description": (str,), "context": (str,), "answer_template": (str,),
                        "compaction_template": (str, type(None)), "state_reader": (str,), "keep_last": (int, type(None)),
                        "exploratory": (bool,), "origin": (str,), "condition": (str, type(None)), "judge": (bool,),
-                       "gated": (bool,)}
+                       "gated": (bool,), "system": (str, type(None)), "empty_state": (str, type(None))}
 
 
 def regime_record_problem(record: Any) -> str | None:
@@ -604,7 +618,8 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     Settings record, then each model's identity."""
     diffs = []
     for field in (f.name for f in dataclasses.fields(Settings)):
-        absent = {} if field == "study_options" else None        # a lock without a study's options had none
+        # a lock without a study's options or replaced regimes had none
+        absent = {} if field in ("study_options", "replaced_regimes") else None
         old, new = recorded.get(field, absent), current.get(field, absent)
         # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
         same = server_identity(old) == server_identity(new) if field == "base_url" else \

@@ -280,8 +280,12 @@ def tasks_to_bytes(tasks: dict) -> bytes:
     return (json.dumps(tasks, indent=2, ensure_ascii=True) + "\n").encode("ascii")
 
 
+# The prompts (PROTOCOL.md section 2): one compaction frame for every regime, with one paragraph swapped for the
 # format. Every other sentence (the loss warning, the merge, keeping every named quantity with its
 # exact value, the word limit, the ending) is the same text in both, so the format is the only difference.
+# They are this project's own words; where they depart from the paper's runner (no system message, the prose
+# paragraph's ban on lists and headings, relations as sentences, the answer line) PROTOCOL.md section 2b lists it,
+# and a regime file with "replaces": true runs R0-R2 under the prompts a user brings (the paper's, for a replication).
 COMPACTION_FRAME = (
     "You are keeping the working memory of a long analysis session. The transcript you have "
     "seen so far is about to be deleted and replaced by the state you write now; anything you "
@@ -361,9 +365,9 @@ def prompts_sha256() -> str:
 
 def render_compaction_prompt(regime: Regime, previous_state: str, segment_text: str,
                              budget: int = DEFAULT_BUDGET) -> str:
+    empty = PROMPTS["empty_state"] if regime.empty_state is None else regime.empty_state
     return regime.compaction_template.format(max_words=budget_words(budget),
-                                             previous_state=previous_state or PROMPTS["empty_state"],
-                                             segment=segment_text)
+                                             previous_state=previous_state or empty, segment=segment_text)
 
 
 def render_transcript(episode: dict, last: int | None = None) -> str:
@@ -398,7 +402,8 @@ def build_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, re
     else:
         question = episode["questions"][spec.question_id - 1]
         content = render_answer_prompt(regime, answer_context(regime, episode, state), question)
-    return [{"role": "user", "content": content}]
+    system = [{"role": "system", "content": regime.system}] if regime.system else []
+    return system + [{"role": "user", "content": content}]
 
 
 def answer_context(regime: Regime, episode: dict, state: str) -> str:

@@ -10,8 +10,8 @@ from typing import Iterable
 
 from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
     distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
-    read_prose_state, read_section, read_typed_state, read_typed_state_loose, regime_summary, score_probe,
-    summarize_compaction_tokens, table_where)
+    read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state, read_typed_state_loose,
+    regime_summary, score_probe, summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
     folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
@@ -39,7 +39,10 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
     elif reader.startswith("section:"):
         retained, correct = counts(read_typed_state(read_section(state, reader[len("section:"):])))
     else:
+        # the paper's heuristic, kept for comparability with its table, and the reader bounded by the sentence
+        # that names the entity, which P3 reads (amendment of 2026-12-01)
         retained, correct = counts(read_prose_state(state, truths))
+        loose = {"sentence_correct": counts(read_prose_state_by_sentence(state, truths))[1]}
     return {"retained": retained, "correct": correct, "wrong": retained - correct,
             "n_entities": len(truths), "method": reader, **loose}
 
@@ -107,6 +110,8 @@ def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] 
 CEILING_MAX_R0_CORRUPTION = 0.5        # a model above this on R0 cannot do the task: uninformative
 
 BUDGET_RATIO_BAND = (0.8, 1.25)        # realized R1/R2 mean compaction tokens outside it: budgets not matched
+
+MOSTLY_AT_CAP = 0.5                    # above this share of R1's or R2's compactions at the cap, a match is qualified
 
 LABELS = ("CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")
 
@@ -338,13 +343,18 @@ def analyze_results(results: dict, task_set: dict | None = None, table: dict[str
     mcnemar = {"pooled": None, "by_model": {}, "models": informative}
     if "R1" in regimes and "R2" in regimes:
         mcnemar.update(paired_test(primary, "R1", "R2", models, informative))
+    guards = analyze_guards(results, models, regimes)
+    budget = analyze_budget(results, models, guards)
+    guard = budget_guard(budget, regimes)
     reasons = label_reasons(results, coverage, task_set, regimes)
+    if guard and guard["status"] in ("unmatched", "unknown"):
+        # the falsifier is about a matched budget (amendment of 2026-12-01): unmatched or unchecked, it is not read
+        reasons.append(guard["text"])
     label = "UNINFORMATIVE" if ceiling and not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
     if label == "UNINFORMATIVE":
         failing = ", ".join(f"{m} {pct(c['r0_rate'])}" for m, c in ceiling.items())
         reasons.insert(0, f"no model passed the ceiling check (R0 corruption above "
                           f"{pct(CEILING_MAX_R0_CORRUPTION)}: {failing})")
-    budget = analyze_budget(results, models)
     ratio = budget["ratio"]
     return {
         "models": models, "regimes": regimes, "coverage": coverage,
@@ -356,15 +366,19 @@ def analyze_results(results: dict, task_set: dict | None = None, table: dict[str
         "n_episodes": len(coverage["bank_episodes"]), "cells": results.get("cells", {}),
         "ceiling": ceiling, "informative_models": informative, "omissions": omissions,
         "budget_in_band": None if ratio is None else BUDGET_RATIO_BAND[0] <= ratio <= BUDGET_RATIO_BAND[1],
+        "budget_guard": guard,
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
-        "retention": analyze_retention(results, models), "guards": analyze_guards(results, models, regimes),
+        "retention": analyze_retention(results, models, regime_definitions(results)),
+        "guards": guards,
         "lenient": analyze_lenient(primary, models, regimes),
         "server_work": summarize_server_work(results.get("calls"), models, regimes),
         "prompt_cache": (results.get("run") or {}).get("prompt_cache"),
         "prompt_cache_how": (results.get("run") or {}).get("prompt_cache_how"),
         "recheck": results.get("recheck"),
         "definitions": regime_definitions(results),
+        "replaced_prompts": {name: d.get("origin") for name, d in regime_definitions(results).items()
+                             if name in DEFAULT_REGIMES and d.get("origin", "built-in") != "built-in"},
         "extra": analyze_extra_regimes(primary, models, regimes, informative, pooled, classes, budget),
         **analyze_variants(table, models, regimes, results),
         "gate": results.get("gate"),
@@ -575,9 +589,11 @@ def analyze_lenient(table: dict[str, list], models: list[str], regimes: list[str
     return table_out
 
 
-def analyze_budget(results: dict, models: list[str]) -> dict:
+def analyze_budget(results: dict, models: list[str], guards: dict | None = None) -> dict:
+    """Mean realized compaction tokens per regime, the R1/R2 ratio (pooled and per model), and how many of R1's and
+    R2's compactions stopped at their output cap (None where the bank has no per-call records)."""
     tokens = results.get("compaction_tokens", {})
-    budget = {"by_regime": tokens, "ratio": None, "ratio_by_model": {}}
+    budget = {"by_regime": tokens, "ratio": None, "ratio_by_model": {}, "at_cap": None}
     r1, r2 = tokens.get("R1") or {}, tokens.get("R2") or {}
     if r1.get("mean") and r2.get("mean"):
         budget["ratio"] = r1["mean"] / r2["mean"]
@@ -585,22 +601,79 @@ def analyze_budget(results: dict, models: list[str]) -> dict:
         m1 = (r1.get("by_model") or {}).get(model, {}).get("mean")
         m2 = (r2.get("by_model") or {}).get(model, {}).get("mean")
         budget["ratio_by_model"][model] = m1 / m2 if m1 and m2 else None
+    if guards:
+        budget["at_cap"] = {regime: {"k": sum(guards["by_cell"][f"{m}|{regime}"]["compaction_at_cap"] for m in models),
+                                     "n": sum(guards["by_cell"][f"{m}|{regime}"]["compaction_calls"] for m in models)}
+                            for regime in ("R1", "R2") if all(f"{m}|{regime}" in guards["by_cell"] for m in models)}
     return budget
 
 
-def analyze_retention(results: dict, models: list[str]) -> dict:
+def budget_guard(budget: dict, regimes: list[str]) -> dict | None:
+    """The matched-budget guard (PROTOCOL.md section 5): "matched", "unmatched" (the R1/R2 ratio outside the pinned
+    band), "unknown" (no token counts) or "capped" (inside the band, but most compactions of R1 or of R2 stopped at
+    their cap, so the budgets match because the states were cut); with the line that says so. None without R1 and
+    R2."""
+    if not {"R1", "R2"} <= set(regimes):
+        return None
+    ratio, band = budget["ratio"], BUDGET_RATIO_BAND
+    if ratio is None:
+        return {"status": "unknown", "text": "the matched budget was not checked: the bank holds no compaction "
+                                             "token counts for R1 or R2"}
+    if not band[0] <= ratio <= band[1]:
+        return {"status": "unmatched", "text": f"the budgets were not matched: the realized R1/R2 ratio of mean "
+                                               f"compaction tokens, {ratio:.3f}, is outside the pinned band "
+                                               f"[{band[0]}, {band[1]}]"}
+    at_cap = budget.get("at_cap") or {}
+    shares = {r: c["k"] / c["n"] for r, c in at_cap.items() if c["n"]}
+    if any(share > MOSTLY_AT_CAP for share in shares.values()):
+        counts = ", ".join(f"{r} {at_cap[r]['k']}/{at_cap[r]['n']}" for r in ("R1", "R2") if r in shares)
+        return {"status": "capped", "text": f"the R1/R2 ratio {ratio:.3f} is inside the pinned band only because most "
+                                            f"compactions stopped at their {COMPACTION_NUM_PREDICT}-token cap "
+                                            f"({counts}): states cut at the same cap match whatever each format "
+                                            f"needed"}
+    return {"status": "matched", "text": f"the realized R1/R2 ratio of mean compaction tokens, {ratio:.3f}, is inside "
+                                         f"the pinned band [{band[0]}, {band[1]}]"}
+
+
+def analyze_retention(results: dict, models: list[str], definitions: dict | None = None) -> dict:
+    """Write-time retention per regime and per model and regime, with what P3 and the figures read (retention_right)."""
     retention = {}
     for row in results.get("compaction_stage", []):
         if row["model"] not in models or not is_primary(row):
             continue
         for key in (row["regime"], (row["regime"], row["model"])):
-            agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0})
+            agg = retention.setdefault(key, {"states": 0, "retained": 0, "correct": 0, "n_entities": 0,
+                                             "over_retained": 0, "consistent_correct": 0, "sentence_states": 0})
             agg["states"] += 1
-            for field in ("retained", "correct", "n_entities", "loose_retained", "loose_correct"):
+            for field in ("retained", "correct", "n_entities", "loose_retained", "loose_correct", "sentence_correct"):
                 if field in row:
                     agg[field] = agg.get(field, 0) + row[field]
+            # a state the bank scored with more right values than names found (the reference's per-line counter
+            # did so once: 21 of 20) is flagged, and read as its names found
+            agg["over_retained"] += row["correct"] > row["retained"]
+            agg["consistent_correct"] += min(row["correct"], row["retained"])
+            agg["sentence_states"] += "sentence_correct" in row
+    for key, agg in retention.items():
+        regime = key if isinstance(key, str) else key[0]
+        reader = ((definitions or {}).get(regime) or {}).get("state_reader") or \
+            {"R1": "prose", "R2": "typed"}.get(regime, "")
+        agg.update(retention_right(agg, reader))
     return {"by_regime": {k: v for k, v in retention.items() if isinstance(k, str)},
             "by_model": {f"{k[1]}|{k[0]}": v for k, v in retention.items() if isinstance(k, tuple)}}
+
+
+def retention_right(agg: dict, reader: str) -> dict:
+    """The right values P3 and the figures read, and by which reader: for prose, the sentence-bounded reader when
+    every state has it (the paper's nearest-number heuristic otherwise, as in a reference bank); for typed
+    states, the exact lines; never more, in a state, than the names found in it."""
+    if reader == "prose" and agg["sentence_states"] == agg["states"]:
+        return {"right": agg["sentence_correct"], "right_reader": "sentence"}
+    return {"right": agg["consistent_correct"], "right_reader": "nearest" if reader == "prose" else "lines"}
+
+
+RIGHT_READERS = {"sentence": "the number nearest the name within the first sentence that names it and holds one",
+                 "nearest": "the paper's crude heuristic, the number nearest the name's first occurrence anywhere",
+                 "lines": "exact `NAME = N` lines"}
 
 
 def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict | None:
@@ -651,13 +724,17 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
 
 
 def evaluate_predictions(analysis: dict) -> list[dict]:
-    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it. Models that
-    fail the ceiling check are left out and named; with none left, every verdict is withheld."""
+    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it and, under "guards",
+    every validity guard that failed or holds only in part and qualifies it. Models that fail the ceiling check
+    are left out and named; with none left, every verdict is withheld. The falsifier is read only at a matched
+    budget (amendment of 2026-12-01)."""
     verdicts = []
     regimes = analysis["regimes"]
     informative = analysis["informative_models"]
     excluded = [m for m in analysis["models"] if m not in informative]
     excluded_note = [f"left out (failed the ceiling check): {', '.join(excluded)}"] if excluded else []
+    ceiling_guard = [f"{', '.join(excluded)} failed the ceiling check and {'is' if len(excluded) == 1 else 'are'} "
+                     f"left out"] if excluded else []
     withheld = analysis["label"] == "UNINFORMATIVE"
     if {"R0", "R1", "R2"} <= set(regimes):
         checks, all_hold = [], bool(informative)
@@ -669,37 +746,64 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
                           f"{'holds' if holds else 'fails'}")
         verdicts.append({"id": "P1", "claim": "corruption ordering R0 <= R2 < R1 in every model",
                          "verdict": "confirmed" if all_hold else "not confirmed",
-                         "evidence": checks + excluded_note})
+                         "evidence": checks + excluded_note, "guards": ceiling_guard})
     if {"R1", "R2"} <= set(regimes):
         sig1, sig2 = analysis["classes"]["R1"]["signature"], analysis["classes"]["R2"]["signature"]
         verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is more frequent "
                          "under prose (R1) than under typed state (R2), pooled",
                          "verdict": "confirmed" if sig1 > sig2 else "not confirmed",
-                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"]})
-        ret = analysis["retention"]["by_regime"]
-        if "R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]:
-            f1 = ret["R1"]["correct"] / ret["R1"]["n_entities"]
-            f2 = ret["R2"]["correct"] / ret["R2"]["n_entities"]
-            verdicts.append({"id": "P3", "claim": "exploratory: write-time retention of correct entity values is "
-                             "higher in the typed final states (R2) than in the prose ones (R1)",
-                             "verdict": "confirmed" if f2 > f1 else "not confirmed",
-                             "evidence": [f"values retained with the right value: R2 {ret['R2']['correct']}/"
-                                          f"{ret['R2']['n_entities']} = {pct(f2)}, R1 {ret['R1']['correct']}/"
-                                          f"{ret['R1']['n_entities']} = {pct(f1)} (R1 by a crude heuristic)"]})
+                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"], "guards": []})
+        p3 = evaluate_p3(analysis["retention"]["by_regime"])
+        if p3:
+            verdicts.append(p3)
         pooled = analysis["mcnemar"]["pooled"]
         rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
         directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
                       for m, s in analysis["mcnemar"]["by_model"].items() if m in informative]
+        guard = analysis.get("budget_guard") or {"status": "matched"}
+        verdict = "rejected" if rejected else "not rejected"
+        test = f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, {pooled['direction']}"
+        if guard["status"] == "unmatched":
+            verdict, test = "not judged: the budgets were not matched", test + " (at unmatched budgets)"
+        elif guard["status"] == "unknown":
+            verdict = "not judged: the matched budget was not checked"
         verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at matched budget "
-                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA})",
-                         "verdict": "rejected" if rejected else "not rejected",
-                         "evidence": [f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, "
-                                      f"{pooled['direction']}"] + directions + excluded_note})
+                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA})", "verdict": verdict,
+                         "evidence": [test] + directions + excluded_note +
+                                     ([guard["text"]] if guard["status"] != "matched" else []),
+                         "guards": ceiling_guard + ([guard["text"]] if guard["status"] != "matched" else [])})
     if withheld:
         for verdict in verdicts:
             verdict["verdict"] = "withheld"
             verdict["evidence"] = ["UNINFORMATIVE: no model passed the ceiling check"]
+            verdict["guards"] = []
     return verdicts
+
+
+def evaluate_p3(ret: dict) -> dict | None:
+    """P3 on the right values of the final states (retention_right), saying which reader it rests on; where R1
+    was read by the sentence-bounded reader, the paper's nearest-number heuristic is given beside it."""
+    if not ("R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]):
+        return None
+    r1, r2 = ret["R1"], ret["R2"]
+    share = lambda count, agg: count / agg["n_entities"]   # noqa: E731
+    confirmed = share(r2["right"], r2) > share(r1["right"], r1)
+    evidence = [f"values retained with the right value: R2 {r2['right']}/{r2['n_entities']} = "
+                f"{pct(share(r2['right'], r2))}, R1 {r1['right']}/{r1['n_entities']} = {pct(share(r1['right'], r1))}; "
+                f"R1 read by {RIGHT_READERS[r1['right_reader']]}"]
+    if r1["right_reader"] == "sentence":
+        heuristic = share(r1["consistent_correct"], r1)
+        other = "confirmed" if share(r2["right"], r2) > heuristic else "not confirmed"
+        evidence.append(f"the paper's nearest-number heuristic reads R1 {r1['consistent_correct']}/"
+                        f"{r1['n_entities']} = {pct(heuristic)}" +
+                        ("" if (other == "confirmed") == confirmed else f", on which P3 would be {other}"))
+    for regime, agg in (("R1", r1), ("R2", r2)):
+        if agg["over_retained"]:
+            evidence.append(f"{regime}: {agg['over_retained']} final state(s) scored with more right values than "
+                            f"names found (the bank's own count, inconsistent); each is read as its names found")
+    return {"id": "P3", "claim": "exploratory: write-time retention of correct entity values is higher in the typed "
+            "final states (R2) than in the prose ones (R1)", "verdict": "confirmed" if confirmed else "not confirmed",
+            "reader": r1["right_reader"], "evidence": evidence, "guards": []}
 
 
 def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:

@@ -8,7 +8,7 @@ from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
 from ..reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
     render_recheck_section)
 from .xr001 import PROTOCOL_ID
-from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, evaluate_predictions
+from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
 
 
 def task_set_line(analysis: dict) -> str:
@@ -33,7 +33,17 @@ def status_banner(analysis: dict) -> str:
     if analysis.get("simulated"):
         head = ("**SIMULATED**: made by the built-in stand-in model (the `demo` command), not by a language "
                 "model; it shows what the tool writes and is never a result. " + head)
-    return head + label_consequence(label)
+    return head + label_consequence(label) + replaced_prompts_note(analysis)
+
+
+def replaced_prompts_note(analysis: dict) -> str:
+    """Beside the label, when a regime file replaced the prompts of R0, R1 or R2 (a replication's)."""
+    replaced = analysis.get("replaced_prompts") or {}
+    if not replaced:
+        return ""
+    files = sorted(set(replaced.values()))
+    return (f" Prompts: {', '.join(replaced)} ran under the prompts of {', '.join(files)} (a regime file "
+            f"replacing this protocol's pre-registered prompts), so every verdict is about those prompts.")
 
 
 def regime_header(analysis: dict, regime: str) -> str:
@@ -49,12 +59,14 @@ def render_corruption_table(analysis: dict) -> str:
 
 
 def render_regimes_section(analysis: dict) -> list[str]:
+    replaced = analysis.get("replaced_prompts") or {}
     rows = [[regime_header(analysis, r), d.get("description", ""), "exploratory" if d.get("exploratory") else
-             "pre-registered"] for r, d in analysis["definitions"].items()]
+             f"pre-registered, prompts from {replaced[r]}" if r in replaced else "pre-registered"]
+            for r, d in analysis["definitions"].items()]
+    shown = any(d.get("exploratory") for d in analysis["definitions"].values()) or replaced
     return ["## Regimes", "", md_table(["regime", "what the answers see", "status"], rows), "",
             "A star marks an exploratory regime: shown beside the pre-registered ones, never part of the "
-            "confirmatory test or its label.", ""] if any(d.get("exploratory") for d in
-                                                          analysis["definitions"].values()) else []
+            "confirmatory test or its label.", ""] if shown else []
 
 
 def render_extra_section(analysis: dict) -> list[str]:
@@ -62,14 +74,17 @@ def render_extra_section(analysis: dict) -> list[str]:
     if not extra:
         return []
     rows = []
+    pooled_any = bool(analysis["mcnemar"]["models"])      # the tests pool the models that pass the ceiling check
     for regime, entry in extra.items():
         for reference, test in entry["tests"].items():
-            rows.append([regime, fmt_rate(entry["pooled"]), reference, test["b"], test["c"], fmt_p(test["p"]),
-                         fmt_p(test["p_holm"]), test["direction"]])
+            rows.append([regime, fmt_rate(entry["pooled"]), reference] +
+                        ([test["b"], test["c"], fmt_p(test["p"]), fmt_p(test["p_holm"]), test["direction"]]
+                         if pooled_any else [""] * 5))
     out = ["## Exploratory regimes", "",
            "Not pre-registered: descriptive comparisons only. Each extra regime against R1 and against R2 on "
            "identical probes (exact McNemar, two-sided; b = the extra regime correct and the reference wrong), "
-           "with Holm's correction across the whole family of these tests.", "",
+           "with Holm's correction across the whole family of these tests, pooled over the models that pass the "
+           "ceiling check" + ("." if pooled_any else ": none does, so the tests are left empty."), "",
            md_table(["regime", "corruption (pooled)", "against", "b", "c", "p", "p (Holm)", "direction"], rows), ""]
     rows = [[r, fmt_mean(e["tokens_mean"]), "n/a" if e["tokens_ratio_R1"] is None else f"{e['tokens_ratio_R1']:.3f}",
              "n/a" if e["tokens_ratio_R2"] is None else f"{e['tokens_ratio_R2']:.3f}"] +
@@ -148,7 +163,9 @@ def render_xr001_md(analysis: dict) -> str:
             render_corruption_table(analysis), ""]
     mc = analysis["mcnemar"]
     if mc["pooled"]:
-        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]]
+        # with no model past the ceiling check nothing is pooled: the row stays empty rather than reading b = c = 0
+        rows = [["pooled", mc["pooled"]["b"], mc["pooled"]["c"], fmt_p(mc["pooled"]["p"]), mc["pooled"]["direction"]]
+                if mc["models"] else ["pooled (none: no model passed the ceiling check)", "", "", "", ""]]
         rows += [[m if m in mc["models"] else f"{m} (uninformative, not pooled)", s["b"], s["c"], fmt_p(s["p"]),
                   s["direction"]] for m, s in mc["by_model"].items()]
         out += ["## Confirmatory test: exact McNemar, R1 vs R2", "",
@@ -202,14 +219,7 @@ def render_validity_section(analysis: dict) -> list[str]:
     rows = [[m] + [fmt_rate(analysis["omissions"][m][r], interval=False) for r in regimes] for m in analysis["models"]]
     out += ["Format compliance: share of answers with no parseable `ANSWER: <integer>` line (omissions).", "",
             md_table(["model"] + regimes, rows), ""]
-    ratio, band = analysis["budget"]["ratio"], BUDGET_RATIO_BAND
-    if ratio is None:
-        out += ["Matched budget: the R1/R2 ratio of realized compaction tokens is unknown.", ""]
-    else:
-        verdict = "inside the pinned band" if analysis["budget_in_band"] else \
-            "OUTSIDE the pinned band, so the budgets were not matched"
-        out += [f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, {verdict} "
-                f"[{band[0]}, {band[1]}].", ""]
+    out += [matched_budget_line(analysis), ""]
     lenient = analysis["lenient"]
     if any(v["lenient_read"] for v in lenient.values()):
         rows = [[r, v["omissions"], v["lenient_read"], v["lenient_correct"]] for r, v in lenient.items()]
@@ -217,6 +227,33 @@ def render_validity_section(analysis: dict) -> list[str]:
                 "`ANSWER:` or the number) would have read.", "",
                 md_table(["regime", "omissions", "read leniently", "of which correct"], rows), ""]
     return out
+
+
+def matched_budget_line(analysis: dict) -> str:
+    """The matched-budget guard: the R1/R2 ratio against the pinned band, with the share of compactions that stopped
+    at their cap beside it, and what the guard does to the label and the falsifier."""
+    guard, ratio, band = analysis.get("budget_guard"), analysis["budget"]["ratio"], BUDGET_RATIO_BAND
+    if guard is None:
+        return "Matched budget: not checked, the bank lacks R1 or R2."
+    if guard["status"] == "unknown":
+        return ("Matched budget: the R1/R2 ratio of realized compaction tokens is unknown (no token counts), so "
+                "the matched budget was not checked: the label is NON-CONFIRMATORY and the falsifier is not judged.")
+    text = f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, "
+    if guard["status"] == "unmatched":
+        text += (f"OUTSIDE the pinned band [{band[0]}, {band[1]}], so the budgets were not matched: the label is "
+                 f"NON-CONFIRMATORY and the falsifier is not judged.")
+    else:
+        text += f"inside the pinned band [{band[0]}, {band[1]}]."
+    at_cap = analysis["budget"].get("at_cap")
+    if at_cap:
+        text += " Compactions that stopped at their " + str(COMPACTION_NUM_PREDICT) + "-token cap: " + ", ".join(
+            f"{r} {c['k']}/{c['n']}" + (f" ({pct(c['k'] / c['n'])})" if c["n"] else "") for r, c in at_cap.items()) + "."
+    else:
+        text += " The bank does not say which compactions stopped at their cap."
+    if guard["status"] == "capped":
+        text += (" The band is passed only because most compactions were cut at the cap, so it does not show that "
+                 "the two formats needed the same budget.")
+    return text
 
 
 def render_gate_section(analysis: dict) -> list[str]:
@@ -284,6 +321,16 @@ def render_budget_section(analysis: dict) -> list[str]:
     return out
 
 
+def right_values_text(agg: dict) -> str:
+    """The right values of a retention row (what P3 reads), flagged where the bank counted more right values
+    than names found, instead of a share above the names found."""
+    text = f"{agg['right']}/{agg['n_entities']} = {pct(agg['right'] / agg['n_entities'])}"
+    if agg["over_retained"]:
+        text += (f" (flagged: the bank counted {agg['correct']}, more right values than names found in "
+                 f"{agg['over_retained']} state(s); each read as its names found)")
+    return text
+
+
 def render_retention_section(analysis: dict) -> list[str]:
     ret = analysis["retention"]["by_regime"]
     if not ret:
@@ -293,21 +340,27 @@ def render_retention_section(analysis: dict) -> list[str]:
             {"R1": "prose", "R2": "typed"}.get(regime, "")
         if reader.startswith("section:"):
             return f"exact `NAME = N` lines under the {reader[8:]} heading"
-        return {"prose": "name anywhere; number nearest its first occurrence (crude heuristic)",
-                "typed": "exact `NAME = N` lines"}.get(reader, reader)
+        return {"prose": "name anywhere in the state; " + RIGHT_READERS[ret[regime]["right_reader"]],
+                "typed": RIGHT_READERS["lines"]}.get(reader, reader)
 
+    both = any(agg["right_reader"] == "sentence" for agg in ret.values())
     rows = []
     for regime in analysis["regimes"]:
-        if regime in ret:
+        if regime in ret and ret[regime]["n_entities"]:
             agg = ret[regime]
-            share = agg["correct"] / agg["n_entities"] if agg["n_entities"] else None
-            retained = agg["retained"] / agg["n_entities"] if agg["n_entities"] else None
+            retained = agg["retained"] / agg["n_entities"]
+            heuristic = [f"{agg['consistent_correct']}/{agg['n_entities']} = "
+                         f"{pct(agg['consistent_correct'] / agg['n_entities'])}"
+                         if agg["right_reader"] == "sentence" else "same"] if both else []
             rows.append([regime, agg["states"], f"{agg['retained']}/{agg['n_entities']} = {pct(retained)}",
-                         f"{agg['correct']}/{agg['n_entities']} = {pct(share)}", method(regime)])
+                         right_values_text(agg), *heuristic, method(regime)])
     out = ["## Write-time retention (exploratory)", "",
-           "Entity values found in each final state (retained) and found with the right value (correct); P3 "
-           "reads the correct ones.", "",
-           md_table(["regime", "final states", "names retained", "values retained correctly", "method"], rows), ""]
+           "Entity names found in each final state (retained) and entity values found with the right value; P3 "
+           "reads the right values." + (" Prose states are read by the sentence that names the entity (amendment "
+                                        "of 2026-12-01); the paper's nearest-number heuristic is shown beside them "
+                                        "for comparison with its table." if both else ""), "",
+           md_table(["regime", "final states", "names retained", "values retained correctly",
+                     *(["right by the paper's heuristic"] if both else []), "method"], rows), ""]
     loose = ret.get("R2", {})
     if "loose_correct" in loose:
         out += [f"Diagnostic, not the metric: a looser reading of R2 (bullets, `NAME: N`, trailing text) finds "
@@ -373,7 +426,25 @@ def render_xr001_headline(analysis: dict) -> str:
     lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
     lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
     pooled = analysis["mcnemar"]["pooled"]
-    if pooled:
+    if pooled and not analysis["mcnemar"]["models"]:
+        lines.append("exact McNemar R1 vs R2, pooled: none (no model passed the ceiling check)")
+    elif pooled:
         lines.append(f"exact McNemar R1 vs R2, pooled: b = {pooled['b']}, c = {pooled['c']}, "
                      f"p = {fmt_p(pooled['p'])} ({pooled['direction']})")
+    verdicts = evaluate_predictions(analysis)
+    if verdicts:
+        lines.append("verdicts: " + "; ".join(verdict_with_guards(v) for v in verdicts))
     return "\n".join(lines)
+
+
+READER_PHRASES = {"sentence": "the sentence that names each entity", "nearest": "the paper's nearest-number heuristic"}
+
+
+def verdict_with_guards(verdict: dict, sep: str = " ") -> str:
+    """A verdict in one phrase, with every validity guard that qualifies it beside it and, for P3, its reader."""
+    text = f"{verdict['id']}{sep}{verdict['verdict']}"
+    if verdict.get("reader") and verdict["verdict"] != "withheld":
+        text += " (R1 read by " + READER_PHRASES.get(verdict["reader"], verdict["reader"]) + ")"
+    if verdict.get("guards"):
+        text += " [" + "; ".join(verdict["guards"]) + "]"
+    return text
