@@ -23,6 +23,7 @@ from pilot import runfolder
 VICTIM_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
 
 
+
 class LinkRefusalTest(TempDirMixin, unittest.TestCase):
     """A finished run (the demo's, on the stand-in model), then one file kind at a time replaced by a link."""
 
@@ -114,10 +115,6 @@ class LinkRefusalTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(sorted(p.name for p in folder.iterdir()), ["a-folder.json", "linked.json", "raw", "victim"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class LostLogTest(TempDirMixin, unittest.TestCase):
     """A complete cell whose raw log was deleted or cut short is work to redo, not a dead end (issue 21, 2)."""
 
@@ -171,6 +168,21 @@ class LostLogTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(self.resume(server, out), 2)
         self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+    def test_a_run_refused_by_a_lock_check_repairs_nothing(self):
+        with FakeOllama(models=[self.MODEL]) as server, FakeOllama(models=[self.MODEL]) as other:
+            out = self.finished_run(server)
+            (out / "raw" / "gemma3_4b_R1.jsonl").unlink()
+            log = out / "raw" / "gemma3_4b_R2.jsonl"
+            log.write_bytes(log.read_bytes() + b"{torn")                    # and an unreadable line
+            before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", other.url, "--out", str(out),
+                                     "--episodes", "2", *FAST])
+            self.assertEqual(code, 2, err)
+            self.assertIn("was run with different settings: base_url", err)
+            self.assertEqual({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}, before)
+            self.assertEqual(other.chat_count(), 0)
+            self.assertEqual(self.resume(server, out), 2 * 12)               # the right server redoes them
 
 
 class OneWriterTest(TempDirMixin, unittest.TestCase):
@@ -365,3 +377,7 @@ class ResendAndStopTest(TempDirMixin, unittest.TestCase):
             after = server.chat_count()
         self.assertEqual(proc.returncode, 130, err)
         self.assertLessEqual(after - at_stop, 0, err)               # nothing sent after "no new calls"
+
+
+if __name__ == "__main__":
+    unittest.main()

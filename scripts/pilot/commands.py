@@ -236,18 +236,21 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
-        recorded = repair_if_unreadable(run_dir, recorded, tasks)
     cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
                            options.budgets, options.samples)
-    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c)]
+    # A complete cell whose log lost a record is redone, and an unreadable line quarantined, only by a run that
+    # passed every lock check (execute_run repairs the journal under the lock): a refused run writes nothing.
+    lost, unreadable = journal_repairs(run_dir, recorded.data, tasks) if recorded else (set(), False)
+    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c) or c in lost]
     code = EXIT_OK
-    if todo:
+    if todo or unreadable:
         code = execute_run(options, tasks, tasks_sha, models, todo, len(cells))
         if code == EXIT_INTERRUPTED:
             return code
     elif not options.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
-    if not todo and recorded and recheck_pending(recorded, options.recheck) and folder_writable(run_dir):
+    if not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
+            folder_writable(run_dir):
         # the cells finished before the determinism probe did (a kill, or a run older than the probe)
         try:
             code = execute_run(options, tasks, tasks_sha, models, [], len(cells))
@@ -301,23 +304,12 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     return code
 
 
-def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "Manifest":
-    """Before deciding what is left: if any raw log has an unreadable line, or a complete cell's log lost a
-    record, repair the journal under the folder lock and reopen those cells, so that the run does them again (a
-    read-only folder with clean logs is never touched)."""
+def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cell], bool]:
+    """What a run must repair in a folder's journal, found without writing anything: the complete cells whose
+    log lost a record, and whether a log holds an unreadable line."""
     journal = Journal(run_dir)
-    unreadable = any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest.data))
-    if not unreadable and not lost_records(journal, manifest.data, tasks):
-        return manifest
-    run_lock = RunLock(run_dir)
-    run_lock.acquire()
-    try:
-        manifest = Manifest.load(manifest.path)
-        for note in repair_journal(journal, manifest, tasks):
-            warn(note)
-    finally:
-        run_lock.release()
-    return manifest
+    lost = {cell for cell, _ in lost_records(journal, manifest, tasks)}
+    return lost, any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest))
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
