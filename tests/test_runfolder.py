@@ -4,6 +4,8 @@ log was lost is work to redo; one writer at a time; no traceback from a mutated 
 
 Each test plants a symbolic link to a victim file where the runner reads or writes one file kind, runs the
 command that would write it, and checks the one-line refusal that names it and the victim left untouched."""
+import contextlib
+import io
 import json
 import os
 import random
@@ -17,11 +19,16 @@ import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, run_main
+from helpers import FAST, REPO, TempDirMixin, load_module, run_main
 from pilot import runfolder
 
 VICTIM_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
 
+
+def folder_state(folder: Path) -> dict:
+    """Every file under folder (hidden ones aside) with what would change if it were written or replaced."""
+    return {str(p.relative_to(folder)): (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns, os.lstat(p).st_mode)
+            for p in folder.rglob("*") if not p.name.startswith(".")}
 
 
 class LinkRefusalTest(TempDirMixin, unittest.TestCase):
@@ -97,6 +104,38 @@ class LinkRefusalTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 2, err)
         self.assertIn(f"{run / 'raw'} is a symbolic link", err)
         self.assertEqual({p.name: p.read_bytes() for p in elsewhere.iterdir()}, before)
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs named pipes")
+    def test_a_non_regular_output_is_refused_before_anything_is_written(self):
+        """Every command that writes into a folder checks its whole output set first: a pipe or a file where a
+        subfolder goes, or a pipe where a report goes, is named in one line and nothing in the folder changes."""
+        mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
+        commands = {"score": ["score", "--out"], "analyze": ["analyze", "--out"], "gate": ["gate"],
+                    "run": ["demo", "--quiet", "--out"], "make_figures": None,
+                    "analyze --results": ["analyze", "--results", str(self.base / "run" / "results.json"), "--out"]}
+        for name, kind in (("figures", "pipe"), ("figures", "file"), ("raw", "pipe"), ("RESULTS.md", "pipe"),
+                           ("report.html", "pipe")):
+            for label, command in commands.items():
+                with self.subTest(f"{kind} at {name}, {label}"):
+                    run = self.make_tmp() / "run"
+                    shutil.copytree(self.base / "run", run)
+                    place = run / name
+                    shutil.rmtree(place) if place.is_dir() else place.unlink()
+                    os.mkfifo(place) if kind == "pipe" else place.write_text("x")
+                    before = folder_state(run)
+                    if command is None:
+                        err = io.StringIO()
+                        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                            code = mf.main([str(self.base / "run" / "results.json"), "--out", str(run)])
+                        err = err.getvalue()
+                    else:
+                        code, _, err = run_main([*command, str(run)])
+                    self.assertEqual(code, 2, err)
+                    errors = [line for line in err.splitlines() if line.startswith("error:")]
+                    self.assertEqual(len(errors), 1, err)
+                    self.assertIn(f"{place} is not a {'folder' if name in ('figures', 'raw') else 'regular file'}",
+                                  errors[0])
+                    self.assertEqual(folder_state(run), before)
 
     def test_write_atomic_and_the_journal_refuse_a_link_and_a_non_regular_file(self):
         folder = self.make_tmp()

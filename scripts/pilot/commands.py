@@ -444,8 +444,12 @@ def folder_writable(folder: Path) -> bool:
 
 
 def refuse_foreign_folder(folder: Path) -> None:
-    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files."""
-    if not folder.is_dir() or (folder / "manifest.json").exists() or (folder / "results.json").exists():
+    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files, and
+    nothing but a real file or folder where the runner writes one (checked before anything is written)."""
+    if not folder.is_dir():
+        return
+    refuse_unsafe_folder(folder)
+    if (folder / "manifest.json").exists() or (folder / "results.json").exists():
         return
     foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
     if foreign:
@@ -583,8 +587,6 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; score the run first with "
                          f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     if out_dir is not None:
-        if out_dir.is_dir():
-            refuse_unsafe_folder(out_dir)
         refuse_foreign_folder(out_dir)
         if not folder_writable(out_dir):
             if args.results:

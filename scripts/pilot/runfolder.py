@@ -77,6 +77,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+ELSEWHERE = "use a new folder with --out"       # what a refused command's user can do instead
+
 # A run folder's files are written only where the runner made them: never through a symbolic link, never over
 # anything but a regular file (a folder copied or shared by someone else may hold links to anywhere).
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -87,24 +89,47 @@ class UnsafePath(PilotError):
     """A link, or something that is not a regular file, where the runner reads or writes a run folder's file."""
 
 
-def refuse_unsafe(path: Path) -> None:
+def refuse_unsafe(path: Path, elsewhere: str = ELSEWHERE) -> None:
     """Refuse, before anything is read or written, a file of a run folder that is a symbolic link or not a
-    regular file, or that sits in a runner-made subfolder that is a link (the run folder itself may be one)."""
-    places = [path] + ([path.parent] if path.parent.name in RUNNER_SUBFOLDERS else [])
-    for place in places:
-        try:
-            mode = os.lstat(place).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            raise UnsafePath(f"cannot check {place} ({err.strerror or err}); check the folder's permissions") from None
-        if stat.S_ISLNK(mode):
-            raise UnsafePath(f"{place} is a symbolic link; the runner never reads or writes a run folder's files "
-                             f"through a link, and left it and what it points to untouched. Replace it "
-                             f"with a real {'folder' if place != path else 'file'}, or use a new folder with --out")
-        if place == path and not stat.S_ISREG(mode):
-            raise UnsafePath(f"{place} is not a regular file, so the runner left it untouched; move it away, or "
-                             f"use a new folder with --out")
+    regular file, or that sits in a runner-made subfolder that is a link or not a folder (the run folder itself
+    may be a link)."""
+    if path.parent.name in RUNNER_SUBFOLDERS:
+        refuse_unsafe_subfolder(path.parent, elsewhere)
+    mode = lstat_mode(path)
+    if mode is None:
+        return
+    if stat.S_ISLNK(mode):
+        raise UnsafePath(f"{path} is a symbolic link; the runner never reads or writes a run folder's files "
+                         f"through a link, and left it and what it points to untouched. Replace it with a real "
+                         f"file, or {elsewhere}")
+    if not stat.S_ISREG(mode):
+        raise UnsafePath(f"{path} is not a regular file, so the runner left it untouched; move it away, or "
+                         f"{elsewhere}")
+
+
+def refuse_unsafe_subfolder(folder: Path, elsewhere: str = ELSEWHERE) -> None:
+    """Refuse a runner-made subfolder (raw/, figures/, quarantine/) that is a link or not a folder."""
+    mode = lstat_mode(folder)
+    if mode is None:
+        return
+    if stat.S_ISLNK(mode):
+        raise UnsafePath(f"{folder} is a symbolic link; the runner never reads or writes a run folder's files "
+                         f"through a link, and left it and what it points to untouched. Replace it with a real "
+                         f"folder, or {elsewhere}")
+    if not stat.S_ISDIR(mode):
+        raise UnsafePath(f"{folder} is not a folder (a file, pipe, device or socket stands where the runner keeps "
+                         f"its {folder.name}/ folder), so the runner left it untouched; move it away, or "
+                         f"{elsewhere}")
+
+
+def lstat_mode(path: Path) -> int | None:
+    """The mode of path itself (a link is not followed), or None where nothing is."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise UnsafePath(f"cannot check {path} ({err.strerror or err}); check the folder's permissions") from None
 
 
 # The files a run or an analysis writes in a run folder, besides those in its subfolders.
@@ -112,21 +137,19 @@ RUN_FOLDER_FILES = (".lock", "manifest.json", "results.json", "probes.csv", "gat
                     "report.html")
 
 
-def refuse_unsafe_folder(run_dir: Path) -> None:
+def refuse_unsafe_folder(run_dir: Path, elsewhere: str = ELSEWHERE) -> None:
     """Refuse a run folder in which any file the runner reads or writes, or any of its subfolders, is a link or
-    not a regular file; checked before a command reads the folder or writes anything into it."""
-    for name in RUN_FOLDER_FILES:
-        refuse_unsafe(run_dir / name)
+    not what the runner makes there; checked before a command reads the folder or writes anything into it, so
+    that a command refused for it has written nothing."""
     for name in RUNNER_SUBFOLDERS:
-        folder = run_dir / name
-        if folder.is_symlink():
-            raise UnsafePath(f"{folder} is a symbolic link; the runner never reads or writes a run folder's files "
-                             f"through a link, and left it and what it points to untouched. Replace it with a real "
-                             f"folder, or use a new folder with --out")
-        if folder.is_dir():
-            for entry in folder.iterdir():
+        refuse_unsafe_subfolder(run_dir / name, elsewhere)
+    for name in RUN_FOLDER_FILES:
+        refuse_unsafe(run_dir / name, elsewhere)
+    for name in RUNNER_SUBFOLDERS:
+        if (run_dir / name).is_dir():
+            for entry in (run_dir / name).iterdir():
                 if not entry.name.startswith("."):
-                    refuse_unsafe(entry)
+                    refuse_unsafe(entry, elsewhere)
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
