@@ -286,6 +286,43 @@ class OneWriterTest(TempDirMixin, unittest.TestCase):
         self.assertIn("determinism probe: 8 more calls", run_main(["plan", "--models", self.MODEL])[1])
 
 
+class MergeTargetTest(TempDirMixin, unittest.TestCase):
+    """merge OUT writes a whole run into a new or empty folder, and a prepared OUT is refused before anything is
+    written, so the merge can be tried again once OUT is cleared."""
+
+    MODEL = "gemma3:4b"
+
+    def test_a_prepared_folder_is_refused_before_anything_is_written(self):
+        root = self.make_tmp()
+        with FakeOllama(models=[self.MODEL]) as server:
+            for i in (1, 2):
+                code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out",
+                                         str(root / f"s{i}"), "--episodes", "1", "--shard", f"{i}/2", *FAST])
+                self.assertEqual(code, 0, err)
+        victim = root / "victim"
+        victim.write_text(VICTIM_TEXT)
+        out = root / "merged"
+        (out / "raw").mkdir(parents=True)
+        os.symlink(victim, out / "raw" / "gemma3_4b_R2.jsonl")       # the log merge writes after R0's and R1's
+        (out / "notes.txt").write_text("mine")
+        shards = [str(root / "s1"), str(root / "s2")]
+        for planted in ("raw/gemma3_4b_R2.jsonl", "notes.txt"):
+            with self.subTest(planted):
+                before = folder_state(out)
+                code, _, err = run_main(["merge", str(out), *shards])
+                self.assertEqual(code, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("is a symbolic link" if planted.startswith("raw") else
+                              "is not empty (it holds notes.txt)", err)
+                self.assertIn("merge into a new", err)
+                self.assertEqual(folder_state(out), before)
+                self.assertEqual(victim.read_text(), VICTIM_TEXT)
+                (out / planted).unlink()
+        code, _, err = run_main(["merge", str(out), *shards])              # cleared, it merges as a new one
+        self.assertEqual(code, 0, err)
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+
 def mutate(value, rng: "random.Random"):
     """One random change deep inside a parsed JSON value: a field dropped, an item inserted, a value replaced."""
     odd = [None, 0, -5, 2 ** 70, 1.5, "", "x", [], {}, True, "COMPLETE", "a|b\nc", "../../etc", [1, 2]]
