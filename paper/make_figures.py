@@ -750,7 +750,8 @@ def read_results(path: Path) -> tuple[dict, dict]:
                          f"deeply); point at the results.json a run wrote") from None
     except ValueError as err:
         raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
-    problem = shape_problem(results)
+    surrogate = records.lone_surrogate(text, results)
+    problem = records.lone_surrogate_problem("it", surrogate) if surrogate else shape_problem(results)
     table = None if problem else bank.bank_table(results)
     bank.hold_until_exit(results, table)
     if not problem:

@@ -21,8 +21,8 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
     run_settings, study_of)
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
     FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
-    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
-    study_named, utc_now)
+    TransientError, canonical_json, display_path, folder_study, is_simulated, lone_surrogate, lone_surrogate_problem,
+    read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, recorded_study,
     refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
@@ -614,16 +614,18 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
         raise PilotError(f"{results_path} is not a regular file (a device, pipe, socket or folder); point --results at "
                          f"a results.json")
     try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
+        text = results_path.read_text(encoding="utf-8")
+        results = json.loads(text)
     except RecursionError:
         raise PilotError(f"{results_path} is not a results file this runner can read (its JSON is nested too "
                          f"deeply); point --results at a results.json") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
                          f"--results at a results.json") from None
-    table = bank_table(results)
+    surrogate = lone_surrogate(text, results)
+    table = None if surrogate else bank_table(results)
     hold_until_exit(results, table)
-    problems = results_shape_problems(results, table)
+    problems = [lone_surrogate_problem("it", surrogate)] if surrogate else results_shape_problems(results, table)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "

@@ -15,8 +15,8 @@ from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, r
 from .inputs import load_task_set, load_tasks, task_file_study
 from .launch import check_study_design, chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text,
-    study_named, utc_now)
+    PilotError, SURROGATE_ESCAPE, Study, display_path, folder_study, is_simulated, lone_surrogate,
+    lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, lock_differences, parse_record_line,
     record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
@@ -283,10 +283,18 @@ def read_gate_input(path: str, what: str) -> str:
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
                              f"UTF-8 text file")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise GateInputError(f"cannot read the {what} {path} ({getattr(err, 'strerror', None) or err}); give a "
                              f"UTF-8 text file") from None
+    if SURROGATE_ESCAPE.search(text):              # JSON that names a lone surrogate, which cannot be printed
+        try:
+            surrogate = lone_surrogate(text, json.loads(text))
+        except (ValueError, RecursionError):
+            surrogate = None                        # not JSON: the escape is plain text
+        if surrogate:
+            raise GateInputError(f"{lone_surrogate_problem(f'the {what} {path}', surrogate)}; fix that \\u escape")
+    return text
 
 
 def command_gate(args) -> int:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, Study, canonical_json,
-    display_path, file_sha256, read_canonical, sha256_bytes, sha256_text, study_named)
+    display_path, file_sha256, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text,
+    study_named)
 
 
 STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
@@ -66,11 +67,17 @@ def load_task_set(path: Path) -> dict:
         raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --tasks takes a tasks JSON file")
     raw = read_canonical(path)
     sha = sha256_bytes(raw)
+    hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
     try:
-        tasks = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        tasks = json.loads(text)
     except (UnicodeDecodeError, ValueError) as err:
-        hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
         raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
+    except RecursionError:
+        raise PilotError(f"{shown} is not a task file (its JSON is nested too deeply); {hint}") from None
+    surrogate = lone_surrogate(text, tasks)
+    if surrogate:
+        raise PilotError(f"{lone_surrogate_problem(shown, surrogate)}; fix that \\u escape, or {hint}")
     return task_file_study(tasks).load_tasks(path, raw, tasks, sha, in_repo)
 
 

@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from .backends import server_identity
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, PilotError, Settings, canonical_json,
-    display_path, folder_study, is_disk_full, read_canonical, sha256_bytes, utc_now)
+    display_path, folder_study, is_disk_full, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes,
+    utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -304,12 +305,14 @@ def repeated_calls(records: list[dict]) -> list[tuple]:
 
 
 def parse_record_line(line: bytes) -> dict | None:
-    """One journal line as a record, or None when it is not a readable JSON object."""
+    """One journal line as a record, or None when it is not a readable JSON object (or holds a lone surrogate,
+    which the runner never writes)."""
     try:
-        record = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        text = line.decode("utf-8")
+        record = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    return record if isinstance(record, dict) else None
+    return record if isinstance(record, dict) and not lone_surrogate(text, record) else None
 
 
 def records_digest(records: list[dict], written: dict | None = None) -> str:
@@ -562,7 +565,8 @@ class Manifest:
     def load(cls, path: Path) -> "Manifest":
         refuse_unsafe_folder(path.parent)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
                              f"changed; restore it from a backup, or start a separate run in a new folder") from None
@@ -574,7 +578,8 @@ class Manifest:
             isinstance(lock.get("study"), str) else None
         if own is not None:
             raise PilotError(own(display_path(path.parent)))
-        problem = manifest_problem(data)
+        surrogate = lone_surrogate(text, data)
+        problem = lone_surrogate_problem("it", surrogate) if surrogate else manifest_problem(data)
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")
