@@ -348,33 +348,84 @@ def mutate(value, rng: "random.Random"):
 
 
 class FuzzTest(TempDirMixin, unittest.TestCase):
-    """Random mutations of a finished run's manifest.json and results.json, read by status, verify, score and
-    analyze (issue 21, 3): each ends in an answer or one line and exit 2, never a traceback."""
+    """Random mutations of a finished run's manifest.json and results.json (its gate block among them), read by
+    status, verify, score, analyze and gate RUN_DIR (issue 21, 3): each ends in an answer or one line and exit 2,
+    never a traceback."""
 
     MUTATIONS = 60
 
-    def test_no_traceback_from_a_mutated_manifest_or_results(self):
+    @classmethod
+    def setUpClass(cls):
+        cls.base = Path(tempfile.mkdtemp(prefix="ccl-fuzz-"))
         with FakeOllama(models=["gemma3:4b"]) as server:
-            base = self.make_tmp() / "run"
-            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(base),
+            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(cls.base / "run"),
                                      "--episodes", "1", *FAST])
-            self.assertEqual(code, 0, err)
+        assert code == 0, err
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.base, ignore_errors=True)
+
+    def assert_answer_or_one_line(self, argv: list[str]) -> tuple[int, str]:
+        code, _, err = run_main(argv)
+        self.assertIn(code, (0, 1, 2, 3), err)
+        self.assertNotIn("Traceback", err)
+        if code == 2:
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+        return code, err
+
+    def test_no_traceback_from_a_mutated_manifest_or_results(self):
         rng = random.Random(2101)
         for number in range(self.MUTATIONS):
             run = self.make_tmp() / "run"
-            shutil.copytree(base, run)
+            shutil.copytree(self.base / "run", run)
             name = rng.choice(["manifest.json", "results.json"])
-            text = json.dumps(mutate(json.loads((run / name).read_text()), rng))
+            data = json.loads((run / name).read_text())
+            if name == "results.json" and rng.random() < 0.4:
+                data["gate"] = mutate(data["gate"], rng)              # the block the gate's reports read
+            else:
+                data = mutate(data, rng)
+            text = json.dumps(data)
             (run / name).write_text(text if rng.random() < 0.9 else text[:rng.randrange(1, 200)])
-            for argv in (["status", "--out", str(run)], ["verify", "--out", str(run)], ["score", "--out", str(run)],
-                         ["analyze", "--out", str(run)], ["analyze", "--results", str(run / "results.json")]):
-                with self.subTest(mutation=number, file=name, command=argv[0]):
-                    code, _, err = run_main(argv)
-                    self.assertIn(code, (0, 1, 2, 3), err)
-                    self.assertNotIn("Traceback", err)
-                    if code == 2:
-                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+            commands = [["status", "--out"], ["verify", "--out"], ["score", "--out"], ["analyze", "--out"],
+                        ["analyze", "--results"]]
+            # gate RUN_DIR scores the run again from its logs, so only its manifest can change what it does
+            commands += [["gate"]] if name == "manifest.json" else []
+            for command in commands:
+                argv = [*command, str(run / "results.json" if command[-1] == "--results" else run)]
+                with self.subTest(mutation=number, file=name, command=" ".join(command)):
+                    self.assert_answer_or_one_line(argv)
             shutil.rmtree(run)
+
+    def test_a_number_no_run_could_write_is_one_line(self):
+        """A number the reports would render or divide by, out of any range a run writes (an interval bound of
+        10**39, a mean too large for a float, a cap no server has), is refused in one line naming its field."""
+        mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
+        cases = [(("gate", "by_regime", "R1", "states", "lo"), 10 ** 39, "`gate` `by_regime`"),
+                 (("gate", "by_regime", "R2", "final_states", "rate"), 10 ** 400, "`gate` `by_regime`"),
+                 (("gate", "prediction", "fisher_p"), 2, "`gate` `prediction`"),
+                 (("compaction_tokens", "R1", "mean"), 10 ** 400, "`compaction_tokens` for R1"),
+                 (("compaction_stage", 0, "retained"), 10 ** 400, "`compaction_stage`"),
+                 (("calls", 0, "prompt_eval_count"), 10 ** 400, "`calls` holds a token count"),
+                 (("run", "compaction_cap"), 10 ** 39, "`run` holds"),
+                 (("compaction_tokens", "R2", "mean"), float("inf"), "`compaction_tokens` for R2")]
+        for path, value, named in cases:
+            with self.subTest(path=path):
+                results = json.loads((self.base / "run" / "results.json").read_text())
+                holder = results
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = value
+                bank = self.make_tmp() / "results.json"
+                bank.write_text(json.dumps(results))
+                code, err = self.assert_answer_or_one_line(["analyze", "--results", str(bank)])
+                self.assertEqual(code, 2, err)
+                self.assertIn(named, err)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    code = mf.main([str(bank), "--out", str(self.make_tmp())])
+                self.assertEqual(code, 2, err.getvalue())
+                self.assertIn(named, err.getvalue())
 
 
 class TemplateMismatchTest(TempDirMixin, unittest.TestCase):

@@ -445,18 +445,18 @@ def manifest_problem(data: Any) -> str | None:
     def whole(value, lo=0, hi=None) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
 
-    def texts(value) -> bool:
-        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v for v in value) and \
-            len(set(value)) == len(value)
+    def texts(value) -> bool:           # names the messages quote: one printable line each
+        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v.isprintable() and v
+                                                               for v in value) and len(set(value)) == len(value)
 
     if not isinstance(data, dict):
         return "not a JSON object"
     if not isinstance(data.get("cells"), dict):
         return "no `cells`"
-    if not isinstance(data.get("tasks"), str) or not data["tasks"] or not isinstance(data.get("tasks_sha256"), str):
+    if not texts([data.get("tasks")]) or not re.fullmatch(r"[0-9a-f]{64}", str(data.get("tasks_sha256"))):
         return "no `tasks` and `tasks_sha256`"
     if not texts(data.get("models")) or not texts(data.get("regimes")):
-        return "`models` and `regimes` must be lists of distinct names"
+        return "`models` and `regimes` must be lists of distinct names, each on one line"
     if not whole(data.get("n_episodes"), 1, MAX_EPISODES):
         return f"`n_episodes` is not a whole number from 1 to {MAX_EPISODES}"
     budgets, samples = data.get("budgets"), data.get("samples")
