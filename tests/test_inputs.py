@@ -99,6 +99,19 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
         (out / "manifest.json").write_text(json.dumps(manifest))
         self.assert_one_line(["status", "--out", str(out)], 2, "holds \\udbff, a lone surrogate")
 
+    def test_every_study_refuses_a_failing_task_file_the_same_way(self):
+        """One shared refusal: how many checks fail and what to do, then the first 25 problems and how many more."""
+        for study in ("xr001", "constraints", "adversarial"):
+            with self.subTest(study):
+                path = self.make_tmp() / "tasks.json"
+                path.write_text(json.dumps({"study": study, "episodes": [1] * 30}))
+                code, _, err = run_main(["plan", "--study", study, "--models", "m", "--tasks", str(path)])
+                self.assertEqual(code, 2, err)
+                lines = err.strip().splitlines()
+                self.assertRegex(lines[0], r"^error: .* fails 30 design check\(s\) of the .* schema; fix them or use ")
+                self.assertEqual(len(lines), 1 + 25 + 1, err)
+                self.assertEqual(lines[-1], "  - ... and 5 more")
+
     def test_a_regime_file_that_is_not_a_regular_file(self):
         self.assert_one_line(["plan", "--models", "m", "--regime-file", "/dev/zero"], 2,
                              "/dev/zero is not a regular file")

@@ -50,6 +50,16 @@ class TaskSetError(PilotError):
 MAX_REPORTED_PROBLEMS = 25
 
 
+def design_check_failure(shown: str, problems: list[str], schema: str, advice: str) -> TaskSetError:
+    """A study's refusal of a task file that fails its design checks: how many fail, of which schema and what to
+    do, then one problem per line (the first MAX_REPORTED_PROBLEMS, and how many more)."""
+    lines = problems[:MAX_REPORTED_PROBLEMS]
+    if len(problems) > len(lines):
+        lines.append(f"... and {len(problems) - len(lines)} more")
+    return TaskSetError(f"{shown} fails {len(problems)} design check(s) of the {schema}; {advice}:\n" +
+                        "\n".join(f"  - {p}" for p in lines))
+
+
 def load_task_set(path: Path) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
     (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
