@@ -112,6 +112,21 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(len(lines), 1 + 25 + 1, err)
                 self.assertEqual(lines[-1], "  - ... and 5 more")
 
+    def test_an_out_folder_that_is_a_file_is_named_as_one(self):
+        folder = self.make_tmp()
+        (folder / "file").write_text("mine")
+        bank = folder / "results.json"
+        bank.write_text(json.dumps(reference_results(load_tasks())))
+        for out, said in ((folder / "file", "is a file, not a folder"),
+                          (folder / "file" / "run", "lies under the file")):
+            for argv in (["analyze", "--results", str(bank), "--out", str(out)],
+                         ["demo", "--quiet", "--out", str(out)]):
+                with self.subTest(argv=argv):
+                    code, _, err = run_main(argv)
+                    self.assertEqual(code, 2, err)
+                    self.assertIn(f"{out} {said}", err.strip().splitlines()[-1])
+        self.assertEqual((folder / "file").read_text(), "mine")
+
     def test_a_regime_file_that_is_not_a_regular_file(self):
         self.assert_one_line(["plan", "--models", "m", "--regime-file", "/dev/zero"], 2,
                              "/dev/zero is not a regular file")

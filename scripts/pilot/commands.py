@@ -446,6 +446,11 @@ def folder_writable(folder: Path) -> bool:
 def refuse_foreign_folder(folder: Path) -> None:
     """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files, and
     nothing but a real file or folder where the runner writes one (checked before anything is written)."""
+    if folder.exists() and not folder.is_dir():
+        raise PilotError(f"{folder} is a file, not a folder; choose a new or empty folder with --out")
+    above = next((p for p in folder.parents if p.exists()), None)
+    if not folder.exists() and above is not None and not above.is_dir():
+        raise PilotError(f"{folder} lies under the file {above}; choose a new or empty folder with --out")
     if not folder.is_dir():
         return
     refuse_unsafe_folder(folder)
