@@ -444,13 +444,30 @@ class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
             sent = server.chat_count()
         self.assertEqual(code, 2, err)
         last = err.strip().splitlines()[-1]
-        self.assertIn("the server's chat template does not match the model: 10 of its first 10 replies", last)
+        self.assertIn("the server's chat template does not match the model: 6 of its first 6 replies", last)
         self.assertIn("--jinja", last)
         self.assertIn("Modelfile", last)
         self.assertLessEqual(sent, 10)
         records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
         self.assertEqual(len(records), sent)
         self.assertTrue(all(r.get("control_tokens") for r in records))
+
+    def test_the_shape_a_real_server_gave_stops_at_once(self):
+        """As llama.cpp served Gemma 3 270M with a ChatML template (concurrency 2, replies slow, every one of them
+        strings of `<|im_end|>user`): the run is judged at the 6th flagged reply, and no call is sent after it but
+        those already in flight (on the real server, 12 calls were sent and 2 of them after the 10th reply)."""
+        real = "<|im_end|>user\n<|im_start|>user\n" + "<|im_end|>user\n" * 40
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL], behaviour={"answer_prefix": real}, latency_s=0.3) as server:
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", "--regimes", "R0", "--concurrency", "2", *FAST])
+            sent = server.chat_count()
+        self.assertEqual(code, 2, err)
+        self.assertIn("stopping: the server's chat template does not match the model; no new calls will be sent",
+                      err)
+        self.assertIn("6 of its first 6 replies carry chat-template control tokens (such as <|im_end|>)",
+                      err.strip().splitlines()[-1])
+        self.assertLessEqual(sent, 6 + 2)                  # at most the two calls in flight at the 6th reply
 
     def test_a_few_flagged_replies_do_not_stop_the_run_and_are_reported(self):
         out = self.make_tmp() / "run"
