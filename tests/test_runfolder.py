@@ -446,6 +446,8 @@ class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
         last = err.strip().splitlines()[-1]
         self.assertIn("the server's chat template does not match the model: 6 of its first 6 replies", last)
         self.assertIn("--jinja", last)
+        self.assertIn("a file without one falls back to ChatML: then name it, e.g. --no-jinja --chat-template gemma",
+                      last)                         # as llama.cpp did with a Gemma 3 GGUF that carries no template
         self.assertIn("Modelfile", last)
         self.assertLessEqual(sent, 10)
         records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]

@@ -111,9 +111,11 @@ class TemplateWatch:
         if mismatch:
             raise RunAborted(f"the server's chat template does not match the model: {self.flagged} of its first "
                              f"{self.seen} replies carry chat-template control tokens (such as {self.example}); set "
-                             f"the model's template on the server (llama.cpp: --jinja, or --chat-template NAME; "
-                             f"Ollama: TEMPLATE in the model's Modelfile), then run again into a new folder with --out "
-                             f"(the replies so far stay in this one as evidence)")
+                             f"the model's own template on the server (llama.cpp: --jinja takes the one in the model "
+                             f"file, but a file without one falls back to ChatML: then name it, e.g. --no-jinja "
+                             f"--chat-template gemma, or --chat-template-file FILE; Ollama: TEMPLATE in the model's "
+                             f"Modelfile), then run again into a new folder with --out (the replies so far stay in "
+                             f"this one as evidence)")
         return bool(found)
 
 
