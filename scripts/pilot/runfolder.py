@@ -78,12 +78,11 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-ELSEWHERE = "use a new folder with --out"       # what a refused command's user can do instead
-
 # A run folder's files are written only where the runner made them: never through a symbolic link, never over
 # anything but a regular file (a folder copied or shared by someone else may hold links to anywhere).
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 RUNNER_SUBFOLDERS = ("raw", "figures", "quarantine")     # made by the runner inside a run folder
+ELSEWHERE = "use a new folder with --out"                 # what the user of a refused command can do instead
 
 
 class UnsafePath(PilotError):
