@@ -95,41 +95,30 @@ def refuse_unsafe(path: Path, elsewhere: str = ELSEWHERE) -> None:
     may be a link)."""
     if path.parent.name in RUNNER_SUBFOLDERS:
         refuse_unsafe_subfolder(path.parent, elsewhere)
-    mode = lstat_mode(path)
-    if mode is None:
-        return
-    if stat.S_ISLNK(mode):
-        raise UnsafePath(f"{path} is a symbolic link; the runner never reads or writes a run folder's files "
-                         f"through a link, and left it and what it points to untouched. Replace it with a real "
-                         f"file, or {elsewhere}")
-    if not stat.S_ISREG(mode):
-        raise UnsafePath(f"{path} is not a regular file, so the runner left it untouched; move it away, or "
-                         f"{elsewhere}")
+    refuse_unsafe_place(path, False, elsewhere)
 
 
 def refuse_unsafe_subfolder(folder: Path, elsewhere: str = ELSEWHERE) -> None:
     """Refuse a runner-made subfolder (raw/, figures/, quarantine/) that is a link or not a folder."""
-    mode = lstat_mode(folder)
-    if mode is None:
-        return
-    if stat.S_ISLNK(mode):
-        raise UnsafePath(f"{folder} is a symbolic link; the runner never reads or writes a run folder's files "
-                         f"through a link, and left it and what it points to untouched. Replace it with a real "
-                         f"folder, or {elsewhere}")
-    if not stat.S_ISDIR(mode):
-        raise UnsafePath(f"{folder} is not a folder (a file, pipe, device or socket stands where the runner keeps "
-                         f"its {folder.name}/ folder), so the runner left it untouched; move it away, or "
-                         f"{elsewhere}")
+    refuse_unsafe_place(folder, True, elsewhere)
 
 
-def lstat_mode(path: Path) -> int | None:
-    """The mode of path itself (a link is not followed), or None where nothing is."""
+def refuse_unsafe_place(path: Path, is_folder: bool, elsewhere: str) -> None:
+    """Refuse a link at path, or anything there (nothing is fine) but a folder or a regular file as asked."""
     try:
-        return os.lstat(path).st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
-        return None
+        return
     except OSError as err:
         raise UnsafePath(f"cannot check {path} ({err.strerror or err}); check the folder's permissions") from None
+    if stat.S_ISLNK(mode):
+        raise UnsafePath(f"{path} is a symbolic link; the runner never reads or writes a run folder's files "
+                         f"through a link, and left it and what it points to untouched. Replace it with a real "
+                         f"{'folder' if is_folder else 'file'}, or {elsewhere}")
+    if not (stat.S_ISDIR(mode) if is_folder else stat.S_ISREG(mode)):
+        what = (f"a folder (a file, pipe, device or socket stands where the runner keeps its {path.name}/ folder)"
+                if is_folder else "a regular file")
+        raise UnsafePath(f"{path} is not {what}, so the runner left it untouched; move it away, or {elsewhere}")
 
 
 # The files a run or an analysis writes in a run folder, besides those in its subfolders.
