@@ -810,14 +810,14 @@ def check_out_dir(out_dir: Path) -> None:
     """Refuse a folder that cannot be written, or that holds someone else's files (paper/ is ours)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} is a file, not a folder; choose a folder with --out DIR")
+    above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
+    if not above.is_dir():
+        raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
     if out_dir.resolve() != PAPER_DIR:
         try:
             commands.refuse_foreign_folder(out_dir)
         except records.PilotError as err:
             raise InputError(str(err)) from None
-    above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
-    if not above.is_dir():
-        raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
     if not commands.folder_writable(out_dir):
         raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report elsewhere with "
                          f"--out DIR")
