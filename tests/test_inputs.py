@@ -50,6 +50,91 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
                                      "compaction_template": "{previous_state} {segment} {max_words}"}]))
         self.assert_one_line(["plan", "--models", "m", "--regime-file", str(path)], 2, "one line", listed=True)
 
+    def test_a_lone_surrogate_in_an_input_file_is_one_line(self):
+        """JSON can name half of a UTF-16 pair (\\ud800), which is not a character: such a regime file, ledger,
+        state or task file is refused in one line naming the escape (it failed on save or --json before)."""
+        folder = self.make_tmp()
+        regimes = json.loads((REPO / "tasks" / "regimes.example.json").read_text())
+        regimes["regimes"][0]["description"] = "mine \ud800"
+        (folder / "regimes.json").write_text(json.dumps(regimes))
+        ledger = json.loads((REPO / "tasks" / "gate.example.ledger.json").read_text())
+        ledger["surrogate \udc00"] = 1
+        (folder / "ledger.json").write_text(json.dumps(ledger))
+        (folder / "state.json").write_text(json.dumps({"VALUE": "x\ud83d"}))
+        tasks = json.loads((REPO / "tasks" / "tasks.json").read_text())
+        tasks["episodes"][0]["questions"][0]["prompt"] += "\udfff"
+        (folder / "tasks.json").write_text(json.dumps(tasks))
+        state, ledger_path = str(REPO / "tasks" / "gate.example.state.txt"), str(folder / "ledger.json")
+        for argv, escape in ((["run", "--models", "m", "--out", str(folder / "run"), "--regime-file",
+                               str(folder / "regimes.json")], "\\ud800"),
+                             (["gate", state, "--ledger", ledger_path, "--json"], "\\udc00"),
+                             (["gate", str(folder / "state.json"), "--ledger", str(REPO / "tasks" /
+                                                                                   "gate.example.ledger.json")],
+                              "\\ud83d"),
+                             (["plan", "--models", "m", "--tasks", str(folder / "tasks.json")], "\\udfff")):
+            with self.subTest(argv[0]):
+                self.assert_one_line(argv, 2, f"holds {escape}, a lone surrogate")
+        self.assertFalse((folder / "run").exists())
+
+    def test_a_lone_surrogate_from_a_server_or_in_a_run_folder(self):
+        """A reply naming a lone surrogate is malformed (retried, never journalled); a manifest, a raw record or a
+        results.json holding one is refused like any other file that is not the runner's."""
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["gemma3:4b"]) as server:
+            server.faults = [("text", "a state \ud800")]
+            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", *[a for a in FAST if a != "--quiet"], "--progress-interval", "0"])
+            sent = server.chat_count()
+        self.assertEqual(code, 0, err)
+        self.assertIn("a lone surrogate in the reply", err)
+        logs = b"".join(path.read_bytes() for path in (out / "raw").glob("*.jsonl"))
+        self.assertEqual(len(logs.splitlines()), sent - 1)
+        self.assertNotIn(b"\\ud800", logs)
+        results = json.loads((out / "results.json").read_text())
+        results["models"][0] += "\udc00"
+        (out / "results.json").write_text(json.dumps(results))
+        self.assert_one_line(["analyze", "--results", str(out / "results.json")], 2, "holds \\udc00, a lone surrogate")
+        manifest = json.loads((out / "manifest.json").read_text())
+        manifest["amendments"].append({"what": "\udbff"})
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        self.assert_one_line(["status", "--out", str(out)], 2, "holds \\udbff, a lone surrogate")
+
+    def test_every_study_refuses_a_failing_task_file_the_same_way(self):
+        """One shared refusal: how many checks fail and what to do, then the first 25 problems and how many more."""
+        for study in ("xr001", "constraints", "adversarial"):
+            with self.subTest(study):
+                path = self.make_tmp() / "tasks.json"
+                path.write_text(json.dumps({"study": study, "episodes": [1] * 30}))
+                code, _, err = run_main(["plan", "--study", study, "--models", "m", "--tasks", str(path)])
+                self.assertEqual(code, 2, err)
+                lines = err.strip().splitlines()
+                self.assertRegex(lines[0], r"^error: .* fails 30 design check\(s\) of the .* schema; fix them or use ")
+                self.assertEqual(len(lines), 1 + 25 + 1, err)
+                self.assertEqual(lines[-1], "  - ... and 5 more")
+
+    def test_an_out_folder_that_is_a_file_is_named_as_one(self):
+        folder = self.make_tmp()
+        (folder / "file").write_text("mine")
+        bank = folder / "results.json"
+        bank.write_text(json.dumps(reference_results(load_tasks())))
+        for out, said in ((folder / "file", "is a file, not a folder"),
+                          (folder / "file" / "run", "lies under the file")):
+            for argv in (["analyze", "--results", str(bank), "--out", str(out)],
+                         ["demo", "--quiet", "--out", str(out)]):
+                with self.subTest(argv=argv):
+                    code, _, err = run_main(argv)
+                    self.assertEqual(code, 2, err)
+                    self.assertIn(f"{out} {said}", err.strip().splitlines()[-1])
+        self.assertEqual((folder / "file").read_text(), "mine")
+
+    def test_a_regime_file_that_is_not_a_regular_file(self):
+        self.assert_one_line(["plan", "--models", "m", "--regime-file", "/dev/zero"], 2,
+                             "/dev/zero is not a regular file")
+        self.assert_one_line(["plan", "--models", "m", "--regime-file", str(self.make_tmp())], 2, "is a folder")
+        deep = self.make_tmp() / "deep.json"
+        deep.write_text("[" * 5000 + "]" * 5000)
+        self.assert_one_line(["plan", "--models", "m", "--regime-file", str(deep)], 2, "nested too deeply")
+
     def test_gate_on_a_deeply_nested_ledger_or_state(self):
         deep = "[" * 5000 + "]" * 5000
         ledger, state = self.make_tmp() / "ledger.json", self.make_tmp() / "state.json"

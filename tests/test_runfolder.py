@@ -4,6 +4,8 @@ log was lost is work to redo; one writer at a time; no traceback from a mutated 
 
 Each test plants a symbolic link to a victim file where the runner reads or writes one file kind, runs the
 command that would write it, and checks the one-line refusal that names it and the victim left untouched."""
+import contextlib
+import io
 import json
 import os
 import random
@@ -17,10 +19,16 @@ import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, run_main
+from helpers import FAST, REPO, TempDirMixin, load_module, run_main
 from pilot import runfolder
 
 VICTIM_TEXT = "root:x:0:0:root:/root:/bin/bash\n"
+
+
+def folder_state(folder: Path) -> dict:
+    """Every file under folder (hidden ones aside) with what would change if it were written or replaced."""
+    return {str(p.relative_to(folder)): (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns, os.lstat(p).st_mode)
+            for p in folder.rglob("*") if not p.name.startswith(".")}
 
 
 class LinkRefusalTest(TempDirMixin, unittest.TestCase):
@@ -97,6 +105,38 @@ class LinkRefusalTest(TempDirMixin, unittest.TestCase):
         self.assertIn(f"{run / 'raw'} is a symbolic link", err)
         self.assertEqual({p.name: p.read_bytes() for p in elsewhere.iterdir()}, before)
 
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs named pipes")
+    def test_a_non_regular_output_is_refused_before_anything_is_written(self):
+        """Every command that writes into a folder checks its whole output set first: a pipe or a file where a
+        subfolder goes, or a pipe where a report goes, is named in one line and nothing in the folder changes."""
+        mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
+        commands = {"score": ["score", "--out"], "analyze": ["analyze", "--out"], "gate": ["gate"],
+                    "run": ["demo", "--quiet", "--out"], "make_figures": None,
+                    "analyze --results": ["analyze", "--results", str(self.base / "run" / "results.json"), "--out"]}
+        for name, kind in (("figures", "pipe"), ("figures", "file"), ("raw", "pipe"), ("RESULTS.md", "pipe"),
+                           ("report.html", "pipe")):
+            for label, command in commands.items():
+                with self.subTest(f"{kind} at {name}, {label}"):
+                    run = self.make_tmp() / "run"
+                    shutil.copytree(self.base / "run", run)
+                    place = run / name
+                    shutil.rmtree(place) if place.is_dir() else place.unlink()
+                    os.mkfifo(place) if kind == "pipe" else place.write_text("x")
+                    before = folder_state(run)
+                    if command is None:
+                        err = io.StringIO()
+                        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                            code = mf.main([str(self.base / "run" / "results.json"), "--out", str(run)])
+                        err = err.getvalue()
+                    else:
+                        code, _, err = run_main([*command, str(run)])
+                    self.assertEqual(code, 2, err)
+                    errors = [line for line in err.splitlines() if line.startswith("error:")]
+                    self.assertEqual(len(errors), 1, err)
+                    self.assertIn(f"{place} is not a {'folder' if name in ('figures', 'raw') else 'regular file'}",
+                                  errors[0])
+                    self.assertEqual(folder_state(run), before)
+
     def test_write_atomic_and_the_journal_refuse_a_link_and_a_non_regular_file(self):
         folder = self.make_tmp()
         victim = folder / "victim"
@@ -112,10 +152,6 @@ class LinkRefusalTest(TempDirMixin, unittest.TestCase):
             runfolder.Journal(folder).append({"model": "m", "regime": "R1", "episode": 0, "kind": "compact_1"})
         self.assertEqual(victim.read_text(), VICTIM_TEXT)
         self.assertEqual(sorted(p.name for p in folder.iterdir()), ["a-folder.json", "linked.json", "raw", "victim"])
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class LostLogTest(TempDirMixin, unittest.TestCase):
@@ -171,6 +207,21 @@ class LostLogTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(self.resume(server, out), 2)
         self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+    def test_a_run_refused_by_a_lock_check_repairs_nothing(self):
+        with FakeOllama(models=[self.MODEL]) as server, FakeOllama(models=[self.MODEL]) as other:
+            out = self.finished_run(server)
+            (out / "raw" / "gemma3_4b_R1.jsonl").unlink()
+            log = out / "raw" / "gemma3_4b_R2.jsonl"
+            log.write_bytes(log.read_bytes() + b"{torn")                    # and an unreadable line
+            before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", other.url, "--out", str(out),
+                                     "--episodes", "2", *FAST])
+            self.assertEqual(code, 2, err)
+            self.assertIn("was run with different settings: base_url", err)
+            self.assertEqual({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}, before)
+            self.assertEqual(other.chat_count(), 0)
+            self.assertEqual(self.resume(server, out), 2 * 12)               # the right server redoes them
 
 
 class OneWriterTest(TempDirMixin, unittest.TestCase):
@@ -235,6 +286,43 @@ class OneWriterTest(TempDirMixin, unittest.TestCase):
         self.assertIn("determinism probe: 8 more calls", run_main(["plan", "--models", self.MODEL])[1])
 
 
+class MergeTargetTest(TempDirMixin, unittest.TestCase):
+    """merge OUT writes a whole run into a new or empty folder, and a prepared OUT is refused before anything is
+    written, so the merge can be tried again once OUT is cleared."""
+
+    MODEL = "gemma3:4b"
+
+    def test_a_prepared_folder_is_refused_before_anything_is_written(self):
+        root = self.make_tmp()
+        with FakeOllama(models=[self.MODEL]) as server:
+            for i in (1, 2):
+                code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out",
+                                         str(root / f"s{i}"), "--episodes", "1", "--shard", f"{i}/2", *FAST])
+                self.assertEqual(code, 0, err)
+        victim = root / "victim"
+        victim.write_text(VICTIM_TEXT)
+        out = root / "merged"
+        (out / "raw").mkdir(parents=True)
+        os.symlink(victim, out / "raw" / "gemma3_4b_R2.jsonl")       # the log merge writes after R0's and R1's
+        (out / "notes.txt").write_text("mine")
+        shards = [str(root / "s1"), str(root / "s2")]
+        for planted in ("raw/gemma3_4b_R2.jsonl", "notes.txt"):
+            with self.subTest(planted):
+                before = folder_state(out)
+                code, _, err = run_main(["merge", str(out), *shards])
+                self.assertEqual(code, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("is a symbolic link" if planted.startswith("raw") else
+                              "is not empty (it holds notes.txt)", err)
+                self.assertIn("merge into a new", err)
+                self.assertEqual(folder_state(out), before)
+                self.assertEqual(victim.read_text(), VICTIM_TEXT)
+                (out / planted).unlink()
+        code, _, err = run_main(["merge", str(out), *shards])              # cleared, it merges as a new one
+        self.assertEqual(code, 0, err)
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+
 def mutate(value, rng: "random.Random"):
     """One random change deep inside a parsed JSON value: a field dropped, an item inserted, a value replaced."""
     odd = [None, 0, -5, 2 ** 70, 1.5, "", "x", [], {}, True, "COMPLETE", "a|b\nc", "../../etc", [1, 2]]
@@ -260,33 +348,84 @@ def mutate(value, rng: "random.Random"):
 
 
 class FuzzTest(TempDirMixin, unittest.TestCase):
-    """Random mutations of a finished run's manifest.json and results.json, read by status, verify, score and
-    analyze (issue 21, 3): each ends in an answer or one line and exit 2, never a traceback."""
+    """Random mutations of a finished run's manifest.json and results.json (its gate block among them), read by
+    status, verify, score, analyze and gate RUN_DIR (issue 21, 3): each ends in an answer or one line and exit 2,
+    never a traceback."""
 
     MUTATIONS = 60
 
-    def test_no_traceback_from_a_mutated_manifest_or_results(self):
+    @classmethod
+    def setUpClass(cls):
+        cls.base = Path(tempfile.mkdtemp(prefix="ccl-fuzz-"))
         with FakeOllama(models=["gemma3:4b"]) as server:
-            base = self.make_tmp() / "run"
-            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(base),
+            code, _, err = run_main(["--models", "gemma3:4b", "--host", server.url, "--out", str(cls.base / "run"),
                                      "--episodes", "1", *FAST])
-            self.assertEqual(code, 0, err)
+        assert code == 0, err
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.base, ignore_errors=True)
+
+    def assert_answer_or_one_line(self, argv: list[str]) -> tuple[int, str]:
+        code, _, err = run_main(argv)
+        self.assertIn(code, (0, 1, 2, 3), err)
+        self.assertNotIn("Traceback", err)
+        if code == 2:
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+        return code, err
+
+    def test_no_traceback_from_a_mutated_manifest_or_results(self):
         rng = random.Random(2101)
         for number in range(self.MUTATIONS):
             run = self.make_tmp() / "run"
-            shutil.copytree(base, run)
+            shutil.copytree(self.base / "run", run)
             name = rng.choice(["manifest.json", "results.json"])
-            text = json.dumps(mutate(json.loads((run / name).read_text()), rng))
+            data = json.loads((run / name).read_text())
+            if name == "results.json" and rng.random() < 0.4:
+                data["gate"] = mutate(data["gate"], rng)              # the block the gate's reports read
+            else:
+                data = mutate(data, rng)
+            text = json.dumps(data)
             (run / name).write_text(text if rng.random() < 0.9 else text[:rng.randrange(1, 200)])
-            for argv in (["status", "--out", str(run)], ["verify", "--out", str(run)], ["score", "--out", str(run)],
-                         ["analyze", "--out", str(run)], ["analyze", "--results", str(run / "results.json")]):
-                with self.subTest(mutation=number, file=name, command=argv[0]):
-                    code, _, err = run_main(argv)
-                    self.assertIn(code, (0, 1, 2, 3), err)
-                    self.assertNotIn("Traceback", err)
-                    if code == 2:
-                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+            commands = [["status", "--out"], ["verify", "--out"], ["score", "--out"], ["analyze", "--out"],
+                        ["analyze", "--results"]]
+            # gate RUN_DIR scores the run again from its logs, so only its manifest can change what it does
+            commands += [["gate"]] if name == "manifest.json" else []
+            for command in commands:
+                argv = [*command, str(run / "results.json" if command[-1] == "--results" else run)]
+                with self.subTest(mutation=number, file=name, command=" ".join(command)):
+                    self.assert_answer_or_one_line(argv)
             shutil.rmtree(run)
+
+    def test_a_number_no_run_could_write_is_one_line(self):
+        """A number the reports would render or divide by, out of any range a run writes (an interval bound of
+        10**39, a mean too large for a float, a cap no server has), is refused in one line naming its field."""
+        mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
+        cases = [(("gate", "by_regime", "R1", "states", "lo"), 10 ** 39, "`gate` `by_regime`"),
+                 (("gate", "by_regime", "R2", "final_states", "rate"), 10 ** 400, "`gate` `by_regime`"),
+                 (("gate", "prediction", "fisher_p"), 2, "`gate` `prediction`"),
+                 (("compaction_tokens", "R1", "mean"), 10 ** 400, "`compaction_tokens` for R1"),
+                 (("compaction_stage", 0, "retained"), 10 ** 400, "`compaction_stage`"),
+                 (("calls", 0, "prompt_eval_count"), 10 ** 400, "`calls` holds a token count"),
+                 (("run", "compaction_cap"), 10 ** 39, "`run` holds"),
+                 (("compaction_tokens", "R2", "mean"), float("inf"), "`compaction_tokens` for R2")]
+        for path, value, named in cases:
+            with self.subTest(path=path):
+                results = json.loads((self.base / "run" / "results.json").read_text())
+                holder = results
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = value
+                bank = self.make_tmp() / "results.json"
+                bank.write_text(json.dumps(results))
+                code, err = self.assert_answer_or_one_line(["analyze", "--results", str(bank)])
+                self.assertEqual(code, 2, err)
+                self.assertIn(named, err)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    code = mf.main([str(bank), "--out", str(self.make_tmp())])
+                self.assertEqual(code, 2, err.getvalue())
+                self.assertIn(named, err.getvalue())
 
 
 class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
@@ -305,13 +444,32 @@ class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
             sent = server.chat_count()
         self.assertEqual(code, 2, err)
         last = err.strip().splitlines()[-1]
-        self.assertIn("the server's chat template does not match the model: 10 of its first 10 replies", last)
+        self.assertIn("the server's chat template does not match the model: 6 of its first 6 replies", last)
         self.assertIn("--jinja", last)
+        self.assertIn("a file without one falls back to ChatML: then name it, e.g. --no-jinja --chat-template gemma",
+                      last)                         # as llama.cpp did with a Gemma 3 GGUF that carries no template
         self.assertIn("Modelfile", last)
         self.assertLessEqual(sent, 10)
         records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
         self.assertEqual(len(records), sent)
         self.assertTrue(all(r.get("control_tokens") for r in records))
+
+    def test_the_shape_a_real_server_gave_stops_at_once(self):
+        """As llama.cpp served Gemma 3 270M with a ChatML template (concurrency 2, replies slow, every one of them
+        strings of `<|im_end|>user`): the run is judged at the 6th flagged reply, and no call is sent after it but
+        those already in flight (on the real server, 12 calls were sent and 2 of them after the 10th reply)."""
+        real = "<|im_end|>user\n<|im_start|>user\n" + "<|im_end|>user\n" * 40
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[self.MODEL], behaviour={"answer_prefix": real}, latency_s=0.3) as server:
+            code, _, err = run_main(["run", "--models", self.MODEL, "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", "--regimes", "R0", "--concurrency", "2", *FAST])
+            sent = server.chat_count()
+        self.assertEqual(code, 2, err)
+        self.assertIn("stopping: the server's chat template does not match the model; no new calls will be sent",
+                      err)
+        self.assertIn("6 of its first 6 replies carry chat-template control tokens (such as <|im_end|>)",
+                      err.strip().splitlines()[-1])
+        self.assertLessEqual(sent, 6 + 2)                  # at most the two calls in flight at the 6th reply
 
     def test_a_few_flagged_replies_do_not_stop_the_run_and_are_reported(self):
         out = self.make_tmp() / "run"
@@ -365,3 +523,7 @@ class ResendAndStopTest(TempDirMixin, unittest.TestCase):
             after = server.chat_count()
         self.assertEqual(proc.returncode, 130, err)
         self.assertLessEqual(after - at_stop, 0, err)               # nothing sent after "no new calls"
+
+
+if __name__ == "__main__":
+    unittest.main()

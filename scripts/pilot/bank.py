@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .inputs import load_task_set
-from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, PilotError, REPO_ROOT, Regime,
-    Study, folder_study, study_named)
+from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, MAX_TOKEN_COUNT, PilotError,
+    REPO_ROOT, Regime, Study, folder_study, study_named)
 from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
 
 
@@ -449,6 +449,45 @@ def column_types(rows: list[dict], field: str, default: Any = None) -> set[type]
     return set(map(type, probe_column(rows, field, default)))
 
 
+CALL_COUNTS = ("eval_count", "prompt_eval_count", "prompt_evaluated", "prompt_cached")     # tokens, as score keeps them
+MAX_CONTEXT = 10_000_000                # no context window or output cap is larger
+
+
+def is_count(value: Any, whole: bool = True) -> bool:
+    """A number of tokens (or states, or entities) a run could have counted: from 0 to MAX_TOKEN_COUNT, whole unless
+    `whole` is False (a mean); anything else in a results.json was not written by score (compared, never converted,
+    so a number too large for a float is refused rather than overflowing)."""
+    kinds = int if whole else (int, float)
+    return isinstance(value, kinds) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
+
+
+def gate_summary_problems(gate: dict) -> list[str]:
+    """Every way a results.json's `gate` block is not the release gate's summary (the fields the reports read)."""
+    def share(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1)
+
+    def interval(value) -> bool:
+        return isinstance(value, dict) and is_count(value.get("k")) and is_count(value.get("n")) and \
+            value["k"] <= value["n"] and all(share(value.get(f)) for f in ("rate", "lo", "hi"))
+
+    problems = []
+    if not is_count(gate.get("max_omissions")) or not is_count(gate.get("n_states")):
+        problems.append("has no whole `max_omissions` and `n_states`")
+    by_regime = gate.get("by_regime")
+    if not isinstance(by_regime, dict) or not all(
+            isinstance(r, dict) and interval(r.get("states")) and interval(r.get("final_states")) and
+            isinstance(r.get("by_category"), dict) and all(is_count(v) for v in r["by_category"].values())
+            for r in by_regime.values()):
+        problems.append("`by_regime` is not an object of state counts and intervals (shares from 0 to 1)")
+    prediction = gate.get("prediction")
+    if not isinstance(prediction, dict) or not all(is_count(prediction.get(f)) for f in (
+            "n", "fail_corrupted", "fail_clean", "pass_corrupted", "pass_clean")) or not all(
+            interval(prediction.get(f)) for f in ("precision", "recall", "corrupted_if_pass")) or \
+            not share(prediction.get("fisher_p")) or not isinstance(prediction.get("verdict"), str):
+        problems.append("`prediction` is not counts, intervals (shares from 0 to 1), a p-value and a verdict")
+    return problems
+
+
 def rows_are_objects(rows: list) -> bool:
     return set(map(type, rows)) <= {dict}
 
@@ -502,7 +541,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         return value
 
     def is_mean(value) -> bool:
-        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        return value is None or is_count(value, whole=False)
 
     models = string_list("models")
     regimes = string_list("regimes")
@@ -583,8 +622,8 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     stage = results.get("compaction_stage", [])
     if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
             or column_types(stage, "regime") - {str} \
-            or any(column_types(stage, f, 0) - {int} for f in ("retained", "correct", "n_entities", "loose_retained",
-                                                                "loose_correct", "sentence_correct")):
+            or not all(is_count(v) for f in ("retained", "correct", "n_entities", "loose_retained", "loose_correct",
+                                              "sentence_correct") for v in probe_column(stage, f, 0)):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):
@@ -593,6 +632,16 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     if isinstance(calls, list) and (not rows_are_objects(calls) or any(column_types(calls, f) - {str}
                                                                        for f in ("model", "regime", "kind"))):
         problems.append("`calls` is not a list of objects with a model, a regime and a kind")
+    elif isinstance(calls, list) and not all(v is None or is_count(v) for f in CALL_COUNTS
+                                             for v in probe_column(calls, f)):
+        problems.append(f"`calls` holds a token count that is not a whole number from 0 to {MAX_TOKEN_COUNT} "
+                        f"(score records any other as unknown)")
+    run = results.get("run")
+    if isinstance(run, dict) and not all(is_count(run[f]) and 1 <= run[f] <= MAX_CONTEXT
+                                         for f in ("num_ctx", "compaction_cap", "answer_cap") if f in run):
+        problems.append("`run` holds a context window or an output cap that is not a whole number of tokens")
+    if isinstance(results.get("gate"), dict):
+        problems += [f"`gate` {problem}" for problem in gate_summary_problems(results["gate"])][:1]
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
         problems.append("`n_episodes` is not a whole number")
     return problems

@@ -298,7 +298,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "merge":
-        parser.add_argument("out_dir", metavar="OUT", help="new folder for the merged run")
+        parser.add_argument("out_dir", metavar="OUT", help="a new or empty folder for the merged run")
         parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
     return parser
 

@@ -21,8 +21,8 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
     run_settings, study_of)
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
     FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
-    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
-    study_named, utc_now)
+    TransientError, canonical_json, display_path, folder_study, is_simulated, lone_surrogate, lone_surrogate_problem,
+    read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
@@ -249,18 +249,21 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
-        recorded = repair_if_unreadable(run_dir, recorded, tasks)
     cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
                            options.budgets, options.samples)
-    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c)]
+    # A complete cell whose log lost a record is redone, and an unreadable line quarantined, only by a run that
+    # passed every lock check (execute_run repairs the journal under the lock): a refused run writes nothing.
+    lost, unreadable = journal_repairs(run_dir, recorded.data, tasks) if recorded else (set(), False)
+    todo = [c for c in cells if not recorded or not is_complete(recorded.data, c) or c in lost]
     code = EXIT_OK
-    if todo:
+    if todo or unreadable:
         code = execute_run(options, tasks, tasks_sha, models, todo, len(cells))
         if code == EXIT_INTERRUPTED:
             return code
     elif not options.quiet:
         print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
-    if not todo and recorded and recheck_pending(recorded, options.recheck) and folder_writable(run_dir):
+    if not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
+            folder_writable(run_dir):
         # the cells finished before the determinism probe did (a kill, or a run older than the probe)
         try:
             code = execute_run(options, tasks, tasks_sha, models, [], len(cells))
@@ -314,23 +317,12 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     return code
 
 
-def repair_if_unreadable(run_dir: Path, manifest: "Manifest", tasks: dict) -> "Manifest":
-    """Before deciding what is left: if any raw log has an unreadable line, or a complete cell's log lost a
-    record, repair the journal under the folder lock and reopen those cells, so that the run does them again (a
-    read-only folder with clean logs is never touched)."""
+def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cell], bool]:
+    """What a run must repair in a folder's journal, found without writing anything: the complete cells whose
+    log lost a record, and whether a log holds an unreadable line."""
     journal = Journal(run_dir)
-    unreadable = any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest.data))
-    if not unreadable and not lost_records(journal, manifest.data, tasks):
-        return manifest
-    run_lock = RunLock(run_dir)
-    run_lock.acquire()
-    try:
-        manifest = Manifest.load(manifest.path)
-        for note in repair_journal(journal, manifest, tasks):
-            warn(note)
-    finally:
-        run_lock.release()
-    return manifest
+    lost = {cell for cell, _ in lost_records(journal, manifest, tasks)}
+    return lost, any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest))
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
@@ -465,8 +457,17 @@ def folder_writable(folder: Path) -> bool:
 
 
 def refuse_foreign_folder(folder: Path) -> None:
-    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files."""
-    if not folder.is_dir() or (folder / "manifest.json").exists() or (folder / "results.json").exists():
+    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files, and
+    nothing but a real file or folder where the runner writes one (checked before anything is written)."""
+    if folder.exists() and not folder.is_dir():
+        raise PilotError(f"{folder} is a file, not a folder; choose a new or empty folder with --out")
+    above = next((p for p in folder.parents if p.exists()), None)
+    if not folder.exists() and above is not None and not above.is_dir():
+        raise PilotError(f"{folder} lies under the file {above}; choose a new or empty folder with --out")
+    if not folder.is_dir():
+        return
+    refuse_unsafe_folder(folder)
+    if (folder / "manifest.json").exists() or (folder / "results.json").exists():
         return
     foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
     if foreign:
@@ -604,8 +605,6 @@ def command_analyze(args) -> int:
         raise PilotError(f"no results.json at {results_path}; score the run first with "
                          f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     if out_dir is not None:
-        if out_dir.is_dir():
-            refuse_unsafe_folder(out_dir)
         refuse_foreign_folder(out_dir)
         if not folder_writable(out_dir):
             if args.results:
@@ -633,16 +632,18 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
         raise PilotError(f"{results_path} is not a regular file (a device, pipe, socket or folder); point --results at "
                          f"a results.json")
     try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
+        text = results_path.read_text(encoding="utf-8")
+        results = json.loads(text)
     except RecursionError:
         raise PilotError(f"{results_path} is not a results file this runner can read (its JSON is nested too "
                          f"deeply); point --results at a results.json") from None
     except (UnicodeDecodeError, ValueError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
                          f"--results at a results.json") from None
-    table = bank_table(results)
+    surrogate = lone_surrogate(text, results)
+    table = None if surrogate else bank_table(results)
     hold_until_exit(results, table)
-    problems = results_shape_problems(results, table)
+    problems = [lone_surrogate_problem("it", surrogate)] if surrogate else results_shape_problems(results, table)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "

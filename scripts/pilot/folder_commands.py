@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,10 +15,10 @@ from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, r
 from .inputs import load_task_set, load_tasks, task_file_study
 from .launch import check_study_design, chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, Study, display_path, folder_study, is_simulated, read_canonical, sha256_bytes, sha256_text,
-    study_named, utc_now)
+    PilotError, SURROGATE_ESCAPE, Study, display_path, folder_study, is_simulated, lone_surrogate,
+    lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, cell_key, is_complete, journalled_lines, lock_differences,
+from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
 from .runner import (DEFAULT_RECHECK, all_cells, journal_streams, lost_records, merge_rechecks, recheck_pending,
     run_budgets, run_regimes, run_samples)
@@ -307,10 +308,18 @@ def read_gate_input(path: str, what: str) -> str:
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
                              f"UTF-8 text file")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise GateInputError(f"cannot read the {what} {path} ({getattr(err, 'strerror', None) or err}); give a "
                              f"UTF-8 text file") from None
+    if SURROGATE_ESCAPE.search(text):              # JSON that names a lone surrogate, which cannot be printed
+        try:
+            surrogate = lone_surrogate(text, json.loads(text))
+        except (ValueError, RecursionError):
+            surrogate = None                        # not JSON: the escape is plain text
+        if surrogate:
+            raise GateInputError(f"{lone_surrogate_problem(f'the {what} {path}', surrogate)}; fix that \\u escape")
+    return text
 
 
 def command_gate(args) -> int:
@@ -413,8 +422,7 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 def command_merge(args) -> int:
     """Combine shard folders into one bank after checking that their locks agree."""
     out = Path(args.out_dir)
-    if (out / "manifest.json").exists():
-        raise PilotError(f"{out} already holds a run; merge into a new folder")
+    refuse_merge_target(out)
     shards = []
     for folder in args.shard_dirs:
         manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
@@ -444,33 +452,20 @@ def command_merge(args) -> int:
                 raise PilotError(f"cell {key} is complete in more than one shard; shards must be disjoint")
             cells[key] = (folder, entry)
         models += [m for m in data["models"] if m not in models]
-    (out / "raw").mkdir(parents=True, exist_ok=True)
-    journal = Journal(out)
-    regimes, study = run_regimes(shards[0][1]), folder_study(shards[0][1])
-    for key, (folder, entry) in cells.items():
-        budget, sample = record_variant(entry)
-        source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
-        plan = study.plan(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
-        for spec in plan:
-            journal.append(source[spec.kind])
+    out.mkdir(parents=True, exist_ok=True)
+    run_lock = RunLock(out)
+    run_lock.acquire()
+    try:
+        try:
+            merged = write_merged_run(out, shards, cells, models)
+        except BaseException:
+            shutil.rmtree(out / "raw", ignore_errors=True)      # what this merge made (OUT was new or empty)
+            raise
+    finally:
+        run_lock.release()
     data0 = shards[0][1]
-    lock = dict(data0["lock"])
-    lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
-    merged = Manifest(out / "manifest.json", {
-        **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
-        **{k: data0[k] for k in ("task_set", "regime_definitions", "budgets", "samples", "study") if k in data0},
-        "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
-        "cells": {k: e for k, (_, e) in cells.items()}, "amendments": [a for _, d, _ in shards for a in d["amendments"]],
-        "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
-        "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
-        "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
-    })
-    merged.save()
     expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
     print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
-    problems = verify_run(out, merged.data, shards[0][2])
-    if problems:
-        raise PilotError(f"the merged folder does not verify: {problems[0]}")
     results = write_results(out, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
         print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
@@ -482,6 +477,59 @@ def command_merge(args) -> int:
     print(render_headline(analysis))
     print_file_list(out, outputs)
     return EXIT_OK
+
+
+def refuse_merge_target(out: Path) -> None:
+    """merge writes a whole run into a new or empty folder: anything else there is refused before anything is
+    read or written (a link or a file planted where the merged run goes, or someone's files)."""
+    if out.exists() and not out.is_dir():
+        raise PilotError(f"{out} is a file, not a folder; merge into a new folder")
+    if not out.is_dir():
+        return
+    refuse_unsafe_folder(out, elsewhere="merge into a new folder")
+    if (out / "manifest.json").exists():
+        raise PilotError(f"{out} already holds a run; merge into a new folder")
+    held = sorted(p.name for p in out.iterdir() if not p.name.startswith(".") and
+                  not (p.is_dir() and not any(p.iterdir())))            # an empty folder holds nothing
+    if held:
+        shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+        raise PilotError(f"{out} is not empty (it holds {shown}); merge into a new or empty folder")
+
+
+def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[str]) -> Manifest:
+    """The merged raw logs, checked against the merged manifest before it is saved: the folder becomes a run
+    only once all of it is written and verifies."""
+    (out / "raw").mkdir(exist_ok=True)
+    journal = Journal(out)
+    regimes, study = run_regimes(shards[0][1]), folder_study(shards[0][1])
+    for key, (folder, entry) in cells.items():
+        budget, sample = record_variant(entry)
+        source = Journal(folder).cell_records(entry["model"], entry["regime"], budget, sample).get(entry["episode"], {})
+        plan = study.plan(regimes[entry["regime"]], shards[0][2]["episodes"][entry["episode"]], budget)
+        for spec in plan:
+            if spec.kind not in source:
+                raise PilotError(f"cell {key} is COMPLETE in {folder}, but its raw log lacks {spec.kind}; run the "
+                                 f"run command in that shard to redo it, then merge again")
+            journal.append(source[spec.kind])
+    data0 = shards[0][1]
+    lock = dict(data0["lock"])
+    lock["models"] = {m: info for _, d, _ in shards for m, info in d["lock"]["models"].items()}
+    merged = Manifest(out / "manifest.json", {
+        **{k: data0[k] for k in ("protocol", "tasks", "tasks_sha256", "regimes", "n_episodes")},
+        **{k: data0[k] for k in ("task_set", "regime_definitions", "budgets", "samples", "study") if k in data0},
+        "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
+        "cells": {k: e for k, (_, e) in cells.items()},
+        "amendments": [a for _, d, _ in shards for a in d["amendments"]],
+        "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
+        "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+        "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
+    })
+    problems = verify_run(out, merged.data, shards[0][2])
+    if problems:
+        raise PilotError(f"the merged run does not verify ({problems[0]}), so nothing was kept in {out}; check the "
+                         f"shards with `python3 scripts/run_pilot.py verify --out SHARD_DIR`")
+    merged.save()
+    return merged
 
 
 def is_former_adversarial_folder(manifest: object) -> bool:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, Study, canonical_json,
-    display_path, file_sha256, read_canonical, sha256_bytes, sha256_text, study_named)
+    display_path, file_sha256, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text,
+    study_named)
 
 
 STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
@@ -52,6 +53,16 @@ class TaskSetError(PilotError):
 MAX_REPORTED_PROBLEMS = 25
 
 
+def design_check_failure(shown: str, problems: list[str], schema: str, advice: str) -> TaskSetError:
+    """A study's refusal of a task file that fails its design checks: how many fail, of which schema and what to
+    do, then one problem per line (the first MAX_REPORTED_PROBLEMS, and how many more)."""
+    lines = problems[:MAX_REPORTED_PROBLEMS]
+    if len(problems) > len(lines):
+        lines.append(f"... and {len(problems) - len(lines)} more")
+    return TaskSetError(f"{shown} fails {len(problems)} design check(s) of the {schema}; {advice}:\n" +
+                        "\n".join(f"  - {p}" for p in lines))
+
+
 def load_task_set(path: Path) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
     (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
@@ -69,11 +80,17 @@ def load_task_set(path: Path) -> dict:
         raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --tasks takes a tasks JSON file")
     raw = read_canonical(path)
     sha = sha256_bytes(raw)
+    hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
     try:
-        tasks = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        tasks = json.loads(text)
     except (UnicodeDecodeError, ValueError) as err:
-        hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
         raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
+    except RecursionError:
+        raise PilotError(f"{shown} is not a task file (its JSON is nested too deeply); {hint}") from None
+    surrogate = lone_surrogate(text, tasks)
+    if surrogate:
+        raise PilotError(f"{lone_surrogate_problem(shown, surrogate)}; fix that \\u escape, or {hint}")
     return task_file_study(tasks).load_tasks(path, raw, tasks, sha, in_repo)
 
 

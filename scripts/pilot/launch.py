@@ -15,7 +15,8 @@ from .backends import BACKENDS
 from .demo import StandInBackend
 from .inputs import STATE_READERS, protocol_sha256, regimes_sha256
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
-    SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
+    SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, lone_surrogate,
+    lone_surrogate_problem, study_named)
 from .runner import RetryPolicy
 from .studies.xr001 import N_EPISODES, N_SEGMENTS, PROMPTS, REGIMES
 from .transport import redact_url
@@ -281,12 +282,26 @@ def parse_budgets(text: str) -> list[int]:
 def load_regime_file(path: Path) -> list[Regime]:
     """The regimes of a --regime-file; every problem is named, one per line."""
     shown = display_path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise PilotError(f"{path} is a folder; --regime-file takes a regime JSON file (see tasks/regimes.example.json)")
+    if path.exists() and not path.is_file():
+        raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --regime-file takes a regime JSON "
+                         f"file (see tasks/regimes.example.json)")
+    if not path.exists():
         raise PilotError(f"no regime file at {path}; copy tasks/regimes.example.json and pass its path")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise PilotError(f"{shown} is not valid JSON ({err}); see tasks/regimes.example.json for the format") from None
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise PilotError(f"{shown} is not valid JSON ({getattr(err, 'strerror', None) or err}); see "
+                         f"tasks/regimes.example.json for the format") from None
+    except RecursionError:
+        raise PilotError(f"{shown} is not a regime file (its JSON is nested too deeply); see "
+                         f"tasks/regimes.example.json for the format") from None
+    surrogate = lone_surrogate(text, data)
+    if surrogate:
+        raise PilotError(f"{lone_surrogate_problem(shown, surrogate)}; fix that \\u escape (see "
+                         f"tasks/regimes.example.json for the format)")
     regimes, problems = check_regime_entries(data, shown)
     if problems:
         raise PilotError(f"{shown} has {len(problems)} problem(s); fix them and run again:\n" +

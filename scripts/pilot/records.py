@@ -14,6 +14,7 @@ import datetime as _dt
 import errno
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -272,6 +273,36 @@ def sha256_text(text: str) -> str:
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+# A lone surrogate (half of a UTF-16 pair) is not a character, so no UTF-8 file can hold one; JSON can still name
+# one with a \u escape, and such a string can be neither written nor printed. Inputs holding one are refused.
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(text: str, value: Any) -> str | None:
+    """The first lone surrogate among the strings and keys of `value`, parsed from the JSON `text`, as its escape
+    (`\\ud800`), or None; only a text with a surrogate escape in it is searched."""
+    if not SURROGATE_ESCAPE.search(text):
+        return None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += list(item.keys()) + list(item.values())
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as err:
+                return f"\\u{ord(item[err.start]):04x}"
+    return None
+
+
+def lone_surrogate_problem(where: str, escape: str) -> str:
+    return (f"{where} holds {escape}, a lone surrogate (half of a UTF-16 pair), which is not a character and "
+            f"cannot be written or printed")
 
 
 def read_canonical(path: Path) -> bytes:

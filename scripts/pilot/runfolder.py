@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from .backends import server_identity
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, PilotError, Settings, canonical_json,
-    display_path, folder_study, is_disk_full, read_canonical, sha256_bytes, utc_now)
+    display_path, folder_study, is_disk_full, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes,
+    utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -81,30 +82,43 @@ def fsync_dir(path: Path) -> None:
 # anything but a regular file (a folder copied or shared by someone else may hold links to anywhere).
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 RUNNER_SUBFOLDERS = ("raw", "figures", "quarantine")     # made by the runner inside a run folder
+ELSEWHERE = "use a new folder with --out"                 # what the user of a refused command can do instead
 
 
 class UnsafePath(PilotError):
     """A link, or something that is not a regular file, where the runner reads or writes a run folder's file."""
 
 
-def refuse_unsafe(path: Path) -> None:
+def refuse_unsafe(path: Path, elsewhere: str = ELSEWHERE) -> None:
     """Refuse, before anything is read or written, a file of a run folder that is a symbolic link or not a
-    regular file, or that sits in a runner-made subfolder that is a link (the run folder itself may be one)."""
-    places = [path] + ([path.parent] if path.parent.name in RUNNER_SUBFOLDERS else [])
-    for place in places:
-        try:
-            mode = os.lstat(place).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as err:
-            raise UnsafePath(f"cannot check {place} ({err.strerror or err}); check the folder's permissions") from None
-        if stat.S_ISLNK(mode):
-            raise UnsafePath(f"{place} is a symbolic link; the runner never reads or writes a run folder's files "
-                             f"through a link, and left it and what it points to untouched. Replace it "
-                             f"with a real {'folder' if place != path else 'file'}, or use a new folder with --out")
-        if place == path and not stat.S_ISREG(mode):
-            raise UnsafePath(f"{place} is not a regular file, so the runner left it untouched; move it away, or "
-                             f"use a new folder with --out")
+    regular file, or that sits in a runner-made subfolder that is a link or not a folder (the run folder itself
+    may be a link)."""
+    if path.parent.name in RUNNER_SUBFOLDERS:
+        refuse_unsafe_subfolder(path.parent, elsewhere)
+    refuse_unsafe_place(path, False, elsewhere)
+
+
+def refuse_unsafe_subfolder(folder: Path, elsewhere: str = ELSEWHERE) -> None:
+    """Refuse a runner-made subfolder (raw/, figures/, quarantine/) that is a link or not a folder."""
+    refuse_unsafe_place(folder, True, elsewhere)
+
+
+def refuse_unsafe_place(path: Path, is_folder: bool, elsewhere: str) -> None:
+    """Refuse a link at path, or anything there (nothing is fine) but a folder or a regular file as asked."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise UnsafePath(f"cannot check {path} ({err.strerror or err}); check the folder's permissions") from None
+    if stat.S_ISLNK(mode):
+        raise UnsafePath(f"{path} is a symbolic link; the runner never reads or writes a run folder's files "
+                         f"through a link, and left it and what it points to untouched. Replace it with a real "
+                         f"{'folder' if is_folder else 'file'}, or {elsewhere}")
+    if not (stat.S_ISDIR(mode) if is_folder else stat.S_ISREG(mode)):
+        what = (f"a folder (a file, pipe, device or socket stands where the runner keeps its {path.name}/ folder)"
+                if is_folder else "a regular file")
+        raise UnsafePath(f"{path} is not {what}, so the runner left it untouched; move it away, or {elsewhere}")
 
 
 # The files a run or an analysis writes in a run folder, besides those in its subfolders.
@@ -112,21 +126,19 @@ RUN_FOLDER_FILES = (".lock", "manifest.json", "results.json", "probes.csv", "gat
                     "report.html")
 
 
-def refuse_unsafe_folder(run_dir: Path) -> None:
+def refuse_unsafe_folder(run_dir: Path, elsewhere: str = ELSEWHERE) -> None:
     """Refuse a run folder in which any file the runner reads or writes, or any of its subfolders, is a link or
-    not a regular file; checked before a command reads the folder or writes anything into it."""
-    for name in RUN_FOLDER_FILES:
-        refuse_unsafe(run_dir / name)
+    not what the runner makes there; checked before a command reads the folder or writes anything into it, so
+    that a command refused for it has written nothing."""
     for name in RUNNER_SUBFOLDERS:
-        folder = run_dir / name
-        if folder.is_symlink():
-            raise UnsafePath(f"{folder} is a symbolic link; the runner never reads or writes a run folder's files "
-                             f"through a link, and left it and what it points to untouched. Replace it with a real "
-                             f"folder, or use a new folder with --out")
-        if folder.is_dir():
-            for entry in folder.iterdir():
+        refuse_unsafe_subfolder(run_dir / name, elsewhere)
+    for name in RUN_FOLDER_FILES:
+        refuse_unsafe(run_dir / name, elsewhere)
+    for name in RUNNER_SUBFOLDERS:
+        if (run_dir / name).is_dir():
+            for entry in (run_dir / name).iterdir():
                 if not entry.name.startswith("."):
-                    refuse_unsafe(entry)
+                    refuse_unsafe(entry, elsewhere)
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -295,12 +307,14 @@ def repeated_calls(records: list[dict]) -> list[tuple]:
 
 
 def parse_record_line(line: bytes) -> dict | None:
-    """One journal line as a record, or None when it is not a readable JSON object."""
+    """One journal line as a record, or None when it is not a readable JSON object (or holds a lone surrogate,
+    which the runner never writes)."""
     try:
-        record = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        text = line.decode("utf-8")
+        record = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    return record if isinstance(record, dict) else None
+    return record if isinstance(record, dict) and not lone_surrogate(text, record) else None
 
 
 def records_digest(records: list[dict], written: dict | None = None) -> str:
@@ -433,18 +447,18 @@ def manifest_problem(data: Any) -> str | None:
     def whole(value, lo=0, hi=None) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
 
-    def texts(value) -> bool:
-        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v for v in value) and \
-            len(set(value)) == len(value)
+    def texts(value) -> bool:           # names the messages quote: one printable line each
+        return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v.isprintable() and v
+                                                               for v in value) and len(set(value)) == len(value)
 
     if not isinstance(data, dict):
         return "not a JSON object"
     if not isinstance(data.get("cells"), dict):
         return "no `cells`"
-    if not isinstance(data.get("tasks"), str) or not data["tasks"] or not isinstance(data.get("tasks_sha256"), str):
+    if not texts([data.get("tasks")]) or not re.fullmatch(r"[0-9a-f]{64}", str(data.get("tasks_sha256"))):
         return "no `tasks` and `tasks_sha256`"
     if not texts(data.get("models")) or not texts(data.get("regimes")):
-        return "`models` and `regimes` must be lists of distinct names"
+        return "`models` and `regimes` must be lists of distinct names, each on one line"
     if not whole(data.get("n_episodes"), 1, MAX_EPISODES):
         return f"`n_episodes` is not a whole number from 1 to {MAX_EPISODES}"
     budgets, samples = data.get("budgets"), data.get("samples")
@@ -553,7 +567,8 @@ class Manifest:
     def load(cls, path: Path) -> "Manifest":
         refuse_unsafe_folder(path.parent)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError) as err:
             raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
                              f"changed; restore it from a backup, or start a separate run in a new folder") from None
@@ -565,7 +580,8 @@ class Manifest:
             isinstance(lock.get("study"), str) else None
         if own is not None:
             raise PilotError(own(display_path(path.parent)))
-        problem = manifest_problem(data)
+        surrogate = lone_surrogate(text, data)
+        problem = lone_surrogate_problem("it", surrogate) if surrogate else manifest_problem(data)
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")

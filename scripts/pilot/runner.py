@@ -87,7 +87,7 @@ def describe_retry(label: str, retry: dict, now: float) -> str:
 # server formats prompts with a template that is not the model's, and every answer is then noise.
 CONTROL_TOKENS = re.compile(r"<\|(?:im_start|im_end|eot_id|start_header_id|end_header_id|endoftext|end|user|assistant|"
                             r"system)\|>|<(?:start|end)_of_turn>|\[/?INST\]|</s>")
-TEMPLATE_CHECK_REPLIES = 10             # a run's first replies, judged together: most flagged stops the run
+TEMPLATE_CHECK_REPLIES = 10             # a run's first replies: once most of them are flagged, the run stops
 
 
 class TemplateWatch:
@@ -106,13 +106,16 @@ class TemplateWatch:
                 self.seen += 1
                 self.flagged += bool(found)
                 self.example = self.example or (found.group(0) if found else "")
-            mismatch = self.seen == TEMPLATE_CHECK_REPLIES and self.flagged * 2 > self.seen
+            # decided as soon as most of the first replies are flagged, without waiting for the rest of them
+            mismatch = self.flagged * 2 > TEMPLATE_CHECK_REPLIES
         if mismatch:
             raise RunAborted(f"the server's chat template does not match the model: {self.flagged} of its first "
                              f"{self.seen} replies carry chat-template control tokens (such as {self.example}); set "
-                             f"the model's template on the server (llama.cpp: --jinja, or --chat-template NAME; "
-                             f"Ollama: TEMPLATE in the model's Modelfile), then run again into a new folder with --out "
-                             f"(the replies so far stay in this one as evidence)")
+                             f"the model's own template on the server (llama.cpp: --jinja takes the one in the model "
+                             f"file, but a file without one falls back to ChatML: then name it, e.g. --no-jinja "
+                             f"--chat-template gemma, or --chat-template-file FILE; Ollama: TEMPLATE in the model's "
+                             f"Modelfile), then run again into a new folder with --out (the replies so far stay in "
+                             f"this one as evidence)")
         return bool(found)
 
 
@@ -481,7 +484,14 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     with ctx.written_lock:
         ctx.written[id(record)] = (record, line)     # for the cell's digest; released when the cell ends
     ctx.progress.update(calls=1)
-    ctx.template.check(response.text)                # journalled first: the evidence is kept
+    try:
+        ctx.template.check(response.text)            # journalled first: the evidence is kept
+    except RunAborted:
+        if not ctx.stop.is_set():   # at once, so that no other thread sends a call once the run is judged
+            ctx.stop.set()
+            sys.stderr.write("\nstopping: the server's chat template does not match the model; no new calls will "
+                             "be sent; waiting for the calls in flight\n")
+        raise
     return record
 
 

@@ -18,7 +18,7 @@ import threading
 import urllib.request
 from typing import Any
 
-from .records import FatalCallError, TransientError
+from .records import FatalCallError, TransientError, lone_surrogate
 
 
 class _TimedHTTPConnection(http.client.HTTPConnection):
@@ -249,10 +249,15 @@ class HttpClient:
             raise FatalCallError(f"{where}: HTTP {status}, the server redirects to {target}; "
                                  f"give that address as the server URL", status)
         try:
-            return json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            text = body.decode("utf-8")
+            data = json.loads(text)
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
                                  reason="malformed JSON in the reply")
+        if lone_surrogate(text, data):                 # not text: it could be neither journalled nor scored
+            raise TransientError(f"{where}: the reply holds a lone surrogate escape, which is not text",
+                                 reason="a lone surrogate in the reply")
+        return data
 
 
 class _ConnectFailed(Exception):

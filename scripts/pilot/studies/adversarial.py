@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..gate import GOOD_STATUSES, RUN_GATE_NAME_PATTERN, check_state, gate_verdict, normalize_ledger, words_of
-from ..inputs import MAX_REPORTED_PROBLEMS, TaskSetError, budget_words
+from ..inputs import budget_words, design_check_failure
 from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime,
     display_path)
 from ..runfolder import FOLDERS_OF_OWN_RUNNERS
@@ -351,9 +351,8 @@ def load_adversarial_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_r
     if kind is None:
         problems = check_adversarial_design(tasks)
         if problems:
-            lines = problems[:MAX_REPORTED_PROBLEMS]
-            raise TaskSetError(f"{shown} fails {len(problems)} design check(s) of the adversarial session schema:\n" +
-                               "\n".join(f"  - {p}" for p in lines))
+            raise design_check_failure(shown, problems, "adversarial session schema",
+                                       f"fix them or use the pinned {display_path(ADV_TASKS_PATH)}")
         kind = "external"
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
 

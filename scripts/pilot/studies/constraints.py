@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..demo import StandInModel
-from ..inputs import MAX_REPORTED_PROBLEMS, TaskSetError, budget_words
+from ..inputs import budget_words, design_check_failure
 from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
 from .xr001 import (BASE_SEED, COMPACTION_FRAME, FORMAT_PARAGRAPHS, N_SEGMENTS, PROMPTS, generate_episode, plan_calls,
@@ -517,8 +517,7 @@ def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_r
     if kind is None:
         problems = check_constraint_design(tasks)
         if problems:
-            lines = problems[:MAX_REPORTED_PROBLEMS]
-            raise TaskSetError(f"{shown} fails {len(problems)} design check(s) of the constraints task schema:\n" +
-                               "\n".join(f"  - {p}" for p in lines))
+            raise design_check_failure(shown, problems, "constraints task schema",
+                                       "fix them or use the generated tasks (`generate --study constraints`)")
         kind = "external"
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}

@@ -13,7 +13,7 @@ from ..bank import (CLASSES, INT_PATTERN, PROBE_KINDS, ProbeKind, _to_int, integ
     parse_answer_lenient)
 from ..gate import (GATE_CATEGORIES, RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, check_state, gate_verdict,
     normalize_ledger)
-from ..inputs import MAX_REPORTED_PROBLEMS, TaskSetError, budget_words
+from ..inputs import budget_words, design_check_failure
 from ..records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_EPISODES, PilotError, REPO_ROOT, Regime,
     canonical_json, display_path, sha256_text)
 
@@ -606,11 +606,7 @@ def load_xr001_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: b
     if kind is None:
         problems = check_task_design(tasks)
         if problems:
-            lines = problems[:MAX_REPORTED_PROBLEMS]
-            if len(problems) > len(lines):
-                lines.append(f"... and {len(problems) - len(lines)} more")
-            raise TaskSetError(f"{shown} fails {len(problems)} design check(s) of the XR-001 task schema; fix "
-                               f"them or use the generated tasks:\n" + "\n".join(f"  - {p}" for p in lines))
+            raise design_check_failure(shown, problems, "XR-001 task schema", "fix them or use the generated tasks")
         kind = "external"
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
 
