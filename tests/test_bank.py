@@ -1,6 +1,8 @@
 """pilot.bank: answer parsing and the five classes (protocol section 4), and XR-001's write-time retention."""
+import json
 import unittest
 
+from helpers import REPO, run_main  # noqa: F401  (also puts the runner's package on the path)
 from pilot import bank
 from pilot.studies import xr001, xr001_analysis
 
@@ -77,6 +79,25 @@ class RetentionTest(unittest.TestCase):
         # names[2] occurs, so it is retained; its nearest number is names[1]'s value, so it is not correct
         self.assertEqual((scored["retained"], scored["correct"]), (4, 2))
         self.assertEqual(scored["method"], "prose")
+
+
+class CommittedExamplesTest(unittest.TestCase):
+    """Every worked example committed under results/ is a bank the shape check accepts, so `analyze --results`
+    reads it; a folder a study's former runner made is named as such, with the command that re-reports it."""
+
+    def test_every_committed_bank_is_read(self):
+        for results_path in sorted((REPO / "results").glob("*/results.json")):
+            with self.subTest(results_path.parent.name):
+                results = json.loads(results_path.read_text(encoding="utf-8"))
+                code, out, err = run_main(["analyze", "--results", str(results_path)])
+                if "calls.jsonl" in {p.name for p in (results_path.parent / "raw").iterdir()}:
+                    self.assertEqual(code, 2)
+                    self.assertIn("former runner", err)
+                    self.assertIn("gate", err)
+                    continue
+                self.assertEqual(bank.results_shape_problems(results), [])
+                self.assertEqual(code, 0, err)
+                self.assertTrue(out.strip())
 
 
 if __name__ == "__main__":

@@ -480,10 +480,11 @@ def gate_summary_problems(gate: dict) -> list[str]:
             for r in by_regime.values()):
         problems.append("`by_regime` is not an object of state counts and intervals (shares from 0 to 1)")
     prediction = gate.get("prediction")
+    # precision, recall and the corrupted share among passes are null where there was nothing to tell apart
     if not isinstance(prediction, dict) or not all(is_count(prediction.get(f)) for f in (
             "n", "fail_corrupted", "fail_clean", "pass_corrupted", "pass_clean")) or not all(
-            interval(prediction.get(f)) for f in ("precision", "recall", "corrupted_if_pass")) or \
-            not share(prediction.get("fisher_p")) or not isinstance(prediction.get("verdict"), str):
+            prediction.get(f) is None or interval(prediction[f]) for f in ("precision", "recall", "corrupted_if_pass")) \
+            or not share(prediction.get("fisher_p")) or not isinstance(prediction.get("verdict"), str):
         problems.append("`prediction` is not counts, intervals (shares from 0 to 1), a p-value and a verdict")
     return problems
 

@@ -25,7 +25,7 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
     read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
-    recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
+    own_runner_message, recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
 from .runner import (DEFAULT_RECHECK, Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
     lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
 from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
@@ -640,6 +640,9 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
     except (UnicodeDecodeError, ValueError) as err:
         raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
                          f"--results at a results.json") from None
+    own = own_runner_message(results, results_path.parent)
+    if own is not None:
+        raise PilotError(own)
     surrogate = lone_surrogate(text, results)
     table = None if surrogate else bank_table(results)
     hold_until_exit(results, table)

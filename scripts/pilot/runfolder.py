@@ -555,6 +555,15 @@ def regime_record_problem(record: Any) -> str | None:
 FOLDERS_OF_OWN_RUNNERS: dict[str, Callable[[str], str]] = {}
 
 
+def own_runner_message(data: Any, folder: Path) -> str | None:
+    """Why the shared commands do not read a folder whose manifest or results (data) a study's own former runner
+    wrote, naming the commands that do; None for every other folder."""
+    lock = data.get("lock") if isinstance(data, dict) else None
+    study = lock.get("study") if isinstance(lock, dict) else None
+    own = FOLDERS_OF_OWN_RUNNERS.get(study) if isinstance(study, str) else None
+    return own(display_path(folder)) if own is not None else None
+
+
 class Manifest:
     """The run ledger, rewritten atomically; thread-safe."""
 
@@ -575,11 +584,9 @@ class Manifest:
         except RecursionError:
             raise PilotError(f"the manifest {path} is not a run manifest (nested too deeply); nothing was changed; "
                              f"restore it, or start a separate run in a new folder") from None
-        lock = data.get("lock") if isinstance(data, dict) else None
-        own = FOLDERS_OF_OWN_RUNNERS.get(lock.get("study")) if isinstance(lock, dict) and \
-            isinstance(lock.get("study"), str) else None
+        own = own_runner_message(data, path.parent)
         if own is not None:
-            raise PilotError(own(display_path(path.parent)))
+            raise PilotError(own)
         surrogate = lone_surrogate(text, data)
         problem = lone_surrogate_problem("it", surrogate) if surrogate else manifest_problem(data)
         if problem:
