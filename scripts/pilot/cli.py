@@ -92,7 +92,9 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                              f"(protocol/CONSTRAINTS.md; regimes {','.join(SC_DEFAULT_REGIMES)}; "
                              "tasks/constraints.json); adversarial: whether the release gate keeps a corrupted "
                              "state from being resumed (protocol/ADVERSARIAL.md; regimes R2,G2; "
-                             "tasks/adversarial.json; the same as the `adversarial` subcommand)")
+                             "tasks/adversarial.json; the same as the `adversarial` subcommand); sessions: what "
+                             "compaction loses from your own transcripts (--sessions PATH; protocol/SESSIONS.md; "
+                             "exploratory)")
     for registered in STUDY_REGISTRY.values():
         if registered.add_options is not None:
             registered.add_options(parser)
