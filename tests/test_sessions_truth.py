@@ -185,6 +185,8 @@ class SecretTest(unittest.TestCase):
         self.assertIn("sk-[masked]", masked)
         self.assertIn("AKIA[masked]", masked)
         self.assertEqual(truth.mask_secrets("hunter2 again", ["hunter2"]), "[masked] again")
+        self.assertEqual(truth.mask_secrets("it said hunter3, not hunter2x", ["hunter2"]), "it said [masked], not "
+                                                                                            "[masked]")
 
     def test_near_misses_are_left_alone(self):
         for text in ("max_tokens: 256", "token count: 1234", "the password is long", "sk-1 is short"):

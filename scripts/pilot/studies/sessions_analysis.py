@@ -21,7 +21,7 @@ from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .constraints_analysis import carries_instruction
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
-from .sessions_truth import (VALUE_CLASSES, VALUE_KINDS, classify_values, mask_secrets, normalize_value,
+from .sessions_truth import (MASK, VALUE_CLASSES, VALUE_KINDS, classify_values, mask_secrets, normalize_value,
     occurs_verbatim)
 
 
@@ -70,7 +70,7 @@ def score_state(episode: dict, state: str, compacted: bool, mask) -> dict:
     """One final state against its session: value classes, instructions, steps and, for a compacted state, the
     gate's findings (a Recent-k regime's verbatim segments are not a written state, so they are not gated)."""
     classes = classify_values(episode["values"], state, source_norms(episode))
-    scored = {"values": [(v["id"], cls, None if instead is None else mask(instead))
+    scored = {"values": [(v["id"], cls, None if instead is None else MASK if v["secret"] else mask(instead))
                          for v, (cls, instead) in zip(episode["values"], classes)],
               "instructions": [(i["id"], carries_instruction(state, i["key_terms"])) for i in episode["instructions"]],
               "steps": [(s["id"], step_reported(s, state)) for s in episode["steps"] if s["status"] != "done"]}

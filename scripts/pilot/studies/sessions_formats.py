@@ -158,17 +158,17 @@ def read_session_file(path: Path, shown: str) -> dict:
         messages = whole if isinstance(whole, list) else whole["messages"]
         if not any(is_chat_message(m) for m in messages):
             raise refuse(shown, "is JSON, but holds no chat message (an object with a `role`)")
-        reader = SessionReader("chat-json", "messages")
+        reader = SessionReader("chat-json", "messages", shown)
         reader.read_chat(messages)
     else:
         if whole is not NOT_JSON and not (is_agent_line(whole) or is_chat_message(whole)):
             raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")
         lines = jsonl_lines(text, shown)
         if any(is_agent_line(item) for _, item in lines):
-            reader = SessionReader("agent-log", "lines")
+            reader = SessionReader("agent-log", "lines", shown)
             reader.read_agent_log(lines)
         elif any(is_chat_message(item) for _, item in lines):
-            reader = SessionReader("chat-jsonl", "lines")
+            reader = SessionReader("chat-jsonl", "lines", shown)
             reader.read_chat([item for _, item in lines])
         else:
             raise refuse(shown, "is neither JSON nor JSONL of chat messages or agent-log lines")
@@ -218,8 +218,8 @@ def jsonl_lines(text: str, shown: str) -> JsonLines:
 class SessionReader:
     """Turns from chat messages or agent-log lines, counting what is left out and why."""
 
-    def __init__(self, fmt: str, unit: str):
-        self.format, self.unit = fmt, unit
+    def __init__(self, fmt: str, unit: str, shown: str):
+        self.format, self.unit, self.shown = fmt, unit, shown
         self.turns: list[dict] = []
         self.read, self.joined = 0, 0
         self.skipped: dict[str, int] = {}
@@ -243,7 +243,8 @@ class SessionReader:
                 blocks = self.blocks(message.get("content"))
                 if isinstance(message.get("reasoning_content"), str) or isinstance(message.get("reasoning"), str):
                     self.skip("thinking left out")
-                for call in message.get("tool_calls") or []:
+                calls = message.get("tool_calls")
+                for call in calls if isinstance(calls, list) else []:
                     blocks.append(self.chat_call(call))
                 if isinstance(message.get("function_call"), dict):
                     blocks.append(self.chat_call({"function": message["function_call"]}))
@@ -318,7 +319,7 @@ class SessionReader:
             return None
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            parsed = parse_json(arguments, "a tool call's arguments") if arguments.strip() else {}
+            parsed = parse_json(arguments, f"{self.shown}: a tool call's arguments") if arguments.strip() else {}
             arguments = {"arguments": arguments} if parsed is NOT_JSON else parsed
         name = function.get("name") if isinstance(function.get("name"), str) else "tool"
         return {"type": "call", "id": call.get("id"), "name": name, "input": arguments}

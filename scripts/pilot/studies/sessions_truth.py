@@ -517,16 +517,25 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+SECRET_LIKE = re.compile(r"[\w+/=.~-]{4,}")
+
+
 def mask_secrets(text: str, known: Iterable[str] = ()) -> str:
-    """text with every secret a pattern finds, and every known secret value, replaced by its prefix and [masked]."""
+    """text with every secret a pattern finds, every known secret value, and every word within two edits of a known
+    secret of six characters or more (a key with a digit altered is still the key) replaced by its prefix and
+    [masked]."""
     if not text:
         return text
     spans = secret_spans(text)
+    known = [secret for secret in known if len(secret) >= 4]
     for secret in known:
-        if len(secret) >= 4:
-            spans += [(m.start(), m.end(), "") for m in re.finditer(re.escape(secret), text)]
+        spans += [(m.start(), m.end(), "") for m in re.finditer(re.escape(secret), text)]
+    near = [secret for secret in known if len(secret) >= 6]
+    if near:
+        spans += [(m.start(), m.end(), "") for m in SECRET_LIKE.finditer(text)
+                  if any(edit_distance(m.group(0), secret, 2) <= 2 for secret in near)]
     out, position = [], 0
-    for start, end, prefix in sorted(spans):
+    for start, end, prefix in sorted(spans, key=lambda span: (span[0], -span[1])):
         if start < position:
             continue
         out += [text[position:start], prefix + MASK]
