@@ -32,7 +32,7 @@ PROTOCOL_PATH = REPO_ROOT / "protocol" / "SESSIONS.md"
 EXAMPLES_PATH = REPO_ROOT / "tasks" / "sessions" / "logs"
 
 # sha256 of the committed example sessions' listing (each file's name and sha256), the study's pinned task set
-PINNED_SESSIONS_SHA256 = "ef86e1897f26ce9fab30a953eaba777be0d7a87663892ac9e0230b181c27db70"
+PINNED_SESSIONS_SHA256 = "d3a5ddbd6ad79878cd4e9d0a06a5e46798c5ba46c6c2b15c8611da0fed27b0ee"
 
 N_EXAMPLES = 6                          # the example sessions `demo --study sessions` runs
 
