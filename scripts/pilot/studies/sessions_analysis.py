@@ -473,9 +473,10 @@ def report_blocks(a: dict) -> list[tuple]:
         blocks.append(("h3", f"{r}: {len(lost)} lost"))
         if lost:
             blocks.append(("table", ["session", "kind", "value", "lost as", "the state wrote", "said in", "sentence"],
-                           [[x["session"], x["kind"], x["value"], x["class"], x["instead"] or "-",
-                             f"{x['source']}, segment {x['segment']}", x["sentence"]] for x in lost[:MAX_LOST_SHOWN]]))
-    for mine, lost in a["typed_kept_yours_lost"].items():
+                           [[" ".join(filter(None, (x["session"], x["model"], x["variant"]))), x["kind"], x["value"],
+                             x["class"], x["instead"] or "-", f"{x['source']}, segment {x['segment']}", x["sentence"]]
+                            for x in lost[:MAX_LOST_SHOWN]]))
+    for mine, lost in a["typed_kept_yours_lost"].items() if "R2" in a["regimes"] else ():
         blocks.append(("p", f"Kept verbatim by the typed block R2 but lost by {mine}: " +
                             (", ".join(f"{x['value']} ({x['kind']}, {x['session']})" for x in lost[:30]) or "none")))
     blocks.append(("h2", "Cost"))
