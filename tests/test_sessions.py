@@ -290,6 +290,18 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("9 turns in 8 segments", out)
 
+    def test_a_long_turn_is_cut_to_fit_however_many_parts_it_has(self):
+        turns = [{"role": "assistant", "text": "x" * 3000, "calls": [{"name": "Write", "input": {"content": "y" * 9000}}
+                                                                   for _ in range(3)]},
+                 {"role": "assistant", "text": "", "calls": [{"name": "W", "input": {"a": "y" * 300}}] * 60},
+                 {"role": "tool", "tool": "Read", "error": False, "text": "z" * 10000}]
+        for turn in turns:
+            with self.subTest(len(turn.get("calls", []))):
+                parts = ss.turn_parts(turn)
+                self.assertLessEqual(sum(len(text) + 1 for _, text in parts), ss.MAX_TURN_CHARS)
+                self.assertEqual(len(parts), len(turn.get("calls", [])) + (1 if turn.get("text") else 0) or 1)
+        self.assertIn(ss.CUT_MARKER, ss.turn_parts(turns[2])[0][1])
+
     def test_bad_probes_files_and_options_are_one_line(self):
         second = self.tmp / "second.json"
         second.write_text(json.dumps(SESSION[:3]))

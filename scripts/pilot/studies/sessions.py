@@ -157,11 +157,15 @@ PROBE_KINDS["exact"] = ProbeKind("exact", EXACT_RULE, parse_exact, parse_exact_l
 
 
 # --- A session as the compactor sees it --------------------------------------------------------------------------
-def cut_long(text: str) -> str:
-    if len(text) <= MAX_TURN_CHARS:
+def cut_long(text: str, cap: int = MAX_TURN_CHARS) -> str:
+    """text cut to at most cap characters: its first two thirds and its end around a marker (a plain cut when the
+    cap is too small for the marker)."""
+    if len(text) <= cap:
         return text
-    head = MAX_TURN_CHARS * 2 // 3
-    return text[:head] + CUT_MARKER + text[-(MAX_TURN_CHARS - head - len(CUT_MARKER)):]
+    if cap < 3 * len(CUT_MARKER):
+        return text[:cap - 3] + "..."
+    head = cap * 2 // 3
+    return text[:head] + CUT_MARKER + text[-(cap - head - len(CUT_MARKER)):]
 
 
 def render_arguments(arguments: Any) -> str:
@@ -176,16 +180,22 @@ def render_arguments(arguments: Any) -> str:
 
 
 def turn_parts(turn: dict) -> list[tuple[str, str]]:
-    """A turn as (source, text) parts, the text as the compactor sees it: user, assistant, tool call, tool result."""
+    """A turn as (source, text) parts, the text as the compactor sees it: user, assistant, tool call, tool result;
+    a turn longer than MAX_TURN_CHARS in all has each of its parts cut to an equal share of it."""
     if turn["role"] == "user":
-        return [("user", cut_long(SESSION_PROMPTS["user"].format(text=turn["text"])))]
-    if turn["role"] == "assistant":
-        parts = [("assistant", cut_long(SESSION_PROMPTS["assistant"].format(text=turn["text"])))] if turn["text"] else []
-        return parts + [("tool call", cut_long(SESSION_PROMPTS["call"].format(
-            name=call["name"], arguments=render_arguments(call["input"])))) for call in turn["calls"]]
-    error = SESSION_PROMPTS["result_error"] if turn["error"] else ""
-    return [("tool result", cut_long(SESSION_PROMPTS["result"].format(name=turn["tool"], error=error,
-                                                                      text=turn["text"])))]
+        parts = [("user", SESSION_PROMPTS["user"].format(text=turn["text"]))]
+    elif turn["role"] == "assistant":
+        parts = [("assistant", SESSION_PROMPTS["assistant"].format(text=turn["text"]))] if turn["text"] else []
+        parts += [("tool call", SESSION_PROMPTS["call"].format(name=call["name"],
+                                                              arguments=render_arguments(call["input"])))
+                  for call in turn["calls"]]
+    else:
+        error = SESSION_PROMPTS["result_error"] if turn["error"] else ""
+        parts = [("tool result", SESSION_PROMPTS["result"].format(name=turn["tool"], error=error, text=turn["text"]))]
+    if sum(len(text) + 1 for _, text in parts) <= MAX_TURN_CHARS:
+        return parts
+    share = MAX_TURN_CHARS // len(parts) - 1
+    return [(source, cut_long(text, share)) for source, text in parts]
 
 
 def cut_points(sizes: list[int], n: int) -> list[int]:
