@@ -131,6 +131,15 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
                          [("deploy", "denied", ["./deploy.sh"])])
         self.assertEqual([q["type"] for q in episode["questions"]], ["digest", "amount"])
 
+    def test_an_unchanged_reading_is_done_once_and_a_changed_file_is_read_again(self):
+        session = self.tmp / "deploy.json"
+        session.write_text(json.dumps(SESSION))
+        first = ss.read_sessions(session)
+        self.assertIs(ss.read_sessions(session), first)
+        self.assertIsNot(ss.read_sessions(session, segments=3), first)
+        session.write_text(json.dumps(SESSION[:-1]))
+        self.assertNotEqual(ss.read_sessions(session)[0], first[0])
+
     def test_plan_says_what_was_read_before_any_call(self):
         code, out, err = run_main(["plan", *self.design, "--out", str(self.tmp / "new")])
         self.assertEqual(code, 0, err)

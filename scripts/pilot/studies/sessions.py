@@ -392,10 +392,27 @@ def resolve_option_path(text: str) -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
+READ_MEMO: dict = {}                    # the last reading, by path, options and each file's size and time
+
+
 def read_sessions(path: Path, segments: int = DEFAULT_SEGMENTS, probes: str | None = None) -> tuple[bytes, dict]:
     """Every session under path read, rendered, cut into segments and given its ground truth, before any call; the
-    bytes hashed are the listing of each file's name and sha256 (and the probes file's)."""
+    bytes hashed are the listing of each file's name and sha256 (and the probes file's). A command reads its task
+    set several times (to name its folder, to check the lock, to plan): an unchanged reading is done once."""
     files, left_out = session_files(path)
+    probe_path = resolve_option_path(probes) if probes else None
+    stamps = [(name, file.stat().st_size, file.stat().st_mtime_ns) for file, name in files]
+    if probe_path is not None and probe_path.is_file():
+        stamps.append((str(probe_path), probe_path.stat().st_size, probe_path.stat().st_mtime_ns))
+    key = canonical_json([str(path.resolve()), segments, probes, stamps])
+    if key not in READ_MEMO:
+        READ_MEMO.clear()
+        READ_MEMO[key] = read_sessions_now(path, files, left_out, segments, probe_path)
+    return READ_MEMO[key]
+
+
+def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
+                      probe_path: Path | None) -> tuple[bytes, dict]:
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the {MAX_TOTAL_BYTES // 2 ** 20} "
@@ -403,8 +420,7 @@ def read_sessions(path: Path, segments: int = DEFAULT_SEGMENTS, probes: str | No
     sessions = [read_session_file(p, name) for p, name in files]
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
-    if probes:
-        probe_path = resolve_option_path(probes)
+    if probe_path is not None:
         data, by_session = read_probe_file(probe_path, names)
         probe_listing = {"file": display_path(probe_path), "sha256": sha256_bytes(data.replace(b"\r\n", b"\n"))}
     episodes = [build_episode(i, s, segments, by_session.get(s["file"], [])) for i, s in enumerate(sessions)]
