@@ -606,9 +606,9 @@ class SessionsStandIn:
             if stand_in_share("alter:" + value, STAND_IN_ALTERS) and value[-1].isdigit():
                 value = value[:-1] + str((int(value[-1]) + 1) % 10)
             said.append(f"Noted {value} ({words}).")
-        said += [f"The {x} step was completed." if stand_in_share(x, STAND_IN_UPGRADES) else f"The {x} step failed."
-                 for x in dict.fromkeys(steps)]
-        return " ".join(["The session so far."] + said)[:STAND_IN_STATE_CHARS]
+        outcomes = [f"The {x} step was completed." if stand_in_share(x, STAND_IN_UPGRADES) else f"The {x} step failed."
+                    for x in dict.fromkeys(steps)]
+        return " ".join(["The session so far."] + outcomes + said)[:STAND_IN_STATE_CHARS]
 
     def answer(self, prompt: str) -> str:
         context, _, question = prompt.rpartition("\nQuestion: ")
