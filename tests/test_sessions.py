@@ -12,6 +12,8 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
+from pilot.cli import build_parser
+from pilot.launch import resolve_run_dir
 from pilot.studies import sessions as ss, sessions_analysis as ss_an
 
 MODEL = "gemma3:4b"
@@ -382,7 +384,11 @@ class SessionsAnalysisTest(unittest.TestCase):
 class ExamplesTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_examples_are_the_pinned_set_in_every_format(self):
         raw, tasks = ss.read_sessions(ss.EXAMPLES_PATH, probes="tasks/sessions/probes.json")
-        self.assertEqual(tasks["sessions_sha256"], ss.PINNED_SESSIONS_SHA256)
+        self.assertEqual(tasks["listing"], ss.PINNED_SESSIONS)
+        self.assertEqual(ss.load_session_task_set(ss.EXAMPLES_PATH, raw, tasks, "", True)["kind"], "pinned")
+        self.assertEqual(ss.sha256_bytes(ss.read_sessions(ss.EXAMPLES_PATH)[0]), ss.PINNED_TASKS_SHA256)
+        args = build_parser("run").parse_args(["--study", "sessions", "--sessions", str(ss.EXAMPLES_PATH)])
+        self.assertEqual(resolve_run_dir(args).name, "sessions")          # the examples named: the pinned folder
         formats = [e["format"] for e in tasks["episodes"]]
         self.assertEqual(sorted(set(formats)), ["agent-log", "chat-json", "chat-jsonl"])
         self.assertTrue(all(formats.count(f) == 2 for f in set(formats)))

@@ -31,12 +31,26 @@ PROTOCOL_PATH = REPO_ROOT / "protocol" / "SESSIONS.md"
 
 EXAMPLES_PATH = REPO_ROOT / "tasks" / "sessions" / "logs"
 
-# sha256 of the committed example sessions' listing (each file's name and sha256), the study's pinned task set
-PINNED_SESSIONS_SHA256 = "d3a5ddbd6ad79878cd4e9d0a06a5e46798c5ba46c6c2b15c8611da0fed27b0ee"
-
-N_EXAMPLES = 6                          # the example sessions `demo --study sessions` runs
-
 READER_VERSION = "xrs1-read-1"          # in the hashed listing: another reader reads another task set
+
+# The committed example sessions, each file's name and sha256 (LF line endings): the study's pinned task set.
+PINNED_SESSIONS = [{"file": name, "sha256": sha} for name, sha in (
+    ("1-coding-billing.agent.jsonl", "7c913e3177c0c96897009a89d844dc8be8b8c2cae41b9648c66ed611bc0cef59"),
+    ("2-support-refund.chat.json", "b50cae8b09db0ba392f6cc5eb5e63129c858dd8cd0aae4abfbcc85fcb87baa0a"),
+    ("3-research-survey.messages.jsonl", "4701f614f04470a870b9e2f7346cd756fdb696975c307bedfbccd4e9f6395e74"),
+    ("4-coding-proxy.agent.jsonl", "b04be8feadf15b5fa6e2b28bf0663f4c63ffc444a9b37ea4ee16bc51a1dbd31f"),
+    ("5-support-plan.chat.json", "f5c7e611e0ac2f36bb2db674528c110c6a89fcbc98b78fd3aaa2d1681b84d585"),
+    ("6-research-bench.messages.jsonl", "3f99bfcb043bcad8cff8ed1aa7124cd14c673f7af25bc0cb49da8135794093f4"))]
+
+N_EXAMPLES = len(PINNED_SESSIONS)       # the example sessions `demo --study sessions` runs
+
+
+def listing_bytes(sessions: list[dict], probes: dict | None) -> bytes:
+    """What a task set's sha256 is taken of: the reader's version, each session's name and sha256, the probes'."""
+    return canonical_json({"reader": READER_VERSION, "sessions": sessions, "probes": probes}).encode("ascii")
+
+
+PINNED_TASKS_SHA256 = sha256_bytes(listing_bytes(PINNED_SESSIONS, None))   # the examples with no probes file
 
 DEFAULT_SEGMENTS = 4
 
@@ -437,16 +451,14 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     for episode in episodes:
         del episode["rendered"]
     tasks = {"study": STUDY_KEY, "protocol": PROTOCOL_ID, "n_episodes": len(episodes), "segments": segments,
-             "left_out": left_out, "sessions_sha256": sha256_text(canonical_json(listing)), "probes": probe_listing,
-             "episodes": episodes}
-    raw = canonical_json({"reader": READER_VERSION, "sessions": listing, "probes": probe_listing}).encode("ascii")
-    return raw, tasks
+             "left_out": left_out, "listing": listing, "probes": probe_listing, "episodes": episodes}
+    return listing_bytes(listing, probe_listing), tasks
 
 
 def load_session_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) -> dict:
     """The task set: `pinned` for the committed example sessions (their probes file may be added), `external` for
     the user's; the committed examples, changed, are refused."""
-    kind = "pinned" if tasks["sessions_sha256"] == PINNED_SESSIONS_SHA256 else "external"
+    kind = "pinned" if tasks["listing"] == PINNED_SESSIONS else "external"
     if in_repo and kind != "pinned":
         shown = display_path(path)
         raise PilotError(f"{shown} is not the committed example sessions; restore them with `git checkout -- {shown}`, "
