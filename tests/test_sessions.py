@@ -366,6 +366,15 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
 
 
 class SessionsAnalysisTest(unittest.TestCase):
+    def test_a_value_the_regimes_own_prompt_gives_is_no_change_of_the_sessions(self):
+        episode = {"values": [{"id": 1, "kind": "number", "text": "1,204", "secret": False}], "instructions": [],
+                   "steps": [], "segments": [{"text": "We had 1,204 responses."}]}
+        state = "Use at most 120 words. Merge the previous state."
+        prompt = ss_an.prompt_text(ss.REGIMES["R1"], 256)
+        self.assertIn("120 words", prompt)
+        self.assertEqual(ss_an.score_state(episode, state, True, str)["values"], [(1, "changed", "120")])
+        self.assertEqual(ss_an.score_state(episode, state, True, str, prompt)["values"], [(1, "dropped", None)])
+
     def test_paired_tests_count_the_discordant_values(self):
         rows = [{"model": "m", "regime": r, "episode": 0, "value": v, "class": cls}
                 for r, classes in (("MINE", "kkdd"), ("R2", "kdkd")) for v, cls in

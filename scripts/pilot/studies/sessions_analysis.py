@@ -14,15 +14,16 @@ from pathlib import Path
 
 from ..bank import cell_final_state, checked_cells, regime_summary, score_probe
 from ..gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
-from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, folder_study, is_simulated, known_count)
+from ..inputs import budget_words
+from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, Regime, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, write_atomic
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .constraints_analysis import carries_instruction
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
-from .sessions_truth import (MASK, VALUE_CLASSES, VALUE_KINDS, classify_values, mask_secrets, normalize_value,
-    occurs_verbatim)
+from .sessions_truth import (MASK, VALUE_CLASSES, VALUE_KINDS, classify_values, extract_values, mask_secrets,
+    normalize_value, occurs_verbatim)
 
 
 NO_NAMES = r"(?!)"                       # the gate's name pattern here: it matches no word (see session_ledger)
@@ -53,11 +54,22 @@ def session_source(episode: dict) -> str:
     return "\n\n".join(seg["text"] for seg in episode["segments"])
 
 
-def source_norms(episode: dict) -> dict[str, set]:
+def source_norms(episode: dict, prompt: str = "") -> dict[str, set]:
+    """Every normalized value, per kind, that the session gives or the regime's own prompt does (a state that
+    repeats its prompt's word limit has not changed a value of the session into it)."""
     norms: dict[str, set] = collections.defaultdict(set)
     for value in episode["values"]:
         norms[value["kind"]].add(normalize_value(value["kind"], value["text"]))
+    for kind, text, _, _ in extract_values(prompt):
+        norms[kind].add(normalize_value(kind, text))
     return norms
+
+
+def prompt_text(regime: Regime, budget: int) -> str:
+    """A compacting regime's prompt with its word limit and no state or segment: the values it gives itself."""
+    if not regime.compacts:
+        return ""
+    return regime.compaction_template.format(max_words=budget_words(budget), previous_state="", segment="")
 
 
 def step_reported(step: dict, state: str) -> bool:
@@ -66,10 +78,10 @@ def step_reported(step: dict, state: str) -> bool:
     return any(occurs_verbatim(term.lower(), low) for term in step["match"])
 
 
-def score_state(episode: dict, state: str, compacted: bool, mask) -> dict:
+def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = "") -> dict:
     """One final state against its session: value classes, instructions, steps and, for a compacted state, the
     gate's findings (a Recent-k regime's verbatim segments are not a written state, so they are not gated)."""
-    classes = classify_values(episode["values"], state, source_norms(episode))
+    classes = classify_values(episode["values"], state, source_norms(episode, prompt))
     scored = {"values": [(v["id"], cls, None if instead is None else MASK if v["secret"] else mask(instead))
                          for v, (cls, instead) in zip(episode["values"], classes)],
               "instructions": [(i["id"], carries_instruction(state, i["key_terms"])) for i in episode["instructions"]],
@@ -125,7 +137,7 @@ def score_sessions(manifest: dict, tasks: dict, journal: Journal, models: list[s
             return mask_secrets(text, secrets)
         state = cell_final_state(study, regime, episode, records, plan) if regime.compacts else \
             recent_context(episode, regime.keep_last or len(episode["segments"]))
-        scored = score_state(episode, state, regime.compacts, mask)
+        scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
         rows["values"] += [{**base, "value": i, "class": cls, **({"instead": instead} if instead else {})}
                            for i, cls, instead in scored["values"]]
         rows["instructions"] += [{**base, "instruction": i, "retained": kept} for i, kept in scored["instructions"]]
