@@ -404,6 +404,17 @@ class ExamplesTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(len(tasks["episodes"]), ss.N_EXAMPLES)
         self.assertTrue(all(e["questions"] and e["instructions"] for e in tasks["episodes"]))
 
+    def test_the_committed_worked_example_is_made_again_byte_for_byte_from_its_raw_logs(self):
+        example = REPO / "results" / "smollm2-135m-sessions"
+        copy = self.make_tmp() / "example"
+        shutil.copytree(example, copy)
+        self.assertEqual(run_main(["verify", "--out", str(copy)])[0], 0)
+        self.assertEqual(run_main(["score", "--out", str(copy)])[0], 0)
+        self.assertEqual(run_main(["analyze", "--out", str(copy)])[0], 0)
+        for name in ("results.json", "probes.csv", "lost.csv", "report.html", "analysis.md"):
+            with self.subTest(name):
+                self.assertEqual((copy / name).read_bytes(), (example / name).read_bytes())
+
     def test_the_demo_runs_every_example_session_on_the_stand_in(self):
         out = self.make_tmp() / "demo"
         code, printed, err = run_main(["demo", "--study", "sessions", "--out", str(out), "--quiet"])
