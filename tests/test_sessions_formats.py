@@ -96,6 +96,18 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(self.read("notes.txt", json.dumps(CHAT))["format"], "chat-json")
         self.assertEqual(self.read("chat.json", "\n".join(json.dumps(m) for m in CHAT))["format"], "chat-jsonl")
 
+    def test_fields_of_the_wrong_type_are_skipped_not_fatal(self):
+        odd = [{"role": "user", "content": "Deploy 3f9a2c1d.", "tool_calls": 5},
+               {"role": "assistant", "content": {"x": 1}, "tool_calls": {"a": 1}},
+               {"role": "assistant", "tool_calls": [{"id": 1, "function": {"name": 3, "arguments": 7}}, "junk"]},
+               {"role": "tool", "tool_call_id": [1], "content": 5}, {"role": 7}, "text"]
+        session = self.read("odd.json", json.dumps(odd))
+        self.assertEqual([t["role"] for t in session["turns"]], ["user", "assistant", "tool"])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": 1, "name": "tool", "input": 7}])
+        self.assertEqual(session["read"]["skipped"], {"content that is neither text nor a list of parts": 2,
+                                                      "not a chat message (an object with a role)": 2,
+                                                      "tool call with no function": 1})
+
     def test_files_that_are_none_of_the_formats_are_refused_naming_the_formats(self):
         cases = {"number.json": "42", "text.json": "just some notes\nabout a session\n", "empty.jsonl": "\n\n",
                  "list.json": json.dumps([1, 2, 3]), "objects.jsonl": '{"a": 1}\n{"b": 2}\n',
