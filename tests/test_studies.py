@@ -7,6 +7,7 @@ line, `register_study(Study(...))`, and run end to end through main() on the fak
 run, an interrupted run resumed, status, score and analyze.
 """
 import collections
+import dataclasses
 import json
 import random
 import sys
@@ -336,6 +337,110 @@ class NewStudyTest(TempDirMixin, unittest.TestCase):
         probes = [json.loads((folder / "results.json").read_text())["probes"] for folder in (reference, out)]
         self.assertEqual(probes[1], probes[0])
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
+
+
+# --- A study whose tasks are the user's own files (Study.read_source, source_option, describe_tasks) ------------
+SOURCE_KEY = "tallydir"
+
+
+def read_tally_folder(path: Path) -> tuple[bytes, dict]:
+    """Every `*.txt` file of a folder is one session of `code NAME = N` lines; the bytes hashed are the listing of
+    the files' names and hashes, so that a changed file changes the task set."""
+    if not path.is_dir():
+        raise TaskSetError(f"{path} is not a folder; --parts takes a folder of .txt files")
+    listing, episodes = [], []
+    for index, file in enumerate(sorted(path.glob("*.txt"))):
+        data = file.read_bytes()
+        listing.append({"file": file.name, "sha256": sha256_bytes(data)})
+        facts = [line.split("=") for line in data.decode("utf-8").splitlines() if "=" in line]
+        values = {name.split()[-1]: int(value) for name, value in facts}
+        names = list(values)
+        parts = [{"index": k + 1, "text": "\n".join(f"code {n} = {values[n]}" for n in names[k::N_PARTS])}
+                 for k in range(N_PARTS)]
+        episodes.append({"episode": index, "file": file.name, "segments": parts, "conflation_set": [],
+                         "questions": [{"id": 1, "type": "single", "prompt": f"What number is code {names[-1]}?",
+                                        "truth": values[names[-1]]}]})
+    if not episodes:
+        raise TaskSetError(f"{path} holds no .txt file")
+    tasks = {"study": SOURCE_KEY, "n_episodes": len(episodes), "episodes": episodes}
+    return canonical_json(listing).encode("ascii"), tasks
+
+
+def load_tally_folder(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) -> dict:
+    return {"tasks": tasks, "sha256": sha, "kind": "external", "path": display_path(path)}
+
+
+def add_parts_option(parser) -> None:
+    parser.add_argument("--parts", help="tallydir study: a folder of .txt sessions")
+
+
+def register_tally_folder(protocol: Path, folder: Path) -> None:
+    register_study(dataclasses.replace(records.STUDY_REGISTRY[KEY], name=SOURCE_KEY, protocol_id="TALLY-D1",
+                                       protocol_path=protocol, tasks_path=folder, load_tasks=load_tally_folder,
+                                       read_source=lambda path: read_tally_folder(path), source_option="parts",
+                                       add_options=add_parts_option,
+                                       describe_tasks=lambda tasks: [f"read {e['file']}" for e in tasks["episodes"]]))
+
+
+class SourceStudyTest(TempDirMixin, unittest.TestCase):
+    """A study whose tasks are read from files the user brings, named by its own option instead of --tasks."""
+
+    def setUp(self):
+        self.tmp = self.make_tmp()
+        protocol, self.parts = self.tmp / "TALLY.md", self.tmp / "parts"
+        protocol.write_text("# TALLY-D1\n")
+        self.parts.mkdir()
+        for name, base in (("a.txt", 100), ("b.txt", 300)):
+            (self.parts / name).write_text("".join(f"code {w} = {base + i}\n" for i, w in enumerate(
+                ("BAGOFU", "KEDIMA", "RUSANO", "TOLEVI", "MIRADU", "SOKEPA"))))
+        register_tally(protocol, self.tmp / "tasks.json")
+        self.addCleanup(records.STUDY_REGISTRY.pop, KEY)
+        register_tally_folder(protocol, self.tmp / "nowhere")
+        self.addCleanup(records.STUDY_REGISTRY.pop, SOURCE_KEY)
+
+    def run_folder(self, server: FakeOllama, out: Path) -> tuple[int, str]:
+        code, _, err = run_main(["run", "--study", SOURCE_KEY, "--parts", str(self.parts), "--models", MODEL,
+                                 "--host", server.url, "--out", str(out), *FAST])
+        return code, err
+
+    def test_plan_run_score_and_resume_read_the_folder_the_option_names(self):
+        code, planned, err = run_main(["plan", "--study", SOURCE_KEY, "--parts", str(self.parts), "--models", MODEL])
+        self.assertEqual(code, 0, err)
+        self.assertIn("read a.txt\nread b.txt", planned)
+        self.assertIn("total: 10 calls (0 done)", planned)          # 2 sessions: FULL 1 answer, NOTE 3 + 1
+        out = self.tmp / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            code, err = self.run_folder(server, out)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count(), 10)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual(manifest["tasks"], display_path(self.parts))
+        self.assertEqual(manifest["tasks_sha256"], sha256_bytes(read_tally_folder(self.parts)[0]))
+        code, scored, err = run_main(["score", "--out", str(out)])
+        self.assertEqual(code, 0, err)
+        self.assertIn("scored 4 probes from 4/4 complete cells", scored)
+        self.assertEqual({p["class"] for p in json.loads((out / "results.json").read_text())["probes"]}, {"correct"})
+        (self.parts / "b.txt").write_text("code BAGOFU = 999\ncode KEDIMA = 998\ncode RUSANO = 997\n")
+        with FakeOllama(models=[MODEL]) as server:
+            code, err = self.run_folder(server, out)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(code, 2)
+        self.assertIn("is not the task set", err)
+        self.assertEqual(len(err.strip().splitlines()), 1)
+
+    def test_the_source_option_of_another_study_is_refused_in_one_line(self):
+        code, _, err = run_main(["plan", "--parts", str(self.parts), "--models", MODEL])
+        self.assertEqual(code, 2)
+        self.assertEqual(err.strip(), f"error: --parts belongs to the {SOURCE_KEY} study; add --study {SOURCE_KEY}")
+
+    def test_an_unreadable_source_is_one_line_before_any_call(self):
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["run", "--study", SOURCE_KEY, "--parts", str(self.tmp / "TALLY.md"), "--models",
+                                     MODEL, "--host", server.url, "--out", str(self.tmp / "run"), *FAST])
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(code, 2)
+        self.assertIn("is not a folder; --parts takes a folder of .txt files", err)
 
 
 if __name__ == "__main__":

@@ -388,7 +388,9 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
     study = study_named(results.get("study"))
     recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
     task_set = None
-    if tasks_path is not None:
+    if study.read_source is not None:
+        pass                        # a study that reads the user's own files is analysed from its bank alone
+    elif tasks_path is not None:
         task_set = load_task_set(tasks_path)
     else:
         path = recorded.get("path") if isinstance(recorded.get("path"), str) else None

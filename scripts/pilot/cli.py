@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import sys
 import time
@@ -16,12 +15,13 @@ from .commands import command_adversarial, command_analyze, command_pilot, comma
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
     command_verify, parse_framings, parse_positions)
+from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
     EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
     RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, is_disk_full,
-    read_canonical, study_named)
+    study_named)
 from .runner import DEFAULT_RECHECK
 from .studies.constraints import SC_DEFAULT_REGIMES
 from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, REGIMES
@@ -32,17 +32,18 @@ def command_demo(args) -> int:
     study = study_named(args.study)
     default = study.name == study_named(None).name
     run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("" if default else f"-{study.name}"))
-    print(f"{SIMULATED_STAMP}: a {DEMO_EPISODES}-episode pilot of {study.protocol_id} on the built-in stand-in model, "
+    episodes = study.demo_episodes or DEMO_EPISODES
+    print(f"{SIMULATED_STAMP}: a {episodes}-episode pilot of {study.protocol_id} on the built-in stand-in model, "
           f"with no model and no network; nothing it writes is a result.")
     model = None
     if study.demo_model is not None:
-        model = study.demo_model(json.loads(read_canonical(study.tasks_path).decode("utf-8")))
+        model = study.demo_model(load_task_set(study.tasks_path, study)["tasks"])
     print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
           "call, as a real run does.", file=sys.stderr)
     started = time.monotonic()
     with StandInServer(model=model) as server:
         run_args = build_parser("pilot").parse_args(
-            ["--models", STAND_IN_MODEL, "--episodes", str(DEMO_EPISODES), "--out", str(run_dir),
+            ["--models", STAND_IN_MODEL, "--episodes", str(episodes), "--out", str(run_dir),
              "--host", server.url, "--give-up-after", "10", "--recheck", "0"]
             + ([] if default else ["--study", study.name]) + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
@@ -91,7 +92,9 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                              f"(protocol/CONSTRAINTS.md; regimes {','.join(SC_DEFAULT_REGIMES)}; "
                              "tasks/constraints.json); adversarial: whether the release gate keeps a corrupted "
                              "state from being resumed (protocol/ADVERSARIAL.md; regimes R2,G2; "
-                             "tasks/adversarial.json; the same as the `adversarial` subcommand)")
+                             "tasks/adversarial.json; the same as the `adversarial` subcommand); sessions: what "
+                             "compaction loses from your own transcripts (--sessions PATH; protocol/SESSIONS.md; "
+                             "exploratory)")
     for registered in STUDY_REGISTRY.values():
         if registered.add_options is not None:
             registered.add_options(parser)

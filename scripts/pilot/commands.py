@@ -37,7 +37,7 @@ def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, mod
         "run_id": sha256_text(utc_now() + str(os.getpid()))[:12], "protocol": study.protocol_id,
         "study": study.name,
         "tasks": display_path(tasks_path), "tasks_sha256": config.tasks_sha256,
-        "task_set": task_set_summary(load_task_set(tasks_path)), "models": list(models),
+        "task_set": task_set_summary(load_task_set(tasks_path, study)), "models": list(models),
         "regimes": [r.name for r in regimes], "regime_definitions": {r.name: regime_record(r) for r in regimes},
         "budgets": list(config.budgets), "samples": config.samples,
         "n_episodes": config.n_episodes, "cells": {}, "lock": lock,
@@ -82,7 +82,7 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     if lock["base_url"] not in spellings:
         spellings.append(lock["base_url"])
     manifest.data["models"] = list(dict.fromkeys(manifest.data["models"] + models))
-    manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path)))
+    manifest.data.setdefault("task_set", task_set_summary(load_task_set(tasks_path, options.study)))
     return manifest
 
 
@@ -217,7 +217,7 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     """Run (or resume) every cell of a run; with then_analyze, score and analyze it and write the figures."""
     study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
-    tasks, tasks_sha = load_tasks(tasks_path, options.episodes)
+    tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if (run_dir / "manifest.json").exists():
         Manifest.load(run_dir / "manifest.json")    # a folder this runner cannot resume says so first
     if recorded_study(run_dir) not in (None, study.name):
@@ -511,7 +511,7 @@ def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
     tasks_path = run_tasks_path(manifest.data)
-    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"])
+    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"], folder_study(manifest.data))
     if sha != manifest.data["tasks_sha256"]:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
                          f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
@@ -536,13 +536,13 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
     for option, value in study.options.items():     # the study's own options, as its read_options recorded them
         argv += [f"--{option.replace('_', '-')}", str(value)]
     try:                                # a run cut with --episodes resumes cut the same way, in every study
-        available = len(load_task_set(run_tasks_path(manifest))["tasks"]["episodes"])
+        available = len(load_task_set(run_tasks_path(manifest), study)["tasks"]["episodes"])
     except (PilotError, OSError, KeyError, TypeError):
         available = N_EPISODES
     if manifest.get("n_episodes") not in (None, available):
         argv += ["--episodes", str(manifest.get("n_episodes"))]
     if manifest.get("tasks") and run_tasks_path(manifest).resolve() != study.tasks_path.resolve():
-        argv += ["--tasks", manifest["tasks"]]
+        argv += [f"--{(study.source_option or 'tasks').replace('_', '-')}", manifest["tasks"]]
     if lock.get("backend") == "openai":
         argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
         controls = {info.get("thinking_control") for info in (lock.get("models") or {}).values()} - {None, "both"}

@@ -13,7 +13,8 @@ from .commands import (folder_writable, gated_analysis, load_run, print_file_lis
     selected_cells, warn, write_analysis, write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
 from .inputs import load_task_set, load_tasks, task_file_study
-from .launch import check_study_design, chosen_regimes, parse_models, parse_names, resolve_run_dir, study_of
+from .launch import (check_study_design, chosen_regimes, given_source, parse_models, parse_names, resolve_run_dir,
+    study_of)
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
     PilotError, SURROGATE_ESCAPE, Study, display_path, folder_study, is_simulated, lone_surrogate,
     lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
@@ -115,12 +116,13 @@ def command_plan(args) -> int:
     # An existing run is planned as it was made (its episodes, tasks, models and shard), as `status` counts it.
     recorded = manifest.data if manifest else {}
     episodes = args.episodes if args.episodes is not None else recorded.get("n_episodes")
-    tasks_path = Path(args.tasks) if args.tasks else run_tasks_path(recorded) if recorded else study_of(args).tasks_path
-    tasks, _ = load_tasks(tasks_path, episodes)
+    planned = folder_study(recorded) if recorded else study_of(args)
+    tasks_path = Path(given_source(args, planned)) if given_source(args, planned) else \
+        run_tasks_path(recorded) if recorded else planned.tasks_path
+    tasks, _ = load_tasks(tasks_path, episodes, planned)
     models = parse_models(args.models) or recorded.get("models", [])
     if not models:
         raise PilotError("name the models to plan for, e.g. plan --models gemma3:4b")
-    planned = folder_study(recorded) if recorded else study_of(args)
     if task_file_study(tasks).name != planned.name:
         raise PilotError(f"{display_path(tasks_path)} is a task file of the {task_file_study(tasks).name} study, "
                          f"not {planned.name}; pass the matching --study")
@@ -154,6 +156,8 @@ def command_plan(args) -> int:
               f"--recheck 0 turns it off)")
     if planned.plan_note is not None:
         print(planned.plan_note(estimate["calls"] // max(1, len(models))))
+    if planned.describe_tasks is not None:
+        print("\n".join(planned.describe_tasks(tasks)))
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
           f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
           f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")

@@ -63,11 +63,16 @@ def design_check_failure(shown: str, problems: list[str], schema: str, advice: s
                         "\n".join(f"  - {p}" for p in lines))
 
 
-def load_task_set(path: Path) -> dict:
+def load_task_set(path: Path, study: Study | None = None) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
-    (this generator, other seed or size) or `external` (brought by the user; must pass the design checks)."""
+    (this generator, other seed or size) or `external` (brought by the user; must pass the design checks). A
+    study that reads its own source (Study.read_source: a file or folder the user brings) reads it here, with
+    its options, and its sha256 is that of the bytes the study says it read."""
+    in_repo = path.resolve() in {registered.tasks_path.resolve() for registered in STUDY_REGISTRY.values()}
+    if study is not None and study.read_source is not None:
+        raw, tasks = study.read_source(path, **study.options)
+        return study.load_tasks(path, raw, tasks, sha256_bytes(raw), in_repo)
     shown = display_path(path)
-    in_repo = path.resolve() in {study.tasks_path.resolve() for study in STUDY_REGISTRY.values()}
     if not path.exists():
         if in_repo:
             raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it is committed "
@@ -106,9 +111,9 @@ def task_file_study(tasks: Any) -> Study:
     return named[0] if named else study_named(None)
 
 
-def load_tasks(path: Path, n_episodes: int | None) -> tuple[dict, str]:
+def load_tasks(path: Path, n_episodes: int | None, study: Study | None = None) -> tuple[dict, str]:
     """Read a task set (see load_task_set) and cut it to its first n episodes."""
-    task_set = load_task_set(path)
+    task_set = load_task_set(path, study)
     tasks = task_set["tasks"]
     available = len(tasks["episodes"])
     n = available if n_episodes is None else n_episodes

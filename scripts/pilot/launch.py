@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from .backends import BACKENDS
 from .demo import StandInBackend
-from .inputs import STATE_READERS, protocol_sha256, regimes_sha256
+from .inputs import STATE_READERS, load_task_set, protocol_sha256, regimes_sha256
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, lone_surrogate,
     lone_surrogate_problem, study_named)
@@ -214,14 +214,26 @@ def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (), registry:
     return [registry[n] for n in names]
 
 
+def given_source(args, study: Study) -> str | None:
+    """The task source the command line names: the study's own option for it (Study.source_option), or --tasks."""
+    own = getattr(args, study.source_option, None) if study.source_option else None
+    return own or getattr(args, "tasks", None)
+
+
+def task_source(args, study: Study) -> Path:
+    """Where a run's tasks come from: the file or folder the command line names, else the study's committed one."""
+    given = given_source(args, study)
+    return Path(given) if given else study.tasks_path
+
+
 def resolve_run_dir(args) -> Path:
     if getattr(args, "out", None):
         return Path(args.out)
     study = study_of(args)
     name = study.run_name
-    tasks = getattr(args, "tasks", None)
-    if tasks and Path(tasks).is_file():
-        sha = file_sha256(Path(tasks))
+    tasks = given_source(args, study)
+    if tasks and (study.read_source is not None or Path(tasks).is_file()):
+        sha = load_task_set(Path(tasks), study)["sha256"] if study.read_source else file_sha256(Path(tasks))
         if sha != study.pinned_sha256:
             name += f"-tasks-{sha[:12]}"        # another task set never shares a folder with the pinned one
     n = getattr(args, "episodes", None)
@@ -356,6 +368,9 @@ def study_of(args) -> Study:
     study = study_named(getattr(args, "study", None))
     given = vars(args)
     for other in STUDY_REGISTRY.values():
+        if other is not study and other.source_option and given.get(other.source_option):
+            raise PilotError(f"--{other.source_option.replace('_', '-')} belongs to the {other.name} study; add "
+                             f"--study {other.name}")
         if other is not study and other.read_options is not None and other.read_options(given):
             raise PilotError(f"--{next(iter(other.read_options(given))).replace('_', '-')} belongs to the {other.name} "
                              f"study; add --study {other.name}")
@@ -436,7 +451,7 @@ def read_run_options(args) -> RunOptions:
     study = study_of(args)
     return RunOptions(
         study=study, run_dir=resolve_run_dir(args),
-        tasks_path=Path(args.tasks) if args.tasks else study.tasks_path, episodes=args.episodes,
+        tasks_path=task_source(args, study), episodes=args.episodes,
         regimes=tuple(chosen_regimes(args)), models=tuple(parse_models(args.models)), budgets=tuple(args.budgets),
         samples=args.samples, temperature=args.temperature, shard=tuple(args.shard) if args.shard else None,
         concurrency=args.concurrency, recheck=args.recheck, prompt_cache=args.prompt_cache,

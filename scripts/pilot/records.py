@@ -349,7 +349,8 @@ class Study:
     is registered once (register_study) and found by the key its run folders record (study_named). What the
     shared commands read of what the hooks return:
     - load_tasks: {"tasks", "sha256", "kind" (pinned, generated or external), "path"}; a task file names its study
-      in a `study` field (or its protocol id in `protocol`), or the default study's loader judges it;
+      in a `study` field (or its protocol id in `protocol`), or the default study's loader judges it; a study whose
+      tasks are made from files the user brings (read_source) reads them itself, and load_tasks judges what it read;
     - score: results.json, with "study": the key, "models", "regimes", "n_episodes", "task_set", "probes" and
       "cells": {"complete", "not_complete", "expected"};
     - analyze: the analysis, with "study": the key, "label", "complete" and "coverage": {"complete_cells",
@@ -394,6 +395,11 @@ class Study:
     adjust_regimes: Callable | None = None  # (regimes, {option: value}) -> the regimes as those options make them
     plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
     demo_model: Callable | None = None  # (tasks) -> the stand-in model `demo --study` runs it on (None: the default)
+    demo_episodes: int | None = None    # how many episodes `demo --study` runs (None: the demo's default)
+    read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks): its tasks are read from a file
+                                        # or folder the user brings, not a task file; the bytes are what is hashed
+    source_option: str | None = None    # its own option that names that file or folder (in place of --tasks)
+    describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
     options: dict = dataclasses.field(default_factory=dict)   # the options of the run at hand (with_options)
 
     def with_options(self, options: dict | None) -> "Study":

@@ -1,0 +1,434 @@
+"""The sessions study XR-S1 end to end (scripts/pilot/studies/sessions.py, sessions_analysis.py) on the fake server:
+plan, run, status, verify, score, analyze; a kill -9 that resumes to identical results; secrets masked in every
+report but kept in raw/; the study's options, its probes file and its refusals; the committed examples and the
+demo."""
+import json
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
+from pilot.cli import build_parser
+from pilot.launch import resolve_run_dir
+from pilot.studies import sessions as ss, sessions_analysis as ss_an
+
+MODEL = "gemma3:4b"
+
+SECRET = "sk-test0123456789abcdefXYZ"
+
+# A deployment session, in a chat-json file: its values, one standing instruction, one denied step.
+SESSION = [
+    {"role": "system", "content": "You deploy services."},
+    {"role": "user", "content": "Deploy build 3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. The budget is "
+                                f"$1,250.00. From now on, never deploy on Fridays. The API key is {SECRET} if you "
+                                "need it."},
+    {"role": "assistant", "content": "Reading the release notes first.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "deploy",
+                                                      "arguments": json.dumps({"command": "./deploy.sh --env prod"})}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "Error: permission denied for prod (ticket OPS-4711)"},
+    {"role": "assistant", "content": "The deploy was denied; 1,247 requests are queued."},
+    {"role": "user", "content": "Then wait for OPS-4711 and write to ops@example.com."},
+    {"role": "assistant", "content": "Understood. Version 2.3.1 stays staged until then."},
+]
+
+# (kind, value, segment) as the rules must read them; the fake model copies exactly these.
+VALUES = [("digest", "3f9a2c1d", 1), ("path", "/srv/app/main.py", 1), ("date", "2025-03-12", 1),
+          ("amount", "$1,250.00", 1), ("identifier", SECRET, 1), ("path", "./deploy.sh", 2),
+          ("identifier", "OPS-4711", 3), ("number", "1,247", 3), ("email", "ops@example.com", 4),
+          ("version", "2.3.1", 4)]
+
+PROSE_CHANGES = {"3f9a2c1d": "3f9a2c1", "1,247": "1,274"}     # what the fake's prose summary alters
+
+PROSE_DROPS = {"/srv/app/main.py"}
+
+PROBES = [{"question": "Which build was deployed?", "answer": "3f9a2c1d"},
+          {"question": "What is the budget?", "answer": "$1,250.00", "kind": "amount"}]
+
+ANSWERS = {"Which build was deployed?": "3f9a2c1d", "What is the budget?": "$1,250.00"}
+
+CALLS = 4 * (4 + 2) + 2 * 2             # R1, R2, R3 and MYAGENT: 4 compactions and 2 probes; K1, K2: 2 probes
+
+
+class SessionModel:
+    """The fake's model for these tests: a typed block or sectioned summary copies every value it reads, the
+    instruction and the denied step; a prose summary alters two values, drops one and the instruction, and reports
+    the denied deploy as completed. Answers give the value asked for when the context holds it (or its altered
+    form). Independent of the study's own extraction rules: it looks for the values listed above."""
+
+    def reply(self, prompt: str) -> str:
+        if "\nQuestion: " in prompt:
+            context, _, question = prompt.rpartition("\nQuestion: ")
+            truth = ANSWERS[question.split("\n", 1)[0]]
+            for answer in (truth, PROSE_CHANGES.get(truth)):
+                if answer and answer in context:
+                    return f"Looking at the notes.\nANSWER: {answer}"
+            return "I cannot tell from the notes."
+        previous, _, segment = prompt.partition("PREVIOUS STATE:")[2].partition("NEW SEGMENT:")
+        seen = [v for _, v, _ in VALUES if v in previous + segment or PROSE_CHANGES.get(v, "\0") in previous]
+        if "typed state block" in prompt or "Critical values" in prompt:
+            lines = ["values:"] + [f"- {v}" for v in seen]
+            if "never deploy on Fridays" in previous + segment:
+                lines += ["constraints:", "- never deploy on Fridays"]
+            if "denied" in previous + segment:
+                lines += ["status:", "- ./deploy.sh denied"]
+            return "\n".join(lines)
+        said = [PROSE_CHANGES.get(v, v) for v in seen if v not in PROSE_DROPS]
+        text = "Summary: the session mentions " + ", ".join(said) + "."
+        return text + (" ./deploy.sh completed successfully." if "deploy" in previous + segment else "")
+
+
+def expected_classes(regime: str) -> list[str]:
+    if regime in ("R2", "R3"):
+        return ["kept"] * len(VALUES)
+    if regime == "R1":
+        return ["changed" if v in PROSE_CHANGES else "dropped" if v in PROSE_DROPS else "kept" for _, v, _ in VALUES]
+    kept = {"K1": {"OPS-4711", "ops@example.com", "2.3.1"},             # said again in the last segment
+            "K2": {"OPS-4711", "1,247", "ops@example.com", "2.3.1"}}[regime]
+    return ["kept" if v in kept else "dropped" for _, v, _ in VALUES]
+
+
+class SessionsStudyTest(TempDirMixin, unittest.TestCase):
+    """One run of the session, its probes and a regime file of the user's own, made once on the fake server and read
+    by the tests below (those that change a run make their own)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.shared = Path(tempfile.mkdtemp(prefix="ccl-test-"))
+        cls.session, cls.probes = cls.shared / "deploy.json", cls.shared / "probes.json"
+        cls.session.write_text(json.dumps(SESSION))
+        cls.probes.write_text(json.dumps(PROBES))
+        cls.design = ["--study", "sessions", "--sessions", str(cls.session), "--probes", str(cls.probes), "--models",
+                      MODEL, "--regime-file", str(REPO / "tasks" / "regimes.example.json")]
+        cls.out = cls.shared / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.model = SessionModel()
+            cls.printed = list(run_main(["run", *cls.design, "--host", server.url, "--out", str(cls.out), *FAST]))
+            cls.calls = server.chat_count()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.shared, True)
+
+    def setUp(self):
+        self.tmp = self.make_tmp()
+
+    def run_study(self, out: Path, *extra: str, server: FakeOllama, design: list | None = None) -> tuple:
+        return run_main(["run", *(design or self.design), "--host", server.url, "--out", str(out), *FAST, *extra])
+
+    def test_the_run_makes_every_call_of_the_plan(self):
+        self.assertEqual(self.printed[0], 0, self.printed[2])
+        self.assertEqual(self.calls, CALLS)
+
+    def test_the_rules_read_the_session_as_written(self):
+        _, tasks = ss.read_sessions(self.session, probes=str(self.probes))
+        episode = tasks["episodes"][0]
+        self.assertEqual([(v["kind"], v["text"], v["segment"]) for v in episode["values"]], VALUES)
+        self.assertEqual([v["secret"] for v in episode["values"]], [v == SECRET for _, v, _ in VALUES])
+        self.assertEqual([i["text"] for i in episode["instructions"]], ["From now on, never deploy on Fridays."])
+        self.assertEqual([(s["tool"], s["status"], s["match"]) for s in episode["steps"]],
+                         [("deploy", "denied", ["./deploy.sh"])])
+        self.assertEqual([q["type"] for q in episode["questions"]], ["digest", "amount"])
+
+    def test_an_unchanged_reading_is_done_once_and_a_changed_file_is_read_again(self):
+        session = self.tmp / "deploy.json"
+        session.write_text(json.dumps(SESSION))
+        first = ss.read_sessions(session)
+        self.assertIs(ss.read_sessions(session), first)
+        self.assertIsNot(ss.read_sessions(session, segments=3), first)
+        session.write_text(json.dumps(SESSION[:-1]))
+        self.assertNotEqual(ss.read_sessions(session)[0], first[0])
+
+    def test_plan_says_what_was_read_before_any_call(self):
+        code, out, err = run_main(["plan", *self.design, "--out", str(self.tmp / "new")])
+        self.assertEqual(code, 0, err)
+        self.assertIn("sessions read: 1 file(s)", out)
+        self.assertIn("deploy.json: chat-json, 7 messages read, skipped: 1 system or developer message", out)
+        self.assertIn("6 turns in 4 segments; 10 exact values, 1 standing instructions, 1 failed or denied steps, "
+                      "2 probes", out)
+        self.assertIn(f"total: {CALLS} calls (0 done)", out)
+        code, out, err = run_main(["plan", "--out", str(self.out)])
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"total: {CALLS} calls ({CALLS} done)", out)
+
+    def test_status_verify_score_and_analyze_report_what_each_regime_lost(self):
+        out = self.make_tmp() / "run"
+        shutil.copytree(self.out, out)
+        code, status, err = run_main(["status", "--out", str(out)])
+        self.assertEqual(code, 0, err)
+        self.assertIn("6 complete, 0 left", status)
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+        code, scored, err = run_main(["score", "--out", str(out)])
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        for regime in ss.DEFAULT_REGIMES:
+            with self.subTest(regime):
+                rows = [r for r in results["values"] if r["regime"] == regime]
+                self.assertEqual([r["class"] for r in rows], expected_classes(regime))
+        changed = {r["value"]: r["instead"] for r in results["values"] if r["regime"] == "R1" and "instead" in r}
+        self.assertEqual(changed, {1: "3f9a2c1", 8: "1,274"})
+        retained = {r["regime"]: r["retained"] for r in results["instructions"]}
+        self.assertEqual(retained, {"R1": False, "R2": True, "R3": True, "K1": False, "K2": False, "MYAGENT": False})
+        self.assertEqual({r["regime"]: r["reported"] for r in results["steps"]},
+                         {"R1": True, "R2": True, "R3": True, "K1": False, "K2": False, "MYAGENT": False})
+        gate = {s["regime"]: s["gate"]["counts"]["status"] for s in results["states"] if "gate" in s}
+        self.assertEqual(set(gate), {"R1", "R2", "R3", "MYAGENT"})        # a Recent-k regime writes no state
+        self.assertEqual(gate["R2"], 0)
+        r1 = next(s for s in results["states"] if s["regime"] == "R1")     # the denied deploy shown as completed
+        self.assertTrue(any("./deploy.sh" in f["text"] and f["category"] == "status" for f in r1["gate"]["findings"]))
+        probes = {(p["regime"], p["question_id"]): p["class"] for p in results["probes"]}
+        self.assertEqual(probes[("R2", 1)], "correct")
+        self.assertEqual(probes[("R1", 1)], "changed")
+        self.assertEqual(probes[("R1", 2)], "correct")
+        self.assertEqual(probes[("K1", 1)], "omission")
+        self.assertTrue((out / "probes.csv").read_text().startswith("model,regime,episode,question_id,type"))
+
+        code, analysis, err = run_main(["analyze", "--out", str(out)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(analysis.strip(), (out / "analysis.md").read_text().strip())
+        self.assertIn("EXPLORATORY", analysis)
+        self.assertIn("| R1 | 7/10 = 70.0% | 0 | 2 | 1 | 3/10 = 30.0% |", analysis)
+        self.assertIn("| R2 | 10/10 = 100.0% | 0 | 0 | 0 | 0/10 = 0.0% |", analysis)
+        lost = re.search(r"### R1: 3 lost\n\n(.*?)\n\n", analysis, re.S).group(1)
+        self.assertIn("| deploy.json | digest | 3f9a2c1d | changed | 3f9a2c1 | user, segment 1 | USER: Deploy build "
+                      "3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. |", lost)
+        self.assertIn("| deploy.json | path | /srv/app/main.py | dropped | - |", lost)
+        self.assertIn("| deploy.json | number | 1,247 | changed | 1,274 | assistant, segment 3 | ASSISTANT: The "
+                      "deploy was denied; 1,247 requests are queued. |", lost)
+        report = (out / "report.html").read_text()
+        self.assertIn("<td>3f9a2c1</td>", report)
+        self.assertIn("The deploy was denied; 1,247 requests are queued.", report)
+        self.assertIn("1,274", (out / "lost.csv").read_text())
+        copy = self.make_tmp() / "copy"                      # the bank alone, analysed elsewhere, says the same
+        code, again, err = run_main(["analyze", "--results", str(out / "results.json"), "--out", str(copy)])
+        self.assertEqual((code, again), (0, analysis), err)
+
+    def test_secrets_are_masked_in_every_report_and_printed_line_but_kept_in_raw(self):
+        out = self.make_tmp() / "run"
+        shutil.copytree(self.out, out)
+        printed = list(self.printed[1:])
+        for command in (["status"], ["verify"], ["score"], ["analyze"], ["plan"]):
+            printed += run_main([*command, "--out", str(out)])[1:]
+        for text in printed:
+            self.assertNotIn(SECRET, text)
+        for name in ("results.json", "probes.csv", "analysis.md", "report.html", "lost.csv"):
+            with self.subTest(name):
+                text = (out / name).read_text()
+                self.assertNotIn(SECRET, text)
+                self.assertNotIn("0123456789abcdefXYZ", text)
+        self.assertIn("sk-[masked]", (out / "analysis.md").read_text())
+        self.assertIn(SECRET, "".join(p.read_text() for p in (out / "raw").glob("*.jsonl")))
+
+    def test_kill_9_mid_run_then_resume_gives_identical_results(self):
+        killed = self.tmp / "killed"
+        with FakeOllama(models=[MODEL]) as server:
+            server.model = SessionModel()
+            command = [sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", *self.design, "--host",
+                       server.url, "--out", str(killed), *FAST]
+            kill_at_call(self, server, 9, command)                 # R2's third compaction is at the server
+            journalled = sum(len(p.read_text().splitlines()) for p in (killed / "raw").glob("*.jsonl"))
+            self.assertEqual(journalled, 8)
+            before = server.chat_count()
+            code, _, err = self.run_study(killed, server=server)
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count() - before, CALLS - journalled)
+        self.assertEqual(run_main(["verify", "--out", str(killed)])[0], 0)
+        reference = self.make_tmp() / "reference"
+        shutil.copytree(self.out, reference)
+        banks = []
+        for folder in (reference, killed):
+            self.assertEqual(run_main(["score", "--out", str(folder)])[0], 0)
+            banks.append(json.loads((folder / "results.json").read_text()))
+        for field in ("values", "instructions", "steps", "states", "probes", "sessions", "costs", "cells"):
+            with self.subTest(field):
+                self.assertEqual(banks[1][field], banks[0][field])
+
+    def test_a_resume_with_changed_sessions_or_options_is_refused(self):
+        session, out = self.tmp / "deploy.json", self.tmp / "run"
+        session.write_text(json.dumps(SESSION))
+        design = ["--study", "sessions", "--sessions", str(session), "--regimes", "K1", "--models", MODEL]
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(self.run_study(out, server=server, design=design)[0], 0)
+            code, _, err = self.run_study(out, "--segments", "3", server=server, design=design)
+            self.assertEqual(code, 2)
+            self.assertIn("study_options", err)
+            session.write_text(json.dumps(SESSION[:-1]))
+            code, _, err = self.run_study(out, server=server, design=design)
+            self.assertEqual(code, 2)
+            self.assertIn("is not the task set", err)
+            self.assertEqual(server.chat_count(), 0)          # K1 without probes: no call at all
+
+    def test_shards_merge_and_a_budget_sweep_run_as_for_every_study(self):
+        design = ["--study", "sessions", "--sessions", str(self.session), "--probes", str(self.probes), "--regimes",
+                  "R1,K1", "--models", MODEL]
+        with FakeOllama(models=[MODEL]) as server:
+            server.model = SessionModel()
+            for shard in ("1/2", "2/2"):
+                code, _, err = self.run_study(self.tmp / shard[0], "--shard", shard, server=server, design=design)
+                self.assertEqual(code, 0, err)
+            code, _, err = self.run_study(self.tmp / "sweep", "--budgets", "128,256", server=server,
+                                          design=[*design[:-4], "--regimes", "R2", "--models", MODEL])
+            self.assertEqual(code, 0, err)
+        code, merged, err = run_main(["merge", str(self.tmp / "merged"), str(self.tmp / "1"), str(self.tmp / "2")])
+        self.assertEqual(code, 0, err)
+        self.assertIn("merged 2 complete cells of 2", merged)
+        results = json.loads((self.tmp / "merged" / "results.json").read_text())
+        self.assertEqual([r["class"] for r in results["values"] if r["regime"] == "R1"], expected_classes("R1"))
+        self.assertEqual([r["class"] for r in results["values"] if r["regime"] == "K1"], expected_classes("K1"))
+        self.assertTrue((self.tmp / "merged" / "report.html").exists())
+        self.assertEqual(run_main(["score", "--out", str(self.tmp / "sweep")])[0], 0)
+        sweep = json.loads((self.tmp / "sweep" / "results.json").read_text())
+        self.assertEqual(sorted({r.get("budget", 256) for r in sweep["values"]}), [128, 256])
+        self.assertIn("| R2 | 20/20 = 100.0% |", run_main(["analyze", "--out", str(self.tmp / "sweep")])[1])
+
+    def test_segments_cut_at_turn_boundaries_and_a_session_too_long_for_the_window_is_refused(self):
+        self.assertEqual(ss.cut_points([10, 10, 10, 10, 10, 10, 10, 10], 4), [0, 2, 4, 6])
+        self.assertEqual(ss.cut_points([100, 1, 1, 1, 1], 3), [0, 1, 2])
+        self.assertEqual(ss.cut_points([5, 5], 4), [0, 1])             # fewer turns than segments: one each
+        long = [{"role": "user", "content": "Start."}] + [
+            {"role": "assistant" if i % 2 else "user", "content": f"Part {i}: " + "words " * 500} for i in range(1, 9)]
+        path = self.tmp / "long.json"
+        path.write_text(json.dumps(long))
+        code, _, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--models", MODEL])
+        self.assertEqual(code, 2)
+        self.assertIn("more than the 5,000 that leave room in a call's 4,096-token window; cut the sessions finer "
+                      "with --segments 8", err)
+        code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--segments", "8",
+                                   "--models", MODEL])
+        self.assertEqual(code, 0, err)
+        self.assertIn("9 turns in 8 segments", out)
+
+    def test_a_long_turn_is_cut_to_fit_however_many_parts_it_has(self):
+        turns = [{"role": "assistant", "text": "x" * 3000, "calls": [{"name": "Write", "input": {"content": "y" * 9000}}
+                                                                   for _ in range(3)]},
+                 {"role": "assistant", "text": "", "calls": [{"name": "W", "input": {"a": "y" * 300}}] * 60},
+                 {"role": "tool", "tool": "Read", "error": False, "text": "z" * 10000}]
+        for turn in turns:
+            with self.subTest(len(turn.get("calls", []))):
+                parts = ss.turn_parts(turn)
+                self.assertLessEqual(sum(len(text) + 1 for _, text in parts), ss.MAX_TURN_CHARS)
+                self.assertEqual(len(parts), len(turn.get("calls", [])) + (1 if turn.get("text") else 0) or 1)
+        self.assertIn(ss.CUT_MARKER, ss.turn_parts(turns[2])[0][1])
+
+    def test_bad_probes_files_and_options_are_one_line(self):
+        second = self.tmp / "second.json"
+        second.write_text(json.dumps(SESSION[:3]))
+        folder = self.tmp / "two"
+        folder.mkdir()
+        shutil.copy(self.session, folder / "deploy.json")
+        shutil.copy(second, folder / "second.json")
+        cases = [([{"question": "Q?", "answer": "x"}], folder, "`session` must name one of the sessions read"),
+                 ([{"question": "Q?", "answer": "a\nb"}], self.session, "`answer` must be the exact expected value"),
+                 ([{"question": "Q?", "answer": "x", "kind": "colour"}], self.session, "`kind` must be one of"),
+                 ([{"question": "Q?", "answer": "x", "hint": 1}], self.session, "no others"),
+                 ({"probes": []}, self.session, "must hold a list of 1 to")]
+        for probes, sessions, message in cases:
+            with self.subTest(message):
+                (self.tmp / "probes.json").write_text(json.dumps(probes))
+                code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(sessions), "--probes",
+                                           str(self.tmp / "probes.json"), "--models", MODEL])
+                self.assertEqual((code, out), (2, ""))
+                self.assertIn(message, err)
+                self.assertEqual(len(err.strip().splitlines()), 1)
+        for argv, message in ((["generate", "--study", "sessions"], "has no task file to generate"),
+                              (["plan", "--sessions", str(self.session), "--models", MODEL],
+                               "--sessions belongs to the sessions study"),
+                              (["plan", "--study", "sessions", "--segments", "0", "--models", MODEL],
+                               "--segments takes a whole number from 1 to"),
+                              (["plan", "--study", "sessions", "--sessions", str(self.tmp / "none"), "--models",
+                                MODEL], "no sessions at")):
+            with self.subTest(argv[0]):
+                code, _, err = run_main(argv)
+                self.assertEqual(code, 2)
+                self.assertIn(message, err)
+                self.assertEqual(len(err.strip().splitlines()), 1)
+
+    def test_your_regime_is_asked_for_exact_answers_and_tested_against_each_built_in_one(self):
+        answers = [json.loads(line) for line in (self.out / "raw" / "gemma3_4b_MYAGENT.jsonl").read_text().splitlines()
+                   if '"answer"' in line]
+        self.assertEqual(len(answers), 2)
+        self.assertIn(ss.EXACT_RULE, answers[0]["messages"][0]["content"])
+        results = ss_an.score_sessions(*self.bank_inputs())
+        analysis = ss_an.analyze_sessions(results)
+        self.assertEqual(analysis["user_regimes"], ["MYAGENT"])
+        tests = {t["built_in"]: (t["b"], t["c"], t["n_pairs"]) for t in analysis["tests"]}
+        self.assertEqual(tests["R2"], (0, 10, 10))                     # the fake's MYAGENT keeps nothing
+        self.assertEqual(set(tests), set(ss.DEFAULT_REGIMES))
+
+    def bank_inputs(self) -> tuple:
+        from pilot.commands import load_run
+        from pilot.runfolder import Journal
+        manifest, tasks = load_run(self.out)
+        return manifest.data, tasks, Journal(self.out)
+
+
+class SessionsAnalysisTest(unittest.TestCase):
+    def test_a_value_the_regimes_own_prompt_gives_is_no_change_of_the_sessions(self):
+        episode = {"values": [{"id": 1, "kind": "number", "text": "1,204", "secret": False}], "instructions": [],
+                   "steps": [], "segments": [{"text": "We had 1,204 responses."}]}
+        state = "Use at most 120 words. Merge the previous state."
+        prompt = ss_an.prompt_text(ss.REGIMES["R1"], 256)
+        self.assertIn("120 words", prompt)
+        self.assertEqual(ss_an.score_state(episode, state, True, str)["values"], [(1, "changed", "120")])
+        self.assertEqual(ss_an.score_state(episode, state, True, str, prompt)["values"], [(1, "dropped", None)])
+
+    def test_paired_tests_count_the_discordant_values(self):
+        rows = [{"model": "m", "regime": r, "episode": 0, "value": v, "class": cls}
+                for r, classes in (("MINE", "kkdd"), ("R2", "kdkd")) for v, cls in
+                enumerate(("kept" if c == "k" else "dropped" for c in classes), 1)]
+        (test,) = ss_an.paired_tests(rows, ["MINE"], ["R2"])
+        self.assertEqual((test["b"], test["c"], test["n_pairs"]), (1, 1, 4))
+
+    def test_a_bank_of_the_wrong_shape_is_named(self):
+        self.assertIn("`values` is missing", "; ".join(ss_an.check_sessions_bank({"models": ["m"], "regimes": ["R1"]})))
+        bank = {"models": ["m"], "regimes": ["R1"], "sessions": [{"episode": 0, "file": "f", "values": [{"id": 1}]}],
+                "values": [{"model": "m", "regime": "R1", "episode": 0, "value": 2, "class": "kept"}],
+                "instructions": [], "steps": [], "states": [], "probes": [], "regime_definitions": {}, "costs": {}}
+        self.assertIn("names a value its session does not hold", ss_an.check_sessions_bank(bank)[0])
+
+
+class ExamplesTest(TempDirMixin, unittest.TestCase):
+    def test_the_committed_examples_are_the_pinned_set_in_every_format(self):
+        raw, tasks = ss.read_sessions(ss.EXAMPLES_PATH, probes="tasks/sessions/probes.json")
+        self.assertEqual(tasks["listing"], ss.PINNED_SESSIONS)
+        self.assertEqual(ss.load_session_task_set(ss.EXAMPLES_PATH, raw, tasks, "", True)["kind"], "pinned")
+        self.assertEqual(ss.sha256_bytes(ss.read_sessions(ss.EXAMPLES_PATH)[0]), ss.PINNED_TASKS_SHA256)
+        args = build_parser("run").parse_args(["--study", "sessions", "--sessions", str(ss.EXAMPLES_PATH)])
+        self.assertEqual(resolve_run_dir(args).name, "sessions")          # the examples named: the pinned folder
+        formats = [e["format"] for e in tasks["episodes"]]
+        self.assertEqual(sorted(set(formats)), ["agent-log", "chat-json", "chat-jsonl"])
+        self.assertTrue(all(formats.count(f) == 2 for f in set(formats)))
+        self.assertEqual(len(tasks["episodes"]), ss.N_EXAMPLES)
+        self.assertTrue(all(e["questions"] and e["instructions"] for e in tasks["episodes"]))
+
+    def test_the_committed_worked_example_is_made_again_byte_for_byte_from_its_raw_logs(self):
+        example = REPO / "results" / "smollm2-135m-sessions"
+        copy = self.make_tmp() / "example"
+        shutil.copytree(example, copy)
+        self.assertEqual(run_main(["verify", "--out", str(copy)])[0], 0)
+        self.assertEqual(run_main(["score", "--out", str(copy)])[0], 0)
+        self.assertEqual(run_main(["analyze", "--out", str(copy)])[0], 0)
+        for name in ("results.json", "probes.csv", "lost.csv", "report.html", "analysis.md"):
+            with self.subTest(name):
+                self.assertEqual((copy / name).read_bytes(), (example / name).read_bytes())
+
+    def test_the_demo_runs_every_example_session_on_the_stand_in(self):
+        out = self.make_tmp() / "demo"
+        code, printed, err = run_main(["demo", "--study", "sessions", "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("SIMULATED", printed)
+        results = json.loads((out / "results.json").read_text())
+        self.assertEqual(len(results["sessions"]), ss.N_EXAMPLES)
+        self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
+        self.assertIn("SIMULATED", (out / "report.html").read_text())
+        analysis = ss_an.analyze_sessions(results)
+        self.assertGreater(analysis["kept"]["R2"]["k"], analysis["kept"]["R1"]["k"])
+        self.assertGreater(analysis["instructions"]["R2"]["k"], analysis["instructions"]["R1"]["k"])
+        self.assertNotIn("ghp_7Rk2", (out / "analysis.md").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,209 @@
+"""Reading the sessions a user brings (scripts/pilot/studies/sessions_formats.py): each format read into turns with
+what was skipped and why; every malformed or unsafe file refused in one line, before any call."""
+import json
+import os
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from fake_servers import FakeOllama
+from helpers import FAST, TempDirMixin, run_main
+from pilot.studies import sessions_formats as formats
+
+CHAT = [{"role": "system", "content": "Be exact."},
+        {"role": "user", "content": "Fix src/app/api.py, please."},
+        {"role": "assistant", "content": None, "reasoning_content": "hidden",
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "run", "arguments": "{\"command\": \"pytest -q\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "1 failed"},
+        {"role": "assistant", "content": [{"type": "text", "text": "One test fails."},
+                                          {"type": "image_url", "image_url": {"url": "x"}}]}]
+
+
+def agent_line(kind: str, content, **extra) -> dict:
+    return {"type": kind, "uuid": "u", "parentUuid": None, "sessionId": "s", "timestamp": "2025-03-12T09:00:00Z",
+            "message": {"role": kind, "content": content, **({"id": extra.pop("mid")} if "mid" in extra else {})},
+            **extra}
+
+
+AGENT = [{"type": "summary", "summary": "t"},
+         agent_line("user", "Run the tests."),
+         agent_line("assistant", [{"type": "thinking", "thinking": "plan", "signature": "x"}], mid="m1"),
+         agent_line("assistant", [{"type": "text", "text": "Running them."}], mid="m1"),
+         agent_line("assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}}],
+                    mid="m1"),
+         agent_line("user", [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "boom"}],
+                              "is_error": True}]),
+         agent_line("user", "side question", isSidechain=True),
+         agent_line("user", "<command-name>/clear</command-name>", isMeta=True),
+         {"type": "queue-operation", "operation": "enqueue"},
+         agent_line("assistant", [{"type": "text", "text": "The run failed."}], mid="m2")]
+
+
+class FormatTest(TempDirMixin, unittest.TestCase):
+    def setUp(self):
+        self.tmp = self.make_tmp()
+
+    def write(self, name: str, text: str | bytes) -> Path:
+        path = self.tmp / name
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        return path
+
+    def read(self, name: str, text: str | bytes) -> dict:
+        path = self.write(name, text)
+        return formats.read_session_file(path, name)
+
+    def test_a_json_list_of_chat_messages(self):
+        session = self.read("chat.json", json.dumps(CHAT))
+        self.assertEqual(session["format"], "chat-json")
+        self.assertEqual([t["role"] for t in session["turns"]], ["user", "assistant", "tool", "assistant"])
+        call = session["turns"][1]["calls"][0]
+        self.assertEqual((call["name"], call["input"]), ("run", {"command": "pytest -q"}))
+        self.assertEqual((session["turns"][2]["tool"], session["turns"][2]["text"]), ("run", "1 failed"))
+        self.assertEqual(session["read"], {"unit": "messages", "read": 5, "joined": 0, "skipped": {
+            "image_url part (not text)": 1, "system or developer message (left out: not session history)": 1,
+            "thinking left out": 1}})
+
+    def test_an_object_with_messages_and_jsonl_of_messages_read_alike(self):
+        as_object = self.read("obj.json", json.dumps({"model": "m", "messages": CHAT}))
+        as_lines = self.read("lines.jsonl", "\n".join(json.dumps(m) for m in CHAT) + "\n")
+        self.assertEqual((as_object["format"], as_lines["format"]), ("chat-json", "chat-jsonl"))
+        self.assertEqual(as_object["turns"], as_lines["turns"])
+        self.assertEqual(as_lines["read"]["unit"], "lines")
+
+    def test_a_coding_agent_log(self):
+        session = self.read("agent.jsonl", "\n".join(json.dumps(line) for line in AGENT) + "\n")
+        self.assertEqual(session["format"], "agent-log")
+        self.assertEqual([(t["role"], t["text"]) for t in session["turns"]],
+                         [("user", "Run the tests."), ("assistant", "Running them."), ("tool", "boom"),
+                          ("assistant", "The run failed.")])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": "t1", "name": "Bash", "input": {"command": "pytest"}}])
+        self.assertTrue(session["turns"][2]["error"])
+        self.assertEqual(session["turns"][2]["tool"], "Bash")
+        self.assertEqual(session["read"]["joined"], 1)   # m1: its thinking line left out, its tool line joined to its text
+        self.assertEqual(session["read"]["skipped"], {
+            "line type 'queue-operation' (no turn)": 1, "line type 'summary' (no turn)": 1,
+            "meta message (isMeta)": 1, "side conversation (isSidechain, left out)": 1, "thinking left out": 1})
+        self.assertEqual(session["read"]["read"], len(AGENT))
+
+    def test_a_last_line_cut_short_is_counted_and_left_out(self):
+        text = "\n".join(json.dumps(line) for line in AGENT[:6]) + '\n{"type": "assistant", "mess'
+        session = self.read("torn.jsonl", text)
+        self.assertEqual(session["read"]["skipped"]["last line cut short (not JSON)"], 1)
+        self.assertEqual(session["read"]["read"], 7)
+
+    def test_the_format_is_decided_by_the_content_not_the_name(self):
+        self.assertEqual(self.read("notes.txt", json.dumps(CHAT))["format"], "chat-json")
+        self.assertEqual(self.read("chat.json", "\n".join(json.dumps(m) for m in CHAT))["format"], "chat-jsonl")
+
+    def test_fields_of_the_wrong_type_are_skipped_not_fatal(self):
+        odd = [{"role": "user", "content": "Deploy 3f9a2c1d.", "tool_calls": 5},
+               {"role": "assistant", "content": {"x": 1}, "tool_calls": {"a": 1}},
+               {"role": "assistant", "tool_calls": [{"id": 1, "function": {"name": 3, "arguments": 7}}, "junk"]},
+               {"role": "tool", "tool_call_id": [1], "content": 5}, {"role": 7}, "text"]
+        session = self.read("odd.json", json.dumps(odd))
+        self.assertEqual([t["role"] for t in session["turns"]], ["user", "assistant", "tool"])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": 1, "name": "tool", "input": 7}])
+        self.assertEqual(session["read"]["skipped"], {"content that is neither text nor a list of parts": 2,
+                                                      "not a chat message (an object with a role)": 2,
+                                                      "tool call with no function": 1})
+
+    def test_files_that_are_none_of_the_formats_are_refused_naming_the_formats(self):
+        cases = {"number.json": "42", "text.json": "just some notes\nabout a session\n", "empty.jsonl": "\n\n",
+                 "list.json": json.dumps([1, 2, 3]), "objects.jsonl": '{"a": 1}\n{"b": 2}\n',
+                 "middle.jsonl": json.dumps(CHAT[1]) + "\nnot json\n" + json.dumps(CHAT[3]) + "\n",
+                 "only-system.json": json.dumps([{"role": "system", "content": "x"}]),
+                 "table.csv": "role,content\nuser,hello\n"}
+        for name, text in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(formats.SessionFileError) as caught:
+                    self.read(name, text)
+                message = str(caught.exception)
+                self.assertEqual(len(message.splitlines()), 1)
+                self.assertTrue(message.startswith(name), message)
+
+    def test_untrusted_bytes_are_refused_in_one_line(self):
+        deep = "[" * 5000 + "]" * 5000
+        cases = {"latin1.json": (b'[{"role": "user", "content": "caf\xe9"}]', "not UTF-8"),
+                 "surrogate.json": ('[{"role": "user", "content": "\\ud800"}]', "lone surrogate"),
+                 "deep.json": (deep, "nested"),
+                 "deep-list.json": ('[{"role": "user", "content": ' + "[" * 80 + "]" * 80 + "}]", "nested more than"),
+                 "deep-args.json": (json.dumps([{"role": "assistant", "tool_calls": [{"id": "1", "function": {
+                     "name": "x", "arguments": "[" * 5000 + "]" * 5000}}]}]), "nested")}
+        for name, (text, why) in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(formats.SessionFileError) as caught:
+                    self.read(name, text)
+                self.assertIn(why, str(caught.exception))
+                self.assertEqual(len(str(caught.exception).splitlines()), 1)
+
+    def test_a_file_over_the_size_limit_is_refused(self):
+        with mock.patch.object(formats, "MAX_FILE_BYTES", 100):
+            with self.assertRaisesRegex(formats.SessionFileError, "larger than"):
+                self.read("big.json", json.dumps(CHAT))
+
+    def test_a_folder_reads_its_json_and_jsonl_files_and_names_what_it_left_out(self):
+        folder = self.tmp / "logs"
+        folder.mkdir()
+        (folder / "b.jsonl").write_text(json.dumps(CHAT[1]) + "\n")
+        (folder / "a.json").write_text(json.dumps(CHAT))
+        (folder / "README.md").write_text("notes")
+        (folder / ".hidden.json").write_text("{}")
+        (folder / "sub").mkdir()
+        files, left_out = formats.session_files(folder)
+        self.assertEqual([name for _, name in files], ["a.json", "b.jsonl"])
+        self.assertEqual(left_out, {".hidden.json": "hidden", "README.md": "not .json or .jsonl",
+                                    "sub": "a folder (not read)"})
+
+    def test_links_devices_and_empty_folders_are_refused(self):
+        target = self.write("real.json", json.dumps(CHAT))
+        os.symlink(target, self.tmp / "link.json")
+        with self.assertRaisesRegex(formats.SessionFileError, "is a link"):
+            formats.session_files(self.tmp / "link.json")
+        folder = self.tmp / "with-link"
+        folder.mkdir()
+        os.symlink(target, folder / "x.json")
+        with self.assertRaisesRegex(formats.SessionFileError, "is a link"):
+            formats.session_files(folder)
+        fifo_folder = self.tmp / "with-fifo"
+        fifo_folder.mkdir()
+        os.mkfifo(fifo_folder / "pipe.jsonl")
+        with self.assertRaisesRegex(formats.SessionFileError, "not a regular file"):
+            formats.session_files(fifo_folder)
+        os.mkfifo(self.tmp / "pipe.json")
+        with self.assertRaisesRegex(formats.SessionFileError, "not a regular file"):
+            formats.session_files(self.tmp / "pipe.json")
+        empty = self.tmp / "empty"
+        empty.mkdir()
+        with self.assertRaisesRegex(formats.SessionFileError, "holds no .json or .jsonl file"):
+            formats.session_files(empty)
+
+
+class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
+    """A malformed session is one line and exit 2 from plan and run, and the server receives no call."""
+
+    def test_malformed_sessions_are_refused_before_any_call(self):
+        tmp = self.make_tmp()
+        good = tmp / "good.json"
+        good.write_text(json.dumps(CHAT))
+        cases = {"number.json": "42", "latin1.json": b"\xff\xfe", "deep.json": "[" * 3000 + "]" * 3000}
+        with FakeOllama(models=["m"]) as server:
+            for name, text in cases.items():
+                folder = tmp / name.split(".")[0]
+                folder.mkdir()
+                (folder / "good.json").write_bytes(good.read_bytes())
+                (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+                for command in (["plan"], ["run", "--host", server.url, "--out", str(tmp / "run"), *FAST]):
+                    with self.subTest(name=name, command=command[0]):
+                        code, out, err = run_main([*command, "--study", "sessions", "--sessions", str(folder),
+                                                   "--models", "m"])
+                        self.assertEqual(code, 2)
+                        self.assertEqual(out, "")
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+                        self.assertIn(name, err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertFalse((tmp / "run").exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
