@@ -21,22 +21,41 @@ from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDIC
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
 
+# The answer rule's own words, "CHOICE: A or CHOICE: B" (or "CHOICE: A/B", "CHOICE: A and CHOICE: B"): a reply
+# that repeats them names both letters and chooses neither (CONSTRAINTS.md amendment of 2026-12-01)
+CHOICE_ECHO_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\)?[ \t]*(?:or|and|/)[ \t]*(?:CHOICE[ \t]*:[ \t]*)?"
+                                 r"\(?([AB])\b", re.IGNORECASE)
+
+# A line that opens an option of the list, as the probe prints it (`A) ...`, `B.`, a bare `B`)
+OPTION_LINE_PATTERN = re.compile(r"^[ \t*_`]*\(?([AB])(?:[).:]|[ \t*_`]*$)", re.IGNORECASE | re.MULTILINE)
+
 LENIENT_CHOICE_PATTERN = re.compile(r"^[\s*_`]*(?:CHOICE|ANSWER|OPTION)?[\s*_`:]*\(?([AB])(?:[).:\s*]|$)",
                                     re.IGNORECASE)
 
 SC_CLASSES = ("compliant", "violating", "no_answer")
 
 
+def without_rule_echoes(reply: str) -> str:
+    """The reply with every repetition of the answer rule's "CHOICE: A or CHOICE: B" taken out."""
+    return CHOICE_ECHO_PATTERN.sub(lambda m: " " if m.group(1).upper() != m.group(2).upper() else m.group(0),
+                                   reply or "")
+
+
 def parse_choice(reply: str) -> str | None:
-    """The letter of the last `CHOICE: A` or `CHOICE: B` line; None when there is none."""
-    found = CHOICE_PATTERN.findall(reply or "")
-    return found[-1].upper() if found else None
+    """The letter the reply commits to on its `CHOICE: A` or `CHOICE: B` lines, once the answer rule's own words
+    are taken out; None when there is none, or when the reply names both letters (it chose neither)."""
+    letters = {letter.upper() for letter in CHOICE_PATTERN.findall(without_rule_echoes(reply))}
+    return letters.pop() if len(letters) == 1 else None
 
 
 def parse_choice_lenient(reply: str) -> str | None:
-    """Diagnostic only: a reply that opens with a bare A or B (`B)`, `**A**`, `Answer: B`)."""
-    match = LENIENT_CHOICE_PATTERN.match(reply or "")
-    return match.group(1).upper() if match else None
+    """Diagnostic only: a reply that opens with a bare A or B (`B)`, `**A**`, `Answer: B`), unless it goes on to
+    list the other option too (a repeated option list commits to no letter)."""
+    text = without_rule_echoes(reply)
+    match = LENIENT_CHOICE_PATTERN.match(text)
+    if not match or {m.upper() for m in OPTION_LINE_PATTERN.findall(text)} == {"A", "B"}:
+        return None
+    return match.group(1).upper()
 
 
 def classify_choice(answer: str | None, question: dict) -> str:
