@@ -60,7 +60,7 @@ def compliance(analysis: dict, regime: str) -> float:
     return analysis["compliance"][MODEL][regime]["rate"]
 
 
-class GenerationTest(unittest.TestCase):
+class GenerationTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_task_file_is_the_generators_and_pinned(self):
         raw = (REPO / "tasks" / "constraints.json").read_bytes()
         self.assertEqual(records.sha256_bytes(raw), constraints.SC_PINNED_TASKS_SHA256)
@@ -83,6 +83,29 @@ class GenerationTest(unittest.TestCase):
                 self.assertTrue(inst["instruction"].startswith(constraints.SC_DIRECT_LEAD))
                 # the session material is XR-001's episode, unchanged where nothing is said
                 self.assertEqual(inst["segments"][0]["text"], xr001.generate_episode(inst["episode"])["segments"][0]["text"])
+
+    def test_no_key_term_occurs_without_the_instruction(self):
+        """Issue 20, point 8: act_sheet's "worksheet" was in filler sentences, pro_ask_combine's "combin" in the
+        sessions' "combined figure" sentences and its "ask" in the extractor prompt's "task": the retention rule
+        found those instructions in any state that kept that text. The design check refuses such a task set."""
+        every = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS
+                                                                                 for b in constraints.SC_SCOPES])
+        self.assertEqual(constraints.check_constraint_design(every), [])
+        old = constraints.generate_constraint_tasks()
+        old["episodes"][2]["constraint"]["key_terms"] = ["worksheet"]                    # sc-gen-1's terms
+        old["episodes"][6]["constraint"]["key_terms"] = ["ask", "combin"]
+        problems = constraints.check_constraint_design(old)
+        self.assertEqual(len(problems), 3, problems)
+        self.assertIn("instance 2 (act_sheet): the key term 'worksheet' occurs in segment 2 without the instruction",
+                      problems[0])
+        self.assertIn("instance 6 (pro_ask_combine): the key term 'combin' occurs in segment 1", problems[1])
+        self.assertIn("'ask' occurs in the extract prompt", problems[2])
+        # such a file is refused when a run is asked to use it, in one message that says what is wrong
+        path = self.make_tmp() / "old.json"
+        path.write_bytes(xr001.tasks_to_bytes(old))
+        with self.assertRaises(inputs.TaskSetError) as caught:
+            inputs.load_task_set(path)
+        self.assertIn("the key term 'worksheet' occurs in segment 2", str(caught.exception))
 
     def test_option_order_is_the_same_under_every_position_and_framing(self):
         tasks = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS for b in constraints.SC_SCOPES])
@@ -135,15 +158,17 @@ class ScoringTest(unittest.TestCase):
 
     def test_retention_rule_reads_the_typed_section_and_prose(self):
         episode = constraints.generate_constraint_tasks()["episodes"][6]            # ask before combining
-        self.assertEqual(episode["constraint"]["key_terms"], ["ask", "combin"])
-        typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me before combining values\nnotes: x"
+        self.assertEqual(episode["constraint"]["key_terms"], ["ask me before"])
+        typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me  before combining values\nnotes: x"
         self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], typed, None, episode)["in_state"])
-        # "combined:" and an "ask" elsewhere do not count for a typed block without the section
-        loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: ask the lead"
+        # the words in a section other than constraints: do not count for a typed block
+        loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: the user said ask me before the next step"
         self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], loose, None, episode)["in_state"])
         # prose: the key terms anywhere (the documented false positive)
         self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], loose, None, episode)["in_state"])
-        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask before you combine", episode)
+        # a paraphrase without the terms is missed (the documented false negative)
+        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], "Check with the user before combining.", None, episode)["in_state"])
+        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask me before you combine", episode)
         self.assertEqual((row["in_state"], row["in_registry"], row["carried"]), (False, True, True))
 
     def test_effect_retention_and_its_interval(self):

@@ -16,7 +16,7 @@ from ..runfolder import Journal
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
 from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_PROTOCOL_ID, SC_SIDECAR_PAIRS,
-    sc_upper_bound)
+    normalize_for_terms, sc_upper_bound)
 
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
@@ -86,10 +86,6 @@ def read_constraints_section(state: str) -> str:
         if inside:
             lines.append(line)
     return "\n".join(lines)
-
-
-def normalize_for_terms(text: str) -> str:
-    return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
 
 
 def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
