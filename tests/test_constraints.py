@@ -185,6 +185,90 @@ class ScoringTest(unittest.TestCase):
         self.assertIn("undefined (c_ub <= c_noSC", constraints_analysis.fmt_er(constraints_analysis.effect_retention_summary([(False, True, False)])))
 
 
+def synthetic_bank(episodes: range, regimes: tuple = constraints.SC_DEFAULT_REGIMES) -> dict:
+    """A constraints results.json of the pinned task set's `episodes`, whose `cells` block and `n_episodes` claim
+    the whole design: FULL+ and R1+X comply, every other regime violates (so R1+X beats R1 on every pair)."""
+    tasks = json.loads((REPO / "tasks" / "constraints.json").read_text())["episodes"]
+    probes = []
+    for regime in regimes:
+        for e in episodes:
+            q = tasks[e]["questions"][0]
+            follows = regime in ("FULL+", "R1+X")
+            probes.append({"model": MODEL, "regime": regime, "episode": e, "question_id": 1, "type": q["type"],
+                           "truth": q["truth"], "answer": q["truth"] if follows else q["violating"],
+                           "class": "compliant" if follows else "violating", "budget": records.DEFAULT_BUDGET,
+                           "sample": 0})
+    expected = len(regimes) * len(tasks)
+    return {"study": "constraints", "protocol": constraints.SC_PROTOCOL_ID, "models": [MODEL], "regimes": list(regimes),
+            "n_episodes": len(tasks), "temperature": 0, "budgets": [records.DEFAULT_BUDGET], "samples": 1,
+            "cells": {"complete": expected, "not_complete": 0, "expected": expected, "expected_probes_per_cell": 1},
+            "probes": probes, "states": [], "calls": []}
+
+
+N_REGIMES = len(constraints.SC_DEFAULT_REGIMES)
+
+CELLS = 15 * N_REGIMES                  # the default design's cells for one model
+
+
+class LabelTest(unittest.TestCase):
+    """Issue 20, point 1: the label comes from what the probes cover, never from the bank's `cells` or
+    `n_episodes` (a bank of 6 of the 15 instances, its `cells` saying complete, read CONFIRMATORY, supported,
+    p = 0.031)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.task_set = inputs.load_task_set(REPO / "tasks" / "constraints.json")
+
+    def analyze(self, results: dict) -> dict:
+        self.assertEqual(bank.results_shape_problems(results), [])
+        return constraints_analysis.analyze_constraints(results, self.task_set)
+
+    def test_the_whole_design_once_is_confirmatory(self):
+        analysis = self.analyze(synthetic_bank(range(15)))
+        self.assertEqual((analysis["label"], analysis["reasons"]), ("CONFIRMATORY", []))
+        self.assertTrue(analysis["confirmatory_test"]["verdict"].startswith("supported"))
+        self.assertEqual((analysis["coverage"]["complete_cells"], analysis["coverage"]["expected_cells"]), (CELLS, CELLS))
+
+    def test_six_of_fifteen_instances_are_a_smoke_run_whatever_cells_says(self):
+        results = synthetic_bank(range(6))
+        analysis = self.analyze(results)
+        self.assertEqual(analysis["confirmatory_test"]["test"]["p"], 0.03125)     # the verdict it would have had
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertIn("smoke run: 6 of the 15 pre-registered instances", analysis["reasons"])
+        self.assertIn(f"the file's `cells` block (complete {CELLS}, not complete 0) disagrees with its probes "
+                      f"({6 * N_REGIMES} complete cells)", analysis["reasons"])
+        self.assertTrue(analysis["complete"])       # every cell of the 6 instances it holds has its probe
+
+    def test_missing_repeated_outside_and_mismatched_probes_are_counted(self):
+        results = synthetic_bank(range(15))
+        del results["probes"][20]                                                # FULL- instance 5
+        analysis = self.analyze(results)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertFalse(analysis["complete"])
+        self.assertIn(f"partial bank: {CELLS - 1} of {CELLS} cells have their probe (first without: {MODEL}|FULL-|5)",
+                      analysis["reasons"])
+        results = synthetic_bank(range(15))
+        results["probes"].append(dict(results["probes"][0]))
+        results["probes"].append({**results["probes"][1], "episode": 15})        # no such instance
+        flipped = results["probes"][2]
+        flipped["truth"] = "A" if flipped["truth"] == "B" else "B"
+        analysis = constraints_analysis.analyze_constraints(results, self.task_set)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertFalse(analysis["complete"])
+        for reason in ("1 duplicated probe(s)", "1 probe(s) outside the bank's models, regimes and budgets or the task "
+                       "set's instances, left out of every figure",
+                       "1 probe(s) whose compliant letter or category differs from the task set"):
+            self.assertIn(reason, analysis["reasons"])
+        self.assertEqual(analysis["compliance"][MODEL]["FULL+"]["n"], 16)        # the outside probe is not counted
+        results = synthetic_bank(range(15))
+        results["probes"] = [p for p in results["probes"] if p["regime"] != "R1+X"]     # listed, never asked
+        analysis = self.analyze(results)
+        self.assertIn(f"partial bank: {CELLS - 15} of {CELLS} cells have their probe (first without: {MODEL}|R1+X|0)",
+                      analysis["reasons"])
+        results["regimes"].remove("R1+X")
+        self.assertIn("the bank lacks R1+X", self.analyze(results)["reasons"])
+
+
 class BankTest(unittest.TestCase):
     def test_a_bank_without_the_pre_registered_budget_says_so(self):
         results = json.loads((REPO / "results" / "smollm2-135m-constraints" / "results.json").read_text())

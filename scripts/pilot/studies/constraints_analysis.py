@@ -7,9 +7,10 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, regime_summary, score_probe
+from ..bank import (PROBE_KINDS, ProbeKind, bank_variants, cell_coverage, cell_final_state, checked_cells, in_design,
+    is_primary, regime_summary, score_probe, task_questions)
 from ..inputs import task_set_summary
-from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
+from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime,
     TEMPERATURE, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
@@ -236,7 +237,9 @@ def sc_effect_rows(index: dict, units: Iterable[tuple], regime: str) -> list[tup
     return rows
 
 
-def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regimes: list[str]) -> list[str]:
+def sc_label_reasons(results: dict, task_set: dict | None, coverage: dict, regimes: list[str]) -> list[str]:
+    """Every reason the bank falls short of a confirmatory one, from what its probes cover (cell_coverage), never
+    from its `cells` block or `n_episodes`."""
     reasons = []
     needed = ("FULL+", "FULL-", *SC_CONFIRMATORY)
     if not set(needed) <= set(regimes):
@@ -245,11 +248,27 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
         reasons.append("no task set to check the probes against (pass --tasks FILE)")
     elif task_set["kind"] != "pinned":
         reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/constraints.json)")
-    if not complete:
-        reasons.append(f"partial bank: {results['cells']['complete']} of {results['cells']['expected']} cells")
-    n_task = len(task_set["tasks"]["episodes"]) if task_set else None
-    if n_task is not None and (results.get("n_episodes") or 0) < n_task:
-        reasons.append(f"smoke run: {results.get('n_episodes')} of the {n_task} pre-registered instances")
+    if coverage["partial_cells"]:
+        reasons.append(f"partial bank: {coverage['complete_cells']} of {coverage['expected_cells']} cells have "
+                       f"their probe (first without: {coverage['partial_cells'][0]})")
+    n_bank, n_task = len(coverage["bank_episodes"]), coverage["task_episodes"]
+    if n_task is not None and n_bank < n_task:
+        reasons.append(f"smoke run: {n_bank} of the {n_task} pre-registered instances")
+    if coverage["duplicates"]:
+        reasons.append(f"{coverage['duplicates']} duplicated probe(s)")
+    if coverage["outside"]:
+        reasons.append(f"{coverage['outside']} probe(s) outside the bank's models, regimes and budgets or the task "
+                       f"set's instances, left out of every figure")
+    if coverage["mismatched_truths"]:
+        reasons.append(f"{coverage['mismatched_truths']} probe(s) whose compliant letter or category differs from "
+                       f"the task set")
+    cells = results.get("cells")
+    if isinstance(cells, dict):
+        claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+        if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
+                (claimed_left and not coverage["partial_cells"]):
+            reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
+                           f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
     if results.get("temperature", TEMPERATURE) != TEMPERATURE:
         reasons.append(f"temperature {results.get('temperature')} is not the pre-registered {TEMPERATURE:g}")
     if is_simulated(results):
@@ -260,16 +279,13 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
 def analyze_constraints(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
     """Every number of the constraints study's analysis.md, RESULTS.md and figures, from results.json alone
     (and the task set the probes are checked against)."""
-    probes = [p for p in results["probes"] if is_primary(p)]
-    if task_set is not None:
-        tasks = task_set["tasks"]["episodes"]
-        bad = [p for p in probes if not 0 <= p["episode"] < len(tasks) or
-               tasks[p["episode"]]["questions"][0]["truth"] != p["truth"]]
-        if bad:
-            raise PilotError(f"{len(bad)} probe(s) disagree with the task set {task_set['path']} (first: "
-                             f"{bad[0]['regime']} instance {bad[0]['episode']}); analyze against the task file "
-                             f"the run used (--tasks)")
     models, regimes = list(results["models"]), list(results["regimes"])
+    questions, variants = task_questions(task_set), bank_variants(results)
+    coverage = cell_coverage(results["probes"], models, regimes, variants, questions)
+    probes = [p for p in results["probes"] if is_primary(p) and in_design(p, models, regimes, variants, questions)]
+    # an instance's category, position and framing are the task set's, not what a probe says of itself
+    probes = [{**p, **(instance_factors(task_set["tasks"]["episodes"][p["episode"]]) if task_set is not None else
+                       {f: p[f] if isinstance(p.get(f), str) else "unknown" for f in SC_FACTORS})} for p in probes]
     index = sc_index(probes)
     units = sorted({(p["model"], p["episode"]) for p in probes})
     by = collections.defaultdict(list)
@@ -350,9 +366,8 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
     pairs = [(index[(m, first, e)], index[(m, second, e)]) for m, e in units
              if m in informative and (m, first, e) in index and (m, second, e) in index]
     test = mcnemar_summary(pairs, first, second) if pairs else None
-    cells = results.get("cells") or {}
-    complete = not cells.get("not_complete") and cells.get("complete", 0) > 0
-    reasons = sc_label_reasons(results, task_set, complete, regimes)
+    complete = not coverage["partial_cells"] and not coverage["duplicates"] and coverage["complete_cells"] > 0
+    reasons = sc_label_reasons(results, task_set, coverage, regimes)
     if results["probes"] and not probes:
         reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first sample, the only ones "
                           f"this analysis reads")
@@ -368,7 +383,7 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
     return {"study": "constraints", "protocol": SC_PROTOCOL_ID, "models": models, "groups": groups,
             "regimes": regimes, "regime_definitions": results.get("regime_definitions", {}),
             "label": label, "reasons": reasons, "complete": complete, "confirmatory": label == "CONFIRMATORY",
-            "coverage": {"complete_cells": cells.get("complete", 0), "expected_cells": cells.get("expected", 0)},
+            "coverage": coverage,
             "compliance": compliance, "classes": classes, "lenient": lenient, "effect_retention": effect,
             "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "informative": informative,
             "confirmatory_test": {"first": first, "second": second, "models": informative, "test": test,
