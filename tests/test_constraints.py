@@ -303,7 +303,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
         self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", constraints.SC_PROTOCOL_ID))
-        self.assertEqual(self.server.chat_count() - first, 600)               # 15 x (1+1+5+5+5+5+9+9)
+        self.assertEqual(self.server.chat_count() - first, 675)               # 15 x (1+1+5+5+5+5+9+9+5)
         analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
         self.assertEqual(analysis["label"], "CONFIRMATORY")
         self.assertEqual(compliance(analysis, "FULL+"), 1.0)
@@ -328,6 +328,11 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
                 self.assertIsNotNone(cell["effect_retention"]["R1+X"]["lo"])
         side = {s["sidecar"]: s for s in analysis["sidecar"]}
         self.assertEqual(side["R1+X"]["extra_calls"], 60)
+        # the heading control: this model reads the registry, not the heading, so the heading alone does nothing
+        self.assertEqual(compliance(analysis, "R1+H"), 0.0)
+        (control,) = analysis["heading_control"]
+        self.assertEqual((control["heading_effect"]["c"], control["registry_effect"]["c"]), (0, 15))
+        self.assertIn("The sidecar's heading alone: a control (exploratory)", (out / "analysis.md").read_text())
         for name in ("analysis.md", "RESULTS.md", "report.html", "figures/fig_c_compliance.svg", "probes.csv"):
             self.assertTrue((out / name).exists(), name)
         text = (out / "analysis.md").read_text()
@@ -342,11 +347,44 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, stdout + err)
         code, stdout, _ = run_main(["plan", "--study", "constraints", "--models", MODEL])
         self.assertEqual(code, 0)
-        self.assertIn("total: 600 calls", stdout)
+        self.assertIn("total: 675 calls", stdout)
         # the lock refuses another study's settings on the same folder
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
         self.assertEqual(code, records.EXIT_USAGE)
         self.assertIn("constraints", err)
+
+    def test_the_heading_control_tells_the_headings_effect_from_the_registrys(self):
+        """Issue 20, point 9: R1+X's probe always sees the sidecar's heading, even over an empty registry. A model
+        that complies whenever it sees that heading gains as much from R1+H (the heading alone) as from R1+X."""
+        out = self.make_tmp() / "heading"
+        follower = self.server.model
+        heading = constraints.SC_PROMPTS["registry_heading"]
+
+        class HeadingFollower:
+            def reply(self, prompt: str) -> str:
+                answer = follower.reply(prompt)
+                for question, _ in follower.probes:
+                    if question["prompt"] in prompt and heading in prompt.split("The user now writes:", 1)[0]:
+                        return f"CHOICE: {question['truth']}"
+                return answer
+
+        self.server.model = HeadingFollower()
+        try:
+            code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,R1,R1+X,R1+H", "--episodes",
+                                     "3", "--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
+        finally:
+            self.server.model = follower
+        self.assertEqual(code, 0, err)
+        raw = [json.loads(line) for line in (out / "raw" / "gemma3_4b_R1+H.jsonl").read_text().splitlines()]
+        self.assertEqual({r["kind"] for r in raw}, {"compact_1", "compact_2", "compact_3", "compact_4", "question_1"})
+        self.assertTrue(all(f"{heading}\nNONE" in r["messages"][-1]["content"] for r in raw if r["kind"] == "question_1"))
+        analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
+        self.assertEqual([compliance(analysis, r) for r in ("R1", "R1+H", "R1+X")], [0.0, 1.0, 1.0])
+        (control,) = analysis["heading_control"]
+        self.assertEqual((control["heading_effect"]["c"], control["registry_effect"]["b"],
+                          control["registry_effect"]["c"]), (3, 0, 0))
+        self.assertEqual(analysis["regime_definitions"]["R1+H"]["exploratory"], True)
+        self.assertEqual(analysis["confirmatory_test"]["first"], "R1")               # the test is unchanged
 
     def test_judge_is_recorded_per_state_beside_the_rule(self):
         out = self.make_tmp() / "judged"
@@ -355,9 +393,10 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         before = self.server.chat_count()
         code, _, err = run_main(argv)
         self.assertEqual(code, 0, err)
-        self.assertEqual(self.server.chat_count() - before, 3 * (40 + 4))    # one judge call per compacted cascade
+        self.assertEqual(self.server.chat_count() - before, 3 * (45 + 4))    # one judge call per compacted cascade
         results = json.loads((out / "results.json").read_text())
-        self.assertTrue(all("judge" in s for s in results["states"]))
+        # every compacted state the instruction was said to, but the heading control's, which R1 already judges
+        self.assertEqual({s["regime"] for s in results["states"] if "judge" not in s}, {"R1+H"})
         analysis = bank.analyze_bank(results)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")               # a smoke run of 3 instances
         self.assertTrue(any("smoke run" in r for r in analysis["reasons"]))

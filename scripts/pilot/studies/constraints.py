@@ -399,7 +399,9 @@ SC_JUDGE_NUM_PREDICT = 16              # hard output cap on every --judge call
 
 # condition: "with" (the instruction is in the transcript), "without" (never said: the model's prior),
 # "upper_bound" (compacted without it, then appended verbatim before the probe), "sidecar" (compacted with
-# it, and the registry kept outside the state appended after compaction).
+# it, and the registry kept outside the state appended after compaction), "heading" (compacted with it, and
+# the sidecar's heading over an empty registry appended: what R1+X's probe sees when its registry is empty,
+# the control that tells the heading's effect from the registry's).
 SC_REGIMES = {
     "FULL+": Regime("FULL+", "full transcript with the instruction", "transcript", SC_PROMPTS["answer_transcript"],
                     condition="with"),
@@ -421,11 +423,14 @@ SC_REGIMES = {
                    condition="sidecar"),
     "R2+X": Regime("R2+X", "R2 with the extractor sidecar", "state", SC_PROMPTS["answer_state"],
                    SC_PROMPTS["compact_typed_constraints"], "section:constraints", condition="sidecar"),
+    "R1+H": Regime("R1+H", "control: R1 with the sidecar's heading over an empty registry, no extractor",
+                   "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose", exploratory=True,
+                   condition="heading"),
 }
 
 SC_DEFAULT_REGIMES = tuple(SC_REGIMES)
 
-SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
+SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R1+H": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
 
 SC_UPPER_BOUND_SUFFIX = "+UB"          # a user regime U gets its own upper bound U+UB in this study
 
@@ -487,6 +492,8 @@ def constraints_plan_note(calls_per_model: int) -> str:
 
 SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
 
+SC_HEADING_CONTROL = ("R1", "R1+H", "R1+X")   # without the heading, the heading alone, the heading and the registry
+
 SC_CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
 
 
@@ -510,7 +517,7 @@ def constraint_context(regime: Regime, episode: dict, state: str, registry: str)
         seen = state
     if regime.condition == "upper_bound":
         return f"{seen}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
-    if regime.condition == "sidecar":
+    if regime.condition in ("sidecar", "heading"):
         return f"{seen}\n\n{SC_PROMPTS['registry_heading']}\n{registry or SC_PROMPTS['empty_registry']}"
     return seen
 

@@ -16,8 +16,8 @@ from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
-from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_PROTOCOL_ID, SC_SIDECAR_PAIRS,
-    normalize_for_terms, sc_upper_bound)
+from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_HEADING_CONTROL, SC_PROTOCOL_ID,
+    SC_SIDECAR_PAIRS, normalize_for_terms, sc_upper_bound)
 
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
@@ -149,7 +149,7 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
                 probe = {**base, **factors, **score_probe(record, question, [])}
                 probe["reply"] = record.get("response", "")[:300]
                 probes.append(probe)
-        if regime.compacts and regime.condition in ("with", "sidecar", None):
+        if regime.compacts and regime.condition in ("with", "sidecar", "heading", None):
             n = len(episode["segments"])
             final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
             registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
@@ -362,6 +362,16 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
                             "extra_calls": extra["calls"], "extra_prompt_tokens": extra["prompt_tokens"],
                             "extra_output_tokens": extra["output_tokens"],
                             "compaction_tokens": own["prompt_tokens"] + own["output_tokens"]})
+    heading = []
+    if all(r in regimes for r in SC_HEADING_CONTROL):
+        without, alone, with_x = SC_HEADING_CONTROL
+        for m in models:
+            def paired(first: str, second: str) -> list[tuple[bool, bool]]:
+                return [(index[(m, first, e)], index[(m, second, e)]) for mm, e in units
+                        if mm == m and (m, first, e) in index and (m, second, e) in index]
+            heading.append({"model": m, "compliance": [compliance[m].get(r) for r in SC_HEADING_CONTROL],
+                            "heading_effect": mcnemar_summary(paired(without, alone), without, alone),
+                            "registry_effect": mcnemar_summary(paired(alone, with_x), alone, with_x)})
     first, second = SC_CONFIRMATORY
     pairs = [(index[(m, first, e)], index[(m, second, e)]) for m, e in units
              if m in informative and (m, first, e) in index and (m, second, e) in index]
@@ -385,7 +395,8 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
             "label": label, "reasons": reasons, "complete": complete, "confirmatory": label == "CONFIRMATORY",
             "coverage": coverage,
             "compliance": compliance, "classes": classes, "lenient": lenient, "effect_retention": effect,
-            "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "informative": informative,
+            "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "heading_control": heading,
+            "informative": informative,
             "confirmatory_test": {"first": first, "second": second, "models": informative, "test": test,
                                   "verdict": verdict},
             "n_instances": len({e for _, e in units}), "simulated": is_simulated(results),
@@ -393,7 +404,8 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
 
 
 SC_CONDITION_NAMES = {"with": "compacted, instruction said", "without": "no instruction (prior)",
-                      "upper_bound": "upper bound (appended)", "sidecar": "compacted + sidecar"}
+                      "upper_bound": "upper bound (appended)", "sidecar": "compacted + sidecar",
+                      "heading": "compacted + the sidecar's heading alone (control)"}
 
 
 def fmt_er(summary: dict | None) -> str:
@@ -429,7 +441,15 @@ def render_constraints_md(analysis: dict) -> str:
         t = test["test"]
         out += [md_table(["pairs", f"{test['first']} only compliant (b)", f"{test['second']} only compliant (c)",
                           "p", "direction"], [[t["n_pairs"], t["b"], t["c"], fmt_p(t["p"]), t["direction"]]]), ""]
-    out += [f"Verdict: {test['verdict']}.", "", "Everything below is exploratory.", ""]
+    out += [f"Verdict: {test['verdict']}.", ""]
+    for h in analysis.get("heading_control") or []:
+        if h["model"] in test["models"]:
+            t = h["registry_effect"]
+            out += [f"Read it beside the heading control (exploratory, below; it does not change the verdict): for "
+                    f"{h['model']}, {SC_HEADING_CONTROL[1]} (the heading over an empty registry) complied "
+                    f"{fmt_rate(h['compliance'][1]) if h['compliance'][1] else 'n/a'}; {SC_HEADING_CONTROL[2]} against "
+                    f"it: b={t['b']}, c={t['c']}, exact McNemar p = {fmt_p(t['p'])}.", ""]
+    out += ["Everything below is exploratory.", ""]
     regimes = analysis["regimes"]
     defs = analysis.get("regime_definitions", {})
     out += ["## Compliance per condition (Wilson 95% intervals)", ""]
@@ -479,6 +499,26 @@ def render_constraints_md(analysis: dict) -> str:
                      f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"])
     out += [md_table(["model", "regimes", "compliance", "effect retention", "retention", "exact McNemar (exploratory)",
                       "sidecar cost"], rows) if rows else "No sidecar regime in this bank.", ""]
+    without, alone, with_x = SC_HEADING_CONTROL
+    out += ["## The sidecar's heading alone: a control (exploratory)", ""]
+    if analysis.get("heading_control"):
+        out += [f"{alone} compacts as {without} does (its own cascade, the same prompts); its probe sees the final "
+                f"state followed by the sidecar's heading over an empty registry, exactly what {with_x}'s probe sees "
+                f"when its registry is empty, with no extractor call. "
+                f"{without} -> {alone} is the heading's effect; {alone} -> {with_x} is the registry's, beyond the "
+                f"heading. Neither is part of the confirmatory test.", ""]
+        rows = []
+        for h in analysis["heading_control"]:
+            comp = [fmt_rate(c) if c else "n/a" for c in h["compliance"]]
+            effects = [f"b={t['b']}, c={t['c']}, p={fmt_p(t['p'])} ({t['n_pairs']} pairs)"
+                       for t in (h["heading_effect"], h["registry_effect"])]
+            rows.append([h["model"], comp[0], comp[1], comp[2], *effects])
+        out += [md_table(["model", f"{without} compliance", f"{alone} compliance", f"{with_x} compliance",
+                          f"heading: {without} vs {alone}, exact McNemar", f"registry: {alone} vs {with_x}, exact McNemar"],
+                         rows), ""]
+    else:
+        out += [f"Not in this bank (it needs {', '.join(SC_HEADING_CONTROL)}): the effect of {with_x} over {without} "
+                f"cannot be told apart from the effect of the heading its probe always sees.", ""]
     for factor in SC_FACTORS:
         table = analysis["breakdowns"][factor]
         if not table:
