@@ -386,6 +386,27 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(analysis["regime_definitions"]["R1+H"]["exploratory"], True)
         self.assertEqual(analysis["confirmatory_test"]["first"], "R1")               # the test is unchanged
 
+    def test_counts_no_server_could_mean_never_enter_the_sidecars_cost(self):
+        """Issue 20, point 13, for this study: negative token counts are unknown, never summed into the cost."""
+        out = self.make_tmp() / "counts"
+        self.server.count_override = (-5, -3)
+        try:
+            code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,R1,R1+X", "--episodes", "2",
+                                     "--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
+        finally:
+            self.server.count_override = None
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        self.assertEqual({(c["eval_count"], c["prompt_eval_count"]) for c in results["calls"]}, {(None, None)})
+        # and a results.json that holds such counts (written by hand, or by an older runner) is read the same way
+        for call in results["calls"]:
+            call["eval_count"], call["prompt_eval_count"] = -3, -5
+        side = {s["sidecar"]: s for s in bank.analyze_bank(results)["sidecar"]}["R1+X"]
+        self.assertEqual((side["extra_calls"], side["extra_prompt_tokens"], side["extra_output_tokens"],
+                          side["extra_unknown_counts"], side["compaction_tokens"]), (8, 0, 0, 8, 0))
+        self.assertIn("(8 call(s) with no usable token count, not summed)",
+                      constraints_analysis.render_constraints_md(bank.analyze_bank(results)))
+
     def test_judge_is_recorded_per_state_beside_the_rule(self):
         out = self.make_tmp() / "judged"
         argv = ["--study", "constraints", "--judge", "--episodes", "3", "--models", MODEL, "--host", self.server.url,

@@ -341,12 +341,15 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
                 full["rate"] - none["rate"] >= SC_INFORMATIVE_MIN_GAIN:
             informative.append(m)
     sidecar = []
-    cost = collections.defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0})
+    cost = collections.defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "unknown": 0})
     for c in results.get("calls", []):
         entry = cost[(c["model"], c["regime"], c["stage"])]
         entry["calls"] += 1
-        entry["prompt_tokens"] += c.get("prompt_eval_count") or 0
-        entry["output_tokens"] += c.get("eval_count") or 0
+        # a count no server could mean (negative, fractional) is unknown, as a missing one is, and never summed
+        prompt, output = known_count(c.get("prompt_eval_count")), known_count(c.get("eval_count"))
+        entry["prompt_tokens"] += prompt or 0
+        entry["output_tokens"] += output or 0
+        entry["unknown"] += prompt is None or output is None
     for base, with_x in SC_SIDECAR_PAIRS:
         if base not in regimes or with_x not in regimes:
             continue
@@ -360,7 +363,7 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
                             "effect_retention": [effect[m].get(base), effect[m].get(with_x)],
                             "retention": [retention.get(m, {}).get(base), retention.get(m, {}).get(with_x)],
                             "extra_calls": extra["calls"], "extra_prompt_tokens": extra["prompt_tokens"],
-                            "extra_output_tokens": extra["output_tokens"],
+                            "extra_output_tokens": extra["output_tokens"], "extra_unknown_counts": extra["unknown"],
                             "compaction_tokens": own["prompt_tokens"] + own["output_tokens"]})
     heading = []
     if all(r in regimes for r in SC_HEADING_CONTROL):
@@ -496,7 +499,9 @@ def render_constraints_md(analysis: dict) -> str:
         rows.append([s["model"], f"{s['base']} -> {s['sidecar']}", f"{comp[0]} -> {comp[1]}",
                      f"{fmt_er(s['effect_retention'][0])} -> {fmt_er(s['effect_retention'][1])}",
                      f"{ret[0]} -> {ret[1]}", f"b={t['b']}, c={t['c']}, p={fmt_p(t['p'])}",
-                     f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"])
+                     f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"
+                     + (f" ({s['extra_unknown_counts']} call(s) with no usable token count, not summed)"
+                        if s.get("extra_unknown_counts") else "")])
     out += [md_table(["model", "regimes", "compliance", "effect retention", "retention", "exact McNemar (exploratory)",
                       "sidecar cost"], rows) if rows else "No sidecar regime in this bank.", ""]
     without, alone, with_x = SC_HEADING_CONTROL
