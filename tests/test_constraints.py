@@ -197,7 +197,7 @@ def synthetic_bank(episodes: range, regimes: tuple = constraints.SC_DEFAULT_REGI
             probes.append({"model": MODEL, "regime": regime, "episode": e, "question_id": 1, "type": q["type"],
                            "truth": q["truth"], "answer": q["truth"] if follows else q["violating"],
                            "class": "compliant" if follows else "violating", "budget": records.DEFAULT_BUDGET,
-                           "sample": 0})
+                           "sample": 0, **constraints_analysis.instance_factors(tasks[e])})
     expected = len(regimes) * len(tasks)
     return {"study": "constraints", "protocol": constraints.SC_PROTOCOL_ID, "models": [MODEL], "regimes": list(regimes),
             "n_episodes": len(tasks), "temperature": 0, "budgets": [records.DEFAULT_BUDGET], "samples": 1,
