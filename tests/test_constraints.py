@@ -142,7 +142,10 @@ class ScoringTest(unittest.TestCase):
                   "the options and the rule": f"{options}\n{constraints.SC_CHOICE_RULE}",
                   "the options alone": options.split("\n", 1)[1],
                   "both letters joined": "CHOICE: A and CHOICE: B", "a short form of the rule": "CHOICE: A or B",
-                  "a slash": "CHOICE: A/B", "both letters as lines": "A\nA\nB"}
+                  "a slash": "CHOICE: A/B", "both letters as lines": "A\nA\nB",
+                  # the rule repeated until the output cap cut it (seen in the re-run worked example, R2)
+                  "the rule cut short": "The user now writes: What is SITUKI?\nReply with a single line of the form "
+                                        "CHOICE: A or"}
         for name, reply in echoes.items():
             with self.subTest(name):
                 scored = bank.score_probe({"response": reply}, question, [])
@@ -150,7 +153,8 @@ class ScoringTest(unittest.TestCase):
                 self.assertNotIn("lenient_answer", scored)
         # a choice after the echo, or one option repeated alone, commits to one letter
         committed = {f"{options}\n{constraints.SC_CHOICE_RULE}\nCHOICE: B": ("B", None),
-                     "CHOICE: (A) keep it": ("A", None), "A) Keep RAFULI in the record.": (None, "A")}
+                     "CHOICE: (A) keep it": ("A", None), "A) Keep RAFULI in the record.": (None, "A"),
+                     "CHOICE: A or CHOICE: A": ("A", None), "CHOICE: B, orderly as asked": ("B", None)}
         for reply, (answer, lenient) in committed.items():
             with self.subTest(reply):
                 scored = bank.score_probe({"response": reply}, question, [])

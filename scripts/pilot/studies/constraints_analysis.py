@@ -22,10 +22,11 @@ from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDIC
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
 
-# The answer rule's own words, "CHOICE: A or CHOICE: B" (or "CHOICE: A/B", "CHOICE: A and CHOICE: B"): a reply
-# that repeats them names both letters and chooses neither (CONSTRAINTS.md amendment of 2026-12-01)
-CHOICE_ECHO_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\)?[ \t]*(?:or|and|/)[ \t]*(?:CHOICE[ \t]*:[ \t]*)?"
-                                 r"\(?([AB])\b", re.IGNORECASE)
+# The answer rule's own words, "CHOICE: A or CHOICE: B" (or "CHOICE: A/B", "CHOICE: A and CHOICE: B", or "CHOICE: A
+# or" where the output cap cut the echo short): a reply that repeats them chooses neither letter (CONSTRAINTS.md
+# amendment (i) of 2026-12-01)
+CHOICE_ECHO_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\)?[ \t]*(?:(?:or|and)\b|/)"
+                                 r"(?:[ \t]*(?:CHOICE[ \t]*:[ \t]*)?\(?([AB])\b)?", re.IGNORECASE)
 
 # A line that opens an option of the list, as the probe prints it (`A) ...`, `B.`, a bare `B`)
 OPTION_LINE_PATTERN = re.compile(r"^[ \t*_`]*\(?([AB])(?:[).:]|[ \t*_`]*$)", re.IGNORECASE | re.MULTILINE)
@@ -37,8 +38,9 @@ SC_CLASSES = ("compliant", "violating", "no_answer")
 
 
 def without_rule_echoes(reply: str) -> str:
-    """The reply with every repetition of the answer rule's "CHOICE: A or CHOICE: B" taken out."""
-    return CHOICE_ECHO_PATTERN.sub(lambda m: " " if m.group(1).upper() != m.group(2).upper() else m.group(0),
+    """The reply with every repetition of the answer rule's "CHOICE: A or CHOICE: B" taken out, whole or cut short
+    after its "or"."""
+    return CHOICE_ECHO_PATTERN.sub(lambda m: m.group(0) if (m.group(2) or "").upper() == m.group(1).upper() else " ",
                                    reply or "")
 
 
