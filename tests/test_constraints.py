@@ -60,7 +60,7 @@ def compliance(analysis: dict, regime: str) -> float:
     return analysis["compliance"][MODEL][regime]["rate"]
 
 
-class GenerationTest(unittest.TestCase):
+class GenerationTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_task_file_is_the_generators_and_pinned(self):
         raw = (REPO / "tasks" / "constraints.json").read_bytes()
         self.assertEqual(records.sha256_bytes(raw), constraints.SC_PINNED_TASKS_SHA256)
@@ -84,6 +84,29 @@ class GenerationTest(unittest.TestCase):
                 # the session material is XR-001's episode, unchanged where nothing is said
                 self.assertEqual(inst["segments"][0]["text"], xr001.generate_episode(inst["episode"])["segments"][0]["text"])
 
+    def test_no_key_term_occurs_without_the_instruction(self):
+        """Issue 20, point 8: act_sheet's "worksheet" was in filler sentences, pro_ask_combine's "combin" in the
+        sessions' "combined figure" sentences and its "ask" in the extractor prompt's "task": the retention rule
+        found those instructions in any state that kept that text. The design check refuses such a task set."""
+        every = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS
+                                                                                 for b in constraints.SC_SCOPES])
+        self.assertEqual(constraints.check_constraint_design(every), [])
+        old = constraints.generate_constraint_tasks()
+        old["episodes"][2]["constraint"]["key_terms"] = ["worksheet"]                    # sc-gen-1's terms
+        old["episodes"][6]["constraint"]["key_terms"] = ["ask", "combin"]
+        problems = constraints.check_constraint_design(old)
+        self.assertEqual(len(problems), 3, problems)
+        self.assertIn("instance 2 (act_sheet): the key term 'worksheet' occurs in segment 2 without the instruction",
+                      problems[0])
+        self.assertIn("instance 6 (pro_ask_combine): the key term 'combin' occurs in segment 1", problems[1])
+        self.assertIn("'ask' occurs in the extract prompt", problems[2])
+        # such a file is refused when a run is asked to use it, in one message that says what is wrong
+        path = self.make_tmp() / "old.json"
+        path.write_bytes(xr001.tasks_to_bytes(old))
+        with self.assertRaises(inputs.TaskSetError) as caught:
+            inputs.load_task_set(path)
+        self.assertIn("the key term 'worksheet' occurs in segment 2", str(caught.exception))
+
     def test_option_order_is_the_same_under_every_position_and_framing(self):
         tasks = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS for b in constraints.SC_SCOPES])
         self.assertEqual(len(tasks["episodes"]), 15 * 4 * 4)
@@ -102,22 +125,54 @@ class ScoringTest(unittest.TestCase):
     def test_forced_choice_classes(self):
         question = {"id": 1, "kind": "forced_choice", "type": "process", "truth": "B", "violating": "A"}
         for reply, cls in [("CHOICE: B", "compliant"), ("choice: a", "violating"), ("B) because", "no_answer"),
-                           ("", "no_answer"), ("CHOICE: A\nCHOICE: B", "compliant")]:
+                           ("", "no_answer"), ("CHOICE: B\nCHOICE: b", "compliant"),
+                           ("CHOICE: A\nCHOICE: B", "no_answer")]:          # both letters: it chose neither
             with self.subTest(reply):
                 self.assertEqual(bank.score_probe({"response": reply}, question, [])["class"], cls)
         self.assertEqual(bank.score_probe({"response": "B) because"}, question, [])["lenient_answer"], "B")
 
+    def test_an_echo_of_the_answer_rule_or_the_options_is_no_answer(self):
+        """Issue 20, point 14: the answer rule's own "CHOICE: A or CHOICE: B" read as B made an echo "violating"
+        (6 of the first worked example's 7 violating probes were such echoes)."""
+        question = {"id": 1, "kind": "forced_choice", "type": "action", "truth": "A", "violating": "B"}
+        options = "Which change do you make?\nA) Keep RAFULI in the record.\nB) Drop RAFULI from the record."
+        echoes = {"the rule alone": constraints.SC_CHOICE_RULE,
+                  "a letter, then the question, options and rule": f"A\n\nThe user now writes: {options}\n"
+                                                                     f"{constraints.SC_CHOICE_RULE}",
+                  "the options and the rule": f"{options}\n{constraints.SC_CHOICE_RULE}",
+                  "the options alone": options.split("\n", 1)[1],
+                  "both letters joined": "CHOICE: A and CHOICE: B", "a short form of the rule": "CHOICE: A or B",
+                  "a slash": "CHOICE: A/B", "both letters as lines": "A\nA\nB",
+                  # the rule repeated until the output cap cut it (seen in the re-run worked example, R2)
+                  "the rule cut short": "The user now writes: What is SITUKI?\nReply with a single line of the form "
+                                        "CHOICE: A or"}
+        for name, reply in echoes.items():
+            with self.subTest(name):
+                scored = bank.score_probe({"response": reply}, question, [])
+                self.assertEqual((scored["answer"], scored["class"]), (None, "no_answer"))
+                self.assertNotIn("lenient_answer", scored)
+        # a choice after the echo, or one option repeated alone, commits to one letter
+        committed = {f"{options}\n{constraints.SC_CHOICE_RULE}\nCHOICE: B": ("B", None),
+                     "CHOICE: (A) keep it": ("A", None), "A) Keep RAFULI in the record.": (None, "A"),
+                     "CHOICE: A or CHOICE: A": ("A", None), "CHOICE: B, orderly as asked": ("B", None)}
+        for reply, (answer, lenient) in committed.items():
+            with self.subTest(reply):
+                scored = bank.score_probe({"response": reply}, question, [])
+                self.assertEqual((scored["answer"], scored.get("lenient_answer")), (answer, lenient))
+
     def test_retention_rule_reads_the_typed_section_and_prose(self):
         episode = constraints.generate_constraint_tasks()["episodes"][6]            # ask before combining
-        self.assertEqual(episode["constraint"]["key_terms"], ["ask", "combin"])
-        typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me before combining values\nnotes: x"
+        self.assertEqual(episode["constraint"]["key_terms"], ["ask me before"])
+        typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me  before combining values\nnotes: x"
         self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], typed, None, episode)["in_state"])
-        # "combined:" and an "ask" elsewhere do not count for a typed block without the section
-        loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: ask the lead"
+        # the words in a section other than constraints: do not count for a typed block
+        loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: the user said ask me before the next step"
         self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], loose, None, episode)["in_state"])
         # prose: the key terms anywhere (the documented false positive)
         self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], loose, None, episode)["in_state"])
-        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask before you combine", episode)
+        # a paraphrase without the terms is missed (the documented false negative)
+        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], "Check with the user before combining.", None, episode)["in_state"])
+        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask me before you combine", episode)
         self.assertEqual((row["in_state"], row["in_registry"], row["carried"]), (False, True, True))
 
     def test_effect_retention_and_its_interval(self):
@@ -132,6 +187,90 @@ class ScoringTest(unittest.TestCase):
         # (the two negative differences would read 1.00, seen on a real small model)
         self.assertIsNone(constraints_analysis.effect_retention([(False, True, False), (False, False, False)]))
         self.assertIn("undefined (c_ub <= c_noSC", constraints_analysis.fmt_er(constraints_analysis.effect_retention_summary([(False, True, False)])))
+
+
+def synthetic_bank(episodes: range, regimes: tuple = constraints.SC_DEFAULT_REGIMES) -> dict:
+    """A constraints results.json of the pinned task set's `episodes`, whose `cells` block and `n_episodes` claim
+    the whole design: FULL+ and R1+X comply, every other regime violates (so R1+X beats R1 on every pair)."""
+    tasks = json.loads((REPO / "tasks" / "constraints.json").read_text())["episodes"]
+    probes = []
+    for regime in regimes:
+        for e in episodes:
+            q = tasks[e]["questions"][0]
+            follows = regime in ("FULL+", "R1+X")
+            probes.append({"model": MODEL, "regime": regime, "episode": e, "question_id": 1, "type": q["type"],
+                           "truth": q["truth"], "answer": q["truth"] if follows else q["violating"],
+                           "class": "compliant" if follows else "violating", "budget": records.DEFAULT_BUDGET,
+                           "sample": 0, **constraints_analysis.instance_factors(tasks[e])})
+    expected = len(regimes) * len(tasks)
+    return {"study": "constraints", "protocol": constraints.SC_PROTOCOL_ID, "models": [MODEL], "regimes": list(regimes),
+            "n_episodes": len(tasks), "temperature": 0, "budgets": [records.DEFAULT_BUDGET], "samples": 1,
+            "cells": {"complete": expected, "not_complete": 0, "expected": expected, "expected_probes_per_cell": 1},
+            "probes": probes, "states": [], "calls": []}
+
+
+N_REGIMES = len(constraints.SC_DEFAULT_REGIMES)
+
+CELLS = 15 * N_REGIMES                  # the default design's cells for one model
+
+
+class LabelTest(unittest.TestCase):
+    """Issue 20, point 1: the label comes from what the probes cover, never from the bank's `cells` or
+    `n_episodes` (a bank of 6 of the 15 instances, its `cells` saying complete, read CONFIRMATORY, supported,
+    p = 0.031)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.task_set = inputs.load_task_set(REPO / "tasks" / "constraints.json")
+
+    def analyze(self, results: dict) -> dict:
+        self.assertEqual(bank.results_shape_problems(results), [])
+        return constraints_analysis.analyze_constraints(results, self.task_set)
+
+    def test_the_whole_design_once_is_confirmatory(self):
+        analysis = self.analyze(synthetic_bank(range(15)))
+        self.assertEqual((analysis["label"], analysis["reasons"]), ("CONFIRMATORY", []))
+        self.assertTrue(analysis["confirmatory_test"]["verdict"].startswith("supported"))
+        self.assertEqual((analysis["coverage"]["complete_cells"], analysis["coverage"]["expected_cells"]), (CELLS, CELLS))
+
+    def test_six_of_fifteen_instances_are_a_smoke_run_whatever_cells_says(self):
+        results = synthetic_bank(range(6))
+        analysis = self.analyze(results)
+        self.assertEqual(analysis["confirmatory_test"]["test"]["p"], 0.03125)     # the verdict it would have had
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertIn("smoke run: 6 of the 15 pre-registered instances", analysis["reasons"])
+        self.assertIn(f"the file's `cells` block (complete {CELLS}, not complete 0) disagrees with its probes "
+                      f"({6 * N_REGIMES} complete cells)", analysis["reasons"])
+        self.assertTrue(analysis["complete"])       # every cell of the 6 instances it holds has its probe
+
+    def test_missing_repeated_outside_and_mismatched_probes_are_counted(self):
+        results = synthetic_bank(range(15))
+        del results["probes"][20]                                                # FULL- instance 5
+        analysis = self.analyze(results)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertFalse(analysis["complete"])
+        self.assertIn(f"partial bank: {CELLS - 1} of {CELLS} cells have their probe (first without: {MODEL}|FULL-|5)",
+                      analysis["reasons"])
+        results = synthetic_bank(range(15))
+        results["probes"].append(dict(results["probes"][0]))
+        results["probes"].append({**results["probes"][1], "episode": 15})        # no such instance
+        flipped = results["probes"][2]
+        flipped["truth"] = "A" if flipped["truth"] == "B" else "B"
+        analysis = constraints_analysis.analyze_constraints(results, self.task_set)
+        self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
+        self.assertFalse(analysis["complete"])
+        for reason in ("1 duplicated probe(s)", "1 probe(s) outside the bank's models, regimes and budgets or the task "
+                       "set's instances, left out of every figure",
+                       "1 probe(s) whose compliant letter or category differs from the task set"):
+            self.assertIn(reason, analysis["reasons"])
+        self.assertEqual(analysis["compliance"][MODEL]["FULL+"]["n"], 16)        # the outside probe is not counted
+        results = synthetic_bank(range(15))
+        results["probes"] = [p for p in results["probes"] if p["regime"] != "R1+X"]     # listed, never asked
+        analysis = self.analyze(results)
+        self.assertIn(f"partial bank: {CELLS - 15} of {CELLS} cells have their probe (first without: {MODEL}|R1+X|0)",
+                      analysis["reasons"])
+        results["regimes"].remove("R1+X")
+        self.assertIn("the bank lacks R1+X", self.analyze(results)["reasons"])
 
 
 class BankTest(unittest.TestCase):
@@ -168,7 +307,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
         self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", constraints.SC_PROTOCOL_ID))
-        self.assertEqual(self.server.chat_count() - first, 600)               # 15 x (1+1+5+5+5+5+9+9)
+        self.assertEqual(self.server.chat_count() - first, 675)               # 15 x (1+1+5+5+5+5+9+9+5)
         analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
         self.assertEqual(analysis["label"], "CONFIRMATORY")
         self.assertEqual(compliance(analysis, "FULL+"), 1.0)
@@ -193,6 +332,11 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
                 self.assertIsNotNone(cell["effect_retention"]["R1+X"]["lo"])
         side = {s["sidecar"]: s for s in analysis["sidecar"]}
         self.assertEqual(side["R1+X"]["extra_calls"], 60)
+        # the heading control: this model reads the registry, not the heading, so the heading alone does nothing
+        self.assertEqual(compliance(analysis, "R1+H"), 0.0)
+        (control,) = analysis["heading_control"]
+        self.assertEqual((control["heading_effect"]["c"], control["registry_effect"]["c"]), (0, 15))
+        self.assertIn("The sidecar's heading alone: a control (exploratory)", (out / "analysis.md").read_text())
         for name in ("analysis.md", "RESULTS.md", "report.html", "figures/fig_c_compliance.svg", "probes.csv"):
             self.assertTrue((out / name).exists(), name)
         text = (out / "analysis.md").read_text()
@@ -207,11 +351,65 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, stdout + err)
         code, stdout, _ = run_main(["plan", "--study", "constraints", "--models", MODEL])
         self.assertEqual(code, 0)
-        self.assertIn("total: 600 calls", stdout)
+        self.assertIn("total: 675 calls", stdout)
         # the lock refuses another study's settings on the same folder
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
         self.assertEqual(code, records.EXIT_USAGE)
         self.assertIn("constraints", err)
+
+    def test_the_heading_control_tells_the_headings_effect_from_the_registrys(self):
+        """Issue 20, point 9: R1+X's probe always sees the sidecar's heading, even over an empty registry. A model
+        that complies whenever it sees that heading gains as much from R1+H (the heading alone) as from R1+X."""
+        out = self.make_tmp() / "heading"
+        follower = self.server.model
+        heading = constraints.SC_PROMPTS["registry_heading"]
+
+        class HeadingFollower:
+            def reply(self, prompt: str) -> str:
+                answer = follower.reply(prompt)
+                for question, _ in follower.probes:
+                    if question["prompt"] in prompt and heading in prompt.split("The user now writes:", 1)[0]:
+                        return f"CHOICE: {question['truth']}"
+                return answer
+
+        self.server.model = HeadingFollower()
+        try:
+            code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,R1,R1+X,R1+H", "--episodes",
+                                     "3", "--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
+        finally:
+            self.server.model = follower
+        self.assertEqual(code, 0, err)
+        raw = [json.loads(line) for line in (out / "raw" / "gemma3_4b_R1+H.jsonl").read_text().splitlines()]
+        self.assertEqual({r["kind"] for r in raw}, {"compact_1", "compact_2", "compact_3", "compact_4", "question_1"})
+        self.assertTrue(all(f"{heading}\nNONE" in r["messages"][-1]["content"] for r in raw if r["kind"] == "question_1"))
+        analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
+        self.assertEqual([compliance(analysis, r) for r in ("R1", "R1+H", "R1+X")], [0.0, 1.0, 1.0])
+        (control,) = analysis["heading_control"]
+        self.assertEqual((control["heading_effect"]["c"], control["registry_effect"]["b"],
+                          control["registry_effect"]["c"]), (3, 0, 0))
+        self.assertEqual(analysis["regime_definitions"]["R1+H"]["exploratory"], True)
+        self.assertEqual(analysis["confirmatory_test"]["first"], "R1")               # the test is unchanged
+
+    def test_counts_no_server_could_mean_never_enter_the_sidecars_cost(self):
+        """Issue 20, point 13, for this study: negative token counts are unknown, never summed into the cost."""
+        out = self.make_tmp() / "counts"
+        self.server.count_override = (-5, -3)
+        try:
+            code, _, err = run_main(["--study", "constraints", "--regimes", "FULL+,FULL-,R1,R1+X", "--episodes", "2",
+                                     "--models", MODEL, "--host", self.server.url, "--out", str(out), *FAST])
+        finally:
+            self.server.count_override = None
+        self.assertEqual(code, 0, err)
+        results = json.loads((out / "results.json").read_text())
+        self.assertEqual({(c["eval_count"], c["prompt_eval_count"]) for c in results["calls"]}, {(None, None)})
+        # and a results.json that holds such counts (written by hand, or by an older runner) is read the same way
+        for call in results["calls"]:
+            call["eval_count"], call["prompt_eval_count"] = -3, -5
+        side = {s["sidecar"]: s for s in bank.analyze_bank(results)["sidecar"]}["R1+X"]
+        self.assertEqual((side["extra_calls"], side["extra_prompt_tokens"], side["extra_output_tokens"],
+                          side["extra_unknown_counts"], side["compaction_tokens"]), (8, 0, 0, 8, 0))
+        self.assertIn("(8 call(s) with no usable token count, not summed)",
+                      constraints_analysis.render_constraints_md(bank.analyze_bank(results)))
 
     def test_judge_is_recorded_per_state_beside_the_rule(self):
         out = self.make_tmp() / "judged"
@@ -220,9 +418,10 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         before = self.server.chat_count()
         code, _, err = run_main(argv)
         self.assertEqual(code, 0, err)
-        self.assertEqual(self.server.chat_count() - before, 3 * (40 + 4))    # one judge call per compacted cascade
+        self.assertEqual(self.server.chat_count() - before, 3 * (45 + 4))    # one judge call per compacted cascade
         results = json.loads((out / "results.json").read_text())
-        self.assertTrue(all("judge" in s for s in results["states"]))
+        # every compacted state the instruction was said to, but the heading control's, which R1 already judges
+        self.assertEqual({s["regime"] for s in results["states"] if "judge" not in s}, {"R1+H"})
         analysis = bank.analyze_bank(results)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")               # a smoke run of 3 instances
         self.assertTrue(any("smoke run" in r for r in analysis["reasons"]))

@@ -195,6 +195,8 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
         code, stdout, err = run_main(["demo", "--study", "constraints", "--out", str(out), "--quiet"])
         self.assertEqual(code, 0, err)
         self.assertTrue(stdout.startswith("SIMULATED"), stdout[:80])
+        # the closing hint runs this study on a real model, not XR-001 (issue 20, point 16)
+        self.assertIn("python3 scripts/run_pilot.py --study constraints --models gemma3:4b", stdout)
         self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertIn("SIMULATED", (out / "RESULTS.md").read_text().splitlines()[0])
         self.assertIn("<h1>SIMULATED", (out / "report.html").read_text())

@@ -376,6 +376,55 @@ def bank_variants(results: dict) -> list[tuple[int, int]]:
     return [(b, s) for b in budgets for s in range(int(results.get("samples") or 1))]
 
 
+def task_questions(task_set: dict | None) -> list[dict[int, tuple]] | None:
+    """Per episode of a task set, its questions' (truth, type) by id; None without a task set."""
+    if task_set is None:
+        return None
+    return [{q["id"]: (q["truth"], q["type"]) for q in entry["questions"]} for entry in task_set["tasks"]["episodes"]]
+
+
+def in_design(probe: dict, models: list[str], regimes: list[str], variants: list[tuple[int, int]],
+              questions: list[dict[int, tuple]] | None) -> bool:
+    """Whether a probe belongs to a cell the bank pre-registers: one of its models, regimes and variants, and an
+    episode and question the task set has (any episode and question without a task set)."""
+    episode = probe.get("episode")
+    return (probe.get("model") in models and probe.get("regime") in regimes and record_variant(probe) in variants
+            and isinstance(episode, int) and not isinstance(episode, bool) and episode >= 0
+            and isinstance(probe.get("question_id"), int)
+            and (questions is None or (episode < len(questions) and probe["question_id"] in questions[episode])))
+
+
+def cell_coverage(probes: list[dict], models: list[str], regimes: list[str], variants: list[tuple[int, int]],
+                  questions: list[dict[int, tuple]] | None) -> dict:
+    """What a bank's probes cover, read from the probes alone and never from its `cells` or `n_episodes`: every
+    cell (variant x model x regime x episode the bank holds) with each question of its episode exactly once,
+    probes repeated, probes outside the design (in_design), and probes whose truth or type differs from the task
+    set (`questions`, task_questions). It looks at each probe, which suits a study whose banks are small; a study
+    with large banks checks by columns instead."""
+    seen: collections.Counter = collections.Counter()
+    outside = mismatched = 0
+    for probe in probes:
+        if not in_design(probe, models, regimes, variants, questions):
+            outside += 1
+            continue
+        seen[(probe["model"], probe["regime"], probe["episode"], probe["question_id"], record_variant(probe))] += 1
+        if questions is not None and (probe.get("truth"), probe.get("type")) != \
+                questions[probe["episode"]][probe["question_id"]]:
+            mismatched += 1
+    bank_episodes = sorted({key[2] for key in seen})
+    asked = collections.defaultdict(set)            # without a task set: the questions any cell of the episode has
+    for key in seen:
+        asked[key[2]].add(key[3])
+    per_cell = collections.Counter(key[:3] + (key[4],) for key in seen)
+    partial = [cell_key(model, regime, episode, *variant) for variant in variants for model in models
+               for regime in regimes for episode in bank_episodes
+               if per_cell[(model, regime, episode, variant)] != len(questions[episode] if questions else asked[episode])]
+    expected = len(variants) * len(models) * len(regimes) * len(bank_episodes)
+    return {"bank_episodes": bank_episodes, "task_episodes": len(questions) if questions is not None else None,
+            "complete_cells": expected - len(partial), "expected_cells": expected, "partial_cells": partial,
+            "duplicates": sum(seen.values()) - len(seen), "outside": outside, "mismatched_truths": mismatched}
+
+
 def call_stage(call: dict) -> str:
     """A call's stage as recorded, or from its kind for records made before calls carried one."""
     return call.get("stage") or ("compaction" if str(call.get("kind", "")).startswith("compact_") else "answer")

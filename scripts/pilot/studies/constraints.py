@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -24,12 +25,13 @@ SC_TASKS_PATH = REPO_ROOT / "tasks" / "constraints.json"
 
 SC_PROTOCOL_PATH = REPO_ROOT / "protocol" / "CONSTRAINTS.md"
 
-# sha256 of the pre-registered constraints task file (15 instances: middle, preferential/direct), committed before any run
-SC_PINNED_TASKS_SHA256 = "e7156a69c3978bf62b6dacfd7cf000caa5642c1e1ee6c492bba1905916ec109c"
+# sha256 of the pre-registered constraints task file (15 instances: middle, preferential/direct), generator sc-gen-2
+# (amendment of 2026-12-01; sc-gen-1 was e7156a69c397...)
+SC_PINNED_TASKS_SHA256 = "3d524edf705932e41f475e548d17285ffafa3242e9a4716319054b5df306cc92"
 
 SC_RUN_NAME = "constraints"
 
-SC_GENERATOR_VERSION = "sc-gen-1"
+SC_GENERATOR_VERSION = "sc-gen-2"      # sc-gen-1 (until 2026-12-01): two instances' key terms occurred in their sessions
 
 SC_BASE_SEED = 91001                   # probe option order: Random(SC_BASE_SEED + constraint index)
 
@@ -73,7 +75,7 @@ SC_CONSTRAINTS = (
      "violating": "Drop {d} from the record, since no combined value uses it."},
     {"id": "act_sheet", "category": "action",
      "body": "Do not open a new worksheet without asking me first.",
-     "key_terms": ["worksheet"],
+     "key_terms": ["new worksheet"],
      "situation": "Three more figures have come in, starting with {b} at {bv}.", "question": "What do you do?",
      "compliant": "Ask the user whether the figures go on a new worksheet or the current one.",
      "violating": "Open a new worksheet and enter the figures there."},
@@ -97,7 +99,7 @@ SC_CONSTRAINTS = (
      "compliant": "{b} is {bv}.", "violating": "{b} is {bv}.00."},
     {"id": "pro_ask_combine", "category": "process",
      "body": "Ask me before you combine any two values.",
-     "key_terms": ["ask", "combin"],
+     "key_terms": ["ask me before"],
      "situation": "Next we look at {b} and {p} side by side.", "question": "Which reply do you send?",
      "compliant": "Shall I add {b} and {p} together, or keep them apart?",
      "violating": "Together {b} and {p} come to {c}."},
@@ -266,6 +268,41 @@ def generate_constraint_file(options: dict) -> tuple[bytes, str]:
                   f"x {len(positions)} position(s) x {len(framings)} framing(s))")
 
 
+def normalize_for_terms(text: str) -> str:
+    """Text as the retention rule compares it: lower case, runs of spaces as one, no spaces around `=`."""
+    return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
+
+
+def key_terms_in(text: str, key_terms: Iterable[str]) -> list[str]:
+    """The key terms the retention rule finds in a text."""
+    norm = normalize_for_terms(text)
+    return [term for term in key_terms if normalize_for_terms(term) in norm]
+
+
+def texts_without_the_instruction(instance: dict) -> Iterable[tuple[str, str]]:
+    """(where, text) for everything a final state or registry can copy without the instruction being said: each
+    segment with the instruction taken out, and the study's own compaction and extraction prompts."""
+    instruction = instance.get("instruction") or ""
+    for seg in instance.get("segments") or []:
+        if isinstance(seg, dict):
+            yield f"segment {seg.get('index')}", str(seg.get("text", "")).replace(instruction, "") + "\n" + \
+                str(seg.get("plain_text", ""))
+    for name in SC_STATE_PROMPTS:
+        yield f"the {name} prompt", SC_PROMPTS[name]
+
+
+def false_positive_terms(instance: dict) -> list[str]:
+    """Why the retention rule would find the instance's instruction where it was never kept: one line per key term
+    that occurs in a text a state can copy without the instruction (texts_without_the_instruction)."""
+    terms = (instance.get("constraint") or {}).get("key_terms") or []
+    found = {}
+    for where, text in texts_without_the_instruction(instance):
+        for term in key_terms_in(text, terms):
+            found.setdefault(term, where)
+    return [f"the key term {term!r} occurs in {where} without the instruction, so a state that keeps that text "
+            f"would count as retaining it" for term, where in found.items()]
+
+
 def check_constraint_design(tasks: Any) -> list[str]:
     """Every way a constraints task file departs from the design; empty when it passes."""
     if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:
@@ -287,8 +324,11 @@ def check_constraint_design(tasks: Any) -> list[str]:
         if not isinstance(instruction, str) or not instruction:
             problems.append(f"{where}: no instruction")
             continue
+        if not isinstance(carriers, list) or not all(isinstance(seg, dict) for seg in segs):
+            problems.append(f"{where}: segments must be objects and injected_segments a list")
+            continue
         for seg in segs:
-            said = isinstance(seg, dict) and instruction in str(seg.get("text", ""))
+            said = instruction in str(seg.get("text", ""))
             if said != (seg.get("index") in carriers) or instruction in str(seg.get("plain_text", "")):
                 problems.append(f"{where}: segment {seg.get('index')} does not match injected_segments")
         qs = inst.get("questions")
@@ -299,9 +339,15 @@ def check_constraint_design(tasks: Any) -> list[str]:
         if q.get("kind") != "forced_choice" or q.get("truth") not in ("A", "B") or \
                 sorted((q.get("options") or {})) != ["A", "B"] or q.get("violating") == q.get("truth"):
             problems.append(f"{where}: the probe must be forced_choice with options A and B and a compliant truth")
-        terms = (inst.get("constraint") or {}).get("key_terms")
-        if not isinstance(terms, list) or not terms:
-            problems.append(f"{where}: the constraint needs key_terms")
+        constraint = inst.get("constraint") if isinstance(inst.get("constraint"), dict) else {}
+        if not all(isinstance(constraint.get(f), str) and constraint[f] for f in ("id", "category")):
+            problems.append(f"{where}: the constraint needs an id and a category")
+        terms = constraint.get("key_terms")
+        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) and t.strip() for t in terms):
+            problems.append(f"{where}: the constraint needs key_terms, a list of words")
+        else:
+            problems += [f"{where} ({constraint.get('id')}): {line}"
+                         for line in false_positive_terms(inst)]
         if inst.get("position") not in SC_POSITIONS or inst.get("strength") not in SC_STRENGTHS or \
                 inst.get("scope") not in SC_SCOPES:
             problems.append(f"{where}: unknown position or framing")
@@ -345,13 +391,17 @@ SC_PROMPTS = {
     "empty_registry": "NONE",
 }
 
+SC_STATE_PROMPTS = ("compact_prose", "compact_typed_constraints", "extract")   # prompts whose words a state can copy
+
 SC_EXTRACT_NUM_PREDICT = 96            # hard output cap on every sidecar call
 
 SC_JUDGE_NUM_PREDICT = 16              # hard output cap on every --judge call
 
 # condition: "with" (the instruction is in the transcript), "without" (never said: the model's prior),
 # "upper_bound" (compacted without it, then appended verbatim before the probe), "sidecar" (compacted with
-# it, and the registry kept outside the state appended after compaction).
+# it, and the registry kept outside the state appended after compaction), "heading" (compacted with it, and
+# the sidecar's heading over an empty registry appended: what R1+X's probe sees when its registry is empty,
+# the control that tells the heading's effect from the registry's).
 SC_REGIMES = {
     "FULL+": Regime("FULL+", "full transcript with the instruction", "transcript", SC_PROMPTS["answer_transcript"],
                     condition="with"),
@@ -373,11 +423,14 @@ SC_REGIMES = {
                    condition="sidecar"),
     "R2+X": Regime("R2+X", "R2 with the extractor sidecar", "state", SC_PROMPTS["answer_state"],
                    SC_PROMPTS["compact_typed_constraints"], "section:constraints", condition="sidecar"),
+    "R1+H": Regime("R1+H", "control: R1 with the sidecar's heading over an empty registry, no extractor",
+                   "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose", exploratory=True,
+                   condition="heading"),
 }
 
 SC_DEFAULT_REGIMES = tuple(SC_REGIMES)
 
-SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
+SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R1+H": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
 
 SC_UPPER_BOUND_SUFFIX = "+UB"          # a user regime U gets its own upper bound U+UB in this study
 
@@ -439,6 +492,8 @@ def constraints_plan_note(calls_per_model: int) -> str:
 
 SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
 
+SC_HEADING_CONTROL = ("R1", "R1+H", "R1+X")   # without the heading, the heading alone, the heading and the registry
+
 SC_CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
 
 
@@ -462,7 +517,7 @@ def constraint_context(regime: Regime, episode: dict, state: str, registry: str)
         seen = state
     if regime.condition == "upper_bound":
         return f"{seen}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
-    if regime.condition == "sidecar":
+    if regime.condition in ("sidecar", "heading"):
         return f"{seen}\n\n{SC_PROMPTS['registry_heading']}\n{registry or SC_PROMPTS['empty_registry']}"
     return seen
 

@@ -7,19 +7,29 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import PROBE_KINDS, ProbeKind, cell_final_state, checked_cells, is_primary, regime_summary, score_probe
+from ..bank import (PROBE_KINDS, ProbeKind, bank_variants, cell_coverage, cell_final_state, checked_cells, in_design,
+    is_primary, regime_summary, score_probe, task_questions)
 from ..inputs import task_set_summary
-from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, PilotError, Regime,
+from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime,
     TEMPERATURE, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
-from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_PROTOCOL_ID, SC_SIDECAR_PAIRS,
-    sc_upper_bound)
+from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_HEADING_CONTROL, SC_PROTOCOL_ID,
+    SC_SIDECAR_PAIRS, normalize_for_terms, sc_upper_bound)
 
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
+
+# The answer rule's own words, "CHOICE: A or CHOICE: B" (or "CHOICE: A/B", "CHOICE: A and CHOICE: B", or "CHOICE: A
+# or" where the output cap cut the echo short): a reply that repeats them chooses neither letter (CONSTRAINTS.md
+# amendment (i) of 2026-12-01)
+CHOICE_ECHO_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\)?[ \t]*(?:(?:or|and)\b|/)"
+                                 r"(?:[ \t]*(?:CHOICE[ \t]*:[ \t]*)?\(?([AB])\b)?", re.IGNORECASE)
+
+# A line that opens an option of the list, as the probe prints it (`A) ...`, `B.`, a bare `B`)
+OPTION_LINE_PATTERN = re.compile(r"^[ \t*_`]*\(?([AB])(?:[).:]|[ \t*_`]*$)", re.IGNORECASE | re.MULTILINE)
 
 LENIENT_CHOICE_PATTERN = re.compile(r"^[\s*_`]*(?:CHOICE|ANSWER|OPTION)?[\s*_`:]*\(?([AB])(?:[).:\s*]|$)",
                                     re.IGNORECASE)
@@ -27,16 +37,28 @@ LENIENT_CHOICE_PATTERN = re.compile(r"^[\s*_`]*(?:CHOICE|ANSWER|OPTION)?[\s*_`:]
 SC_CLASSES = ("compliant", "violating", "no_answer")
 
 
+def without_rule_echoes(reply: str) -> str:
+    """The reply with every repetition of the answer rule's "CHOICE: A or CHOICE: B" taken out, whole or cut short
+    after its "or"."""
+    return CHOICE_ECHO_PATTERN.sub(lambda m: m.group(0) if (m.group(2) or "").upper() == m.group(1).upper() else " ",
+                                   reply or "")
+
+
 def parse_choice(reply: str) -> str | None:
-    """The letter of the last `CHOICE: A` or `CHOICE: B` line; None when there is none."""
-    found = CHOICE_PATTERN.findall(reply or "")
-    return found[-1].upper() if found else None
+    """The letter the reply commits to on its `CHOICE: A` or `CHOICE: B` lines, once the answer rule's own words
+    are taken out; None when there is none, or when the reply names both letters (it chose neither)."""
+    letters = {letter.upper() for letter in CHOICE_PATTERN.findall(without_rule_echoes(reply))}
+    return letters.pop() if len(letters) == 1 else None
 
 
 def parse_choice_lenient(reply: str) -> str | None:
-    """Diagnostic only: a reply that opens with a bare A or B (`B)`, `**A**`, `Answer: B`)."""
-    match = LENIENT_CHOICE_PATTERN.match(reply or "")
-    return match.group(1).upper() if match else None
+    """Diagnostic only: a reply that opens with a bare A or B (`B)`, `**A**`, `Answer: B`), unless it goes on to
+    list the other option too (a repeated option list commits to no letter)."""
+    text = without_rule_echoes(reply)
+    match = LENIENT_CHOICE_PATTERN.match(text)
+    if not match or {m.upper() for m in OPTION_LINE_PATTERN.findall(text)} == {"A", "B"}:
+        return None
+    return match.group(1).upper()
 
 
 def classify_choice(answer: str | None, question: dict) -> str:
@@ -67,10 +89,6 @@ def read_constraints_section(state: str) -> str:
         if inside:
             lines.append(line)
     return "\n".join(lines)
-
-
-def normalize_for_terms(text: str) -> str:
-    return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
 
 
 def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
@@ -133,7 +151,7 @@ def score_constraint_bank(manifest: dict, tasks: dict, journal: Journal, models:
                 probe = {**base, **factors, **score_probe(record, question, [])}
                 probe["reply"] = record.get("response", "")[:300]
                 probes.append(probe)
-        if regime.compacts and regime.condition in ("with", "sidecar", None):
+        if regime.compacts and regime.condition in ("with", "sidecar", "heading", None):
             n = len(episode["segments"])
             final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
             registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
@@ -221,7 +239,9 @@ def sc_effect_rows(index: dict, units: Iterable[tuple], regime: str) -> list[tup
     return rows
 
 
-def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regimes: list[str]) -> list[str]:
+def sc_label_reasons(results: dict, task_set: dict | None, coverage: dict, regimes: list[str]) -> list[str]:
+    """Every reason the bank falls short of a confirmatory one, from what its probes cover (cell_coverage), never
+    from its `cells` block or `n_episodes`."""
     reasons = []
     needed = ("FULL+", "FULL-", *SC_CONFIRMATORY)
     if not set(needed) <= set(regimes):
@@ -230,11 +250,27 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
         reasons.append("no task set to check the probes against (pass --tasks FILE)")
     elif task_set["kind"] != "pinned":
         reasons.append(f"task set {task_set['sha256'][:12]} is not the pre-registered one (tasks/constraints.json)")
-    if not complete:
-        reasons.append(f"partial bank: {results['cells']['complete']} of {results['cells']['expected']} cells")
-    n_task = len(task_set["tasks"]["episodes"]) if task_set else None
-    if n_task is not None and (results.get("n_episodes") or 0) < n_task:
-        reasons.append(f"smoke run: {results.get('n_episodes')} of the {n_task} pre-registered instances")
+    if coverage["partial_cells"]:
+        reasons.append(f"partial bank: {coverage['complete_cells']} of {coverage['expected_cells']} cells have "
+                       f"their probe (first without: {coverage['partial_cells'][0]})")
+    n_bank, n_task = len(coverage["bank_episodes"]), coverage["task_episodes"]
+    if n_task is not None and n_bank < n_task:
+        reasons.append(f"smoke run: {n_bank} of the {n_task} pre-registered instances")
+    if coverage["duplicates"]:
+        reasons.append(f"{coverage['duplicates']} duplicated probe(s)")
+    if coverage["outside"]:
+        reasons.append(f"{coverage['outside']} probe(s) outside the bank's models, regimes and budgets or the task "
+                       f"set's instances, left out of every figure")
+    if coverage["mismatched_truths"]:
+        reasons.append(f"{coverage['mismatched_truths']} probe(s) whose compliant letter or category differs from "
+                       f"the task set")
+    cells = results.get("cells")
+    if isinstance(cells, dict):
+        claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+        if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
+                (claimed_left and not coverage["partial_cells"]):
+            reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
+                           f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
     if results.get("temperature", TEMPERATURE) != TEMPERATURE:
         reasons.append(f"temperature {results.get('temperature')} is not the pre-registered {TEMPERATURE:g}")
     if is_simulated(results):
@@ -245,16 +281,13 @@ def sc_label_reasons(results: dict, task_set: dict | None, complete: bool, regim
 def analyze_constraints(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
     """Every number of the constraints study's analysis.md, RESULTS.md and figures, from results.json alone
     (and the task set the probes are checked against)."""
-    probes = [p for p in results["probes"] if is_primary(p)]
-    if task_set is not None:
-        tasks = task_set["tasks"]["episodes"]
-        bad = [p for p in probes if not 0 <= p["episode"] < len(tasks) or
-               tasks[p["episode"]]["questions"][0]["truth"] != p["truth"]]
-        if bad:
-            raise PilotError(f"{len(bad)} probe(s) disagree with the task set {task_set['path']} (first: "
-                             f"{bad[0]['regime']} instance {bad[0]['episode']}); analyze against the task file "
-                             f"the run used (--tasks)")
     models, regimes = list(results["models"]), list(results["regimes"])
+    questions, variants = task_questions(task_set), bank_variants(results)
+    coverage = cell_coverage(results["probes"], models, regimes, variants, questions)
+    probes = [p for p in results["probes"] if is_primary(p) and in_design(p, models, regimes, variants, questions)]
+    # an instance's category, position and framing are the task set's, not what a probe says of itself
+    probes = [{**p, **(instance_factors(task_set["tasks"]["episodes"][p["episode"]]) if task_set is not None else
+                       {f: p[f] if isinstance(p.get(f), str) else "unknown" for f in SC_FACTORS})} for p in probes]
     index = sc_index(probes)
     units = sorted({(p["model"], p["episode"]) for p in probes})
     by = collections.defaultdict(list)
@@ -310,12 +343,15 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
                 full["rate"] - none["rate"] >= SC_INFORMATIVE_MIN_GAIN:
             informative.append(m)
     sidecar = []
-    cost = collections.defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0})
+    cost = collections.defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "unknown": 0})
     for c in results.get("calls", []):
         entry = cost[(c["model"], c["regime"], c["stage"])]
         entry["calls"] += 1
-        entry["prompt_tokens"] += c.get("prompt_eval_count") or 0
-        entry["output_tokens"] += c.get("eval_count") or 0
+        # a count no server could mean (negative, fractional) is unknown, as a missing one is, and never summed
+        prompt, output = known_count(c.get("prompt_eval_count")), known_count(c.get("eval_count"))
+        entry["prompt_tokens"] += prompt or 0
+        entry["output_tokens"] += output or 0
+        entry["unknown"] += prompt is None or output is None
     for base, with_x in SC_SIDECAR_PAIRS:
         if base not in regimes or with_x not in regimes:
             continue
@@ -329,15 +365,24 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
                             "effect_retention": [effect[m].get(base), effect[m].get(with_x)],
                             "retention": [retention.get(m, {}).get(base), retention.get(m, {}).get(with_x)],
                             "extra_calls": extra["calls"], "extra_prompt_tokens": extra["prompt_tokens"],
-                            "extra_output_tokens": extra["output_tokens"],
+                            "extra_output_tokens": extra["output_tokens"], "extra_unknown_counts": extra["unknown"],
                             "compaction_tokens": own["prompt_tokens"] + own["output_tokens"]})
+    heading = []
+    if all(r in regimes for r in SC_HEADING_CONTROL):
+        without, alone, with_x = SC_HEADING_CONTROL
+        for m in models:
+            def paired(first: str, second: str) -> list[tuple[bool, bool]]:
+                return [(index[(m, first, e)], index[(m, second, e)]) for mm, e in units
+                        if mm == m and (m, first, e) in index and (m, second, e) in index]
+            heading.append({"model": m, "compliance": [compliance[m].get(r) for r in SC_HEADING_CONTROL],
+                            "heading_effect": mcnemar_summary(paired(without, alone), without, alone),
+                            "registry_effect": mcnemar_summary(paired(alone, with_x), alone, with_x)})
     first, second = SC_CONFIRMATORY
     pairs = [(index[(m, first, e)], index[(m, second, e)]) for m, e in units
              if m in informative and (m, first, e) in index and (m, second, e) in index]
     test = mcnemar_summary(pairs, first, second) if pairs else None
-    cells = results.get("cells") or {}
-    complete = not cells.get("not_complete") and cells.get("complete", 0) > 0
-    reasons = sc_label_reasons(results, task_set, complete, regimes)
+    complete = not coverage["partial_cells"] and not coverage["duplicates"] and coverage["complete_cells"] > 0
+    reasons = sc_label_reasons(results, task_set, coverage, regimes)
     if results["probes"] and not probes:
         reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first sample, the only ones "
                           f"this analysis reads")
@@ -353,9 +398,10 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
     return {"study": "constraints", "protocol": SC_PROTOCOL_ID, "models": models, "groups": groups,
             "regimes": regimes, "regime_definitions": results.get("regime_definitions", {}),
             "label": label, "reasons": reasons, "complete": complete, "confirmatory": label == "CONFIRMATORY",
-            "coverage": {"complete_cells": cells.get("complete", 0), "expected_cells": cells.get("expected", 0)},
+            "coverage": coverage,
             "compliance": compliance, "classes": classes, "lenient": lenient, "effect_retention": effect,
-            "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "informative": informative,
+            "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "heading_control": heading,
+            "informative": informative,
             "confirmatory_test": {"first": first, "second": second, "models": informative, "test": test,
                                   "verdict": verdict},
             "n_instances": len({e for _, e in units}), "simulated": is_simulated(results),
@@ -363,7 +409,8 @@ def analyze_constraints(results: dict, task_set: dict | None = None, table: dict
 
 
 SC_CONDITION_NAMES = {"with": "compacted, instruction said", "without": "no instruction (prior)",
-                      "upper_bound": "upper bound (appended)", "sidecar": "compacted + sidecar"}
+                      "upper_bound": "upper bound (appended)", "sidecar": "compacted + sidecar",
+                      "heading": "compacted + the sidecar's heading alone (control)"}
 
 
 def fmt_er(summary: dict | None) -> str:
@@ -399,7 +446,15 @@ def render_constraints_md(analysis: dict) -> str:
         t = test["test"]
         out += [md_table(["pairs", f"{test['first']} only compliant (b)", f"{test['second']} only compliant (c)",
                           "p", "direction"], [[t["n_pairs"], t["b"], t["c"], fmt_p(t["p"]), t["direction"]]]), ""]
-    out += [f"Verdict: {test['verdict']}.", "", "Everything below is exploratory.", ""]
+    out += [f"Verdict: {test['verdict']}.", ""]
+    for h in analysis.get("heading_control") or []:
+        if h["model"] in test["models"]:
+            t = h["registry_effect"]
+            out += [f"Read it beside the heading control (exploratory, below; it does not change the verdict): for "
+                    f"{h['model']}, {SC_HEADING_CONTROL[1]} (the heading over an empty registry) complied "
+                    f"{fmt_rate(h['compliance'][1]) if h['compliance'][1] else 'n/a'}; {SC_HEADING_CONTROL[2]} against "
+                    f"it: b={t['b']}, c={t['c']}, exact McNemar p = {fmt_p(t['p'])}.", ""]
+    out += ["Everything below is exploratory.", ""]
     regimes = analysis["regimes"]
     defs = analysis.get("regime_definitions", {})
     out += ["## Compliance per condition (Wilson 95% intervals)", ""]
@@ -446,9 +501,31 @@ def render_constraints_md(analysis: dict) -> str:
         rows.append([s["model"], f"{s['base']} -> {s['sidecar']}", f"{comp[0]} -> {comp[1]}",
                      f"{fmt_er(s['effect_retention'][0])} -> {fmt_er(s['effect_retention'][1])}",
                      f"{ret[0]} -> {ret[1]}", f"b={t['b']}, c={t['c']}, p={fmt_p(t['p'])}",
-                     f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"])
+                     f"+{s['extra_calls']} calls, +{s['extra_prompt_tokens']} in / +{s['extra_output_tokens']} out tokens"
+                     + (f" ({s['extra_unknown_counts']} call(s) with no usable token count, not summed)"
+                        if s.get("extra_unknown_counts") else "")])
     out += [md_table(["model", "regimes", "compliance", "effect retention", "retention", "exact McNemar (exploratory)",
                       "sidecar cost"], rows) if rows else "No sidecar regime in this bank.", ""]
+    without, alone, with_x = SC_HEADING_CONTROL
+    out += ["## The sidecar's heading alone: a control (exploratory)", ""]
+    if analysis.get("heading_control"):
+        out += [f"{alone} compacts as {without} does (its own cascade, the same prompts); its probe sees the final "
+                f"state followed by the sidecar's heading over an empty registry, exactly what {with_x}'s probe sees "
+                f"when its registry is empty, with no extractor call. "
+                f"{without} -> {alone} is the heading's effect; {alone} -> {with_x} is the registry's, beyond the "
+                f"heading. Neither is part of the confirmatory test.", ""]
+        rows = []
+        for h in analysis["heading_control"]:
+            comp = [fmt_rate(c) if c else "n/a" for c in h["compliance"]]
+            effects = [f"b={t['b']}, c={t['c']}, p={fmt_p(t['p'])} ({t['n_pairs']} pairs)"
+                       for t in (h["heading_effect"], h["registry_effect"])]
+            rows.append([h["model"], comp[0], comp[1], comp[2], *effects])
+        out += [md_table(["model", f"{without} compliance", f"{alone} compliance", f"{with_x} compliance",
+                          f"heading: {without} vs {alone}, exact McNemar", f"registry: {alone} vs {with_x}, exact McNemar"],
+                         rows), ""]
+    else:
+        out += [f"Not in this bank (it needs {', '.join(SC_HEADING_CONTROL)}): the effect of {with_x} over {without} "
+                f"cannot be told apart from the effect of the heading its probe always sees.", ""]
     for factor in SC_FACTORS:
         table = analysis["breakdowns"][factor]
         if not table:
