@@ -3,7 +3,9 @@
 FakeOllama speaks Ollama's native API (/api/chat, /api/show, /api/tags, /api/version), FakeOpenAI an
 OpenAI-compatible one (/v1/models, /v1/chat/completions, /props, /version). Both answer with the same
 deterministic "model", which reads the facts out of the prompt and writes states and answers from
-them, perfectly or with the losses a test asks for. Faults can be queued per chat request.
+them, perfectly or with the losses a test asks for. Faults can be queued per chat request. Each reply's headers
+and body go out in two writes; with nagle=True the server leaves Nagle's algorithm on (no TCP_NODELAY), as
+Python's http.server does, so that a client's delayed ACK holds up every reply on a kept-alive connection.
 """
 from __future__ import annotations
 
@@ -121,8 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         # As Ollama's Go server and vLLM's asyncio server do: no Nagle delay between a reply's header and
-        # body, which on a kept-alive connection would meet the client's delayed ACK (40 ms per call).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # body, which on a kept-alive connection would meet the client's delayed ACK (40 ms per call). A server
+        # made with nagle=True leaves it on, as Python's http.server (and the shims built on it) does.
+        if not self.server.owner.nagle:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def parse_request(self):
         # The request line has just arrived: the server's per-call latency L counts from here.
@@ -257,8 +261,9 @@ class FakeServerBase:
     """Starts on 127.0.0.1 at a free port in a background thread; use as a context manager."""
 
     def __init__(self, models=("gemma3:4b",), behaviour: dict | None = None, latency_s: float = 0.0,
-                 slots: int = 64, thinking_models=(), port: int = 0):
+                 slots: int = 64, thinking_models=(), port: int = 0, nagle: bool = False):
         self.models = list(models)
+        self.nagle = nagle          # True: no TCP_NODELAY, each reply's headers and body in two writes
         self.model = DeterministicModel(behaviour)
         self.latency_s = latency_s
         self.slots = threading.BoundedSemaphore(slots)

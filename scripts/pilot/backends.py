@@ -30,7 +30,9 @@ class OllamaBackend:
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
         self.base_url = normalize_ollama_url(base_url)
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
-        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4)
+        # one connection policy for both: the check's requests are the first calls that measure it
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4,
+                                         policy=self.http.policy)
         self.thinking_models: set[str] = set()
 
     @classmethod
@@ -164,7 +166,8 @@ class OpenAIBackend:
         self.key_sent = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
-        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers,
+                                         policy=self.http.policy)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
         self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt

@@ -8,6 +8,7 @@ import hashlib
 import http.server
 import json
 import re
+import socket
 import threading
 import time
 import zlib
@@ -202,6 +203,11 @@ class StandInServer:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                # as Ollama does: each reply's headers and body go out at once, not held for the client's ACK
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def send_json(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode("utf-8")

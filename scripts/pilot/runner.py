@@ -23,7 +23,7 @@ from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
-from .transport import redact_url
+from .transport import WAIT_NAMES, redact_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,6 +200,12 @@ class Progress:
                                   f"connection as the request went out; sent again on a new one (attempt {attempt})\n")
                 self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """A line said once, whatever --quiet says (how the run reaches its server, say)."""
+        with self._lock:
+            self.stream.write(("\n" if self.tty else "") + text + "\n")
+            self.stream.flush()
+
     def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
                  unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
         """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
@@ -351,6 +357,9 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                 if resent:
                     attempt += resent
                     ctx.progress.resent(label, attempt)
+                choice = http.take_connection_choice() if hasattr(http, "take_connection_choice") else None
+                if choice:
+                    record_connection_choice(ctx, choice)
             except FatalCallError:
                 ctx.watch.answered()
                 raise
@@ -380,6 +389,27 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                 return response, wire, attempt, time.monotonic() - started
     finally:
         ctx.progress.retry_over(label)
+
+
+def record_connection_choice(ctx: RunContext, choice: dict) -> None:
+    """How calls reach the server, as the first calls decided it: into the manifest's `connections` (outside the
+    lock: it shapes no output, and a resume may choose otherwise), and said once on stderr where it is not the
+    usual kept-alive connection."""
+    server = redact_url(ctx.backend.base_url)
+    entry = {"server": server, "connections": choice["connections"], "why": choice["why"],
+             "body_wait_ms": choice["body_wait_ms"], "calls_measured": choice["calls_measured"], "at": utc_now()}
+    with ctx.manifest._lock:
+        entries = ctx.manifest.data.setdefault("connections", [])
+        if not entries or (entries[-1].get("server"), entries[-1].get("connections")) != (server, entry["connections"]):
+            entries.append(entry)
+    ctx.manifest.save()
+    if choice["way"] != "kept":
+        waits = choice["body_wait_ms"]
+        ctx.progress.note(f"connections: replies from {server} on kept-alive connections waited "
+                          f"{waits.get('kept_alive', 0):g} ms each between their headers and their body (the server "
+                          f"leaves Nagle's algorithm on, and the client delays its ACK); from now on: "
+                          f"{choice['connections']} (replies waited {waits[WAIT_NAMES[choice['way']]]:g} ms); "
+                          f"recorded in the manifest under `connections`")
 
 
 def run_cell(ctx: RunContext, cell: Cell) -> str:

@@ -1,7 +1,9 @@
 """Transport: one small HTTP client behind every backend (PROTOCOL.md section 2, budgets and servers).
 
-Kept-alive connections with a short connect and a long read timeout, Retry-After parsing, and the split of
-failures into transient (retried by the runner) and fatal (stops at once with a message saying what to do).
+Kept-alive connections with a short connect and a long read timeout, the measured choice of how to reuse them
+(ConnectionPolicy: a server whose replies stall on kept-alive connections gets TCP_QUICKACK or a new connection
+per call), Retry-After parsing, and the split of failures into transient (retried by the runner) and fatal
+(stops at once with a message saying what to do).
 """
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import base64
 import contextlib
 import datetime as _dt
 import email.utils
-import http.server
+import http.client
 import json
 import select
 import socket
 import ssl
 import threading
+import time
 import urllib.request
 from typing import Any
 
@@ -90,19 +93,116 @@ def error_message_from_body(body: bytes) -> str:
     return " ".join(str(data).split())[:300]
 
 
+# How to reuse connections: measured on a server's first calls. A server that writes a reply's headers and its body
+# in two writes with Nagle's algorithm on (no TCP_NODELAY: Python's http.server, and the small proxies and shims
+# built on it) sends the body only once the client has acknowledged the headers, and on a kept-alive connection
+# the client's kernel delays that acknowledgement (40 ms on Linux, up to 200 ms elsewhere): every call then waits
+# that long between the reply's headers and its body. A new connection's first replies are acknowledged at once.
+# The wait between headers and body is the stall's own signature (a model's time comes before the headers), so
+# it is what the policy measures: on kept-alive connections first; where they wait, on new connections, and
+# then on kept-alive ones with TCP_QUICKACK set before each reply (Linux), which acknowledges at once.
+KEPT_ALIVE = "kept alive"
+KEPT_ALIVE_QUICKACK = "kept alive, TCP_QUICKACK set before each reply"
+NEW_PER_CALL = "a new connection per call"
+WAYS = {"kept": KEPT_ALIVE, "new": NEW_PER_CALL, "quickack": KEPT_ALIVE_QUICKACK}
+WAIT_NAMES = {"kept": "kept_alive", "new": "new_connection", "quickack": "kept_alive_quickack"}
+
+STALL_S = 0.02              # a body this much later than on another way: half the shortest delayed ACK
+STALL_VOTES = 3             # calls that must agree, of at most 5 measured each way: one slow call decides nothing
+
+
+class ConnectionPolicy:
+    """Which way the next call reaches the server, measured on the first calls and then fixed (thread-safe).
+
+    The ways, measured in this order: "kept" (a kept-alive connection), "new" (a new connection), "quickack"
+    (kept alive, TCP_QUICKACK set before the reply). Each way is measured until STALL_VOTES of its calls agree;
+    `choice` is set once that decides it. One policy may serve several clients of the same server."""
+
+    def __init__(self, quickack_available: bool = hasattr(socket, "TCP_QUICKACK")):
+        self.quickack_available = quickack_available
+        self.measuring = "kept"
+        self.body_waits: dict[str, list[float]] = {way: [] for way in WAYS}
+        self.choice: dict | None = None
+        self._taken = False
+        self._lock = threading.Lock()
+
+    def next_call(self) -> tuple[bool, bool]:
+        """(reuse a kept-alive connection, set TCP_QUICKACK before the reply) for the next call."""
+        with self._lock:
+            way = self.measuring if self.choice is None else self.choice["way"]
+        return way != "new", way == "quickack"
+
+    def observe(self, reused: bool, quickack: bool, body_wait_s: float) -> None:
+        """One reply's wait between its headers and its body, on the way its call went."""
+        way = ("quickack" if quickack else "kept") if reused else "new"
+        with self._lock:
+            if self.choice is not None:
+                return
+            self.body_waits[way].append(body_wait_s)
+            if way == self.measuring:
+                self._decide()
+
+    def _decide(self) -> None:
+        waits = self.body_waits[self.measuring]
+        if self.measuring == "kept":
+            stalled = sum(w >= STALL_S for w in waits)
+            if len(waits) - stalled >= STALL_VOTES:
+                self._choose("kept", "replies on kept-alive connections came whole")
+            elif stalled >= STALL_VOTES:
+                self.measuring = "new"
+            return
+        kept = _median(self.body_waits["kept"])
+        quicker = sum(w + STALL_S <= kept for w in waits)
+        if self.measuring == "new":
+            if len(waits) - quicker >= STALL_VOTES:
+                self._choose("kept", "replies on new connections waited as long: the server sends its bodies late")
+            elif quicker >= STALL_VOTES and self.quickack_available:
+                self.measuring = "quickack"
+            elif quicker >= STALL_VOTES:
+                self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK")
+        elif quicker >= STALL_VOTES:
+            self._choose("quickack", "replies on kept-alive connections waited for the client's delayed ACK; "
+                                     "TCP_QUICKACK set before each reply removed the wait")
+        elif len(waits) - quicker >= STALL_VOTES:
+            self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK, with "
+                                "TCP_QUICKACK too")
+
+    def _choose(self, way: str, why: str) -> None:
+        self.choice = {"way": way, "connections": WAYS[way], "why": why,
+                       "calls_measured": sum(map(len, self.body_waits.values())),
+                       "body_wait_ms": {WAIT_NAMES[name]: round(1000 * _median(waits), 1)
+                                        for name, waits in self.body_waits.items() if waits}}
+
+    def take_choice(self) -> dict | None:
+        """The choice, once made, to the first caller that asks (None before, and after)."""
+        with self._lock:
+            if self.choice is None or self._taken:
+                return None
+            self._taken = True
+            return dict(self.choice)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 class HttpClient:
     """JSON over HTTP/1.1 with separate connect and read timeouts and classified errors.
 
     Connections are kept alive between calls (one per call in flight, returned to a small pool when its reply
-    has been read), which saves a TCP handshake and a server-side connection per call. A pooled connection
-    the server has closed while idle is noticed before it is used and replaced; one it closes just as a
-    request goes out is replaced once. Where the environment names a proxy for the server (http_proxy and
-    the like), requests go through urllib's proxy handling instead, on a new connection each."""
+    has been read), which saves a TCP handshake and a server-side connection per call, unless the first calls
+    show that the server's replies stall on them (ConnectionPolicy; `take_connection_choice` says what was
+    chosen). A pooled connection the server has closed while idle is noticed before it is used and replaced;
+    one it closes just as a request goes out is replaced once. Where the environment names a proxy for the
+    server (http_proxy and the like), requests go through urllib's proxy handling instead, on a new connection
+    each."""
 
     POOL_MAX = 32
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
-                 headers: dict | None = None):
+                 headers: dict | None = None, policy: ConnectionPolicy | None = None):
         self._headers = dict(headers or {})
         parts = urllib.parse.urlsplit(base_url)
         if parts.username is not None and "Authorization" not in self._headers:
@@ -115,6 +215,7 @@ class HttpClient:
         self._local = threading.local()     # per calling thread: the re-sends of its last request
         self._pool: list[http.client.HTTPConnection] = []
         self._pool_lock = threading.Lock()
+        self.policy = policy or ConnectionPolicy()     # shared by the clients of one server: its first calls decide
         self._origin = None
         try:
             host, port, scheme = parts.hostname, parts.port, parts.scheme.lower()
@@ -132,9 +233,9 @@ class HttpClient:
         return redact_url(proxy) if proxy and not urllib.request.proxy_bypass(host) else None
 
     # -- kept-alive connections ------------------------------------------------------------------
-    def _checkout(self) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection ready to send on, and whether it served a call before."""
-        while True:
+    def _checkout(self, reuse: bool = True) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection ready to send on (a pooled one where `reuse`), and whether it served a call before."""
+        while reuse:
             with self._pool_lock:
                 conn = self._pool.pop() if self._pool else None
             if conn is None:
@@ -175,15 +276,24 @@ class HttpClient:
 
     def _exchange_kept_alive(self, method: str, path: str, data: bytes | None,
                              headers: dict) -> tuple[int, Any, bytes]:
+        reuse, quickack = self.policy.next_call()
+        if not reuse:
+            headers = {**headers, "Connection": "close"}
         for attempt in (1, 2):
             try:
-                conn, reused = self._checkout()
+                conn, reused = self._checkout(reuse)
             except (TimeoutError, socket.timeout, OSError) as err:
                 raise _ConnectFailed(err)
             try:
                 conn.request(method, self._origin[3] + path, body=data, headers=headers)
+                if quickack and reused:
+                    # acknowledge the reply's headers at once (the kernel forgets the setting, so it is set per reply)
+                    with contextlib.suppress(OSError):
+                        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
                 resp = conn.getresponse()
+                headers_at = time.perf_counter()
                 body = resp.read()
+                self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
             except (http.client.RemoteDisconnected, BrokenPipeError):
                 conn.close()
                 if reused and attempt == 1:
@@ -195,7 +305,7 @@ class HttpClient:
             except BaseException:
                 conn.close()
                 raise
-            if resp.will_close:
+            if resp.will_close or not reuse:
                 conn.close()
             else:
                 self._checkin(conn)
@@ -212,6 +322,13 @@ class HttpClient:
             return err.code, err.headers, (err.read() if err.fp else b"")
         except urllib.error.URLError as err:
             raise _ConnectFailed(err.reason)
+
+    def take_connection_choice(self) -> dict | None:
+        """How calls reach the server, once the first calls have decided it (given once; None otherwise)."""
+        choice = self.policy.take_choice()
+        if choice is not None and choice["way"] == "new":
+            self.close()                    # the kept-alive connections still pooled are not used again
+        return choice
 
     def take_resends(self) -> int:
         """How many times this thread's last request was sent again on a new connection (and forget it)."""
