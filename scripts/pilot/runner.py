@@ -260,8 +260,9 @@ class Progress:
 
 
 class CallSlots:
-    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
-    not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
+    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to reading its
+    reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
+    use the server meanwhile. A waiting compaction goes
     before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
     slot wakes one waiter, never all of them (up to 3N threads may wait)."""
 
@@ -296,13 +297,71 @@ class CallSlots:
         if self.free:
             (self._urgent if self.urgent_waiting else self._other).notify()
 
-    @contextlib.contextmanager
-    def held(self, urgent: bool):
-        self.acquire(urgent)
-        try:
-            yield
-        finally:
-            self.release()
+
+class SlotHold:
+    """One call's hold on a CallSlots slot (none without them), taken by the transport around the exchange alone:
+    the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
+    the slot is not sent."""
+
+    def __init__(self, slots: CallSlots | None, urgent: bool, stop: threading.Event):
+        self.slots, self.urgent, self.stop = slots, urgent, stop
+        self.started = time.monotonic()
+
+    def __enter__(self):
+        if self.slots is not None:
+            self.slots.acquire(self.urgent)
+        if self.stop.is_set():
+            self.__exit__()
+            raise RunInterrupted("interrupted")
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        if self.slots is not None:
+            self.slots.release()
+        return False
+
+
+class ManifestWriter:
+    """Cells' ends written into the manifest by a thread of its own, so that no cell waits for the manifest's
+    rewrite and its fsyncs: ends that come while a rewrite is under way go into the next one. Only the manifest
+    waits: every call is still journalled (written and fsynced) before the next call of its cell is sent, and a
+    cell that a crash leaves out of the manifest is rebuilt from the journal on resume, without calling the model."""
+
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+        self.error: BaseException | None = None
+        self._wanted = threading.Event()
+        self._closing = False
+        self._thread = threading.Thread(target=self._write, name="manifest", daemon=True)
+        self._thread.start()
+
+    def set_cell(self, key: str, entry: dict) -> None:
+        if self.error is not None:
+            raise self.error
+        with self.manifest._lock:
+            self.manifest.data["cells"][key] = entry
+        self._wanted.set()
+
+    def _write(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self.error is None:
+                try:
+                    self.manifest.save()
+                except BaseException as err:      # DiskFull, say: raised in the cells' threads and by close()
+                    self.error = err
+            if self._closing and not self._wanted.is_set():
+                return
+
+    def close(self) -> None:
+        """The last rewrite done (raises what stopped it, if anything did)."""
+        self._closing = True
+        self._wanted.set()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 @dataclasses.dataclass
@@ -324,6 +383,7 @@ class RunContext:
     template: TemplateWatch = dataclasses.field(default_factory=TemplateWatch)
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
+    cell_writer: ManifestWriter | None = None           # where cells' ends go (None: the manifest, at once)
     written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
     written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -347,13 +407,10 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
         while True:
             attempt += 1
             try:
-                with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
-                    if ctx.stop.is_set():       # stopped while this call waited for a slot: it is not sent
-                        raise RunInterrupted("interrupted")
-                    started = time.monotonic()
-                    response, wire = ctx.backend.chat(request)
-                    http = getattr(ctx.backend, "http", None)
-                    resent = http.take_resends() if hasattr(http, "take_resends") else 0
+                slot = SlotHold(ctx.slots, urgent, ctx.stop)
+                response, wire = ctx.backend.chat(request, slot)
+                http = getattr(ctx.backend, "http", None)
+                resent = http.take_resends() if hasattr(http, "take_resends") else 0
                 if resent:
                     attempt += resent
                     ctx.progress.resent(label, attempt)
@@ -386,7 +443,7 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                     raise RunInterrupted("interrupted while waiting to retry") from None
             else:
                 ctx.watch.answered()
-                return response, wire, attempt, time.monotonic() - started
+                return response, wire, attempt, time.monotonic() - slot.started
     finally:
         ctx.progress.retry_over(label)
 
@@ -451,7 +508,7 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
         with ctx.written_lock:
             for record in records.values():
                 ctx.written.pop(id(record), None)
-        ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
+        set_cell(ctx, key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
                                     "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
@@ -460,10 +517,14 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     ordered = [records[spec.kind] for spec in plan]
     with ctx.written_lock:
         written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
-    ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
+    set_cell(ctx, key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
                                 "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
+
+
+def set_cell(ctx: RunContext, key: str, entry: dict) -> None:
+    (ctx.cell_writer or ctx.manifest).set_cell(key, entry)
 
 
 def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
@@ -725,25 +786,32 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
     answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
         if concurrency > 1 else None
-    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
+    writer = ManifestWriter(ctx.manifest)
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool, cell_writer=writer)
     open_cells = concurrency if concurrency == 1 else 2 * concurrency
-    with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
-            answer_pool or contextlib.nullcontext():
-        running = set()
-        while pending or running:
-            while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
-                running.add(pool.submit(run_cell, ctx, pending.pop(0)))
-            if not running:
-                break
-            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    outcome[future.result()] += 1
-                except RunInterrupted:
-                    pass
-                except (RunAborted, ServerGone, DiskFull) as err:
-                    abort.append(err)
-                    ctx.stop.set()
+    try:
+        with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
+                answer_pool or contextlib.nullcontext():
+            running = set()
+            while pending or running:
+                while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
+                    running.add(pool.submit(run_cell, ctx, pending.pop(0)))
+                if not running:
+                    break
+                finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    try:
+                        outcome[future.result()] += 1
+                    except RunInterrupted:
+                        pass
+                    except (RunAborted, ServerGone, DiskFull) as err:
+                        abort.append(err)
+                        ctx.stop.set()
+    finally:
+        try:
+            writer.close()
+        except DiskFull as err:
+            abort.append(err)
     ctx.progress.update(force=True)
     if abort:
         raise abort[0]

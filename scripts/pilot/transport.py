@@ -13,18 +13,34 @@ import datetime as _dt
 import email.utils
 import http.client
 import json
+import os
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
-import urllib.request
+import urllib.parse
 from typing import Any
 
 from .records import FatalCallError, TransientError
 
 
-class _TimedHTTPConnection(http.client.HTTPConnection):
+class _OneWriteRequest:
+    """A request's headers and body sent in one write, not two: one system call and one segment instead of two,
+    and a server that reads the headers first finds the body with them."""
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        if isinstance(message_body, bytes) and not encode_chunked:
+            self._buffer.extend((b"", message_body))
+            message = b"\r\n".join(self._buffer)
+            del self._buffer[:]
+            self.send(message)
+        else:
+            super()._send_output(message_body, encode_chunked)
+
+
+class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
     """Connects under a short timeout, then waits for the reply under a long one."""
 
     read_timeout: float | None = None
@@ -34,7 +50,7 @@ class _TimedHTTPConnection(http.client.HTTPConnection):
         self.sock.settimeout(self.read_timeout)
 
 
-class _TimedHTTPSConnection(http.client.HTTPSConnection):
+class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
     read_timeout: float | None = None
 
     def connect(self):
@@ -42,18 +58,25 @@ class _TimedHTTPSConnection(http.client.HTTPSConnection):
         self.sock.settimeout(self.read_timeout)
 
 
-class _TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    def __init__(self, read_timeout: float):
-        urllib.request.HTTPHandler.__init__(self)
-        urllib.request.HTTPSHandler.__init__(self)
-        self._http = type("Conn", (_TimedHTTPConnection,), {"read_timeout": read_timeout})
-        self._https = type("Conns", (_TimedHTTPSConnection,), {"read_timeout": read_timeout})
+def _timed_opener(read_timeout: float):
+    """urllib's opener (for servers behind a proxy) with the connect and read timeouts of the connections above;
+    urllib.request is imported only here and for the proxy check, which most runs never need."""
+    import urllib.request
 
-    def http_open(self, req):
-        return self.do_open(self._http, req)
+    class TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+        def __init__(self):
+            urllib.request.HTTPHandler.__init__(self)
+            urllib.request.HTTPSHandler.__init__(self)
+            self._http = type("Conn", (_TimedHTTPConnection,), {"read_timeout": read_timeout})
+            self._https = type("Conns", (_TimedHTTPSConnection,), {"read_timeout": read_timeout})
 
-    def https_open(self, req):
-        return self.do_open(self._https, req, context=self._context)
+        def http_open(self, req):
+            return self.do_open(self._http, req)
+
+        def https_open(self, req):
+            return self.do_open(self._https, req, context=self._context)
+
+    return urllib.request.build_opener(TimedHandler())
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -224,11 +247,14 @@ class HttpClient:
         self.proxy = self._proxy_for(scheme, host) if host else None
         if host and scheme in ("http", "https") and not self.proxy:
             self._origin = (scheme, host, port, urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
-        self.opener = None if self._origin else urllib.request.build_opener(_TimedHandler(read_timeout))
+        self.opener = None if self._origin else _timed_opener(read_timeout)
 
     @staticmethod
     def _proxy_for(scheme: str | None, host: str) -> str | None:
         """The proxy the environment names for this server (http_proxy, https_proxy, no_proxy), if any."""
+        if sys.platform not in ("darwin", "win32") and not any(k.lower().endswith("_proxy") for k in os.environ):
+            return None             # elsewhere urllib reads proxies from the environment alone: there are none
+        import urllib.request
         proxy = urllib.request.getproxies().get(scheme or "")
         return redact_url(proxy) if proxy and not urllib.request.proxy_bypass(host) else None
 
@@ -314,6 +340,8 @@ class HttpClient:
 
     def _exchange_urllib(self, method: str, path: str, data: bytes | None,
                          headers: dict) -> tuple[int, Any, bytes]:
+        import urllib.error
+        import urllib.request
         req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
             with self.opener.open(req, timeout=self.connect_timeout) as resp:
@@ -336,7 +364,9 @@ class HttpClient:
         self._local.resends = 0
         return count
 
-    def request(self, method: str, path: str, payload: Any = None) -> Any:
+    def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
+        """Send one request and return its JSON reply. `slot`, a context manager, is held around the exchange
+        alone (the runner's --concurrency bound): the request is encoded before it and the reply parsed after."""
         self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
@@ -345,7 +375,8 @@ class HttpClient:
         where = f"{method} {self.base_url}{path}"
         exchange = self._exchange_kept_alive if self._origin else self._exchange_urllib
         try:
-            status, reply_headers, body = exchange(method, path, data, headers)
+            with slot or contextlib.nullcontext():
+                status, reply_headers, body = exchange(method, path, data, headers)
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             if self.proxy:
