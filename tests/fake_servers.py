@@ -141,7 +141,19 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        self._answered()
         self.wfile.write(body)
+
+    def _answered(self):
+        """A chat request stops counting as in flight once its reply's body goes out: before the client can have
+        read it whole and sent its next request (so that in_flight never counts a call the client is done with)."""
+        counted, self._in_flight = getattr(self, "_in_flight", None), None
+        if counted is not None:
+            owner = self.server.owner
+            with owner.lock:
+                owner.in_flight -= 1
+                if counted == "answer":
+                    owner.answers_in_flight -= 1
 
     def _body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -196,13 +208,11 @@ class _Handler(BaseHTTPRequestHandler):
             if is_answer:
                 owner.answers_in_flight += 1
                 owner.max_answers_in_flight = max(owner.max_answers_in_flight, owner.answers_in_flight)
+            self._in_flight = "answer" if is_answer else "chat"
         try:
             self._chat_reply(owner, body, number, fault)
         finally:
-            with owner.lock:
-                owner.in_flight -= 1
-                if is_answer:
-                    owner.answers_in_flight -= 1
+            self._answered()            # a fault that sent no reply
 
     def _chat_reply(self, owner, body, number, fault):
         self._last_body = body

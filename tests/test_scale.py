@@ -219,6 +219,38 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(order, ["compaction", "answer"])
         self.assertEqual(slots.free, 1)
 
+    def test_a_freed_slot_writes_the_waiting_calls_request_from_the_thread_that_freed_it(self):
+        # the next request goes out without waiting for its own thread to wake; what writing it raised is raised in
+        # the waiting call's thread, which then holds the slot until it gives it back
+        slots = runner.CallSlots(1)
+        slots.acquire(urgent=False)
+        written, raised = [], []
+
+        def waiting_call(fail):
+            def send():
+                written.append(threading.current_thread().name)
+                if fail:
+                    raise ConnectionRefusedError("refused")
+            try:
+                slots.acquire(False, send)
+            except ConnectionRefusedError as err:
+                raised.append(str(err))
+            slots.release()
+
+        first = threading.Thread(target=waiting_call, args=(False,), name="first")
+        second = threading.Thread(target=waiting_call, args=(True,), name="second")
+        first.start()
+        time.sleep(0.05)
+        second.start()
+        time.sleep(0.05)
+        self.assertEqual(written, [])
+        slots.release()                              # from the main thread: it writes the first call's request
+        first.join(5)
+        second.join(5)
+        self.assertEqual(written, ["MainThread", "first"])
+        self.assertEqual(raised, ["refused"])
+        self.assertEqual(slots.free, 1)
+
     def test_a_one_episode_run_fans_its_answers_out_over_every_slot(self):
         with FakeOllama(models=["a:1"], latency_s=0.03) as server:
             out = self.make_tmp() / "fan"

@@ -3,6 +3,7 @@ probe. A cell is one cascade and then independent probes; its study plans its ca
 and every call is journalled before the next one is sent."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import math
@@ -260,42 +261,63 @@ class Progress:
 
 
 class CallSlots:
-    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to reading its
+    """At most N calls awaiting the server (--concurrency N). A slot is held from writing a request to reading its
     reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
-    use the server meanwhile. A waiting compaction goes
-    before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
-    slot wakes one waiter, never all of them (up to 3N threads may wait)."""
+    use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
+    next one, which writes it at once before going on with its own reply: the slot passes from one call to the
+    next without waiting for a thread to wake. A waiting compaction goes before a waiting answer: the
+    compactions are the critical path of their cell, the answers are not."""
 
     def __init__(self, slots: int):
         self.free = slots
-        self.urgent_waiting = 0
         self._lock = threading.Lock()
-        self._urgent = threading.Condition(self._lock)
-        self._other = threading.Condition(self._lock)
+        self._urgent: collections.deque = collections.deque()      # waiting calls, compactions first
+        self._other: collections.deque = collections.deque()
 
-    def acquire(self, urgent: bool) -> None:
+    def acquire(self, urgent: bool, send: Callable[[], None] | None = None) -> None:
+        """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
+        `send` raised is raised here, and the slot is still held."""
         with self._lock:
-            if urgent:
-                self.urgent_waiting += 1
-                try:
-                    while self.free == 0:
-                        self._urgent.wait()
-                finally:
-                    self.urgent_waiting -= 1
+            waiting = None if self.free else _Waiting(send)
+            if waiting is None:
+                self.free -= 1
             else:
-                while self.free == 0 or self.urgent_waiting:
-                    self._other.wait()
-            self.free -= 1
-            self._wake()
+                (self._urgent if urgent else self._other).append(waiting)
+        if waiting is None:
+            if send is not None:
+                send()
+            return
+        waiting.done.wait()
+        if waiting.error is not None:
+            raise waiting.error
 
     def release(self) -> None:
+        """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
         with self._lock:
-            self.free += 1
-            self._wake()
+            queue = self._urgent or self._other
+            if not queue:
+                self.free += 1
+                return
+            waiting = queue.popleft()
+        waiting.run()
 
-    def _wake(self) -> None:
-        if self.free:
-            (self._urgent if self.urgent_waiting else self._other).notify()
+
+class _Waiting:
+    """A call waiting for a slot: its request, written by whoever frees one, and what that raised."""
+
+    def __init__(self, send: Callable[[], None] | None):
+        self.send = send
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            if self.send is not None:
+                self.send()
+        except BaseException as err:        # raised in the waiting call's own thread, which now holds the slot
+            self.error = err
+        finally:
+            self.done.set()
 
 
 class SlotHold:
@@ -307,19 +329,28 @@ class SlotHold:
         self.slots, self.urgent, self.stop = slots, urgent, stop
         self.started = time.monotonic()
 
-    def __enter__(self):
-        if self.slots is not None:
-            self.slots.acquire(self.urgent)
-        if self.stop.is_set():
-            self.__exit__()
-            raise RunInterrupted("interrupted")
-        self.started = time.monotonic()
-        return self
+    @contextlib.contextmanager
+    def sending(self, send: Callable[[], None]):
+        """Run `send` once a slot is held; hold it until the block ends."""
+        def send_unless_stopped() -> None:
+            if self.stop.is_set():          # stopped while this call waited for a slot: it is not sent
+                raise RunInterrupted("interrupted")
+            self.started = time.monotonic()
+            send()
 
-    def __exit__(self, *exc):
-        if self.slots is not None:
+        if self.slots is None:
+            send_unless_stopped()
+            yield self
+            return
+        try:
+            self.slots.acquire(self.urgent, send_unless_stopped)
+        except BaseException:
             self.slots.release()
-        return False
+            raise
+        try:
+            yield self
+        finally:
+            self.slots.release()
 
 
 class ManifestWriter:

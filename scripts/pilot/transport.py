@@ -300,14 +300,18 @@ class HttpClient:
         with contextlib.suppress(Exception):
             self.close()
 
-    def _exchange_kept_alive(self, method: str, path: str, data: bytes | None,
-                             headers: dict) -> tuple[int, Any, bytes]:
+    def _exchange_kept_alive(self, method: str, path: str, data: bytes | None, headers: dict,
+                             slot: Any = None) -> tuple[int, Any, bytes]:
         reuse, quickack = self.policy.next_call()
         if not reuse:
             headers = {**headers, "Connection": "close"}
-        for attempt in (1, 2):
+        call: dict = {"resent": False}
+
+        def send(new: bool = False) -> None:
+            """Write the request on a kept-alive connection (a new one where `new`). Under a slot this may run
+            on the thread that frees the slot (see `slot` in request), so it keeps its state in `call`."""
             try:
-                conn, reused = self._checkout(reuse)
+                conn, reused = self._checkout(reuse and not new)
             except (TimeoutError, socket.timeout, OSError) as err:
                 raise _ConnectFailed(err)
             try:
@@ -316,27 +320,46 @@ class HttpClient:
                     # acknowledge the reply's headers at once (the kernel forgets the setting, so it is set per reply)
                     with contextlib.suppress(OSError):
                         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
-                resp = conn.getresponse()
-                headers_at = time.perf_counter()
-                body = resp.read()
-                self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
-            except (http.client.RemoteDisconnected, BrokenPipeError):
+            except BrokenPipeError:
                 conn.close()
-                if reused and attempt == 1:
-                    # the server closed this kept-alive connection as the request went out: sent again at once on a
-                    # new one, and counted (take_resends) so that the caller says so and journals the attempt
-                    self._local.resends = getattr(self._local, "resends", 0) + 1
-                    continue
+                if reused and not call["resent"]:
+                    call["resent"] = True           # closed by the server while idle, unnoticed: on a new one
+                    return send(new=True)
                 raise
             except BaseException:
                 conn.close()
                 raise
-            if resp.will_close or not reuse:
-                conn.close()
-            else:
-                self._checkin(conn)
-            return resp.status, resp.headers, body
-        raise AssertionError("unreachable")
+            call.update(conn=conn, reused=reused)
+
+        if slot is None:
+            send()
+        with slot.sending(send) if slot is not None else contextlib.nullcontext():
+            while True:
+                conn, reused = call["conn"], call["reused"]
+                try:
+                    resp = conn.getresponse()
+                    headers_at = time.perf_counter()
+                    body = resp.read()
+                except http.client.RemoteDisconnected:
+                    conn.close()
+                    if reused and not call["resent"]:
+                        # the server closed this kept-alive connection as the request went out: sent again at once
+                        # on a new one, and counted (take_resends) so that the caller says so and journals it
+                        call["resent"] = True
+                        send(new=True)
+                        continue
+                    raise
+                except BaseException:
+                    conn.close()
+                    raise
+                break
+        self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
+        self._local.resends = int(call["resent"])
+        if resp.will_close or not reuse:
+            conn.close()
+        else:
+            self._checkin(conn)
+        return resp.status, resp.headers, body
 
     def _exchange_urllib(self, method: str, path: str, data: bytes | None,
                          headers: dict) -> tuple[int, Any, bytes]:
@@ -365,18 +388,24 @@ class HttpClient:
         return count
 
     def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
-        """Send one request and return its JSON reply. `slot`, a context manager, is held around the exchange
-        alone (the runner's --concurrency bound): the request is encoded before it and the reply parsed after."""
+        """Send one request and return its JSON reply.
+
+        `slot` (the runner's --concurrency bound; see runner.SlotHold) is held around the exchange alone: the
+        request is encoded before it and the reply parsed after. `slot.sending(send)` is a context manager
+        that calls `send()` once the call holds a slot (from the thread that freed it, when the call had to
+        wait: the request goes out without waiting for this thread to wake), and gives the slot back on exit."""
         self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
         if data is not None:
             headers["Content-Type"] = "application/json"
         where = f"{method} {self.base_url}{path}"
-        exchange = self._exchange_kept_alive if self._origin else self._exchange_urllib
         try:
-            with slot or contextlib.nullcontext():
-                status, reply_headers, body = exchange(method, path, data, headers)
+            if self._origin:
+                status, reply_headers, body = self._exchange_kept_alive(method, path, data, headers, slot)
+            else:
+                with slot.sending(lambda: None) if slot is not None else contextlib.nullcontext():
+                    status, reply_headers, body = self._exchange_urllib(method, path, data, headers)
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             if self.proxy:
