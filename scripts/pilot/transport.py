@@ -2,12 +2,15 @@
 
 Kept-alive connections with a short connect and a long read timeout, the measured choice of how to reuse them
 (ConnectionPolicy: a server whose replies stall on kept-alive connections gets TCP_QUICKACK or a new connection
-per call), Retry-After parsing, and the split of failures into transient (retried by the runner) and fatal
-(stops at once with a message saying what to do).
+per call), the bound on calls awaiting the server (CallSlots, held by a call through SlotHold around its
+exchange alone, a freed slot writing the next waiting call's request at once), Retry-After parsing, and the
+split of failures into transient (retried by the runner) and fatal (stops at once with a message saying what
+to do).
 """
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import datetime as _dt
 import email.utils
@@ -21,9 +24,9 @@ import sys
 import threading
 import time
 import urllib.parse
-from typing import Any
+from typing import Any, Callable
 
-from .records import FatalCallError, TransientError
+from .records import FatalCallError, RunInterrupted, TransientError
 
 
 class _OneWriteRequest:
@@ -430,6 +433,100 @@ class HttpClient:
         except (UnicodeDecodeError, ValueError):
             raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
                                  reason="malformed JSON in the reply")
+
+
+# -- calls awaiting the server: the --concurrency bound, and the hand-off of a freed slot ------------------
+class CallSlots:
+    """At most N calls awaiting the server (--concurrency N). A slot is held from writing a request to reading its
+    reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
+    use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
+    next one, which writes it at once before going on with its own reply: the slot passes from one call to the
+    next without waiting for a thread to wake. A waiting compaction goes before a waiting answer: the
+    compactions are the critical path of their cell, the answers are not."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self._lock = threading.Lock()
+        self._urgent: collections.deque = collections.deque()      # waiting calls, compactions first
+        self._other: collections.deque = collections.deque()
+
+    def acquire(self, urgent: bool, send: Callable[[], None] | None = None) -> None:
+        """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
+        `send` raised is raised here, and the slot is still held."""
+        with self._lock:
+            waiting = None if self.free else _Waiting(send)
+            if waiting is None:
+                self.free -= 1
+            else:
+                (self._urgent if urgent else self._other).append(waiting)
+        if waiting is None:
+            if send is not None:
+                send()
+            return
+        waiting.done.wait()
+        if waiting.error is not None:
+            raise waiting.error
+
+    def release(self) -> None:
+        """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
+        with self._lock:
+            queue = self._urgent or self._other
+            if not queue:
+                self.free += 1
+                return
+            waiting = queue.popleft()
+        waiting.run()
+
+
+class _Waiting:
+    """A call waiting for a slot: its request, written by whoever frees one, and what that raised."""
+
+    def __init__(self, send: Callable[[], None] | None):
+        self.send = send
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            if self.send is not None:
+                self.send()
+        except BaseException as err:        # raised in the waiting call's own thread, which now holds the slot
+            self.error = err
+        finally:
+            self.done.set()
+
+
+class SlotHold:
+    """One call's hold on a CallSlots slot (none without them), taken by the transport around the exchange alone:
+    the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
+    the slot is not sent."""
+
+    def __init__(self, slots: CallSlots | None, urgent: bool, stop: threading.Event):
+        self.slots, self.urgent, self.stop = slots, urgent, stop
+        self.started = time.monotonic()
+
+    @contextlib.contextmanager
+    def sending(self, send: Callable[[], None]):
+        """Run `send` once a slot is held; hold it until the block ends."""
+        def send_unless_stopped() -> None:
+            if self.stop.is_set():          # stopped while this call waited for a slot: it is not sent
+                raise RunInterrupted("interrupted")
+            self.started = time.monotonic()
+            send()
+
+        if self.slots is None:
+            send_unless_stopped()
+            yield self
+            return
+        try:
+            self.slots.acquire(self.urgent, send_unless_stopped)
+        except BaseException:
+            self.slots.release()
+            raise
+        try:
+            yield self
+        finally:
+            self.slots.release()
 
 
 class _ConnectFailed(Exception):
