@@ -40,6 +40,15 @@ def kept_alive_call(client: transport.HttpClient) -> float:
     return time.perf_counter() - started
 
 
+def calls_until_chosen(client: transport.HttpClient, calls: int) -> tuple[dict | None, list[float]]:
+    """`calls` chat calls; the connection choice they led to (None if none) and each call's seconds."""
+    choice, times = None, []
+    for _ in range(calls):
+        times.append(kept_alive_call(client))
+        choice = choice or client.take_connection_choice()
+    return choice, times
+
+
 class LateBodyOllama(FakeOllama):
     """A server that sends every reply's body 50 ms after its headers, on any connection (a slow proxy, say)."""
 
@@ -91,10 +100,7 @@ class NagleServerTest(unittest.TestCase):
     def test_the_choice_names_the_waits_it_measured(self):
         with FakeOllama(models=[MODEL], nagle=True) as server:
             client = transport.HttpClient(server.url, 5, 30)
-            choice = None
-            for _ in range(20):
-                client.request("POST", "/api/chat", CHAT)
-                choice = choice or client.take_connection_choice()
+            choice, _ = calls_until_chosen(client, 20)
             client.close()
         self.assertIn(choice["way"], ("quickack", "new"))
         waits = choice["body_wait_ms"]
@@ -106,13 +112,9 @@ class NagleServerTest(unittest.TestCase):
         # where the platform has no TCP_QUICKACK (macOS, Windows), or it does not help
         with FakeOllama(models=[MODEL], nagle=True) as server:
             client = transport.HttpClient(server.url, 5, 30, policy=transport.ConnectionPolicy(False))
-            choice, times = None, []
-            for _ in range(20):
-                times.append(kept_alive_call(client))
-                choice = choice or client.take_connection_choice()
+            choice, times = calls_until_chosen(client, 20)
             opened = server.httpd.connections_opened
-            for _ in range(5):
-                times.append(kept_alive_call(client))
+            times += calls_until_chosen(client, 5)[1]
             client.close()
             self.assertEqual(server.httpd.connections_opened - opened, 5)
         self.assertEqual(choice["connections"], transport.NEW_PER_CALL)
@@ -121,10 +123,7 @@ class NagleServerTest(unittest.TestCase):
     def test_a_server_with_tcp_nodelay_keeps_one_connection(self):
         with FakeOllama(models=[MODEL]) as server:
             client = transport.HttpClient(server.url, 5, 30)
-            choice = None
-            for _ in range(10):
-                client.request("POST", "/api/chat", CHAT)
-                choice = choice or client.take_connection_choice()
+            choice, _ = calls_until_chosen(client, 10)
             client.close()
             self.assertEqual(server.httpd.connections_opened, 1)
         self.assertEqual(choice["connections"], transport.KEPT_ALIVE)
@@ -134,13 +133,9 @@ class NagleServerTest(unittest.TestCase):
         # the body comes late on new connections too: nothing to gain from them, so none are made after the check
         with LateBodyOllama(models=[MODEL]) as server:
             client = transport.HttpClient(server.url, 5, 30)
-            choice = None
-            for _ in range(12):
-                client.request("POST", "/api/chat", CHAT)
-                choice = choice or client.take_connection_choice()
+            choice, _ = calls_until_chosen(client, 12)
             opened = server.httpd.connections_opened
-            for _ in range(3):
-                client.request("POST", "/api/chat", CHAT)
+            calls_until_chosen(client, 3)
             client.close()
             self.assertEqual(server.httpd.connections_opened, opened)
         self.assertEqual(choice["connections"], transport.KEPT_ALIVE)
