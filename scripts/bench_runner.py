@@ -274,12 +274,37 @@ def server_figures(timeline: list[tuple[float, float, float]], concurrency: int,
     full_at = full_at or last
     full_until = max(full_until or full_at, full_at)
     calls = len(timeline)
+    dips = capacity_dips(events, capacity, full_at, full_until)
     return {"calls": calls, "span": last - first, "ideal": calls * latency / capacity,
             "server_ms": 1000 * statistics.fmean(r - a for a, _, r in timeline),
             "service_ms": 1000 * statistics.fmean(r - s for _, s, r in timeline),
             "idle_start": idle_slot_time(served, capacity, first, full_at) / capacity,
             "idle_middle": idle_slot_time(served, capacity, full_at, full_until) / capacity,
-            "idle_end": idle_slot_time(served, capacity, full_until, last) / capacity}
+            "idle_end": idle_slot_time(served, capacity, full_until, last) / capacity,
+            "dips": len(dips), "dip_median_ms": 1000 * statistics.median(d for d, _ in dips) if dips else 0.0,
+            "idle_turnaround": sum(i for d, i in dips if d <= STALL_S) / capacity,
+            "idle_stalls": sum(i for d, i in dips if d > STALL_S) / capacity}
+
+
+STALL_S = 0.005         # a dip of the server's busy slots longer than this is a stall, not a call's turnaround
+
+
+def capacity_dips(events: list[tuple[float, int]], capacity: int, start: float, end: float) -> list[tuple]:
+    """Each spell in [start, end] during which fewer than `capacity` calls were served: (its length, the slot-
+    seconds left idle in it). Between one reply and the next request a slot dips for the runner's turnaround."""
+    dips, open_now, spell, idle, at = [], 0, None, 0.0, start
+    for moment, step in events:
+        if start <= moment <= end and open_now < capacity:
+            idle += (capacity - open_now) * (moment - max(at, start))
+        at = moment
+        open_now += step
+        if start <= moment <= end:
+            if open_now < capacity and spell is None:
+                spell, idle = moment, 0.0
+            elif open_now >= capacity and spell is not None:
+                dips.append((moment - spell, idle))
+                spell = None
+    return dips
 
 
 def call_figures(trace: list[dict], timeline: list[tuple[float, float, float]], concurrency: int) -> dict:
@@ -288,14 +313,18 @@ def call_figures(trace: list[dict], timeline: list[tuple[float, float, float]], 
                                                        "released", "journal_end", "done"))]
     if not calls:
         return {}
-    mean = lambda f: 1000 * statistics.fmean(f(c) for c in calls)     # noqa: E731
-    server_ms = 1000 * statistics.fmean(r - a for a, _, r in timeline)
+    def mean(f) -> tuple[float, float]:
+        values = [f(c) for c in calls]
+        return 1000 * statistics.fmean(values), 1000 * statistics.median(values)
+
+    server = [r - a for a, _, r in timeline]
+    server_ms = 1000 * statistics.fmean(server), 1000 * statistics.median(server)
     figures = {
         "building the request": mean(lambda c: c["slot_asked"] - c["made"]),
         "waiting for a slot": mean(lambda c: c["slot_got"] - c["slot_asked"]),
         "sending": mean(lambda c: c["sent"] - c["slot_got"]),
         "the server's time": server_ms,
-        "network and queue": mean(lambda c: c["headers"] - c["sent"]) - server_ms,
+        "network and queue": (mean(lambda c: c["headers"] - c["sent"])[0] - server_ms[0], None),
         "receiving": mean(lambda c: c["body"] - c["headers"]),
         "until the slot is given back": mean(lambda c: c["released"] - c["body"]),
         "writing a waiting call's request": mean(lambda c: c.get("handoff_s", 0.0)),
@@ -308,10 +337,12 @@ def call_figures(trace: list[dict], timeline: list[tuple[float, float, float]], 
     for c in sorted(calls, key=lambda c: c["made"]):
         by_thread.setdefault(c["thread"], []).append(c)
     gaps = [b["made"] - a["done"] for seq in by_thread.values() for a, b in zip(seq, seq[1:])]
-    figures["gap before the thread's next call"] = 1000 * statistics.fmean(gaps) if gaps else 0.0
+    figures["gap before the thread's next call"] = \
+        (1000 * statistics.fmean(gaps), 1000 * statistics.median(gaps)) if gaps else (0.0, 0.0)
     held = [(c["slot_got"], c["released"]) for c in calls]
     start, end = min(h[0] for h in held), max(h[1] for h in held)
-    figures["runner slots idle"] = 1000 * idle_slot_time(held, concurrency, start, end) / concurrency / len(calls)
+    idle = 1000 * idle_slot_time(held, concurrency, start, end) / concurrency / len(calls)
+    figures["runner slots idle"] = (idle, None)
     return figures
 
 
@@ -409,20 +440,24 @@ def print_scaling(kind: str, results: dict[int, list[dict]], args) -> bool:
                   f"{'met' if ok else 'NOT met'} ({min(span_share):.1f}% at worst)")
     print(f"    load average (1, 5, 15 min) after each run: " +
           "; ".join(f"N={n}: " + " | ".join(r["load"] for r in runs) for n, runs in results.items()))
-    print("\n  where the time goes, ms per call (mean of each run, the runs in order):")
+    print("\n  where the time goes, ms per call: mean (median) of each run, the runs in order")
     for n, runs in results.items():
         print(f"  N = {n}:")
         for step in BREAKDOWN_ORDER:
             values = [r["steps"].get(step) for r in runs if r["steps"]]
             if values and all(v is not None for v in values):
-                print(f"    {step:<36} {spread(values, '{:6.2f}')}")
+                print(f"    {step:<36} " + ", ".join(f"{m:6.2f}" + (f" ({d:5.2f})" if d is not None else " " * 8)
+                                                      for m, d in values))
         print(f"    {'server service (slot held)':<36} {spread([r['service_ms'] for r in runs], '{:6.2f}')}")
-        print("    span against the ideal, s: server's slots idle at the start | in the middle | at the end; "
-              "server's time over L")
+        print("    span against the ideal, s: the server's slots idle at the start | in the middle | at the end, "
+              "and the server's own time over L; the middle split into the runner's turnarounds (dips of at "
+              f"most {1000 * STALL_S:g} ms between a reply and the next request: how many, median) and longer stalls")
         for r in runs:
             over = r["calls"] * (r["service_ms"] / 1000 - args.latency) / min(n, args.slots)
             print(f"      span {r['span']:.3f} = ideal {r['ideal']:.3f} + idle {r['idle_start']:.3f} | "
-                  f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + service over L {over:+.3f}")
+                  f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + service over L {over:+.3f}; middle = "
+                  f"turnarounds {r['idle_turnaround']:.3f} ({r['dips']} dips, median {r['dip_median_ms']:.2f} ms) "
+                  f"+ stalls {r['idle_stalls']:.3f}")
     return met
 
 
