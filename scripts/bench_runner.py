@@ -392,38 +392,40 @@ def spread(values: list[float], fmt: str = "{:.1f}") -> str:
 
 
 # -- the benchmark ------------------------------------------------------------------------------------------------
-def scaling(args, runner: Path, work: Path, env: dict, calls: int) -> bool:
-    """Part 1 and 2: every server kind, N and repetition; prints the tables and returns whether every target
-    was met in every run."""
+def scaling(args, runners: list[Path], work: Path, env: dict, calls: int) -> dict[Path, bool]:
+    """Part 1 and 2: every server kind, N, repetition and runner (alternated, so that a slow spell of the machine
+    hits each); prints the tables and returns, per runner, whether every target was met in every run."""
     levels = [int(x) for x in args.concurrency.split(",")]
-    met = True
+    met = {runner: True for runner in runners}
     for kind in args.servers.split(","):
-        results: dict[int, list[dict]] = {n: [] for n in levels}
+        results = {runner: {n: [] for n in levels} for runner in runners}
         with StandIn(args.latency, args.slots, kind) as server:
             for rep in range(args.repeat):
                 for n in levels:
-                    server.reset()
-                    trace_path = work / f"trace-{kind}-{n}-{rep}.json"
-                    wall, cpu = run_runner(runner, server.url, work / f"scale-{kind}-{n}-{rep}", args.episodes, n,
-                                           env, trace_path)
-                    timeline = server.timeline()
-                    if len(timeline) != calls:
-                        raise SystemExit(f"the server saw {len(timeline)} chat calls, not {calls}")
-                    figures = server_figures(timeline, n, args.slots, args.latency)
-                    figures.update(wall=wall, cpu=cpu, load=load_average(),
-                                   steps=call_figures(json.loads(trace_path.read_text()), timeline, n))
-                    results[n].append(figures)
-                    print(f"  [{kind} N={n} run {rep + 1}: span {figures['span']:.2f} s, "
-                          f"{100 * figures['ideal'] / figures['span']:.1f}% of ideal; load {figures['load']}]",
-                          file=sys.stderr, flush=True)
-        met &= print_scaling(kind, results, args)
+                    for number, runner in enumerate(runners, 1):
+                        server.reset()
+                        trace_path = work / f"trace-{number}-{kind}-{n}-{rep}.json"
+                        wall, cpu = run_runner(runner, server.url, work / f"scale-{number}-{kind}-{n}-{rep}",
+                                               args.episodes, n, env, trace_path)
+                        timeline = server.timeline()
+                        if len(timeline) != calls:
+                            raise SystemExit(f"the server saw {len(timeline)} chat calls, not {calls}")
+                        figures = server_figures(timeline, n, args.slots, args.latency)
+                        figures.update(wall=wall, cpu=cpu, load=load_average(),
+                                       steps=call_figures(json.loads(trace_path.read_text()), timeline, n))
+                        results[runner][n].append(figures)
+                        print(f"  [runner {number}, {kind}, N={n}, run {rep + 1}: span {figures['span']:.2f} s, "
+                              f"{100 * figures['ideal'] / figures['span']:.1f}% of ideal; load {figures['load']}]",
+                              file=sys.stderr, flush=True)
+        for number, runner in enumerate(runners, 1):
+            met[runner] &= print_scaling(kind, results[runner], args, number if len(runners) > 1 else None)
     return met
 
 
-def print_scaling(kind: str, results: dict[int, list[dict]], args) -> bool:
+def print_scaling(kind: str, results: dict[int, list[dict]], args, number: int | None) -> bool:
     what = "TCP_NODELAY set" if kind == "nodelay" else "Nagle on (no TCP_NODELAY), headers and body written apart"
-    print(f"\nstand-in server as its own process, {what}; L = {1000 * args.latency:.0f} ms, P = {args.slots}; "
-          f"{args.repeat} runs each")
+    print(f"\n{f'runner {number}: ' if number else ''}stand-in server as its own process, {what}; "
+          f"L = {1000 * args.latency:.0f} ms, P = {args.slots}; {args.repeat} runs each")
     print(f"{'N':>3} {'ideal s':>8} {'calls span s':>22} {'of ideal':>22} {'process wall s':>22} {'of ideal':>22}")
     met = True
     for n, runs in results.items():
@@ -461,24 +463,32 @@ def print_scaling(kind: str, results: dict[int, list[dict]], args) -> bool:
     return met
 
 
-def overhead(args, runner: Path, work: Path, env: dict, calls: int) -> None:
-    """Part 3: CPU per call and start-up against a zero-latency stand-in."""
-    print(f"\nzero-latency stand-in (TCP_NODELAY), N = 1, {calls} calls, {args.repeat} runs:")
-    rows = []
+def overhead(args, runners: list[Path], work: Path, env: dict, calls: int) -> None:
+    """Part 3: CPU per call and start-up against a zero-latency stand-in, the runners alternated."""
+    rows: dict[Path, list[dict]] = {runner: [] for runner in runners}
     with StandIn(0.0, args.slots, "nodelay") as server:
         for rep in range(args.repeat):
-            server.reset()
-            out = work / f"overhead-{rep}"
-            wall, cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
-            timeline = server.timeline()
-            again_wall, again_cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
-            span = max(t[2] for t in timeline) - min(t[0] for t in timeline)
-            server_s = sum(t[2] - t[0] for t in timeline)
-            fsync_wall, fsync_cpu = fsync_baseline(work / f"fsync-{rep}", calls)
-            startup_wall, startup_cpu = timed_child([sys.executable, str(runner), "--help"], env)
-            rows.append({"span": span, "server": server_s, "wall": wall, "cpu": cpu, "again_wall": again_wall,
-                         "again_cpu": again_cpu, "fsync_wall": fsync_wall, "fsync_cpu": fsync_cpu,
-                         "startup_wall": startup_wall, "startup_cpu": startup_cpu, "load": load_average()})
+            for number, runner in enumerate(runners, 1):
+                server.reset()
+                out = work / f"overhead-{number}-{rep}"
+                wall, cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
+                timeline = server.timeline()
+                again_wall, again_cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
+                span = max(t[2] for t in timeline) - min(t[0] for t in timeline)
+                server_s = sum(t[2] - t[0] for t in timeline)
+                fsync_wall, fsync_cpu = fsync_baseline(work / f"fsync-{number}-{rep}", calls)
+                startup_wall, startup_cpu = timed_child([sys.executable, str(runner), "--help"], env)
+                rows[runner].append({"span": span, "server": server_s, "wall": wall, "cpu": cpu,
+                                     "again_wall": again_wall, "again_cpu": again_cpu, "fsync_wall": fsync_wall,
+                                     "fsync_cpu": fsync_cpu, "startup_wall": startup_wall,
+                                     "startup_cpu": startup_cpu, "load": load_average()})
+    for number, runner in enumerate(runners, 1):
+        print(f"\n{f'runner {number}: ' if len(runners) > 1 else ''}zero-latency stand-in (TCP_NODELAY), N = 1, "
+              f"{calls} calls, {args.repeat} runs:")
+        print_overhead(rows[runner], calls)
+
+
+def print_overhead(rows: list[dict], calls: int) -> None:
     per = lambda f: [1000 * f(r) / calls for r in rows]          # noqa: E731
     cpu_per_call = per(lambda r: r["cpu"] - r["again_cpu"])
     fsync_cpu = [1000 * r["fsync_cpu"] for r in rows]
@@ -516,8 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each N and server kind")
     parser.add_argument("--servers", default=",".join(SERVER_KINDS),
                         help="stand-in kinds: nodelay (TCP_NODELAY set), nagle (left off)")
-    parser.add_argument("--runner", type=Path, default=REPO_ROOT / "scripts" / "run_pilot.py",
-                        help="the run_pilot.py to measure (another checkout's, to compare)")
+    parser.add_argument("--runner", type=Path, action="append",
+                        help="a run_pilot.py to measure (default: this checkout's); give it twice, another "
+                             "checkout's and this one's, to compare them run by run, alternated")
     parser.add_argument("--skip-overhead", action="store_true", help="only the scaling runs")
     parser.add_argument("--skip-scaling", action="store_true", help="only the zero-latency overhead runs")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -528,25 +539,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if any(k not in SERVER_KINDS for k in args.servers.split(",")):
         parser.error(f"--servers takes {', '.join(SERVER_KINDS)}")
-    runner = args.runner.resolve()
+    runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
     calls = calls_for(args.episodes)
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "OLLAMA_HOST")}
     env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")       # bytecode cached as a user's second run finds it
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}; load average at the start {load_average()}")
-    print(f"runner: {runner}")
+    for number, runner in enumerate(runners, 1):
+        print(f"runner {number}: {runner}")
     print(f"pilot: 1 model x 3 regimes x {args.episodes} episodes = {calls} calls")
     try:
-        subprocess.run([sys.executable, str(runner), "--help"], capture_output=True, env=env)   # fills the cache
-        met = True
+        for runner in runners:                  # fills the bytecode cache
+            subprocess.run([sys.executable, str(runner), "--help"], capture_output=True, env=env)
         if not args.skip_scaling:
-            met = scaling(args, runner, work, env, calls)
+            met = scaling(args, runners, work, env, calls)
         if not args.skip_overhead:
-            overhead(args, runner, work, env, calls)
+            overhead(args, runners, work, env, calls)
         if not args.skip_scaling and args.latency == 0.02 and args.slots == 4:
-            print(f"\nscaling targets (N = 4: 90%, N = 8: 95% of ideal over the calls' span, every run): "
-                  f"{'met' if met else 'NOT met'}")
+            for number, runner in enumerate(runners, 1):
+                print(f"\nrunner {number}: scaling targets (N = 4: 90%, N = 8: 95% of ideal over the calls' span, "
+                      f"in every run): {'met' if met[runner] else 'NOT met'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
