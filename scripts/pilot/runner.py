@@ -259,17 +259,21 @@ class Progress:
         return False
 
 
+MANIFEST_REWRITE_INTERVAL_S = 0.5      # while cells end, the manifest is rewritten at most this often
+
+
 class ManifestWriter:
     """Cells' ends written into the manifest by a thread of its own, so that no cell waits for the manifest's
-    rewrite and its fsyncs: ends that come while a rewrite is under way go into the next one. Only the manifest
-    waits: every call is still journalled (written and fsynced) before the next call of its cell is sent, and a
-    cell that a crash leaves out of the manifest is rebuilt from the journal on resume, without calling the model."""
+    rewrite and its fsyncs; ends that come within MANIFEST_REWRITE_INTERVAL_S of a rewrite go into the next one.
+    Only the manifest waits: every call is still journalled (written and fsynced) before the next call of its
+    cell is sent, and a cell that a crash leaves out of the manifest is rebuilt from the journal on resume,
+    without calling the model."""
 
     def __init__(self, manifest: Manifest):
         self.manifest = manifest
         self.error: BaseException | None = None
         self._wanted = threading.Event()
-        self._closing = False
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._write, name="manifest", daemon=True)
         self._thread.start()
 
@@ -289,12 +293,13 @@ class ManifestWriter:
                     self.manifest.save()
                 except BaseException as err:      # DiskFull, say: raised in the cells' threads and by close()
                     self.error = err
-            if self._closing and not self._wanted.is_set():
+            if self._closing.is_set() and not self._wanted.is_set():
                 return
+            self._closing.wait(MANIFEST_REWRITE_INTERVAL_S)
 
     def close(self) -> None:
         """The last rewrite done (raises what stopped it, if anything did)."""
-        self._closing = True
+        self._closing.set()
         self._wanted.set()
         self._thread.join()
         if self.error is not None:
