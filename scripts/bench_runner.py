@@ -20,20 +20,28 @@ process, on the default pilot (15 episodes, one model, 480 calls, no determinism
    time, the network and the server's queue, receiving, giving the slot back (with the parsing, in runners
    before issue 24), writing the request of a call that waited for the slot, parsing and the record, the
    journal's write and fsync, and the gap before the same thread's next call; then where the span goes
-   against the ideal: the server's slots sitting idle at the start, in the middle (the runner's turnaround
-   between one reply and the next request) and at the end (the last cells, with fewer calls left than
-   slots), and the server's own time over L.
+   against the ideal: the server's slots sitting idle at the start, in the middle and at the end (the last
+   cells, with fewer calls left than slots), and the server's own time over L; the middle split into the
+   runner's turnarounds (the server's busy slots dipping for at most 5 ms between one reply and the next
+   request) and longer stalls (the machine's: a disk holding an fsync, a descheduled process).
 3. Overhead: against a zero-latency stand-in at N = 1, the runner's CPU per call (the whole run's CPU less
    that of the same command run again on the finished folder, which does everything but the calls), beside an
    fsync-only baseline (a record-sized line appended and fsynced per call, in the same folder); and start-up
    (`run_pilot.py --help`: Python and the imports). Target: CPU per call no more than the XR-001 reference
    runner's 0.75 ms (measured beside this one, issue 24) plus the fsync's; the reference started in 0.10 s.
 
-Python's bytecode cache is written to a temporary folder (PYTHONPYCACHEPREFIX), as a user's second run would
-find it, even where PYTHONDONTWRITEBYTECODE is set; nothing is written into the repository.
+`--runner` given twice (another checkout's run_pilot.py, then this one's) measures both, run by run,
+alternated, so that the machine's slow spells hit both. Python's bytecode cache is written to a temporary
+folder (PYTHONPYCACHEPREFIX), as a user's second run would find it, even where PYTHONDONTWRITEBYTECODE is set;
+nothing is written into the repository. The figures in README.md ("Measured speed") came from:
+
+    python3 scripts/bench_runner.py --runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py
+    python3 scripts/bench_runner.py --latency 0.05 --concurrency 1,4,8 --repeat 1 --servers nodelay --skip-overhead
+    python3 scripts/bench_runner.py --latency 0.2 --concurrency 1,4 --repeat 1 --servers nodelay --skip-overhead
 
 Usage: python scripts/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 15] [--concurrency 1,4,8]
-       [--repeat 3] [--servers nodelay,nagle] [--runner PATH/run_pilot.py] [--skip-overhead]
+       [--repeat 3] [--servers nodelay,nagle] [--runner PATH/run_pilot.py [--runner ...]]
+       [--skip-overhead | --skip-scaling]
 """
 from __future__ import annotations
 
@@ -539,7 +547,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if any(k not in SERVER_KINDS for k in args.servers.split(",")):
         parser.error(f"--servers takes {', '.join(SERVER_KINDS)}")
+    try:
+        levels = [int(x) for x in args.concurrency.split(",")]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1 or args.repeat < 1 or args.slots < 1 or args.episodes < 1 or args.latency < 0:
+        parser.error("--concurrency takes whole numbers of at least 1 (1,4,8); --repeat, --slots and --episodes "
+                     "at least 1; --latency at least 0")
     runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
+    missing = [str(r) for r in runners if not r.is_file()]
+    if missing:
+        parser.error(f"no run_pilot.py at {', '.join(missing)}")
     calls = calls_for(args.episodes)
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "OLLAMA_HOST")}
