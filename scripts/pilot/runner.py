@@ -451,7 +451,7 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
             for record in records.values():
                 ctx.written.pop(id(record), None)
         set_cell(ctx, key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
-                                    "updated_at": utc_now()})
+                            "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
             raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
@@ -460,12 +460,13 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     with ctx.written_lock:
         written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
     set_cell(ctx, key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                                "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
+                        "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
 
 
 def set_cell(ctx: RunContext, key: str, entry: dict) -> None:
+    """A cell's end, into the manifest (through the run's ManifestWriter when it has one)."""
     (ctx.cell_writer or ctx.manifest).set_cell(key, entry)
 
 

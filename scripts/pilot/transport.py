@@ -393,7 +393,7 @@ class HttpClient:
     def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
         """Send one request and return its JSON reply.
 
-        `slot` (the runner's --concurrency bound; see runner.SlotHold) is held around the exchange alone: the
+        `slot` (the runner's --concurrency bound; see SlotHold below) is held around the exchange alone: the
         request is encoded before it and the reply parsed after. `slot.sending(send)` is a context manager
         that calls `send()` once the call holds a slot (from the thread that freed it, when the call had to
         wait: the request goes out without waiting for this thread to wake), and gives the slot back on exit."""
