@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
-from pilot import backends, cli, records, runner, transport
+from pilot import backends, cli, records, runfolder, runner, transport
 from pilot.studies import xr001
 
 MODEL = "smollm2:135m"
@@ -250,6 +250,30 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(written, ["MainThread", "first"])
         self.assertEqual(raised, ["refused"])
         self.assertEqual(slots.free, 1)
+
+    def test_cells_end_without_waiting_for_a_manifest_rewrite_each(self):
+        # the manifest is rewritten by a thread of its own, at most every MANIFEST_REWRITE_INTERVAL_S (here a
+        # minute, longer than the run): six cells' ends cost no rewrite on a cell's thread and at most two in all
+        # (the first end, then the last rewrite when the cells are done), which holds them all
+        out = self.make_tmp() / "run"
+        writers = []
+        write_atomic = runfolder.write_atomic
+
+        def counted(path, data):
+            if path.name == "manifest.json":
+                writers.append(threading.current_thread().name)
+            return write_atomic(path, data)
+
+        with FakeOllama(models=["m:1"]) as server, mock.patch.object(runfolder, "write_atomic", counted), \
+                mock.patch.object(runner, "MANIFEST_REWRITE_INTERVAL_S", 60):
+            code, _, err = run_main(["run", "--models", "m:1", "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", "--concurrency", "2", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([w for w in writers if w.startswith(("cell", "answer"))], [])
+        self.assertLessEqual(writers.count("manifest"), 2)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual(sorted(c["status"] for c in manifest["cells"].values()), ["COMPLETE"] * 6)
+        self.assertEqual(manifest["connections"][0]["connections"], transport.KEPT_ALIVE)
 
     def test_a_one_episode_run_fans_its_answers_out_over_every_slot(self):
         with FakeOllama(models=["a:1"], latency_s=0.03) as server:

@@ -278,10 +278,14 @@ class ManifestWriter:
         self._thread.start()
 
     def set_cell(self, key: str, entry: dict) -> None:
-        if self.error is not None:
-            raise self.error
         with self.manifest._lock:
             self.manifest.data["cells"][key] = entry
+        self.changed()
+
+    def changed(self) -> None:
+        """The manifest's data changed: rewrite it soon (raises what stopped an earlier rewrite, if anything did)."""
+        if self.error is not None:
+            raise self.error
         self._wanted.set()
 
     def _write(self) -> None:
@@ -401,7 +405,10 @@ def record_connection_choice(ctx: RunContext, choice: dict) -> None:
         entries = ctx.manifest.data.setdefault("connections", [])
         if not entries or (entries[-1].get("server"), entries[-1].get("connections")) != (server, entry["connections"]):
             entries.append(entry)
-    ctx.manifest.save()
+    if ctx.cell_writer is not None:
+        ctx.cell_writer.changed()
+    else:
+        ctx.manifest.save()
     if choice["way"] != "kept":
         waits = choice["body_wait_ms"]
         ctx.progress.note(f"connections: replies from {server} on kept-alive connections waited "
