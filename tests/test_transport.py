@@ -4,11 +4,14 @@ connection wait for the client's delayed ACK; the client measures that on its fi
 
 The timing assertions compare figures measured side by side in the same moments (calls interleaved, runs
 alternated), with margins far below the 40 ms a stall costs per call, so that a loaded machine moves both."""
+import contextlib
 import http.client
 import json
 import statistics
+import threading
 import time
 import unittest
+from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
@@ -151,6 +154,49 @@ class NagleServerTest(unittest.TestCase):
             policy.observe(True, False, wait)
         self.assertIsNone(policy.take_choice())
         self.assertEqual(policy.next_call(), (True, False))
+
+
+class ExchangeTest(unittest.TestCase):
+    def test_a_request_goes_out_in_one_write(self):
+        # http.client writes the headers and the body apart: two system calls, two segments
+        writes = []
+        send = transport._TimedHTTPConnection.send
+        with FakeOllama(models=[MODEL]) as server, \
+                mock.patch.object(transport._TimedHTTPConnection, "send",
+                                  lambda conn, data: writes.append(len(data)) or send(conn, data)):
+            client = transport.HttpClient(server.url, 5, 30)
+            client.request("POST", "/api/chat", CHAT)
+            client.close()
+        self.assertEqual(len(writes), 1, writes)
+        self.assertGreater(writes[0], len(json.dumps(CHAT)))
+
+    def test_the_slot_is_held_for_the_exchange_alone(self):
+        # the request is encoded before the slot is taken and the reply parsed after it is given back
+        events = []
+
+        class Slot:
+            @contextlib.contextmanager
+            def sending(self, send):
+                events.append("slot taken")
+                send()
+                yield
+                events.append("slot given back")
+
+        def noted(event, function):             # on this thread: the in-process server uses json too
+            def note(*args, **kwargs):
+                if threading.current_thread() is threading.main_thread():
+                    events.append(event)
+                return function(*args, **kwargs)
+            return note
+
+        with FakeOllama(models=[MODEL]) as server, \
+                mock.patch.object(transport.json, "dumps", noted("encoded", json.dumps)), \
+                mock.patch.object(transport.json, "loads", noted("parsed", json.loads)):
+            client = transport.HttpClient(server.url, 5, 30)
+            reply = client.request("POST", "/api/chat", CHAT, slot=Slot())
+            client.close()
+        self.assertEqual(events, ["encoded", "slot taken", "slot given back", "parsed"])
+        self.assertIn("ANSWER: 5", reply["message"]["content"])
 
 
 class RunnerConnectionsTest(TempDirMixin, unittest.TestCase):
