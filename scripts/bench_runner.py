@@ -15,13 +15,14 @@ process, on the default pilot (15 episodes, one model, 480 calls, no determinism
    time (which adds starting Python, the checks before the first call and the manifest after the last).
    Targets at L = 20 ms and P = 4, in every run: N = 4 at least 90% of the ideal, N = 8 at least 95%.
 2. Breakdown per call, from the same runs: each run is traced (a few clock readings per call, a few
-   microseconds) and the server logs each call's arrival, the moment it got one of the P slots and its reply.
+   microseconds) and the server logs each call's arrival, the moment its reply was due and the reply.
    Per call, in ms: building the request, waiting for one of the runner's N slots, sending, the server's
    time, the network and the server's queue, receiving, giving the slot back (with the parsing, in runners
    before issue 24), writing the request of a call that waited for the slot, parsing and the record, the
    journal's write and fsync, and the gap before the same thread's next call; then where the span goes
    against the ideal: the server's slots sitting idle at the start, in the middle and at the end (the last
-   cells, with fewer calls left than slots), and the server's own time over L; the middle split into the
+   cells, with fewer calls left than slots), and the server's own lateness (its replies after they were due:
+   its timer and its interpreter, not the runner); the middle split into the
    runner's turnarounds (the server's busy slots dipping for at most 5 ms between one reply and the next
    request) and longer stalls (the machine's: a disk holding an fsync, a descheduled process).
 3. Overhead: against a zero-latency stand-in at N = 1, the runner's CPU per call (the whole run's CPU less
@@ -70,8 +71,9 @@ SERVER_KINDS = ("nodelay", "nagle")
 # -- the stand-in server, in a process of its own --------------------------------------------------------------
 def serve_stand_in(latency: float, slots: int, nagle: bool) -> None:
     """Serve the fake Ollama until stdin closes; the first line on stdout is its address. GET /bench/calls gives
-    each chat call's (arrival, slot taken, reply sent) on the machine's monotonic clock, and POST /bench/reset
-    forgets them."""
+    each chat call's (arrival, the moment its reply was due, reply sent) on the machine's monotonic clock, and
+    POST /bench/reset forgets them. A reply is due L after the call's arrival, or after it got one of the P
+    slots when it had to wait for one (less the reading of its request)."""
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     from fake_servers import FakeOllama
 
@@ -81,10 +83,9 @@ def serve_stand_in(latency: float, slots: int, nagle: bool) -> None:
             self.timeline: list[tuple[float, float, float]] = []
 
         def send_reply(self, handler, body, text_override=None, deadline=None):
-            slotted = time.monotonic()
             super().send_reply(handler, body, text_override, deadline)
             with self.lock:
-                self.timeline.append((handler.arrived, slotted, time.monotonic()))
+                self.timeline.append((handler.arrived, deadline, time.monotonic()))
 
         def handler_class(self):
             owner = self
@@ -265,10 +266,11 @@ def idle_slot_time(intervals: list[tuple[float, float]], capacity: int, start: f
 
 def server_figures(timeline: list[tuple[float, float, float]], concurrency: int, slots: int,
                    latency: float) -> dict:
-    """Span, the server's time per call, and its slots' idle time at the start, in the middle and at the end."""
+    """Span, the server's time per call and its lateness, and its slots' idle time at the start, in the middle
+    and at the end. A call takes a slot's L from L before its reply was due until its reply went out."""
     capacity = min(concurrency, slots)
     first, last = min(t[0] for t in timeline), max(t[2] for t in timeline)
-    served = [(s, r) for _, s, r in timeline]
+    served = [(due - latency, r) for _, due, r in timeline]
     # the start: until `capacity` calls are first served at once; the end: after the last moment they were
     events = sorted([(s, 1) for s, _ in served] + [(r, -1) for _, r in served])
     open_now, full_at, full_until = 0, None, None
@@ -285,7 +287,7 @@ def server_figures(timeline: list[tuple[float, float, float]], concurrency: int,
     dips = capacity_dips(events, capacity, full_at, full_until)
     return {"calls": calls, "span": last - first, "ideal": calls * latency / capacity,
             "server_ms": 1000 * statistics.fmean(r - a for a, _, r in timeline),
-            "service_ms": 1000 * statistics.fmean(r - s for _, s, r in timeline),
+            "late_ms": 1000 * statistics.fmean(r - due for _, due, r in timeline),
             "idle_start": idle_slot_time(served, capacity, first, full_at) / capacity,
             "idle_middle": idle_slot_time(served, capacity, full_at, full_until) / capacity,
             "idle_end": idle_slot_time(served, capacity, full_until, last) / capacity,
@@ -458,14 +460,14 @@ def print_scaling(kind: str, results: dict[int, list[dict]], args, number: int |
             if values and all(v is not None for v in values):
                 print(f"    {step:<36} " + ", ".join(f"{m:6.2f}" + (f" ({d:5.2f})" if d is not None else " " * 8)
                                                       for m, d in values))
-        print(f"    {'server service (slot held)':<36} {spread([r['service_ms'] for r in runs], '{:6.2f}')}")
+        print(f"    {'the server late (reply after due)':<36} {spread([r['late_ms'] for r in runs], '{:6.2f}')}")
         print("    span against the ideal, s: the server's slots idle at the start | in the middle | at the end, "
-              "and the server's own time over L; the middle split into the runner's turnarounds (dips of at "
+              "and the server's own lateness; the middle split into the runner's turnarounds (dips of at "
               f"most {1000 * STALL_S:g} ms between a reply and the next request: how many, median) and longer stalls")
         for r in runs:
-            over = r["calls"] * (r["service_ms"] / 1000 - args.latency) / min(n, args.slots)
+            late = r["calls"] * r["late_ms"] / 1000 / min(n, args.slots)
             print(f"      span {r['span']:.3f} = ideal {r['ideal']:.3f} + idle {r['idle_start']:.3f} | "
-                  f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + service over L {over:+.3f}; middle = "
+                  f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + server late {late:.3f}; middle = "
                   f"turnarounds {r['idle_turnaround']:.3f} ({r['dips']} dips, median {r['dip_median_ms']:.2f} ms) "
                   f"+ stalls {r['idle_stalls']:.3f}")
     return met

@@ -133,13 +133,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.arrived = time.monotonic()
         return super().parse_request()
 
-    def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None):
+    def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None,
+              deadline: float | None = None):
+        """The reply, ready before `deadline` and written out at it (headers, then body: two writes)."""
         body = raw if raw is not None else json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        wait_until(deadline)
         self.end_headers()
         self._answered()
         self.wfile.write(body)
@@ -405,8 +408,7 @@ class FakeOllama(FakeServerBase):
             del reply["eval_count"], reply["prompt_eval_count"]
         if getattr(self, "count_override", None) is not None:      # counts no server could mean, say
             reply["eval_count"], reply["prompt_eval_count"] = self.count_override
-        wait_until(deadline)
-        handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)})
+        handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)}, deadline=deadline)
 
 
 class FakeOpenAI(FakeServerBase):
@@ -507,5 +509,4 @@ class FakeOpenAI(FakeServerBase):
             reply["usage"]["prompt_tokens_details"] = {"cached_tokens": 16}
         if self.omit_usage:
             del reply["usage"]
-        wait_until(deadline)
-        handler._send(200, reply)
+        handler._send(200, reply, deadline=deadline)
