@@ -1,20 +1,48 @@
 #!/usr/bin/env python3
-"""Benchmark of the runner against the in-process fake Ollama (standard library only; not a unit test).
+"""Benchmark of the runner against a stand-in Ollama server in a process of its own (standard library only; not
+a unit test).
 
-1. Scaling: the fake server answers every call after a fixed latency L with P parallel slots; the
-   default pilot (15 episodes, one model, 480 calls) runs at --concurrency 1, 2, 4 and 8. Printed against
-   the ideal calls x L / min(N, P): the calls' span (first request to last reply, as the server saw them)
-   and the process's wall time (which adds starting Python, the checks and the manifest).
-   Targets at L = 20 ms, P = 4: N = 4 at least 90% of ideal, N = 8 at least 95%.
-2. Overhead: against a zero-latency server at concurrency 1, the runner's time per call, side by side
-   with an fsync-only baseline (a record-sized line appended and fsynced per call, in the same folder):
-   the difference is what the runner itself costs. Target: no more than the XR-001 reference runner's
-   0.84 ms per call plus that fsync.
+The stand-in is the tests' fake server (tests/fake_servers.py): it answers every /api/chat after a fixed latency
+L, counted from the request's arrival, with P parallel slots. It runs as its own process, the way a user's
+server runs, in one of two kinds: `nodelay` sets TCP_NODELAY, as Ollama, vLLM and llama.cpp's server do;
+`nagle` leaves Nagle's algorithm on and writes each reply's headers and body apart, as Python's http.server
+(and the proxies and shims built on it) does. The runner is `python scripts/run_pilot.py run ...` in a child
+process, on the default pilot (15 episodes, one model, 480 calls, no determinism probe).
 
-The runner runs as a separate process (`python scripts/run_pilot.py run ...`) so that the fake
-server in this process does not share its interpreter.
+1. Scaling, with the targets: for each server kind and each N of --concurrency, --repeat runs (alternated, so
+   that a slow spell of the machine hits every N), each printed against the ideal calls x L / min(N, P): the
+   calls' span (the first request's arrival to the last reply, as the server saw them) and the process's wall
+   time (which adds starting Python, the checks before the first call and the manifest after the last).
+   Targets at L = 20 ms and P = 4, in every run: N = 4 at least 90% of the ideal, N = 8 at least 95%.
+2. Breakdown per call, from the same runs: each run is traced (a few clock readings per call, a few
+   microseconds) and the server logs each call's arrival, the moment its reply was due and the reply.
+   Per call, in ms: building the request, waiting for one of the runner's N slots, sending, the server's
+   time, the network and the server's queue, receiving, giving the slot back (with the parsing, in runners
+   before issue 24), writing the request of a call that waited for the slot, parsing and the record, the
+   journal's write and fsync, and the gap before the same thread's next call; then where the span goes
+   against the ideal: the server's slots sitting idle at the start, in the middle and at the end (the last
+   cells, with fewer calls left than slots), and the server's own lateness (its replies after they were due:
+   its timer and its interpreter, not the runner); the middle split into the
+   runner's turnarounds (the server's busy slots dipping for at most 5 ms between one reply and the next
+   request) and longer stalls (the machine's: a disk holding an fsync, a descheduled process).
+3. Overhead: against a zero-latency stand-in at N = 1, the runner's CPU per call (the whole run's CPU less
+   that of the same command run again on the finished folder, which does everything but the calls), beside an
+   fsync-only baseline (a record-sized line appended and fsynced per call, in the same folder); and start-up
+   (`run_pilot.py --help`: Python and the imports). Target: CPU per call no more than the XR-001 reference
+   runner's 0.75 ms (measured beside this one, issue 24) plus the fsync's; the reference started in 0.10 s.
 
-Usage: python scripts/bench_runner.py [--latency 0.05] [--slots 4] [--episodes 15] [--concurrency 1,2,4,8]
+`--runner` given twice (another checkout's run_pilot.py, then this one's) measures both, run by run,
+alternated, so that the machine's slow spells hit both. Python's bytecode cache is written to a temporary
+folder (PYTHONPYCACHEPREFIX), as a user's second run would find it, even where PYTHONDONTWRITEBYTECODE is set;
+nothing is written into the repository. The figures in README.md ("Measured speed") came from:
+
+    python3 scripts/bench_runner.py --runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py
+    python3 scripts/bench_runner.py --latency 0.05 --concurrency 1,4,8 --repeat 1 --servers nodelay --skip-overhead
+    python3 scripts/bench_runner.py --latency 0.2 --concurrency 1,4 --repeat 1 --servers nodelay --skip-overhead
+
+Usage: python scripts/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 15] [--concurrency 1,4,8]
+       [--repeat 3] [--servers nodelay,nagle] [--runner PATH/run_pilot.py [--runner ...]]
+       [--skip-overhead | --skip-scaling]
 """
 from __future__ import annotations
 
@@ -24,61 +52,198 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT / "tests"))
-from fake_servers import FakeOllama  # noqa: E402  (the tests' fake server is the benchmark's server)
-
 MODEL = "bench:1b"
-REFERENCE_OVERHEAD_MS = 0.84          # the XR-001 reference runner per call at zero latency, measured beside this
+REFERENCE_CPU_MS = 0.75             # the XR-001 reference runner's CPU per call at zero latency (issue 24)
+REFERENCE_STARTUP_S = 0.10          # and its start-up, measured beside this runner on a quiet 2-core machine
+TARGETS = {4: 0.90, 8: 0.95}        # share of the ideal at L = 20 ms, P = 4, in every run
+SERVER_KINDS = ("nodelay", "nagle")
 
 
-class TimedOllama(FakeOllama):
-    """The fake server, noting when the first call arrived and the last reply went out."""
+# -- the stand-in server, in a process of its own --------------------------------------------------------------
+def serve_stand_in(latency: float, slots: int, nagle: bool) -> None:
+    """Serve the fake Ollama until stdin closes; the first line on stdout is its address. GET /bench/calls gives
+    each chat call's (arrival, the moment its reply was due, reply sent) on the machine's monotonic clock, and
+    POST /bench/reset forgets them. A reply is due L after the call's arrival, or after it got one of the P
+    slots when it had to wait for one (less the reading of its request)."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from fake_servers import FakeOllama
 
-    def reset_span(self):
-        self.first_arrival, self.last_reply, self.busy_s = None, None, 0.0
+    class BenchOllama(FakeOllama):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.timeline: list[tuple[float, float, float]] = []
 
-    def send_reply(self, handler, body, text_override=None, deadline=None):
-        super().send_reply(handler, body, text_override, deadline)
-        now = time.monotonic()
-        with self.lock:
-            if self.first_arrival is None or handler.arrived < self.first_arrival:
-                self.first_arrival = handler.arrived
-            self.last_reply = now
-            self.busy_s += now - handler.arrived        # the server's own time on this call, from its request line
+        def send_reply(self, handler, body, text_override=None, deadline=None):
+            super().send_reply(handler, body, text_override, deadline)
+            with self.lock:
+                self.timeline.append((handler.arrived, deadline, time.monotonic()))
 
-    def span(self) -> float:
-        return self.last_reply - self.first_arrival
+        def handler_class(self):
+            owner = self
+
+            class Handler(super().handler_class()):
+                def do_GET(self):
+                    if self.path == "/bench/calls":
+                        with owner.lock:
+                            self._send(200, owner.timeline)
+                    else:
+                        super().do_GET()
+
+                def do_POST(self):
+                    if self.path == "/bench/reset":
+                        self._body()
+                        with owner.lock:
+                            owner.timeline = []
+                            owner.chat_requests = []
+                        self._send(200, {})
+                    else:
+                        super().do_POST()
+            return Handler
+
+    with BenchOllama(models=[MODEL], latency_s=latency, slots=slots, nagle=nagle) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
 
 
-def fsync_baseline(folder: Path, calls: int) -> float:
-    """Seconds per call of the journal's durable part alone: one record-sized line appended and fsynced."""
-    folder.mkdir(parents=True, exist_ok=True)
-    line = (json.dumps({"response": "x" * 600, "messages": [{"content": "y" * 2400}]}) + "\n").encode()
-    started = time.perf_counter()
-    fd = os.open(folder / "baseline.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        for _ in range(calls):
-            os.write(fd, line)
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    return (time.perf_counter() - started) / calls
+class StandIn:
+    """The stand-in server as a child process; use as a context manager."""
+
+    def __init__(self, latency: float, slots: int, kind: str):
+        self.kind = kind
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", "--latency", str(latency), "--slots",
+                                      str(slots)] + (["--nagle"] if kind == "nagle" else []),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise SystemExit("the stand-in server did not start")
+
+    def timeline(self) -> list[tuple[float, float, float]]:
+        with urllib.request.urlopen(self.url + "/bench/calls", timeout=30) as reply:
+            return [tuple(item) for item in json.loads(reply.read())]
+
+    def reset(self) -> None:
+        request = urllib.request.Request(self.url + "/bench/reset", data=b"{}", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            reply.read()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
-def run_once(url: str, out: Path, episodes: int, concurrency: int) -> tuple[float, float]:
-    """Wall seconds and runner CPU seconds (user + system) of one `run` in a child process."""
+# -- the runner, traced ------------------------------------------------------------------------------------------
+def traced_run(trace_path: Path, runner: Path, argv: list[str]) -> int:
+    """Run the runner's main(argv) in this process with a clock reading at each step of each call, and write the
+    calls' steps to trace_path as JSON. The steps: make_call entered (the call's messages are built), a runner
+    slot asked for and taken, the request written, the reply's headers and body read, the slot given back, the
+    journal write and its fsync, make_call done."""
+    import http.client
+    import threading
+
+    sys.path.insert(0, str(runner.parent))
+    from pilot import cli, runfolder, runner as pilot_runner
+    import pilot.studies  # noqa: F401  (registers the studies, as run_pilot.py does)
+
+    clock = time.monotonic
+    calls: list[dict] = []
+    local = threading.local()
+
+    def current() -> dict | None:
+        return getattr(local, "call", None)
+
+    def mark(step: str) -> None:
+        call = current()
+        if call is not None:
+            call[step] = clock()
+
+    def wrap(owner, name, before=None, after=None):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            if before:
+                before()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                if after:
+                    after()
+        setattr(owner, name, wrapper)
+
+    def call_started():
+        local.call = {"thread": threading.current_thread().name, "made": clock(), "fsync_s": 0.0}
+        calls.append(local.call)
+
+    def call_done():
+        mark("done")
+        local.call = None
+
+    def fsync_timed(original):
+        def fsync(fd):
+            started = clock()
+            try:
+                return original(fd)
+            finally:
+                call = current()
+                if call is not None and "journal_start" in call and "journal_end" not in call:
+                    call["fsync_s"] += clock() - started
+        return fsync
+
+    wrap(pilot_runner, "make_call", call_started, call_done)
+    hold = getattr(pilot_runner, "SlotHold", None)
+    if hold is not None and hasattr(hold, "sending"):
+        # the request is written once the call holds a slot, by its own thread or by the one that freed the slot
+        sending = hold.sending
+
+        def traced_sending(self, send):
+            call = current()
+            if call is not None:
+                call["slot_asked"] = clock()
+
+            def traced_send():
+                started = clock()
+                send()
+                if call is not None:
+                    call.update(slot_got=started, sent=clock())
+                writer = current()
+                if writer is not None and writer is not call:   # written by the thread that freed the slot
+                    writer["handoff_s"] = writer.get("handoff_s", 0.0) + clock() - started
+            return sending(self, traced_send)
+        hold.sending = traced_sending
+    else:                                   # the runner before issue 24: the slot, then the request, in one thread
+        wrap(pilot_runner.CallSlots, "acquire", lambda: mark("slot_asked"), lambda: mark("slot_got"))
+        wrap(http.client.HTTPConnection, "request", None, lambda: mark("sent"))
+    wrap(pilot_runner.CallSlots, "release", lambda: mark("released"))
+    wrap(http.client.HTTPConnection, "getresponse", None, lambda: mark("headers"))
+    wrap(http.client.HTTPResponse, "read", None, lambda: mark("body"))
+    wrap(runfolder.Journal, "append", lambda: mark("journal_start"), lambda: mark("journal_end"))
+    os.fsync = fsync_timed(os.fsync)
+    code = cli.main(argv)
+    trace_path.write_text(json.dumps(calls))
+    return code
+
+
+def run_runner(runner: Path, url: str, out: Path, episodes: int, concurrency: int, env: dict,
+               trace: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one `run` in a child process."""
+    argv = ["run", "--models", MODEL, "--host", url, "--out", str(out), "--episodes", str(episodes),
+            "--concurrency", str(concurrency), "--quiet", "--recheck", "0"]
+    command = [sys.executable, __file__, "--traced-run", str(trace), "--runner", str(runner), "--", *argv] \
+        if trace else [sys.executable, str(runner), *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "run_pilot.py"), "run", "--models", MODEL,
-                           "--host", url, "--out", str(out), "--episodes", str(episodes), "--concurrency",
-                           str(concurrency), "--quiet", "--recheck", "0"], capture_output=True, text=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -86,11 +251,136 @@ def run_once(url: str, out: Path, episodes: int, concurrency: int) -> tuple[floa
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_startup_only() -> tuple[float, float]:
-    """Wall and CPU seconds of starting Python and importing the runner (`run_pilot.py --help`)."""
+# -- the figures --------------------------------------------------------------------------------------------------
+def idle_slot_time(intervals: list[tuple[float, float]], capacity: int, start: float, end: float) -> float:
+    """Slot-seconds in [start, end] during which fewer than `capacity` of the intervals were open."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    idle, open_now, at = 0.0, 0, start
+    for moment, step in events:
+        moment = min(max(moment, start), end)
+        idle += max(0, capacity - open_now) * (moment - at)
+        open_now += step
+        at = moment
+    return idle + max(0, capacity - open_now) * (end - at)
+
+
+def server_figures(timeline: list[tuple[float, float, float]], concurrency: int, slots: int,
+                   latency: float) -> dict:
+    """Span, the server's time per call and its lateness, and its slots' idle time at the start, in the middle
+    and at the end. A call takes a slot's L from L before its reply was due until its reply went out."""
+    capacity = min(concurrency, slots)
+    first, last = min(t[0] for t in timeline), max(t[2] for t in timeline)
+    served = [(due - latency, r) for _, due, r in timeline]
+    # the start: until `capacity` calls are first served at once; the end: after the last moment they were
+    events = sorted([(s, 1) for s, _ in served] + [(r, -1) for _, r in served])
+    open_now, full_at, full_until = 0, None, None
+    for moment, step in events:
+        was_full = open_now >= capacity
+        open_now += step
+        if open_now >= capacity and full_at is None:
+            full_at = moment
+        if was_full and open_now < capacity:
+            full_until = moment
+    full_at = full_at or last
+    full_until = max(full_until or full_at, full_at)
+    calls = len(timeline)
+    dips = capacity_dips(events, capacity, full_at, full_until)
+    return {"calls": calls, "span": last - first, "ideal": calls * latency / capacity,
+            "server_ms": 1000 * statistics.fmean(r - a for a, _, r in timeline),
+            "late_ms": 1000 * statistics.fmean(r - due for _, due, r in timeline),
+            "idle_start": idle_slot_time(served, capacity, first, full_at) / capacity,
+            "idle_middle": idle_slot_time(served, capacity, full_at, full_until) / capacity,
+            "idle_end": idle_slot_time(served, capacity, full_until, last) / capacity,
+            "dips": len(dips), "dip_median_ms": 1000 * statistics.median(d for d, _ in dips) if dips else 0.0,
+            "idle_turnaround": sum(i for d, i in dips if d <= STALL_S) / capacity,
+            "idle_stalls": sum(i for d, i in dips if d > STALL_S) / capacity}
+
+
+STALL_S = 0.005         # a dip of the server's busy slots longer than this is a stall, not a call's turnaround
+
+
+def capacity_dips(events: list[tuple[float, int]], capacity: int, start: float, end: float) -> list[tuple]:
+    """Each spell in [start, end] during which fewer than `capacity` calls were served: (its length, the slot-
+    seconds left idle in it). Between one reply and the next request a slot dips for the runner's turnaround."""
+    dips, open_now, spell, idle, at = [], 0, None, 0.0, start
+    for moment, step in events:
+        if start <= moment <= end and open_now < capacity:
+            idle += (capacity - open_now) * (moment - max(at, start))
+        at = moment
+        open_now += step
+        if start <= moment <= end:
+            if open_now < capacity and spell is None:
+                spell, idle = moment, 0.0
+            elif open_now >= capacity and spell is not None:
+                dips.append((moment - spell, idle))
+                spell = None
+    return dips
+
+
+def call_figures(trace: list[dict], timeline: list[tuple[float, float, float]], concurrency: int) -> dict:
+    """Mean ms per call of each step the runner's calls went through (see traced_run)."""
+    calls = [c for c in trace if all(k in c for k in ("slot_asked", "slot_got", "sent", "headers", "body",
+                                                       "released", "journal_end", "done"))]
+    if not calls:
+        return {}
+    def mean(f) -> tuple[float, float]:
+        values = [f(c) for c in calls]
+        return 1000 * statistics.fmean(values), 1000 * statistics.median(values)
+
+    server = [r - a for a, _, r in timeline]
+    server_ms = 1000 * statistics.fmean(server), 1000 * statistics.median(server)
+    figures = {
+        "building the request": mean(lambda c: c["slot_asked"] - c["made"]),
+        "waiting for a slot": mean(lambda c: c["slot_got"] - c["slot_asked"]),
+        "sending": mean(lambda c: c["sent"] - c["slot_got"]),
+        "the server's time": server_ms,
+        "network and queue": (mean(lambda c: c["headers"] - c["sent"])[0] - server_ms[0], None),
+        "receiving": mean(lambda c: c["body"] - c["headers"]),
+        "until the slot is given back": mean(lambda c: c["released"] - c["body"]),
+        "writing a waiting call's request": mean(lambda c: c.get("handoff_s", 0.0)),
+        "parsing and the record": mean(lambda c: c["journal_start"] - c["released"] - c.get("handoff_s", 0.0)),
+        "journal write": mean(lambda c: c["journal_end"] - c["journal_start"] - c["fsync_s"]),
+        "journal fsync": mean(lambda c: c["fsync_s"]),
+        "after the journal": mean(lambda c: c["done"] - c["journal_end"]),
+    }
+    by_thread: dict[str, list[dict]] = {}
+    for c in sorted(calls, key=lambda c: c["made"]):
+        by_thread.setdefault(c["thread"], []).append(c)
+    gaps = [b["made"] - a["done"] for seq in by_thread.values() for a, b in zip(seq, seq[1:])]
+    figures["gap before the thread's next call"] = \
+        (1000 * statistics.fmean(gaps), 1000 * statistics.median(gaps)) if gaps else (0.0, 0.0)
+    held = [(c["slot_got"], c["released"]) for c in calls]
+    start, end = min(h[0] for h in held), max(h[1] for h in held)
+    idle = 1000 * idle_slot_time(held, concurrency, start, end) / concurrency / len(calls)
+    figures["runner slots idle"] = (idle, None)
+    return figures
+
+
+BREAKDOWN_ORDER = ["building the request", "waiting for a slot", "sending", "the server's time", "network and queue",
+                   "receiving", "until the slot is given back", "writing a waiting call's request",
+                   "parsing and the record", "journal write", "journal fsync",
+                   "after the journal", "gap before the thread's next call", "runner slots idle"]
+
+
+def fsync_baseline(folder: Path, calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds per call of the journal's durable part alone: a record-sized line appended, fsynced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps({"response": "x" * 600, "messages": [{"content": "y" * 2400}]}) + "\n").encode()
+    started, cpu = time.perf_counter(), time.process_time()
+    fd = os.open(folder / "baseline.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        for _ in range(calls):
+            os.write(fd, line)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return (time.perf_counter() - started) / calls, (time.process_time() - cpu) / calls
+
+
+def timed_child(command: list[str], env: dict) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "run_pilot.py"), "--help"], capture_output=True)
+    subprocess.run(command, capture_output=True, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -100,47 +390,196 @@ def calls_for(episodes: int) -> int:
     return episodes * (8 + 12 + 12)
 
 
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def spread(values: list[float], fmt: str = "{:.1f}") -> str:
+    return ", ".join(fmt.format(v) for v in values)
+
+
+# -- the benchmark ------------------------------------------------------------------------------------------------
+def scaling(args, runners: list[Path], work: Path, env: dict, calls: int) -> dict[Path, bool]:
+    """Part 1 and 2: every server kind, N, repetition and runner (alternated, so that a slow spell of the machine
+    hits each); prints the tables and returns, per runner, whether every target was met in every run."""
+    levels = [int(x) for x in args.concurrency.split(",")]
+    met = {runner: True for runner in runners}
+    for kind in args.servers.split(","):
+        results = {runner: {n: [] for n in levels} for runner in runners}
+        with StandIn(args.latency, args.slots, kind) as server:
+            for rep in range(args.repeat):
+                for n in levels:
+                    for number, runner in enumerate(runners, 1):
+                        server.reset()
+                        trace_path = work / f"trace-{number}-{kind}-{n}-{rep}.json"
+                        wall, cpu = run_runner(runner, server.url, work / f"scale-{number}-{kind}-{n}-{rep}",
+                                               args.episodes, n, env, trace_path)
+                        timeline = server.timeline()
+                        if len(timeline) != calls:
+                            raise SystemExit(f"the server saw {len(timeline)} chat calls, not {calls}")
+                        figures = server_figures(timeline, n, args.slots, args.latency)
+                        figures.update(wall=wall, cpu=cpu, load=load_average(),
+                                       steps=call_figures(json.loads(trace_path.read_text()), timeline, n))
+                        results[runner][n].append(figures)
+                        print(f"  [runner {number}, {kind}, N={n}, run {rep + 1}: span {figures['span']:.2f} s, "
+                              f"{100 * figures['ideal'] / figures['span']:.1f}% of ideal; load {figures['load']}]",
+                              file=sys.stderr, flush=True)
+        for number, runner in enumerate(runners, 1):
+            met[runner] &= print_scaling(kind, results[runner], args, number if len(runners) > 1 else None)
+    return met
+
+
+def print_scaling(kind: str, results: dict[int, list[dict]], args, number: int | None) -> bool:
+    what = "TCP_NODELAY set" if kind == "nodelay" else "Nagle on (no TCP_NODELAY), headers and body written apart"
+    print(f"\n{f'runner {number}: ' if number else ''}stand-in server as its own process, {what}; "
+          f"L = {1000 * args.latency:.0f} ms, P = {args.slots}; {args.repeat} runs each")
+    print(f"{'N':>3} {'ideal s':>8} {'calls span s':>22} {'of ideal':>22} {'process wall s':>22} {'of ideal':>22}")
+    met = True
+    for n, runs in results.items():
+        ideal = runs[0]["ideal"]
+        span_share = [100 * ideal / r["span"] for r in runs]
+        wall_share = [100 * ideal / r["wall"] for r in runs]
+        print(f"{n:>3} {ideal:>8.2f} {spread([r['span'] for r in runs], '{:.2f}'):>22} "
+              f"{spread(span_share) + '%':>22} {spread([r['wall'] for r in runs], '{:.2f}'):>22} "
+              f"{spread(wall_share) + '%':>22}")
+        if n in TARGETS and args.latency == 0.02 and args.slots == 4:
+            ok = all(s >= 100 * TARGETS[n] for s in span_share)
+            met &= ok
+            print(f"    target at N = {n}: calls span at least {100 * TARGETS[n]:.0f}% of ideal in every run: "
+                  f"{'met' if ok else 'NOT met'} ({min(span_share):.1f}% at worst)")
+    print(f"    load average (1, 5, 15 min) after each run: " +
+          "; ".join(f"N={n}: " + " | ".join(r["load"] for r in runs) for n, runs in results.items()))
+    print("\n  where the time goes, ms per call: mean (median) of each run, the runs in order")
+    for n, runs in results.items():
+        print(f"  N = {n}:")
+        for step in BREAKDOWN_ORDER:
+            values = [r["steps"].get(step) for r in runs if r["steps"]]
+            if values and all(v is not None for v in values):
+                print(f"    {step:<36} " + ", ".join(f"{m:6.2f}" + (f" ({d:5.2f})" if d is not None else " " * 8)
+                                                      for m, d in values))
+        print(f"    {'the server late (reply after due)':<36} {spread([r['late_ms'] for r in runs], '{:6.2f}')}")
+        print("    span against the ideal, s: the server's slots idle at the start | in the middle | at the end, "
+              "and the server's own lateness; the middle split into the runner's turnarounds (dips of at "
+              f"most {1000 * STALL_S:g} ms between a reply and the next request: how many, median) and longer stalls")
+        for r in runs:
+            late = r["calls"] * r["late_ms"] / 1000 / min(n, args.slots)
+            print(f"      span {r['span']:.3f} = ideal {r['ideal']:.3f} + idle {r['idle_start']:.3f} | "
+                  f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + server late {late:.3f}; middle = "
+                  f"turnarounds {r['idle_turnaround']:.3f} ({r['dips']} dips, median {r['dip_median_ms']:.2f} ms) "
+                  f"+ stalls {r['idle_stalls']:.3f}")
+    return met
+
+
+def overhead(args, runners: list[Path], work: Path, env: dict, calls: int) -> None:
+    """Part 3: CPU per call and start-up against a zero-latency stand-in, the runners alternated."""
+    rows: dict[Path, list[dict]] = {runner: [] for runner in runners}
+    with StandIn(0.0, args.slots, "nodelay") as server:
+        for rep in range(args.repeat):
+            for number, runner in enumerate(runners, 1):
+                server.reset()
+                out = work / f"overhead-{number}-{rep}"
+                wall, cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
+                timeline = server.timeline()
+                again_wall, again_cpu = run_runner(runner, server.url, out, args.episodes, 1, env)
+                span = max(t[2] for t in timeline) - min(t[0] for t in timeline)
+                server_s = sum(t[2] - t[0] for t in timeline)
+                fsync_wall, fsync_cpu = fsync_baseline(work / f"fsync-{number}-{rep}", calls)
+                startup_wall, startup_cpu = timed_child([sys.executable, str(runner), "--help"], env)
+                rows[runner].append({"span": span, "server": server_s, "wall": wall, "cpu": cpu,
+                                     "again_wall": again_wall, "again_cpu": again_cpu, "fsync_wall": fsync_wall,
+                                     "fsync_cpu": fsync_cpu, "startup_wall": startup_wall,
+                                     "startup_cpu": startup_cpu, "load": load_average()})
+    for number, runner in enumerate(runners, 1):
+        print(f"\n{f'runner {number}: ' if len(runners) > 1 else ''}zero-latency stand-in (TCP_NODELAY), N = 1, "
+              f"{calls} calls, {args.repeat} runs:")
+        print_overhead(rows[runner], calls)
+
+
+def print_overhead(rows: list[dict], calls: int) -> None:
+    per = lambda f: [1000 * f(r) / calls for r in rows]          # noqa: E731
+    cpu_per_call = per(lambda r: r["cpu"] - r["again_cpu"])
+    fsync_cpu = [1000 * r["fsync_cpu"] for r in rows]
+    print(f"  calls span                {spread(per(lambda r: r['span']), '{:5.2f}')} ms per call")
+    print(f"  the server's time         {spread(per(lambda r: r['server']), '{:5.2f}')} ms per call (at N = 1 the "
+          f"runner waits for it)")
+    print(f"  fsync-only baseline       {spread([1000 * r['fsync_wall'] for r in rows], '{:5.2f}')} ms per call "
+          f"(CPU {spread(fsync_cpu, '{:.3f}')} ms)")
+    print(f"  runner's own time         {spread(per(lambda r: r['span'] - r['server'] - calls * r['fsync_wall']), '{:5.2f}')}"
+          f" ms per call (span less the server and the fsync)")
+    print(f"  runner CPU                {spread(cpu_per_call, '{:5.2f}')} ms per call (the run's CPU less the "
+          f"same command on the finished folder: {spread([r['again_cpu'] for r in rows], '{:.2f}')} s)")
+    target = [REFERENCE_CPU_MS + f for f in fsync_cpu]
+    print(f"    target: at most the reference's {REFERENCE_CPU_MS} ms plus the fsync's CPU "
+          f"({spread(target, '{:.2f}')} ms): met in {sum(c <= t for c, t in zip(cpu_per_call, target))} of "
+          f"{len(rows)} runs")
+    print(f"  start-up (--help)         {spread([r['startup_wall'] for r in rows], '{:.3f}')} s wall, "
+          f"{spread([r['startup_cpu'] for r in rows], '{:.3f}')} s CPU (the reference: {REFERENCE_STARTUP_S} s)")
+    print(f"  a run with nothing to do  {spread([r['again_wall'] for r in rows], '{:.3f}')} s wall, "
+          f"{spread([r['again_cpu'] for r in rows], '{:.3f}')} s CPU (start-up, the server check, the manifest)")
+    print(f"  process wall              {spread([r['wall'] for r in rows], '{:.2f}')} s")
+    print(f"  load average after each run: {' | '.join(r['load'] for r in rows)}")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--traced-run"]:            # the runner in a child process, traced (see traced_run)
+        split = argv.index("--")
+        return traced_run(Path(argv[1]), Path(argv[argv.index("--runner") + 1]), argv[split + 1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency", type=float, default=0.02, help="seconds per call at the fake server (L)")
-    parser.add_argument("--slots", type=int, default=4, help="calls the fake server serves at once (P)")
+    parser.add_argument("--latency", type=float, default=0.02, help="seconds per call at the stand-in (L)")
+    parser.add_argument("--slots", type=int, default=4, help="calls the stand-in serves at once (P)")
     parser.add_argument("--episodes", type=int, default=15, help="episodes (15 = the default pilot)")
-    parser.add_argument("--concurrency", default="1,2,4,8", help="comma-separated N values")
+    parser.add_argument("--concurrency", default="1,4,8", help="comma-separated N values")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each N and server kind")
+    parser.add_argument("--servers", default=",".join(SERVER_KINDS),
+                        help="stand-in kinds: nodelay (TCP_NODELAY set), nagle (left off)")
+    parser.add_argument("--runner", type=Path, action="append",
+                        help="a run_pilot.py to measure (default: this checkout's); give it twice, another "
+                             "checkout's and this one's, to compare them run by run, alternated")
+    parser.add_argument("--skip-overhead", action="store_true", help="only the scaling runs")
+    parser.add_argument("--skip-scaling", action="store_true", help="only the zero-latency overhead runs")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--nagle", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        serve_stand_in(args.latency, args.slots, args.nagle)
+        return 0
+    if any(k not in SERVER_KINDS for k in args.servers.split(",")):
+        parser.error(f"--servers takes {', '.join(SERVER_KINDS)}")
+    try:
+        levels = [int(x) for x in args.concurrency.split(",")]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1 or args.repeat < 1 or args.slots < 1 or args.episodes < 1 or args.latency < 0:
+        parser.error("--concurrency takes whole numbers of at least 1 (1,4,8); --repeat, --slots and --episodes "
+                     "at least 1; --latency at least 0")
+    runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
+    missing = [str(r) for r in runners if not r.is_file()]
+    if missing:
+        parser.error(f"no run_pilot.py at {', '.join(missing)}")
     calls = calls_for(args.episodes)
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "OLLAMA_HOST")}
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")       # bytecode cached as a user's second run finds it
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}")
-    print(f"pilot: 1 model x 3 regimes x {args.episodes} episodes = {calls} calls; fake server latency "
-          f"L = {args.latency * 1000:.0f} ms, P = {args.slots} parallel slots\n")
+          f"{platform.system()} {platform.release()}; load average at the start {load_average()}")
+    for number, runner in enumerate(runners, 1):
+        print(f"runner {number}: {runner}")
+    print(f"pilot: 1 model x 3 regimes x {args.episodes} episodes = {calls} calls")
     try:
-        print(f"{'N':>3} {'ideal s':>9} {'calls span s':>13} {'of ideal':>9} {'process wall s':>15} {'of ideal':>9}")
-        with TimedOllama(models=[MODEL], latency_s=args.latency, slots=args.slots) as server:
-            for n in [int(x) for x in args.concurrency.split(",")]:
-                server.reset_span()
-                wall, _ = run_once(server.url, work / f"scale-{n}", args.episodes, n)
-                ideal = calls * args.latency / min(n, args.slots)
-                print(f"{n:>3} {ideal:>9.2f} {server.span():>13.2f} {100 * ideal / server.span():>8.1f}% "
-                      f"{wall:>15.2f} {100 * ideal / wall:>8.1f}%", flush=True)
-        with TimedOllama(models=[MODEL], latency_s=0.0) as server:
-            server.reset_span()
-            wall, cpu = run_once(server.url, work / "overhead", args.episodes, 1)
-            span, server_s = server.span(), server.busy_s
-        fsync_s = fsync_baseline(work / "fsync", calls)
-        startup_wall, startup_cpu = run_startup_only()
-        per_call = 1000 * span / calls
-        print(f"\nzero-latency server, concurrency 1, {calls} calls:")
-        print(f"  calls span        {per_call:6.2f} ms per call (first request to last reply)")
-        print(f"  fake server       {1000 * server_s / calls:6.2f} ms per call (reading the request, the fake model, "
-              f"the reply; at N = 1 the runner waits for it)")
-        print(f"  fsync-only        {1000 * fsync_s:6.2f} ms per call (a record-sized line appended and fsynced)")
-        own = per_call - 1000 * (fsync_s + server_s / calls)
-        print(f"  runner's own      {own:6.2f} ms per call (span minus server and fsync: HTTP, requests, records, "
-              f"manifest; target: at most the reference's {REFERENCE_OVERHEAD_MS} ms)")
-        print(f"  runner CPU        {1000 * (cpu - startup_cpu) / calls:6.2f} ms per call (process CPU minus "
-              f"{1000 * startup_cpu:.0f} ms to start Python and import the runner)")
-        print(f"  process wall      {1000 * wall / calls:6.2f} ms per call ({wall:.2f} s, of which "
-              f"{startup_wall:.2f} s start-up and {wall - span:.2f} s outside the calls in all)")
+        for runner in runners:                  # fills the bytecode cache
+            subprocess.run([sys.executable, str(runner), "--help"], capture_output=True, env=env)
+        if not args.skip_scaling:
+            met = scaling(args, runners, work, env, calls)
+        if not args.skip_overhead:
+            overhead(args, runners, work, env, calls)
+        if not args.skip_scaling and args.latency == 0.02 and args.slots == 4:
+            for number, runner in enumerate(runners, 1):
+                print(f"\nrunner {number}: scaling targets (N = 4: 90%, N = 8: 95% of ideal over the calls' span, "
+                      f"in every run): {'met' if met[runner] else 'NOT met'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

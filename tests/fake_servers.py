@@ -3,7 +3,9 @@
 FakeOllama speaks Ollama's native API (/api/chat, /api/show, /api/tags, /api/version), FakeOpenAI an
 OpenAI-compatible one (/v1/models, /v1/chat/completions, /props, /version). Both answer with the same
 deterministic "model", which reads the facts out of the prompt and writes states and answers from
-them, perfectly or with the losses a test asks for. Faults can be queued per chat request.
+them, perfectly or with the losses a test asks for. Faults can be queued per chat request. Each reply's headers
+and body go out in two writes; with nagle=True the server leaves Nagle's algorithm on (no TCP_NODELAY), as
+Python's http.server does, so that a client's delayed ACK holds up every reply on a kept-alive connection.
 """
 from __future__ import annotations
 
@@ -125,23 +127,40 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         # As Ollama's Go server and vLLM's asyncio server do: no Nagle delay between a reply's header and
-        # body, which on a kept-alive connection would meet the client's delayed ACK (40 ms per call).
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # body, which on a kept-alive connection would meet the client's delayed ACK (40 ms per call). A server
+        # made with nagle=True leaves it on, as Python's http.server (and the shims built on it) does.
+        if not self.server.owner.nagle:
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def parse_request(self):
         # The request line has just arrived: the server's per-call latency L counts from here.
         self.arrived = time.monotonic()
         return super().parse_request()
 
-    def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None):
+    def _send(self, status: int, payload, headers: dict | None = None, raw: bytes | None = None,
+              deadline: float | None = None):
+        """The reply, ready before `deadline` and written out at it (headers, then body: two writes)."""
         body = raw if raw is not None else json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
+        wait_until(deadline)
         self.end_headers()
+        self._answered()
         self.wfile.write(body)
+
+    def _answered(self):
+        """A chat request stops counting as in flight once its reply's body goes out: before the client can have
+        read it whole and sent its next request (so that in_flight never counts a call the client is done with)."""
+        counted, self._in_flight = getattr(self, "_in_flight", None), None
+        if counted is not None:
+            owner = self.server.owner
+            with owner.lock:
+                owner.in_flight -= 1
+                if counted == "answer":
+                    owner.answers_in_flight -= 1
 
     def _body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -196,13 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             if is_answer:
                 owner.answers_in_flight += 1
                 owner.max_answers_in_flight = max(owner.max_answers_in_flight, owner.answers_in_flight)
+            self._in_flight = "answer" if is_answer else "chat"
         try:
             self._chat_reply(owner, body, number, fault)
         finally:
-            with owner.lock:
-                owner.in_flight -= 1
-                if is_answer:
-                    owner.answers_in_flight -= 1
+            self._answered()            # a fault that sent no reply
 
     def _chat_reply(self, owner, body, number, fault):
         self._last_body = body
@@ -261,8 +278,9 @@ class FakeServerBase:
     """Starts on 127.0.0.1 at a free port in a background thread; use as a context manager."""
 
     def __init__(self, models=("gemma3:4b",), behaviour: dict | None = None, latency_s: float = 0.0,
-                 slots: int = 64, thinking_models=(), port: int = 0):
+                 slots: int = 64, thinking_models=(), port: int = 0, nagle: bool = False):
         self.models = list(models)
+        self.nagle = nagle          # True: no TCP_NODELAY, each reply's headers and body in two writes
         self.model = DeterministicModel(behaviour)
         self.latency_s = latency_s
         self.slots = threading.BoundedSemaphore(slots)
@@ -394,8 +412,7 @@ class FakeOllama(FakeServerBase):
             del reply["eval_count"], reply["prompt_eval_count"]
         if getattr(self, "count_override", None) is not None:      # counts no server could mean, say
             reply["eval_count"], reply["prompt_eval_count"] = self.count_override
-        wait_until(deadline)
-        handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)})
+        handler._send(200, {k: v for k, v in reply.items() if v not in (0, "", None)}, deadline=deadline)
 
 
 class FakeOpenAI(FakeServerBase):
@@ -496,5 +513,4 @@ class FakeOpenAI(FakeServerBase):
             reply["usage"]["prompt_tokens_details"] = {"cached_tokens": 16}
         if self.omit_usage:
             del reply["usage"]
-        wait_until(deadline)
-        handler._send(200, reply)
+        handler._send(200, reply, deadline=deadline)

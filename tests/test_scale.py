@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
-from pilot import backends, cli, records, runner, transport
+from pilot import backends, cli, records, runfolder, runner, transport
 from pilot.studies import xr001
 
 MODEL = "smollm2:135m"
@@ -218,6 +218,62 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
         compaction.join(5)
         self.assertEqual(order, ["compaction", "answer"])
         self.assertEqual(slots.free, 1)
+
+    def test_a_freed_slot_writes_the_waiting_calls_request_from_the_thread_that_freed_it(self):
+        # the next request goes out without waiting for its own thread to wake; what writing it raised is raised in
+        # the waiting call's thread, which then holds the slot until it gives it back
+        slots = runner.CallSlots(1)
+        slots.acquire(urgent=False)
+        written, raised = [], []
+
+        def waiting_call(fail):
+            def send():
+                written.append(threading.current_thread().name)
+                if fail:
+                    raise ConnectionRefusedError("refused")
+            try:
+                slots.acquire(False, send)
+            except ConnectionRefusedError as err:
+                raised.append(str(err))
+            slots.release()
+
+        first = threading.Thread(target=waiting_call, args=(False,), name="first")
+        second = threading.Thread(target=waiting_call, args=(True,), name="second")
+        first.start()
+        time.sleep(0.05)
+        second.start()
+        time.sleep(0.05)
+        self.assertEqual(written, [])
+        slots.release()                              # from the main thread: it writes the first call's request
+        first.join(5)
+        second.join(5)
+        self.assertEqual(written, ["MainThread", "first"])
+        self.assertEqual(raised, ["refused"])
+        self.assertEqual(slots.free, 1)
+
+    def test_cells_end_without_waiting_for_a_manifest_rewrite_each(self):
+        # the manifest is rewritten by a thread of its own, at most every MANIFEST_REWRITE_INTERVAL_S (here a
+        # minute, longer than the run): six cells' ends cost no rewrite on a cell's thread and at most two in all
+        # (the first end, then the last rewrite when the cells are done), which holds them all
+        out = self.make_tmp() / "run"
+        writers = []
+        write_atomic = runfolder.write_atomic
+
+        def counted(path, data):
+            if path.name == "manifest.json":
+                writers.append(threading.current_thread().name)
+            return write_atomic(path, data)
+
+        with FakeOllama(models=["m:1"]) as server, mock.patch.object(runfolder, "write_atomic", counted), \
+                mock.patch.object(runner, "MANIFEST_REWRITE_INTERVAL_S", 60):
+            code, _, err = run_main(["run", "--models", "m:1", "--host", server.url, "--out", str(out),
+                                     "--episodes", "2", "--concurrency", "2", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([w for w in writers if w.startswith(("cell", "answer"))], [])
+        self.assertLessEqual(writers.count("manifest"), 2)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertEqual(sorted(c["status"] for c in manifest["cells"].values()), ["COMPLETE"] * 6)
+        self.assertEqual(manifest["connections"][0]["connections"], transport.KEPT_ALIVE)
 
     def test_a_one_episode_run_fans_its_answers_out_over_every_slot(self):
         with FakeOllama(models=["a:1"], latency_s=0.03) as server:

@@ -1,7 +1,7 @@
 """Backends: one adapter per server API behind one neutral interface (ChatRequest in, ChatResponse out).
 
 To add a backend: write a class with `name`, `base_url`, `from_options(options)` (a BackendOptions record),
-`chat(request)`,
+`chat(request, slot)` (hold `slot` around the exchange with the server alone),
 `wire_options(max_output_tokens, temperature)`, `model_info(models)`, `prompt_cache_setting(choice)` and
 `refusal_hint(status)` (OllamaBackend and OpenAIBackend below are the two worked examples), put every quirk of
 the server in it, add it to BACKENDS, and `--backend NAME` offers it. The preflight check at the end finds a
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-import urllib.request
+import urllib.parse
 
 from .records import (BackendOptions, CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX,
     PREFLIGHT_TIMEOUT_S, PilotError, TEMPERATURE, TransientError, known_count)
@@ -30,7 +30,9 @@ class OllamaBackend:
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
         self.base_url = normalize_ollama_url(base_url)
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
-        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4)
+        # one connection policy for both: the check's requests are the first calls that measure it
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4,
+                                         policy=self.http.policy)
         self.thinking_models: set[str] = set()
 
     @classmethod
@@ -104,9 +106,10 @@ class OllamaBackend:
             body["think"] = False
         return body
 
-    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+    def chat(self, request: ChatRequest, slot=None) -> tuple[ChatResponse, dict]:
+        """One call; `slot` (the runner's bound on calls awaiting the server) is held around the exchange alone."""
         body = self.build_body(request)
-        reply = self.http.request("POST", "/api/chat", body)
+        reply = self.http.request("POST", "/api/chat", body, slot=slot)
         message = reply.get("message") if isinstance(reply, dict) else None
         if not isinstance(message, dict):
             raise TransientError("POST /api/chat: reply has no `message` object")
@@ -164,7 +167,8 @@ class OpenAIBackend:
         self.key_sent = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
-        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers)
+        self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers,
+                                         policy=self.http.policy)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
         self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
@@ -262,7 +266,7 @@ class OpenAIBackend:
             options["reasoning_effort"] = "none"
         return options
 
-    def chat(self, request: ChatRequest) -> tuple[ChatResponse, dict]:
+    def chat(self, request: ChatRequest, slot=None) -> tuple[ChatResponse, dict]:
         # A prompt that surely cannot fit is refused here (servers that truncate silently exist); the
         # bound is a lower one (6 characters a token), so a borderline prompt is left to the server's 400.
         window = self.context_windows.get(request.model)
@@ -273,7 +277,7 @@ class OpenAIBackend:
         body = {"model": request.model, "messages": [dict(m) for m in request.messages], "stream": False,
                 **self._body_options(request.max_output_tokens, request.temperature, request.seed,
                                      request.thinking_off)}
-        reply = self.http.request("POST", "/v1/chat/completions", body)
+        reply = self.http.request("POST", "/v1/chat/completions", body, slot=slot)
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
             raise TransientError("POST /v1/chat/completions: reply has no choices[0].message")

@@ -5,9 +5,9 @@ A demonstration device, never a subject: every output it produces is marked SIMU
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import re
+import socket
 import threading
 import time
 import zlib
@@ -151,6 +151,7 @@ class StandInServer:
         self.model = model or StandInModel()
         self.chat_count = 0
         self.lock = threading.Lock()
+        import http.server          # here, not at the top: a run on a real server never needs it
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="stand-in model", daemon=True)
@@ -195,6 +196,7 @@ class StandInServer:
                      "eval_duration": elapsed - elapsed // 2}
 
     def _handler_class(self):
+        import http.server
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -202,6 +204,11 @@ class StandInServer:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                # as Ollama does: each reply's headers and body go out at once, not held for the client's ACK
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def send_json(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode("utf-8")

@@ -501,7 +501,7 @@ def manifest_problem(data: Any) -> str | None:
         return "`shard` is not [I, N] with 1 <= I <= N"
     for field, kinds in (("study", (str, type(None))), ("amendments", (list,)), ("recheck", (dict, type(None))),
                          ("task_set", (dict, type(None))), ("base_url_spellings", (list,)),
-                         ("concurrency_used", (list,))):
+                         ("concurrency_used", (list,)), ("connections", (list,))):
         if field in data and not isinstance(data[field], kinds):
             return f"`{field}` is of the wrong type"
     task_set = data.get("task_set")

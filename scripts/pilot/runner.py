@@ -23,7 +23,7 @@ from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
-from .transport import redact_url
+from .transport import WAIT_NAMES, CallSlots, SlotHold, redact_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +203,12 @@ class Progress:
                                   f"connection as the request went out; sent again on a new one (attempt {attempt})\n")
                 self.stream.flush()
 
+    def note(self, text: str) -> None:
+        """A line said once, whatever --quiet says (how the run reaches its server, say)."""
+        with self._lock:
+            self.stream.write(("\n" if self.tty else "") + text + "\n")
+            self.stream.flush()
+
     def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
                  unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
         """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
@@ -256,50 +262,55 @@ class Progress:
         return False
 
 
-class CallSlots:
-    """At most N calls awaiting the server (--concurrency N). A slot is held from sending a request to its reply,
-    not while the reply is journalled, so another call can use the server meanwhile. A waiting compaction goes
-    before a waiting answer: the compactions are the critical path of their cell, the answers are not. A freed
-    slot wakes one waiter, never all of them (up to 3N threads may wait)."""
+MANIFEST_REWRITE_INTERVAL_S = 0.5      # while cells end, the manifest is rewritten at most this often
 
-    def __init__(self, slots: int):
-        self.free = slots
-        self.urgent_waiting = 0
-        self._lock = threading.Lock()
-        self._urgent = threading.Condition(self._lock)
-        self._other = threading.Condition(self._lock)
 
-    def acquire(self, urgent: bool) -> None:
-        with self._lock:
-            if urgent:
-                self.urgent_waiting += 1
+class ManifestWriter:
+    """Cells' ends written into the manifest by a thread of its own, so that no cell waits for the manifest's
+    rewrite and its fsyncs; ends that come within MANIFEST_REWRITE_INTERVAL_S of a rewrite go into the next one.
+    Only the manifest waits: every call is still journalled (written and fsynced) before the next call of its
+    cell is sent, and a cell that a crash leaves out of the manifest is rebuilt from the journal on resume,
+    without calling the model."""
+
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+        self.error: BaseException | None = None
+        self._wanted = threading.Event()
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._write, name="manifest", daemon=True)
+        self._thread.start()
+
+    def set_cell(self, key: str, entry: dict) -> None:
+        with self.manifest._lock:
+            self.manifest.data["cells"][key] = entry
+        self.changed()
+
+    def changed(self) -> None:
+        """The manifest's data changed: rewrite it soon (raises what stopped an earlier rewrite, if anything did)."""
+        if self.error is not None:
+            raise self.error
+        self._wanted.set()
+
+    def _write(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            if self.error is None:
                 try:
-                    while self.free == 0:
-                        self._urgent.wait()
-                finally:
-                    self.urgent_waiting -= 1
-            else:
-                while self.free == 0 or self.urgent_waiting:
-                    self._other.wait()
-            self.free -= 1
-            self._wake()
+                    self.manifest.save()
+                except BaseException as err:      # DiskFull, say: raised in the cells' threads and by close()
+                    self.error = err
+            if self._closing.is_set() and not self._wanted.is_set():
+                return
+            self._closing.wait(MANIFEST_REWRITE_INTERVAL_S)
 
-    def release(self) -> None:
-        with self._lock:
-            self.free += 1
-            self._wake()
-
-    def _wake(self) -> None:
-        if self.free:
-            (self._urgent if self.urgent_waiting else self._other).notify()
-
-    @contextlib.contextmanager
-    def held(self, urgent: bool):
-        self.acquire(urgent)
-        try:
-            yield
-        finally:
-            self.release()
+    def close(self) -> None:
+        """The last rewrite done (raises what stopped it, if anything did)."""
+        self._closing.set()
+        self._wanted.set()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 @dataclasses.dataclass
@@ -321,6 +332,7 @@ class RunContext:
     template: TemplateWatch = dataclasses.field(default_factory=TemplateWatch)
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
+    cell_writer: ManifestWriter | None = None           # where cells' ends go (None: the manifest, at once)
     written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
     written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -344,16 +356,16 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
         while True:
             attempt += 1
             try:
-                with ctx.slots.held(urgent) if ctx.slots else contextlib.nullcontext():
-                    if ctx.stop.is_set():       # stopped while this call waited for a slot: it is not sent
-                        raise RunInterrupted("interrupted")
-                    started = time.monotonic()
-                    response, wire = ctx.backend.chat(request)
-                    http = getattr(ctx.backend, "http", None)
-                    resent = http.take_resends() if hasattr(http, "take_resends") else 0
+                slot = SlotHold(ctx.slots, urgent, ctx.stop)
+                response, wire = ctx.backend.chat(request, slot)
+                http = getattr(ctx.backend, "http", None)
+                resent = http.take_resends() if hasattr(http, "take_resends") else 0
                 if resent:
                     attempt += resent
                     ctx.progress.resent(label, attempt)
+                choice = http.take_connection_choice() if hasattr(http, "take_connection_choice") else None
+                if choice:
+                    record_connection_choice(ctx, choice)
             except FatalCallError:
                 ctx.watch.answered()
                 raise
@@ -380,9 +392,33 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                     raise RunInterrupted("interrupted while waiting to retry") from None
             else:
                 ctx.watch.answered()
-                return response, wire, attempt, time.monotonic() - started
+                return response, wire, attempt, time.monotonic() - slot.started
     finally:
         ctx.progress.retry_over(label)
+
+
+def record_connection_choice(ctx: RunContext, choice: dict) -> None:
+    """How calls reach the server, as the first calls decided it: into the manifest's `connections` (outside the
+    lock: it shapes no output, and a resume may choose otherwise), and said once on stderr where it is not the
+    usual kept-alive connection."""
+    server = redact_url(ctx.backend.base_url)
+    entry = {"server": server, "connections": choice["connections"], "why": choice["why"],
+             "body_wait_ms": choice["body_wait_ms"], "calls_measured": choice["calls_measured"], "at": utc_now()}
+    with ctx.manifest._lock:
+        entries = ctx.manifest.data.setdefault("connections", [])
+        if not entries or (entries[-1].get("server"), entries[-1].get("connections")) != (server, entry["connections"]):
+            entries.append(entry)
+    if ctx.cell_writer is not None:
+        ctx.cell_writer.changed()
+    else:
+        ctx.manifest.save()
+    if choice["way"] != "kept":
+        waits = choice["body_wait_ms"]
+        ctx.progress.note(f"connections: replies from {server} on kept-alive connections waited "
+                          f"{waits.get('kept_alive', 0):g} ms each between their headers and their body (the server "
+                          f"leaves Nagle's algorithm on, and the client delays its ACK); from now on: "
+                          f"{choice['connections']} (replies waited {waits[WAIT_NAMES[choice['way']]]:g} ms); "
+                          f"recorded in the manifest under `connections`")
 
 
 def run_cell(ctx: RunContext, cell: Cell) -> str:
@@ -424,8 +460,8 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
         with ctx.written_lock:
             for record in records.values():
                 ctx.written.pop(id(record), None)
-        ctx.manifest.set_cell(key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
-                                    "updated_at": utc_now()})
+        set_cell(ctx, key, {**entry, "status": "FAILED", "n_calls": len(records), "reason": str(err),
+                            "updated_at": utc_now()})
         ctx.progress.update(failed=1)
         if isinstance(err, FatalCallError) and err.status in (401, 403, 404):
             raise RunAborted(f"{cell.model}: {err}{ctx.backend.refusal_hint(err.status)}") from None
@@ -433,10 +469,15 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     ordered = [records[spec.kind] for spec in plan]
     with ctx.written_lock:
         written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
-    ctx.manifest.set_cell(key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                                "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
+    set_cell(ctx, key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
+                        "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
+
+
+def set_cell(ctx: RunContext, key: str, entry: dict) -> None:
+    """A cell's end, into the manifest (through the run's ManifestWriter when it has one)."""
+    (ctx.cell_writer or ctx.manifest).set_cell(key, entry)
 
 
 def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
@@ -705,25 +746,32 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
     answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
         if concurrency > 1 else None
-    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool)
+    writer = ManifestWriter(ctx.manifest)
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool, cell_writer=writer)
     open_cells = concurrency if concurrency == 1 else 2 * concurrency
-    with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
-            answer_pool or contextlib.nullcontext():
-        running = set()
-        while pending or running:
-            while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
-                running.add(pool.submit(run_cell, ctx, pending.pop(0)))
-            if not running:
-                break
-            finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    outcome[future.result()] += 1
-                except RunInterrupted:
-                    pass
-                except (RunAborted, ServerGone, DiskFull) as err:
-                    abort.append(err)
-                    ctx.stop.set()
+    try:
+        with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \
+                answer_pool or contextlib.nullcontext():
+            running = set()
+            while pending or running:
+                while pending and len(running) < open_cells and not ctx.stop.is_set() and not abort:
+                    running.add(pool.submit(run_cell, ctx, pending.pop(0)))
+                if not running:
+                    break
+                finished, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    try:
+                        outcome[future.result()] += 1
+                    except RunInterrupted:
+                        pass
+                    except (RunAborted, ServerGone, DiskFull) as err:
+                        abort.append(err)
+                        ctx.stop.set()
+    finally:
+        try:
+            writer.close()
+        except DiskFull as err:
+            abort.append(err)
     ctx.progress.update(force=True)
     if abort:
         raise abort[0]

@@ -1,27 +1,49 @@
 """Transport: one small HTTP client behind every backend (PROTOCOL.md section 2, budgets and servers).
 
-Kept-alive connections with a short connect and a long read timeout, Retry-After parsing, and the split of
-failures into transient (retried by the runner) and fatal (stops at once with a message saying what to do).
+Kept-alive connections with a short connect and a long read timeout, the measured choice of how to reuse them
+(ConnectionPolicy: a server whose replies stall on kept-alive connections gets TCP_QUICKACK or a new connection
+per call), the bound on calls awaiting the server (CallSlots, held by a call through SlotHold around its
+exchange alone, a freed slot writing the next waiting call's request at once), Retry-After parsing, and the
+split of failures into transient (retried by the runner) and fatal (stops at once with a message saying what
+to do).
 """
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import datetime as _dt
 import email.utils
-import http.server
+import http.client
 import json
+import os
 import select
 import socket
 import ssl
+import sys
 import threading
-import urllib.request
-from typing import Any
+import time
+import urllib.parse
+from typing import Any, Callable
 
-from .records import FatalCallError, TransientError, lone_surrogate
+from .records import FatalCallError, RunInterrupted, TransientError, lone_surrogate
 
 
-class _TimedHTTPConnection(http.client.HTTPConnection):
+class _OneWriteRequest:
+    """A request's headers and body sent in one write, not two: one system call and one segment instead of two,
+    and a server that reads the headers first finds the body with them."""
+
+    def _send_output(self, message_body=None, encode_chunked=False):
+        if isinstance(message_body, bytes) and not encode_chunked:
+            self._buffer.extend((b"", message_body))
+            message = b"\r\n".join(self._buffer)
+            del self._buffer[:]
+            self.send(message)
+        else:
+            super()._send_output(message_body, encode_chunked)
+
+
+class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
     """Connects under a short timeout, then waits for the reply under a long one."""
 
     read_timeout: float | None = None
@@ -31,7 +53,7 @@ class _TimedHTTPConnection(http.client.HTTPConnection):
         self.sock.settimeout(self.read_timeout)
 
 
-class _TimedHTTPSConnection(http.client.HTTPSConnection):
+class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
     read_timeout: float | None = None
 
     def connect(self):
@@ -39,18 +61,25 @@ class _TimedHTTPSConnection(http.client.HTTPSConnection):
         self.sock.settimeout(self.read_timeout)
 
 
-class _TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    def __init__(self, read_timeout: float):
-        urllib.request.HTTPHandler.__init__(self)
-        urllib.request.HTTPSHandler.__init__(self)
-        self._http = type("Conn", (_TimedHTTPConnection,), {"read_timeout": read_timeout})
-        self._https = type("Conns", (_TimedHTTPSConnection,), {"read_timeout": read_timeout})
+def _timed_opener(read_timeout: float):
+    """urllib's opener (for servers behind a proxy) with the connect and read timeouts of the connections above;
+    urllib.request is imported only here and for the proxy check, which most runs never need."""
+    import urllib.request
 
-    def http_open(self, req):
-        return self.do_open(self._http, req)
+    class TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+        def __init__(self):
+            urllib.request.HTTPHandler.__init__(self)
+            urllib.request.HTTPSHandler.__init__(self)
+            self._http = type("Conn", (_TimedHTTPConnection,), {"read_timeout": read_timeout})
+            self._https = type("Conns", (_TimedHTTPSConnection,), {"read_timeout": read_timeout})
 
-    def https_open(self, req):
-        return self.do_open(self._https, req, context=self._context)
+        def http_open(self, req):
+            return self.do_open(self._http, req)
+
+        def https_open(self, req):
+            return self.do_open(self._https, req, context=self._context)
+
+    return urllib.request.build_opener(TimedHandler())
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -90,19 +119,116 @@ def error_message_from_body(body: bytes) -> str:
     return " ".join(str(data).split())[:300]
 
 
+# How to reuse connections: measured on a server's first calls. A server that writes a reply's headers and its body
+# in two writes with Nagle's algorithm on (no TCP_NODELAY: Python's http.server, and the small proxies and shims
+# built on it) sends the body only once the client has acknowledged the headers, and on a kept-alive connection
+# the client's kernel delays that acknowledgement (40 ms on Linux, up to 200 ms elsewhere): every call then waits
+# that long between the reply's headers and its body. A new connection's first replies are acknowledged at once.
+# The wait between headers and body is the stall's own signature (a model's time comes before the headers), so
+# it is what the policy measures: on kept-alive connections first; where they wait, on new connections, and
+# then on kept-alive ones with TCP_QUICKACK set before each reply (Linux), which acknowledges at once.
+KEPT_ALIVE = "kept alive"
+KEPT_ALIVE_QUICKACK = "kept alive, TCP_QUICKACK set before each reply"
+NEW_PER_CALL = "a new connection per call"
+WAYS = {"kept": KEPT_ALIVE, "new": NEW_PER_CALL, "quickack": KEPT_ALIVE_QUICKACK}
+WAIT_NAMES = {"kept": "kept_alive", "new": "new_connection", "quickack": "kept_alive_quickack"}
+
+STALL_S = 0.02              # a body this much later than on another way: half the shortest delayed ACK
+STALL_VOTES = 3             # calls that must agree, of at most 5 measured each way: one slow call decides nothing
+
+
+class ConnectionPolicy:
+    """Which way the next call reaches the server, measured on the first calls and then fixed (thread-safe).
+
+    The ways, measured in this order: "kept" (a kept-alive connection), "new" (a new connection), "quickack"
+    (kept alive, TCP_QUICKACK set before the reply). Each way is measured until STALL_VOTES of its calls agree;
+    `choice` is set once that decides it. One policy may serve several clients of the same server."""
+
+    def __init__(self, quickack_available: bool = hasattr(socket, "TCP_QUICKACK")):
+        self.quickack_available = quickack_available
+        self.measuring = "kept"
+        self.body_waits: dict[str, list[float]] = {way: [] for way in WAYS}
+        self.choice: dict | None = None
+        self._taken = False
+        self._lock = threading.Lock()
+
+    def next_call(self) -> tuple[bool, bool]:
+        """(reuse a kept-alive connection, set TCP_QUICKACK before the reply) for the next call."""
+        with self._lock:
+            way = self.measuring if self.choice is None else self.choice["way"]
+        return way != "new", way == "quickack"
+
+    def observe(self, reused: bool, quickack: bool, body_wait_s: float) -> None:
+        """One reply's wait between its headers and its body, on the way its call went."""
+        way = ("quickack" if quickack else "kept") if reused else "new"
+        with self._lock:
+            if self.choice is not None:
+                return
+            self.body_waits[way].append(body_wait_s)
+            if way == self.measuring:
+                self._decide()
+
+    def _decide(self) -> None:
+        waits = self.body_waits[self.measuring]
+        if self.measuring == "kept":
+            stalled = sum(w >= STALL_S for w in waits)
+            if len(waits) - stalled >= STALL_VOTES:
+                self._choose("kept", "replies on kept-alive connections came whole")
+            elif stalled >= STALL_VOTES:
+                self.measuring = "new"
+            return
+        kept = _median(self.body_waits["kept"])
+        quicker = sum(w + STALL_S <= kept for w in waits)
+        if self.measuring == "new":
+            if len(waits) - quicker >= STALL_VOTES:
+                self._choose("kept", "replies on new connections waited as long: the server sends its bodies late")
+            elif quicker >= STALL_VOTES and self.quickack_available:
+                self.measuring = "quickack"
+            elif quicker >= STALL_VOTES:
+                self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK")
+        elif quicker >= STALL_VOTES:
+            self._choose("quickack", "replies on kept-alive connections waited for the client's delayed ACK; "
+                                     "TCP_QUICKACK set before each reply removed the wait")
+        elif len(waits) - quicker >= STALL_VOTES:
+            self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK, with "
+                                "TCP_QUICKACK too")
+
+    def _choose(self, way: str, why: str) -> None:
+        self.choice = {"way": way, "connections": WAYS[way], "why": why,
+                       "calls_measured": sum(map(len, self.body_waits.values())),
+                       "body_wait_ms": {WAIT_NAMES[name]: round(1000 * _median(waits), 1)
+                                        for name, waits in self.body_waits.items() if waits}}
+
+    def take_choice(self) -> dict | None:
+        """The choice, once made, to the first caller that asks (None before, and after)."""
+        with self._lock:
+            if self.choice is None or self._taken:
+                return None
+            self._taken = True
+            return dict(self.choice)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 class HttpClient:
     """JSON over HTTP/1.1 with separate connect and read timeouts and classified errors.
 
     Connections are kept alive between calls (one per call in flight, returned to a small pool when its reply
-    has been read), which saves a TCP handshake and a server-side connection per call. A pooled connection
-    the server has closed while idle is noticed before it is used and replaced; one it closes just as a
-    request goes out is replaced once. Where the environment names a proxy for the server (http_proxy and
-    the like), requests go through urllib's proxy handling instead, on a new connection each."""
+    has been read), which saves a TCP handshake and a server-side connection per call, unless the first calls
+    show that the server's replies stall on them (ConnectionPolicy; `take_connection_choice` says what was
+    chosen). A pooled connection the server has closed while idle is noticed before it is used and replaced;
+    one it closes just as a request goes out is replaced once. Where the environment names a proxy for the
+    server (http_proxy and the like), requests go through urllib's proxy handling instead, on a new connection
+    each."""
 
     POOL_MAX = 32
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
-                 headers: dict | None = None):
+                 headers: dict | None = None, policy: ConnectionPolicy | None = None):
         self._headers = dict(headers or {})
         parts = urllib.parse.urlsplit(base_url)
         if parts.username is not None and "Authorization" not in self._headers:
@@ -115,6 +241,7 @@ class HttpClient:
         self._local = threading.local()     # per calling thread: the re-sends of its last request
         self._pool: list[http.client.HTTPConnection] = []
         self._pool_lock = threading.Lock()
+        self.policy = policy or ConnectionPolicy()     # shared by the clients of one server: its first calls decide
         self._origin = None
         try:
             host, port, scheme = parts.hostname, parts.port, parts.scheme.lower()
@@ -123,18 +250,21 @@ class HttpClient:
         self.proxy = self._proxy_for(scheme, host) if host else None
         if host and scheme in ("http", "https") and not self.proxy:
             self._origin = (scheme, host, port, urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
-        self.opener = None if self._origin else urllib.request.build_opener(_TimedHandler(read_timeout))
+        self.opener = None if self._origin else _timed_opener(read_timeout)
 
     @staticmethod
     def _proxy_for(scheme: str | None, host: str) -> str | None:
         """The proxy the environment names for this server (http_proxy, https_proxy, no_proxy), if any."""
+        if sys.platform not in ("darwin", "win32") and not any(k.lower().endswith("_proxy") for k in os.environ):
+            return None             # elsewhere urllib reads proxies from the environment alone: there are none
+        import urllib.request
         proxy = urllib.request.getproxies().get(scheme or "")
         return redact_url(proxy) if proxy and not urllib.request.proxy_bypass(host) else None
 
     # -- kept-alive connections ------------------------------------------------------------------
-    def _checkout(self) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection ready to send on, and whether it served a call before."""
-        while True:
+    def _checkout(self, reuse: bool = True) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection ready to send on (a pooled one where `reuse`), and whether it served a call before."""
+        while reuse:
             with self._pool_lock:
                 conn = self._pool.pop() if self._pool else None
             if conn is None:
@@ -173,37 +303,71 @@ class HttpClient:
         with contextlib.suppress(Exception):
             self.close()
 
-    def _exchange_kept_alive(self, method: str, path: str, data: bytes | None,
-                             headers: dict) -> tuple[int, Any, bytes]:
-        for attempt in (1, 2):
+    def _exchange_kept_alive(self, method: str, path: str, data: bytes | None, headers: dict,
+                             slot: Any = None) -> tuple[int, Any, bytes]:
+        reuse, quickack = self.policy.next_call()
+        if not reuse:
+            headers = {**headers, "Connection": "close"}
+        call: dict = {"resent": False}
+
+        def send(new: bool = False) -> None:
+            """Write the request on a kept-alive connection (a new one where `new`). Under a slot this may run
+            on the thread that frees the slot (see `slot` in request), so it keeps its state in `call`."""
             try:
-                conn, reused = self._checkout()
+                conn, reused = self._checkout(reuse and not new)
             except (TimeoutError, socket.timeout, OSError) as err:
                 raise _ConnectFailed(err)
             try:
                 conn.request(method, self._origin[3] + path, body=data, headers=headers)
-                resp = conn.getresponse()
-                body = resp.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError):
+                if quickack and reused:
+                    # acknowledge the reply's headers at once (the kernel forgets the setting, so it is set per reply)
+                    with contextlib.suppress(OSError):
+                        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+            except BrokenPipeError:
                 conn.close()
-                if reused and attempt == 1:
-                    # the server closed this kept-alive connection as the request went out: sent again at once on a
-                    # new one, and counted (take_resends) so that the caller says so and journals the attempt
-                    self._local.resends = getattr(self._local, "resends", 0) + 1
-                    continue
+                if reused and not call["resent"]:
+                    call["resent"] = True           # closed by the server while idle, unnoticed: on a new one
+                    return send(new=True)
                 raise
             except BaseException:
                 conn.close()
                 raise
-            if resp.will_close:
-                conn.close()
-            else:
-                self._checkin(conn)
-            return resp.status, resp.headers, body
-        raise AssertionError("unreachable")
+            call.update(conn=conn, reused=reused)
+
+        if slot is None:
+            send()
+        with slot.sending(send) if slot is not None else contextlib.nullcontext():
+            while True:
+                conn, reused = call["conn"], call["reused"]
+                try:
+                    resp = conn.getresponse()
+                    headers_at = time.perf_counter()
+                    body = resp.read()
+                except http.client.RemoteDisconnected:
+                    conn.close()
+                    if reused and not call["resent"]:
+                        # the server closed this kept-alive connection as the request went out: sent again at once
+                        # on a new one, and counted (take_resends) so that the caller says so and journals it
+                        call["resent"] = True
+                        send(new=True)
+                        continue
+                    raise
+                except BaseException:
+                    conn.close()
+                    raise
+                break
+        self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
+        self._local.resends = int(call["resent"])
+        if resp.will_close or not reuse:
+            conn.close()
+        else:
+            self._checkin(conn)
+        return resp.status, resp.headers, body
 
     def _exchange_urllib(self, method: str, path: str, data: bytes | None,
                          headers: dict) -> tuple[int, Any, bytes]:
+        import urllib.error
+        import urllib.request
         req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
             with self.opener.open(req, timeout=self.connect_timeout) as resp:
@@ -213,22 +377,38 @@ class HttpClient:
         except urllib.error.URLError as err:
             raise _ConnectFailed(err.reason)
 
+    def take_connection_choice(self) -> dict | None:
+        """How calls reach the server, once the first calls have decided it (given once; None otherwise)."""
+        choice = self.policy.take_choice()
+        if choice is not None and choice["way"] == "new":
+            self.close()                    # the kept-alive connections still pooled are not used again
+        return choice
+
     def take_resends(self) -> int:
         """How many times this thread's last request was sent again on a new connection (and forget it)."""
         count = getattr(self._local, "resends", 0)
         self._local.resends = 0
         return count
 
-    def request(self, method: str, path: str, payload: Any = None) -> Any:
+    def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
+        """Send one request and return its JSON reply.
+
+        `slot` (the runner's --concurrency bound; see SlotHold below) is held around the exchange alone: the
+        request is encoded before it and the reply parsed after. `slot.sending(send)` is a context manager
+        that calls `send()` once the call holds a slot (from the thread that freed it, when the call had to
+        wait: the request goes out without waiting for this thread to wake), and gives the slot back on exit."""
         self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
         if data is not None:
             headers["Content-Type"] = "application/json"
         where = f"{method} {self.base_url}{path}"
-        exchange = self._exchange_kept_alive if self._origin else self._exchange_urllib
         try:
-            status, reply_headers, body = exchange(method, path, data, headers)
+            if self._origin:
+                status, reply_headers, body = self._exchange_kept_alive(method, path, data, headers, slot)
+            else:
+                with slot.sending(lambda: None) if slot is not None else contextlib.nullcontext():
+                    status, reply_headers, body = self._exchange_urllib(method, path, data, headers)
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             if self.proxy:
@@ -258,6 +438,100 @@ class HttpClient:
             raise TransientError(f"{where}: the reply holds a lone surrogate escape, which is not text",
                                  reason="a lone surrogate in the reply")
         return data
+
+
+# -- calls awaiting the server: the --concurrency bound, and the hand-off of a freed slot ------------------
+class CallSlots:
+    """At most N calls awaiting the server (--concurrency N). A slot is held from writing a request to reading its
+    reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
+    use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
+    next one, which writes it at once before going on with its own reply: the slot passes from one call to the
+    next without waiting for a thread to wake. A waiting compaction goes before a waiting answer: the
+    compactions are the critical path of their cell, the answers are not."""
+
+    def __init__(self, slots: int):
+        self.free = slots
+        self._lock = threading.Lock()
+        self._urgent: collections.deque = collections.deque()      # waiting calls, compactions first
+        self._other: collections.deque = collections.deque()
+
+    def acquire(self, urgent: bool, send: Callable[[], None] | None = None) -> None:
+        """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
+        `send` raised is raised here, and the slot is still held."""
+        with self._lock:
+            waiting = None if self.free else _Waiting(send)
+            if waiting is None:
+                self.free -= 1
+            else:
+                (self._urgent if urgent else self._other).append(waiting)
+        if waiting is None:
+            if send is not None:
+                send()
+            return
+        waiting.done.wait()
+        if waiting.error is not None:
+            raise waiting.error
+
+    def release(self) -> None:
+        """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
+        with self._lock:
+            queue = self._urgent or self._other
+            if not queue:
+                self.free += 1
+                return
+            waiting = queue.popleft()
+        waiting.run()
+
+
+class _Waiting:
+    """A call waiting for a slot: its request, written by whoever frees one, and what that raised."""
+
+    def __init__(self, send: Callable[[], None] | None):
+        self.send = send
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            if self.send is not None:
+                self.send()
+        except BaseException as err:        # raised in the waiting call's own thread, which now holds the slot
+            self.error = err
+        finally:
+            self.done.set()
+
+
+class SlotHold:
+    """One call's hold on a CallSlots slot (none without them), taken by the transport around the exchange alone:
+    the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
+    the slot is not sent."""
+
+    def __init__(self, slots: CallSlots | None, urgent: bool, stop: threading.Event):
+        self.slots, self.urgent, self.stop = slots, urgent, stop
+        self.started = time.monotonic()
+
+    @contextlib.contextmanager
+    def sending(self, send: Callable[[], None]):
+        """Run `send` once a slot is held; hold it until the block ends."""
+        def send_unless_stopped() -> None:
+            if self.stop.is_set():          # stopped while this call waited for a slot: it is not sent
+                raise RunInterrupted("interrupted")
+            self.started = time.monotonic()
+            send()
+
+        if self.slots is None:
+            send_unless_stopped()
+            yield self
+            return
+        try:
+            self.slots.acquire(self.urgent, send_unless_stopped)
+        except BaseException:
+            self.slots.release()
+            raise
+        try:
+            yield self
+        finally:
+            self.slots.release()
 
 
 class _ConnectFailed(Exception):
