@@ -394,6 +394,21 @@ def in_design(probe: dict, models: list[str], regimes: list[str], variants: list
             and (questions is None or (episode < len(questions) and probe["question_id"] in questions[episode])))
 
 
+def cells_block_disagreement(results: dict, coverage: dict) -> list[str]:
+    """The label reason when what a results file says of its cells (`cells`: complete, not_complete) disagrees
+    with what its probes cover (`coverage`: complete_cells, partial_cells): the file's own claim is never the
+    count, only a sign that it was edited or made by something else."""
+    cells = results.get("cells")
+    if not isinstance(cells, dict):
+        return []
+    claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+    if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
+            (claimed_left and not coverage["partial_cells"]):
+        return [f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) disagrees "
+                f"with its probes ({coverage['complete_cells']} complete cells)"]
+    return []
+
+
 def cell_coverage(probes: list[dict], models: list[str], regimes: list[str], variants: list[tuple[int, int]],
                   questions: list[dict[int, tuple]] | None) -> dict:
     """What a bank's probes cover, read from the probes alone and never from its `cells` or `n_episodes`: every

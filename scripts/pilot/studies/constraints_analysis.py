@@ -7,8 +7,8 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import (PROBE_KINDS, ProbeKind, bank_variants, cell_coverage, cell_final_state, checked_cells, in_design,
-    is_primary, regime_summary, score_probe, task_questions)
+from ..bank import (PROBE_KINDS, ProbeKind, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement,
+    checked_cells, in_design, is_primary, regime_summary, score_probe, task_questions)
 from ..inputs import task_set_summary
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime,
     TEMPERATURE, folder_study, is_simulated, known_count)
@@ -264,13 +264,7 @@ def sc_label_reasons(results: dict, task_set: dict | None, coverage: dict, regim
     if coverage["mismatched_truths"]:
         reasons.append(f"{coverage['mismatched_truths']} probe(s) whose compliant letter or category differs from "
                        f"the task set")
-    cells = results.get("cells")
-    if isinstance(cells, dict):
-        claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
-        if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
-                (claimed_left and not coverage["partial_cells"]):
-            reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
-                           f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
+    reasons += cells_block_disagreement(results, coverage)
     if results.get("temperature", TEMPERATURE) != TEMPERATURE:
         reasons.append(f"temperature {results.get('temperature')} is not the pre-registered {TEMPERATURE:g}")
     if is_simulated(results):

@@ -8,8 +8,8 @@ import itertools
 import operator
 from typing import Iterable
 
-from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, checked_cells, class_tallies,
-    distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
+from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, cells_block_disagreement, checked_cells,
+    class_tallies, distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
     read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state, read_typed_state_loose,
     regime_summary, score_probe, summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
@@ -290,13 +290,7 @@ def label_reasons(results: dict, coverage: dict, task_set: dict | None, regimes:
                        f"or questions")
     if coverage["mismatched_truths"]:
         reasons.append(f"{coverage['mismatched_truths']} probe(s) whose truth or type differs from the task set")
-    cells = results.get("cells")
-    if isinstance(cells, dict):
-        claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
-        if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
-                (claimed_left and not coverage["partial_cells"]):
-            reasons.append(f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) "
-                           f"disagrees with its probes ({coverage['complete_cells']} complete cells)")
+    reasons += cells_block_disagreement(results, coverage)
     if is_simulated(results):
         reasons.append("simulated: the answers come from the built-in stand-in model (`demo`), not a language model")
     return reasons
