@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, load_tasks, run_main
-from pilot import bank, inputs, launch, records, reports, stats
+from pilot import bank, cli, inputs, launch, records, reports, stats
 from pilot.studies import xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
@@ -119,6 +119,17 @@ class RegimeFileTest(TempDirMixin, unittest.TestCase):
         code, _, err = run_main(["plan", "--models", MODEL, "--regime-file", str(regime_file(folder, "{nope"))])
         self.assertEqual(code, 2)
         self.assertIn("is not valid JSON", err)
+
+    def test_a_regime_file_gets_a_folder_of_its_own(self):
+        """Regimes added from a file never share the pre-registered run's folder (its lock would refuse them)."""
+        path = REPO / "tasks" / "regimes.example.json"
+        sha = records.file_sha256(path)[:12]
+        for study, argv in (("xr001", []), ("constraints", ["--study", "constraints"])):
+            with self.subTest(study):
+                args = cli.build_parser("pilot").parse_args(["--models", MODEL, "--regime-file", str(path), *argv])
+                self.assertEqual(launch.resolve_run_dir(args).name, f"{study}-regimes-{sha}")
+        args = cli.build_parser("pilot").parse_args(["--models", MODEL])
+        self.assertEqual(launch.resolve_run_dir(args).name, "xr001")
 
     def test_unknown_regime_fails_before_anything_is_made(self):
         out = self.make_tmp() / "run"

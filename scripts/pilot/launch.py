@@ -243,9 +243,12 @@ def resolve_run_dir(args) -> Path:
     regimes = [r for r in parse_names(getattr(args, "regimes", None)) if r not in study.default_regimes]
     if regimes or parse_names(getattr(args, "regimes", None)) not in ([], list(study.default_regimes)):
         name += "-" + "-".join(parse_names(args.regimes))
-    if replaces_regimes(getattr(args, "regime_file", None)):
-        # the pre-registered regimes under other prompts (a replication's) never share the pinned run's folder
-        name += "-prompts-" + file_sha256(Path(args.regime_file))[:12]
+    regime_file = getattr(args, "regime_file", None)
+    if regime_file and Path(regime_file).is_file():
+        # a regime file's regimes never share the pinned run's folder: the pre-registered regimes under other
+        # prompts (a replication's) in a -prompts- folder, regimes added beside them in a -regimes- one
+        kind = "-prompts-" if replaces_regimes(regime_file) else "-regimes-"
+        name += kind + file_sha256(Path(regime_file))[:12]
     budgets = getattr(args, "budgets", None) or [DEFAULT_BUDGET]
     if list(budgets) != [DEFAULT_BUDGET]:
         name += "-b" + "-".join(map(str, budgets))
