@@ -403,6 +403,10 @@ class ShardTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(json.loads((root / "merged" / "results.json").read_text()),
                              json.loads((root / "whole" / "results.json").read_text()))
             self.assertTrue((root / "merged" / "report.html").exists())
+            merged = json.loads((root / "merged" / "manifest.json").read_text())
+            # what the shards recorded of their servers is kept: both addresses, and how each was reached
+            self.assertEqual(merged["base_url_spellings"], [s1.url, s2.url])
+            self.assertEqual([c["server"] for c in merged["connections"]], [s1.url, s2.url])
             code, _, err = run_main(["merge", str(root / "half"), str(root / "s1")])
             self.assertEqual(code, 3)
             # a shard made under other settings is refused

@@ -16,7 +16,7 @@ from .inputs import load_task_set, load_tasks, task_file_study
 from .launch import (check_study_design, chosen_regimes, given_source, parse_models, parse_names, resolve_run_dir,
     study_of)
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, SURROGATE_ESCAPE, Study, display_path, folder_study, is_simulated, lone_surrogate,
+    PilotError, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated, lone_surrogate,
     lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
@@ -526,6 +526,9 @@ def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[s
         "amendments": [a for _, d, _ in shards for a in d["amendments"]],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
         "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
+        # every spelling of the server and every connection choice a shard recorded, each once
+        "base_url_spellings": list(dict.fromkeys(u for _, d, _ in shards for u in d.get("base_url_spellings", []))),
+        "connections": list({canonical_json(c): c for _, d, _ in shards for c in d.get("connections", [])}.values()),
         "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
     })
     problems = verify_run(out, merged.data, shards[0][2])
