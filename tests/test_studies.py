@@ -185,6 +185,22 @@ NOTE_LOSSES = {"prose_keep_last": 2, "prose_shift": 1}     # the fake's prose no
 CALLS = N_SESSIONS * (2 + N_PARTS + 2)                      # FULL: 2 answers; NOTE: 3 compactions and 2 answers
 
 
+class FolderOfAStudyTest(unittest.TestCase):
+    def test_status_verify_and_score_find_a_studys_default_folder_with_study(self):
+        """A run started with `--study S` is found by the folder commands with the same `--study S`, as the run
+        command would name its folder, not only with --out."""
+        from pilot import cli, launch
+        for command in ("status", "verify", "score"):
+            for study, extra, folder in (("constraints", [], "constraints"), ("constraints", ["--episodes", "5"],
+                                                                               "constraints-e5"),
+                                         ("adversarial", [], "adversarial")):
+                with self.subTest(command=command, study=study, extra=extra):
+                    args = cli.build_parser(command).parse_args(["--study", study, *extra])
+                    self.assertEqual(launch.resolve_run_dir(args).name, folder)
+            args = cli.build_parser(command).parse_args([])
+            self.assertEqual(launch.resolve_run_dir(args).name, "xr001")
+
+
 class NewStudyTest(TempDirMixin, unittest.TestCase):
     """TALLY-T1 registered in one line and run through main() on the fake server."""
 

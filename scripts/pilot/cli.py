@@ -245,6 +245,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_run_options(parser)
     elif command in ("score", "status", "verify"):
         add_folder_options(parser)
+        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
+                            help="the study whose default run folder to look in, as the run was started with it "
+                                 f"(default {next(iter(STUDY_REGISTRY))}); a folder named with --out says its own")
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
