@@ -281,8 +281,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":
-        parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails; "
-                         "2 bad input. No model is called.")
+        parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails "
+                         "(RUN_DIR: a final state); 2 bad input. A run of a study that gates its states as it scores "
+                         "them (the adversarial and sessions studies) is scored again and its analysis printed, "
+                         "with the gate's findings per regime; exit 0. No model is called.")
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
                             help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
         parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses, and the "
