@@ -99,12 +99,11 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         banner = next(line for line in lines if "NON-CONFIRMATORY" in line)
         self.assertTrue(banner.startswith("**SIMULATED**"), banner)
 
-    def test_report_title_heading_and_headline_say_simulated_first(self):
+    def test_report_title_and_label_block_say_simulated_first(self):
         report = (self.out / "report.html").read_text()
         self.assertRegex(report, r"<title>SIMULATED")
-        self.assertRegex(report, r"<h1>SIMULATED")
-        headline = re.search(r'<p class="headline"><span class="label [^"]*">([^<]*)', report).group(1)
-        self.assertTrue(headline.startswith("SIMULATED"), headline)
+        label = re.search(r'<h1>[^<]*</h1>\n<div class="headline"><p class="label [^"]*">([^<]*)', report).group(1)
+        self.assertEqual(label, "SIMULATED · NON-CONFIRMATORY")
 
     def test_every_figure_is_stamped_simulated_first(self):
         for name in FIGURES:
@@ -151,7 +150,7 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(stdout.startswith("# SIMULATED"), stdout[:80])
         self.assertTrue((elsewhere / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertTrue((elsewhere / "RESULTS.md").read_text().startswith("# SIMULATED"))
-        self.assertRegex((elsewhere / "report.html").read_text(), r'<span class="label [^"]*">SIMULATED')
+        self.assertRegex((elsewhere / "report.html").read_text(), r'<p class="label [^"]*">SIMULATED')
         for name in FIGURES:
             self.assertTrue(svg_stamps((elsewhere / "figures" / name).read_text())[0].startswith("SIMULATED"))
         code, stdout, _ = run_main(["analyze", "--out", str(self.out)])
@@ -199,7 +198,7 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
         self.assertIn("python3 scripts/run_pilot.py --study constraints --models gemma3:4b", stdout)
         self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertIn("SIMULATED", (out / "RESULTS.md").read_text().splitlines()[0])
-        self.assertIn("<h1>SIMULATED", (out / "report.html").read_text())
+        self.assertIn('<p class="label label-warn">SIMULATED · NON-CONFIRMATORY</p>', (out / "report.html").read_text())
         for figure in (out / "figures").glob("*.svg"):
             with self.subTest(figure.name):
                 stamp = re.search(r'class="nonconfirmatory"[^>]*>([^<]*)<', figure.read_text())
