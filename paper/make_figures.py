@@ -891,9 +891,9 @@ def constraints_label_why(analysis: dict) -> str:
     """Why a constraints bank has its label and what that means (the report's label block)."""
     label = analysis["label"]
     why = "; ".join(analysis["reasons"]) + ". " if analysis["reasons"] else ""
-    if label == "UNINFORMATIVE":
-        return why + constraints_analysis.uninformative_explanation()
-    return why + reports.label_consequence(label)
+    meaning = constraints_analysis.uninformative_explanation() if label == "UNINFORMATIVE" else \
+        reports.label_consequence(label)
+    return why + meaning[:1].upper() + meaning[1:]
 
 
 def regenerate_constraints(analysis: dict, out_dir: Path, source: str) -> list[Path]:

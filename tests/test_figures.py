@@ -542,6 +542,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
                 block = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
                 self.assertTrue(page_text(block).startswith(f"SIMULATED · {label}"), block)
                 self.assertLess(page.index('<div class="headline">'), page.index("<table>"))
+                self.assertNotRegex(page_text(block), r"\. [a-z]")       # each sentence of the box begins upper case
         # each figure file, which travels alone, keeps its stamp
         self.assertTrue(all(texts_of(root, "nonconfirmatory") for root in
                             map(parse, mf.render_figures(results, analysis).values())))
