@@ -15,6 +15,8 @@ No raw logs and no server are needed.
 from __future__ import annotations
 
 import argparse
+import colorsys
+import dataclasses
 import html
 import json
 import os
@@ -33,22 +35,50 @@ from pilot import bank, commands, inputs, records, reports, runfolder  # noqa: E
 from pilot.studies import (adversarial, adversarial_analysis, constraints, constraints_analysis, xr001,  # noqa: E402
                            xr001_analysis, xr001_report)
 
-# Okabe-Ito: distinguishable with every common form of colour blindness.
+# Okabe-Ito: distinguishable with every common form of colour blindness. R0, R1 and R2 keep their colours in
+# every study; every other condition takes the next colour here in its study's order (then Paul Tol's muted
+# palette, then evenly spread hues), so that each condition has one colour in all of a report's figures.
 REGIME_COLOURS = {"R0": "#0072B2", "R1": "#D55E00", "R2": "#009E73"}
 REGIME_LABELS = {"R0": "R0 full transcript", "R1": "R1 prose summary", "R2": "R2 typed state block"}
-# Exploratory regimes (built-in R3, K1, K2 or a user's) take the rest of the Okabe-Ito palette in order.
-EXTRA_COLOURS = ("#E69F00", "#56B4E9", "#CC79A7", "#F0E442", "#000000", "#999999")
+EXTRA_COLOURS = ("#E69F00", "#56B4E9", "#CC79A7", "#F0E442", "#000000", "#999999",
+                 "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
 
 
-def regime_colour(regime: str, regimes: list[str]) -> str:
-    if regime in REGIME_COLOURS:
-        return REGIME_COLOURS[regime]
+def regime_colours(regimes: list[str]) -> dict[str, str]:
+    """One colour per condition of a study (its whole list of regimes, whichever a figure shows)."""
     extras = [r for r in regimes if r not in REGIME_COLOURS]
-    return EXTRA_COLOURS[extras.index(regime) % len(EXTRA_COLOURS)] if regime in extras else "#777777"
+    return {r: REGIME_COLOURS[r] if r in REGIME_COLOURS else extra_colour(extras.index(r)) for r in regimes}
 
 
-def regime_label(regime: str) -> str:
-    return REGIME_LABELS.get(regime, f"{regime}* (exploratory)")
+def extra_colour(index: int) -> str:
+    if index < len(EXTRA_COLOURS):
+        return EXTRA_COLOURS[index]
+    red, green, blue = colorsys.hls_to_rgb((index - len(EXTRA_COLOURS)) * 0.381966 % 1, 0.45, 0.6)
+    return "#" + "".join(f"{round(255 * c):02X}" for c in (red, green, blue))
+
+
+def regime_definitions(analysis: dict) -> dict:
+    """Each regime's summary as the bank recorded it (description, exploratory, condition, ...)."""
+    return analysis.get("definitions") or analysis.get("regime_definitions") or {}
+
+
+def regime_labels(analysis: dict) -> dict[str, str]:
+    """Each condition's legend text; an exploratory one, and only it, carries a star and says so (a regime the
+    bank does not describe is exploratory unless it is R0, R1 or R2)."""
+    definitions, labels = regime_definitions(analysis), {}
+    for regime in analysis["regimes"]:
+        definition = definitions.get(regime)
+        if (definition or {}).get("exploratory", definition is None and regime not in REGIME_LABELS):
+            labels[regime] = f"{regime}* (exploratory)"
+        elif regime in REGIME_LABELS:
+            labels[regime] = REGIME_LABELS[regime]
+        elif analysis.get("study") == "constraints":
+            labels[regime] = f"{regime} {constraints_analysis.condition_name(regime, definition or {})}"
+        else:
+            labels[regime] = regime
+    return labels
+
+
 CLASS_COLOURS = {"correct": "#D9D9D9", "off_by_one": "#E69F00", "conflation": "#CC79A7",
                  "other_wrong": "#56B4E9", "omission": "#000000"}
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
@@ -146,13 +176,16 @@ class Svg:
                 + "\n".join(self.parts) + "\n</svg>\n")
 
 
-def header(svg: Svg, title: str, note: str | None, subtitle: str = "") -> float:
-    """Title, then the NON-CONFIRMATORY stamp on its own line, then the subtitle; returns where the plot may start."""
+def header(svg: Svg, title: str, note: str | None, subtitle: str = "", why: str | None = None) -> float:
+    """Title, then the NON-CONFIRMATORY stamp on its own line, then why the bars sit where they do (an
+    UNINFORMATIVE bank), then the subtitle; returns where the plot may start."""
     room = svg.width - 2 * MARGIN
     y = svg.lines(MARGIN, 24, wrap(title, 15, room, bold=True), 15, 19, weight="bold")
     if note:
         y = svg.lines(MARGIN, y + 19, wrap(note, 12, room, bold=True), 12, 16, weight="bold", fill="#B00000",
                       cls="nonconfirmatory")
+    if why:
+        y = svg.lines(MARGIN, y + 17, wrap(why, 11, room), 11, 14, fill="#B00000", cls="why")
     if subtitle:
         y = svg.lines(MARGIN, y + 18, wrap(subtitle, 11, room), 11, 14, fill="#333333")
     return y + 26           # room above the plot for a value label at 100%
@@ -180,6 +213,33 @@ def y_axis(svg: Svg, left: float, top: float, height: float, right: float, label
     svg.line(left, top, left, top + height, cls="axis")
     svg.line(left, top + height, right, top + height, cls="axis")
     svg.text(18, top + height / 2, label, size=11, anchor="middle", rotate=-90)
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    """What every figure of one report shares: the label stamp (None where the page states the label once, at its
+    top), each condition's legend text and colour, and how the models are written: their names, or M1, M2, ...
+    with a key to the names (key) in every figure when one name does not fit the narrowest slot of any of them."""
+
+    stamp: str | None
+    labels: dict
+    colours: dict
+    models: dict
+    key: list
+
+
+BAR_W, GROUP_GAP = 30, 40
+
+
+def group_room(n_series: int, beside: bool = False) -> float:
+    """The room under a group of grouped_bars for its name."""
+    return BAR_W * (2 if beside else 1) * n_series + GROUP_GAP - 6
+
+
+def make_look(analysis: dict, stamp: str | None, rooms: list[float]) -> Look:
+    groups = analysis.get("groups") or analysis["models"]
+    names, key = group_labels(groups, min(rooms))
+    return Look(stamp, regime_labels(analysis), regime_colours(analysis["regimes"]), dict(zip(groups, names)), key)
 
 
 def group_labels(groups: list[str], room: float, size: float = 11) -> tuple[list[str], list[tuple[str, str]]]:
@@ -219,25 +279,25 @@ def percent_label(rate: float) -> str:
 
 
 def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
-                 note: str | None, with_errors: bool = True, beside: dict | None = None, beside_label: str = "",
-                 footnotes: list[str] = ()) -> str:
+                 look: Look, with_errors: bool = True, beside: dict | None = None, beside_label: str = "",
+                 footnotes: list[str] = (), why: str | None = None) -> str:
     """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary. `beside`
     draws a second, outlined bar right of each (another count of the same cell, named by beside_label in the
     legend); a cell whose summary carries "flag" gets a ! before its value, and footnotes go under the plot."""
-    bar_w, gap = 30, 40
+    bar_w, gap = BAR_W, GROUP_GAP
     slot_w = bar_w * (2 if beside is not None else 1)
     group_w = slot_w * len(regimes) + gap
     right = LEFT + group_w * len(groups) + 10
-    items = [(regime_label(r), regime_colour(r, regimes)) for r in regimes]
+    items = [(look.labels[r], look.colours[r]) for r in regimes]
     if beside is not None:
         items.append((beside_label, "#FFFFFF"))
-    labels, key = group_labels(groups, group_w - 6)
+    labels, key = [look.models[g] for g in groups], look.key
     width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
     if key:
         width = max(width, LEFT + 30 + max(text_width(name, 10) for _, name in key) + MARGIN)
         width = min(width, max(900, right + 20 + legend_width([label for label, _ in items]) + MARGIN))
     svg = Svg(width, 0, title)
-    top = header(svg, title, note, subtitle)
+    top = header(svg, title, look.stamp, subtitle, why)
     y_axis(svg, LEFT, top, PLOT_HEIGHT, right, y_label)
     base = top + PLOT_HEIGHT
     for g, group in enumerate(groups):
@@ -252,7 +312,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
             if other and other["n"]:
                 h = PLOT_HEIGHT * other["rate"]
                 svg.rect(x + bar_w + 2, base - h, bar_w - 4, h, "#FFFFFF", cls="beside",
-                         extra=f' stroke="{regime_colour(regime, regimes)}" stroke-width="1.5" '
+                         extra=f' stroke="{look.colours[regime]}" stroke-width="1.5" '
                                f'data-value="{num(100 * other["rate"])}" data-group="{html.escape(group)}" '
                                f'data-series="{regime}"', tip=f"{group} {regime} {beside_label}: {reports.fmt_rate(other, False)}")
                 svg.text(x + bar_w * 1.5, base - h - VALUE_GAP, percent_label(other["rate"]), size=VALUE_SIZE,
@@ -260,7 +320,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
             h = PLOT_HEIGHT * summary["rate"]
             tip = f"{group} {regime}: {reports.fmt_rate(summary, with_errors)}" + \
                 (f" ({summary['flag']})" if summary.get("flag") else "")
-            svg.rect(x + 2, base - h, bar_w - 4, h, regime_colour(regime, regimes), cls="bar",
+            svg.rect(x + 2, base - h, bar_w - 4, h, look.colours[regime], cls="bar",
                      extra=f' data-value="{num(100 * summary["rate"])}" data-group="{html.escape(group)}" '
                            f'data-series="{regime}"' + (' data-flag="1"' if summary.get("flag") else ""), tip=tip)
             label_above = base - h
@@ -293,23 +353,75 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
     return svg.render()
 
 
-def figure_corruption(analysis: dict) -> str:
+def xr001_look(analysis: dict, stamped: bool = True) -> Look:
+    """The look of XR-001's figures: models named as the narrowest of its grouped figures allows."""
+    retained = [r for r in analysis["regimes"] if r in analysis["retention"]["by_regime"]]
+    rooms = [group_room(len(analysis["regimes"]))] + ([group_room(len(retained), beside=True)] if retained else [])
+    return make_look(analysis, reports.confirmatory_note(analysis) if stamped else None, rooms)
+
+
+def bars_position(rates: list[float]) -> str | None:
+    """Where a figure's bars sit, when they all sit at one end: "at 100%", "near 0%", ...; None otherwise."""
+    if not rates:
+        return None
+    for end, name in ((1.0, "100%"), (0.0, "0%")):
+        if all(rate == end for rate in rates):
+            return f"at {name}"
+        if all(abs(rate - end) <= 0.1 for rate in rates):
+            return f"at or near {name}"
+    return None
+
+
+def xr001_why(analysis: dict, cells: dict[str, list[float]]) -> dict[str, str]:
+    """On an UNINFORMATIVE bank, one line per figure saying why its bars sit where they do, from the bank's own
+    counts (cells: each figure's plotted rates); nothing for any other bank."""
+    if analysis["label"] != "UNINFORMATIVE":
+        return {}
+    classes, regimes = analysis["classes"], analysis["regimes"]
+    total = sum(classes[r][c] for r in regimes for c in bank.CLASSES)
+    omitted = sum(classes[r]["omission"] for r in regimes)
+    wrong = [f"{m} {reports.pct(c['r0_rate'])}" for m, c in analysis["ceiling"].items()]
+    who = f"{wrong[0].rsplit(' ', 1)[0]} already gets {wrong[0].rsplit(' ', 1)[1]}" if len(wrong) == 1 else \
+        f"the models already get {', '.join(wrong)}"
+    ceiling = (f"With the full transcript (R0), {who} wrong, above the "
+               f"{reports.pct(xr001_analysis.CEILING_MAX_R0_CORRUPTION)} ceiling: no model can do the task, so these "
+               f"numbers say nothing about compaction.")
+    omissions = f"{omitted} of {total} answers gave no parseable ANSWER: line"
+
+    def lead(name: str, because: str) -> str:
+        """Why the figure's bars sit at one end (when they do and the bank says why), then the ceiling."""
+        position = bars_position(cells.get(name, []))
+        return (f"Why the bars sit {position}: {because} " if position and because else "") + ceiling
+
+    at_cap = analysis["budget"].get("at_cap") or {}
+    capped = "; ".join(f"{r} {c['k']} of {c['n']}" for r, c in at_cap.items() if c["n"])
+    found = "; ".join(f"{r} {e['retained']} of {e['n_entities']} entities, {e['right']} with the right value"
+                      for r, e in analysis["retention"]["by_regime"].items() if e["n_entities"])
+    return {FIGURES[0][0]: lead(FIGURES[0][0], f"{omissions}, and an omission counts as corrupted." if omitted else ""),
+            FIGURES[1][0]: (f"Why the bars are mostly black: {omissions} (omission). " if omitted * 2 > total else "")
+            + ceiling,
+            FIGURES[2][0]: lead(FIGURES[2][0], f"{omissions}, and an omission is never a completed sum."
+                                if omitted else ""),
+            FIGURES[3][0]: (f"Compactions that stopped at the cap: {capped}. " if capped else "") + ceiling,
+            FIGURES[4][0]: lead(FIGURES[4][0], f"the final states name {found}." if found else "")}
+
+
+def figure_corruption(analysis: dict, look: Look | None = None, why: str | None = None) -> str:
     cells = {(m, r): analysis["corruption"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[0][1], "Probes not answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "numeric-corruption rate (%)",
-                        reports.confirmatory_note(analysis))
+                        look or xr001_look(analysis), why=why)
 
 
-def figure_multihop(analysis: dict) -> str:
+def figure_multihop(analysis: dict, look: Look | None = None, why: str | None = None) -> str:
     cells = {(m, r): analysis["multihop"][m][r] for m in analysis["models"] for r in analysis["regimes"]}
     return grouped_bars(FIGURES[2][1], "Q7 and Q8 answered correctly; whiskers: 95% Wilson intervals",
                         analysis["models"], analysis["regimes"], cells, "multi-hop completion (%)",
-                        reports.confirmatory_note(analysis))
+                        look or xr001_look(analysis), why=why)
 
 
-def figure_retention(analysis: dict) -> str:
-    """The values P3 reads, found with the right value (solid), beside the names found with any value (outlined);
-    a row whose bank counted more right values than names found is flagged, never shown above its names."""
+def retention_cells(analysis: dict) -> tuple[list[str], dict, dict, list[str]]:
+    """The retention figure's regimes, its solid cells (right values), outlined cells (names found) and flags."""
     regimes = [r for r in analysis["regimes"] if r in analysis["retention"]["by_regime"]]
     cells, names, flagged = {}, {}, []
     for model in analysis["models"]:
@@ -324,6 +436,13 @@ def figure_retention(analysis: dict) -> str:
                     cells[(model, regime)]["flag"] = "the bank counted more right values than names found"
                     flagged.append(f"{model} {regime}: {agg['correct']} right values over {agg['retained']} names "
                                    f"found")
+    return regimes, cells, names, flagged
+
+
+def figure_retention(analysis: dict, look: Look | None = None, why: str | None = None) -> str:
+    """The values P3 reads, found with the right value (solid), beside the names found with any value (outlined);
+    a row whose bank counted more right values than names found is flagged, never shown above its names."""
+    regimes, cells, names, flagged = retention_cells(analysis)
     readers = {analysis["retention"]["by_regime"][r]["right_reader"] for r in regimes}
     subtitle = ("Solid: entity values found with the right value (what P3 reads); outlined: entity names found, "
                 "with any value. Exploratory" + ("; prose read by the sentence that names the entity"
@@ -332,19 +451,20 @@ def figure_retention(analysis: dict) -> str:
     footnotes = [f"! The bank's own count is inconsistent: {'; '.join(flagged)}. Each such state is plotted "
                  f"as its names found."] if flagged else []
     return grouped_bars(FIGURES[4][1], subtitle, analysis["models"], regimes, cells,
-                        "values retained with the right value (%)", reports.confirmatory_note(analysis),
-                        with_errors=False, beside=names, beside_label="names found (outline)", footnotes=footnotes)
+                        "values retained with the right value (%)", look or xr001_look(analysis),
+                        with_errors=False, beside=names, beside_label="names found (outline)", footnotes=footnotes,
+                        why=why)
 
 
-def figure_classes(analysis: dict) -> str:
-    regimes = analysis["regimes"]
+def figure_classes(analysis: dict, look: Look | None = None, why: str | None = None) -> str:
+    regimes, look = analysis["regimes"], look or xr001_look(analysis)
     bar_w, gap = 60, 100
     right = LEFT + (bar_w + gap) * len(regimes) + 10
     width = max(560, right + 10 + legend_width(list(bank.CLASSES)) + MARGIN)
     title = FIGURES[1][1]
     svg = Svg(width, 0, title)
-    top = header(svg, title, reports.confirmatory_note(analysis), "Share of probes per class; bracket: incident "
-                 "signature (off_by_one + conflation)")
+    top = header(svg, title, look.stamp, "Share of probes per class; bracket: incident signature (off_by_one + "
+                 "conflation)", why)
     y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "share of probes (%)")
     base = top + PLOT_HEIGHT
     for i, regime in enumerate(regimes):
@@ -378,8 +498,9 @@ def figure_classes(analysis: dict) -> str:
     return svg.render()
 
 
-def figure_tokens(results: dict, analysis: dict) -> str:
+def figure_tokens(results: dict, analysis: dict, look: Look | None = None, why: str | None = None) -> str:
     """Histogram of realized tokens per compaction call, one row per regime, the cap marked."""
+    look = look or xr001_look(analysis)
     cap = (results.get("run") or {}).get("compaction_cap", records.COMPACTION_NUM_PREDICT)
     regimes = [r for r in analysis["regimes"] if (analysis.get("definitions") or {}).get(r, {}).get("compacts")]
     per_regime = {r: [c["eval_count"] for c in results.get("calls") or []
@@ -393,13 +514,13 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     row_h, title_band, label_band, axis_band = 124, 16, 16, 34
     bar_room = row_h - title_band - label_band - axis_band
     plot_w = 420
-    items = [(f"{r} calls per 16 tokens", regime_colour(r, regimes)) for r in regimes]
+    items = [(f"{r} calls per 16 tokens", look.colours[r]) for r in regimes]
     legend_x = LEFT + plot_w + 70
     width = max(780, legend_x + legend_width([label for label, _ in items] + [f"cap ({cap} tokens)"]) + MARGIN)
     title = FIGURES[3][1]
     svg = Svg(width, 0, title)
-    plot_top = header(svg, title, reports.confirmatory_note(analysis), f"Output tokens of each compaction call as the "
-                      f"server counted them; dashed line: the {cap}-token cap") - 10
+    plot_top = header(svg, title, look.stamp, f"Output tokens of each compaction call as the server counted them; "
+                      f"dashed line: the {cap}-token cap", why) - 10
     scale = plot_w / (n_bins * bin_w)
     cap_x = LEFT + cap * scale
     for i, regime in enumerate(regimes):
@@ -410,7 +531,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
         for v in values:
             counts[min(max(v - 1, 0) // bin_w, n_bins - 1)] += 1
         peak = max(counts) or 1
-        svg.text(LEFT, top + 12, regime_label(regime), size=11, weight="bold")
+        svg.text(LEFT, top + 12, look.labels[regime], size=11, weight="bold")
         svg.line(LEFT, base, LEFT + plot_w, base, cls="axis")
         svg.line(LEFT, base, LEFT, base - bar_room, cls="axis")
         for tick in (0, peak):
@@ -419,7 +540,7 @@ def figure_tokens(results: dict, analysis: dict) -> str:
             svg.text(LEFT - 7, ty + 3, str(tick), size=9, anchor="end")
         for b, count in enumerate(counts):
             h = bar_room * count / peak
-            svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, regime_colour(regime, regimes),
+            svg.rect(LEFT + b * bin_w * scale + 1, base - h, bin_w * scale - 2, h, look.colours[regime],
                      cls="bar", extra=f' data-value="{count}" data-group="{regime}" data-series="{b * bin_w}"',
                      tip=f"{regime}: {count} calls with {b * bin_w + 1}-{b * bin_w + bin_w} tokens")
         mean = (results.get("compaction_tokens", {}).get(regime) or {}).get("mean")
@@ -456,20 +577,20 @@ def figure_tokens(results: dict, analysis: dict) -> str:
     return svg.render()
 
 
-def figure_sweep(analysis: dict) -> str:
+def figure_sweep(analysis: dict, look: Look | None = None) -> str:
     """Corruption pooled over models against the compaction budget, one line per regime, with 95% intervals
     and, with repeated samples, each sample's own rate as a dot (the spread)."""
     sweep, samples = analysis["sweep"], analysis.get("samples")
-    budgets, regimes = list(sweep), analysis["regimes"]
+    budgets, regimes, look = list(sweep), analysis["regimes"], look or xr001_look(analysis)
     step = 110
     right = LEFT + 40 + step * (len(budgets) - 1) + 40
-    items = [(regime_label(r), regime_colour(r, regimes)) for r in regimes]
+    items = [(look.labels[r], look.colours[r]) for r in regimes]
     if samples:
         items.append(("one sample", "#FFFFFF"))
     width = max(600, right + 20 + legend_width([label for label, _ in items]) + MARGIN)
     svg = Svg(width, 0, SWEEP_FIGURE[1])
     intervals = "episode-clustered bootstrap" if samples else "Wilson"
-    top = header(svg, SWEEP_FIGURE[1], reports.confirmatory_note(analysis),
+    top = header(svg, SWEEP_FIGURE[1], look.stamp,
                  f"Pooled over models; whiskers: 95% {intervals} intervals; 256 tokens is the pre-registered point")
     y_axis(svg, LEFT, top, PLOT_HEIGHT, right, "numeric-corruption rate (%)")
     base = top + PLOT_HEIGHT
@@ -480,7 +601,7 @@ def figure_sweep(analysis: dict) -> str:
     svg.text((LEFT + right) / 2, base + 40, "compaction budget, output tokens (instructed words)", size=11,
              anchor="middle")
     for r, regime in enumerate(regimes):
-        colour, offset = regime_colour(regime, regimes), (r - (len(regimes) - 1) / 2) * 6
+        colour, offset = look.colours[regime], (r - (len(regimes) - 1) / 2) * 6
         points = [(xs[b] + offset, base - PLOT_HEIGHT * sweep[b]["rates"][regime]["rate"])
                   for b in budgets if sweep[b]["rates"][regime]["n"]]
         for (x1, y1), (x2, y2) in zip(points, points[1:]):
@@ -515,14 +636,23 @@ def figures_for(analysis: dict) -> tuple:
     return FIGURES + ((SWEEP_FIGURE,) if analysis.get("sweep") else ())
 
 
-def render_figures(results: dict, analysis: dict) -> dict[str, str]:
+def render_figures(results: dict, analysis: dict, stamped: bool = True) -> dict[str, str]:
+    """The figures, one look for all; stamped=False leaves out the label stamp (report.html states it once)."""
+    look = xr001_look(analysis, stamped)
+    _, retained, _, _ = retention_cells(analysis)
+    plotted = {FIGURES[0][0]: [s["rate"] for m in analysis["models"] for s in analysis["corruption"][m].values()
+                               if s["n"]],
+               FIGURES[2][0]: [s["rate"] for m in analysis["models"] for s in analysis["multihop"][m].values()
+                               if s["n"]],
+               FIGURES[4][0]: [s["rate"] for s in retained.values()]}
+    why = xr001_why(analysis, plotted)
     return {
-        FIGURES[0][0]: figure_corruption(analysis),
-        FIGURES[1][0]: figure_classes(analysis),
-        FIGURES[2][0]: figure_multihop(analysis),
-        FIGURES[3][0]: figure_tokens(results, analysis),
-        FIGURES[4][0]: figure_retention(analysis),
-        **({SWEEP_FIGURE[0]: figure_sweep(analysis)} if analysis.get("sweep") else {}),
+        FIGURES[0][0]: figure_corruption(analysis, look, why.get(FIGURES[0][0])),
+        FIGURES[1][0]: figure_classes(analysis, look, why.get(FIGURES[1][0])),
+        FIGURES[2][0]: figure_multihop(analysis, look, why.get(FIGURES[2][0])),
+        FIGURES[3][0]: figure_tokens(results, analysis, look, why.get(FIGURES[3][0])),
+        FIGURES[4][0]: figure_retention(analysis, look, why.get(FIGURES[4][0])),
+        **({SWEEP_FIGURE[0]: figure_sweep(analysis, look)} if analysis.get("sweep") else {}),
     }
 
 
@@ -551,20 +681,15 @@ def render_results_md(analysis: dict, figures_rel: str, source: str) -> str:
 
 
 def md_tables_to_html(markdown: str) -> str:
-    """The markdown of analysis.md as HTML: headings, paragraphs, lists and pipe tables."""
+    """The markdown of analysis.md as HTML: headings, paragraphs, lists and pipe tables, `code` and **strong**
+    rendered."""
     out, table = [], []
+    inline = reports.inline_html
 
     def cells(line: str) -> list[str]:
         """A table row's cells; a pipe escaped as \\| is a pipe inside a cell."""
         inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
         return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
-
-    def inline(text: str) -> str:
-        text = html.escape(text)
-        parts = text.split("**")
-        text = "".join(f"<strong>{p}</strong>" if i % 2 else p for i, p in enumerate(parts))
-        parts = text.split("`")
-        return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
 
     def flush():
         if table:
@@ -590,49 +715,64 @@ def md_tables_to_html(markdown: str) -> str:
     return "\n".join(out)
 
 
-def label_and_detail(analysis: dict) -> tuple[str, str]:
-    """The bank's label (CONFIRMATORY, NON-CONFIRMATORY or UNINFORMATIVE) and why, e.g. ': partial bank'."""
-    label = analysis.get("label") or ("CONFIRMATORY" if analysis["confirmatory"] else "NON-CONFIRMATORY")
-    reasons = analysis.get("label_reasons") or []
-    if reasons:
-        return label, ": " + "; ".join(reasons)
-    note = reports.confirmatory_note(analysis) if label != "CONFIRMATORY" else None
-    if note and note.startswith(label) and note[len(label):].strip():
-        return label, ": " + note[len(label):].strip().strip("()").strip(": ")
-    return label, ""
+REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
+                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
+                "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.1em;"
+                "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
+                ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"
+                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}"
+                ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
+                "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
+                "figcaption{color:#555;font-size:0.85em}")
+
+
+def report_head(title: str, heading: str) -> list[str]:
+    """A report's opening: the document title (the tab's name) and the page heading; neither states the label."""
+    return ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{html.escape(title)}</title>",
+            f"<style>{REPORT_STYLE}</style></head><body>", f"<h1>{html.escape(heading)}</h1>"]
+
+
+def label_block(label: str, simulated: bool, why: str, verdicts: str) -> str:
+    """The one place a report states its label and the SIMULATED mark: the marks, why and what they mean, then
+    the verdicts."""
+    marks = ("SIMULATED · " if simulated else "") + label
+    tone = "label-ok" if label == "CONFIRMATORY" and not simulated else "label-warn"
+    why = why[:1].upper() + why[1:]
+    return (f'<div class="headline"><p class="label {tone}">{html.escape(marks)}</p>'
+            + (f'<p class="why">{reports.inline_html(why)}</p>' if why else "")
+            + f'<p class="verdicts">{reports.inline_html(verdicts)}</p></div>')
+
+
+def figures_html(figures: dict[str, str], names: list[str]) -> list[str]:
+    """The figures, each captioned with its number and its file (the title is the figure's own)."""
+    parts = ["<h2>Figures</h2>"]
+    for number, name in enumerate(names, 1):
+        parts.append(f'<figure>{figures[name]}<figcaption>Figure {number} · file: <a href="figures/{name}">'
+                     f"figures/{name}</a></figcaption></figure>")
+    return parts
+
+
+def xr001_verdicts(analysis: dict) -> str:
+    """The verdicts in one line, the falsifier first; a withheld one without the reason the label gives."""
+    verdicts = xr001_analysis.evaluate_predictions(analysis)
+    falsifier = next((v for v in verdicts if v["id"] == "F"), None)
+    if not falsifier:
+        return "No confirmatory test: the bank lacks R1 or R2."
+    guards = f" [{'; '.join(falsifier['guards'])}]" if falsifier.get("guards") else ""
+    lead = "Falsifier withheld." if falsifier["verdict"] == "withheld" else \
+        f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}{guards}."
+    return " ".join([lead] + [f"{xr001_report.verdict_with_guards(v)}." for v in verdicts if v["id"] != "F"])
 
 
 def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str:
-    verdicts = xr001_analysis.evaluate_predictions(analysis)
-    falsifier = next((v for v in verdicts if v["id"] == "F"), None)
-    headline = "No confirmatory test: the bank lacks R1 or R2."
-    if falsifier:
-        guards = f" [{'; '.join(falsifier['guards'])}]" if falsifier.get("guards") else ""
-        headline = (f"Falsifier {falsifier['verdict']}: {falsifier['evidence'][0]}{guards}. " +
-                    " ".join(f"{xr001_report.verdict_with_guards(v)}." for v in verdicts if v["id"] != "F"))
-    label, detail = label_and_detail(analysis)
-    label_class = "label-ok" if label == "CONFIRMATORY" else "label-warn"
+    """report.html: the label once, at the top, then analysis.md's tables, the figures (as render_figures makes
+    them with stamped=False) and the final states side by side."""
     lead = "SIMULATED: " if analysis.get("simulated") else ""       # the demo's stand-in model, never a result
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{lead}{xr001.PROTOCOL_ID} report</title>",
-             "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-             "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
-             "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.15em;"
-             "padding:0.8em;border-left:5px solid #0072B2;background:#f4f8fb}.warn{color:#B00000;font-weight:bold}"
-             ".headline .label{display:block;font-weight:bold;letter-spacing:0.03em}.label-ok{color:#0072B2}"
-             ".label-warn{color:#B00000}"
-             ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
-             "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
-             "</style></head><body>",
-             f"<h1>{lead}{xr001.PROTOCOL_ID}: what compaction loses</h1>",
-             f'<p class="headline"><span class="label {label_class}">{html.escape(lead + label)}'
-             f'{html.escape(detail)}</span>{html.escape(headline)}</p>']
-    if not analysis["confirmatory"]:
-        parts.append(f'<p class="warn">{html.escape(xr001_report.status_banner(analysis).replace("**", ""))}</p>')
-    parts.append(md_tables_to_html(reports.render_analysis_md(analysis)))
-    parts.append("<h2>Figures</h2>")
-    for name, caption in figures_for(analysis):
-        parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts = report_head(f"{lead}{xr001.PROTOCOL_ID} report", f"{xr001.PROTOCOL_ID}: what compaction loses")
+    parts.append(label_block(analysis["label"], bool(analysis.get("simulated")),
+                             xr001_report.label_explanation(analysis), xr001_verdicts(analysis)))
+    parts.append(md_tables_to_html(xr001_report.render_xr001_body(analysis, labelled=False)))
+    parts += figures_html(figures, [name for name, _ in figures_for(analysis)])
     parts.append("<h2>What was lost: final states side by side</h2>")
     examples = results.get("example_states") or []
     if not examples:
@@ -643,9 +783,9 @@ def render_report(results: dict, analysis: dict, figures: dict[str, str]) -> str
         for episode in episodes:
             prose, typed = index.get((model, "R1", episode)), index.get((model, "R2", episode))
             parts.append(f"<h3>{html.escape(model)}, episode {episode}</h3><div class=\"states\">")
-            for label, state in (("R1 prose", prose), ("R2 typed block", typed)):
+            for name, state in (("R1 prose", prose), ("R2 typed block", typed)):
                 body = html.escape(state) if state is not None else "(not in this bank)"
-                parts.append(f"<div><h4>{label}</h4><pre>{body}</pre></div>")
+                parts.append(f"<div><h4>{name}</h4><pre>{body}</pre></div>")
             parts.append("</div>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -687,7 +827,7 @@ def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks
     figures = render_figures(results, analysis)
     outputs = {out_dir / "figures" / name: svg for name, svg in figures.items()}
     outputs[out_dir / "RESULTS.md"] = render_results_md(analysis, "figures", source)
-    outputs[out_dir / "report.html"] = render_report(results, analysis, figures)
+    outputs[out_dir / "report.html"] = render_report(results, analysis, render_figures(results, analysis, False))
     return write_outputs(outputs)
 
 
@@ -698,7 +838,34 @@ CONSTRAINT_FIGURES = (("fig_c_compliance.svg", "Compliance with the standing ins
                       ("fig_c_retention.svg", "Final states (and sidecar registries) that still carry the instruction"))
 
 
-def constraint_figures(analysis: dict) -> dict[str, str]:
+def constraints_why(analysis: dict, kept: dict) -> dict[str, str]:
+    """On an UNINFORMATIVE bank, one line per figure saying why its bars sit where they do, from the bank's own
+    counts; nothing for any other bank."""
+    if analysis["label"] != "UNINFORMATIVE":
+        return {}
+    models, cells = analysis["models"], analysis["compliance"]
+    replies = sum(s["n"] for m in models for s in cells.get(m, {}).values())
+    silent = sum(c["no_answer"] for m in models for c in analysis["classes"].get(m, {}).values())
+    full = ", ".join(f"{reports.pct(cells[m]['FULL+']['rate'])} for {m}" for m in models
+                     if cells.get(m, {}).get("FULL+"))
+    reason = (f"With the full transcript and the instruction (FULL+) the replies complied {full or 'never'}, under "
+              f"the {constraints_analysis.SC_INFORMATIVE_MIN_FULL:.0%} a model needs to count: no model follows the "
+              f"instructions, so compaction has nothing to lose.")
+    compliance = [s["rate"] for m in models for s in cells.get(m, {}).values() if s["n"]]
+    carried = [s["rate"] for (m, _), s in kept.items() if m in models and s["n"]]
+    states = sum(s["n"] for (m, _), s in kept.items() if m in models)
+    lead = {name: f"Why the bars sit {position}" if position else "Why these bars"
+            for name, position in ((CONSTRAINT_FIGURES[0][0], bars_position(compliance)),
+                                   (CONSTRAINT_FIGURES[1][0], bars_position(carried)))}
+    return {CONSTRAINT_FIGURES[0][0]: f"{lead[CONSTRAINT_FIGURES[0][0]]}: {silent} of {replies} replies gave no "
+                                      f"CHOICE: line, which is never compliant. {reason}",
+            CONSTRAINT_FIGURES[1][0]: f"{lead[CONSTRAINT_FIGURES[1][0]]}: "
+                                      f"{sum(s['k'] for (m, _), s in kept.items() if m in models)} of {states} final "
+                                      f"states (or registries) hold every key term of their instruction. {reason}"}
+
+
+def constraint_figures(analysis: dict, stamped: bool = True) -> dict[str, str]:
+    """The study's two figures, one look for both; stamped=False leaves out the label stamp (report.html)."""
     note = None if analysis["confirmatory"] else analysis["label"]
     if analysis.get("simulated"):
         note = "SIMULATED (stand-in model, not a result)" + (f": {note}" if note else "")
@@ -707,13 +874,26 @@ def constraint_figures(analysis: dict) -> dict[str, str]:
     cells = {(m, r): s for m in groups for r, s in analysis["compliance"].get(m, {}).items()}
     kept = {(m, r): e["carried"] for m in groups for r, e in analysis["retention"].get(m, {}).items()}
     kept_regimes = [r for r in regimes if any((m, r) in kept for m in groups)]
+    look = make_look(analysis, note if stamped else None,
+                     [group_room(len(regimes))] + ([group_room(len(kept_regimes))] if kept_regimes else []))
+    why = constraints_why(analysis, kept)
     return {
         CONSTRAINT_FIGURES[0][0]: grouped_bars(CONSTRAINT_FIGURES[0][1], "share of probes answered with the compliant "
                                                "option; FULL- is the prior, +UB the upper bound", groups, regimes,
-                                               cells, "compliant (%)", note),
+                                               cells, "compliant (%)", look, why=why.get(CONSTRAINT_FIGURES[0][0])),
         CONSTRAINT_FIGURES[1][0]: grouped_bars(CONSTRAINT_FIGURES[1][1], "deterministic key-term rule", groups,
-                                               kept_regimes, kept, "carried (%)", note),
+                                               kept_regimes, kept, "carried (%)", look,
+                                               why=why.get(CONSTRAINT_FIGURES[1][0])),
     }
+
+
+def constraints_label_why(analysis: dict) -> str:
+    """Why a constraints bank has its label and what that means (the report's label block)."""
+    label = analysis["label"]
+    why = "; ".join(analysis["reasons"]) + ". " if analysis["reasons"] else ""
+    meaning = constraints_analysis.uninformative_explanation() if label == "UNINFORMATIVE" else \
+        reports.label_consequence(label)
+    return why + meaning[:1].upper() + meaning[1:]
 
 
 def regenerate_constraints(analysis: dict, out_dir: Path, source: str) -> list[Path]:
@@ -725,16 +905,13 @@ def regenerate_constraints(analysis: dict, out_dir: Path, source: str) -> list[P
           f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun the script).", "",
           body, ""] + [f"![{caption}](figures/{name})\n" for name, caption in CONSTRAINT_FIGURES]
     outputs[out_dir / "RESULTS.md"] = "\n".join(md)
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{lead}{constraints.SC_PROTOCOL_ID} report</title>",
-             "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-             "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
-             "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}</style></head><body>",
-             f"<h1>{lead}{constraints.SC_PROTOCOL_ID}: do standing instructions survive compaction?</h1>",
-             f"<p><b>{html.escape(constraints_analysis.render_constraints_headline(analysis))}</b></p>",
-             md_tables_to_html(body), "<h2>Figures</h2>"]
-    for name, caption in CONSTRAINT_FIGURES:
-        parts.append(f"<figure>{figures[name]}<figcaption>{html.escape(caption)}</figcaption></figure>")
+    test = analysis["confirmatory_test"]
+    parts = report_head(f"{lead}{constraints.SC_PROTOCOL_ID} report",
+                        f"{constraints.SC_PROTOCOL_ID}: do standing instructions survive compaction?")
+    parts.append(label_block(analysis["label"], bool(analysis.get("simulated")), constraints_label_why(analysis),
+                             f"Confirmatory test, {test['second']} vs {test['first']}: {test['verdict']}."))
+    parts.append(md_tables_to_html(constraints_analysis.render_constraints_body(analysis)))
+    parts += figures_html(constraint_figures(analysis, stamped=False), [name for name, _ in CONSTRAINT_FIGURES])
     parts.append("</body></html>")
     outputs[out_dir / "report.html"] = "\n".join(parts) + "\n"
     return write_outputs(outputs)
@@ -751,10 +928,9 @@ def regenerate_adversarial(analysis: dict, out_dir: Path, source: str) -> list[P
     outputs = {out_dir / "RESULTS.md": "\n".join(md) + "\n"}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{lead}{adversarial.ADV_PROTOCOL_ID} report</title>",
-             "<style>body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-             "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
-             "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}</style></head><body>",
-             f"<p><b>{html.escape(adversarial_analysis.render_adversarial_headline(analysis))}</b></p>",
+             f"<style>{REPORT_STYLE}</style></head><body>",
+             *(f"<p><b>{reports.inline_html(line)}</b></p>"
+               for line in adversarial_analysis.render_adversarial_headline(analysis).splitlines()),
              md_tables_to_html(body), "</body></html>"]
     outputs[out_dir / "report.html"] = "\n".join(parts) + "\n"
     return write_outputs(outputs)

@@ -99,18 +99,31 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         banner = next(line for line in lines if "NON-CONFIRMATORY" in line)
         self.assertTrue(banner.startswith("**SIMULATED**"), banner)
 
-    def test_report_title_heading_and_headline_say_simulated_first(self):
+    def test_report_title_and_label_block_say_simulated_first(self):
         report = (self.out / "report.html").read_text()
         self.assertRegex(report, r"<title>SIMULATED")
-        self.assertRegex(report, r"<h1>SIMULATED")
-        headline = re.search(r'<p class="headline"><span class="label [^"]*">([^<]*)', report).group(1)
-        self.assertTrue(headline.startswith("SIMULATED"), headline)
+        label = re.search(r'<h1>[^<]*</h1>\n<div class="headline"><p class="label [^"]*">([^<]*)', report).group(1)
+        self.assertEqual(label, "SIMULATED · NON-CONFIRMATORY")
 
     def test_every_figure_is_stamped_simulated_first(self):
         for name in FIGURES:
             with self.subTest(figure=name):
                 stamps = svg_stamps((self.out / "figures" / name).read_text())
                 self.assertTrue(stamps and stamps[0].startswith("SIMULATED"), stamps)
+
+    def test_the_closing_lines_give_the_status_of_its_own_folder(self):
+        self.assertIn("a 2-episode pilot of XR-001", self.stdout)
+        status = f"python3 scripts/run_pilot.py status --out {self.out}"
+        self.assertIn(status + "\n", self.stdout)
+        code, stdout, err = run_main(status.split()[2:])
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"run {self.out} (2 episodes", stdout)
+
+    def test_analyze_makes_the_figures_of_a_study_that_has_them(self):
+        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
+            code, _, err = run_main(["analyze", "--out", str(self.out)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([call.args[0][1] for call in started.call_args_list], [str(commands.FIGURES_SCRIPT)])
 
     def test_manifest_and_results_record_the_simulated_backend(self):
         manifest = json.loads((self.out / "manifest.json").read_text())
@@ -151,7 +164,7 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(stdout.startswith("# SIMULATED"), stdout[:80])
         self.assertTrue((elsewhere / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertTrue((elsewhere / "RESULTS.md").read_text().startswith("# SIMULATED"))
-        self.assertRegex((elsewhere / "report.html").read_text(), r'<span class="label [^"]*">SIMULATED')
+        self.assertRegex((elsewhere / "report.html").read_text(), r'<p class="label [^"]*">SIMULATED')
         for name in FIGURES:
             self.assertTrue(svg_stamps((elsewhere / "figures" / name).read_text())[0].startswith("SIMULATED"))
         code, stdout, _ = run_main(["analyze", "--out", str(self.out)])
@@ -199,7 +212,9 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
         self.assertIn("python3 scripts/run_pilot.py --study constraints --models gemma3:4b", stdout)
         self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertIn("SIMULATED", (out / "RESULTS.md").read_text().splitlines()[0])
-        self.assertIn("<h1>SIMULATED", (out / "report.html").read_text())
+        self.assertIn('<p class="label label-warn">SIMULATED · NON-CONFIRMATORY</p>', (out / "report.html").read_text())
+        self.assertIn("a 2-instance pilot of SC-001", stdout)
+        self.assertIn(f"python3 scripts/run_pilot.py status --out {out}\n", stdout)
         for figure in (out / "figures").glob("*.svg"):
             with self.subTest(figure.name):
                 stamp = re.search(r'class="nonconfirmatory"[^>]*>([^<]*)<', figure.read_text())
@@ -217,6 +232,64 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
                 code, _, err = run_main(["--models", "gemma3:4b", *argv, "--out", str(self.make_tmp() / "r")])
                 self.assertEqual(code, 2)
                 self.assertEqual(err.strip().splitlines()[-1].split(": ")[-1], "python3 scripts/run_pilot.py demo")
+
+
+class SessionsDemoTest(TempDirMixin, unittest.TestCase):
+    """The sessions study's demo: what it says it ran, the files it wrote, and where to go next."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = Path(tempfile.mkdtemp(prefix="ccl-demo-sessions-"))
+        cls.out = cls.root / "sessions"
+        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
+            cls.code, cls.stdout, cls.stderr = run_main(["demo", "--study", "sessions", "--out", str(cls.out), "--quiet"])
+        cls.started = started.call_args_list
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root, True)
+
+    def test_it_says_sessions_and_lists_every_file_it_wrote(self):
+        self.assertEqual(self.code, 0, self.stderr)
+        listed = re.search(r"files in [^\n]*:\n((?:  .*\n)+)", self.stdout).group(1).split()
+        for name in ("report.html", "lost.csv", "analysis.md"):        # the study's own files (write_outputs) too
+            self.assertIn(str(self.out / name), listed)
+        on_disk = sorted(str(self.out / p.name) for p in self.out.iterdir() if not p.name.startswith("."))
+        self.assertEqual(sorted(listed), on_disk)
+        self.assertIn("a 6-session pilot of XR-S1", self.stdout)
+
+    def test_the_next_commands_are_its_status_and_a_run_on_your_own_sessions(self):
+        status = f"python3 scripts/run_pilot.py status --out {self.out}"
+        self.assertIn(status + "\n", self.stdout)
+        code, stdout, err = run_main(status.split()[2:])
+        self.assertEqual(code, 0, err)
+        self.assertIn("python3 scripts/run_pilot.py --study sessions --models gemma3:4b --sessions PATH", self.stdout)
+        self.assertIn("on your own sessions", self.stdout)
+
+    def test_no_figures_script_is_started_for_a_study_without_figures(self):
+        self.assertEqual(self.started, [])
+        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
+            code, _, err = run_main(["analyze", "--out", str(self.out)])
+            self.assertEqual(code, 0, err)
+            code, _, err = run_main(["analyze", "--results", str(self.out / "results.json"), "--out",
+                                     str(self.make_tmp() / "elsewhere")])
+            self.assertEqual(code, 0, err)
+        self.assertEqual(started.call_args_list, [])
+
+
+class FolderCommandTest(unittest.TestCase):
+    def test_out_only_where_the_command_would_look_elsewhere_and_study_only_where_it_takes_it(self):
+        xr001_study, constraints = records.study_named("xr001"), records.study_named("constraints")
+        root = records.RESULTS_ROOT
+        cases = [("status", root / "demo", xr001_study, "status --out results/demo"),
+                 ("status", root / "xr001", xr001_study, "status"),
+                 ("status", root / "demo-constraints", constraints, "status --out results/demo-constraints"),
+                 ("plan", root / "constraints", constraints, "plan --study constraints"),
+                 ("plan", root / "demo-constraints", constraints, "plan --study constraints --out "
+                                                                   "results/demo-constraints")]
+        for command, folder, study, expected in cases:
+            with self.subTest(command=command, folder=folder.name):
+                self.assertEqual(cli.folder_command(command, folder, study), f"python3 scripts/run_pilot.py {expected}")
 
 
 class DemoMergeTest(TempDirMixin, unittest.TestCase):

@@ -4,6 +4,7 @@
 """
 import contextlib
 import hashlib
+import html.parser
 import io
 import itertools
 import json
@@ -20,7 +21,7 @@ from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
 from pilot import bank, commands, reports, runfolder
-from pilot.studies import xr001_analysis
+from pilot.studies import constraints_analysis, xr001_analysis
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -418,7 +419,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
 
     def test_report_headline_leads_with_the_label(self):
         def headline(report: str) -> str:
-            return re.sub("<[^>]+>", "", re.search('<p class="headline">(.*?)</p>', report).group(1))
+            return page_text(re.search('<div class="headline">(.*?)</div>', report).group(1))
         complete = reference_results(load_tasks())
         analysis = bank.analyze_bank(complete)
         text = headline(mf.render_report(complete, analysis, mf.render_figures(complete, analysis)))
@@ -427,10 +428,217 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         partial = synthetic_results(["m"], complete=False)
         analysis = xr001_analysis.analyze_results(partial, synthetic_task_set())
         text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
-        self.assertTrue(text.startswith(analysis.get("label", "NON-CONFIRMATORY") + ": "), text)
+        reason = analysis["label_reasons"][0].replace("`", "")          # its `cells` rendered as code
+        self.assertTrue(text.startswith(f"NON-CONFIRMATORY {reason[0].upper()}{reason[1:]}"), text)
         labelled = dict(analysis, label="UNINFORMATIVE", label_reasons=["R0 fails the ceiling", "all omissions"])
         text = headline(mf.render_report(partial, labelled, mf.render_figures(partial, analysis)))
-        self.assertTrue(text.startswith("UNINFORMATIVE: R0 fails the ceiling; all omissions"), text)
+        self.assertTrue(text.startswith("UNINFORMATIVE R0 fails the ceiling; all omissions"), text)
+
+
+class PageText(html.parser.HTMLParser):
+    """The text a browser shows of a page: no <style>, no <title> (the tab's, or an SVG's tooltip), and without
+    <pre> (a model's reply, shown as it wrote it) when skip_pre."""
+
+    def __init__(self, skip_pre: bool = False):
+        super().__init__()
+        self.hidden = {"style", "title", "script"} | ({"pre"} if skip_pre else set())
+        self.depth, self.parts = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        self.depth += tag in self.hidden
+
+    def handle_endtag(self, tag):
+        self.depth -= tag in self.hidden
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.parts.append(data)
+
+
+def page_text(page: str, skip_pre: bool = False) -> str:
+    reader = PageText(skip_pre)
+    reader.feed(page)
+    return " ".join(" ".join(reader.parts).split())
+
+
+def svgs_of(page: str) -> list[ET.Element]:
+    return [parse(svg) for svg in re.findall(r"<svg .*?</svg>", page, re.S)]
+
+
+def texts_of(root: ET.Element, cls: str) -> list[str]:
+    return [t.text for t in root.iter(SVG + "text") if t.get("class") == cls]
+
+
+def legend_colours(root: ET.Element) -> dict[str, str]:
+    """Each legend entry's text and the colour of its key."""
+    keys = [el for el in root.iter(SVG + "rect") if el.get("class") == "legend-key"]
+    texts = {(float(t.get("x")), float(t.get("y"))): t.text for t in root.iter(SVG + "text")}
+    return {texts[(float(k.get("x")) + 18, float(k.get("y")) + 10)]: k.get("fill") for k in keys}
+
+
+def simulated_smoke_bank(models=("stand-in:simulated",), regimes=("R0", "R1", "R2")) -> tuple[dict, dict]:
+    """A bank as the demo makes it (SIMULATED, so NON-CONFIRMATORY with a reason that names `demo`)."""
+    results = synthetic_results(list(models), regimes=regimes, wrong=lambda m, r: {"R1": 40}.get(r, 2))
+    results["run"] = {"simulated": True, "backend": "simulated"}
+    return results, xr001_analysis.analyze_results(results, synthetic_task_set())
+
+
+def uninformative_bank() -> tuple[dict, dict]:
+    """Every answer an omission (as from a model that never writes the answer line): no model passes the ceiling
+    check."""
+    results = synthetic_results(["m:1"], wrong=lambda m, r: 120)
+    for probe in results["probes"]:
+        if probe["class"] != "correct":
+            probe.update({"answer": None, "class": "omission"})
+    return results, xr001_analysis.analyze_results(results, synthetic_task_set())
+
+
+def committed_constraints(simulated: bool = False) -> tuple[dict, dict]:
+    """The committed constraints example (UNINFORMATIVE; R1+H and a user regime beside the design's conditions)."""
+    results = json.loads((REPO / "results" / "smollm2-135m-constraints" / "results.json").read_text())
+    if simulated:
+        results["run"] = {**results.get("run", {}), "simulated": True}
+    return results, bank.analyze_bank(results)
+
+
+def constraints_report(results: dict, analysis: dict, out: Path) -> tuple[str, dict[str, str]]:
+    mf.regenerate_constraints(analysis, out, "results.json")
+    return ((out / "report.html").read_text(), {p.name: p.read_text() for p in (out / "figures").iterdir()})
+
+
+class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
+    """report.html and the figures read at a glance (issue 23, point 4): markup rendered, the label once, captions
+    that are not the titles, the same models and colours in every figure, the exploratory mark only where it
+    belongs, and on an UNINFORMATIVE bank a line in every figure saying why its bars sit where they do."""
+
+    def xr001_report(self, results: dict, analysis: dict) -> str:
+        out = self.make_tmp()
+        mf.regenerate(results, out, "results.json", analysis=analysis)
+        return (out / "report.html").read_text()
+
+    def test_markup_is_rendered_never_shown_as_backticks(self):
+        results, analysis = simulated_smoke_bank()
+        self.assertIn("`demo`", "; ".join(analysis["label_reasons"]))       # the label's reason carries markup
+        page = self.xr001_report(results, analysis)
+        self.assertNotIn("`", page_text(page, skip_pre=True))
+        self.assertIn("<code>demo</code>", page)
+        self.assertIn("<code>ANSWER: &lt;integer&gt;</code>", page)
+        sc_page, _ = constraints_report(*committed_constraints(), self.make_tmp())
+        self.assertNotIn("`", page_text(sc_page, skip_pre=True))
+        self.assertIn("<code>--judge</code>", sc_page)
+        self.assertEqual(reports.inline_html("a `b` and **c**, a lone ` and **"),
+                         "a <code>b</code> and <strong>c</strong>, a lone ` and **")
+
+    def test_the_label_and_the_simulated_mark_are_said_once_at_the_top(self):
+        results, analysis = simulated_smoke_bank()
+        cases = {"xr001": (self.xr001_report(results, analysis), "NON-CONFIRMATORY"),
+                 "constraints": (constraints_report(*committed_constraints(simulated=True), self.make_tmp())[0],
+                                 "UNINFORMATIVE")}
+        for study, (page, label) in cases.items():
+            with self.subTest(study):
+                text = page_text(page)
+                self.assertEqual(text.count("SIMULATED"), 1, text[:600])
+                self.assertEqual(text.count(label), 1, text[:600])
+                block = re.search(r'<div class="headline">(.*?)</div>', page, re.S).group(1)
+                self.assertTrue(page_text(block).startswith(f"SIMULATED · {label}"), block)
+                self.assertLess(page.index('<div class="headline">'), page.index("<table>"))
+                self.assertNotRegex(page_text(block), r"\. [a-z]")       # each sentence of the box begins upper case
+        # each figure file, which travels alone, keeps its stamp
+        self.assertTrue(all(texts_of(root, "nonconfirmatory") for root in
+                            map(parse, mf.render_figures(results, analysis).values())))
+
+    def test_no_caption_repeats_its_figures_title(self):
+        results, analysis = simulated_smoke_bank()
+        pages = [self.xr001_report(results, analysis), constraints_report(*committed_constraints(), self.make_tmp())[0]]
+        for page in pages:
+            figures = re.findall(r"<figure>(.*?)</figure>", page, re.S)
+            self.assertGreaterEqual(len(figures), 2)
+            for figure in figures:
+                title = parse(re.search(r"<svg .*?</svg>", figure, re.S).group(0)).find(SVG + "title").text
+                caption = page_text(re.search(r"<figcaption>(.*?)</figcaption>", figure, re.S).group(1))
+                with self.subTest(title=title):
+                    self.assertNotIn(title.lower(), caption.lower())
+                    self.assertIn("figures/", caption)            # it says where the figure's own file is
+
+    def test_models_are_written_the_same_way_in_every_figure(self):
+        # 20 characters: too wide for a group of three bars, wide enough for the retention figure's two pairs
+        for models in (["llama3.1:8b-instruct"], ["gemma3:4b", "qwen3:14b"], LONG_NAMES):
+            results, analysis = simulated_smoke_bank(models)
+            figures = {name: parse(svg) for name, svg in mf.render_figures(results, analysis).items()
+                       if name.startswith(("fig_a", "fig_c", "fig_e"))}
+            with self.subTest(models=models):
+                written = {name: texts_of(root, "category") for name, root in figures.items()}
+                keys = {name: texts_of(root, "key") for name, root in figures.items()}
+                self.assertEqual(len({tuple(v) for v in written.values()}), 1, written)
+                self.assertEqual(len({tuple(v) for v in keys.values()}), 1, keys)
+                fits = models != LONG_NAMES and models != ["llama3.1:8b-instruct"]
+                self.assertEqual(next(iter(written.values())), models if fits else
+                                 [f"M{i + 1}" for i in range(len(models))])
+        _, figures = constraints_report(*committed_constraints(), self.make_tmp())
+        self.assertEqual(len({tuple(texts_of(parse(svg), "category")) for svg in figures.values()}), 1)
+
+    def test_the_exploratory_mark_only_on_exploratory_conditions(self):
+        _, figures = constraints_report(*committed_constraints(), self.make_tmp())
+        legends = {}
+        for svg in figures.values():
+            legends.update(legend_colours(parse(svg)))
+        marked = sorted(label.split()[0].rstrip("*") for label in legends if "exploratory" in label)
+        # protocol/CONSTRAINTS.md: R1+X is the confirmatory arm; R1+H (amendment h) and a user's regime are not
+        self.assertEqual(marked, ["MYAGENT", "MYAGENT+UB", "R1+H"])
+        for label in legends:
+            if label.split()[0] in ("FULL+", "FULL-", "R1", "R2", "R1+UB", "R2+UB", "R1+X", "R2+X"):
+                self.assertNotIn("*", label)
+        results, analysis = simulated_smoke_bank(regimes=("R0", "R1", "R2", "R3"))
+        legend = legend_colours(parse(mf.render_figures(results, analysis)["fig_a_corruption.svg"]))
+        self.assertEqual(sorted(label for label in legend if "exploratory" in label), ["R3* (exploratory)"])
+
+    def test_one_colour_per_condition_across_a_studys_figures(self):
+        _, sc_figures = constraints_report(*committed_constraints(), self.make_tmp())
+        results, analysis = simulated_smoke_bank(regimes=("R0", "R1", "R2", "R3", "K1", "K2"))
+        xr_figures = mf.render_figures(results, analysis)
+        for study, figures in (("constraints", sc_figures), ("xr001", xr_figures)):
+            colours: dict[str, set] = {}
+            for svg in figures.values():
+                root = parse(svg)
+                for bar in root.iter(SVG + "rect"):
+                    if bar.get("class") == "bar" and bar.get("data-series") in analysis["regimes"] + \
+                            committed_constraints()[1]["regimes"]:
+                        colours.setdefault(bar.get("data-series"), set()).add(bar.get("fill"))
+            with self.subTest(study):
+                self.assertGreaterEqual(len(colours), 6)
+                self.assertTrue(all(len(fills) == 1 for fills in colours.values()), colours)
+                owners = [next(iter(fills)) for fills in colours.values()]
+                self.assertEqual(len(owners), len(set(owners)), colours)      # no colour shared by two
+
+    def test_an_uninformative_bank_says_in_every_figure_why_its_bars_sit_where_they_do(self):
+        results, analysis = uninformative_bank()
+        self.assertEqual(analysis["label"], "UNINFORMATIVE")
+        page = self.xr001_report(results, analysis)
+        sc_page, sc_figures = constraints_report(*committed_constraints(), self.make_tmp())
+        figures = {**mf.render_figures(results, analysis), **sc_figures}
+        in_pages = svgs_of(page) + svgs_of(sc_page)
+        self.assertEqual(len(in_pages), len(figures))
+        for name, root in [*((n, parse(svg)) for n, svg in figures.items()), *(("report", r) for r in in_pages)]:
+            with self.subTest(figure=name, title=root.find(SVG + "title").text):
+                why = " ".join(texts_of(root, "why"))
+                self.assertTrue(why, "no line says why")
+                self.assertRegex(why, r"\d+ of \d+|\d+\.\d%")          # from the bank's own counts
+        why = " ".join(texts_of(parse(figures["fig_a_corruption.svg"]), "why"))
+        self.assertIn("Why the bars sit at 100%: 360 of 360 answers gave no parseable ANSWER: line", why)
+        why = " ".join(texts_of(parse(sc_figures["fig_c_compliance.svg"]), "why"))
+        self.assertIn("Why the bars sit at 0%: 55 of 55 replies gave no CHOICE: line", why)
+        results, analysis = simulated_smoke_bank()
+        self.assertFalse([t for svg in mf.render_figures(results, analysis).values()
+                          for t in texts_of(parse(svg), "why")])            # only an UNINFORMATIVE bank
+
+    def test_the_omissions_table_is_headed_by_what_it_shows(self):
+        results, analysis = simulated_smoke_bank()
+        md = reports.render_analysis_md(analysis)
+        self.assertNotIn("Format compliance", md)
+        lines = md.splitlines()
+        head = lines.index("| model | R0 omitted | R1 omitted | R2 omitted |")
+        self.assertTrue(lines[head - 2].startswith("Omissions (the format check)"), lines[head - 2])
+        self.assertIn("| stand-in:simulated | 0/120 = 0.0% | 0/120 = 0.0% | 0/120 = 0.0% |", md)
 
 
 @contextlib.contextmanager

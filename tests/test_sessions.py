@@ -382,6 +382,17 @@ class SessionsAnalysisTest(unittest.TestCase):
         (test,) = ss_an.paired_tests(rows, ["MINE"], ["R2"])
         self.assertEqual((test["b"], test["c"], test["n_pairs"]), (1, 1, 4))
 
+    def test_report_html_renders_its_markup_never_literal_backticks(self):
+        import pilot.studies  # noqa: F401  (the registry the analysis names its study by)
+        results = json.loads((REPO / "results" / "smollm2-135m-sessions" / "results.json").read_text())
+        blocks = ss_an.report_blocks(ss_an.analyze_sessions(results))
+        self.assertIn("`", ss_an.render_blocks_md(blocks))             # analysis.md writes `code` as markdown
+        page = ss_an.render_blocks_html(blocks)
+        shown = re.sub(r"<title>.*?</title>|<style>.*?</style>|<[^>]+>", " ", page, flags=re.S)
+        self.assertNotIn("`", shown)
+        self.assertIn("Exact McNemar on <code>kept verbatim</code>", page)
+        self.assertIn("<code>raw/recheck.jsonl</code>", page)
+
     def test_a_bank_of_the_wrong_shape_is_named(self):
         self.assertIn("`values` is missing", "; ".join(ss_an.check_sessions_bank({"models": ["m"], "regimes": ["R1"]})))
         bank = {"models": ["m"], "regimes": ["R1"], "sessions": [{"episode": 0, "file": "f", "values": [{"id": 1}]}],

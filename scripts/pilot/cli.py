@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -16,12 +17,12 @@ from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
     command_verify, parse_framings, parse_positions)
 from .inputs import load_task_set
-from .launch import parse_budgets, parse_shard
+from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
     EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
-    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, is_disk_full,
-    study_named)
+    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
+    is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
 from .studies.constraints import SC_DEFAULT_REGIMES
 from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, REGIMES
@@ -33,8 +34,8 @@ def command_demo(args) -> int:
     default = study.name == study_named(None).name
     run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("" if default else f"-{study.name}"))
     episodes = study.demo_episodes or DEMO_EPISODES
-    print(f"{SIMULATED_STAMP}: a {episodes}-episode pilot of {study.protocol_id} on the built-in stand-in model, "
-          f"with no model and no network; nothing it writes is a result.")
+    print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on the built-in "
+          f"stand-in model, with no model and no network; nothing it writes is a result.")
     model = None
     if study.demo_model is not None:
         model = study.demo_model(load_task_set(study.tasks_path, study)["tasks"])
@@ -52,9 +53,30 @@ def command_demo(args) -> int:
     if code == EXIT_OK:
         print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
               f"{run_dir / 'report.html'}")
-        print("Next, on a real model (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
-              "  python3 scripts/run_pilot.py " + ("" if default else f"--study {study.name} ") + "--models gemma3:4b")
+        print(f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}")
+        mine = f" on your own {study.source_option}" if study.source_option else ""
+        print(f"Next, on a real model{mine} (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
+              f"  {real_run_command(study)}")
     return code
+
+
+def folder_command(command: str, run_dir: Path, study: Study) -> str:
+    """`command` on this run folder as a user types it: with --study where the command takes it and the study is
+    not the default, and with --out where the command would otherwise look in another folder."""
+    parser = build_parser(command)
+    argv = []
+    if study.name != study_named(None).name and not parser.parse_known_args(["--study", study.name])[1]:
+        argv += ["--study", study.name]
+    if resolve_run_dir(parser.parse_args(argv)).resolve() != run_dir.resolve():
+        argv += ["--out", display_path(run_dir)]
+    return "python3 " + shlex.join(["scripts/run_pilot.py", command, *argv])
+
+
+def real_run_command(study: Study) -> str:
+    """The pilot of this study on a real model; a study run on the user's own files names the option for them."""
+    argv = ([] if study.name == study_named(None).name else ["--study", study.name]) + ["--models", "gemma3:4b"]
+    argv += [f"--{study.source_option}", "PATH"] if study.source_option else []
+    return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
 COMMAND_HELP = {

@@ -388,28 +388,35 @@ def figures_input(results: dict) -> dict:
 def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
                              handover: tuple[dict, dict] | None = None) -> list[Path]:
     """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
-    `source` (default: the one in out_dir); see FiguresJob."""
+    `source` (default: the one in out_dir); see FiguresJob. Nothing for a study whose analysis.md is its report."""
     with FiguresJob(out_dir, source, tasks_path, handover=handover is not None) as job:
+        if handover is not None:
+            job.start(study_named(handover[1].get("study")))
         return job.finish(handover)
 
 
 class FiguresJob:
     """paper/make_figures.py making figures/, RESULTS.md and report.html for out_dir, as its own process: the
-    figures script imports the runner, never the other way round. With `handover`, the caller has analysed
-    (or is analysing) that same results.json, and finish() pipes it the analysis and the few fields the figures
-    read, so a large bank is read and analysed once, not twice; started before the analysis, the script starts
-    up on the other core meanwhile and waits for it. Leaving the `with` block stops a job never finished."""
+    figures script imports the runner, never the other way round. It starts once the study is known (start), and
+    only for a study that has figures. With `handover`, the caller has analysed (or is analysing) that same
+    results.json, and finish() pipes it the analysis and the few fields the figures read, so a large bank is read
+    and analysed once, not twice; started before the analysis, the script starts up on the other core meanwhile
+    and waits for it. Leaving the `with` block stops a job never finished."""
 
     def __init__(self, out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
                  handover: bool = False):
         self.out_dir, self.results_path = out_dir, source or out_dir / "results.json"
+        self.tasks_path, self.handover = tasks_path, handover
         self.proc: subprocess.Popen | None = None
-        if not FIGURES_SCRIPT.exists():
+
+    def start(self, study: Study) -> None:
+        """Start the figures script for a bank of this study; a study without figures starts nothing."""
+        if self.proc is not None or not study.figures or not FIGURES_SCRIPT.exists():
             return
-        argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out", str(out_dir)]
-        argv += ["--tasks", str(tasks_path)] if tasks_path is not None else []
-        argv += ["--handover"] if handover else []
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if handover else subprocess.DEVNULL,
+        argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out", str(self.out_dir)]
+        argv += ["--tasks", str(self.tasks_path)] if self.tasks_path is not None else []
+        argv += ["--handover"] if self.handover else []
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if self.handover else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
     def finish(self, handover: tuple[dict, dict] | None = None) -> list[Path]:
@@ -418,9 +425,6 @@ class FiguresJob:
         piped = None
         if handover is not None:
             results, analysis = handover
-            if not study_named(analysis.get("study")).figures:
-                self.__exit__()             # a study whose analysis.md is its whole report
-                return []
             piped = json.dumps({"results": figures_input(results), "analysis": analysis}, ensure_ascii=False)
         stdout, stderr = self.proc.communicate(piped)
         if self.proc.returncode == EXIT_DISK_FULL:
@@ -477,13 +481,20 @@ def refuse_foreign_folder(folder: Path) -> None:
 
 
 def print_file_list(run_dir: Path, extra: list[Path]) -> None:
+    """The run's files: the shared ones in pipeline order, then `extra` (the figures and report), then whatever
+    else the run wrote there (a study's own files, its write_outputs)."""
     names = [name for name in ("manifest.json", "raw/", "results.json", "probes.csv", "gate.csv", "analysis.md",
                                "quarantine/") if (run_dir / name.rstrip("/")).exists()]
+    listed = {name.rstrip("/") for name in names} | {path.relative_to(run_dir).parts[0] for path in extra
+                                                     if path.is_relative_to(run_dir)}
+    others = sorted(p.name for p in run_dir.iterdir() if p.name not in listed and not p.name.startswith("."))
     print(f"\nfiles in {run_dir}:")
     for name in names:
         print(f"  {run_dir / name}")
     for path in extra:
         print(f"  {path}")
+    for name in others:
+        print(f"  {run_dir / name}")
 
 
 def command_pilot(args) -> int:
@@ -614,7 +625,7 @@ def command_analyze(args) -> int:
                   file=sys.stderr)
             out_dir = None
     tasks_path = Path(args.tasks) if args.tasks else None
-    # the figures script starts now, on the other core, and waits for the analysis
+    # the figures script starts once the bank's study is read, on the other core, and waits for the analysis
     with FiguresJob(out_dir, results_path, tasks_path, handover=True) if out_dir is not None else \
             contextlib.nullcontext() as figures:
         text, outputs = read_and_analyze(results_path, out_dir, args.allow_partial, tasks_path, figures)
@@ -651,6 +662,8 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
                          f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
+    if figures is not None:             # it starts up on the other core while the bank is analysed
+        figures.start(study_named(results.get("study")))
     try:
         if out_dir is None:
             return render_analysis_md(gated_analysis(results, allow_partial, tasks_path, table)), []

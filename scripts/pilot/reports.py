@@ -3,7 +3,9 @@ headline of any study (each study renders its own)."""
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from typing import Any
 
 from .records import SIMULATED_STAMP, study_named
@@ -50,6 +52,17 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+INLINE_STRONG = re.compile(r"\*\*([^*\n]+)\*\*")
+
+
+def inline_html(text: str) -> str:
+    """A line of markdown as HTML, escaped: `code` and **strong** rendered, a lone backtick or ** kept as written."""
+    escaped = html.escape(str(text))
+    escaped = INLINE_STRONG.sub(r"<strong>\1</strong>", escaped)
+    return INLINE_CODE.sub(r"<code>\1</code>", escaped)
 
 
 def confirmatory_note(analysis: dict) -> str | None:

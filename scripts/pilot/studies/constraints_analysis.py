@@ -429,9 +429,27 @@ def render_constraints_md(analysis: dict) -> str:
     if analysis["reasons"]:
         out += ["Why this is not CONFIRMATORY:", ""] + [f"- {r}" for r in analysis["reasons"]] + [""]
     if analysis["label"] == "UNINFORMATIVE":
-        out += [f"UNINFORMATIVE: no model followed the instructions with the full transcript (FULL+ compliance at "
-                f"least {SC_INFORMATIVE_MIN_FULL:.0%} and at least {SC_INFORMATIVE_MIN_GAIN:.0%} above FULL-), so "
-                f"there was nothing for compaction to lose. The numbers below are descriptive only.", ""]
+        out += [f"UNINFORMATIVE: {uninformative_explanation()}", ""]
+    return "\n".join(out + [render_constraints_body(analysis)])
+
+
+def uninformative_explanation() -> str:
+    """What an UNINFORMATIVE label means in this study, after the label."""
+    return (f"no model followed the instructions with the full transcript (FULL+ compliance at least "
+            f"{SC_INFORMATIVE_MIN_FULL:.0%} and at least {SC_INFORMATIVE_MIN_GAIN:.0%} above FULL-), so there was "
+            f"nothing for compaction to lose. The numbers below are descriptive only.")
+
+
+def condition_name(regime: str, definition: dict) -> str:
+    """The condition a regime runs, in the words of the compliance table."""
+    if definition.get("context") == "transcript":
+        return "full transcript, instruction said" if regime == "FULL+" else "full transcript, no instruction"
+    return SC_CONDITION_NAMES.get(definition.get("condition"), "full transcript, instruction said")
+
+
+def render_constraints_body(analysis: dict) -> str:
+    """analysis.md from the confirmatory test on (after its title, headline and label)."""
+    out = []
     test = analysis["confirmatory_test"]
     out += ["## Confirmatory test (pre-registered)", "",
             f"Compliance, {test['second']} against {test['first']}, paired by instance, exact two-sided McNemar, "
@@ -458,11 +476,8 @@ def render_constraints_md(analysis: dict) -> str:
             s = analysis["compliance"][m].get(r)
             if s:
                 cls = analysis["classes"][m][r]
-                cond = SC_CONDITION_NAMES.get((defs.get(r) or {}).get("condition"), "full transcript, instruction "
-                                              "said") if (defs.get(r) or {}).get("context") != "transcript" else \
-                    ("full transcript, instruction said" if r == "FULL+" else "full transcript, no instruction")
-                rows.append([m, r, cond, fmt_rate(s), cls["violating"], cls["no_answer"],
-                             analysis["lenient"][m].get(r, 0)])
+                rows.append([m, r, condition_name(r, defs.get(r) or {}), fmt_rate(s), cls["violating"],
+                             cls["no_answer"], analysis["lenient"][m].get(r, 0)])
     out += [md_table(["model", "regime", "condition", "compliance", "violating", "no answer",
                       "no answer, lenient parse finds a letter"], rows), ""]
     out += ["## Effect retention (c_comp - c_noSC) / (c_ub - c_noSC), 95% seeded bootstrap over instances", ""]

@@ -16,7 +16,7 @@ from ..bank import cell_final_state, checked_cells, regime_summary, score_probe
 from ..gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
 from ..inputs import budget_words
 from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, Regime, folder_study, is_simulated, known_count)
-from ..reports import fmt_p, md_table, pct, render_recheck_section, spreadsheet_safe
+from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, write_atomic
 from ..runner import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
@@ -522,21 +522,22 @@ HTML_STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em
 
 
 def render_blocks_html(blocks: list[tuple]) -> str:
-    esc = html.escape
+    """The blocks as HTML, their markdown (`code`, **strong**) rendered as analysis.md's reader would see it."""
+    text = inline_html
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-           f"<title>{esc(blocks[0][1])}</title><style>{HTML_STYLE}</style></head><body>"]
+           f"<title>{html.escape(blocks[0][1])}</title><style>{HTML_STYLE}</style></head><body>"]
     for block in blocks:
         kind = block[0]
         if kind in ("h1", "h2", "h3"):
-            out.append(f"<{kind}>{esc(block[1])}</{kind}>")
+            out.append(f"<{kind}>{text(block[1])}</{kind}>")
         elif kind == "p":
-            out.append(f"<p>{esc(block[1])}</p>")
+            out.append(f"<p>{text(block[1])}</p>")
         elif kind == "table":
-            out.append("<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in block[1]) + "</tr>" +
-                       "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in block[2])
+            out.append("<table><tr>" + "".join(f"<th>{text(h)}</th>" for h in block[1]) + "</tr>" +
+                       "".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>" for row in block[2])
                        + "</table>")
         elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{esc(item)}</li>" for item in block[1]) + "</ul>")
+            out.append("<ul>" + "".join(f"<li>{text(item)}</li>" for item in block[1]) + "</ul>")
     return "\n".join(out + ["</body></html>", ""])
 
 

@@ -23,17 +23,22 @@ def task_set_line(analysis: dict) -> str:
 def status_banner(analysis: dict) -> str:
     """The label first, then every reason for it and what it means; the same words in every output."""
     label = analysis["label"]
-    cov = analysis["coverage"]
     head = f"{label}: " if label == "CONFIRMATORY" else f"**{label}**: "
-    if label == "CONFIRMATORY":
-        head += (f"every pre-registered probe is present exactly once ({cov['complete_cells']} complete cells, "
-                 f"{cov['task_episodes']} episodes). ")
-    else:
-        head += "; ".join(analysis["label_reasons"]) + ". "
     if analysis.get("simulated"):
         head = ("**SIMULATED**: made by the built-in stand-in model (the `demo` command), not by a language "
                 "model; it shows what the tool writes and is never a result. " + head)
-    return head + label_consequence(label) + replaced_prompts_note(analysis)
+    return head + label_explanation(analysis)
+
+
+def label_explanation(analysis: dict) -> str:
+    """Every reason for the label and what it means, as the banner writes them after the label."""
+    label, cov = analysis["label"], analysis["coverage"]
+    if label == "CONFIRMATORY":
+        why = (f"every pre-registered probe is present exactly once ({cov['complete_cells']} complete cells, "
+               f"{cov['task_episodes']} episodes). ")
+    else:
+        why = "; ".join(analysis["label_reasons"]) + ". "
+    return why + label_consequence(label) + replaced_prompts_note(analysis)
 
 
 def replaced_prompts_note(analysis: dict) -> str:
@@ -151,11 +156,16 @@ def render_samples_section(analysis: dict) -> list[str]:
 
 def render_xr001_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
-    regimes, models = analysis["regimes"], analysis["models"]
     title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
         f"{PROTOCOL_ID} analysis"
-    out = [f"# {title}", "", status_banner(analysis), ""]
-    out += [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    return "\n".join([f"# {title}", "", status_banner(analysis), "", render_xr001_body(analysis)])
+
+
+def render_xr001_body(analysis: dict, labelled: bool = True) -> str:
+    """analysis.md after its title and label banner; labelled=False also leaves out what repeats the label (its
+    note before the verdicts, and a withheld verdict's reason): report.html states the label once, at its top."""
+    regimes, models = analysis["regimes"], analysis["models"]
+    out = [recheck_note(analysis), ""] if recheck_note(analysis) else []
     out += [task_set_line(analysis), ""]
     out += render_regimes_section(analysis)
     out += ["## Numeric-corruption rate", "",
@@ -194,18 +204,20 @@ def render_xr001_md(analysis: dict) -> str:
     verdicts = evaluate_predictions(analysis)
     if verdicts:
         out += ["## Pre-registered predictions", ""]
-        if not analysis["confirmatory"]:
+        if labelled and not analysis["confirmatory"]:
             out += [f"{confirmatory_note(analysis)}. {label_consequence(analysis['label'])}", ""]
         if recheck_note(analysis):
             out += [recheck_note(analysis), ""]
         for v in verdicts:
-            out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**. " + "; ".join(v["evidence"]) + ".")
+            # a verdict withheld for the label says only the label: left to the label where it is stated once
+            evidence = "" if not labelled and v["verdict"] == "withheld" else " " + "; ".join(v["evidence"]) + "."
+            out.append(f"- **{v['id']}** ({v['claim']}): **{v['verdict']}**." + evidence)
         out.append("")
     return "\n".join(out)
 
 
 def render_validity_section(analysis: dict) -> list[str]:
-    """The validity guards that can withhold a verdict: ceiling, format compliance, budget match."""
+    """The validity guards that can withhold a verdict: ceiling, omissions (the format check), budget match."""
     regimes = analysis["regimes"]
     out = ["## Validity guards", ""]
     if analysis["ceiling"]:
@@ -217,8 +229,9 @@ def render_validity_section(analysis: dict) -> list[str]:
     else:
         out += ["Ceiling check: not possible, the bank has no R0 cells.", ""]
     rows = [[m] + [fmt_rate(analysis["omissions"][m][r], interval=False) for r in regimes] for m in analysis["models"]]
-    out += ["Format compliance: share of answers with no parseable `ANSWER: <integer>` line (omissions).", "",
-            md_table(["model"] + regimes, rows), ""]
+    out += ["Omissions (the format check): share of answers with no parseable `ANSWER: <integer>` line; 0% means "
+            "every answer kept the format.", "",
+            md_table(["model"] + [f"{r} omitted" for r in regimes], rows), ""]
     out += [matched_budget_line(analysis), ""]
     lenient = analysis["lenient"]
     if any(v["lenient_read"] for v in lenient.values()):
