@@ -101,7 +101,8 @@ def resolve(doc: str, base: Path, root: Path) -> Path | None:
         return None
     if (root / doc).is_file():
         return root / doc
-    found = [p for p in root.rglob(doc) if "results" not in p.relative_to(root).parts[:1]]
+    found = [p for top in root.iterdir() if top.is_dir() and top.name not in ("results", "tests")
+             and not top.name.startswith(".") for p in top.rglob(doc)]
     return found[0] if len(found) == 1 else None
 
 
