@@ -34,7 +34,7 @@ process, on the default pilot (15 episodes, one model, 480 calls, no determinism
 `--runner` given twice (another checkout's run_pilot.py, then this one's) measures both, run by run,
 alternated, so that the machine's slow spells hit both. Python's bytecode cache is written to a temporary
 folder (PYTHONPYCACHEPREFIX), as a user's second run would find it, even where PYTHONDONTWRITEBYTECODE is set;
-nothing is written into the repository. The figures in README.md ("Measured speed") came from:
+nothing is written into the repository. The figures in scripts/BENCHMARKS.md ("The runner against a stand-in server") came from:
 
     python3 scripts/bench_runner.py --runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py
     python3 scripts/bench_runner.py --latency 0.05 --concurrency 1,4,8 --repeat 1 --servers nodelay --skip-overhead

@@ -5,8 +5,10 @@ Runs the pre-registered XR-001 experiment (protocol/PROTOCOL.md) against a local
 pseudoword episodes with numeric ground truth are carried through R0 (full transcript), R1 (cascaded prose
 summaries) and R2 (cascaded typed state blocks) at matched output budgets, every probe is scored into a
 corruption class, and R1 is compared with R2 by an exact McNemar test. The constraints study SC-001
-(protocol/CONSTRAINTS.md) and the adversarial study XR-G1 (protocol/ADVERSARIAL.md) share the same runner.
-Every call is journalled the moment it returns, so a run can be interrupted at any moment and resumed.
+(protocol/CONSTRAINTS.md), the adversarial study XR-G1 (protocol/ADVERSARIAL.md) and the sessions study XR-S1 on
+your own transcripts (protocol/SESSIONS.md) share the same runner. Every call is journalled the moment it returns,
+so a run can be interrupted at any moment and resumed. The user guide, beside this file, is scripts/README.md:
+every subcommand, run folders, resuming, servers, the prompt cache, sharding and the gate.
 
 Usage:
     python3 scripts/run_pilot.py --models gemma3:4b          # generate/verify tasks, run, score, analyze
@@ -16,6 +18,7 @@ Usage:
     python3 scripts/run_pilot.py demo                        # see it work first: SIMULATED, no model needed
     python3 scripts/run_pilot.py gate STATE --ledger L.json  # check a compacted state before it is trusted
     python3 scripts/run_pilot.py adversarial --models M      # the adversarial study XR-G1
+    python3 scripts/run_pilot.py --study sessions --sessions PATH --models M   # your own transcripts, XR-S1
     python3 scripts/run_pilot.py --help                      # every subcommand and option
 
 The code lives in the package beside this file, scripts/pilot/, in pipeline order:

@@ -273,16 +273,16 @@ class GateCommandTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(code, 2, err)
                 self.assertTrue(err.startswith("error:"), err)
 
-    def test_the_readme_example(self):
+    def test_the_guides_example(self):
         example = records.REPO_ROOT / "tasks"
         code, out, _ = run_main(["gate", str(example / "gate.example.state.txt"), "--ledger",
                                  str(example / "gate.example.ledger.json"), "--source",
                                  str(example / "gate.example.source.txt")])
         self.assertEqual(code, 1)
         self.assertIn(out.splitlines()[0].split(":")[0], "FAIL")
-        readme = (records.REPO_ROOT / "README.md").read_text()
+        guide = (records.REPO_ROOT / "scripts" / "README.md").read_text()
         for line in out.splitlines()[1:]:
-            self.assertIn(line.split(" :: ")[0].split("tasks/")[-1], readme)
+            self.assertIn(line.split(" :: ")[0].split("tasks/")[-1], guide)
 
     def test_selftest_through_main(self):
         code, out, _ = run_main(["gate", "--selftest"])

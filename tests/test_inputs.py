@@ -6,7 +6,6 @@ import errno
 import io
 import json
 import os
-import re
 import runpy
 import sys
 import unittest
@@ -192,15 +191,6 @@ class MessagesTest(TempDirMixin, unittest.TestCase):
             code, _, err = run_main(["run", "--models", "m:1b", "--host", server.url + "/api/", "--out",
                                      str(self.make_tmp() / "run"), "--episodes", "1", *FAST])
         self.assertEqual(code, 0, err)
-
-    def test_the_gate_hints_name_a_section_the_readme_has(self):
-        readme = (REPO / "README.md").read_text()
-        code, out, _ = run_main(["gate", "--help"])
-        self.assertEqual(code, 0)
-        named = re.findall(r"README: '([^']+)'", " ".join(out.split()))
-        self.assertTrue(named)
-        for section in named:
-            self.assertIn(f"## {section}", readme)
 
     def test_a_disk_that_fills_while_the_figures_are_written_exits_4(self):
         figures = load_module("make_figures_disk", REPO / "paper" / "make_figures.py")

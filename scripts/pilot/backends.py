@@ -299,7 +299,7 @@ class OpenAIBackend:
 
 BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
 
-DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see the README, "The prompt cache"
+DEFAULT_PROMPT_CACHE = "off"            # reproducibility first: see scripts/README.md, "The prompt cache"
 
 
 def server_work_from_ollama(reply: dict) -> dict:
@@ -324,7 +324,8 @@ def server_work_from_openai(usage: dict, timings: dict) -> dict:
 
 
 def estimate_tokens(text: str) -> int:
-    """Rough token count: one token per four characters (stated in `plan` and the README)."""
+    """Rough token count: one token per four characters (stated in `plan` and in scripts/README.md, "What a run
+    does and costs")."""
     return (len(text) + 3) // 4
 
 

@@ -125,7 +125,8 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
                         "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
                         "prompts. An entry named R0, R1 or R2 with \"replaces\": true runs that regime under your "
-                        "prompts instead (a replication's, e.g. the paper's; README \"Replicating XR-001\")")
+                        "prompts instead (a replication's, e.g. the paper's; scripts/README.md, \"Replicating XR-001 on its "
+                        "published episodes\")")
     parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
                         help=f"compaction budgets in output tokens, e.g. 128,256,512 (default {DEFAULT_BUDGET}); the "
                              f"instructed word limit scales with it (120 words at 256); each budget is its own set of "
@@ -258,7 +259,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
             f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
             "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED or the "
             "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
-            "command to resume)")
+            "command to resume)\n\nthe user guide: scripts/README.md")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
@@ -310,8 +311,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
                             help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
         parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses, and the "
-                                             "permissions in force (README: 'Gate a compacted state before it is "
-                                             "trusted')")
+                                             "permissions in force (format: scripts/README.md, 'The ledger "
+                                             "format')")
         parser.add_argument("--source", help="the transcript the state was made from (instructions with no source "
                                              "in it are flagged, and so are claims of done, verified or approved "
                                              "that neither the ledger nor it supports)")

@@ -350,14 +350,15 @@ def command_gate(args) -> int:
     if not target.exists():
         raise GateInputError(f"no state file or run folder at {target}; check the path")
     if not args.ledger:
-        raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in the README)")
+        raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in scripts/README.md, "
+                             "'The ledger format')")
     try:
         ledger = normalize_ledger(json.loads(read_gate_input(args.ledger, "ledger")))
     except ValueError as err:
         raise GateInputError(f"the ledger {args.ledger} is not JSON ({err})") from None
     except RecursionError:
         raise GateInputError(f"the ledger {args.ledger} is nested too deeply to be a ledger; give the ledger format "
-                             f"the README describes") from None
+                             f"scripts/README.md describes under 'The ledger format'") from None
     state = read_gate_input(args.target, "state")
     source = read_gate_input(args.source, "source") if args.source else None
     try:

@@ -20,7 +20,7 @@ from .stats import ALPHA, fisher_one_sided, rate_summary
 
 # check_state takes a state, a ledger of authoritative records and, optionally, the transcript the state was made
 # from, and returns findings. It calls no model, reads no file and keeps no clock: the `gate` command, the
-# per-run table and the self-test all go through it. The ledger format is documented in the README.
+# per-run table and the self-test all go through it. The ledger format: scripts/README.md, "The ledger format".
 GATE_LEDGER_FORMAT = "ccl-gate-ledger-1"
 
 GATE_CATEGORIES = ("schema", "value", "invented", "omission", "arithmetic", "relation", "obligation", "status",
@@ -141,10 +141,10 @@ def field_name(text: str) -> str:
 
 
 def normalize_ledger(data: Any) -> dict:
-    """The ledger as check_state reads it, or GateInputError listing what is wrong (README: the ledger format)."""
+    """The ledger as check_state reads it, or GateInputError listing what is wrong (scripts/README.md, "The ledger
+    format")."""
     if not isinstance(data, dict):
-        raise GateInputError("the ledger must be a JSON object (see the README, 'Gate a compacted state before it "
-                             "is trusted')")
+        raise GateInputError("the ledger must be a JSON object (see scripts/README.md, 'The ledger format')")
     problems = []
     if data.get("format", GATE_LEDGER_FORMAT) != GATE_LEDGER_FORMAT:
         problems.append(f"`format` is {data.get('format')!r}, expected {GATE_LEDGER_FORMAT!r}")
