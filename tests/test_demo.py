@@ -284,6 +284,8 @@ class FolderCommandTest(unittest.TestCase):
         cases = [("status", root / "demo", xr001_study, "status --out results/demo"),
                  ("status", root / "xr001", xr001_study, "status"),
                  ("status", root / "demo-constraints", constraints, "status --out results/demo-constraints"),
+                 ("status", root / "constraints", constraints, "status --study constraints"),
+                 ("verify", root / "constraints-e5", constraints, "verify --out results/constraints-e5"),
                  ("plan", root / "constraints", constraints, "plan --study constraints"),
                  ("plan", root / "demo-constraints", constraints, "plan --study constraints --out "
                                                                    "results/demo-constraints")]

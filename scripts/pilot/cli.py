@@ -68,8 +68,12 @@ def folder_command(command: str, run_dir: Path, study: Study) -> str:
     if study.name != study_named(None).name and not parser.parse_known_args(["--study", study.name])[1]:
         argv += ["--study", study.name]
     if resolve_run_dir(parser.parse_args(argv)).resolve() != run_dir.resolve():
-        argv += ["--out", display_path(run_dir)]
+        # status, verify and score read the study from the folder's manifest: --out is all they need then
+        argv = (argv if command not in FOLDER_STUDY_COMMANDS else []) + ["--out", display_path(run_dir)]
     return "python3 " + shlex.join(["scripts/run_pilot.py", command, *argv])
+
+
+FOLDER_STUDY_COMMANDS = ("status", "verify", "score")   # a folder named with --out says their study
 
 
 def real_run_command(study: Study) -> str:
