@@ -33,12 +33,11 @@ REFERENCE = re.compile(
 SECTION_NUMBER = re.compile(r"\d+[a-z]?(?:\.\d+)?")
 # What a run writes (analysis.md, RESULTS.md): named in the code as outputs, not as documents of the repository.
 RUN_OUTPUTS = {"analysis.md", "RESULTS.md"}
-# The pages a reader starts from; their quoted references and their links are checked too. The protocols are not
-# among them: each is hashed into the lock of every run of its study, so a pointer in one changes with a dated
-# amendment, not with a move of the guide.
+# The pages a reader starts from, the protocols among them; their quoted references and their links are checked too.
 START_PAGES = ("README.md", "scripts/README.md", "scripts/BENCHMARKS.md", "results/README.md",
                "tasks/sessions/README.md", *sorted(p.relative_to(REPO).as_posix()
-                                                   for p in (REPO / "results").glob("*/README.md")))
+                                                   for p in (REPO / "results").glob("*/README.md")),
+               *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "protocol").glob("*.md")))
 MARKDOWN_LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
 
 
