@@ -593,16 +593,17 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(sorted(label for label in legend if "exploratory" in label), ["R3* (exploratory)"])
 
     def test_one_colour_per_condition_across_a_studys_figures(self):
-        _, sc_figures = constraints_report(*committed_constraints(), self.make_tmp())
+        sc_results, sc_analysis = committed_constraints()
+        _, sc_figures = constraints_report(sc_results, sc_analysis, self.make_tmp())
         results, analysis = simulated_smoke_bank(regimes=("R0", "R1", "R2", "R3", "K1", "K2"))
         xr_figures = mf.render_figures(results, analysis)
+        conditions = set(analysis["regimes"] + sc_analysis["regimes"])
         for study, figures in (("constraints", sc_figures), ("xr001", xr_figures)):
             colours: dict[str, set] = {}
             for svg in figures.values():
                 root = parse(svg)
                 for bar in root.iter(SVG + "rect"):
-                    if bar.get("class") == "bar" and bar.get("data-series") in analysis["regimes"] + \
-                            committed_constraints()[1]["regimes"]:
+                    if bar.get("class") == "bar" and bar.get("data-series") in conditions:
                         colours.setdefault(bar.get("data-series"), set()).add(bar.get("fill"))
             with self.subTest(study):
                 self.assertGreaterEqual(len(colours), 6)
