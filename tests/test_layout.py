@@ -76,6 +76,20 @@ class StudyHooksTest(unittest.TestCase):
                                     "regimes", "default_regimes"):
                         self.assertTrue(callable(value))
 
+    def test_the_command_line_names_each_study_from_its_record_alone(self):
+        """`--study`'s help is made from the registry (each study's question, protocol, regimes and source), so a
+        new study needs no edit of the command line; and the command line names no study's own constants."""
+        from pilot import cli
+        help_text = " ".join(cli.build_parser("pilot").format_help().split())
+        for study in records.STUDY_REGISTRY.values():
+            with self.subTest(study.name):
+                self.assertTrue(study.question)
+                self.assertIn(f"{study.name}", help_text)
+                self.assertIn(" ".join(study.question.split()), help_text)
+        source = (PACKAGE / "cli.py").read_text(encoding="utf-8")
+        self.assertNotIn("studies.constraints", source)
+        self.assertNotIn("studies.sessions", source)
+
     def test_a_study_is_found_by_its_key_or_the_protocol_id_older_folders_recorded(self):
         for study in records.STUDY_REGISTRY.values():
             self.assertIs(records.study_named(study.name), study)

@@ -24,7 +24,6 @@ from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUD
     RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
     is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
-from .studies.constraints import SC_DEFAULT_REGIMES
 from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, REGIMES
 
 
@@ -103,6 +102,16 @@ COMMAND_HELP = {
 }
 
 
+def study_help(study: Study, default: bool) -> str:
+    """One study in `--study`'s help, from its record: its question, protocol, regimes and what it reads."""
+    where = [display_path(study.protocol_path), "regimes " + ",".join(study.default_regimes)]
+    where.append(f"--{study.source_option.replace('_', '-')} PATH" if study.source_option
+                 else display_path(study.tasks_path))
+    if study.name in COMMAND_HELP:
+        where.append(f"also the `{study.name}` subcommand")
+    return f"{study.name}{' (default)' if default else ''}: {study.question} ({'; '.join(where)})"
+
+
 def add_design_options(parser: argparse.ArgumentParser, only: Study | None = None) -> None:
     """The options that choose what a run measures: study, each study's own options, regimes, budgets, samples,
     temperature; `only`: a study's own subcommand, which runs its pre-registered design with its own options."""
@@ -113,14 +122,7 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                             temperature=TEMPERATURE, judge=False)
         return
     parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
-                        help="xr001 (default): what compaction does to numbers (protocol/PROTOCOL.md); "
-                             "constraints: whether standing instructions survive compaction "
-                             f"(protocol/CONSTRAINTS.md; regimes {','.join(SC_DEFAULT_REGIMES)}; "
-                             "tasks/constraints.json); adversarial: whether the release gate keeps a corrupted "
-                             "state from being resumed (protocol/ADVERSARIAL.md; regimes R2,G2; "
-                             "tasks/adversarial.json; the same as the `adversarial` subcommand); sessions: what "
-                             "compaction loses from your own transcripts (--sessions PATH; protocol/SESSIONS.md; "
-                             "exploratory)")
+                        help="; ".join(study_help(study, i == 0) for i, study in enumerate(STUDY_REGISTRY.values())))
     for registered in STUDY_REGISTRY.values():
         if registered.add_options is not None:
             registered.add_options(parser)

@@ -397,6 +397,7 @@ class Study:
     demo_model: Callable | None = None  # (tasks) -> the stand-in model `demo --study` runs it on (None: the default)
     demo_episodes: int | None = None    # how many episodes `demo --study` runs (None: the demo's default)
     episode_noun: str = "episode"       # what one of its episodes is, in what the demo says ("instance", "session")
+    question: str = ""                  # the study's question in a few words, for `--study`'s help
     read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks): its tasks are read from a file
                                         # or folder the user brings, not a task file; the bytes are what is hashed
     source_option: str | None = None    # its own option that names that file or folder (in place of --tasks)
