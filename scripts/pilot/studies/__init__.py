@@ -5,10 +5,13 @@ To add a study:
 2. Write a module here for its design (task generator, loader with its design checks, regimes, how a cell's calls
    are planned and each call's messages built) and one for its analysis (score, analyze, render_md, headline).
 3. Register it below in one line, `register_study(Study(KEY, ...))`, filling the hooks the Study record names
-   (pilot/records.py); the optional ones (a gated cascade, a gate ledger, its own command-line options, files
-   beside results.json, its own bank check) only where it has them. Its key is what its run folders record;
-   `--study KEY` then runs it on the shared runner, journal, lock, retries, resume, status, plan, verify and
-   shards, and tests/test_layout.py checks that it filled every hook.
+   (pilot/records.py) and its `question` (what `--study`'s help says of it); the optional ones (a gated cascade,
+   a gate ledger, its own command-line options, tasks read from files the user brings with an option of its own
+   (read_source, source_option), files beside results.json, its own bank check, a demo on the stand-in model)
+   only where it has them. Its key is what its run folders record; `--study KEY` then runs it on the shared
+   runner, journal, lock, retries, resume, status, plan, verify and shards, and tests/test_layout.py checks that
+   it filled every hook. The sessions study (sessions*.py) is the example of a study added this way: its own
+   modules, this one line, its protocol and its tests.
 """
 from __future__ import annotations
 
