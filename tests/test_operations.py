@@ -194,6 +194,22 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
                     self.assertFalse(out.exists())
             self.assertEqual(server.chat_count(), 0)
 
+    def test_the_address_of_the_other_backend_is_refused_not_ignored(self):
+        """--base-url without --backend openai once sent the run to Ollama's default address, which said no server
+        answers there; each address option now names the backend that reads it."""
+        with FakeOllama(models=[MODEL]) as server:
+            for extra, named in ((["--base-url", server.url], "--backend openai"),
+                                 (["--backend", "openai", "--host", server.url], "--base-url")):
+                with self.subTest(extra[0]):
+                    out = self.make_tmp() / "run"
+                    code, _, err = run_main(["run", "--models", MODEL, "--out", str(out), *extra])
+                    self.assertEqual(code, 2, err)
+                    assert_one_clean_error(self, err)
+                    self.assertIn(named, err)
+                    self.assertIn(server.url, err)
+                    self.assertFalse(out.exists())
+            self.assertEqual(server.chat_count(), 0)
+
     def test_bad_addresses_in_the_environment(self):
         for variable, extra in (("OLLAMA_HOST", []), ("OPENAI_BASE_URL", ["--backend", "openai"])):
             with self.subTest(variable), mock.patch.dict(os.environ, {variable: "http://127.0.0.1:99999"}):

@@ -449,9 +449,21 @@ class RunOptions:
     argv: tuple                         # the command as typed, for the resume hints
 
 
+def refuse_address_of_the_other_backend(args) -> None:
+    """--host is Ollama's address and --base-url an OpenAI-compatible server's: the one the backend does not read
+    is refused, not ignored (else the run would go to the default address and say no server answers there)."""
+    if args.backend == "ollama" and args.base_url:
+        raise PilotError(f"--base-url is the address of an OpenAI-compatible server; add --backend openai to use "
+                         f"{redact_url(args.base_url)}, or give an Ollama server as --host {redact_url(args.base_url)}")
+    if args.backend == "openai" and args.host:
+        raise PilotError(f"--host is the address of an Ollama server; with --backend openai give the server as "
+                         f"--base-url {redact_url(args.host)}, or drop --backend openai to use Ollama")
+
+
 def read_run_options(args) -> RunOptions:
     """The options of `run`, the pilot and `adversarial`, checked and made into one record."""
     study = study_of(args)
+    refuse_address_of_the_other_backend(args)
     return RunOptions(
         study=study, run_dir=resolve_run_dir(args),
         tasks_path=task_source(args, study), episodes=args.episodes,
