@@ -397,6 +397,37 @@ class FuzzTest(TempDirMixin, unittest.TestCase):
                     self.assert_answer_or_one_line(argv)
             shutil.rmtree(run)
 
+    def test_the_lists_merge_and_a_resume_copy_are_checked_item_by_item(self):
+        """`base_url_spellings`, `connections` and `amendments` are copied by merge and extended by a resume: an item
+        of the wrong kind (a merge once hashed a spelling that was an object, and read `amendments` unchecked) is
+        one line, exit 2; a manifest that records no amendments is merged."""
+        cases = {"base_url_spellings": [{"url": 1}], "connections": ["kept alive"], "amendments": [7]}
+        for field, value in [*cases.items(), ("amendments", None)]:
+            with self.subTest(field=field, value=value):
+                run = self.make_tmp() / "run"
+                shutil.copytree(self.base / "run", run)
+                manifest = json.loads((run / "manifest.json").read_text())
+                if value is None:
+                    del manifest[field]
+                else:
+                    manifest[field] = value
+                (run / "manifest.json").write_text(json.dumps(manifest))
+                merged = self.make_tmp() / "merged"
+                code, err = self.assert_answer_or_one_line(["merge", str(merged), str(run)])
+                if value is None:
+                    self.assertEqual(code, 0, err)
+                    self.assertEqual(json.loads((merged / "manifest.json").read_text())["amendments"], [])
+                    continue
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"`{field}`", err)
+                self.assertFalse(merged.exists())
+                with FakeOllama(models=["gemma3:4b"]) as server:
+                    code, err = self.assert_answer_or_one_line(["run", "--models", "gemma3:4b", "--host", server.url,
+                                                                "--out", str(run), "--episodes", "1", *FAST])
+                    self.assertEqual(server.chat_count(), 0)
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"`{field}`", err)
+
     def test_a_number_no_run_could_write_is_one_line(self):
         """A number the reports would render or divide by, out of any range a run writes (an interval bound of
         10**39, a mean too large for a float, a cap no server has), is refused in one line naming its field."""

@@ -524,7 +524,7 @@ def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[s
         **{k: data0[k] for k in ("task_set", "regime_definitions", "budgets", "samples", "study") if k in data0},
         "run_id": sha256_text("merge" + utc_now())[:12], "models": models, "lock": lock,
         "cells": {k: e for k, (_, e) in cells.items()},
-        "amendments": [a for _, d, _ in shards for a in d["amendments"]],
+        "amendments": [a for _, d, _ in shards for a in d.get("amendments", [])],
         "created_at": utc_now(), "shard": None, "merged_from": [str(f) for f, _, _ in shards],
         "concurrency_used": sorted({c for _, d, _ in shards for c in d.get("concurrency_used", [])}),
         # every spelling of the server and every connection choice a shard recorded, each once

@@ -504,6 +504,10 @@ def manifest_problem(data: Any) -> str | None:
                          ("concurrency_used", (list,)), ("connections", (list,))):
         if field in data and not isinstance(data[field], kinds):
             return f"`{field}` is of the wrong type"
+    if not all(isinstance(u, str) for u in data.get("base_url_spellings") or []):
+        return "`base_url_spellings` is not a list of addresses"
+    if not all(isinstance(entry, dict) for field in ("connections", "amendments") for entry in data.get(field) or []):
+        return "`connections` and `amendments` must be lists of objects"
     task_set = data.get("task_set")
     if isinstance(task_set, dict) and not all(isinstance(task_set.get(f), (str, type(None)))
                                               for f in ("kind", "sha256", "path")):
@@ -592,6 +596,7 @@ class Manifest:
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")
+        data.setdefault("amendments", [])       # a manifest with none recorded: every resume appends to the list
         return cls(path, data)
 
     def save(self) -> None:
