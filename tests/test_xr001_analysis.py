@@ -117,11 +117,11 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertEqual(falsifier["verdict"], "not judged: the budgets were not matched")
         self.assertIn("(at unmatched budgets)", falsifier["evidence"][0])
         headline = reports.render_headline(analysis)
-        self.assertIn("F not judged: the budgets were not matched [the budgets were not matched: the realized R1/R2 "
-                      "ratio of mean compaction tokens, 0.495", headline)
+        self.assertIn("F not judged: the budgets were not matched [the realized R1/R2 ratio of mean compaction "
+                      "tokens, 0.495", headline)
         self.assertNotIn("F rejected", headline)
         narrative = mf.render_results_md(analysis, "figures", "results.json")
-        self.assertIn("### F: not judged: the budgets were not matched [the budgets were not matched", narrative)
+        self.assertIn("### F: not judged: the budgets were not matched [the realized R1/R2 ratio", narrative)
         self.assertNotIn("### F: rejected", narrative)
         report = mf.render_report(results, analysis, mf.render_figures(results, analysis))
         self.assertIn("Falsifier not judged: the budgets were not matched", report)

@@ -458,6 +458,8 @@ def verdict_with_guards(verdict: dict, sep: str = " ") -> str:
     text = f"{verdict['id']}{sep}{verdict['verdict']}"
     if verdict.get("reader") and verdict["verdict"] != "withheld":
         text += " (R1 read by " + READER_PHRASES.get(verdict["reader"], verdict["reader"]) + ")"
-    if verdict.get("guards"):
-        text += " [" + "; ".join(verdict["guards"]) + "]"
+    if verdict.get("guards"):                # a guard's lead the verdict already says is not said twice
+        said = [g.split(": ", 1)[1] if ": " in g and g.split(": ", 1)[0] in verdict["verdict"] else g
+                for g in verdict["guards"]]
+        text += " [" + "; ".join(said) + "]"
     return text
