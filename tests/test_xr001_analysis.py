@@ -120,6 +120,9 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertIn("F not judged: the budgets were not matched [the realized R1/R2 ratio of mean compaction "
                       "tokens, 0.495", headline)
         self.assertNotIn("F rejected", headline)
+        self.assertNotIn("the budgets were not matched [the budgets were not matched", headline)
+        body = xr001_report.render_xr001_md(analysis)   # the predictions' reminder names the reason the top gives
+        self.assertIn("NON-CONFIRMATORY: the budgets were not matched. The verdicts below are descriptive", body)
         narrative = mf.render_results_md(analysis, "figures", "results.json")
         self.assertIn("### F: not judged: the budgets were not matched [the realized R1/R2 ratio", narrative)
         self.assertNotIn("### F: rejected", narrative)

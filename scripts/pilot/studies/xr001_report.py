@@ -205,7 +205,12 @@ def render_xr001_body(analysis: dict, labelled: bool = True) -> str:
     if verdicts:
         out += ["## Pre-registered predictions", ""]
         if labelled and not analysis["confirmatory"]:
-            out += [f"{confirmatory_note(analysis)}. {label_consequence(analysis['label'])}", ""]
+            note = confirmatory_note(analysis)
+            if analysis["label"] == "NON-CONFIRMATORY":     # every reason's lead, as the top gives them
+                leads = [r.split(":")[0] for r in analysis["label_reasons"]]
+                leads = [lead for lead in leads if not (analysis.get("simulated") and lead == "simulated")] or leads
+                note = note.split("NON-CONFIRMATORY")[0] + "NON-CONFIRMATORY: " + "; ".join(dict.fromkeys(leads))
+            out += [f"{note}. {label_consequence(analysis['label'])}", ""]
         if recheck_note(analysis):
             out += [recheck_note(analysis), ""]
         for v in verdicts:
