@@ -14,9 +14,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, load_module, run_main
@@ -558,3 +560,37 @@ class ResendAndStopTest(TempDirMixin, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManifestSaveTest(TempDirMixin, unittest.TestCase):
+    """The manifest's rewrite holds its data only while it serializes them: a cell that ends while the disk holds
+    the rewrite's fsync records its end at once (issue 24: the wait was on the calls' path), and the file still
+    ends with the newest data."""
+
+    def test_a_cell_end_is_not_kept_waiting_by_a_rewrite_on_a_slow_disk(self):
+        path = self.make_tmp() / "manifest.json"
+        manifest = runfolder.Manifest(path, {"cells": {}})
+        in_write, disk_done = threading.Event(), threading.Event()
+        real_write = runfolder.write_atomic
+
+        def slow_disk(target, payload):
+            in_write.set()
+            disk_done.wait(10)
+            real_write(target, payload)
+
+        with mock.patch.object(runfolder, "write_atomic", slow_disk):
+            saving = threading.Thread(target=manifest.save)
+            saving.start()
+            self.assertTrue(in_write.wait(10))
+            acquired = manifest._lock.acquire(timeout=5)       # the old rewrite held it through its fsyncs
+            try:
+                self.assertTrue(acquired, "the data lock was held through the manifest's write")
+                manifest.data["cells"]["m|R1|0"] = {"status": "COMPLETE"}
+            finally:
+                if acquired:
+                    manifest._lock.release()
+                disk_done.set()
+                saving.join()
+        self.assertEqual(json.loads(path.read_text())["cells"], {})           # that rewrite's own snapshot
+        manifest.save()
+        self.assertEqual(json.loads(path.read_text())["cells"], {"m|R1|0": {"status": "COMPLETE"}})

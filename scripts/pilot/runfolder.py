@@ -574,7 +574,8 @@ class Manifest:
     def __init__(self, path: Path, data: dict):
         self.path = path
         self.data = data
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()           # the data: held to change it or to serialize it, never for I/O
+        self._save_lock = threading.Lock()      # the file: rewrites one at a time, each with the newest data
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
@@ -600,9 +601,12 @@ class Manifest:
         return cls(path, data)
 
     def save(self) -> None:
-        with self._lock:
-            self.data["updated_at"] = utc_now()
-            payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        # The data lock is let go before the write and its fsyncs, so that a cell ending while the disk holds an
+        # fsync is not kept waiting to record its end; the save lock keeps an older payload from landing last.
+        with self._save_lock:
+            with self._lock:
+                self.data["updated_at"] = utc_now()
+                payload = (json.dumps(self.data, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
             try:
                 write_atomic(self.path, payload)
             except OSError as err:
