@@ -25,6 +25,10 @@ process, on the default pilot (15 episodes, one model, 480 calls, no determinism
    its timer and its interpreter, not the runner); the middle split into the
    runner's turnarounds (the server's busy slots dipping for at most 5 ms between one reply and the next
    request) and longer stalls (the machine's: a disk holding an fsync, a descheduled process).
+   The disk is measured alone before and after the runs (--disk-seconds): a record-sized line appended and
+   fsynced 200 times a second, with no runner, gives the fsyncs' median, 99th percentile and longest wait, and
+   the time they spent held for more than 20 ms: stalls that any runner fsyncing each call before the next meets.
+
 3. Overhead: against a zero-latency stand-in at N = 1, the runner's CPU per call (the whole run's CPU less
    that of the same command run again on the finished folder, which does everything but the calls), beside an
    fsync-only baseline (a record-sized line appended and fsynced per call, in the same folder); and start-up
@@ -42,7 +46,7 @@ nothing is written into the repository. The figures in scripts/BENCHMARKS.md ("T
 
 Usage: python scripts/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 15] [--concurrency 1,4,8]
        [--repeat 3] [--servers nodelay,nagle] [--runner PATH/run_pilot.py [--runner ...]]
-       [--skip-overhead | --skip-scaling]
+       [--disk-seconds 10] [--skip-overhead | --skip-scaling]
 """
 from __future__ import annotations
 
@@ -377,6 +381,30 @@ def fsync_baseline(folder: Path, calls: int) -> tuple[float, float]:
     return (time.perf_counter() - started) / calls, (time.process_time() - cpu) / calls
 
 
+def disk_profile(folder: Path, seconds: float, rate: int = 200) -> str:
+    """The disk alone, with no runner: a record-sized line appended and fsynced `rate` times a second for
+    `seconds`, as a run at N = 4 fsyncs, in the folder the runs write to. Says how long its fsyncs took and how
+    much time they spent held for more than 20 ms: stalls no runner that fsyncs each call can avoid."""
+    line = b'{"record": "' + b"x" * 700 + b'"}\n'
+    fd = os.open(folder / "disk.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    held = []
+    try:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            started = time.perf_counter()
+            os.write(fd, line)
+            os.fsync(fd)
+            held.append(1000 * (time.perf_counter() - started))
+            time.sleep(max(0.0, 1 / rate - (time.perf_counter() - started)))
+    finally:
+        os.close(fd)
+    held.sort()
+    long = [ms for ms in held if ms > 20]
+    return (f"{len(held)} fsyncs in {seconds:g} s: median {statistics.median(held):.2f} ms, 99th percentile "
+            f"{held[int(0.99 * (len(held) - 1))]:.1f} ms, longest {held[-1]:.0f} ms; {len(long)} held over 20 ms, "
+            f"{sum(long) / 1000:.2f} s in all ({100 * sum(long) / 1000 / seconds:.1f}% of the time)")
+
+
 def timed_child(command: list[str], env: dict) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -450,7 +478,7 @@ def print_scaling(kind: str, results: dict[int, list[dict]], args, number: int |
             met &= ok
             print(f"    target at N = {n}: calls span at least {100 * TARGETS[n]:.0f}% of ideal in every run: "
                   f"{'met' if ok else 'NOT met'} ({min(span_share):.1f}% at worst)")
-    print(f"    load average (1, 5, 15 min) after each run: " +
+    print("    load average (1, 5, 15 min) after each run: " +
           "; ".join(f"N={n}: " + " | ".join(r["load"] for r in runs) for n, runs in results.items()))
     print("\n  where the time goes, ms per call: mean (median) of each run, the runs in order")
     for n, runs in results.items():
@@ -539,6 +567,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runner", type=Path, action="append",
                         help="a run_pilot.py to measure (default: this checkout's); give it twice, another "
                              "checkout's and this one's, to compare them run by run, alternated")
+    parser.add_argument("--disk-seconds", type=float, default=10.0,
+                        help="seconds of fsyncs alone, before and after the runs, to show how often the disk holds "
+                             "one (default 10; 0: none)")
     parser.add_argument("--skip-overhead", action="store_true", help="only the scaling runs")
     parser.add_argument("--skip-scaling", action="store_true", help="only the zero-latency overhead runs")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
@@ -572,10 +603,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for runner in runners:                  # fills the bytecode cache
             subprocess.run([sys.executable, str(runner), "--help"], capture_output=True, env=env)
+        if args.disk_seconds > 0:
+            print(f"disk before the runs: {disk_profile(work, args.disk_seconds)}", flush=True)
         if not args.skip_scaling:
             met = scaling(args, runners, work, env, calls)
         if not args.skip_overhead:
             overhead(args, runners, work, env, calls)
+        if args.disk_seconds > 0:
+            print(f"\ndisk after the runs: {disk_profile(work, args.disk_seconds)}")
         if not args.skip_scaling and args.latency == 0.02 and args.slots == 4:
             for number, runner in enumerate(runners, 1):
                 print(f"\nrunner {number}: scaling targets (N = 4: 90%, N = 8: 95% of ideal over the calls' span, "
