@@ -105,6 +105,28 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
             line = progress.line()
         self.assertIn("calls 11/61, 10.0 calls/min, ETA 5.0 min", line)
 
+    def test_a_finished_run_and_its_determinism_probe_say_what_they_are_doing(self):
+        """Once every call of the cells is done the line gives no rate still to measure and no ETA of 0 min, and
+        while the determinism probe re-sends its calls the line counts them (it once stood still for 40 s)."""
+        progress = runner.Progress(3, 4, 0, 0, stream=io.StringIO(), interval_s=0)
+        progress.update(calls=1)
+        self.assertIn("rate not yet measured, ETA unknown (measuring the rate: 1 reply so far)", progress.line())
+        progress.update(calls=3, cells=3)
+        self.assertEqual(progress.line(), "progress: cells 3/3, calls 4/4, failed cells 0")
+        progress.probing(3, 8)
+        self.assertEqual(progress.line(), "progress: cells 3/3, calls 4/4, failed cells 0; determinism probe: 3 of 8 "
+                                          "calls re-sent")
+
+    def test_the_probe_is_counted_on_the_progress_lines_of_a_run(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
+                                     "--recheck", "3", "--progress-interval", "0", "--retries", "3",
+                                     "--backoff-base", "0.01", "--backoff-cap", "0.02"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("; determinism probe: 3 of 3 calls re-sent", err)
+        self.assertNotIn("ETA 0 min", err)
+
 
 # ------------------------------------------------------------------------------------------
 # 2. A dead server stops the run

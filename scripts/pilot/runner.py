@@ -144,6 +144,7 @@ class Progress:
         self.first_reply_at: float | None = None
         self.calls_since_first_reply = 0
         self.retries: dict[str, dict] = {}      # call label -> the retry it waits for
+        self.probe: list[int] | None = None      # the determinism probe, once the cells are done: [sent, to send]
         self.interval_s = interval_s
         self._last_print = 0.0
         self._lock = threading.Lock()
@@ -163,7 +164,8 @@ class Progress:
         elif rate > 0:
             eta = f"{left / rate:.1f} min"
         elif self.first_reply_at is not None and not measured:
-            eta = f"unknown (measuring the rate: {self.sent_calls} replies so far)"
+            eta = f"unknown (measuring the rate: {self.sent_calls} {'reply' if self.sent_calls == 1 else 'replies'} " \
+                  f"so far)"
         elif self.first_reply_at is None and any(r["unreachable_s"] is not None for r in self.retries.values()):
             eta = "unknown (no reply yet)"
         elif self.first_reply_at is None:
@@ -171,9 +173,13 @@ class Progress:
         else:
             eta = "unknown"
         shown_rate = f"{rate:.1f} calls/min" if measured or self.first_reply_at is None else "rate not yet measured"
-        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, "
-                f"{shown_rate}, ETA {eta}, failed cells {self.failed_cells}" +
-                (f", re-sent {self.resends}" if self.resends else ""))
+        if left <= 0:           # every call of the cells is done: no rate still to measure, no time left to guess
+            shown_rate, eta = ("", "") if not measured else (f"{rate:.1f} calls/min", "")
+        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, " +
+                (f"{shown_rate}, ETA {eta}, " if eta else f"{shown_rate}, " if shown_rate else "") +
+                f"failed cells {self.failed_cells}" + (f", re-sent {self.resends}" if self.resends else ""))
+        if self.probe is not None:
+            text += f"; determinism probe: {self.probe[0]} of {self.probe[1]} calls re-sent"
         if self.retries:
             label, retry = next(iter(self.retries.items()))
             text += "; " + describe_retry(label, retry, now)
@@ -223,6 +229,12 @@ class Progress:
             else:
                 self.stream.write(describe_retry(label, retry, time.monotonic()) + "\n")
                 self.stream.flush()
+
+    def probing(self, sent: int, to_send: int) -> None:
+        """The determinism probe has re-sent `sent` of its `to_send` calls (shown on every line from now on)."""
+        with self._lock:
+            self.probe = [sent, to_send]
+            self._show(False)
 
     def retry_over(self, label: str) -> None:
         with self._lock:
@@ -575,6 +587,10 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
                 done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind"),
                                  record_variant(item)), item)
     items = []
+    wheres = [(f["model"], f["regime"], f["episode"], f["kind"], record_variant(f)) for f in chosen]
+    to_send, sent = sum(where not in done for where in wheres), 0
+    if to_send:
+        ctx.progress.probing(0, to_send)
     for first in chosen:
         budget, sample = record_variant(first)
         where = (first["model"], first["regime"], first["episode"], first["kind"], (budget, sample))
@@ -598,6 +614,8 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
             if (budget, sample) != (DEFAULT_BUDGET, 0):
                 item.update(budget=budget, sample=sample)
             ctx.journal.append(item, path)
+            sent += 1
+            ctx.progress.probing(sent, to_send)
         items.append({"cell": cell_key(item["model"], item["regime"], item["episode"], budget, sample),
                       "kind": item["kind"], "changed": bool(item["changed"])})
     summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),
