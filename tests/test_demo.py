@@ -180,6 +180,7 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
             code, stdout, err = run_main(["demo", "--out", str(out)])
         self.assertEqual((code, counter.calls), (0, 0), err)
         self.assertIn("no model calls needed", err)
+        self.assertNotIn("Stop it with Ctrl-C", err)        # said only where there are calls to stop
         self.assertTrue(stdout.startswith("SIMULATED"))
         # as if stopped during the last call of one cell: the record and the cell's completion never written
         manifest_path, raw = out / "manifest.json", out / "raw" / "stand-in_simulated_R1.jsonl"
@@ -232,6 +233,12 @@ class DemoCommandTest(TempDirMixin, unittest.TestCase):
                 code, _, err = run_main(["--models", "gemma3:4b", *argv, "--out", str(self.make_tmp() / "r")])
                 self.assertEqual(code, 2)
                 self.assertEqual(err.strip().splitlines()[-1].split(": ")[-1], "python3 scripts/run_pilot.py demo")
+        for study in ("constraints", "sessions"):       # the demo of the study being run
+            with self.subTest(study=study):
+                code, _, err = run_main(["--study", study, "--models", "gemma3:4b", "--host", url,
+                                         "--out", str(self.make_tmp() / "r")])
+                self.assertEqual(code, 2)
+                self.assertTrue(err.strip().endswith(f"python3 scripts/run_pilot.py demo --study {study}"), err)
 
 
 class SessionsDemoTest(TempDirMixin, unittest.TestCase):
@@ -265,6 +272,10 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("python3 scripts/run_pilot.py --study sessions --models gemma3:4b --sessions PATH", self.stdout)
         self.assertIn("on your own sessions", self.stdout)
+        # what PATH is, and where the formats are described (the hint once led nowhere)
+        self.assertIn("(PATH: a file or a folder of them, like the examples in tasks/sessions/logs; the formats "
+                      "read, and how to export yours: tasks/sessions/README.md)", self.stdout)
+        self.assertTrue((REPO / "tasks" / "sessions" / "README.md").is_file())
 
     def test_no_figures_script_is_started_for_a_study_without_figures(self):
         self.assertEqual(self.started, [])

@@ -349,14 +349,15 @@ def server_info_when_loaded(backend, wait_s: float = PREFLIGHT_LOADING_WAIT_S, p
             time.sleep(poll_s)
 
 
-def preflight(backend, models: list[str]) -> dict:
-    """Server reachable, every model present; returns what the manifest locks per model."""
+def preflight(backend, models: list[str], demo_command: str = "python3 scripts/run_pilot.py demo") -> dict:
+    """Server reachable, every model present; returns what the manifest locks per model. With no server, the
+    message ends with `demo_command` (the demo of the study being run)."""
     try:
         server = server_info_when_loaded(backend)
     except TransientError as err:
         raise PilotError(f"no model server answers at {redact_url(backend.base_url)} ({err}); "
                          f"{backend.start_hint()}\nto see what the tool produces first, with no model and no "
-                         f"network: python3 scripts/run_pilot.py demo") from None
+                         f"network: {demo_command}") from None
     except FatalCallError as err:
         raise PilotError(f"the server at {redact_url(backend.base_url)} refused the check: {err}"
                          f"{backend.refusal_hint(err.status)}") from None

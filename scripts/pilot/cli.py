@@ -38,8 +38,9 @@ def command_demo(args) -> int:
     model = None
     if study.demo_model is not None:
         model = study.demo_model(load_task_set(study.tasks_path, study)["tasks"])
-    print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
-          "call, as a real run does.", file=sys.stderr)
+    if not (run_dir / "manifest.json").exists():      # a demo run again over a folder says what is left instead
+        print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
+              "call, as a real run does.", file=sys.stderr)
     started = time.monotonic()
     with StandInServer(model=model) as server:
         run_args = build_parser("pilot").parse_args(
@@ -56,6 +57,11 @@ def command_demo(args) -> int:
         mine = f" on your own {study.source_option}" if study.source_option else ""
         print(f"Next, on a real model{mine} (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
               f"  {real_run_command(study)}")
+        if study.source_option:         # what PATH is: the study's own examples, and the README beside them
+            readme = study.tasks_path.parent / "README.md"
+            print(f"  (PATH: a file or a folder of them, like the examples in {display_path(study.tasks_path)}"
+                  + (f"; the formats read, and how to export yours: {display_path(readme)})" if readme.is_file()
+                     else ")"))
     return code
 
 

@@ -96,11 +96,19 @@ def refuse_logs_without_manifest(run_dir: Path) -> None:
                          f"manifest.json from a backup, or run into a new folder (--out NEW)")
 
 
+def demo_command(study: Study) -> str:
+    """The demo of this study, as typed (the default study's needs no --study; a study without one shows the
+    default's)."""
+    default = study_named(None)
+    named = study.demo and study.name != default.name
+    return "python3 scripts/run_pilot.py demo" + (f" --study {study.name}" if named else "")
+
+
 def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[str], todo: list,
                 total_cells: int) -> int:
     run_dir, regimes, resume = options.run_dir, options.regimes, resume_command(options.argv)
     backend = make_backend(options.backend)
-    model_info = preflight(backend, models)     # before any folder is created
+    model_info = preflight(backend, models, demo_command(options.study))     # before any folder is created
     prompt_cache, prompt_cache_how = backend.prompt_cache_setting(options.prompt_cache)
     config = dataclasses.replace(run_settings(backend, options, tasks_sha, len(tasks["episodes"])),
                                  prompt_cache=prompt_cache)

@@ -59,7 +59,8 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
         raise refuse(str(path), "is a link", "give the session file or folder itself")
     if not path.exists():
         raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder of them with "
-                     "--sessions PATH")
+                     "--sessions PATH (the formats read: tasks/sessions/README.md), or leave --sessions out to run "
+                     "the example sessions")
     if path.is_file():
         return [(path, path.name)], {}
     if not path.is_dir():
