@@ -270,6 +270,7 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
         self.assertIn(status + "\n", self.stdout)
         code, stdout, err = run_main(status.split()[2:])
         self.assertEqual(code, 0, err)
+        self.assertIn("(6 sessions, backend simulated)", stdout)        # the study's own noun, not "episodes"
         self.assertIn("python3 scripts/run_pilot.py --study sessions --models gemma3:4b --sessions PATH", self.stdout)
         self.assertIn("on your own sessions", self.stdout)
         # what PATH is, and where the formats are described (the hint once led nowhere)

@@ -24,7 +24,7 @@ from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUD
     RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
     is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
-from .studies.xr001 import DEFAULT_REGIMES, DEFAULT_RUN_NAME, N_EPISODES, REGIMES
+from .studies.xr001 import DEFAULT_RUN_NAME, N_EPISODES, REGIMES
 
 
 def command_demo(args) -> int:
@@ -132,8 +132,9 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     for registered in STUDY_REGISTRY.values():
         if registered.add_options is not None:
             registered.add_options(parser)
-    parser.add_argument("--regimes", help=f"comma-separated regimes to run (default {','.join(DEFAULT_REGIMES)}, the "
-                        f"pre-registered ones; built in: {', '.join(REGIMES)}; the confirmatory test needs R1 and R2)")
+    parser.add_argument("--regimes", help=f"comma-separated regimes to run (default: the study's pre-registered ones, "
+                        f"listed under --study; {DEFAULT_RUN_NAME}'s built-in regimes: {', '.join(REGIMES)}; its "
+                        f"confirmatory test needs R1 and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
                         "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
                         "prompts. An entry named R0, R1 or R2 with \"replaces\": true runs that regime under your "
@@ -166,8 +167,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
                              "(template), reasoning_effort=none (effort), both (default) or none")
     parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
-                        help="cells run at once (default 1, the paper's setting). Calls inside a cell stay in "
-                             "order. Warning: a server that batches parallel requests can change outputs even at "
+                        help="calls kept waiting on the server at once (default 1, the paper's setting). A cell's "
+                             "compactions stay in order; its answer calls fan out once its final state exists. "
+                             "Warning: a server that batches parallel requests can change outputs even at "
                              "temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
                         "folder; combine the folders with `merge`")
@@ -209,12 +211,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
-    parser.add_argument("--out", help=f"run folder (default: results/{DEFAULT_RUN_NAME}; "
-                                      f"results/{DEFAULT_RUN_NAME}-eN for --episodes N)")
+    parser.add_argument("--out", help=f"run folder (default: results/STUDY, e.g. results/{DEFAULT_RUN_NAME}; a run "
+                                      f"of the first N episodes, another task set or another design gets a folder of "
+                                      f"its own, e.g. results/{DEFAULT_RUN_NAME}-eN)")
     if episodes:
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
-                            help=f"use the first N episodes (default {N_EPISODES}); a smaller run gets its own folder")
-        parser.add_argument("--tasks", help="tasks file (default: tasks/tasks.json)")
+                            help=f"use the first N episodes (or instances, or sessions) of the study's task set "
+                                 f"(default: all of them, {N_EPISODES} in {DEFAULT_RUN_NAME}'s); a smaller run gets "
+                                 f"its own folder")
+        pinned = [f"{study.name}: {display_path(study.tasks_path)}" for study in STUDY_REGISTRY.values()
+                  if study.source_option is None]
+        parser.add_argument("--tasks", help=f"task file (default: the study's pre-registered one; {', '.join(pinned)})")
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
@@ -311,7 +318,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                                  "contextualised, or all (default preferential/direct, the pre-registered one)")
     elif command == "demo":
         demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo]
-        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME})")
+        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
+                                          f"results/{DEMO_RUN_NAME}-STUDY for another --study)")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
                             help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

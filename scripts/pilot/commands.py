@@ -246,7 +246,7 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
                          f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
     if recorded and recorded.data.get("n_episodes") != len(tasks["episodes"]):
-        raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} episodes, not "
+        raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} {study.episode_noun}s, not "
                          f"{len(tasks['episodes'])}; use --out for a run of another size")
     if recorded:
         # The design is checked even when nothing is left to run, so a finished run is never reported as

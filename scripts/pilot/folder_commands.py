@@ -93,7 +93,8 @@ def command_status(args) -> int:
         rows.append([model, regime + variant_suffix(budget, sample, " ")] + [counts[k] for k in totals])
         for k in totals:
             totals[k] += counts[k]
-    print(f"run {run_dir} ({data['n_episodes']} episodes, backend {data['lock'].get('backend')})")
+    n, noun = data["n_episodes"], folder_study(data).episode_noun       # episodes, instances or sessions
+    print(f"run {run_dir} ({n} {noun}{'' if n == 1 else 's'}, backend {data['lock'].get('backend')})")
     print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
     failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
     for key, reason in failed:
