@@ -224,6 +224,22 @@ class EdgeFailuresTest(TempDirMixin, unittest.TestCase):
         self.assertIn("total: 960 calls (0 done)", out)
         self.assertIn("characters / 4", out)
 
+    def test_plan_goes_in_front_of_a_run_command_as_typed(self):
+        """The server's options are accepted and not used (plan once refused them: `plan` put in front of a real
+        run's command failed); --recheck is read."""
+        out = self.make_tmp() / "x"
+        run = ["--backend", "openai", "--base-url", "http://127.0.0.1:9", "--models", "smollm2:135m", "--episodes",
+               "1", "--out", str(out), "--concurrency", "4", "--retries", "2", "--read-timeout", "30"]
+        code, stdout, err = run_main(["plan", *run])
+        self.assertEqual(code, 0, err)
+        self.assertIn("total: 32 calls (0 done)", stdout)
+        self.assertIn("(--recheck 8, the default;", stdout)
+        code, stdout, err = run_main(["plan", *run, "--recheck", "3"])
+        self.assertIn("(--recheck 3, as given;", stdout)
+        code, stdout, err = run_main(["plan", *run, "--recheck", "0"])
+        self.assertNotIn("determinism probe", stdout)
+        self.assertFalse(out.exists())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -299,9 +299,13 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
     elif command == "plan":
         add_folder_options(parser)
-        parser.add_argument("--models", help="comma-separated model names")
-        parser.add_argument("--shard", type=parse_shard, help="plan only shard I of N")
         add_design_options(parser)
+        # plan goes in front of a run's own command as typed: it reads --models and --shard, and accepts the
+        # server's options without using them (it sends nothing)
+        add_run_options(parser.add_argument_group(
+            "the run's options", "plan reads --models, --shard and --recheck; the others (the server, retries, concurrency) are "
+                                 "accepted so that plan can go in front of a run's command, and are not used"))
+        parser.set_defaults(recheck=None)       # --recheck as given, else as the run was started, else the default
     elif command == "generate":
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")

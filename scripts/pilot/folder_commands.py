@@ -149,12 +149,15 @@ def command_plan(args) -> int:
         print(f"prompts: {', '.join(r.name for r in replaced)} run under the prompts of "
               f"{', '.join(sorted({r.origin for r in replaced}))}, replacing the pre-registered ones (marked so in the "
               f"lock and every output)")
-    recheck = recorded.get("recheck_requested", DEFAULT_RECHECK) if recorded else DEFAULT_RECHECK
+    given = getattr(args, "recheck", None)
+    started_with = recorded.get("recheck_requested") if recorded else None
+    recheck = given if given is not None else started_with if started_with is not None else DEFAULT_RECHECK
     probe_calls = recheck if recheck and (not manifest or recheck_pending(manifest, recheck)) else 0
     if probe_calls:
+        why = "as given" if given is not None else "as the run was started" if started_with is not None else \
+            "the default"
         print(f"determinism probe: {probe_calls} more calls once the cells are complete (--recheck {probe_calls}, "
-              f"{'as the run was started' if recorded.get('recheck_requested') is not None else 'the default'}; "
-              f"--recheck 0 turns it off)")
+              f"{why}; --recheck 0 turns it off)")
     if planned.plan_note is not None:
         print(planned.plan_note(estimate["calls"] // max(1, len(models))))
     if planned.describe_tasks is not None:
