@@ -504,6 +504,16 @@ class ForgivingResumeTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("2 complete, 1 left", status)
 
+    def test_status_verify_and_score_take_the_folder_as_they_are_typed_after_gate(self):
+        """`status RUN_DIR` as `gate RUN_DIR` takes it (it was refused as an unrecognized argument)."""
+        for command in ("status", "verify", "score"):
+            with self.subTest(command):
+                by_option = run_main([command, "--out", str(self.out)])
+                self.assertEqual(run_main([command, str(self.out)]), by_option)
+        code, _, err = run_main(["status", str(self.out), "--out", str(self.make_tmp())])
+        self.assertEqual(code, 2)
+        self.assertIn("two run folders named", err)
+
 
 # ------------------------------------------------------------------------------------------
 # 6. Every hint is right

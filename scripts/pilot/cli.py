@@ -286,6 +286,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser)
         add_run_options(parser)
     elif command in ("score", "status", "verify"):
+        parser.add_argument("folder", nargs="?", metavar="RUN_DIR", help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
                             help="the study whose default run folder to look in, as the run was started with it "

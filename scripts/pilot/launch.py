@@ -227,8 +227,11 @@ def task_source(args, study: Study) -> Path:
 
 
 def resolve_run_dir(args) -> Path:
-    if getattr(args, "out", None):
-        return Path(args.out)
+    named = getattr(args, "folder", None)      # status, verify and score take the folder as RUN_DIR or --out
+    if named and getattr(args, "out", None) and Path(named) != Path(args.out):
+        raise PilotError(f"two run folders named: {named} and --out {args.out}; give one")
+    if named or getattr(args, "out", None):
+        return Path(named or args.out)
     study = study_of(args)
     name = study.run_name
     tasks = given_source(args, study)
