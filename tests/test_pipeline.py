@@ -42,6 +42,11 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
             self.assertTrue((out / name).exists(), name)
         self.assertIn("numeric-corruption rate", stdout)
         self.assertIn(str(out / "analysis.md"), stdout)
+        # it closes, as the demo does, with the report to open and the folder's status command, which works
+        self.assertIn(f"\nOpen the report: {out / 'report.html'}\n", stdout)
+        status = f"python3 scripts/run_pilot.py status {out}"
+        self.assertTrue(stdout.rstrip().endswith(f"What its run folder holds, cell by cell: {status}"), stdout[-300:])
+        self.assertEqual(run_main(status.split()[2:])[0], 0)
 
         # the artifact fields of the reference format
         manifest = json.loads((out / "manifest.json").read_text())

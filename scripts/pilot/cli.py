@@ -275,8 +275,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     epilog = None
     if command == "pilot":
         epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
-            f"  {name:<9} {text}" for name, text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem; 2 bad input or no server; 3 a cell FAILED or the "
+            f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name, text in COMMAND_HELP.items()) + (
+            "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input or no server; 3 a cell FAILED or the "
             "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
             "command to resume)\n\nthe user guide: scripts/README.md")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,

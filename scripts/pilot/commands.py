@@ -322,6 +322,12 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
+    if not is_simulated(manifest.data):        # the demo closes with its own lines, as these
+        print()
+        if run_dir / "report.html" in outputs:
+            print(f"Open the report: {display_path(run_dir / 'report.html')}")
+        print(f"What its run folder holds, cell by cell: python3 scripts/run_pilot.py status "
+              f"{shlex.quote(display_path(run_dir))}")
     return code
 
 
