@@ -411,6 +411,10 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
             "malformed JSON": ("malformed",),
             "body without message": ("no_message",),
             "empty content": ("empty",),
+            # content that is not text (the hostile review: a list, a number, an object ended in a traceback)
+            "content a list": ("text", ["x"]),
+            "content a number": ("text", 5),
+            "content an object": ("text", {"text": "x"}),
         }
         for label, fault in faults.items():
             with self.subTest(label):

@@ -716,3 +716,81 @@ class SafeNamesTest(TempDirMixin, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ------------------------------------------------------------------------------------------
+# 7. Replies no server should give (the hostile review)
+# ------------------------------------------------------------------------------------------
+class OddOllama(FakeOllama):
+    """A fake Ollama that answers the checks before the first call with `odd`: {(method, path): JSON}."""
+
+    odd: dict = {}
+
+    def handler_class(self):
+        owner, base = self, super().handler_class()
+
+        class Handler(base):
+            def do_GET(self):
+                if ("GET", self.path) in owner.odd:
+                    return self._send(200, owner.odd[("GET", self.path)])
+                return super().do_GET()
+
+            def do_POST(self):
+                if ("POST", self.path) in owner.odd:
+                    self._body()
+                    return self._send(200, owner.odd[("POST", self.path)])
+                return super().do_POST()
+        return Handler
+
+
+class PartsOpenAI(FakeOpenAI):
+    """A fake OpenAI-compatible server whose replies give their text as a list of content parts, as the API allows."""
+
+    def send_reply(self, handler, body, text_override=None, deadline=None):
+        send = handler._send
+
+        def as_parts(status, payload, *args, **kwargs):
+            if status == 200 and isinstance(payload, dict) and payload.get("choices"):
+                text = payload["choices"][0]["message"]["content"]
+                payload["choices"][0]["message"]["content"] = [{"type": "text", "text": text[:7]},
+                                                               {"type": "text", "text": text[7:]}]
+            return send(status, payload, *args, **kwargs)
+        handler._send = as_parts
+        try:
+            return super().send_reply(handler, body, text_override, deadline)
+        finally:
+            handler._send = send
+
+
+class OddRepliesTest(TempDirMixin, unittest.TestCase):
+    def test_checks_answered_with_what_no_server_gives_are_one_line_before_any_folder(self):
+        """Each ended in a traceback (exit 1): now a reply that is not an object is one line, exit 2, before any
+        folder is made, and a detail of the wrong kind is a detail the server did not give."""
+        cases = {"tags a list": ({("GET", "/api/tags"): [1, 2]}, 2),
+                 "a name that is a list": ({("GET", "/api/tags"): {"models": [{"name": [MODEL]}]}}, 2),
+                 "details a list": ({("GET", "/api/tags"): {"models": [{"name": MODEL, "details": [1]}]}}, 0),
+                 "show a list": ({("POST", "/api/show"): []}, 2),
+                 "model_info a list": ({("POST", "/api/show"): {"model_info": [1]}}, 0),
+                 "version a list": ({("GET", "/api/version"): ["0.12"]}, 2)}
+        for label, (odd, expected) in cases.items():
+            with self.subTest(label), OddOllama(models=[MODEL]) as server:
+                server.odd = odd
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                         "--episodes", "1", *FAST])
+                self.assertEqual(code, expected, err)
+                if expected == 2:
+                    assert_one_clean_error(self, err)
+                    self.assertFalse(out.exists())
+
+    def test_text_given_as_content_parts_is_read_as_its_text(self):
+        runs = {}
+        for server_class in (FakeOpenAI, PartsOpenAI):
+            with server_class(models=[MODEL]) as server:
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                         "--out", str(out), "--episodes", "1", *FAST])
+                self.assertEqual(code, 0, err)
+                runs[server_class] = [(p["question_id"], p["answer"], p["class"])
+                                      for p in json.loads((out / "results.json").read_text())["probes"]]
+        self.assertEqual(runs[PartsOpenAI], runs[FakeOpenAI])

@@ -399,6 +399,25 @@ class FuzzTest(TempDirMixin, unittest.TestCase):
                     self.assert_answer_or_one_line(argv)
             shutil.rmtree(run)
 
+    def test_a_record_whose_kind_or_episode_is_no_key_is_an_unreadable_line(self):
+        """A raw record with a list for its kind or episode broke every folder command (unhashable type); it is an
+        unreadable line now: verify names it, the others answer, and the run quarantines it and redoes the call."""
+        for field in ("kind", "episode", "budget"):
+            with self.subTest(field):
+                run = self.make_tmp() / "run"
+                shutil.copytree(self.base / "run", run)
+                log = run / "raw" / "gemma3_4b_R1.jsonl"
+                lines = log.read_text().splitlines()
+                record = json.loads(lines[1])
+                record[field] = [record.get(field, 256)]
+                lines[1] = json.dumps(record)
+                log.write_text("\n".join(lines) + "\n")
+                for command in (["status", "--out"], ["score", "--out"], ["gate"]):
+                    self.assert_answer_or_one_line([*command, str(run)])
+                code, stdout, err = run_main(["verify", "--out", str(run)])
+                self.assertEqual(code, 1)
+                self.assertIn("gemma3_4b_R1.jsonl line 2: unreadable record", stdout + err)
+
     def test_the_lists_merge_and_a_resume_copy_are_checked_item_by_item(self):
         """`base_url_spellings`, `connections` and `amendments` are copied by merge and extended by a resume: an item
         of the wrong kind (a merge once hashed a spelling that was an object, and read `amendments` unchecked) is

@@ -53,7 +53,8 @@ class OllamaBackend:
         return ""
 
     def server_info(self) -> dict:
-        return {"version": self.preflight_http.request("GET", "/api/version").get("version")}
+        return {"version": server_object(self.preflight_http.request("GET", "/api/version"),
+                                         "GET /api/version").get("version")}
 
     def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
         """Ollama always reuses its prompt cache (it sends cache_prompt: true to its runner); no request turns it off."""
@@ -64,24 +65,25 @@ class OllamaBackend:
         return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
 
     def list_models(self) -> list[str]:
-        return [m.get("name") or m.get("model") for m in self._tags()]
+        return [name for m in self._tags() if isinstance(name := m.get("name") or m.get("model"), str)]
 
     def _tags(self) -> list[dict]:
-        models = self.preflight_http.request("GET", "/api/tags").get("models") or []
-        return [m for m in models if isinstance(m, dict)]
+        models = server_object(self.preflight_http.request("GET", "/api/tags"), "GET /api/tags").get("models")
+        return [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
 
     def describe_model(self, model: str) -> dict:
-        tags = {m.get("name") or m.get("model"): m for m in self._tags()}
+        tags = {m.get("name") or m.get("model"): m for m in self._tags()
+                if isinstance(m.get("name") or m.get("model"), str)}
         item = tags.get(model) or tags.get(model + ":latest") or {}
-        show = self.preflight_http.request("POST", "/api/show", {"model": model})
+        show = server_object(self.preflight_http.request("POST", "/api/show", {"model": model}), "POST /api/show")
         capabilities = show.get("capabilities")
-        details = item.get("details") or show.get("details") or {}
+        details = object_field(item, "details") or object_field(show, "details")
         thinking = isinstance(capabilities, list) and "thinking" in capabilities
         if thinking:
             self.thinking_models.add(model)
         context_length = None
-        for key, value in (show.get("model_info") or {}).items():
-            if key.endswith(".context_length") and isinstance(value, int):
+        for key, value in object_field(show, "model_info").items():
+            if key.endswith(".context_length") and known_count(value):
                 context_length = value
         return {"digest": item.get("digest"), "family": details.get("family"),
                 "parameter_size": details.get("parameter_size"),
@@ -113,9 +115,9 @@ class OllamaBackend:
         message = reply.get("message") if isinstance(reply, dict) else None
         if not isinstance(message, dict):
             raise TransientError("POST /api/chat: reply has no `message` object")
-        text = message.get("content") or ""
-        reasoning = message.get("thinking") or ""
-        done_reason = reply.get("done_reason") or None
+        text = reply_text(message.get("content"), "POST /api/chat")
+        reasoning = reply_text(message.get("thinking"), "POST /api/chat")
+        done_reason = reply.get("done_reason") if isinstance(reply.get("done_reason"), str) else None
         if not text.strip() and not reasoning and done_reason != "length":
             raise TransientError("POST /api/chat: reply has empty content")
         timings = {k: reply.get(k) for k in ("total_duration", "load_duration", "prompt_eval_duration",
@@ -126,6 +128,32 @@ class OllamaBackend:
                                 timings=timings, raw_meta={"created_at": reply.get("created_at")},
                                 server_work=server_work_from_ollama(reply))
         return response, {k: v for k, v in body.items() if k != "messages"}
+
+
+def reply_text(value, what: str) -> str:
+    """A reply's text: a string, or (OpenAI) a list of content parts whose text parts are joined; anything else is
+    a reply this runner cannot read, retried as garbage."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        parts = [p.get("text") for p in value if p.get("type") in (None, "text", "output_text")]
+        if all(isinstance(t, str) for t in parts):
+            return "".join(parts)
+    raise TransientError(f"{what}: the reply's content is not text (a JSON {type(value).__name__})")
+
+
+def server_object(reply, what: str) -> dict:
+    """A server check's reply must be a JSON object; anything else is one line, not a traceback."""
+    if not isinstance(reply, dict):
+        raise PilotError(f"the server answered {what} with a reply this runner cannot read (a JSON "
+                         f"{type(reply).__name__}, not an object); is it an Ollama or OpenAI-compatible server?")
+    return reply
+
+
+def object_field(reply: dict, key: str) -> dict:
+    """reply[key] where it is an object; {} where it is missing or of another kind (a detail the server may omit)."""
+    value = reply.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def normalize_ollama_url(url: str) -> str:
@@ -198,8 +226,8 @@ class OpenAIBackend:
                 f"holds the key with --api-key-env)")
 
     def _models(self) -> list[dict]:
-        data = self.preflight_http.request("GET", "/v1/models").get("data") or []
-        return [m for m in data if isinstance(m, dict)]
+        data = server_object(self.preflight_http.request("GET", "/v1/models"), "GET /v1/models").get("data")
+        return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
     def server_info(self) -> dict:
         self._models()   # the reachability check; the probes below are optional extras
@@ -217,12 +245,12 @@ class OpenAIBackend:
                     if key in reply and key not in info:
                         info[key] = reply[key]
                 settings = reply.get("default_generation_settings")
-                if isinstance(settings, dict) and isinstance(settings.get("n_ctx"), int):
+                if isinstance(settings, dict) and known_count(settings.get("n_ctx")):
                     info.setdefault("slot_context", settings["n_ctx"])
         return info
 
     def list_models(self) -> list[str]:
-        return [m.get("id") for m in self._models()]
+        return [m["id"] for m in self._models() if isinstance(m.get("id"), str)]
 
     def prompt_cache_setting(self, requested: str | None) -> tuple[str, str]:
         """llama.cpp takes cache_prompt per request (default here: off); other servers decide it themselves."""
@@ -240,11 +268,14 @@ class OpenAIBackend:
         item = next((m for m in self._models() if m.get("id") == model), {})
         meta = item.get("meta") if isinstance(item.get("meta"), dict) else {}
         # vLLM reports max_model_len; llama.cpp the per-slot n_ctx (in meta, or in /props)
+        # a window no server could mean (zero, negative, not a whole number) is unknown, never believed
         context = item.get("max_model_len")
-        if not isinstance(context, int):
-            context = meta.get("n_ctx") if isinstance(meta.get("n_ctx"), int) else self.server_info().get("slot_context")
-        if isinstance(context, int):
+        if not known_count(context):
+            context = meta.get("n_ctx") if known_count(meta.get("n_ctx")) else self.server_info().get("slot_context")
+        if known_count(context):
             self.context_windows[model] = context
+        else:
+            context = None
         fingerprint = {"root": item.get("root"), "owned_by": item.get("owned_by"),
                        "parameter_count": meta.get("n_params"), "trained_context_length": meta.get("n_ctx_train"),
                        "server_context_window": context}
@@ -279,12 +310,13 @@ class OpenAIBackend:
                                      request.thinking_off)}
         reply = self.http.request("POST", "/v1/chat/completions", body, slot=slot)
         choices = reply.get("choices") if isinstance(reply, dict) else None
-        if not choices or not isinstance(choices[0], dict) or not isinstance(choices[0].get("message"), dict):
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) or \
+                not isinstance(choices[0].get("message"), dict):
             raise TransientError("POST /v1/chat/completions: reply has no choices[0].message")
         message = choices[0]["message"]
-        text = message.get("content") or ""
-        reasoning = message.get("reasoning") or message.get("reasoning_content") or ""
-        finish = choices[0].get("finish_reason") or None
+        text = reply_text(message.get("content"), "POST /v1/chat/completions")
+        reasoning = reply_text(message.get("reasoning") or message.get("reasoning_content"), "POST /v1/chat/completions")
+        finish = choices[0].get("finish_reason") if isinstance(choices[0].get("finish_reason"), str) else None
         if not text.strip() and not reasoning and finish != "length":
             raise TransientError("POST /v1/chat/completions: reply has empty content")
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}

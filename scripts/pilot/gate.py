@@ -12,6 +12,11 @@ import json
 import re
 from typing import Any
 
+try:                                    # the standard library's own reader of regular expressions
+    from re import _parser as regex_parser          # Python 3.11 and later
+except ImportError:                     # pragma: no cover - Python 3.10
+    import sre_parse as regex_parser
+
 from .bank import INT_PATTERN, _to_int
 from .records import PilotError
 from .reports import spreadsheet_safe
@@ -129,7 +134,32 @@ TYPED_ASSIGNMENT = re.compile(r"^[\s*\-\u2022]*([A-Za-z][A-Za-z0-9_\-]{2,})\s*=\
 # A ledger's name_pattern is the user's regular expression, run on every word of a state: one that repeats a group
 # which itself repeats can backtrack for ever, so it is refused, as is one longer than any name pattern needs.
 MAX_NAME_PATTERN = 200
-NESTED_REPEAT = re.compile(r"\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,\d*\})(?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,?\d*\})")
+
+
+def backtracks_for_ever(pattern: str) -> bool:
+    """Whether a pattern repeats (more than once) something that can itself match in more than one way: a repeat
+    inside a repeat, such as (A+)+ or ((a{1,2}))*, or an alternation inside one, such as (a|aa)*, at any depth.
+    Such a pattern can take exponential time on a long word that almost matches; one level of repetition over a
+    character class cannot. Read from the parsed pattern, so that no spelling (nested groups, {n,m}) slips by."""
+    def walk(items, in_repeat: bool) -> bool:
+        for op, av in items:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                many = av[1] > 1
+                if (in_repeat and many) or walk(av[2], in_repeat or many):
+                    return True
+            elif name == "BRANCH":
+                if in_repeat or any(walk(branch, in_repeat) for branch in av[1]):
+                    return True
+            elif name == "SUBPATTERN" and walk(av[-1], in_repeat):
+                return True
+            elif name in ("ASSERT", "ASSERT_NOT", "ATOMIC_GROUP") and walk(av[-1], in_repeat):
+                return True
+            elif name == "GROUPREF_EXISTS" and any(walk(b, in_repeat) for b in av[1:] if b is not None):
+                return True
+        return False
+
+    return walk(regex_parser.parse(pattern), False)
 
 
 class GateInputError(PilotError):
@@ -170,8 +200,9 @@ def normalize_ledger(data: Any) -> dict:
     combined = []
     for entry in listed("combined"):
         parts = entry.get("parts") if isinstance(entry, dict) else None
-        if not isinstance(parts, list) or len(parts) < 2 or not all(p in entities for p in parts) or \
-                not isinstance(entry.get("value"), int):
+        if not isinstance(parts, list) or len(parts) < 2 or not all(isinstance(p, str) and p in entities
+                                                                    for p in parts) or \
+                not isinstance(entry.get("value"), int) or isinstance(entry.get("value"), bool):
             problems.append(f"combined entry {entry!r}: needs `parts` (two or more ledger entities) and an "
                             f"integer `value`")
             continue
@@ -211,10 +242,11 @@ def normalize_ledger(data: Any) -> dict:
     except (re.error, TypeError, RecursionError, OverflowError) as err:
         problems.append(f"`name_pattern` is not a regular expression ({err})")
         name_re = None
-    if name_re is not None and (len(pattern) > MAX_NAME_PATTERN or NESTED_REPEAT.search(pattern)):
-        problems.append(f"`name_pattern` repeats a group that itself repeats (such as (A+)+) or is longer than "
-                        f"{MAX_NAME_PATTERN} characters; such a pattern can take forever on a long state, so write "
-                        f"it with one level of repetition")
+    if name_re is not None and (len(pattern) > MAX_NAME_PATTERN or backtracks_for_ever(pattern)):
+        problems.append(f"`name_pattern` repeats a group that itself repeats or holds alternatives (such as (A+)+ "
+                        f"or (a|aa)*), or is longer than {MAX_NAME_PATTERN} characters; such a pattern can take "
+                        f"forever on a long state, so write it with one level of repetition over character classes "
+                        f"(such as [A-Z][a-z]+)")
         name_re = None
     max_omissions = data.get("max_omissions", 0)
     if not isinstance(max_omissions, int) or isinstance(max_omissions, bool) or max_omissions < 0:

@@ -314,7 +314,19 @@ def parse_record_line(line: bytes) -> dict | None:
         record = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    return record if isinstance(record, dict) and not lone_surrogate(text, record) else None
+    if not isinstance(record, dict) or lone_surrogate(text, record) or not record_fields_fit(record):
+        return None
+    return record
+
+
+def record_fields_fit(record: dict) -> bool:
+    """The fields that place a record in its cell, where it has them, are of the kinds the runner writes: a record
+    whose kind or episode is a list (an edit, never a run) is unreadable, not a key that breaks every command."""
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    return all(isinstance(record[f], str) for f in ("model", "regime", "kind") if f in record) and \
+        all(whole(record[f]) for f in ("episode", "budget", "sample") if f in record)
 
 
 def records_digest(records: list[dict], written: dict | None = None) -> str:
