@@ -44,13 +44,23 @@ import sys
 if sys.version_info < (3, 10):
     sys.exit(f"error: run_pilot.py needs Python 3.10 or newer; this is {sys.version.split()[0]}")
 
-from pathlib import Path
+EXIT_INTERRUPTED = 130         # as the commands return it (pilot.records)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:                            # Ctrl-C while Python reads the package: nothing was started, nothing to resume
+    from pathlib import Path
 
-from pilot import bank  # noqa: E402
-from pilot.cli import main  # noqa: E402
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from pilot import bank  # noqa: E402
+    from pilot.cli import main  # noqa: E402
+except KeyboardInterrupt:
+    print("interrupted before anything was done", file=sys.stderr)
+    sys.exit(EXIT_INTERRUPTED)
 
 if __name__ == "__main__":
     bank.EXIT_WITHOUT_FREEING = True    # a bank read by this process is freed by the exit, not object by object
-    bank.end_process(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:           # before a command began (reading the options), or as it ended
+        print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    bank.end_process(code)

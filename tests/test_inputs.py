@@ -35,6 +35,44 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
             with self.subTest(path):
                 self.assert_one_line(["plan", "--models", "m", "--tasks", path], 2, "is not a regular file")
 
+    def test_generate_writes_only_over_a_regular_file(self):
+        """generate read a FIFO for ever and /dev/zero until MemoryError before it looked at what was there."""
+        fifo = self.make_tmp() / "fifo.json"
+        os.mkfifo(fifo)
+        link = self.make_tmp() / "link.json"
+        link.symlink_to(self.make_tmp() / "elsewhere.json")
+        for path, said in ((fifo, "is not a regular file"), ("/dev/zero", "is not a regular file"),
+                           (link, "is a link")):
+            with self.subTest(path=str(path)):
+                self.assert_one_line(["generate", "--tasks", str(path), "--episodes", "2"], 2, said)
+        self.assertFalse((self.make_tmp() / "elsewhere.json").exists())
+
+    def test_an_empty_path_is_refused_not_read_as_the_default(self):
+        self.assert_one_line(["plan", "--models", "m", "--tasks", ""], 2, "--tasks was given an empty path")
+        self.assert_one_line(["plan", "--study", "sessions", "--models", "m", "--sessions", " "], 2,
+                             "--sessions was given an empty path")
+
+    def test_a_relative_path_outside_the_repository_is_recorded_as_an_absolute_one(self):
+        """A task file named relative to the current folder was recorded as typed, then read against the
+        repository by status, verify, score and gate (which then said it was missing)."""
+        work = self.make_tmp()
+        here = os.getcwd()
+        try:
+            os.chdir(work)
+            self.assertEqual(run_main(["generate", "--tasks", "mine.json", "--episodes", "2"])[0], 0)
+            with FakeOllama(models=["m"]) as server:
+                code, _, err = run_main(["run", "--models", "m", "--host", server.url, "--tasks", "mine.json",
+                                         "--out", "run", *FAST])
+            self.assertEqual(code, 0, err)
+        finally:
+            os.chdir(here)
+        manifest = json.loads((work / "run" / "manifest.json").read_text())
+        self.assertEqual(manifest["tasks"], str(work / "mine.json"))
+        for command in ("status", "verify"):
+            with self.subTest(command):
+                code, _, err = run_main([command, "--out", str(work / "run")])
+                self.assertEqual(code, 0, err)
+
     def test_a_regime_template_with_a_format_spec_or_conversion(self):
         for template in ("{previous_state}\n{segment:>99999999}\n{max_words}", "{previous_state!r}{segment}{max_words}"):
             with self.subTest(template):

@@ -320,6 +320,14 @@ class MergeTargetTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(folder_state(out), before)
                 self.assertEqual(victim.read_text(), VICTIM_TEXT)
                 (out / planted).unlink()
+        # inside a shard (its raw/, say) or the shard itself: the shard would be read as broken ever after
+        for inside in (root / "s1" / "raw" / "merged", root / "s1", root):
+            with self.subTest(inside=str(inside)):
+                code, _, err = run_main(["merge", str(inside), *shards])
+                self.assertEqual(code, 2, err)
+                self.assertIn("lie one inside the other", err)
+        self.assertFalse((root / "s1" / "raw" / "merged").exists())
+        self.assertEqual(run_main(["status", "--out", str(root / "s1")])[0], 0)
         code, _, err = run_main(["merge", str(out), *shards])              # cleared, it merges as a new one
         self.assertEqual(code, 0, err)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
@@ -422,7 +430,8 @@ class FuzzTest(TempDirMixin, unittest.TestCase):
         """`base_url_spellings`, `connections` and `amendments` are copied by merge and extended by a resume: an item
         of the wrong kind (a merge once hashed a spelling that was an object, and read `amendments` unchecked) is
         one line, exit 2; a manifest that records no amendments is merged."""
-        cases = {"base_url_spellings": [{"url": 1}], "connections": ["kept alive"], "amendments": [7]}
+        cases = {"base_url_spellings": [{"url": 1}], "connections": ["kept alive"], "amendments": [7],
+                 "recheck_requested": "8"}
         for field, value in [*cases.items(), ("amendments", None)]:
             with self.subTest(field=field, value=value):
                 run = self.make_tmp() / "run"

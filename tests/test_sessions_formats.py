@@ -53,6 +53,20 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         path = self.write(name, text)
         return formats.read_session_file(path, name)
 
+    def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(self):
+        """Such a name was read, sent and then broke the manifest's save and every score (the hostile review)."""
+        folder = self.make_tmp()
+        source = Path(__file__).resolve().parent.parent / "tasks" / "sessions" / "logs" / "2-support-refund.chat.json"
+        with open(os.path.join(os.fsencode(folder), b"bad\xff.json"), "wb") as handle:
+            handle.write(source.read_bytes())
+        with FakeOllama(models=["m"]) as server:
+            code, _, err = run_main(["--study", "sessions", "--sessions", str(folder), "--models", "m", "--host",
+                                     server.url, "--out", str(self.make_tmp() / "run"), *FAST])
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(code, 2, err)
+        self.assertIn("not printable UTF-8", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+
     def test_a_json_list_of_chat_messages(self):
         session = self.read("chat.json", json.dumps(CHAT))
         self.assertEqual(session["format"], "chat-json")

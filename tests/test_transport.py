@@ -170,6 +170,18 @@ class ExchangeTest(unittest.TestCase):
         self.assertEqual(len(writes), 1, writes)
         self.assertGreater(writes[0], len(json.dumps(CHAT)))
 
+    def test_a_reply_longer_than_any_chat_reply_is_garbage_read_no_further(self):
+        """A server that streamed 40 MB for a call capped at 256 tokens made the run hold a gigabyte and write a
+        290 MB log (the hostile review); past MAX_REPLY_BYTES the reply is a transient error, retried."""
+        with FakeOllama(models=[MODEL]) as server, mock.patch.object(transport, "MAX_REPLY_BYTES", 4000):
+            server.faults = [("text", "x" * 8000)]
+            client = transport.HttpClient(server.url, 5, 30)
+            with self.assertRaises(transport.TransientError) as caught:     # a server that ignores the cap
+                client.request("POST", "/api/chat", dict(CHAT, options={"num_predict": -1}))
+            self.assertIn("the reply is longer than", str(caught.exception))
+            self.assertIn("ANSWER: 5", client.request("POST", "/api/chat", CHAT)["message"]["content"])
+            client.close()
+
     def test_the_slot_is_held_for_the_exchange_alone(self):
         # the request is encoded before the slot is taken and the reply parsed after it is given back
         events = []

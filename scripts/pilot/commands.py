@@ -244,7 +244,8 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     check_study_design(study, models, options.budgets, options.samples, regimes, options.temperature)
     if recorded and recorded.data.get("tasks_sha256") != tasks_sha:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {tasks_sha[:12]}) is not the task set {run_dir} was "
-                         f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}); restore it, or use --out for a new run")
+                         f"run on ({str(recorded.data.get('tasks_sha256'))[:12]}): {changed_inputs(study)}; restore "
+                         f"them as they were, or use --out for a new run")
     if recorded and recorded.data.get("n_episodes") != len(tasks["episodes"]):
         raise PilotError(f"{run_dir} holds a run of {recorded.data.get('n_episodes')} {study.episode_noun}s, not "
                          f"{len(tasks['episodes'])}; use --out for a run of another size")
@@ -536,11 +537,22 @@ def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
     tasks_path = run_tasks_path(manifest.data)
+    if not tasks_path.exists() and not tasks_path.is_symlink():
+        raise PilotError(f"{run_dir} was made from {display_path(tasks_path)}, which is not there any more; put it "
+                         f"back where it was (this command reads a run's inputs from where the run read them)")
     tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"], folder_study(manifest.data))
     if sha != manifest.data["tasks_sha256"]:
         raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
-                         f"({manifest.data['tasks_sha256'][:12]}); restore it from git")
+                         f"({manifest.data['tasks_sha256'][:12]}): {changed_inputs(folder_study(manifest.data))}; "
+                         f"restore them as they were when the run was made (from git, where they are committed)")
     return manifest, tasks
+
+
+def changed_inputs(study: Study) -> str:
+    """What can have changed a run's task set: its task file, or the files a study reads from its source option."""
+    if study.source_option:
+        return f"one of the --{study.source_option} files, or another input read with them, changed, came or went"
+    return "the task file changed"
 
 
 def run_tasks_path(manifest: dict) -> Path:

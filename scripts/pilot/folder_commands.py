@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -35,6 +36,13 @@ def command_generate(args) -> int:
     path = Path(args.tasks) if args.tasks else study.tasks_path
     data, what = study.generate({"episodes": args.episodes, "positions": getattr(args, "positions", None),
                                  "framings": getattr(args, "framings", None)})
+    # what is there is read (to compare) and replaced: only a regular file, never a link, pipe or device
+    if path.is_symlink():
+        raise PilotError(f"{display_path(path)} is a link; generate writes a task file of its own: give --tasks a "
+                         f"new path")
+    if path.exists() and not path.is_file():
+        raise PilotError(f"{display_path(path)} is not a regular file (a folder, pipe or device); give --tasks the "
+                         f"path of a task file")
     if path.exists():
         if read_canonical(path) == data:
             print(f"{display_path(path)} is already this task set (sha256 {sha256_bytes(data)[:12]}); unchanged")
@@ -431,6 +439,11 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 def command_merge(args) -> int:
     """Combine shard folders into one bank after checking that their locks agree."""
     out = Path(args.out_dir)
+    for folder in args.shard_dirs:          # the merged run is a folder of its own, never inside a shard or above one
+        inside, outside = Path(os.path.abspath(out)), Path(os.path.abspath(folder))
+        if inside == outside or outside in inside.parents or inside in outside.parents:
+            raise PilotError(f"the merged folder {out} and the shard {folder} lie one inside the other; merge into a "
+                             f"folder of its own, beside the shards")
     refuse_merge_target(out)
     shards = []
     for folder in args.shard_dirs:

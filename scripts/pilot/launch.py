@@ -217,6 +217,10 @@ def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (), registry:
 def given_source(args, study: Study) -> str | None:
     """The task source the command line names: the study's own option for it (Study.source_option), or --tasks."""
     own = getattr(args, study.source_option, None) if study.source_option else None
+    for option, value in ((study.source_option, own), ("tasks", getattr(args, "tasks", None))):
+        if value is not None and not value.strip():     # an empty path is a mistake, not "the default"
+            raise PilotError(f"--{option} was given an empty path; give a file or folder, or leave --{option} out "
+                             f"for the study's own")
     return own or getattr(args, "tasks", None)
 
 

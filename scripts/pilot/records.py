@@ -14,6 +14,7 @@ import datetime as _dt
 import errno
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -315,10 +316,12 @@ def file_sha256(path: Path) -> str:
 
 
 def display_path(path: Path) -> str:
+    """A path as a manifest records it and a message shows it: relative to the repository inside it, absolute
+    outside it (a relative path outside it, recorded as typed, would later be read against the repository)."""
     try:
         return str(path.resolve().relative_to(REPO_ROOT))
     except ValueError:
-        return str(path)
+        return os.path.abspath(path)
 
 
 # sentences, or the state it wrote before) and answers from them; in prose states only, it forgets a fixed

@@ -526,6 +526,8 @@ def manifest_problem(data: Any) -> str | None:
         return "`task_set` is not a task set's summary"
     if not all(whole(c, 1) for c in data.get("concurrency_used") or []):
         return "`concurrency_used` is not a list of whole numbers"
+    if "recheck_requested" in data and not whole(data["recheck_requested"], 0, 10000):
+        return "`recheck_requested` is not a whole number from 0 to 10000"
     recheck = data.get("recheck")
     if isinstance(recheck, dict) and not (whole(recheck.get("k")) and whole(recheck.get("sent")) and
                                           whole(recheck.get("changed")) and isinstance(recheck.get("items"), list) and

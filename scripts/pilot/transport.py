@@ -214,6 +214,22 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+MAX_REPLY_BYTES = 16 * 2 ** 20     # a chat reply capped at a few thousand tokens is kilobytes; this is far above
+
+
+class ReplyTooLarge(Exception):
+    """A reply longer than MAX_REPLY_BYTES: read no further (its connection is not reused)."""
+
+
+def read_capped(resp) -> bytes:
+    """The reply's body, or ReplyTooLarge once it passes MAX_REPLY_BYTES (a server that streams megabytes for a
+    call capped at 256 tokens would otherwise fill the memory and the journal)."""
+    body = resp.read(MAX_REPLY_BYTES + 1)
+    if len(body) > MAX_REPLY_BYTES:
+        raise ReplyTooLarge()
+    return body
+
+
 class HttpClient:
     """JSON over HTTP/1.1 with separate connect and read timeouts and classified errors.
 
@@ -342,7 +358,7 @@ class HttpClient:
                 try:
                     resp = conn.getresponse()
                     headers_at = time.perf_counter()
-                    body = resp.read()
+                    body = read_capped(resp)
                 except http.client.RemoteDisconnected:
                     conn.close()
                     if reused and not call["resent"]:
@@ -371,9 +387,9 @@ class HttpClient:
         req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
         try:
             with self.opener.open(req, timeout=self.connect_timeout) as resp:
-                return resp.status, resp.headers, resp.read()
+                return resp.status, resp.headers, read_capped(resp)
         except urllib.error.HTTPError as err:
-            return err.code, err.headers, (err.read() if err.fp else b"")
+            return err.code, err.headers, (read_capped(err) if err.fp else b"")
         except urllib.error.URLError as err:
             raise _ConnectFailed(err.reason)
 
@@ -409,6 +425,9 @@ class HttpClient:
             else:
                 with slot.sending(lambda: None) if slot is not None else contextlib.nullcontext():
                     status, reply_headers, body = self._exchange_urllib(method, path, data, headers)
+        except ReplyTooLarge:
+            raise TransientError(f"{where}: the reply is longer than {MAX_REPLY_BYTES // 2 ** 20} MiB, which no reply "
+                                 f"to a call capped at a few thousand tokens needs") from None
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             if self.proxy:

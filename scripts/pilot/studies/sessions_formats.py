@@ -52,6 +52,16 @@ def refuse(where: str, why: str, hint: str = "") -> SessionFileError:
 
 
 # --- Files -------------------------------------------------------------------------------------------------------
+def printable_name(name: str) -> bool:
+    """A file name the lock, the manifest and the reports can write: UTF-8 (not bytes the file system only keeps
+    as escapes) and printable."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.isprintable()
+
+
 def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
     """The files to read under path (a file, or a folder's .json and .jsonl files, not its subfolders) with the name
     each is shown by, and the folder entries left out with why."""
@@ -62,12 +72,18 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
                      "--sessions PATH (the formats read: tasks/sessions/README.md), or leave --sessions out to run "
                      "the example sessions")
     if path.is_file():
+        if not printable_name(path.name):
+            raise refuse(repr(str(path))[1:-1], "has a name that is not printable UTF-8 (the lock and every report "
+                         "name each file)", "rename the file")
         return [(path, path.name)], {}
     if not path.is_dir():
         raise refuse(str(path), "is not a regular file or folder (a device, pipe or socket)",
                      "give a session file or a folder of them")
     files, left_out = [], {}
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
+        if not printable_name(entry.name):
+            raise refuse(repr(str(entry))[1:-1], "has a name that is not printable UTF-8 (the lock and every report "
+                         "name each file)", "rename the file, or move it out of the folder")
         if entry.name.startswith("."):
             left_out[entry.name] = "hidden"
         elif entry.is_symlink():
