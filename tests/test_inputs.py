@@ -197,6 +197,15 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
             gate.normalize_ledger({"entities": {"X": 1, "Y": 2}, "combined": [{"parts": [["X"], "Y"], "value": 3}]})
         self.assertIn("combined entry", str(caught.exception))
 
+    def test_a_ledger_with_a_byte_order_mark_is_read(self):
+        """Session and probes files with a BOM were read and a ledger with one refused as not JSON."""
+        ledger, state = self.make_tmp() / "ledger.json", self.make_tmp() / "state.txt"
+        ledger.write_bytes(b"\xef\xbb\xbf" + json.dumps({"entities": {"KEDIMA": 873}}).encode())
+        state.write_text("values:\nKEDIMA = 873\n")
+        code, stdout, err = run_main(["gate", str(state), "--ledger", str(ledger)])
+        self.assertEqual(code, 0, err)
+        self.assertIn("PASS", stdout)
+
     def test_gate_on_a_path_that_does_not_exist(self):
         self.assert_one_line(["gate", str(self.make_tmp() / "nothing.txt")], 2, "no state file or run folder")
 

@@ -324,7 +324,7 @@ def read_gate_input(path: str, what: str) -> str:
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
                              f"UTF-8 text file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")      # a byte-order mark, as some editors write, is read
     except (OSError, UnicodeDecodeError) as err:
         raise GateInputError(f"cannot read the {what} {path} ({getattr(err, 'strerror', None) or err}); give a "
                              f"UTF-8 text file") from None
