@@ -333,7 +333,12 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual((code, out), (2, ""))
                 self.assertIn(message, err)
                 self.assertEqual(len(err.strip().splitlines()), 1)
-        for argv, message in ((["generate", "--study", "sessions"], "has no task file to generate"),
+        (self.tmp / "probes.json").write_text(json.dumps([{"question": "Q?", "answer": "x"}]))
+        link = self.tmp / "probes-link.json"        # resolved before its check, a link was once read through
+        link.symlink_to(self.tmp / "probes.json")
+        for argv, message in ((["plan", "--study", "sessions", "--sessions", str(self.session), "--probes", str(link),
+                                "--models", MODEL], "or it is a link"),
+                              (["generate", "--study", "sessions"], "has no task file to generate"),
                               (["plan", "--sessions", str(self.session), "--models", MODEL],
                                "--sessions belongs to the sessions study"),
                               (["plan", "--study", "sessions", "--segments", "0", "--models", MODEL],

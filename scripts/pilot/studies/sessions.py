@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+import os
 import re
 import zlib
 from pathlib import Path
@@ -506,7 +507,7 @@ def read_session_options(given: dict) -> dict:
         if segments != DEFAULT_SEGMENTS:
             options["segments"] = segments
     if given.get("probes"):
-        options["probes"] = display_path(Path(given["probes"]).resolve())
+        options["probes"] = display_path(Path(os.path.abspath(given["probes"])))     # a link stays a link, refused
     return options
 
 
