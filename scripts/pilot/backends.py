@@ -65,15 +65,16 @@ class OllamaBackend:
         return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
 
     def list_models(self) -> list[str]:
-        return [name for m in self._tags() if isinstance(name := m.get("name") or m.get("model"), str)]
+        return list(self._tags())
 
-    def _tags(self) -> list[dict]:
+    def _tags(self) -> dict[str, dict]:
+        """The server's models by name (an entry without a name that is text is none the runner can ask for)."""
         models = server_object(self.preflight_http.request("GET", "/api/tags"), "GET /api/tags").get("models")
-        return [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
+        entries = [m for m in models if isinstance(m, dict)] if isinstance(models, list) else []
+        return {name: m for m in entries if isinstance(name := m.get("name") or m.get("model"), str)}
 
     def describe_model(self, model: str) -> dict:
-        tags = {m.get("name") or m.get("model"): m for m in self._tags()
-                if isinstance(m.get("name") or m.get("model"), str)}
+        tags = self._tags()
         item = tags.get(model) or tags.get(model + ":latest") or {}
         show = server_object(self.preflight_http.request("POST", "/api/show", {"model": model}), "POST /api/show")
         capabilities = show.get("capabilities")

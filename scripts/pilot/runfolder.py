@@ -319,12 +319,14 @@ def parse_record_line(line: bytes) -> dict | None:
     return record
 
 
+def whole(value: Any, lo: int = 0, hi: int | None = None) -> bool:
+    """A whole number (not a bool) from lo to hi, as the runner writes counts, episodes and settings."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
+
+
 def record_fields_fit(record: dict) -> bool:
     """The fields that place a record in its cell, where it has them, are of the kinds the runner writes: a record
     whose kind or episode is a list (an edit, never a run) is unreadable, not a key that breaks every command."""
-    def whole(value) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
     return all(isinstance(record[f], str) for f in ("model", "regime", "kind") if f in record) and \
         all(whole(record[f]) for f in ("episode", "budget", "sample") if f in record)
 
@@ -456,9 +458,6 @@ def process_alive(pid: int) -> bool:
 def manifest_problem(data: Any) -> str | None:
     """The first way a parsed manifest is not one this runner wrote (every field the commands read, with its
     type and range), or None: a manifest from elsewhere is refused in one line instead of failing deep inside."""
-    def whole(value, lo=0, hi=None) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
-
     def texts(value) -> bool:           # names the messages quote: one printable line each
         return isinstance(value, list) and bool(value) and all(isinstance(v, str) and v.isprintable() and v
                                                                for v in value) and len(set(value)) == len(value)

@@ -172,12 +172,17 @@ class Progress:
             eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
         else:
             eta = "unknown"
-        shown_rate = f"{rate:.1f} calls/min" if measured or self.first_reply_at is None else "rate not yet measured"
-        if left <= 0:           # every call of the cells is done: no rate still to measure, no time left to guess
-            shown_rate, eta = ("", "") if not measured else (f"{rate:.1f} calls/min", "")
-        text = (f"progress: cells {self.done_cells}/{self.total_cells}, calls {self.done_calls}/{self.total_calls}, " +
-                (f"{shown_rate}, ETA {eta}, " if eta else f"{shown_rate}, " if shown_rate else "") +
-                f"failed cells {self.failed_cells}" + (f", re-sent {self.resends}" if self.resends else ""))
+        parts = [f"cells {self.done_cells}/{self.total_cells}", f"calls {self.done_calls}/{self.total_calls}"]
+        if measured or (self.first_reply_at is None and left > 0):
+            parts.append(f"{rate:.1f} calls/min")
+        elif left > 0:          # once every call of the cells is done there is no rate left to measure
+            parts.append("rate not yet measured")
+        if left > 0:            # nor a time left to guess
+            parts.append(f"ETA {eta}")
+        parts.append(f"failed cells {self.failed_cells}")
+        if self.resends:
+            parts.append(f"re-sent {self.resends}")
+        text = "progress: " + ", ".join(parts)
         if self.probe is not None:
             text += f"; determinism probe: {self.probe[0]} of {self.probe[1]} calls re-sent"
         if self.retries:
