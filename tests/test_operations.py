@@ -15,6 +15,7 @@ from unittest import mock
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, reference_results, load_tasks, run_main
 from pilot import bank, cli, records, runfolder, runner
+from pilot.progress import Progress
 
 MODEL = "gemma3:4b"
 CALLS_2_EPISODES = 2 * 8 + 2 * 2 * 12       # 64
@@ -69,7 +70,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
 
     def test_retry_line_names_the_call_the_cause_the_attempt_and_when(self):
         stream = io.StringIO()
-        progress = runner.Progress(10, 100, 0, 0, stream=stream, interval_s=60)
+        progress = Progress(10, 100, 0, 0, stream=stream, interval_s=60)
         progress.retrying(f"{MODEL} R1 ep 3 compact_2", "HTTP 500 model runner has unexpectedly stopped", 3, 7, 8.0)
         self.assertEqual(stream.getvalue(), f"retrying {MODEL} R1 ep 3 compact_2: HTTP 500 model runner has "
                                             f"unexpectedly stopped (attempt 3/7, next in 8 s)\n")
@@ -83,7 +84,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
                 return True
 
         stream = Terminal()
-        progress = runner.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
+        progress = Progress(4, 40, 0, 0, stream=stream, interval_s=60)
         progress.retrying(f"{MODEL} R0 ep 1 question_4", "connection refused", 2, 7, 3.0, unreachable_s=4.0,
                           give_up_after_s=180)
         live = stream.getvalue().split("\r")[-1]
@@ -95,7 +96,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
         clock = Clock()
         stream = io.StringIO()
         with mock.patch.object(time, "monotonic", clock):
-            progress = runner.Progress(1, 61, 0, 0, stream=stream, interval_s=0)
+            progress = Progress(1, 61, 0, 0, stream=stream, interval_s=0)
             clock.now += 120                          # two minutes of model load before the first reply
             self.assertIn("ETA unknown (waiting 120 s for the first reply", progress.line())
             progress.update(calls=1)
@@ -108,7 +109,7 @@ class VisibleRetriesTest(TempDirMixin, unittest.TestCase):
     def test_a_finished_run_and_its_determinism_probe_say_what_they_are_doing(self):
         """Once every call of the cells is done the line gives no rate still to measure and no ETA of 0 min, and
         while the determinism probe re-sends its calls the line counts them (it once stood still for 40 s)."""
-        progress = runner.Progress(3, 4, 0, 0, stream=io.StringIO(), interval_s=0)
+        progress = Progress(3, 4, 0, 0, stream=io.StringIO(), interval_s=0)
         progress.update(calls=1)
         self.assertIn("rate not yet measured, ETA unknown (measuring the rate: 1 reply so far)", progress.line())
         progress.update(calls=3, cells=3)

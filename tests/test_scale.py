@@ -11,6 +11,7 @@ from unittest import mock
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
 from pilot import backends, cli, records, runfolder, runner, transport
+from pilot.progress import Progress
 from pilot.studies import xr001
 
 MODEL = "smollm2:135m"
@@ -423,7 +424,7 @@ class ShardTest(TempDirMixin, unittest.TestCase):
 class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
     def test_progress_lines_on_a_non_terminal(self):
         stream = io.StringIO()
-        progress = runner.Progress(10, 100, 2, 20, stream=stream, interval_s=0)
+        progress = Progress(10, 100, 2, 20, stream=stream, interval_s=0)
         progress.update(calls=5)
         progress.update(cells=1, failed=1, force=True)
         lines = stream.getvalue().splitlines()
@@ -439,7 +440,7 @@ class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
                 return True
 
         stream = Terminal()
-        progress = runner.Progress(4, 40, 0, 0, stream=stream, interval_s=60)
+        progress = Progress(4, 40, 0, 0, stream=stream, interval_s=60)
         progress.update(calls=1)
         progress.update(calls=1)
         progress.update(cells=1, force=True)

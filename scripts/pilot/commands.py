@@ -26,7 +26,8 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     own_runner_message, recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
-from .runner import (DEFAULT_RECHECK, Progress, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
+from .progress import Progress
+from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
     lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
 from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
 
