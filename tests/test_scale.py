@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
-from pilot import backends, cli, records, runfolder, runner, transport
+from pilot import backends, cells as run_cells, cli, records, runfolder, runner, transport
 from pilot.progress import Progress
 from pilot.studies import xr001
 
@@ -369,10 +369,10 @@ class KeptAliveConnectionTest(TempDirMixin, unittest.TestCase):
 
 class ShardTest(TempDirMixin, unittest.TestCase):
     def test_shards_are_disjoint_and_cover_every_cell(self):
-        cells = runner.all_cells(["a", "b"], xr001.DEFAULT_REGIMES, 15)
+        cells = run_cells.all_cells(["a", "b"], xr001.DEFAULT_REGIMES, 15)
         for n in (1, 2, 3, 7):
             with self.subTest(n=n):
-                slices = [runner.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
+                slices = [run_cells.shard_cells(cells, (i, n)) for i in range(1, n + 1)]
                 flat = [c for s in slices for c in s]
                 self.assertEqual(sorted(flat), sorted(cells))
                 self.assertEqual(len(flat), len(set(flat)))
@@ -394,8 +394,8 @@ class ShardTest(TempDirMixin, unittest.TestCase):
                                               f"{i}/2", *common])
                 self.assertEqual(code, 0, err)
             self.assertIn("combine them with", stdout)
-            self.assertEqual(s2.chat_count(), sum(runner.calls_per_cell(xr001.REGIMES[c.regime], 4, 8) for c in
-                                                  runner.shard_cells(runner.all_cells(["a:1"], xr001.DEFAULT_REGIMES, 3), (2, 2))))
+            self.assertEqual(s2.chat_count(), sum(run_cells.calls_per_cell(xr001.REGIMES[c.regime], 4, 8) for c in
+                                                  run_cells.shard_cells(run_cells.all_cells(["a:1"], xr001.DEFAULT_REGIMES, 3), (2, 2))))
             code, stdout, _ = run_main(["status", "--out", str(root / "s2")])
             self.assertEqual(code, 0)
             self.assertIn("4 complete, 0 left", stdout)      # 9 cells: shard 2/2 holds cells 1, 3, 5, 7

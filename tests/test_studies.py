@@ -22,7 +22,7 @@ from pilot.inputs import TaskSetError, budget_words
 from pilot.records import (ANSWER_NUM_PREDICT, CallSpec, Regime, Study, canonical_json, display_path,
     register_study, sha256_bytes, sha256_text)
 from pilot.reports import fmt_p, fmt_rate, md_table
-from pilot.runner import all_cells, run_budgets, run_regimes, run_samples
+from pilot.cells import all_cells, run_budgets, run_regimes, run_samples
 from pilot.stats import mcnemar_summary, rate_summary
 
 # --- The study TALLY-T1: design --------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Iterable
 
 from .backends import preflight
 from .bank import analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems
@@ -26,10 +25,11 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     own_runner_message, recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
+from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .progress import Progress
-from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, all_cells, journal_streams,
-    lost_records, recheck_pending, repair_journal, run_budgets, run_cells, run_recheck, run_samples, shard_cells)
-from .studies.xr001 import DEFAULT_REGIMES, N_EPISODES
+from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, lost_records, recheck_pending,
+    repair_journal, run_cells, run_recheck)
+from .studies.xr001 import N_EPISODES
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
@@ -211,10 +211,6 @@ def resume_command(argv: list[str]) -> str:
 def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
-
-def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[str] = DEFAULT_REGIMES,
-                   budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
-    return shard_cells(all_cells(models, list(regimes), n_episodes, budgets, samples), shard)
 
 
 def command_run(args, then_analyze: bool = False) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .backends import estimate_tokens
 from .commands import (folder_writable, gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path,
-    selected_cells, warn, write_analysis, write_figures_and_report, write_results)
+    warn, write_analysis, write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
 from .inputs import load_task_set, load_tasks, task_file_study
 from .launch import (check_study_design, chosen_regimes, given_source, parse_models, parse_names, resolve_run_dir,
@@ -22,8 +22,8 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILE
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
-from .runner import (DEFAULT_RECHECK, all_cells, journal_streams, lost_records, merge_rechecks, recheck_pending,
-    run_budgets, run_regimes, run_samples)
+from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
+from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
 from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
 from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
 from .studies.constraints import SC_POSITIONS, SC_SCOPES, SC_STRENGTHS

@@ -11,14 +11,14 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from .bank import call_stage
-from .inputs import regime_from_record
+from .cells import calls_per_cell, journal_streams, run_regimes
 from .progress import Progress
 from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
     DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RETRIES, DiskFull,
-    FatalCallError, MAX_RETRY_AFTER_S, NUM_CTX, PilotError, Regime, RunInterrupted, ServerGone, Settings, Study,
+    FatalCallError, MAX_RETRY_AFTER_S, NUM_CTX, PilotError, RunInterrupted, ServerGone, Settings, Study,
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
@@ -531,47 +531,6 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
     if notes:
         manifest.save()
     return notes
-
-
-def run_regimes(manifest: dict) -> dict[str, Regime]:
-    """The regimes of a run as its manifest records them (built-in definitions for older manifests)."""
-    recorded = manifest.get("regime_definitions") or {}
-    built_in = folder_study(manifest).regimes
-    return {name: regime_from_record(recorded[name]) if name in recorded else built_in[name]
-            for name in manifest["regimes"]}
-
-
-def run_budgets(manifest: dict) -> list[int]:
-    return list(manifest.get("budgets") or [DEFAULT_BUDGET])
-
-
-def run_samples(manifest: dict) -> int:
-    return int(manifest.get("samples") or 1)
-
-
-def journal_streams(manifest: dict) -> list[tuple[str, str, int, int]]:
-    """Every raw log of a run: (model, regime, budget, sample)."""
-    return [(m, r, b, s) for b in run_budgets(manifest) for s in range(run_samples(manifest))
-            for m in manifest["models"] for r in manifest["regimes"]]
-
-
-def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int,
-              budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
-    """Every cell of a run in its canonical order (the order shards are cut from)."""
-    return [Cell(m, r, e, b, s) for b in budgets for s in range(samples)
-            for m in models for r in regimes for e in range(n_episodes)]
-
-
-def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
-    """Shard I of N: every N-th cell starting at I-1; the N shards are disjoint and cover every cell."""
-    if not shard:
-        return list(cells)
-    index, count = shard
-    return [c for i, c in enumerate(cells) if i % count == index - 1]
-
-
-def calls_per_cell(regime: Regime, n_segments: int, n_questions: int) -> int:
-    return (n_segments if regime.compacts else 0) + n_questions
 
 
 def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:

@@ -16,7 +16,7 @@ from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
 from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
-from ..runner import all_cells, run_regimes
+from ..cells import all_cells, run_regimes
 from ..stats import rate_summary
 from .adversarial import (ADV_CASES, ADV_PLANTED, ADV_PROTOCOL_ID, ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE, ADV_REGIMES,
     ADV_STUDY_REGIMES, ADV_THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)

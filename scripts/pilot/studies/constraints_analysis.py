@@ -14,7 +14,7 @@ from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGE
     TEMPERATURE, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
-from ..runner import all_cells, run_budgets, run_regimes, run_samples
+from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
 from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_HEADING_CONTROL, SC_PROTOCOL_ID,
     SC_SIDECAR_PAIRS, normalize_for_terms, sc_upper_bound)

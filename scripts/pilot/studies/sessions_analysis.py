@@ -18,7 +18,7 @@ from ..inputs import budget_words
 from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, Regime, folder_study, is_simulated, known_count)
 from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, write_atomic
-from ..runner import all_cells, run_budgets, run_regimes, run_samples
+from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .constraints_analysis import carries_instruction
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context

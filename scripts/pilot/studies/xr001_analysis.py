@@ -16,7 +16,7 @@ from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGE
     folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
 from ..runfolder import Journal, cell_key, is_complete
-from ..runner import all_cells, run_budgets, run_regimes, run_samples
+from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
     rate_summary)
 from .xr001 import DEFAULT_REGIMES, N_EPISODES, QUESTION_PLAN, REGIMES, gate_state_row, segment_entities
