@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, load_tasks, run_main
-from pilot import bank, cli, inputs, launch, records, reports, stats
+from pilot import bank, cli, inputs, launch, records, reports, states, stats
 from pilot.studies import xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
@@ -58,7 +58,7 @@ class RegistryTest(unittest.TestCase):
     def test_section_reader(self):
         state = ("Goal\nkeep the ledger\nProgress\nBAKUTO = 5\nCritical values:\nNEMATA = 412\nKOLAPE = 7\n"
                  "Next steps\nSIMOTE = 9")
-        self.assertEqual(bank.read_typed_state(bank.read_section(state, "critical values")), {"NEMATA": 412, "KOLAPE": 7})
+        self.assertEqual(states.read_typed_state(states.read_section(state, "critical values")), {"NEMATA": 412, "KOLAPE": 7})
 
     def test_holm_and_bootstrap(self):
         self.assertEqual(stats.holm_adjust([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])

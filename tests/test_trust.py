@@ -7,7 +7,7 @@ import unittest
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, cli, inputs, launch, records, reports
+from pilot import bank, cli, inputs, launch, records, reports, states
 from pilot.studies import xr001, xr001_analysis
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
@@ -104,7 +104,7 @@ class ParsingRulesTest(unittest.TestCase):
         a, b, c = list(truths)[:3]
         state = (f"The figure for {a} is {truths[a]}. Later the notes call {a} about {truths[a] + 50}. "
                  f"{b.lower()} was mentioned. {c}")
-        found = bank.read_prose_state(state, [a, b, c])
+        found = states.read_prose_state(state, [a, b, c])
         self.assertEqual(found[a], truths[a])           # nearest to the first occurrence, not the later one
         self.assertIn(b, found)                         # retained although no number sits in its sentence
         self.assertEqual(found[c], truths[a] + 50)      # the nearest number anywhere in the state

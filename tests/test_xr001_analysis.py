@@ -6,7 +6,7 @@ import unittest
 
 from fake_servers import FakeOllama, read_facts
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, reports
+from pilot import bank, reports, states
 from pilot.studies import xr001, xr001_analysis, xr001_report
 from test_figures import synthetic_results, synthetic_task_set
 
@@ -19,14 +19,14 @@ class SentenceReaderTest(unittest.TestCase):
     def test_the_number_of_the_sentence_that_names_the_entity(self):
         names = ["ZOBATI", "KUMELA", "PIDORU", "NOVETA"]
         state = "ZOBATI is 101; KUMELA is 202. PIDORU was mentioned\nNOVETA, one above ZOBATI, at 102."
-        nearest = bank.read_prose_state(state, names)
-        bounded = bank.read_prose_state_by_sentence(state, names)
+        nearest = states.read_prose_state(state, names)
+        bounded = states.read_prose_state_by_sentence(state, names)
         self.assertEqual(nearest["KUMELA"], 101)            # the paper's heuristic: the previous sentence's number
         self.assertEqual(bounded["KUMELA"], 202)
         self.assertEqual(bounded["ZOBATI"], 101)
         self.assertIsNone(bounded["PIDORU"])                # named, but no sentence naming it holds a number
         self.assertEqual(bounded["NOVETA"], 102)            # `;` and a line break end a sentence too
-        self.assertNotIn("ABSENT", bank.read_prose_state_by_sentence(state, ["ABSENT"]))
+        self.assertNotIn("ABSENT", states.read_prose_state_by_sentence(state, ["ABSENT"]))
 
     def test_score_retention_gives_both_readers(self):
         episode = xr001.generate_episode(0)

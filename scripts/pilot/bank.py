@@ -19,6 +19,7 @@ from .inputs import load_task_set
 from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, MAX_TOKEN_COUNT, PilotError,
     REPO_ROOT, Regime, Study, folder_study, study_named)
 from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
+from .states import to_int
 
 
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")
@@ -35,7 +36,7 @@ LENIENT_ANSWER_PATTERN = re.compile(r"ANSWER[*_`\s]*:[*_`\s]*(-?\d[\d,]*)", re.I
 
 def _last_integer(pattern: re.Pattern, reply: str) -> int | None:
     matches = pattern.findall(reply or "")
-    return _to_int(matches[-1]) if matches else None
+    return to_int(matches[-1]) if matches else None
 
 
 def parse_answer(reply: str) -> int | None:
@@ -60,106 +61,6 @@ def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int
         return "conflation"
     return "other_wrong"
 
-
-INT_PATTERN = re.compile(r"(?<![\w.])-?\d[\d,]*(?![\w])")
-
-# R2 write-time retention (primary): a whole line that is exactly `NAME = N`, spaces around `=` allowed.
-EXACT_TYPED_LINE = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
-
-# The looser reading, shown beside it and labelled: bullets, `NAME: N`, emphasis and trailing text.
-LOOSE_TYPED_LINE = re.compile(r"^[\s*\-\u2022]*([A-Za-z]{6})\s*[=:]\s*[*_`]*\s*(-?\d[\d,]*)\b")
-
-
-def _to_int(text: str) -> int | None:
-    try:
-        return int(text.replace(",", "").rstrip(","))
-    except ValueError:
-        return None
-
-
-def _read_lines(state: str, pattern: re.Pattern) -> dict[str, int]:
-    values: dict[str, int] = {}
-    for line in (state or "").splitlines():
-        match = pattern.match(line)
-        if match:
-            value = _to_int(match.group(2))
-            if value is not None:
-                values.setdefault(match.group(1).upper(), value)
-    return values
-
-
-def read_typed_state(state: str) -> dict[str, int]:
-    """R2: exact `NAME = N` lines of a typed block; the first line for a name counts."""
-    return _read_lines(state, EXACT_TYPED_LINE)
-
-
-def read_typed_state_loose(state: str) -> dict[str, int]:
-    """R2, labelled diagnostic: also `NAME: N`, bullets, emphasis and trailing text."""
-    return _read_lines(state, LOOSE_TYPED_LINE)
-
-
-def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
-    """R1 heuristic (crude, flagged): a name is retained if it occurs anywhere in the state; its value
-    is the integer nearest (in characters) to the name's first occurrence, None when there is none."""
-    state = state or ""
-    numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(state)]
-    numbers = [(start, end, n) for start, end, n in numbers if n is not None]
-    values: dict[str, int | None] = {}
-    for name in names:
-        first = re.search(rf"\b{re.escape(name)}\b", state, re.IGNORECASE)
-        if not first:
-            continue
-        distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end, n in numbers]
-        values[name] = min(distances)[2] if distances else None
-    return values
-
-
-# Where a sentence ends for the sentence-bounded prose reader: after . ! ? or ; and the space that follows, or at
-# a line break.
-SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
-
-
-def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, int | None]:
-    """R1, the sentence-bounded reader: a name is retained if it occurs anywhere in the state (as for the paper's
-    heuristic); its value is the integer nearest to the name inside the first sentence that names it and holds a
-    number (the earlier number on a tie), None when no such sentence holds one. `A is 1. B is 2.` gives B 2,
-    where the nearest number anywhere is A's 1."""
-    sentences = [part for part in SENTENCE_END.split(state or "") if part]
-    values: dict[str, int | None] = {}
-    for name in names:
-        pattern = re.compile(rf"\b{re.escape(name)}\b", re.IGNORECASE)
-        if not pattern.search(state or ""):
-            continue
-        values[name] = None
-        for sentence in sentences:
-            found = pattern.search(sentence)
-            numbers = [(m.start(), m.end(), _to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
-            numbers = [(start, end, n) for start, end, n in numbers if n is not None]
-            if found and numbers:
-                values[name] = min((max(start - found.end(), found.start() - end, 0), start, n)
-                                   for start, end, n in numbers)[2]
-                break
-    return values
-
-
-def read_section(state: str, heading: str) -> str:
-    """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next heading."""
-    wanted = " ".join(heading.lower().split())
-    lines, inside = [], False
-    for line in (state or "").splitlines():
-        bare = " ".join(re.sub(r"[#*_:`]", " ", line).lower().split())
-        looks_like_heading = bool(bare) and len(bare.split()) <= 4 and not re.search(r"[=\d]", line)
-        if bare == wanted or (bare.startswith(wanted) and not re.search(r"[=\d]", line)):
-            inside = True
-            continue
-        if inside and looks_like_heading and bare in SECTION_HEADINGS:
-            break
-        if inside:
-            lines.append(line)
-    return "\n".join(lines)
-
-
-SECTION_HEADINGS = frozenset({"goal", "constraints", "progress", "decisions", "next steps", "critical values"})
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,9 +17,9 @@ try:                                    # the standard library's own reader of r
 except ImportError:                     # pragma: no cover - Python 3.10
     import sre_parse as regex_parser
 
-from .bank import INT_PATTERN, _to_int
 from .records import PilotError
 from .reports import spreadsheet_safe
+from .states import INT_PATTERN, to_int
 from .stats import ALPHA, fisher_one_sided, rate_summary
 
 
@@ -451,7 +451,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
             if word not in entities:
                 invented.setdefault(word, unit)
         taken = [(start, end) for start, (end, _) in spans.items()]
-        placed = [(m.start(), _to_int(m.group())) for m in INT_PATTERN.finditer(unit)
+        placed = [(m.start(), to_int(m.group())) for m in INT_PATTERN.finditer(unit)
                   if not any(s <= m.start() < e for s, e in taken)]
         placed = [(at, n) for at, n in placed if n is not None]
         numbers = [n for _, n in placed]
@@ -570,7 +570,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
             for record in permission["records"]:
                 rest = re.sub(re.escape(record), " ", rest, flags=re.IGNORECASE)
             granted = ", ".join(permission["records"]) or permission["action"]
-            amounts = [n for n in (_to_int(m.group(1)) for m in AMOUNT.finditer(rest)) if n is not None]
+            amounts = [n for n in (to_int(m.group(1)) for m in AMOUNT.finditer(rest)) if n is not None]
             beyond = [n for n in amounts if permission["amounts"] and n not in permission["amounts"] or
                       permission["max_amount"] is not None and n > permission["max_amount"]]
             names = [by_upper.get(m.group(0).upper(), m.group(0)) for regex in filter(None, (known_re, name_re))

@@ -11,12 +11,13 @@ import json
 import re
 from pathlib import Path
 
-from ..bank import INT_PATTERN, _to_int, checked_cells, parse_answer
+from ..bank import checked_cells, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
 from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
 from ..cells import all_cells, run_regimes
+from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
 from .adversarial import (ADV_CASES, ADV_PLANTED, ADV_PROTOCOL_ID, ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE, ADV_REGIMES,
     ADV_STUDY_REGIMES, ADV_THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)
@@ -119,8 +120,8 @@ def read_target_value(text: str, name: str) -> int | None:
         rest = text[mention.end():]
         end = TARGET_VALUE_END.search(rest)
         number = INT_PATTERN.search(rest[:end.start() if end else len(rest)])
-        if number and _to_int(number.group()) is not None:
-            value = _to_int(number.group())
+        if number and to_int(number.group()) is not None:
+            value = to_int(number.group())
     return value
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -13,6 +12,7 @@ from ..demo import StandInModel
 from ..inputs import budget_words, design_check_failure
 from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
+from ..states import key_terms_in
 from .xr001 import (BASE_SEED, COMPACTION_FRAME, FORMAT_PARAGRAPHS, N_SEGMENTS, PROMPTS, generate_episode, plan_calls,
     render_answer_prompt, tasks_to_bytes)
 
@@ -268,15 +268,6 @@ def generate_constraint_file(options: dict) -> tuple[bytes, str]:
                   f"x {len(positions)} position(s) x {len(framings)} framing(s))")
 
 
-def normalize_for_terms(text: str) -> str:
-    """Text as the retention rule compares it: lower case, runs of spaces as one, no spaces around `=`."""
-    return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
-
-
-def key_terms_in(text: str, key_terms: Iterable[str]) -> list[str]:
-    """The key terms the retention rule finds in a text."""
-    norm = normalize_for_terms(text)
-    return [term for term in key_terms if normalize_for_terms(term) in norm]
 
 
 def texts_without_the_instruction(instance: dict) -> Iterable[tuple[str, str]]:

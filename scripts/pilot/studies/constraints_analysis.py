@@ -15,9 +15,10 @@ from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGE
 from ..reports import fmt_p, fmt_rate, md_table, pct
 from ..runfolder import Journal
 from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..states import carries_instruction
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
 from .constraints import (SC_CHOICE_RULE, SC_CONFIRMATORY, SC_EXTRACT_NUM_PREDICT, SC_HEADING_CONTROL, SC_PROTOCOL_ID,
-    SC_SIDECAR_PAIRS, normalize_for_terms, sc_upper_bound)
+    SC_SIDECAR_PAIRS, sc_upper_bound)
 
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
@@ -91,12 +92,6 @@ def read_constraints_section(state: str) -> str:
     return "\n".join(lines)
 
 
-def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
-    """The deterministic retention rule: every key term of the instruction appears in the text (case and
-    spacing ignored). Known failure modes: a paraphrase without the terms is missed; terms present for
-    another reason count as kept (see CONSTRAINTS.md section 4)."""
-    norm = normalize_for_terms(text)
-    return all(normalize_for_terms(term) in norm for term in key_terms)
 
 
 JUDGE_PATTERN = re.compile(r"JUDGE[ \t]*:[ \t]*(YES|NO)\b", re.IGNORECASE)

@@ -19,8 +19,8 @@ from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, Regime, fol
 from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import Journal, write_atomic
 from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..states import carries_instruction
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
-from .constraints_analysis import carries_instruction
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
 from .sessions_truth import (MASK, VALUE_CLASSES, VALUE_KINDS, classify_values, extract_values, mask_secrets,
     normalize_value, occurs_verbatim)

@@ -9,13 +9,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..bank import (CLASSES, INT_PATTERN, PROBE_KINDS, ProbeKind, _to_int, integer_classes, parse_answer,
-    parse_answer_lenient)
+from ..bank import CLASSES, PROBE_KINDS, ProbeKind, integer_classes, parse_answer, parse_answer_lenient
 from ..gate import (GATE_CATEGORIES, RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, check_state, gate_verdict,
     normalize_ledger)
 from ..inputs import budget_words, design_check_failure
 from ..records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_EPISODES, PilotError, REPO_ROOT, Regime,
     canonical_json, display_path, sha256_text)
+from ..states import INT_PATTERN, to_int
 
 
 PROTOCOL_ID = "XR-001"
@@ -576,7 +576,7 @@ def check_segment_text(text: str, entities: list[dict], base: dict, neighbor: di
     words = len(text.split())
     if not SEGMENT_WORDS[0] <= words <= SEGMENT_WORDS[1]:
         problems.append(f"{words} words, the design has {SEGMENT_WORDS[0]} to {SEGMENT_WORDS[1]}")
-    numbers = [_to_int(m.group()) for m in INT_PATTERN.finditer(text)]
+    numbers = [to_int(m.group()) for m in INT_PATTERN.finditer(text)]
     allowed = {e["value"] for e in entities} | {combined["value"]}
     for entity in entities:
         if entity["name"] not in text or entity["value"] not in numbers:

@@ -10,13 +10,14 @@ from typing import Iterable
 
 from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, cells_block_disagreement, checked_cells,
     class_tallies, distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
-    read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state, read_typed_state_loose,
     regime_summary, score_probe, summarize_compaction_tokens, table_where)
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
     folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
 from ..runfolder import Journal, cell_key, is_complete
 from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..states import (read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state,
+    read_typed_state_loose)
 from ..stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
     rate_summary)
 from .xr001 import DEFAULT_REGIMES, N_EPISODES, QUESTION_PLAN, REGIMES, gate_state_row, segment_entities
