@@ -26,8 +26,29 @@ def load_module(name: str, path: Path):
 
 
 sys.path.insert(0, str(REPO / "scripts"))            # the runner's package, scripts/pilot/
-from pilot import cli  # noqa: E402
+from pilot import cli, prompts, records  # noqa: E402
 import pilot.studies  # noqa: E402,F401  (registers the studies)
+
+
+def call_prompt(regime, episode: dict, spec, state: str = "", study: str | None = None) -> str:
+    """The text of a call's last message as the runner sends it (prompts.build_messages), for a study (the default
+    one unless named)."""
+    return prompts.build_messages(records.study_named(study), regime, episode, spec, state)[-1]["content"]
+
+
+def compaction_prompt(regime, state: str, segment: str, budget: int = records.DEFAULT_BUDGET,
+                      study: str | None = None) -> str:
+    """The compaction prompt over `state` and a segment whose text is `segment`."""
+    episode = {"segments": [{"index": 1, "text": segment}], "questions": []}
+    return call_prompt(regime, episode, records.CallSpec("compact_1", "compaction", budget, segment=1), state, study)
+
+
+def answer_prompt(regime, episode: dict, question: dict, state: str = "", study: str | None = None) -> str:
+    """The prompt of one question of an episode, asked over what the regime lets it see (`state` for a regime that
+    compacts)."""
+    spec = records.CallSpec(f"question_{question['id']}", "answer", records.ANSWER_NUM_PREDICT,
+                            question_id=question["id"])
+    return call_prompt(regime, episode, spec, state, study)
 
 
 def run_main(argv: list[str]) -> tuple[int, str, str]:

@@ -3,7 +3,7 @@ import json
 import unittest
 
 from helpers import REPO, run_main  # noqa: F401  (also puts the runner's package on the path)
-from pilot import bank
+from pilot import bank, episodes
 from pilot.studies import xr001, xr001_analysis
 
 CONFLATION_SET = [150, 151, 300, 450, 612]
@@ -58,8 +58,8 @@ class ClassifyTest(unittest.TestCase):
 
 class RetentionTest(unittest.TestCase):
     def setUp(self):
-        self.episode = xr001.generate_episode(0)
-        self.truths = {e["name"]: e["value"] for s in self.episode["segments"] for e in xr001.segment_entities(s)}
+        self.episode = episodes.generate_episode(0)
+        self.truths = {e["name"]: e["value"] for s in self.episode["segments"] for e in episodes.segment_entities(s)}
 
     def test_typed_block_exact_lines(self):
         names = list(self.truths)

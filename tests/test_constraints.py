@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import bank, commands, inputs, records
+from pilot import bank, commands, episodes, inputs, records
 from pilot.studies import constraints, constraints_analysis, xr001
 
 MODEL = "gemma3:4b"
@@ -64,7 +64,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_task_file_is_the_generators_and_pinned(self):
         raw = (REPO / "tasks" / "constraints.json").read_bytes()
         self.assertEqual(records.sha256_bytes(raw), constraints.SC_PINNED_TASKS_SHA256)
-        self.assertEqual(raw, xr001.tasks_to_bytes(constraints.generate_constraint_tasks()))
+        self.assertEqual(raw, inputs.tasks_to_bytes(constraints.generate_constraint_tasks()))
         self.assertEqual(inputs.load_task_set(REPO / "tasks" / "constraints.json")["kind"], "pinned")
 
     def test_fifteen_constraints_three_per_category_each_with_a_known_compliant_option(self):
@@ -82,7 +82,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
                 self.assertNotIn(inst["instruction"], inst["segments"][1]["plain_text"])
                 self.assertTrue(inst["instruction"].startswith(constraints.SC_DIRECT_LEAD))
                 # the session material is XR-001's episode, unchanged where nothing is said
-                self.assertEqual(inst["segments"][0]["text"], xr001.generate_episode(inst["episode"])["segments"][0]["text"])
+                self.assertEqual(inst["segments"][0]["text"], episodes.generate_episode(inst["episode"])["segments"][0]["text"])
 
     def test_no_key_term_occurs_without_the_instruction(self):
         """Issue 20, point 8: act_sheet's "worksheet" was in filler sentences, pro_ask_combine's "combin" in the
@@ -102,7 +102,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
         self.assertIn("'ask' occurs in the extract prompt", problems[2])
         # such a file is refused when a run is asked to use it, in one message that says what is wrong
         path = self.make_tmp() / "old.json"
-        path.write_bytes(xr001.tasks_to_bytes(old))
+        path.write_bytes(inputs.tasks_to_bytes(old))
         with self.assertRaises(inputs.TaskSetError) as caught:
             inputs.load_task_set(path)
         self.assertIn("the key term 'worksheet' occurs in segment 2", str(caught.exception))

@@ -13,8 +13,8 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, run_main
-from pilot import bank, cli, commands, demo, records, reports
+from helpers import FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_module, load_tasks, run_main
+from pilot import bank, cli, commands, demo, episodes, prompts, records, reports
 from pilot.studies import xr001, xr001_report
 
 DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
@@ -32,7 +32,7 @@ class CountingModel:
 
     def __init__(self):
         self.calls = 0
-        self.original = demo.StandInModel.reply
+        self.original = episodes.SessionStandIn.reply
 
     def __enter__(self):
         counter = self
@@ -41,7 +41,7 @@ class CountingModel:
             counter.calls += 1
             return counter.original(model, prompt)
 
-        self.patch = mock.patch.object(demo.StandInModel, "reply", reply)
+        self.patch = mock.patch.object(episodes.SessionStandIn, "reply", reply)
         self.patch.start()
         return self
 
@@ -337,7 +337,7 @@ class DemoMergeTest(TempDirMixin, unittest.TestCase):
 
     def test_simulated_shards_merge_and_stay_simulated(self):
         tmp = self.make_tmp()
-        with demo.StandInServer() as server:
+        with demo.StandInServer(episodes.SessionStandIn()) as server:
             self.simulated_run(server, tmp / "s1", "1/2")
             self.simulated_run(server, tmp / "s2", "2/2")
         with contextlib.redirect_stdout(io.StringIO()):
@@ -350,43 +350,41 @@ class DemoMergeTest(TempDirMixin, unittest.TestCase):
 
 class StandInModelTest(unittest.TestCase):
     def test_reads_every_fact_sentence_of_the_generator(self):
-        for template in xr001.VALUE_SENTENCES:
+        for template in episodes.VALUE_SENTENCES:
             with self.subTest(template=template):
-                self.assertEqual(demo.stand_in_facts(template.format(name="TOPOVO", value=645))[0], {"TOPOVO": 645})
-        for template in xr001.NEIGHBOR_SENTENCES:
+                self.assertEqual(episodes.stand_in_facts(template.format(name="TOPOVO", value=645))[0], {"TOPOVO": 645})
+        for template in episodes.NEIGHBOR_SENTENCES:
             with self.subTest(template=template):
-                values, _, relations = demo.stand_in_facts(template.format(name="GIBEZA", base="TOPOVO", value=646))
+                values, _, relations = episodes.stand_in_facts(template.format(name="GIBEZA", base="TOPOVO", value=646))
                 self.assertEqual((values, relations), ({"GIBEZA": 646}, [("GIBEZA", "TOPOVO")]))
-        for template in xr001.COMBINED_SENTENCES:
+        for template in episodes.COMBINED_SENTENCES:
             with self.subTest(template=template):
-                self.assertEqual(demo.stand_in_facts(template.format(a="TOPOVO", b="NEKOMU", value=1083))[1],
+                self.assertEqual(episodes.stand_in_facts(template.format(a="TOPOVO", b="NEKOMU", value=1083))[1],
                                  {("TOPOVO", "NEKOMU"): 1083})
 
     def test_prose_forgets_about_the_documented_share_and_typed_keeps_all(self):
         names = [e["name"] for ep in load_tasks()["episodes"] for seg in ep["segments"]
-                 for e in xr001.segment_entities(seg)]
-        share = sum(demo.stand_in_forgets(n) for n in names) / len(names)
+                 for e in episodes.segment_entities(seg)]
+        share = sum(episodes.stand_in_forgets(n) for n in names) / len(names)
         self.assertAlmostEqual(share, demo.STAND_IN_PROSE_FORGETS, delta=0.08)
-        self.assertEqual([demo.stand_in_forgets(n) for n in names], [demo.stand_in_forgets(n) for n in names])
+        self.assertEqual([episodes.stand_in_forgets(n) for n in names], [episodes.stand_in_forgets(n) for n in names])
         episode = load_tasks()["episodes"][0]
-        model, state = demo.StandInModel(), {}
+        model, state = episodes.SessionStandIn(), {}
         for regime in ("R1", "R2"):
             state[regime] = ""
             for segment in episode["segments"]:
-                state[regime] = model.reply(xr001.render_compaction_prompt(xr001.REGIMES[regime], state[regime],
-                                                                        segment["text"]))
-        truth = {e["name"]: e["value"] for seg in episode["segments"] for e in xr001.segment_entities(seg)}
-        self.assertEqual(demo.stand_in_facts(state["R2"])[0], truth)
-        kept = demo.stand_in_facts(state["R1"])[0]
-        self.assertEqual(kept, {n: v for n, v in truth.items() if not demo.stand_in_forgets(n)})
+                state[regime] = model.reply(compaction_prompt(xr001.REGIMES[regime], state[regime], segment["text"]))
+        truth = {e["name"]: e["value"] for seg in episode["segments"] for e in episodes.segment_entities(seg)}
+        self.assertEqual(episodes.stand_in_facts(state["R2"])[0], truth)
+        kept = episodes.stand_in_facts(state["R1"])[0]
+        self.assertEqual(kept, {n: v for n, v in truth.items() if not episodes.stand_in_forgets(n)})
 
     def test_answers_from_the_prompt(self):
         episode = load_tasks()["episodes"][0]
-        transcript = xr001.render_transcript(episode)
         for question in episode["questions"]:
             with self.subTest(question=question["id"]):
-                prompt = xr001.render_answer_prompt(xr001.REGIMES["R0"], transcript, question)
-                self.assertEqual(bank.parse_answer(demo.StandInModel().reply(prompt)), question["truth"])
+                prompt = answer_prompt(xr001.REGIMES["R0"], episode, question)
+                self.assertEqual(bank.parse_answer(episodes.SessionStandIn().reply(prompt)), question["truth"])
 
 
 if __name__ == "__main__":

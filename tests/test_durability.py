@@ -235,7 +235,7 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         self.assertIn("--out", proc.stderr)
 
     def test_changed_prompts(self):
-        self.edit("scripts/pilot/studies/xr001.py", "lost for good", "gone for good")
+        self.edit("scripts/pilot/prompts.py", "lost for good", "gone for good")
         proc = self.resume("--allow-code-change")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("prompts_sha256", proc.stderr)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
-from pilot import gate, inputs, records, runfolder, stats
+from pilot import episodes, gate, inputs, records, runfolder, stats
 from pilot.studies import adversarial, xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
@@ -171,16 +171,16 @@ class WhatTheGuideNamesTest(unittest.TestCase):
                 gate.normalize_ledger(bad)
 
     def test_xr001_ledgers_hold_the_status_of_the_events_their_segments_report(self):
-        self.assertTrue(all(sentence in xr001.FILLER_SENTENCES for sentences, _ in xr001.SESSION_EVENTS
+        self.assertTrue(all(sentence in episodes.FILLER_SENTENCES for sentences, _ in episodes.SESSION_EVENTS
                             for sentence in sentences))
         regime = xr001.REGIMES["R2"]
         summary = "A reminder went out that the final summary would be shared with the whole unit."
         episode = next(e for e in xr001.generate_tasks()["episodes"] if summary in e["segments"][0]["text"])
-        ledger = xr001.episode_ledger(episode, 1, regime)
+        ledger = episodes.episode_ledger(episode, 1, regime)
         self.assertIn("sharing of the final summary", [item["name"] for item in ledger["items"]])
         values = "\n".join(["values:"] + [f"{n} = {e['value']}" for n, e in ledger["entities"].items()] +
                            ["combined:"] + [f"{' + '.join(c['parts'])} = {c['value']}" for c in ledger["combined"]])
-        source = xr001.episode_source(episode, 1)
+        source = episodes.episode_source(episode, 1)
         self.assertEqual(gate.check_state(values + "\nnotes: " + summary, ledger, source), [])
         upgraded = gate.check_state(values + "\nnotes: the final summary was shared with the whole unit.", ledger,
                                     source)
@@ -312,8 +312,8 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
     def test_every_checkpoint_has_a_row(self):
         with open(self.run_dir / "gate.csv", newline="") as fh:
             rows = list(csv.DictReader(fh))
-        self.assertEqual(len(rows), 2 * 2 * xr001.N_SEGMENTS)
-        self.assertEqual({r["checkpoint"] for r in rows}, {str(k) for k in range(1, xr001.N_SEGMENTS + 1)})
+        self.assertEqual(len(rows), 2 * 2 * episodes.N_SEGMENTS)
+        self.assertEqual({r["checkpoint"] for r in rows}, {str(k) for k in range(1, episodes.N_SEGMENTS + 1)})
         finals = [r for r in rows if r["final"] == "True"]
         self.assertEqual(len(finals), 4)
         self.assertTrue(all(r["downstream_corrupted"] in ("True", "False") for r in finals))
@@ -336,8 +336,8 @@ class GateRunTest(TempDirMixin, unittest.TestCase):
         tasks = inputs.load_tasks(xr001.TASKS_PATH, 2)[0]
         for cell in manifest["cells"].values():
             cell["status"] = "FAILED"          # as if no cell had finished
-        rows = xr001_analysis.gate_bank(manifest, tasks, runfolder.Journal(self.run_dir))
-        self.assertEqual(len(rows), 2 * 2 * xr001.N_SEGMENTS)
+        rows = episodes.gate_bank(manifest, tasks, runfolder.Journal(self.run_dir))
+        self.assertEqual(len(rows), 2 * 2 * episodes.N_SEGMENTS)
         finals = {r["regime"]: r["downstream_corrupted"] for r in rows if r["final"] and r["episode"] == 0}
         self.assertEqual(finals, {"R1": True, "R2": None})   # R1 has a wrong answer; R2's are right but not all in
 

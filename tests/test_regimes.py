@@ -1,6 +1,7 @@
 """Regimes as data (protocol sections 2 and 5): the registry, a user's regime file, the built-in exploratory
 regimes, probe kinds, exploratory comparisons, a budget sweep and repeated samples."""
 import ast
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,8 +10,8 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_tasks, run_main
-from pilot import bank, cli, inputs, launch, records, reports, states, stats
+from helpers import FAST, REPO, TempDirMixin, call_prompt, compaction_prompt, load_tasks, run_main
+from pilot import bank, cells, cli, episodes, inputs, launch, records, reports, states, stats
 from pilot.studies import xr001, xr001_analysis, xr001_report
 
 MODEL = "gemma3:4b"
@@ -39,19 +40,19 @@ class RegistryTest(unittest.TestCase):
                 self.assertEqual(launch.template_fields(regime.answer_template), {"context", "question"})
 
     def test_calls_carry_stage_and_budget(self):
-        episode = xr001.generate_episode(0)
-        plan = xr001.plan_calls(xr001.REGIMES["R2"], episode, 128)
+        episode = episodes.generate_episode(0)
+        plan = cells.cascade_plan(xr001.REGIMES["R2"], episode, 128)
         self.assertEqual([(c.stage, c.max_output_tokens) for c in plan[:5]],
                          [("compaction", 128)] * 4 + [("answer", records.ANSWER_NUM_PREDICT)])
-        self.assertTrue(all(c.stage == "answer" for c in xr001.plan_calls(xr001.REGIMES["K2"], episode)))
+        self.assertTrue(all(c.stage == "answer" for c in cells.cascade_plan(xr001.REGIMES["K2"], episode)))
         self.assertEqual([inputs.budget_words(b) for b in (128, 256, 512)], [60, 120, 240])
-        prompt = xr001.render_compaction_prompt(xr001.REGIMES["R1"], "", "SEG", 512)
+        prompt = compaction_prompt(xr001.REGIMES["R1"], "", "SEG", 512)
         self.assertIn("at most 240 words", prompt)
 
     def test_recent_k_sees_only_the_last_segments(self):
-        episode = xr001.generate_episode(0)
-        spec = xr001.plan_calls(xr001.REGIMES["K1"], episode)[0]
-        text = xr001.build_messages(xr001.REGIMES["K1"], episode, spec, "")[0]["content"]
+        episode = episodes.generate_episode(0)
+        spec = cells.cascade_plan(xr001.REGIMES["K1"], episode)[0]
+        text = call_prompt(xr001.REGIMES["K1"], episode, spec)
         self.assertIn(episode["segments"][3]["text"], text)
         self.assertNotIn(episode["segments"][2]["text"], text)
 
@@ -184,6 +185,55 @@ class UserRegimeRunTest(TempDirMixin, unittest.TestCase):
         results = json.loads((out / "results.json").read_text())
         self.assertEqual({r["regime"] for r in results["compaction_stage"]}, {"R1", "R2", "R3"})
         self.assertIn("| K1* |", (out / "analysis.md").read_text())
+
+
+class SystemAndEmptyStateTest(TempDirMixin, unittest.TestCase):
+    """A regime's `system` and `empty_state` are sent by every study (issue 29): each study says what a call is
+    about and one builder (pilot/prompts.py) writes its messages, so no study can drop them."""
+
+    SYSTEM, EMPTY = "You keep the notes of a session.", "(no notes kept so far)"
+
+    def sent(self, out: Path, regimes: list[str]) -> list[dict]:
+        """Every record of these regimes' raw logs, each checked to carry the system message first."""
+        records = [json.loads(line) for regime in regimes
+                   for line in (out / "raw" / f"gemma3_4b_{regime}.jsonl").read_text().splitlines()]
+        self.assertTrue(records)
+        for record in records:
+            with self.subTest(regime=record["regime"], call=record["kind"]):
+                self.assertEqual(record["messages"][0], {"role": "system", "content": self.SYSTEM})
+                self.assertEqual(record["messages"][-1]["role"], "user")
+        return records
+
+    def assert_empty_state_sent(self, records: list[dict]) -> None:
+        first = [r for r in records if r["kind"] == "compact_1"]
+        self.assertTrue(first)
+        for record in first:
+            self.assertIn(f"PREVIOUS STATE:\n{self.EMPTY}\n\nNEW SEGMENT:", record["messages"][-1]["content"])
+
+    def test_every_study_that_takes_a_regime_file_sends_both(self):
+        mine = regime_file(self.make_tmp(), [{"name": "MINE", "compaction_template": USER_TEMPLATE,
+                                              "system": self.SYSTEM, "empty_state": self.EMPTY}])
+        for study, ran in (("xr001", ["MINE"]), ("constraints", ["MINE", "MINE+UB"]), ("sessions", ["MINE"])):
+            with self.subTest(study=study), FakeOllama(models=[MODEL]) as server:
+                out = self.make_tmp() / study
+                code, _, err = run_main(["run", "--study", study, "--regime-file", str(mine), "--regimes", "MINE",
+                                         "--episodes", "1", "--models", MODEL, "--host", server.url, "--out",
+                                         str(out), *FAST])
+                self.assertEqual(code, 0, err)
+                self.assert_empty_state_sent(self.sent(out, ran))
+
+    def test_the_adversarial_study_sends_them_too(self):
+        """Its design takes no regime file, so its own R2 and G2 are given both fields: the calls of its cascade,
+        gated or not, and its probes carry them as every study's do."""
+        study = records.study_named("adversarial")
+        given = {name: dataclasses.replace(regime, system=self.SYSTEM, empty_state=self.EMPTY)
+                 for name, regime in study.regimes.items()}
+        out = self.make_tmp() / "adversarial"
+        with mock.patch.dict(study.regimes, given), FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["adversarial", "--episodes", "1", "--models", MODEL, "--host", server.url,
+                                     "--out", str(out), *FAST])
+        self.assertEqual(code, 0, err)
+        self.assert_empty_state_sent(self.sent(out, ["R2", "G2"]))
 
 
 class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):

@@ -18,7 +18,8 @@ from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, kill_at_call, run_main
 from pilot import records
 from pilot.bank import PROBE_KINDS, checked_cells, score_probe
-from pilot.inputs import TaskSetError, budget_words
+from pilot.inputs import TaskSetError
+from pilot.prompts import CallText
 from pilot.records import (ANSWER_NUM_PREDICT, CallSpec, Regime, Study, canonical_json, display_path,
     register_study, sha256_bytes, sha256_text)
 from pilot.reports import fmt_p, fmt_rate, md_table
@@ -96,18 +97,12 @@ def plan_tally_calls(regime: Regime, episode: dict, budget: int) -> list:
                     for q in episode["questions"]]
 
 
-def build_tally_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str) -> list:
+def tally_call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str) -> CallText:
     """The note over the previous note and the new part, or a question over the transcript or the note."""
     if spec.is_compaction:
-        content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
-                                                    previous_state=state or PROMPTS["empty_note"],
-                                                    segment=episode["segments"][spec.segment - 1]["text"])
-    else:
-        context = state if regime.compacts else "\n\n".join(f"Part {s['index']}:\n{s['text']}"
-                                                            for s in episode["segments"])
-        question = episode["questions"][spec.question_id - 1]["prompt"]
-        content = regime.answer_template.format(context=context, question=question)
-    return [{"role": "user", "content": content}]
+        return CallText(segment=episode["segments"][spec.segment - 1]["text"])
+    context = state if regime.compacts else "\n\n".join(f"Part {s['index']}:\n{s['text']}" for s in episode["segments"])
+    return CallText(context=context, question=episode["questions"][spec.question_id - 1]["prompt"])
 
 
 def tally_prompts_sha256() -> str:
@@ -164,7 +159,7 @@ def render_tally_headline(analysis: dict) -> str:
 
 def register_tally(protocol: Path, tasks: Path) -> None:
     """The study's one registry line."""
-    register_study(Study(KEY, PROTOCOL_ID, protocol, tasks, PINNED_SHA256, KEY, REGIMES, ("FULL", "NOTE"), tally_prompts_sha256, load_tally_tasks, plan_tally_calls, build_tally_messages, score_tally, analyze_tally, render_tally_md, render_tally_headline, tally_file, figures=False))  # noqa: E501
+    register_study(Study(KEY, PROTOCOL_ID, protocol, tasks, PINNED_SHA256, KEY, REGIMES, ("FULL", "NOTE"), tally_prompts_sha256, load_tally_tasks, plan_tally_calls, tally_call_text, score_tally, analyze_tally, render_tally_md, render_tally_headline, tally_file, figures=False, empty_state=PROMPTS["empty_note"]))  # noqa: E501
 
 
 # The command as its own process, for kill -9: this module registers the study, then main() runs the command.

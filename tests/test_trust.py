@@ -6,8 +6,9 @@ import re
 import unittest
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, cli, inputs, launch, records, reports, states
+from helpers import (FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_module, load_tasks,
+    reference_results, run_main)
+from pilot import bank, cli, episodes, inputs, launch, records, reports, states
 from pilot.studies import xr001, xr001_analysis
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
@@ -21,7 +22,7 @@ def sentences(text: str) -> list[str]:
 class EpisodeRelationTest(unittest.TestCase):
     def test_every_neighbor_sentence_names_its_base_and_the_relation(self):
         for seed in range(300):
-            episode = xr001.generate_episode(0, base_seed=seed)
+            episode = episodes.generate_episode(0, base_seed=seed)
             for segment in episode["segments"]:
                 with self.subTest(seed=seed, segment=segment["index"]):
                     base, neighbor = segment["entities"]["base"], segment["entities"]["neighbor"]
@@ -37,8 +38,8 @@ class EpisodeRelationTest(unittest.TestCase):
 
 class PromptSymmetryTest(unittest.TestCase):
     def test_only_the_format_paragraph_differs(self):
-        prose = xr001.render_compaction_prompt(xr001.REGIMES["R1"], "STATE", "SEGMENT").split("\n\n")
-        typed = xr001.render_compaction_prompt(xr001.REGIMES["R2"], "STATE", "SEGMENT").split("\n\n")
+        prose = compaction_prompt(xr001.REGIMES["R1"], "STATE", "SEGMENT").split("\n\n")
+        typed = compaction_prompt(xr001.REGIMES["R2"], "STATE", "SEGMENT").split("\n\n")
         self.assertEqual(len(prose), len(typed))
         differing = [i for i, (a, b) in enumerate(zip(prose, typed)) if a != b]
         self.assertEqual(len(differing), 1)
@@ -51,9 +52,9 @@ class PromptSymmetryTest(unittest.TestCase):
             self.assertNotRegex(paragraph.lower(), r"every|each named|one line per")
 
     def test_answer_prompts_ask_for_the_integer_alone(self):
-        episode = xr001.generate_episode(0)
+        episode = episodes.generate_episode(0)
         for regime in ("R0", "R1"):
-            text = xr001.render_answer_prompt(xr001.REGIMES[regime], "CONTEXT", episode["questions"][0])
+            text = answer_prompt(xr001.REGIMES[regime], episode, episode["questions"][0], "CONTEXT")
             with self.subTest(regime=regime):
                 self.assertIn("ANSWER: <integer>", text)
                 self.assertIn("no working", text)
@@ -88,8 +89,8 @@ class ParsingRulesTest(unittest.TestCase):
                          ("omission", 412, "correct"))
 
     def test_r2_retention_reads_exact_lines_only(self):
-        episode = xr001.generate_episode(0)
-        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+        episode = episodes.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in episodes.segment_entities(s)}
         names = list(truths)
         state = "\n".join(["values:", f"{names[0]} = {truths[names[0]]}", f"- {names[1]} = {truths[names[1]]}",
                            f"{names[2]}: {truths[names[2]]}", f"{names[3]} = {truths[names[3]]} (checked)",
@@ -99,8 +100,8 @@ class ParsingRulesTest(unittest.TestCase):
         self.assertEqual((scored["loose_retained"], scored["loose_correct"]), (5, 5))
 
     def test_r1_retention_name_anywhere_number_nearest_first_occurrence(self):
-        episode = xr001.generate_episode(0)
-        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+        episode = episodes.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in episodes.segment_entities(s)}
         a, b, c = list(truths)[:3]
         state = (f"The figure for {a} is {truths[a]}. Later the notes call {a} about {truths[a] + 50}. "
                  f"{b.lower()} was mentioned. {c}")

@@ -8,7 +8,7 @@ import unittest
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import cli, launch, records
+from pilot import cells, cli, episodes, inputs, launch, prompts, records
 from pilot.studies import xr001
 
 GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
@@ -16,7 +16,7 @@ GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff39698
 
 class GoldenTasksTest(TempDirMixin, unittest.TestCase):
     def test_pinned_seed_gives_the_golden_file(self):
-        data = xr001.tasks_to_bytes(xr001.generate_tasks())
+        data = inputs.tasks_to_bytes(xr001.generate_tasks())
         self.assertEqual(records.sha256_bytes(data), GOLDEN_TASKS_SHA256)
 
     def test_committed_tasks_file_is_the_golden_file(self):
@@ -62,7 +62,7 @@ class EpisodeConstraintsTest(unittest.TestCase):
     SEEDS = range(300)
 
     def check_episode(self, episode: dict):
-        lo, hi = xr001.VALUE_RANGE
+        lo, hi = episodes.VALUE_RANGE
         segments = episode["segments"]
         self.assertEqual(len(segments), 4)
         names, values, sums, pairs = [], [], [], set()
@@ -79,7 +79,7 @@ class EpisodeConstraintsTest(unittest.TestCase):
             self.assertTrue(120 <= words <= 180, words)
             for ent in all_ents:
                 self.assertRegex(ent["name"], r"^([BDFGKLMNPRSTVZ][AEIOU]){3}$")
-                self.assertNotIn(ent["name"], xr001.REAL_WORDS)
+                self.assertNotIn(ent["name"], episodes.REAL_WORDS)
                 self.assertTrue(lo <= ent["value"] <= hi)
                 self.assertIn(ent["name"], seg["text"])
                 self.assertIn(str(ent["value"]), seg["text"])
@@ -121,40 +121,40 @@ class EpisodeConstraintsTest(unittest.TestCase):
     def test_constraints_hold_over_many_seeds(self):
         for index in self.SEEDS:
             with self.subTest(episode=index):
-                episode = xr001.generate_episode(index)
-                self.assertEqual(episode["seed"], xr001.BASE_SEED + index)
+                episode = episodes.generate_episode(index)
+                self.assertEqual(episode["seed"], episodes.BASE_SEED + index)
                 self.check_episode(episode)
                 self.check_questions(episode)
 
     def test_other_base_seeds_too(self):
         for base in (1, 2024, 999999):
             with self.subTest(base_seed=base):
-                self.check_episode(xr001.generate_episode(0, base))
+                self.check_episode(episodes.generate_episode(0, base))
 
     def test_same_seed_same_episode(self):
-        self.assertEqual(xr001.generate_episode(7), xr001.generate_episode(7))
-        self.assertNotEqual(xr001.generate_episode(7), xr001.generate_episode(8))
+        self.assertEqual(episodes.generate_episode(7), episodes.generate_episode(7))
+        self.assertNotEqual(episodes.generate_episode(7), episodes.generate_episode(8))
 
     def test_values_validator_rejects_accidental_structure(self):
         good = [{"base": 200, "partner": 300, "neighbor": 201, "distractors": [420, 520]},
                 {"base": 600, "partner": 700, "neighbor": 601, "distractors": [800, 900]},
                 {"base": 150, "partner": 250, "neighbor": 151, "distractors": [360, 460]},
                 {"base": 650, "partner": 750, "neighbor": 651, "distractors": [850, 950]}]
-        self.assertTrue(xr001.values_are_valid(good))
+        self.assertTrue(episodes.values_are_valid(good))
         accidental = json.loads(json.dumps(good))
         accidental[0]["distractors"][0] = 301          # differs from a partner by one
-        self.assertFalse(xr001.values_are_valid(accidental))
+        self.assertFalse(episodes.values_are_valid(accidental))
         sum_clash = json.loads(json.dumps(good))
         sum_clash[1]["distractors"][1] = 200 + 300    # a value equal to segment 1's stated sum
-        self.assertFalse(xr001.values_are_valid(sum_clash))
+        self.assertFalse(episodes.values_are_valid(sum_clash))
         hop_clash = json.loads(json.dumps(good))
         hop_clash[0]["distractors"][0] = 600 + 650     # equals the first multi-hop truth
-        self.assertFalse(xr001.values_are_valid(hop_clash))
+        self.assertFalse(episodes.values_are_valid(hop_clash))
 
 
 class PromptsTest(unittest.TestCase):
     def test_compaction_prompts_are_symmetric(self):
-        prose, typed = xr001.PROMPTS["compact_prose"], xr001.PROMPTS["compact_typed"]
+        prose, typed = prompts.PROMPTS["compact_prose"], prompts.PROMPTS["compact_typed"]
         for phrase in ("about to be deleted and replaced", "lost for good", "Merge the previous state",
                        "at most {max_words} words", "PREVIOUS STATE:", "NEW SEGMENT:"):
             self.assertIn(phrase, prose)
@@ -166,13 +166,13 @@ class PromptsTest(unittest.TestCase):
 
     def test_answer_prompts_require_the_answer_line(self):
         for key in ("answer_transcript", "answer_state"):
-            self.assertIn("ANSWER: <integer>", xr001.PROMPTS[key])
+            self.assertIn("ANSWER: <integer>", prompts.PROMPTS[key])
 
     def test_regime_registry_drives_the_plan(self):
-        episode = xr001.generate_episode(0)
-        self.assertEqual([c.kind for c in xr001.plan_calls(xr001.REGIMES["R0"], episode)],
+        episode = episodes.generate_episode(0)
+        self.assertEqual([c.kind for c in cells.cascade_plan(xr001.REGIMES["R0"], episode)],
                          [f"question_{i}" for i in range(1, 9)])
-        self.assertEqual([c.kind for c in xr001.plan_calls(xr001.REGIMES["R1"], episode)][:4],
+        self.assertEqual([c.kind for c in cells.cascade_plan(xr001.REGIMES["R1"], episode)][:4],
                          [f"compact_{k}" for k in range(1, 5)])
 
     def test_unknown_regime_is_impossible_at_the_command_line(self):

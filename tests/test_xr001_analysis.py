@@ -6,7 +6,7 @@ import unittest
 
 from fake_servers import FakeOllama, read_facts
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, reports, states
+from pilot import bank, episodes, reports, states
 from pilot.studies import xr001, xr001_analysis, xr001_report
 from test_figures import synthetic_results, synthetic_task_set
 
@@ -29,8 +29,8 @@ class SentenceReaderTest(unittest.TestCase):
         self.assertNotIn("ABSENT", states.read_prose_state_by_sentence(state, ["ABSENT"]))
 
     def test_score_retention_gives_both_readers(self):
-        episode = xr001.generate_episode(0)
-        truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+        episode = episodes.generate_episode(0)
+        truths = {e["name"]: e["value"] for s in episode["segments"] for e in episodes.segment_entities(s)}
         state = " ".join(f"{name} is {value}." for name, value in truths.items())
         scored = xr001_analysis.score_retention(xr001.REGIMES["R1"], state, episode)
         self.assertEqual((scored["retained"], scored["sentence_correct"]), (20, 20))
@@ -79,7 +79,7 @@ class ProseReaderOnARunTest(TempDirMixin, unittest.TestCase):
             if record["kind"] == "compact_4":
                 values, _ = read_facts(record["response"])
                 episode = tasks["episodes"][record["episode"]]
-                truths = {e["name"]: e["value"] for s in episode["segments"] for e in xr001.segment_entities(s)}
+                truths = {e["name"]: e["value"] for s in episode["segments"] for e in episodes.segment_entities(s)}
                 right += sum(1 for name, value in values.items() if truths.get(name) == value)
         self.assertEqual(right, 24)                         # 12 values kept in each of the two final states
         analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))

@@ -65,7 +65,8 @@ def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int
 
 @dataclasses.dataclass(frozen=True)
 class ProbeKind:
-    """A kind of probe as data: how its answer is asked for, parsed and classified, and its classes."""
+    """A kind of probe as data: how its answer is asked for, parsed and classified, its classes, and what a scored
+    answer is (answer_type), which the shape check of a bank reads as the scorer wrote it."""
 
     name: str
     answer_rule: str                    # the line every answer prompt ends with
@@ -73,28 +74,51 @@ class ProbeKind:
     parse_lenient: Callable[[str], Any] | None   # a labelled diagnostic beside the primary parse
     classify: Callable[[Any, dict, list], str]   # (answer, question, conflation set) -> class
     classes: tuple
+    answer_type: str = "integer"        # a scored answer: "integer", "text", or "choice" (one of `choices`)
     correct_class: str = "correct"
     omission_class: str = "omission"
-    choices: tuple | None = None        # the answers a reply may give (None: any integer)
+    choices: tuple | None = None        # the answers a reply may give, for answer_type "choice"
 
     def answer_ok(self, answer: Any) -> bool:
         """Whether a scored answer is one this kind can give (None, an omission, always is)."""
         if answer is None:
             return True
-        if self.choices is None:
-            return isinstance(answer, int) and not isinstance(answer, bool)
-        return isinstance(answer, str) and answer in self.choices
+        if self.answer_type == "choice":
+            return isinstance(answer, str) and answer in (self.choices or ())
+        if self.answer_type == "text":
+            return isinstance(answer, str)
+        return isinstance(answer, int) and not isinstance(answer, bool)
 
     @property
     def answer_desc(self) -> str:
-        return "an integer or null" if self.choices is None else ", ".join(self.choices) + " or null"
+        if self.answer_type == "choice":
+            return ", ".join(self.choices or ()) + " or null"
+        return "a text or null" if self.answer_type == "text" else "an integer or null"
 
 
-PROBE_KINDS: dict = {}                  # name -> ProbeKind; each study registers the kinds of its probes
+ANSWER_TYPES = ("integer", "text", "choice")
 
 
 def integer_classes(answer: Any, question: dict, conflation: list) -> str:
     return classify_answer(answer, question["truth"], conflation)
+
+
+# The integer probe kind, the default of every study: the answer line every integer question ends with.
+ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
+               "no explanation.")
+
+PROBE_KINDS: dict = {}                  # name -> ProbeKind; a study registers the kinds of its probes (register_probe_kind)
+
+
+def register_probe_kind(kind: ProbeKind) -> ProbeKind:
+    if kind.answer_type not in ANSWER_TYPES or (kind.answer_type == "choice") != bool(kind.choices):
+        raise ValueError(f"probe kind {kind.name}: answer_type is one of {', '.join(ANSWER_TYPES)}, and `choices` "
+                         f"are given for a choice and only for it")
+    PROBE_KINDS[kind.name] = kind
+    return kind
+
+
+register_probe_kind(ProbeKind("integer", ANSWER_RULE, parse_answer, parse_answer_lenient, integer_classes, CLASSES))
 
 
 def probe_kind(question: dict) -> ProbeKind:
@@ -479,13 +503,13 @@ def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKi
             any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
         return False
     kind = kind or PROBE_KINDS["integer"]
-    if kind.choices is not None:
+    if kind.answer_type == "choice":
         try:
             answers_ok = set(table["answer"]) <= {*kind.choices, None}
         except TypeError:                                   # an unhashable answer
             return False
     else:
-        answers_ok = types["answer"] <= {int, type(None)}
+        answers_ok = types["answer"] <= {str if kind.answer_type == "text" else int, type(None)}
     return (answers_ok and set(table["class"]) <= set(kind.classes)
             and set(table["regime"]) <= set(regimes)
             and (run_order or len(distinct_probes(table)) == len(table["model"])))

@@ -1,12 +1,13 @@
 """Cells: the cells of a run in their canonical order (the order shards are cut from), a shard's slice of them,
-the raw logs they are journalled in, and a run's regimes, budgets and samples as its manifest records them. A cell is
-a model x regime x episode at a budget, for one sample (records.Cell); the run folder keeps each one's status."""
+the raw logs they are journalled in, a run's regimes, budgets and samples as its manifest records them, and the
+plan of a cell most studies share (a cascade, then its questions). A cell is a model x regime x episode at a budget,
+for one sample (records.Cell); the run folder keeps each one's status."""
 from __future__ import annotations
 
 from typing import Iterable
 
 from .inputs import regime_from_record
-from .records import Cell, DEFAULT_BUDGET, Regime, folder_study
+from .records import ANSWER_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, Regime, folder_study
 
 
 def run_regimes(manifest: dict) -> dict[str, Regime]:
@@ -54,3 +55,15 @@ def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[
                    budgets: Iterable[int] = (DEFAULT_BUDGET,), samples: int = 1) -> list[Cell]:
     """The cells of a run (or of its shard) in canonical order."""
     return shard_cells(all_cells(models, list(regimes), n_episodes, budgets, samples), shard)
+
+
+def cascade_plan(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET, **options) -> list[CallSpec]:
+    """The calls of one cell in cascade order: a compaction after every segment (regimes that compact), then one
+    answer per question; each call carries its stage and output budget. A study's own options do not change it."""
+    calls = []
+    if regime.compacts:
+        calls += [CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"])
+                  for seg in episode["segments"]]
+    calls += [CallSpec(f"question_{q['id']}", "answer", ANSWER_NUM_PREDICT, question_id=q["id"])
+              for q in episode["questions"]]
+    return calls

@@ -24,7 +24,7 @@ from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUD
     RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
     is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
-from .studies.xr001 import DEFAULT_RUN_NAME, N_EPISODES, REGIMES
+from .studies.xr001 import N_EPISODES
 
 
 def command_demo(args) -> int:
@@ -132,8 +132,9 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     for registered in STUDY_REGISTRY.values():
         if registered.add_options is not None:
             registered.add_options(parser)
+    default = study_named(None)
     parser.add_argument("--regimes", help=f"comma-separated regimes to run (default: the study's pre-registered ones, "
-                        f"listed under --study; {DEFAULT_RUN_NAME}'s built-in regimes: {', '.join(REGIMES)}; its "
+                        f"listed under --study; {default.name}'s built-in regimes: {', '.join(default.regimes)}; its "
                         f"confirmatory test needs R1 and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
                         "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
@@ -211,13 +212,14 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
-    parser.add_argument("--out", help=f"run folder (default: results/STUDY, e.g. results/{DEFAULT_RUN_NAME}; a run "
+    default = study_named(None).name
+    parser.add_argument("--out", help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
                                       f"of the first N episodes, another task set or another design gets a folder of "
-                                      f"its own, e.g. results/{DEFAULT_RUN_NAME}-eN)")
+                                      f"its own, e.g. results/{default}-eN)")
     if episodes:
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help=f"use the first N episodes (or instances, or sessions) of the study's task set "
-                                 f"(default: all of them, {N_EPISODES} in {DEFAULT_RUN_NAME}'s); a smaller run gets "
+                                 f"(default: all of them, {N_EPISODES} in {default}'s); a smaller run gets "
                                  f"its own folder")
         pinned = [f"{study.name}: {display_path(study.tasks_path)}" for study in STUDY_REGISTRY.values()
                   if study.source_option is None]

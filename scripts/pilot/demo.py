@@ -1,24 +1,24 @@
-"""Stand-in model (demo): a deterministic model behind Ollama's API, in-process, to see the tool work.
+"""Stand-in server (demo): a study's deterministic stand-in model behind Ollama's API, in-process, to see the tool
+work with no model and no network.
 
-A demonstration device, never a subject: every output it produces is marked SIMULATED.
+A demonstration device, never a subject: every output of a run on it is marked SIMULATED. The stand-in model itself
+is the study's own (Study.demo: a `reply(prompt) -> text` object its module makes); this module serves it.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import socket
 import threading
 import time
-import zlib
 
 from .backends import OllamaBackend, estimate_tokens
-from .gate import RUN_GATE_NAME_PATTERN
 from .records import NUM_CTX, SIMULATED_BACKEND, canonical_json, sha256_text, utc_now
 
 
 STAND_IN_MODEL = "stand-in:simulated"
 
+# What a run records of the stand-in (its tag's digest, and the lock's model entry): the seed and the share of facts a
+# prose state drops that the stand-in of the pseudoword sessions uses (pilot/episodes.py).
 STAND_IN_SEED = 14001
 
 STAND_IN_PROSE_FORGETS = 0.35           # share of facts a prose state drops (values and stated sums alike)
@@ -27,113 +27,7 @@ STAND_IN_ADDRESS = "http://127.0.0.1:0"  # recorded in the lock: the real port i
 
 DEMO_RUN_NAME = "demo"
 
-DEMO_EPISODES = 2
-
-STAND_IN_NAME = re.compile(RUN_GATE_NAME_PATTERN)
-
-STAND_IN_NUMBER = re.compile(r"-?\d+")
-
-STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
-
-
-def stand_in_facts(text: str) -> tuple[dict, dict, list]:
-    """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own states."""
-    values, combined, relations = {}, {}, []
-    for unit in re.split(r"(?<=[.!?])\s+|\n", text):
-        names, numbers = STAND_IN_NAME.findall(unit), STAND_IN_NUMBER.findall(unit)
-        related = len(names) == 2 and STAND_IN_RELATION.search(unit)
-        if related and (names[0], names[1]) not in relations:
-            relations.append((names[0], names[1]))      # the neighbor is named before its base
-        if len(numbers) != 1 or not 1 <= len(names) <= 2:
-            continue
-        if len(names) == 1 or related:
-            values[names[0]] = int(numbers[0])
-        else:
-            combined[(names[0], names[1])] = int(numbers[0])
-    return values, combined, relations
-
-
-def stand_in_forgets(*names: str) -> bool:
-    """The seeded choice of the facts a prose state drops: a hash of the fact's names, under the share."""
-    digest = hashlib.sha256(f"{STAND_IN_SEED}:{'+'.join(names)}".encode("ascii")).digest()
-    return int.from_bytes(digest[:4], "big") < STAND_IN_PROSE_FORGETS * 2 ** 32
-
-
-class StandInModel:
-    """Writes compaction states and answers from the facts in its prompt; prose states forget some.
-
-    Where a study gives standing instructions, it follows one whenever the instruction is in its prompt and
-    otherwise picks the violating option; a prose summary drops every instruction, a typed block keeps
-    every other one (by a hash of its text) in its constraints: section, and the sidecar keeps them all."""
-
-    def __init__(self, constraint_probes: list[tuple[dict, str]] | None = None):
-        self.constraint_probes = constraint_probes or []     # (probe question, instruction body)
-
-    def reply(self, prompt: str) -> str:
-        if self.constraint_probes:
-            answer = self.instruction_reply(prompt)
-            if answer is not None:
-                return answer
-        if "PREVIOUS STATE:" in prompt and "NEW SEGMENT:" in prompt:
-            return self.compact(prompt)
-        return self.answer(prompt)
-
-    def instruction_reply(self, prompt: str) -> str | None:
-        said = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
-        if "SAVED STATE:" in prompt and "JUDGE: YES" in prompt:
-            state, _, rest = prompt.split("SAVED STATE:", 1)[1].partition("INSTRUCTION:")
-            return "JUDGE: YES" if rest.strip().split("\n\n", 1)[0] in state else "JUDGE: NO"
-        if "LIST SO FAR:" in prompt:
-            before, _, segment = prompt.split("LIST SO FAR:", 1)[1].partition("NEW SEGMENT:")
-            kept = [line for line in before.splitlines() if line.strip() and line.strip() != "NONE"]
-            lines = list(dict.fromkeys(kept + said.findall(segment)))
-            return "\n".join(lines) if lines else "NONE"
-        if "NEW SEGMENT:" in prompt and "PREVIOUS STATE:" in prompt:
-            previous, _, segment = prompt.split("PREVIOUS STATE:", 1)[1].partition("NEW SEGMENT:")
-            if "constraints:" not in prompt.split("PREVIOUS STATE:", 1)[0]:
-                return None                                   # prose: the ordinary stand-in, no instruction kept
-            heard = said.findall(segment) + re.findall(r"^- (.*)$", previous, re.MULTILINE)
-            kept = [h for h in dict.fromkeys(heard) if zlib.crc32(h.encode()) % 2 == 0]
-            return (self.compact(prompt) + "\nconstraints:\n" + "\n".join(f"- {h}" for h in kept)).strip()
-        for question, body in self.constraint_probes:
-            if question["prompt"] in prompt:
-                follows = body[1:].lower() in prompt.split("The user now writes:", 1)[0].lower()
-                return f"CHOICE: {question['truth'] if follows else question['violating']}"
-        return None
-
-    def compact(self, prompt: str) -> str:
-        previous, _, segment = prompt.partition("PREVIOUS STATE:")[2].partition("NEW SEGMENT:")
-        values, combined, relations = stand_in_facts(previous)
-        new_values, new_combined, new_relations = stand_in_facts(segment)
-        values.update(new_values)
-        combined.update(new_combined)
-        relations += [r for r in new_relations if r not in relations]
-        if "typed state block" in prompt:
-            lines = ["values:"] + [f"{name} = {value}" for name, value in values.items()]
-            lines += ["combined:"] + [f"{a} + {b} = {value}" for (a, b), value in combined.items()]
-            lines += ["relations:"] + [f"{a} is one above {b}" for a, b in relations]
-            return "\n".join(lines + ["notes: written by the stand-in model of the demo"])
-        sentences = ["Here is what the session has noted so far, in order."]
-        sentences += [f"After that comes {name} at {value}." for name, value in values.items()
-                      if not stand_in_forgets(name)]
-        sentences += [f"{a} and {b} came to {value} together." for (a, b), value in combined.items()
-                      if not stand_in_forgets(a, b)]
-        return " ".join(sentences)
-
-    def answer(self, prompt: str) -> str:
-        context, _, question = prompt.rpartition("Question:")
-        question = question.split("\n", 1)[0]
-        values, combined, _ = stand_in_facts(context)
-        names = STAND_IN_NAME.findall(question)
-        result = None
-        if "combined" in question and len(names) == 2:
-            result = combined.get((names[0], names[1]))
-        elif "plus" in question and len(names) == 2:
-            if names[0] in values and names[1] in values:
-                result = values[names[0]] + values[names[1]]
-        elif names:
-            result = values.get(names[0])
-        return "The notes do not give that figure." if result is None else f"ANSWER: {result}"
+DEMO_EPISODES = 2                      # the episodes a demo runs, unless the study's Demo says otherwise
 
 
 def stand_in_tokens(text: str) -> int:
@@ -141,14 +35,14 @@ def stand_in_tokens(text: str) -> int:
 
 
 class StandInServer:
-    """The stand-in model behind Ollama's native API (/api/chat, /api/tags, /api/show, /api/version) on
-    127.0.0.1 at a free port, served from a background thread; use as a context manager."""
+    """A stand-in model (its reply(prompt) -> text) behind Ollama's native API (/api/chat, /api/tags, /api/show,
+    /api/version) on 127.0.0.1 at a free port, served from a background thread; use as a context manager."""
 
     version = "stand-in-1"
 
-    def __init__(self, models: tuple = (STAND_IN_MODEL,), model: StandInModel | None = None):
+    def __init__(self, model, models: tuple = (STAND_IN_MODEL,)):
         self.models = list(models)
-        self.model = model or StandInModel()
+        self.model = model
         self.chat_count = 0
         self.lock = threading.Lock()
         import http.server          # here, not at the top: a run on a real server never needs it

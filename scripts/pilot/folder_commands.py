@@ -23,6 +23,7 @@ from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
+from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
 from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
 from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
@@ -200,7 +201,7 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
         entry["cells"] += 1
         state_stub = "x" * (cell.budget * 4)
         for spec in study.plan(regime, episode, cell.budget):
-            messages = study.messages(regime, episode, spec, state_stub)
+            messages = build_messages(study, regime, episode, spec, state_stub)
             entry["calls"] += 1
             entry["input_tokens"] += sum(estimate_tokens(m["content"]) for m in messages)   # a system message too
             entry["output_tokens"] += spec.max_output_tokens

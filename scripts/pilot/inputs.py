@@ -41,6 +41,11 @@ def regimes_sha256(regimes: Iterable[Regime]) -> str:
     return sha256_text(canonical_json([regime_record(r) for r in regimes]))
 
 
+def tasks_to_bytes(tasks: dict) -> bytes:
+    """The canonical file form of a task file: two-space indent, ASCII, LF, final newline."""
+    return (json.dumps(tasks, indent=2, ensure_ascii=True) + "\n").encode("ascii")
+
+
 def budget_words(budget: int) -> int:
     """The instructed word limit at a compaction budget, in the pinned 120 words : 256 tokens ratio."""
     return max(1, round(MAX_STATE_WORDS * budget / DEFAULT_BUDGET))

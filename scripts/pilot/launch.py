@@ -13,12 +13,14 @@ from typing import Any, Iterable
 
 from .backends import BACKENDS
 from .demo import StandInBackend
+from .episodes import N_SEGMENTS
 from .inputs import STATE_READERS, load_task_set, protocol_sha256, regimes_sha256
+from .prompts import PROMPTS, REGIMES
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, lone_surrogate,
     lone_surrogate_problem, study_named)
 from .runner import RetryPolicy
-from .studies.xr001 import N_EPISODES, N_SEGMENTS, PROMPTS, REGIMES
+from .studies.xr001 import N_EPISODES
 from .transport import redact_url
 
 

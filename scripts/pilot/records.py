@@ -358,8 +358,8 @@ class Study:
       "cells": {"complete", "not_complete", "expected"};
     - analyze: the analysis, with "study": the key, "label", "complete" and "coverage": {"complete_cells",
       "expected_cells"}, computed from the probes themselves; render_md and headline read only it;
-    - plan_calls and build_messages take the study's own options as keywords (Study.plan, Study.messages);
-      build_messages gets the cascade's state and the sidecar's registry (empty where a study keeps none)."""
+    - plan_calls and call_text take the study's own options as keywords (Study.plan, prompts.build_messages);
+      call_text gets the cascade's state and the sidecar's registry (empty where a study keeps none)."""
 
     name: str                           # the key a run folder records
     protocol_id: str
@@ -372,7 +372,7 @@ class Study:
     prompts_sha256: Callable[[], str]
     load_tasks: Callable                # (path, raw bytes, parsed tasks, sha256, in_repo) -> task set
     plan_calls: Callable                # (regime, episode, budget) -> the cell's CallSpecs in cascade order
-    build_messages: Callable            # (regime, episode, spec, state, registry) -> the call's messages
+    call_text: Callable                 # (regime, episode, spec, state, registry) -> what the call is about (CallText)
     score: Callable                     # (manifest, tasks, journal, models) -> results
     analyze: Callable                   # (results, task_set, table) -> analysis
     render_md: Callable                 # analysis -> analysis.md
@@ -405,6 +405,7 @@ class Study:
                                         # or folder the user brings, not a task file; the bytes are what is hashed
     source_option: str | None = None    # its own option that names that file or folder (in place of --tasks)
     describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
+    empty_state: str | None = None      # the previous state at the first checkpoint (None: the built-in text)
     options: dict = dataclasses.field(default_factory=dict)   # the options of the run at hand (with_options)
 
     def with_options(self, options: dict | None) -> "Study":
@@ -414,10 +415,6 @@ class Study:
     def plan(self, regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list:
         """A cell's calls in cascade order (CallSpecs)."""
         return self.plan_calls(regime, episode, budget, **self.options)
-
-    def messages(self, regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> list[dict]:
-        """One call's messages, from the state and the sidecar's registry the cascade has reached."""
-        return self.build_messages(regime, episode, spec, state, registry, **self.options)
 
     def cascade_state(self, regime: Regime, episode: dict, replies: list[str]) -> str:
         """The state a cell's cascade holds after these compaction replies: the last one, unless the study (a gated

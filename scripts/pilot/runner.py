@@ -16,6 +16,7 @@ from typing import Any, Callable
 from .bank import call_stage
 from .cells import calls_per_cell, journal_streams, run_regimes
 from .progress import Progress
+from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
     DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RETRIES, DiskFull,
     FatalCallError, MAX_RETRY_AFTER_S, NUM_CTX, PilotError, RunInterrupted, ServerGone, Settings, Study,
@@ -276,7 +277,7 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
         if record is None:
             if ctx.stop.is_set():
                 raise RunInterrupted("interrupted")
-            record = make_call(ctx, cell, spec, ctx.study.messages(regime, episode, spec, state, registry))
+            record = make_call(ctx, cell, spec, build_messages(ctx.study, regime, episode, spec, state, registry))
         records[spec.kind] = record
         return record
 

@@ -7,13 +7,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+from ..episodes import FILLER_SENTENCES, VALUE_RANGE, VALUE_SENTENCES, draw_names, session_event_items
 from ..gate import GOOD_STATUSES, RUN_GATE_NAME_PATTERN, check_state, gate_verdict, normalize_ledger, words_of
-from ..inputs import budget_words, design_check_failure
+from ..inputs import design_check_failure, tasks_to_bytes
+from ..prompts import FORMAT_SECTIONS, PROMPTS, REGIMES, CallText
 from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime,
     display_path)
 from ..runfolder import FOLDERS_OF_OWN_RUNNERS
-from .xr001 import (FILLER_SENTENCES, PROMPTS, REGIMES, RUN_GATE_SECTIONS, VALUE_RANGE, VALUE_SENTENCES, draw_names,
-    session_event_items, tasks_to_bytes)
 
 
 ADV_PROTOCOL_ID = "XR-G1"
@@ -176,7 +176,7 @@ def adversarial_ledger(episode: dict, checkpoint: int) -> dict:
     return normalize_ledger({"entities": entities, "items": items + session_event_items(
                                  episode["segments"][:checkpoint]),
                              "permissions": adversarial_permissions(episode, checkpoint),
-                             "allowed_sections": list(RUN_GATE_SECTIONS["typed"]),
+                             "allowed_sections": list(FORMAT_SECTIONS["typed"]),
                              "name_pattern": RUN_GATE_NAME_PATTERN, "max_omissions": ADV_MAX_OMISSIONS})
 
 
@@ -263,17 +263,13 @@ def plan_adversarial_calls(regime: Regime, episode: dict, budget: int = DEFAULT_
     return calls
 
 
-def build_adversarial_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "",
-                               regenerate: int = 0) -> list[dict]:
-    """A compaction over the state the cascade holds and the segment, or a probe over the final state."""
+def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "",
+              regenerate: int = 0) -> CallText:
+    """A compaction takes the segment; a probe is asked over the final state the cascade holds."""
     if spec.is_compaction:
-        content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
-                                                    previous_state=state or PROMPTS["empty_state"],
-                                                    segment=episode["segments"][spec.segment - 1]["text"])
-    else:
-        probe = next(p for p in episode["probes"] if p["id"] == spec.question_id)
-        content = regime.answer_template.format(context=state, question=probe["prompt"])
-    return [{"role": "user", "content": content}]
+        return CallText(segment=episode["segments"][spec.segment - 1]["text"])
+    probe = next(p for p in episode["probes"] if p["id"] == spec.question_id)
+    return CallText(context=state, question=probe["prompt"])
 
 
 def gated_state(regime: Regime, episode: dict, candidates: list[str]) -> str:

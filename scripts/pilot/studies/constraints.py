@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..demo import StandInModel
-from ..inputs import budget_words, design_check_failure
+from ..cells import cascade_plan
+from ..episodes import BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode
+from ..inputs import design_check_failure, tasks_to_bytes
+from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS, CallText
 from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
 from ..states import key_terms_in
-from .xr001 import (BASE_SEED, COMPACTION_FRAME, FORMAT_PARAGRAPHS, N_SEGMENTS, PROMPTS, generate_episode, plan_calls,
-    render_answer_prompt, tasks_to_bytes)
 
 
 # more segments, and one forced-choice probe asks for an action it governs. The fifteen instructions and
@@ -471,9 +473,46 @@ def judged_regimes(regimes: list[Regime], given: dict) -> list[Regime]:
             for r in regimes]
 
 
-def constraints_demo_model(tasks: dict) -> StandInModel:
+class InstructionStandIn(SessionStandIn):
+    """The stand-in model `demo --study constraints` runs on: the pseudoword sessions' stand-in, which also follows
+    a probe's instruction whenever the instruction is in its prompt and otherwise picks the violating option; a
+    prose summary drops every instruction, a typed block keeps every other one (by a hash of its text) in its
+    constraints: section, the sidecar keeps them all, and the judge says whether the state holds the instruction."""
+
+    def __init__(self, constraint_probes: list[tuple[dict, str]]):
+        self.constraint_probes = constraint_probes          # (probe question, instruction body)
+
+    def reply(self, prompt: str) -> str:
+        answer = self.instruction_reply(prompt)
+        return super().reply(prompt) if answer is None else answer
+
+    def instruction_reply(self, prompt: str) -> str | None:
+        said = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
+        if "SAVED STATE:" in prompt and "JUDGE: YES" in prompt:
+            state, _, rest = prompt.split("SAVED STATE:", 1)[1].partition("INSTRUCTION:")
+            return "JUDGE: YES" if rest.strip().split("\n\n", 1)[0] in state else "JUDGE: NO"
+        if "LIST SO FAR:" in prompt:
+            before, _, segment = prompt.split("LIST SO FAR:", 1)[1].partition("NEW SEGMENT:")
+            kept = [line for line in before.splitlines() if line.strip() and line.strip() != "NONE"]
+            lines = list(dict.fromkeys(kept + said.findall(segment)))
+            return "\n".join(lines) if lines else "NONE"
+        if "NEW SEGMENT:" in prompt and "PREVIOUS STATE:" in prompt:
+            previous, _, segment = prompt.split("PREVIOUS STATE:", 1)[1].partition("NEW SEGMENT:")
+            if "constraints:" not in prompt.split("PREVIOUS STATE:", 1)[0]:
+                return None                                   # prose: the ordinary stand-in, no instruction kept
+            heard = said.findall(segment) + re.findall(r"^- (.*)$", previous, re.MULTILINE)
+            kept = [h for h in dict.fromkeys(heard) if zlib.crc32(h.encode()) % 2 == 0]
+            return (self.compact(prompt) + "\nconstraints:\n" + "\n".join(f"- {h}" for h in kept)).strip()
+        for question, body in self.constraint_probes:
+            if question["prompt"] in prompt:
+                follows = body[1:].lower() in prompt.split("The user now writes:", 1)[0].lower()
+                return f"CHOICE: {question['truth'] if follows else question['violating']}"
+        return None
+
+
+def stand_in(tasks: dict) -> InstructionStandIn:
     """The stand-in the demo runs this study on: it follows each probe's instruction when its prompt holds it."""
-    return StandInModel([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
+    return InstructionStandIn([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
 
 
 def constraints_plan_note(calls_per_model: int) -> str:
@@ -517,7 +556,7 @@ def plan_constraint_calls(regime: Regime, episode: dict, budget: int = DEFAULT_B
     """XR-001's plan, with the sidecar's extractor call after every compaction and, under --judge, one call on
     the final state before the probe."""
     calls = []
-    for spec in plan_calls(regime, episode, budget):
+    for spec in cascade_plan(regime, episode, budget):
         if spec.stage == "answer" and regime.judge and regime.compacts and calls[-1].stage != "answer":
             calls.append(CallSpec("judge", "judge", SC_JUDGE_NUM_PREDICT))
         calls.append(spec)
@@ -527,24 +566,20 @@ def plan_constraint_calls(regime: Regime, episode: dict, budget: int = DEFAULT_B
     return calls
 
 
-def build_constraint_messages(regime: Regime, episode: dict, spec: CallSpec, state: str,
-                              registry: str = "") -> list[dict]:
+def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "") -> CallText:
+    """A compaction takes the segment as the regime's condition tells it; the sidecar's extraction and the judge are
+    prompts of their own; a probe is asked over what the condition lets it see."""
     if spec.is_compaction:
+        return CallText(segment=constraint_segment_text(regime, episode["segments"][spec.segment - 1]))
+    if spec.stage == "extraction":
         segment = episode["segments"][spec.segment - 1]
-        content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
-                                                    previous_state=state or PROMPTS["empty_state"],
-                                                    segment=constraint_segment_text(regime, segment))
-    elif spec.stage == "extraction":
-        segment = episode["segments"][spec.segment - 1]
-        content = SC_PROMPTS["extract"].format(registry=registry or SC_PROMPTS["empty_registry"],
-                                               segment=constraint_segment_text(regime, segment))
-    elif spec.stage == "judge":
-        content = SC_PROMPTS["judge"].format(context=constraint_context(regime, episode, state, registry),
-                                             instruction=episode["instruction"])
-    else:
-        question = episode["questions"][spec.question_id - 1]
-        content = render_answer_prompt(regime, constraint_context(regime, episode, state, registry), question)
-    return [{"role": "user", "content": content}]
+        return CallText(content=SC_PROMPTS["extract"].format(registry=registry or SC_PROMPTS["empty_registry"],
+                                                             segment=constraint_segment_text(regime, segment)))
+    if spec.stage == "judge":
+        return CallText(content=SC_PROMPTS["judge"].format(context=constraint_context(regime, episode, state, registry),
+                                                           instruction=episode["instruction"]))
+    question = episode["questions"][spec.question_id - 1]
+    return CallText(context=constraint_context(regime, episode, state, registry), question=question["prompt"])
 
 
 def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool = False) -> dict:

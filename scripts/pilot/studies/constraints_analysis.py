@@ -7,8 +7,8 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import (PROBE_KINDS, ProbeKind, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement,
-    checked_cells, in_design, is_primary, regime_summary, score_probe, task_questions)
+from ..bank import (ProbeKind, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement, checked_cells,
+    in_design, is_primary, regime_summary, register_probe_kind, score_probe, task_questions)
 from ..inputs import task_set_summary
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime,
     TEMPERATURE, folder_study, is_simulated, known_count)
@@ -68,10 +68,10 @@ def classify_choice(answer: str | None, question: dict) -> str:
     return "compliant" if answer == question["truth"] else "violating"
 
 
-PROBE_KINDS["forced_choice"] = ProbeKind("forced_choice", SC_CHOICE_RULE, parse_choice, parse_choice_lenient,
-                                         lambda answer, question, conflation: classify_choice(answer, question),
-                                         SC_CLASSES, correct_class="compliant", omission_class="no_answer",
-                                         choices=("A", "B"))
+register_probe_kind(ProbeKind("forced_choice", SC_CHOICE_RULE, parse_choice, parse_choice_lenient,
+                              lambda answer, question, conflation: classify_choice(answer, question),
+                              SC_CLASSES, answer_type="choice", correct_class="compliant", omission_class="no_answer",
+                              choices=("A", "B")))
 
 
 def read_constraints_section(state: str) -> str:

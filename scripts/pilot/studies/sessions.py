@@ -14,14 +14,13 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..bank import PROBE_KINDS, ProbeKind
-from ..inputs import TaskSetError, budget_words
-from ..records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json,
-    display_path, sha256_bytes, sha256_text)
+from ..bank import ProbeKind, register_probe_kind
+from ..inputs import TaskSetError
+from ..prompts import COMPACTION_FRAME, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
+from ..records import CallSpec, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes, sha256_text
 from .sessions_formats import check_tree, read_file_text, read_session_file, refuse, session_files, MAX_TOTAL_BYTES
 from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
     key_terms, normalize_value, secret_spans, sentence_around, split_sentences, step_outcome)
-from .xr001 import COMPACTION_FRAME, PROMPTS, REGIMES as XR_REGIMES
 
 
 PROTOCOL_ID = "XR-S1"
@@ -99,18 +98,18 @@ SESSION_PROMPTS = {
 }
 
 REGIMES = {
-    "R1": dataclasses.replace(XR_REGIMES["R1"], description="prose summary, cascaded (XR-001's R1 prompt)",
+    "R1": dataclasses.replace(BUILT_IN_REGIMES["R1"], description="prose summary, cascaded (XR-001's R1 prompt)",
                               answer_template=SESSION_PROMPTS["answer_state"], exploratory=True),
-    "R2": dataclasses.replace(XR_REGIMES["R2"], description="typed state block (values, constraints, status, "
+    "R2": dataclasses.replace(BUILT_IN_REGIMES["R2"], description="typed state block (values, constraints, status, "
                               "notes), cascaded", compaction_template=SESSION_PROMPTS["compact_typed"],
                               answer_template=SESSION_PROMPTS["answer_state"], exploratory=True),
-    "R3": dataclasses.replace(XR_REGIMES["R3"], description="sectioned summary (goal, constraints, progress, "
+    "R3": dataclasses.replace(BUILT_IN_REGIMES["R3"], description="sectioned summary (goal, constraints, progress, "
                               "decisions, next steps, critical values), cascaded",
                               compaction_template=SESSION_PROMPTS["compact_sections"],
                               answer_template=SESSION_PROMPTS["answer_state"]),
-    "K1": dataclasses.replace(XR_REGIMES["K1"], description="Recent-1: the last segment verbatim, no compaction call",
+    "K1": dataclasses.replace(BUILT_IN_REGIMES["K1"], description="Recent-1: the last segment verbatim, no compaction call",
                               answer_template=SESSION_PROMPTS["answer_recent"]),
-    "K2": dataclasses.replace(XR_REGIMES["K2"], description="Recent-2: the last two segments verbatim, no compaction "
+    "K2": dataclasses.replace(BUILT_IN_REGIMES["K2"], description="Recent-2: the last two segments verbatim, no compaction "
                               "call", answer_template=SESSION_PROMPTS["answer_recent"]),
 }
 
@@ -167,8 +166,8 @@ def classify_exact(answer: str | None, question: dict, conflation: list) -> str:
     return "other_wrong"
 
 
-PROBE_KINDS["exact"] = ProbeKind("exact", EXACT_RULE, parse_exact, parse_exact_lenient, classify_exact,
-                                 EXACT_CLASSES)
+register_probe_kind(ProbeKind("exact", EXACT_RULE, parse_exact, parse_exact_lenient, classify_exact, EXACT_CLASSES,
+                              answer_type="text"))
 
 
 # --- A session as the compactor sees it --------------------------------------------------------------------------
@@ -511,32 +510,20 @@ def read_session_options(given: dict) -> dict:
     return options
 
 
-def plan_session_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET, **options) -> list[CallSpec]:
-    """A compaction after every segment (regimes that compact), then the user's probes, if any."""
-    calls = [CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"])
-             for seg in episode["segments"]] if regime.compacts else []
-    return calls + [CallSpec(f"question_{q['id']}", "answer", ANSWER_NUM_PREDICT, question_id=q["id"])
-                    for q in episode["questions"]]
-
-
 def recent_context(episode: dict, keep_last: int) -> str:
     """What a Recent-k regime leaves: its last k segments verbatim."""
     return "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"]
                        for seg in episode["segments"][-keep_last:])
 
 
-def build_session_messages(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "",
-                           **options) -> list[dict]:
-    """A compaction over the previous state and the segment, or a probe over what the regime leaves."""
+def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registry: str = "", **options) -> CallText:
+    """A compaction takes the segment; a probe is asked over the final state, or the last segments of a Recent-k
+    regime."""
     if spec.is_compaction:
-        content = regime.compaction_template.format(max_words=budget_words(spec.max_output_tokens),
-                                                    previous_state=state or PROMPTS["empty_state"],
-                                                    segment=episode["segments"][spec.segment - 1]["text"])
-    else:
-        question = episode["questions"][spec.question_id - 1]
-        context = state if regime.compacts else recent_context(episode, regime.keep_last or len(episode["segments"]))
-        content = regime.answer_template.format(context=context, question=question["prompt"])
-    return [{"role": "user", "content": content}]
+        return CallText(segment=episode["segments"][spec.segment - 1]["text"])
+    question = episode["questions"][spec.question_id - 1]
+    context = state if regime.compacts else recent_context(episode, regime.keep_last or len(episode["segments"]))
+    return CallText(context=context, question=question["prompt"])
 
 
 def generate_refused(options: dict) -> tuple[bytes, str]:

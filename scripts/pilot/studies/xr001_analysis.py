@@ -14,13 +14,15 @@ from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, cells_
 from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
     folder_study, is_simulated, known_count)
 from ..reports import fmt_p, pct
-from ..runfolder import Journal, cell_key, is_complete
+from ..runfolder import Journal, cell_key
 from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..episodes import QUESTION_PLAN, segment_entities
+from ..prompts import REGIMES
 from ..states import (read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state,
     read_typed_state_loose)
 from ..stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
     rate_summary)
-from .xr001 import DEFAULT_REGIMES, N_EPISODES, QUESTION_PLAN, REGIMES, gate_state_row, segment_entities
+from .xr001 import DEFAULT_REGIMES, N_EPISODES
 
 
 def score_retention(regime: Regime, state: str, episode: dict) -> dict:
@@ -799,40 +801,3 @@ def evaluate_p3(ret: dict) -> dict | None:
     return {"id": "P3", "claim": "exploratory: write-time retention of correct entity values is higher in the typed "
             "final states (R2) than in the prose ones (R1)", "verdict": "confirmed" if confirmed else "not confirmed",
             "reader": r1["right_reader"], "evidence": evidence, "guards": []}
-
-
-def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
-    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
-    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
-    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
-    regimes = run_regimes(manifest)
-    rows, logs = [], {}
-    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
-                          run_samples(manifest)):
-        regime = regimes[cell.regime]
-        if not regime.compacts:
-            continue
-        episode = tasks["episodes"][cell.episode]
-        stream = (cell.model, cell.regime, cell.budget, cell.sample)
-        if stream not in logs:
-            logs[stream] = journal.cell_records(*stream)
-        records = logs[stream].get(cell.episode, {})
-        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode, "budget": cell.budget,
-                "sample": cell.sample}
-        n = len(episode["segments"])
-        for k in range(1, n + 1):
-            record = records.get(f"compact_{k}")
-            if record is None:
-                continue
-            row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
-            if k == n:
-                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
-                # cell; "none corrupted" only once every answer is in
-                probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
-                          for q in episode["questions"] if f"question_{q['id']}" in records]
-                if any(p["class"] != "correct" for p in probes):
-                    row["downstream_corrupted"] = True
-                elif is_complete(manifest, cell):
-                    row["downstream_corrupted"] = False
-            rows.append(row)
-    return rows
