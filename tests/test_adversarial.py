@@ -38,7 +38,7 @@ def clean_state(episode: dict, checkpoint: int) -> str:
 def session_records(episode: dict, regime: str, states: list[str], answers=("ANSWER: 0", "ANSWER: 0")) -> dict:
     """The call records of one session as the scoring reads them: its compactions and its two answers, whose
     prompts carry what the cascade handed over (the final state, or under G2 what the gate let through)."""
-    e, study_regime = episode["episode"], adversarial.ADV_STUDY_REGIMES[regime]
+    e, study_regime = episode["episode"], adversarial.REGIMES[regime]
     context = adversarial.gated_state(study_regime, episode, states)
     records = {(regime, e, f"compact_{k}"): {"response": state, "model": MODEL} for k, state in enumerate(states, 1)}
     for probe, answer in zip(episode["probes"], answers):
@@ -72,7 +72,7 @@ class ReleaseTableTest(unittest.TestCase):
                     held = 2 if name == "authorization changes" else 14      # only late_amount holds an approval
                     self.assertEqual(entry["note"], f"not applicable: {held} of {held} final candidates quarantined")
         self.assertTrue(all(entry["verdict"] == "release" for entry in summary["release"]["R2"].values()))
-        analysis = adversarial_analysis.render_adversarial_md(summary, {"n_episodes": 14})
+        analysis = adversarial_analysis.render_summary_md(summary, {"n_episodes": 14})
         table = analysis.split("## Release verdicts")[1].split("## Per case")[0]
         g2_cells = [line.split("|")[4] for line in table.splitlines() if line.startswith("| ") and "%" in line]
         self.assertFalse(any("release" in cell for cell in g2_cells), g2_cells)
@@ -187,11 +187,11 @@ class AdversarialRunTest(TempDirMixin, unittest.TestCase):
             rows = list(csv.DictReader(fh))
         regen = [r for r in rows if r["regime"] == "R2-regen"]
         self.assertEqual(len(regen), 7 * 2)
-        self.assertEqual({r["temperature"] for r in regen}, {str(adversarial.ADV_REGEN_TEMPERATURE)})
-        self.assertEqual({int(r["seed"]) for r in regen}, {adversarial.ADV_REGEN_SEED, adversarial.ADV_REGEN_SEED + 1})
+        self.assertEqual({r["temperature"] for r in regen}, {str(adversarial.REGEN_TEMPERATURE)})
+        self.assertEqual({int(r["seed"]) for r in regen}, {adversarial.REGEN_SEED, adversarial.REGEN_SEED + 1})
         regen_calls = [r for r in raw_records(out, "R2") if r["kind"].startswith("regen_")]
         self.assertEqual({(r["temperature"], r["seed"]) for r in regen_calls},
-                         {(0.7, adversarial.ADV_REGEN_SEED), (0.7, adversarial.ADV_REGEN_SEED + 1)})
+                         {(0.7, adversarial.REGEN_SEED), (0.7, adversarial.REGEN_SEED + 1)})
         failed = [r for r in rows if r["regime"] == "G2" and r["verdict"] == "FAIL"]
         self.assertTrue(failed)
         quarantined = sorted(p.name for p in (out / "quarantine").iterdir())
@@ -308,7 +308,7 @@ class FormerFolderTest(TempDirMixin, unittest.TestCase):
         self.assertIn(quarantined, readme)
         table = analysis.split("## Release verdicts")[1].split("## Per case")[0]
         g2_cells = [line.split("|")[4] for line in table.splitlines() if line.startswith("| ") and "%" in line]
-        self.assertEqual(len(g2_cells), len(adversarial.ADV_THRESHOLDS))
+        self.assertEqual(len(g2_cells), len(adversarial.THRESHOLDS))
         self.assertFalse(any("release" in cell for cell in g2_cells), g2_cells)
         self.assertNotIn("precision", analysis.split("## Does a failing final state")[1])
         self.assertIn("gives no precision or recall", readme)

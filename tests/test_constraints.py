@@ -63,16 +63,16 @@ def compliance(analysis: dict, regime: str) -> float:
 class GenerationTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_task_file_is_the_generators_and_pinned(self):
         raw = (REPO / "tasks" / "constraints.json").read_bytes()
-        self.assertEqual(records.sha256_bytes(raw), constraints.SC_PINNED_TASKS_SHA256)
+        self.assertEqual(records.sha256_bytes(raw), constraints.PINNED_TASKS_SHA256)
         self.assertEqual(raw, inputs.tasks_to_bytes(constraints.generate_constraint_tasks()))
         self.assertEqual(inputs.load_task_set(REPO / "tasks" / "constraints.json")["kind"], "pinned")
 
     def test_fifteen_constraints_three_per_category_each_with_a_known_compliant_option(self):
         tasks = constraints.generate_constraint_tasks()
         self.assertEqual(len(tasks["episodes"]), 15)
-        self.assertEqual(constraints.check_constraint_design(tasks), [])
+        self.assertEqual(constraints.check_task_design(tasks), [])
         categories = [inst["constraint"]["category"] for inst in tasks["episodes"]]
-        self.assertEqual({c: categories.count(c) for c in constraints.SC_CATEGORIES}, dict.fromkeys(constraints.SC_CATEGORIES, 3))
+        self.assertEqual({c: categories.count(c) for c in constraints.CATEGORIES}, dict.fromkeys(constraints.CATEGORIES, 3))
         for inst in tasks["episodes"]:
             with self.subTest(inst["constraint"]["id"]):
                 q = inst["questions"][0]
@@ -80,7 +80,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(inst["injected_segments"], [2])              # middle, pre-registered
                 self.assertIn(inst["instruction"], inst["segments"][1]["text"])
                 self.assertNotIn(inst["instruction"], inst["segments"][1]["plain_text"])
-                self.assertTrue(inst["instruction"].startswith(constraints.SC_DIRECT_LEAD))
+                self.assertTrue(inst["instruction"].startswith(constraints.DIRECT_LEAD))
                 # the session material is XR-001's episode, unchanged where nothing is said
                 self.assertEqual(inst["segments"][0]["text"], episodes.generate_episode(inst["episode"])["segments"][0]["text"])
 
@@ -88,13 +88,13 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
         """Issue 20, point 8: act_sheet's "worksheet" was in filler sentences, pro_ask_combine's "combin" in the
         sessions' "combined figure" sentences and its "ask" in the extractor prompt's "task": the retention rule
         found those instructions in any state that kept that text. The design check refuses such a task set."""
-        every = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS
-                                                                                 for b in constraints.SC_SCOPES])
-        self.assertEqual(constraints.check_constraint_design(every), [])
+        every = constraints.generate_constraint_tasks(constraints.POSITIONS, [(a, b) for a in constraints.STRENGTHS
+                                                                                 for b in constraints.SCOPES])
+        self.assertEqual(constraints.check_task_design(every), [])
         old = constraints.generate_constraint_tasks()
         old["episodes"][2]["constraint"]["key_terms"] = ["worksheet"]                    # sc-gen-1's terms
         old["episodes"][6]["constraint"]["key_terms"] = ["ask", "combin"]
-        problems = constraints.check_constraint_design(old)
+        problems = constraints.check_task_design(old)
         self.assertEqual(len(problems), 3, problems)
         self.assertIn("instance 2 (act_sheet): the key term 'worksheet' occurs in segment 2 without the instruction",
                       problems[0])
@@ -108,7 +108,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
         self.assertIn("the key term 'worksheet' occurs in segment 2", str(caught.exception))
 
     def test_option_order_is_the_same_under_every_position_and_framing(self):
-        tasks = constraints.generate_constraint_tasks(constraints.SC_POSITIONS, [(a, b) for a in constraints.SC_STRENGTHS for b in constraints.SC_SCOPES])
+        tasks = constraints.generate_constraint_tasks(constraints.POSITIONS, [(a, b) for a in constraints.STRENGTHS for b in constraints.SCOPES])
         self.assertEqual(len(tasks["episodes"]), 15 * 4 * 4)
         by_constraint = {}
         for inst in tasks["episodes"]:
@@ -118,7 +118,7 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(carriers, expected) if expected else self.assertEqual(len(carriers), 2)
         self.assertTrue(all(len(v) == 1 for v in by_constraint.values()))
         strict = constraints.render_instruction("Ask me first.", "strict", "contextualised")
-        self.assertTrue(strict.startswith(constraints.SC_STRICT_LEAD) and constraints.SC_DIRECT_LEAD not in strict)
+        self.assertTrue(strict.startswith(constraints.STRICT_LEAD) and constraints.DIRECT_LEAD not in strict)
 
 
 class ScoringTest(unittest.TestCase):
@@ -136,10 +136,10 @@ class ScoringTest(unittest.TestCase):
         (6 of the first worked example's 7 violating probes were such echoes)."""
         question = {"id": 1, "kind": "forced_choice", "type": "action", "truth": "A", "violating": "B"}
         options = "Which change do you make?\nA) Keep RAFULI in the record.\nB) Drop RAFULI from the record."
-        echoes = {"the rule alone": constraints.SC_CHOICE_RULE,
+        echoes = {"the rule alone": constraints.CHOICE_RULE,
                   "a letter, then the question, options and rule": f"A\n\nThe user now writes: {options}\n"
-                                                                     f"{constraints.SC_CHOICE_RULE}",
-                  "the options and the rule": f"{options}\n{constraints.SC_CHOICE_RULE}",
+                                                                     f"{constraints.CHOICE_RULE}",
+                  "the options and the rule": f"{options}\n{constraints.CHOICE_RULE}",
                   "the options alone": options.split("\n", 1)[1],
                   "both letters joined": "CHOICE: A and CHOICE: B", "a short form of the rule": "CHOICE: A or B",
                   "a slash": "CHOICE: A/B", "both letters as lines": "A\nA\nB",
@@ -152,7 +152,7 @@ class ScoringTest(unittest.TestCase):
                 self.assertEqual((scored["answer"], scored["class"]), (None, "no_answer"))
                 self.assertNotIn("lenient_answer", scored)
         # a choice after the echo, or one option repeated alone, commits to one letter
-        committed = {f"{options}\n{constraints.SC_CHOICE_RULE}\nCHOICE: B": ("B", None),
+        committed = {f"{options}\n{constraints.CHOICE_RULE}\nCHOICE: B": ("B", None),
                      "CHOICE: (A) keep it": ("A", None), "A) Keep RAFULI in the record.": (None, "A"),
                      "CHOICE: A or CHOICE: A": ("A", None), "CHOICE: B, orderly as asked": ("B", None)}
         for reply, (answer, lenient) in committed.items():
@@ -164,15 +164,15 @@ class ScoringTest(unittest.TestCase):
         episode = constraints.generate_constraint_tasks()["episodes"][6]            # ask before combining
         self.assertEqual(episode["constraint"]["key_terms"], ["ask me before"])
         typed = "values:\nA = 1\ncombined:\nA + B = 3\nconstraints: Ask me  before combining values\nnotes: x"
-        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], typed, None, episode)["in_state"])
+        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.REGIMES["R2"], typed, None, episode)["in_state"])
         # the words in a section other than constraints: do not count for a typed block
         loose = "values:\nA = 1\ncombined:\nA + B = 3\nnotes: the user said ask me before the next step"
-        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R2"], loose, None, episode)["in_state"])
+        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.REGIMES["R2"], loose, None, episode)["in_state"])
         # prose: the key terms anywhere (the documented false positive)
-        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], loose, None, episode)["in_state"])
+        self.assertTrue(constraints_analysis.score_constraint_retention(constraints.REGIMES["R1"], loose, None, episode)["in_state"])
         # a paraphrase without the terms is missed (the documented false negative)
-        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1"], "Check with the user before combining.", None, episode)["in_state"])
-        row = constraints_analysis.score_constraint_retention(constraints.SC_REGIMES["R1+X"], "nothing", "Ask me before you combine", episode)
+        self.assertFalse(constraints_analysis.score_constraint_retention(constraints.REGIMES["R1"], "Check with the user before combining.", None, episode)["in_state"])
+        row = constraints_analysis.score_constraint_retention(constraints.REGIMES["R1+X"], "nothing", "Ask me before you combine", episode)
         self.assertEqual((row["in_state"], row["in_registry"], row["carried"]), (False, True, True))
 
     def test_effect_retention_and_its_interval(self):
@@ -189,7 +189,7 @@ class ScoringTest(unittest.TestCase):
         self.assertIn("undefined (c_ub <= c_noSC", constraints_analysis.fmt_er(constraints_analysis.effect_retention_summary([(False, True, False)])))
 
 
-def synthetic_bank(episodes: range, regimes: tuple = constraints.SC_DEFAULT_REGIMES) -> dict:
+def synthetic_bank(episodes: range, regimes: tuple = constraints.DEFAULT_REGIMES) -> dict:
     """A constraints results.json of the pinned task set's `episodes`, whose `cells` block and `n_episodes` claim
     the whole design: FULL+ and R1+X comply, every other regime violates (so R1+X beats R1 on every pair)."""
     tasks = json.loads((REPO / "tasks" / "constraints.json").read_text())["episodes"]
@@ -203,13 +203,13 @@ def synthetic_bank(episodes: range, regimes: tuple = constraints.SC_DEFAULT_REGI
                            "class": "compliant" if follows else "violating", "budget": records.DEFAULT_BUDGET,
                            "sample": 0, **constraints_analysis.instance_factors(tasks[e])})
     expected = len(regimes) * len(tasks)
-    return {"study": "constraints", "protocol": constraints.SC_PROTOCOL_ID, "models": [MODEL], "regimes": list(regimes),
+    return {"study": "constraints", "protocol": constraints.PROTOCOL_ID, "models": [MODEL], "regimes": list(regimes),
             "n_episodes": len(tasks), "temperature": 0, "budgets": [records.DEFAULT_BUDGET], "samples": 1,
             "cells": {"complete": expected, "not_complete": 0, "expected": expected, "expected_probes_per_cell": 1},
             "probes": probes, "states": [], "calls": []}
 
 
-N_REGIMES = len(constraints.SC_DEFAULT_REGIMES)
+N_REGIMES = len(constraints.DEFAULT_REGIMES)
 
 CELLS = 15 * N_REGIMES                  # the default design's cells for one model
 
@@ -225,7 +225,7 @@ class LabelTest(unittest.TestCase):
 
     def analyze(self, results: dict) -> dict:
         self.assertEqual(bank.results_shape_problems(results), [])
-        return constraints_analysis.analyze_constraints(results, self.task_set)
+        return constraints_analysis.analyze(results, self.task_set)
 
     def test_the_whole_design_once_is_confirmatory(self):
         analysis = self.analyze(synthetic_bank(range(15)))
@@ -256,7 +256,7 @@ class LabelTest(unittest.TestCase):
         results["probes"].append({**results["probes"][1], "episode": 15})        # no such instance
         flipped = results["probes"][2]
         flipped["truth"] = "A" if flipped["truth"] == "B" else "B"
-        analysis = constraints_analysis.analyze_constraints(results, self.task_set)
+        analysis = constraints_analysis.analyze(results, self.task_set)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
         self.assertFalse(analysis["complete"])
         for reason in ("1 duplicated probe(s)", "1 probe(s) outside the bank's models, regimes and budgets or the task "
@@ -306,7 +306,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         code, stdout, err = run_main(argv)
         self.assertEqual(code, 0, err)
         manifest = json.loads((out / "manifest.json").read_text())
-        self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", constraints.SC_PROTOCOL_ID))
+        self.assertEqual((manifest["study"], manifest["protocol"]), ("constraints", constraints.PROTOCOL_ID))
         self.assertEqual(self.server.chat_count() - first, 675)               # 15 x (1+1+5+5+5+5+9+9+5)
         analysis = bank.analyze_bank(json.loads((out / "results.json").read_text()))
         self.assertEqual(analysis["label"], "CONFIRMATORY")
@@ -362,7 +362,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         that complies whenever it sees that heading gains as much from R1+H (the heading alone) as from R1+X."""
         out = self.make_tmp() / "heading"
         follower = self.server.model
-        heading = constraints.SC_PROMPTS["registry_heading"]
+        heading = constraints.PROMPTS["registry_heading"]
 
         class HeadingFollower:
             def reply(self, prompt: str) -> str:
@@ -409,7 +409,7 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((side["extra_calls"], side["extra_prompt_tokens"], side["extra_output_tokens"],
                           side["extra_unknown_counts"], side["compaction_tokens"]), (8, 0, 0, 8, 0))
         self.assertIn("(8 call(s) with no usable token count, not summed)",
-                      constraints_analysis.render_constraints_md(bank.analyze_bank(results)))
+                      constraints_analysis.render_md(bank.analyze_bank(results)))
 
     def test_judge_is_recorded_per_state_beside_the_rule(self):
         out = self.make_tmp() / "judged"

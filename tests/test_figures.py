@@ -81,7 +81,7 @@ def example_bank() -> dict:
 
 def example_svg() -> str:
     results = example_bank()
-    return mf.figure_corruption(xr001_analysis.analyze_results(results, synthetic_task_set()))
+    return mf.figure_corruption(xr001_analysis.analyze(results, synthetic_task_set()))
 
 
 def parse(svg_text: str) -> ET.Element:
@@ -147,7 +147,7 @@ def layout_problems(svg_text: str) -> list[str]:
 class FigureLayoutTest(unittest.TestCase):
     def figures(self, models, **kwargs) -> dict[str, str]:
         results = synthetic_results(models, **kwargs)
-        return mf.render_figures(results, xr001_analysis.analyze_results(results, synthetic_task_set()))
+        return mf.render_figures(results, xr001_analysis.analyze(results, synthetic_task_set()))
 
     def assert_clean(self, figures: dict[str, str]) -> None:
         for name, svg in figures.items():
@@ -197,7 +197,7 @@ class FigureLayoutTest(unittest.TestCase):
         results = synthetic_results(["m"])
         for i, call in enumerate(results["calls"]):
             call["eval_count"] = 40 + (i * 37) % 600
-        figure = mf.figure_tokens(results, xr001_analysis.analyze_results(results, synthetic_task_set()))
+        figure = mf.figure_tokens(results, xr001_analysis.analyze(results, synthetic_task_set()))
         self.assertEqual(layout_problems(figure), [])
 
     def test_value_labels_above_bars_and_whisker_caps(self):
@@ -249,7 +249,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
             with self.subTest(models=n):
                 models = [f"model-{i}:{'x' * (40 if i == 0 else 2)}" for i in range(n)]
                 results = synthetic_results(models)
-                analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+                analysis = xr001_analysis.analyze(results, synthetic_task_set())
                 figs = {k: parse(v) for k, v in mf.render_figures(results, analysis).items()}
                 self.assertEqual(len(bars(figs["fig_a_corruption.svg"])), 3 * n)
                 self.assertEqual(len(errorbars(figs["fig_a_corruption.svg"])), 3 * n)
@@ -275,7 +275,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
     def test_bar_heights_are_proportional_to_rates(self):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
         results = synthetic_results(["a", "b"], wrong=lambda m, r: rates[r] if m == "a" else 60)
-        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
         root = parse(mf.figure_corruption(analysis))
         for bar in bars(root):
             model, regime = bar.get("data-group"), bar.get("data-series")
@@ -293,7 +293,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
 
     def test_single_regime_and_partial_bank(self):
         results = synthetic_results(["solo"], regimes=("R1",), complete=False)
-        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
         figs = mf.render_figures(results, analysis)
         for name, svg in figs.items():
             with self.subTest(name):
@@ -426,7 +426,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
         self.assertIn("Falsifier rejected", text)
         partial = synthetic_results(["m"], complete=False)
-        analysis = xr001_analysis.analyze_results(partial, synthetic_task_set())
+        analysis = xr001_analysis.analyze(partial, synthetic_task_set())
         text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
         reason = analysis["label_reasons"][0].replace("`", "")          # its `cells` rendered as code
         self.assertTrue(text.startswith(f"NON-CONFIRMATORY {reason[0].upper()}{reason[1:]}"), text)
@@ -480,7 +480,7 @@ def simulated_smoke_bank(models=("stand-in:simulated",), regimes=("R0", "R1", "R
     """A bank as the demo makes it (SIMULATED, so NON-CONFIRMATORY with a reason that names `demo`)."""
     results = synthetic_results(list(models), regimes=regimes, wrong=lambda m, r: {"R1": 40}.get(r, 2))
     results["run"] = {"simulated": True, "backend": "simulated"}
-    return results, xr001_analysis.analyze_results(results, synthetic_task_set())
+    return results, xr001_analysis.analyze(results, synthetic_task_set())
 
 
 def uninformative_bank() -> tuple[dict, dict]:
@@ -490,7 +490,7 @@ def uninformative_bank() -> tuple[dict, dict]:
     for probe in results["probes"]:
         if probe["class"] != "correct":
             probe.update({"answer": None, "class": "omission"})
-    return results, xr001_analysis.analyze_results(results, synthetic_task_set())
+    return results, xr001_analysis.analyze(results, synthetic_task_set())
 
 
 def committed_constraints(simulated: bool = False) -> tuple[dict, dict]:

@@ -353,7 +353,7 @@ if __name__ == "__main__":
 
 def clean_study_state(episode: dict) -> str:
     """A typed block that keeps every value as it stands at the end and reports every item truthfully."""
-    ledger = adversarial.adversarial_ledger(episode, adversarial.ADV_SEGMENTS)
+    ledger = adversarial.adversarial_ledger(episode, adversarial.SEGMENTS)
     lines = ["values:"] + [f"{n} = {e['value']}" for n, e in ledger["entities"].items()]
     notes = [f"{item['name']} {'failed' if item['status'] == 'failed' else item['status']}"
              for item in ledger["items"]]
@@ -378,7 +378,7 @@ class AdversarialTasksTest(unittest.TestCase):
     def test_the_committed_file_is_the_generator_output(self):
         self.assertEqual((records.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), adversarial.adversarial_tasks_bytes())
         tasks = adversarial.generate_adversarial_tasks()
-        self.assertEqual([e["case"] for e in tasks["episodes"]], list(adversarial.ADV_CASES) * adversarial.ADV_VARIANTS)
+        self.assertEqual([e["case"] for e in tasks["episodes"]], list(adversarial.CASES) * adversarial.VARIANTS)
 
     def test_each_case_holds_its_material(self):
         for episode in adversarial.generate_adversarial_tasks()["episodes"]:
@@ -399,8 +399,8 @@ class AdversarialTasksTest(unittest.TestCase):
 
     def test_the_gate_passes_a_truthful_state_and_finds_each_planted_defect(self):
         for episode in adversarial.generate_adversarial_tasks()["episodes"]:
-            ledger = adversarial.adversarial_ledger(episode, adversarial.ADV_SEGMENTS)
-            source = adversarial.adversarial_source(episode, adversarial.ADV_SEGMENTS)
+            ledger = adversarial.adversarial_ledger(episode, adversarial.SEGMENTS)
+            source = adversarial.adversarial_source(episode, adversarial.SEGMENTS)
             with self.subTest(episode["case"], episode=episode["episode"]):
                 clean = gate.check_state(clean_study_state(episode), ledger, source)
                 self.assertEqual(gate.gate_verdict(clean), "PASS", clean)

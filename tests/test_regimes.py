@@ -295,7 +295,7 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
                 del probe["sample"], probe["budget"]
         results = {"models": ["m"], "regimes": ["R0", "R1", "R2"], "probes": probes, "samples": 2,
                    "budgets": [records.DEFAULT_BUDGET], "temperature": 0.7, "compaction_stage": [], "compaction_tokens": {}}
-        analysis = xr001_analysis.analyze_results(results)
+        analysis = xr001_analysis.analyze(results)
         mf = __import__("helpers").load_module("make_figures", REPO / "paper" / "make_figures.py")
         self.assertIn("fig_f_budget_sweep.svg", mf.render_figures(results, analysis))
         self.assertIn("## Corruption over repeated samples (exploratory)", reports.render_analysis_md(analysis))

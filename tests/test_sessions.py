@@ -356,8 +356,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
                    if '"answer"' in line]
         self.assertEqual(len(answers), 2)
         self.assertIn(ss.EXACT_RULE, answers[0]["messages"][0]["content"])
-        results = ss_an.score_sessions(*self.bank_inputs())
-        analysis = ss_an.analyze_sessions(results)
+        results = ss_an.score(*self.bank_inputs())
+        analysis = ss_an.analyze(results)
         self.assertEqual(analysis["user_regimes"], ["MYAGENT"])
         tests = {t["built_in"]: (t["b"], t["c"], t["n_pairs"]) for t in analysis["tests"]}
         self.assertEqual(tests["R2"], (0, 10, 10))                     # the fake's MYAGENT keeps nothing
@@ -390,7 +390,7 @@ class SessionsAnalysisTest(unittest.TestCase):
     def test_report_html_renders_its_markup_never_literal_backticks(self):
         import pilot.studies  # noqa: F401  (the registry the analysis names its study by)
         results = json.loads((REPO / "results" / "smollm2-135m-sessions" / "results.json").read_text())
-        blocks = ss_an.report_blocks(ss_an.analyze_sessions(results))
+        blocks = ss_an.report_blocks(ss_an.analyze(results))
         self.assertIn("`", ss_an.render_blocks_md(blocks))             # analysis.md writes `code` as markdown
         page = ss_an.render_blocks_html(blocks)
         shown = re.sub(r"<title>.*?</title>|<style>.*?</style>|<[^>]+>", " ", page, flags=re.S)
@@ -399,20 +399,20 @@ class SessionsAnalysisTest(unittest.TestCase):
         self.assertIn("<code>raw/recheck.jsonl</code>", page)
 
     def test_a_bank_of_the_wrong_shape_is_named(self):
-        self.assertIn("`values` is missing", "; ".join(ss_an.check_sessions_bank({"models": ["m"], "regimes": ["R1"]})))
+        self.assertIn("`values` is missing", "; ".join(ss_an.check_bank({"models": ["m"], "regimes": ["R1"]})))
         bank = {"models": ["m"], "regimes": ["R1"], "sessions": [{"episode": 0, "file": "f", "values": [{"id": 1}]}],
                 "values": [{"model": "m", "regime": "R1", "episode": 0, "value": 2, "class": "kept"}],
                 "instructions": [], "steps": [], "states": [], "probes": [], "regime_definitions": {}, "costs": {}}
-        self.assertIn("names a value its session does not hold", ss_an.check_sessions_bank(bank)[0])
+        self.assertIn("names a value its session does not hold", ss_an.check_bank(bank)[0])
 
 
 class ExamplesTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_examples_are_the_pinned_set_in_every_format(self):
-        raw, tasks = ss.read_sessions(ss.EXAMPLES_PATH, probes="tasks/sessions/probes.json")
+        raw, tasks = ss.read_sessions(ss.TASKS_PATH, probes="tasks/sessions/probes.json")
         self.assertEqual(tasks["listing"], ss.PINNED_SESSIONS)
-        self.assertEqual(ss.load_session_task_set(ss.EXAMPLES_PATH, raw, tasks, "", True)["kind"], "pinned")
-        self.assertEqual(ss.sha256_bytes(ss.read_sessions(ss.EXAMPLES_PATH)[0]), ss.PINNED_TASKS_SHA256)
-        args = build_parser("run").parse_args(["--study", "sessions", "--sessions", str(ss.EXAMPLES_PATH)])
+        self.assertEqual(ss.load_task_set(ss.TASKS_PATH, raw, tasks, "", True)["kind"], "pinned")
+        self.assertEqual(ss.sha256_bytes(ss.read_sessions(ss.TASKS_PATH)[0]), ss.PINNED_TASKS_SHA256)
+        args = build_parser("run").parse_args(["--study", "sessions", "--sessions", str(ss.TASKS_PATH)])
         self.assertEqual(resolve_run_dir(args).name, "sessions")          # the examples named: the pinned folder
         formats = [e["format"] for e in tasks["episodes"]]
         self.assertEqual(sorted(set(formats)), ["agent-log", "chat-json", "chat-jsonl"])
@@ -440,7 +440,7 @@ class ExamplesTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(len(results["sessions"]), ss.N_EXAMPLES)
         self.assertTrue((out / "analysis.md").read_text().startswith("# SIMULATED"))
         self.assertIn("SIMULATED", (out / "report.html").read_text())
-        analysis = ss_an.analyze_sessions(results)
+        analysis = ss_an.analyze(results)
         self.assertGreater(analysis["kept"]["R2"]["k"], analysis["kept"]["R1"]["k"])
         self.assertGreater(analysis["instructions"]["R2"]["k"], analysis["instructions"]["R1"]["k"])
         self.assertNotIn("ghp_7Rk2", (out / "analysis.md").read_text())

@@ -93,7 +93,7 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
     def test_constructed_bank_known_b_and_c(self):
         for b, c, direction in ((4, 20, "R2 better"), (9, 2, "R1 better"), (5, 5, "no difference")):
             with self.subTest(b=b, c=c):
-                analysis = xr001_analysis.analyze_results(constructed_bank(b, c, both_wrong=7))
+                analysis = xr001_analysis.analyze(constructed_bank(b, c, both_wrong=7))
                 pooled = analysis["mcnemar"]["pooled"]
                 self.assertEqual((pooled["b"], pooled["c"], pooled["direction"]), (b, c, direction))
                 self.assertEqual(pooled["p"], stats.mcnemar_exact(b, c))
@@ -143,7 +143,7 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
             with self.subTest(seed=seed):
                 rng = random.Random(seed)
                 results = sweep_bank(rng, tasks, ("messy", "model order", "run order")[seed % 3])
-                analysis = xr001_analysis.analyze_results(results, {"tasks": tasks, "kind": "pinned", "sha256": "x", "path": "t"})
+                analysis = xr001_analysis.analyze(results, {"tasks": tasks, "kind": "pinned", "sha256": "x", "path": "t"})
                 probes, models = results["probes"], results["models"]
                 variant = lambda p: (p.get("budget", records.DEFAULT_BUDGET), p.get("sample", 0))
                 primary = [p for p in probes if variant(p) == (records.DEFAULT_BUDGET, 0)]

@@ -121,7 +121,7 @@ class MatchedBudgetTest(unittest.TestCase):
                       "tokens, 0.495", headline)
         self.assertNotIn("F rejected", headline)
         self.assertNotIn("the budgets were not matched [the budgets were not matched", headline)
-        body = xr001_report.render_xr001_md(analysis)   # the predictions' reminder names the reason the top gives
+        body = xr001_report.render_md(analysis)   # the predictions' reminder names the reason the top gives
         self.assertIn("NON-CONFIRMATORY: the budgets were not matched. The verdicts below are descriptive", body)
         narrative = mf.render_results_md(analysis, "figures", "results.json")
         self.assertIn("### F: not judged: the budgets were not matched [the realized R1/R2 ratio", narrative)
@@ -141,7 +141,7 @@ class MatchedBudgetTest(unittest.TestCase):
             call.update(eval_count=256, done_reason="length")
         for regime in ("R1", "R2"):
             results["compaction_tokens"][regime]["mean"] = 256.0
-        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
         self.assertEqual(analysis["budget_guard"]["status"], "capped")
         self.assertEqual(analysis["label"], "CONFIRMATORY")     # qualified, not failed
         text = reports.render_analysis_md(analysis)
@@ -157,7 +157,7 @@ class MatchedBudgetTest(unittest.TestCase):
         # the same bank with its compactions under the cap: the share is given, nothing is qualified
         for call in results["calls"]:
             call.update(done_reason="stop")
-        analysis = xr001_analysis.analyze_results(results, synthetic_task_set())
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
         self.assertEqual(analysis["budget_guard"]["status"], "matched")
         self.assertIn("Compactions that stopped at their 256-token cap: R1 0/60 (0.0%), R2 0/60 (0.0%).",
                       reports.render_analysis_md(analysis))
@@ -181,7 +181,7 @@ class CeilingTest(unittest.TestCase):
     def test_the_exploratory_regimes_pool_nothing_either(self):
         results = synthetic_results(["m"], regimes=("R0", "R1", "R2", "R3"),
                                     wrong=lambda model, regime: 120 if regime == "R0" else 10)
-        text = reports.render_analysis_md(xr001_analysis.analyze_results(results, synthetic_task_set()))
+        text = reports.render_analysis_md(xr001_analysis.analyze(results, synthetic_task_set()))
         self.assertIn("ceiling check: none does, so the tests are left empty.", text)
         self.assertIn("| R3 | 10/120 = 8.3% [4.6, 14.7] | R1 |  |  |  |  |  |", text)
 

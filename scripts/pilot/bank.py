@@ -371,8 +371,8 @@ def call_stage(call: dict) -> str:
 
 
 def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str, list] | None = None) -> dict:
-    """analyze_results with the task set its probes are checked against: the file given, else the one the
-    bank records (when it is still there with the recorded hash), else the pre-registered one. `table` is
+    """The study's analysis of a bank, with the task set its probes are checked against: the file given, else the one
+    the bank records (when it is still there with the recorded hash), else the pre-registered one. `table` is
     bank_table(results), when the caller has it already."""
     study = study_named(results.get("study"))
     recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}

@@ -25,9 +25,9 @@ from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journ
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
-from .studies.adversarial import ADV_PROTOCOL_ID, ADV_TASKS_PATH
-from .studies.adversarial_analysis import regate_former_folder, render_adversarial_md
-from .studies.constraints import SC_POSITIONS, SC_SCOPES, SC_STRENGTHS
+from .studies.adversarial import PROTOCOL_ID, TASKS_PATH
+from .studies.adversarial_analysis import regate_former_folder, render_summary_md
+from .studies.constraints import POSITIONS, SCOPES, STRENGTHS
 from .studies.xr001_report import render_gate_section
 
 
@@ -60,22 +60,22 @@ def command_generate(args) -> int:
 def parse_framings(text: str) -> list[tuple[str, str]]:
     """--framings: strength/scope pairs, e.g. preferential/direct,strict/contextualised, or `all`."""
     if text == "all":
-        return [(a, b) for a in SC_STRENGTHS for b in SC_SCOPES]
+        return [(a, b) for a in STRENGTHS for b in SCOPES]
     pairs = []
     for part in parse_names(text):
         strength, _, scope = part.partition("/")
-        if strength not in SC_STRENGTHS or scope not in SC_SCOPES:
-            raise argparse.ArgumentTypeError(f"a framing is STRENGTH/SCOPE with STRENGTH in {', '.join(SC_STRENGTHS)} "
-                                             f"and SCOPE in {', '.join(SC_SCOPES)}, or `all` (got {part!r})")
+        if strength not in STRENGTHS or scope not in SCOPES:
+            raise argparse.ArgumentTypeError(f"a framing is STRENGTH/SCOPE with STRENGTH in {', '.join(STRENGTHS)} "
+                                             f"and SCOPE in {', '.join(SCOPES)}, or `all` (got {part!r})")
         pairs.append((strength, scope))
     return pairs
 
 
 def parse_positions(text: str) -> list[str]:
-    positions = list(SC_POSITIONS) if text == "all" else parse_names(text)
-    bad = [p for p in positions if p not in SC_POSITIONS]
+    positions = list(POSITIONS) if text == "all" else parse_names(text)
+    bad = [p for p in positions if p not in POSITIONS]
     if bad or not positions:
-        raise argparse.ArgumentTypeError(f"positions are {', '.join(SC_POSITIONS)} or `all` (got {text!r})")
+        raise argparse.ArgumentTypeError(f"positions are {', '.join(POSITIONS)} or `all` (got {text!r})")
     return positions
 
 
@@ -402,11 +402,11 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         former = None                   # Manifest.load (in load_run) says what is wrong with it, in one line
     if is_former_adversarial_folder(former):       # re-gated from its calls, as its runner wrote it
-        task_set = load_task_set(ADV_TASKS_PATH)
+        task_set = load_task_set(TASKS_PATH)
         if task_set["sha256"] != former["lock"].get("tasks_sha256"):
-            raise GateInputError(f"{display_path(ADV_TASKS_PATH)} is not the task set of {run_dir}")
+            raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
         summary = regate_former_folder(run_dir, former, task_set["tasks"])
-        print(json.dumps(summary, indent=1) if as_json else render_adversarial_md(summary, former["lock"]))
+        print(json.dumps(summary, indent=1) if as_json else render_summary_md(summary, former["lock"]))
         return EXIT_OK
     manifest, tasks = load_run(run_dir)
     results = write_results(run_dir, manifest.data, tasks)
@@ -562,4 +562,4 @@ def is_former_adversarial_folder(manifest: object) -> bool:
     """A folder the adversarial study's own runner made before it ran on the shared one: no cells, its lock
     naming the study's protocol."""
     return isinstance(manifest, dict) and "cells" not in manifest and \
-        isinstance(manifest.get("lock"), dict) and manifest["lock"].get("study") == ADV_PROTOCOL_ID
+        isinstance(manifest.get("lock"), dict) and manifest["lock"].get("study") == PROTOCOL_ID

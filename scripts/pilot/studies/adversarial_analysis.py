@@ -19,8 +19,8 @@ from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
 from ..cells import all_cells, run_regimes
 from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
-from .adversarial import (ADV_CASES, ADV_PLANTED, ADV_PROTOCOL_ID, ADV_REGEN_SEED, ADV_REGEN_TEMPERATURE, ADV_REGIMES,
-    ADV_STUDY_REGIMES, ADV_THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)
+from .adversarial import (CASES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, DEFAULT_REGIMES,
+    REGIMES, THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)
 
 
 def classify_adversarial(answer: int | None, probe: dict) -> str:
@@ -44,19 +44,19 @@ def handed_over(regime: str, episode: dict, candidate: str, answers: list, verdi
     """Whether the successor answered from this final candidate: read from the answer prompts where any was sent
     (the candidate is then the whole context they carry), else what the cascade does (G2 hands over only a
     candidate that passes; the last passing state and the raw segments otherwise)."""
-    template = ADV_STUDY_REGIMES[regime].answer_template
+    template = REGIMES[regime].answer_template
     sent = [(probe, record) for probe, record in zip(episode["probes"], answers) if record is not None]
     if sent:
         return any(answer_prompt(record) == template.format(context=candidate, question=probe["prompt"])
                    for probe, record in sent)
-    return not ADV_STUDY_REGIMES[regime].gated or verdict == "PASS"
+    return not REGIMES[regime].gated or verdict == "PASS"
 
 
 def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
     """Score a study from its call records: one gate row per state (every checkpoint, G2's candidates and the
     regenerated ones included) and one row per probe. Pure: records are (regime, episode, kind) -> record."""
     states, probes = [], []
-    costs = {r: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0} for r in (*ADV_REGIMES, "R2-regen")}
+    costs = {r: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0} for r in (*DEFAULT_REGIMES, "R2-regen")}
     for (regime, _, kind), record in records.items():
         regime = "R2-regen" if str(kind).startswith("regen_") else regime
         if regime in costs:
@@ -66,7 +66,7 @@ def adversarial_rows(tasks: dict, records: dict, regen_k: int) -> dict:
     for episode in tasks["episodes"]:
         e, n = episode["episode"], len(episode["segments"])
         base = {"model": None, "episode": e, "case": episode["case"], "budget": DEFAULT_BUDGET, "sample": 0}
-        for regime in ADV_REGIMES:
+        for regime in DEFAULT_REGIMES:
             answers = [records.get((regime, e, f"probe_{p['id']}")) for p in episode["probes"]]
             for k in range(1, n + 1):
                 record = records.get((regime, e, f"compact_{k}"))
@@ -176,7 +176,7 @@ STATE_CATEGORIES = {
 
 
 def release_verdict(name: str, k: int, n: int) -> str:
-    return "release" if k / n <= ADV_THRESHOLDS[name] else "hold"
+    return "release" if k / n <= THRESHOLDS[name] else "hold"
 
 
 def release_table(states: list[dict], probes: list[dict], regime: str) -> dict:
@@ -192,18 +192,18 @@ def release_table(states: list[dict], probes: list[dict], regime: str) -> dict:
             verdict, note = None, "no data"
         elif not handed:
             verdict, note = None, f"not applicable: {len(finals)} of {len(finals)} final candidates quarantined"
-        elif ADV_STUDY_REGIMES[regime].gated:
+        elif REGIMES[regime].gated:
             verdict, note = None, (f"{k}/{n} handed over; not applicable: the gate hands over only candidates that "
                                    f"pass it ({len(finals) - n} of {len(finals)} quarantined), so none carries a "
                                    f"blocking finding by construction" +
                                    (f" (yet {k} fail today's gate: it changed since the run)" if k else ""))
         else:
             verdict, note = release_verdict(name, k, n), None
-        table[name] = {**rate_summary(k, n), "threshold": ADV_THRESHOLDS[name], "verdict": verdict, "note": note,
+        table[name] = {**rate_summary(k, n), "threshold": THRESHOLDS[name], "verdict": verdict, "note": note,
                        "final_states": len(finals)}
     targets = [p for p in probes if p["regime"] == regime and p["target"]]
     k, n = sum(1 for p in targets if p["class"] != "correct"), len(targets)
-    table["downstream actions"] = {**rate_summary(k, n), "threshold": ADV_THRESHOLDS["downstream actions"],
+    table["downstream actions"] = {**rate_summary(k, n), "threshold": THRESHOLDS["downstream actions"],
                                    "verdict": release_verdict("downstream actions", k, n) if n else None,
                                    "note": None if n else "no data", "final_states": None}
     return table
@@ -227,7 +227,7 @@ def regeneration_summary(states: list[dict]) -> dict:
     for s in regen:
         sessions[s["episode"]].append(s)
     return {"overall": judged(regen), "cases": {case: judged([s for s in regen if s["case"] == case])
-                                                 for case in ADV_CASES},
+                                                 for case in CASES},
             "sessions": len(sessions),
             "candidates": len(regen),
             "distinct": sum(len({s["state_sha256"] for s in rows}) for rows in sessions.values()),
@@ -241,11 +241,11 @@ def regeneration_summary(states: list[dict]) -> dict:
 def adversarial_summary(scored: dict, regen_k: int) -> dict:
     """Each category its own rate and release verdict per regime; per-case detection, behaviour, regeneration."""
     states, probes = scored["states"], scored["probes"]
-    release = {regime: release_table(states, probes, regime) for regime in ADV_REGIMES}
+    release = {regime: release_table(states, probes, regime) for regime in DEFAULT_REGIMES}
     cases = {}
-    for case in ADV_CASES:
+    for case in CASES:
         row = {}
-        for regime in ADV_REGIMES:
+        for regime in DEFAULT_REGIMES:
             finals = [s for s in states if s["regime"] == regime and s["final"] and s["case"] == case]
             targets = [p for p in probes if p["regime"] == regime and p["target"] and p["case"] == case]
             row[regime] = {"final_fail": rate_summary(sum(1 for s in finals if s["verdict"] == "FAIL"), len(finals)),
@@ -257,19 +257,19 @@ def adversarial_summary(scored: dict, regen_k: int) -> dict:
         row["regenerated"] = rate_summary(sum(1 for s in regen if s["verdict"] == "FAIL"), len(regen))
         cases[case] = row
     corrupt = {}
-    for regime in ADV_REGIMES:
+    for regime in DEFAULT_REGIMES:
         every = [p for p in probes if p["regime"] == regime]
         corrupt[regime] = {"probes": rate_summary(sum(1 for p in every if p["class"] != "correct"), len(every)),
                            **scored["costs"][regime]}
     answered = collections.Counter((p["episode"], p["regime"]) for p in probes)
     sessions = {p["episode"] for p in probes}
-    complete = sum(1 for e in sessions if all(answered[(e, r)] == 2 for r in ADV_REGIMES))
-    return {"study": ADV_PROTOCOL_ID, "complete_sessions": complete, "release": release, "cases": cases,
+    complete = sum(1 for e in sessions if all(answered[(e, r)] == 2 for r in DEFAULT_REGIMES))
+    return {"study": PROTOCOL_ID, "complete_sessions": complete, "release": release, "cases": cases,
             "regimes": corrupt, "regenerate": regen_k,
             "regeneration_cost": scored["costs"]["R2-regen"],
-            "regen_temperature": ADV_REGEN_TEMPERATURE,
+            "regen_temperature": REGEN_TEMPERATURE,
             "regeneration": regeneration_summary(states),
-            "prediction": {r: gate_prediction([s for s in states if s["regime"] == r]) for r in ADV_REGIMES},
+            "prediction": {r: gate_prediction([s for s in states if s["regime"] == r]) for r in DEFAULT_REGIMES},
             "quarantined": sum(1 for s in states if s["regime"] == "G2" and s["verdict"] == "FAIL")}
 
 
@@ -277,10 +277,10 @@ def release_cell(entry: dict) -> str:
     return f"{fmt_rate(entry)}: **{entry['verdict']}**" if entry["verdict"] else entry["note"]
 
 
-def render_adversarial_md(summary: dict, lock: dict) -> str:
+def render_summary_md(summary: dict, lock: dict) -> str:
     """analysis.md of the adversarial study, from its summary alone."""
     simulated = lock.get("backend") == SIMULATED_BACKEND
-    out = [f"# {ADV_PROTOCOL_ID} adversarial compaction study" + (" (fake or stand-in model: not a result)"
+    out = [f"# {PROTOCOL_ID} adversarial compaction study" + (" (fake or stand-in model: not a result)"
                                                                   if simulated else ""), "",
            f"Model `{lock.get('model')}` via `{lock.get('backend')}`; tasks sha256 "
            f"{str(lock.get('tasks_sha256'))[:12]}; "
@@ -297,9 +297,9 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
            "when its observed rate is at or below its threshold, stated before the run. A verdict is given only "
            "where the count could have gone either way: not where nothing was handed over, and not for G2's states, "
            "which pass the gate by construction (its downstream rate is the test).", ""]
-    rows = [[name, pct(ADV_THRESHOLDS[name])] + [release_cell(summary["release"][r][name]) for r in ADV_REGIMES]
-            for name in ADV_THRESHOLDS]
-    out += [md_table(["category", "threshold", *ADV_REGIMES], rows), ""]
+    rows = [[name, pct(THRESHOLDS[name])] + [release_cell(summary["release"][r][name]) for r in DEFAULT_REGIMES]
+            for name in THRESHOLDS]
+    out += [md_table(["category", "threshold", *DEFAULT_REGIMES], rows), ""]
     out += ["## Per case: did the gate find the planted defect, and what did the resumed model answer?", "",
             "found = final states with a blocking finding that points at the planted defect itself: the planted "
             "sentence quoted, the trap value read for the target's name, the planted item (the failed change shown "
@@ -312,12 +312,12 @@ def render_adversarial_md(summary: dict, lock: dict) -> str:
     rows = []
     for case, row in summary["cases"].items():
         cells = []
-        for r in ADV_REGIMES:
+        for r in DEFAULT_REGIMES:
             cells += [fmt_rate(row[r][c], interval=False)
                       for c in ("final_fail", "planted_found", "planted_other", "correct", "trap")]
-        rows.append([case, ADV_PLANTED[case], *cells, fmt_rate(row["regenerated"], interval=False)
+        rows.append([case, PLANTED[case], *cells, fmt_rate(row["regenerated"], interval=False)
                      if summary["regenerate"] else "not run"])
-    header = ["case", "planted"] + [f"{r} {c}" for r in ADV_REGIMES
+    header = ["case", "planted"] + [f"{r} {c}" for r in DEFAULT_REGIMES
                                     for c in ("fail", "found", "other", "correct", "trap")]
     out += [md_table(header + ["regenerated fail"], rows), ""]
     out += render_regeneration_section(summary)
@@ -383,7 +383,7 @@ def former_kind(kind: str) -> str:
     return "probe_" + kind[len("question_"):] if kind.startswith("question_") else kind
 
 
-def score_adversarial(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """results.json of a run: every journalled state of the complete cells through the gate (every checkpoint,
     regenerated candidates included), every probe scored, the cost of each regime, the quarantined candidates."""
     models = models or manifest["models"]
@@ -417,9 +417,9 @@ def score_adversarial(manifest: dict, tasks: dict, journal: Journal, models: lis
                                     "candidate": record["response"], "findings": findings})
     lock = {"model": models[0] if models else None, "backend": run_lock.get("backend"),
             "tasks_sha256": manifest.get("tasks_sha256"), "n_episodes": manifest["n_episodes"],
-            "regenerate": regenerate, "regen_temperature": ADV_REGEN_TEMPERATURE, "regen_seed": ADV_REGEN_SEED,
+            "regenerate": regenerate, "regen_temperature": REGEN_TEMPERATURE, "regen_seed": REGEN_SEED,
             "own_calls": True}
-    return {"study": "adversarial", "protocol": ADV_PROTOCOL_ID, "tasks": manifest.get("tasks"),
+    return {"study": "adversarial", "protocol": PROTOCOL_ID, "tasks": manifest.get("tasks"),
             "tasks_sha256": manifest.get("tasks_sha256"), "task_set": manifest.get("task_set"), "models": models,
             "regimes": list(regimes), "n_episodes": manifest["n_episodes"],
             "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)},
@@ -428,7 +428,7 @@ def score_adversarial(manifest: dict, tasks: dict, journal: Journal, models: lis
                                                 **({"simulated": True} if is_simulated(manifest) else {})}}
 
 
-def check_adversarial_bank(results: dict) -> list[str]:
+def check_bank(results: dict) -> list[str]:
     """Every way a results file is not one this study's analysis reads."""
     problems = []
     for field, kind in (("states", list), ("probes", list), ("costs", dict), ("lock", dict), ("regimes", list)):
@@ -455,12 +455,12 @@ def check_adversarial_bank(results: dict) -> list[str]:
             problems.append(f"probe {number} lacks one of {', '.join(probe_fields)} or has it of the wrong type")
             break
     costs = results["costs"]
-    if any(not isinstance(costs.get(r), dict) for r in (*ADV_REGIMES, "R2-regen")):
-        problems.append(f"`costs` needs {', '.join((*ADV_REGIMES, 'R2-regen'))}")
+    if any(not isinstance(costs.get(r), dict) for r in (*DEFAULT_REGIMES, "R2-regen")):
+        problems.append(f"`costs` needs {', '.join((*DEFAULT_REGIMES, 'R2-regen'))}")
     return problems
 
 
-def analyze_adversarial(results: dict, task_set: dict | None = None, table: dict | None = None) -> dict:
+def analyze(results: dict, task_set: dict | None = None, table: dict | None = None) -> dict:
     """The release table and the per-case rates, computed again from the states and probes themselves; a session
     counts as complete only when both regimes answered both of its probes."""
     regenerate = (results.get("lock") or {}).get("regenerate", 0)
@@ -470,20 +470,20 @@ def analyze_adversarial(results: dict, task_set: dict | None = None, table: dict
     answered = collections.Counter((p["episode"], p["regime"]) for p in results["probes"])
     expected = [(e, r) for e in range(n) for r in results["regimes"]]
     whole = sum(1 for key in expected if answered[key] == 2)
-    return {"study": "adversarial", "protocol": ADV_PROTOCOL_ID, "summary": summary, "lock": results["lock"],
+    return {"study": "adversarial", "protocol": PROTOCOL_ID, "summary": summary, "lock": results["lock"],
             "complete": whole == len(expected), "label": "EXPLORATORY",
             "coverage": {"complete_cells": whole, "expected_cells": len(expected)},
             "simulated": bool((results.get("run") or {}).get("simulated")), "recheck": results.get("recheck")}
 
 
-def render_adversarial_analysis(analysis: dict) -> str:
+def render_md(analysis: dict) -> str:
     """analysis.md of a run on the shared runner: the study's tables, then its determinism probe."""
-    return render_adversarial_md(analysis["summary"], analysis["lock"]) + "\n".join(render_recheck_section(analysis))
+    return render_summary_md(analysis["summary"], analysis["lock"]) + "\n".join(render_recheck_section(analysis))
 
 
-def render_adversarial_headline(analysis: dict) -> str:
+def render_headline(analysis: dict) -> str:
     """One line per regime: each category's rate and release verdict."""
-    lines = [f"{ADV_PROTOCOL_ID} (exploratory): {analysis['summary']['complete_sessions']} of "
+    lines = [f"{PROTOCOL_ID} (exploratory): {analysis['summary']['complete_sessions']} of "
              f"{analysis['lock'].get('n_episodes')} sessions complete in both regimes"]
     for regime, categories in analysis["summary"]["release"].items():
         notes = [v["note"] for v in categories.values() if not v["verdict"]]
@@ -509,7 +509,7 @@ def render_adversarial_gate_csv(states: list[dict]) -> str:
     return buffer.getvalue()
 
 
-def write_adversarial_files(run_dir: Path, results: dict) -> list[Path]:
+def write_outputs(run_dir: Path, results: dict) -> list[Path]:
     """gate.csv, and each quarantined G2 candidate in quarantine/ (kept as evidence: never overwritten)."""
     write_atomic(run_dir / "gate.csv", render_adversarial_gate_csv(results["states"]).encode("utf-8"))
     (run_dir / "quarantine").mkdir(exist_ok=True)
@@ -543,8 +543,8 @@ def regate_former_folder(run_dir: Path, manifest: dict, tasks: dict) -> dict:
     scored = adversarial_rows(tasks, former_records(run_dir), lock["regenerate"])
     summary = adversarial_summary(scored, lock["regenerate"])
     write_atomic(run_dir / "gate.csv", render_adversarial_gate_csv(scored["states"]).encode("utf-8"))
-    results = {"study": ADV_PROTOCOL_ID, "lock": lock, "summary": summary, "states": scored["states"],
+    results = {"study": PROTOCOL_ID, "lock": lock, "summary": summary, "states": scored["states"],
                "probes": scored["probes"]}
     write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_atomic(run_dir / "analysis.md", render_adversarial_md(summary, lock).encode("utf-8"))
+    write_atomic(run_dir / "analysis.md", render_summary_md(summary, lock).encode("utf-8"))
     return summary

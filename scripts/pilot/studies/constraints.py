@@ -11,58 +11,57 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..cells import cascade_plan
-from ..episodes import BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode
+from ..episodes import BASE_SEED as SESSION_BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode
 from ..inputs import design_check_failure, tasks_to_bytes
-from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS, CallText
+from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS as BUILT_IN_PROMPTS, CallText
 from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
 from ..states import key_terms_in
 
 
-# more segments, and one forced-choice probe asks for an action it governs. The fifteen instructions and
+# SC-001: a standing instruction ("from now on, never do X") is said in one or more segments of an XR-001 session,
+# and one forced-choice probe asks for an action it governs. The fifteen instructions and
 # their probes are this project's own, three for each category of CompInt's taxonomy.
-SC_PROTOCOL_ID = "SC-001"
+PROTOCOL_ID = "SC-001"
 
-SC_TASKS_PATH = REPO_ROOT / "tasks" / "constraints.json"
+TASKS_PATH = REPO_ROOT / "tasks" / "constraints.json"
 
-SC_PROTOCOL_PATH = REPO_ROOT / "protocol" / "CONSTRAINTS.md"
+PROTOCOL_PATH = REPO_ROOT / "protocol" / "CONSTRAINTS.md"
 
 # sha256 of the pre-registered constraints task file (15 instances: middle, preferential/direct), generator sc-gen-2
 # (amendment of 2026-12-01; sc-gen-1 was e7156a69c397...)
-SC_PINNED_TASKS_SHA256 = "3d524edf705932e41f475e548d17285ffafa3242e9a4716319054b5df306cc92"
+PINNED_TASKS_SHA256 = "3d524edf705932e41f475e548d17285ffafa3242e9a4716319054b5df306cc92"
 
-SC_RUN_NAME = "constraints"
+GENERATOR_VERSION = "sc-gen-2"      # sc-gen-1 (until 2026-12-01): two instances' key terms occurred in their sessions
 
-SC_GENERATOR_VERSION = "sc-gen-2"      # sc-gen-1 (until 2026-12-01): two instances' key terms occurred in their sessions
+BASE_SEED = 91001                   # probe option order: Random(BASE_SEED + constraint index)
 
-SC_BASE_SEED = 91001                   # probe option order: Random(SC_BASE_SEED + constraint index)
+CATEGORIES = ("action", "information", "process", "preference", "output")
 
-SC_CATEGORIES = ("action", "information", "process", "preference", "output")
+POSITIONS = ("top", "middle", "bottom", "multi")
 
-SC_POSITIONS = ("top", "middle", "bottom", "multi")
+STRENGTHS = ("preferential", "strict")
 
-SC_STRENGTHS = ("preferential", "strict")
+SCOPES = ("direct", "contextualised")
 
-SC_SCOPES = ("direct", "contextualised")
+DEFAULT_POSITIONS = ("middle",)     # pre-registered: one position and one framing, the rest as options
 
-SC_DEFAULT_POSITIONS = ("middle",)     # pre-registered: one position and one framing, the rest as options
+DEFAULT_FRAMINGS = (("preferential", "direct"),)
 
-SC_DEFAULT_FRAMINGS = (("preferential", "direct"),)
+MULTI_COUNT = 2                     # segments that restate the instruction under `multi`
 
-SC_MULTI_COUNT = 2                     # segments that restate the instruction under `multi`
+STRICT_LEAD = "I mean this as a firm rule. "
 
-SC_STRICT_LEAD = "I mean this as a firm rule. "
+DIRECT_LEAD = "From here until this session ends, "
 
-SC_DIRECT_LEAD = "From here until this session ends, "
-
-SC_USER_LINE = 'The user adds: "{instruction}"'
+USER_LINE = 'The user adds: "{instruction}"'
 
 # Each entry: the instruction's body, the stems the retention rule looks for (every one must appear),
 # the probe's situation and question, and its compliant and violating replies. Fields in braces come from
 # the probe's segment: {b} {bv} base, {p} {pv} partner, {c} their combined value, {d} {dv} a side figure
 # (a distractor, part of no combined value), {k} the segment number; {lo} {lov} / {hi} {hiv} the smaller and
 # larger of base and partner; {first} {firstv} / {second} {secondv} base and partner in alphabetical order.
-SC_CONSTRAINTS = (
+CONSTRAINTS = (
     {"id": "act_post", "category": "action",
      "body": "Do not post anything to the team channel before I have read it.",
      "key_terms": ["channel"],
@@ -150,7 +149,7 @@ SC_CONSTRAINTS = (
                   "as noted earlier."},
 )
 
-SC_PROBE_SEGMENT = 3                   # the segment whose figures the probe names (never the injected text)
+PROBE_SEGMENT = 3                   # the segment whose figures the probe names (never the injected text)
 
 _ONES = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
@@ -172,22 +171,22 @@ def render_instruction(body: str, strength: str, scope: str) -> str:
     """The instruction as the user says it under one framing (strict adds a lead, direct names the scope)."""
     text = body
     if scope == "direct":
-        text = SC_DIRECT_LEAD + (text if text.startswith("I ") else text[0].lower() + text[1:])
+        text = DIRECT_LEAD + (text if text.startswith("I ") else text[0].lower() + text[1:])
     if strength == "strict":
-        text = SC_STRICT_LEAD + text
+        text = STRICT_LEAD + text
     return text
 
 
 def injection_segments(position: str, rng: random.Random, n_segments: int = N_SEGMENTS) -> list[int]:
     """The 1-based segments that carry the instruction: top, middle (CompInt's floor(t/2)), bottom (the last
-    before the final compaction) or multi (SC_MULTI_COUNT distinct segments drawn by the seeded rng)."""
+    before the final compaction) or multi (MULTI_COUNT distinct segments drawn by the seeded rng)."""
     if position == "top":
         return [1]
     if position == "middle":
         return [(n_segments - 1) // 2 + 1]
     if position == "bottom":
         return [n_segments]
-    return sorted(rng.sample(range(1, n_segments + 1), SC_MULTI_COUNT))
+    return sorted(rng.sample(range(1, n_segments + 1), MULTI_COUNT))
 
 
 def probe_fields(segment: dict) -> dict:
@@ -205,9 +204,9 @@ def probe_fields(segment: dict) -> dict:
 def make_constraint_probe(index: int, constraint: dict, episode: dict) -> dict:
     """The forced-choice probe: options A and B, their order drawn per constraint (identical across
     positions, framings and conditions), the compliant letter as its truth."""
-    fields = probe_fields(episode["segments"][SC_PROBE_SEGMENT - 1])
+    fields = probe_fields(episode["segments"][PROBE_SEGMENT - 1])
     compliant, violating = constraint["compliant"].format(**fields), constraint["violating"].format(**fields)
-    rng = random.Random(SC_BASE_SEED + index)
+    rng = random.Random(BASE_SEED + index)
     first_is_compliant = rng.random() < 0.5
     options = {"A": compliant, "B": violating} if first_is_compliant else {"A": violating, "B": compliant}
     truth = "A" if first_is_compliant else "B"
@@ -220,16 +219,16 @@ def make_constraint_probe(index: int, constraint: dict, episode: dict) -> dict:
 def generate_constraint_instance(index: int, constraint_index: int, position: str, strength: str,
                                  scope: str) -> dict:
     """One instance: XR-001 episode `constraint_index` as session material, the instruction injected, one probe."""
-    constraint = SC_CONSTRAINTS[constraint_index]
+    constraint = CONSTRAINTS[constraint_index]
     episode = generate_episode(constraint_index)
-    rng = random.Random(f"{SC_BASE_SEED}:{constraint_index}:{position}")
+    rng = random.Random(f"{BASE_SEED}:{constraint_index}:{position}")
     carriers = injection_segments(position, rng)
     instruction = render_instruction(constraint["body"], strength, scope)
     segments = []
     for seg in episode["segments"]:
         text = seg["text"]
         if seg["index"] in carriers:
-            text = text + "\n\n" + SC_USER_LINE.format(instruction=instruction)
+            text = text + "\n\n" + USER_LINE.format(instruction=instruction)
         segments.append({"index": seg["index"], "text": text, "plain_text": seg["text"],
                          "entities": seg["entities"], "combined": seg["combined"]})
     return {"episode": index, "seed": episode["seed"], "constraint": {k: constraint[k] for k in
@@ -239,17 +238,17 @@ def generate_constraint_instance(index: int, constraint_index: int, position: st
             "questions": [make_constraint_probe(constraint_index, constraint, episode)], "conflation_set": []}
 
 
-def generate_constraint_tasks(positions: Iterable[str] = SC_DEFAULT_POSITIONS,
-                              framings: Iterable[tuple[str, str]] = SC_DEFAULT_FRAMINGS) -> dict:
+def generate_constraint_tasks(positions: Iterable[str] = DEFAULT_POSITIONS,
+                              framings: Iterable[tuple[str, str]] = DEFAULT_FRAMINGS) -> dict:
     """Every constraint under every chosen position and framing, in a fixed order (constraint first)."""
     positions, framings = list(positions), [tuple(f) for f in framings]
     instances = []
-    for ci in range(len(SC_CONSTRAINTS)):
+    for ci in range(len(CONSTRAINTS)):
         for position in positions:
             for strength, scope in framings:
                 instances.append(generate_constraint_instance(len(instances), ci, position, strength, scope))
-    return {"protocol": SC_PROTOCOL_ID, "study": "constraints", "generator_version": SC_GENERATOR_VERSION,
-            "base_seed": SC_BASE_SEED, "session_base_seed": BASE_SEED, "positions": positions,
+    return {"protocol": PROTOCOL_ID, "study": "constraints", "generator_version": GENERATOR_VERSION,
+            "base_seed": BASE_SEED, "session_base_seed": SESSION_BASE_SEED, "positions": positions,
             "framings": [list(f) for f in framings], "n_episodes": len(instances), "n_segments": N_SEGMENTS,
             "episodes": instances}
 
@@ -261,12 +260,12 @@ def add_constraint_options(parser) -> None:
                              "deterministic rule with their agreement (exploratory; 60 more calls per model)")
 
 
-def generate_constraint_file(options: dict) -> tuple[bytes, str]:
+def generate_file(options: dict) -> tuple[bytes, str]:
     """`generate --study constraints`: the pinned file by default; other positions or framings for another path."""
-    positions = options.get("positions") or list(SC_DEFAULT_POSITIONS)
-    framings = options.get("framings") or list(SC_DEFAULT_FRAMINGS)
+    positions = options.get("positions") or list(DEFAULT_POSITIONS)
+    framings = options.get("framings") or list(DEFAULT_FRAMINGS)
     data = tasks_to_bytes(generate_constraint_tasks(positions, framings))
-    return data, (f"{len(SC_CONSTRAINTS) * len(positions) * len(framings)} instances ({len(SC_CONSTRAINTS)} constraints "
+    return data, (f"{len(CONSTRAINTS) * len(positions) * len(framings)} instances ({len(CONSTRAINTS)} constraints "
                   f"x {len(positions)} position(s) x {len(framings)} framing(s))")
 
 
@@ -280,8 +279,8 @@ def texts_without_the_instruction(instance: dict) -> Iterable[tuple[str, str]]:
         if isinstance(seg, dict):
             yield f"segment {seg.get('index')}", str(seg.get("text", "")).replace(instruction, "") + "\n" + \
                 str(seg.get("plain_text", ""))
-    for name in SC_STATE_PROMPTS:
-        yield f"the {name} prompt", SC_PROMPTS[name]
+    for name in STATE_PROMPTS:
+        yield f"the {name} prompt", PROMPTS[name]
 
 
 def false_positive_terms(instance: dict) -> list[str]:
@@ -296,7 +295,7 @@ def false_positive_terms(instance: dict) -> list[str]:
             f"would count as retaining it" for term, where in found.items()]
 
 
-def check_constraint_design(tasks: Any) -> list[str]:
+def check_task_design(tasks: Any) -> list[str]:
     """Every way a constraints task file departs from the design; empty when it passes."""
     if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:
         return ["the file must be an object with a non-empty `episodes` list"]
@@ -341,18 +340,18 @@ def check_constraint_design(tasks: Any) -> list[str]:
         else:
             problems += [f"{where} ({constraint.get('id')}): {line}"
                          for line in false_positive_terms(inst)]
-        if inst.get("position") not in SC_POSITIONS or inst.get("strength") not in SC_STRENGTHS or \
-                inst.get("scope") not in SC_SCOPES:
+        if inst.get("position") not in POSITIONS or inst.get("strength") not in STRENGTHS or \
+                inst.get("scope") not in SCOPES:
             problems.append(f"{where}: unknown position or framing")
     return problems
 
 
 # with a `constraints:` section added; the sidecar keeps a registry of standing instructions apart from
-# the state. Kept apart from PROMPTS so that XR-001's prompt hash never changes.
-SC_CHOICE_RULE = "Reply with a single line of the form CHOICE: A or CHOICE: B and nothing else."
+# the state. Kept apart from BUILT_IN_PROMPTS so that XR-001's prompt hash never changes.
+CHOICE_RULE = "Reply with a single line of the form CHOICE: A or CHOICE: B and nothing else."
 
-SC_PROMPTS = {
-    "compact_prose": PROMPTS["compact_prose"],
+PROMPTS = {
+    "compact_prose": BUILT_IN_PROMPTS["compact_prose"],
     "compact_typed_constraints": COMPACTION_FRAME.replace("<<FORMAT>>", FORMAT_PARAGRAPHS["typed"] + (
         " constraints: one line per standing instruction the user has given for the rest of the session, "
         "in the user's words.")),
@@ -367,13 +366,13 @@ SC_PROMPTS = {
         "Write the list now, and nothing else."),
     "answer_transcript": (
         "Below is the full transcript of an analysis session.\n\n{context}\n\n"
-        "The user now writes: {question}\n" + SC_CHOICE_RULE),
+        "The user now writes: {question}\n" + CHOICE_RULE),
     "answer_state": (
         "Below is the saved state of an analysis session; the original transcript is gone.\n\n{context}\n\n"
-        "The user now writes: {question}\n" + SC_CHOICE_RULE),
+        "The user now writes: {question}\n" + CHOICE_RULE),
     "answer_recent": (
         "Below are the most recent segments of an analysis session; everything before them is gone.\n\n"
-        "{context}\n\nThe user now writes: {question}\n" + SC_CHOICE_RULE),
+        "{context}\n\nThe user now writes: {question}\n" + CHOICE_RULE),
     "judge": (
         "Below is the saved state of an analysis session, and a standing instruction the user gave earlier in "
         "that session.\n\nSAVED STATE:\n{context}\n\nINSTRUCTION:\n{instruction}\n\n"
@@ -384,88 +383,88 @@ SC_PROMPTS = {
     "empty_registry": "NONE",
 }
 
-SC_STATE_PROMPTS = ("compact_prose", "compact_typed_constraints", "extract")   # prompts whose words a state can copy
+STATE_PROMPTS = ("compact_prose", "compact_typed_constraints", "extract")   # prompts whose words a state can copy
 
-SC_EXTRACT_NUM_PREDICT = 96            # hard output cap on every sidecar call
+EXTRACT_NUM_PREDICT = 96            # hard output cap on every sidecar call
 
-SC_JUDGE_NUM_PREDICT = 16              # hard output cap on every --judge call
+JUDGE_NUM_PREDICT = 16              # hard output cap on every --judge call
 
 # condition: "with" (the instruction is in the transcript), "without" (never said: the model's prior),
 # "upper_bound" (compacted without it, then appended verbatim before the probe), "sidecar" (compacted with
 # it, and the registry kept outside the state appended after compaction), "heading" (compacted with it, and
 # the sidecar's heading over an empty registry appended: what R1+X's probe sees when its registry is empty,
 # the control that tells the heading's effect from the registry's).
-SC_REGIMES = {
-    "FULL+": Regime("FULL+", "full transcript with the instruction", "transcript", SC_PROMPTS["answer_transcript"],
+REGIMES = {
+    "FULL+": Regime("FULL+", "full transcript with the instruction", "transcript", PROMPTS["answer_transcript"],
                     condition="with"),
     "FULL-": Regime("FULL-", "full transcript without the instruction (the model's prior)", "transcript",
-                    SC_PROMPTS["answer_transcript"], condition="without"),
+                    PROMPTS["answer_transcript"], condition="without"),
     "R1": Regime("R1", "prose summary, cascaded, instruction in the transcript", "state",
-                 SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose", condition="with"),
+                 PROMPTS["answer_state"], PROMPTS["compact_prose"], "prose", condition="with"),
     "R2": Regime("R2", "typed state block with a constraints: section, cascaded, instruction in the transcript",
-                 "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_typed_constraints"],
+                 "state", PROMPTS["answer_state"], PROMPTS["compact_typed_constraints"],
                  "section:constraints", condition="with"),
     "R1+UB": Regime("R1+UB", "upper bound: R1 without the instruction, then it appended before the probe",
-                    "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose",
+                    "state", PROMPTS["answer_state"], PROMPTS["compact_prose"], "prose",
                     condition="upper_bound"),
     "R2+UB": Regime("R2+UB", "upper bound: R2 without the instruction, then it appended before the probe",
-                    "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_typed_constraints"],
+                    "state", PROMPTS["answer_state"], PROMPTS["compact_typed_constraints"],
                     "section:constraints", condition="upper_bound"),
     "R1+X": Regime("R1+X", "R1 with the extractor sidecar: a registry of standing instructions kept outside "
-                   "the state", "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose",
+                   "the state", "state", PROMPTS["answer_state"], PROMPTS["compact_prose"], "prose",
                    condition="sidecar"),
-    "R2+X": Regime("R2+X", "R2 with the extractor sidecar", "state", SC_PROMPTS["answer_state"],
-                   SC_PROMPTS["compact_typed_constraints"], "section:constraints", condition="sidecar"),
+    "R2+X": Regime("R2+X", "R2 with the extractor sidecar", "state", PROMPTS["answer_state"],
+                   PROMPTS["compact_typed_constraints"], "section:constraints", condition="sidecar"),
     "R1+H": Regime("R1+H", "control: R1 with the sidecar's heading over an empty registry, no extractor",
-                   "state", SC_PROMPTS["answer_state"], SC_PROMPTS["compact_prose"], "prose", exploratory=True,
+                   "state", PROMPTS["answer_state"], PROMPTS["compact_prose"], "prose", exploratory=True,
                    condition="heading"),
 }
 
-SC_DEFAULT_REGIMES = tuple(SC_REGIMES)
+DEFAULT_REGIMES = tuple(REGIMES)
 
-SC_UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R1+H": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
+UPPER_BOUND = {"R1": "R1+UB", "R1+X": "R1+UB", "R1+H": "R1+UB", "R2": "R2+UB", "R2+X": "R2+UB"}
 
-SC_UPPER_BOUND_SUFFIX = "+UB"          # a user regime U gets its own upper bound U+UB in this study
+UPPER_BOUND_SUFFIX = "+UB"          # a user regime U gets its own upper bound U+UB in this study
 
 
-def sc_upper_bound(regime: str) -> str:
+def upper_bound_of(regime: str) -> str:
     """The upper-bound condition a compacted regime's effect retention is measured against."""
-    return SC_UPPER_BOUND.get(regime, regime + SC_UPPER_BOUND_SUFFIX)
+    return UPPER_BOUND.get(regime, regime + UPPER_BOUND_SUFFIX)
 
 
-def sc_user_regimes(extra: list[Regime]) -> list[Regime]:
+def with_upper_bounds(extra: list[Regime]) -> list[Regime]:
     """A regime file's regimes as this study runs them: each under the "with" condition, asked with the study's
     forced-choice rule, and each followed by its own upper bound (U+UB: U's memory of the session told
     without the instruction, then the instruction appended before the probe), so that its effect retention
     can be computed like R1's and R2's."""
     out = []
     for regime in extra:
-        answer = {PROMPTS["answer_state"]: SC_PROMPTS["answer_state"],
-                  PROMPTS["answer_recent"]: SC_PROMPTS["answer_recent"]}.get(regime.answer_template,
+        answer = {BUILT_IN_PROMPTS["answer_state"]: PROMPTS["answer_state"],
+                  BUILT_IN_PROMPTS["answer_recent"]: PROMPTS["answer_recent"]}.get(regime.answer_template,
                                                                             regime.answer_template)
         out.append(dataclasses.replace(regime, condition="with", answer_template=answer))
-        out.append(dataclasses.replace(regime, name=regime.name + SC_UPPER_BOUND_SUFFIX, condition="upper_bound",
+        out.append(dataclasses.replace(regime, name=regime.name + UPPER_BOUND_SUFFIX, condition="upper_bound",
                                        answer_template=answer,
                                        description=f"upper bound: {regime.name} without the instruction, then it "
                                                    f"appended before the probe"))
     return out
 
 
-def constraint_user_regimes(extra: list[Regime], names: list[str]) -> tuple[list[Regime], list[str]]:
-    """A regime file's regimes as this study runs them (sc_user_regimes), and the names chosen with each user
+def user_regimes(extra: list[Regime], names: list[str]) -> tuple[list[Regime], list[str]]:
+    """A regime file's regimes as this study runs them (with_upper_bounds), and the names chosen with each user
     regime's upper bound beside it (naming only U+UB runs U too: an upper bound alone has nothing to be compared
     with)."""
-    extra = sc_user_regimes(extra)
+    extra = with_upper_bounds(extra)
     bases = {r.name for r in extra if r.condition == "with"}
     paired = []
     for name in names:
-        base = name[:-len(SC_UPPER_BOUND_SUFFIX)] if name.endswith(SC_UPPER_BOUND_SUFFIX) else None
-        paired += [base, name] if base in bases else [name, name + SC_UPPER_BOUND_SUFFIX] if name in bases \
+        base = name[:-len(UPPER_BOUND_SUFFIX)] if name.endswith(UPPER_BOUND_SUFFIX) else None
+        paired += [base, name] if base in bases else [name, name + UPPER_BOUND_SUFFIX] if name in bases \
             else [name]
     return extra, list(dict.fromkeys(paired))
 
 
-def judged_regimes(regimes: list[Regime], given: dict) -> list[Regime]:
+def adjust_regimes(regimes: list[Regime], given: dict) -> list[Regime]:
     """--judge: every compacted regime whose state should hold the instruction ends with the judge's call."""
     if not given.get("judge"):
         return regimes
@@ -515,20 +514,20 @@ def stand_in(tasks: dict) -> InstructionStandIn:
     return InstructionStandIn([(inst["questions"][0], inst["constraint"]["body"]) for inst in tasks["episodes"]])
 
 
-def constraints_plan_note(calls_per_model: int) -> str:
+def plan_note(calls_per_model: int) -> str:
     return (f"per model: {calls_per_model} calls (the constraints study's default design is pre-registered at no more "
             f"than about 1,000 calls per model; protocol/CONSTRAINTS.md section 2)")
 
 
-SC_SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
+SIDECAR_PAIRS = (("R1", "R1+X"), ("R2", "R2+X"))
 
-SC_HEADING_CONTROL = ("R1", "R1+H", "R1+X")   # without the heading, the heading alone, the heading and the registry
+HEADING_CONTROL = ("R1", "R1+H", "R1+X")   # without the heading, the heading alone, the heading and the registry
 
-SC_CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
+CONFIRMATORY = ("R1", "R1+X")       # compliance, paired exact McNemar (CONSTRAINTS.md section 5)
 
 
-def constraint_prompts_sha256() -> str:
-    return sha256_text(canonical_json({"xr001": PROMPTS, "constraints": SC_PROMPTS}))
+def prompts_sha256() -> str:
+    return sha256_text(canonical_json({"xr001": BUILT_IN_PROMPTS, "constraints": PROMPTS}))
 
 
 def constraint_segment_text(regime: Regime, segment: dict) -> str:
@@ -541,27 +540,27 @@ def constraint_context(regime: Regime, episode: dict, state: str, registry: str)
     or the state and the sidecar's registry."""
     if regime.context in ("transcript", "recent"):
         shown = episode["segments"] if regime.context == "transcript" else episode["segments"][-regime.keep_last:]
-        seen = "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" +
+        seen = "\n\n".join(BUILT_IN_PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" +
                            constraint_segment_text(regime, seg) for seg in shown)
     else:
         seen = state
     if regime.condition == "upper_bound":
-        return f"{seen}\n\n{SC_PROMPTS['appended_heading']}\n{episode['instruction']}"
+        return f"{seen}\n\n{PROMPTS['appended_heading']}\n{episode['instruction']}"
     if regime.condition in ("sidecar", "heading"):
-        return f"{seen}\n\n{SC_PROMPTS['registry_heading']}\n{registry or SC_PROMPTS['empty_registry']}"
+        return f"{seen}\n\n{PROMPTS['registry_heading']}\n{registry or PROMPTS['empty_registry']}"
     return seen
 
 
-def plan_constraint_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list[CallSpec]:
+def plan_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET) -> list[CallSpec]:
     """XR-001's plan, with the sidecar's extractor call after every compaction and, under --judge, one call on
     the final state before the probe."""
     calls = []
     for spec in cascade_plan(regime, episode, budget):
         if spec.stage == "answer" and regime.judge and regime.compacts and calls[-1].stage != "answer":
-            calls.append(CallSpec("judge", "judge", SC_JUDGE_NUM_PREDICT))
+            calls.append(CallSpec("judge", "judge", JUDGE_NUM_PREDICT))
         calls.append(spec)
         if spec.is_compaction and regime.condition == "sidecar":
-            calls.append(CallSpec(f"extract_{spec.segment}", "extraction", SC_EXTRACT_NUM_PREDICT,
+            calls.append(CallSpec(f"extract_{spec.segment}", "extraction", EXTRACT_NUM_PREDICT,
                                   segment=spec.segment))
     return calls
 
@@ -573,30 +572,30 @@ def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registr
         return CallText(segment=constraint_segment_text(regime, episode["segments"][spec.segment - 1]))
     if spec.stage == "extraction":
         segment = episode["segments"][spec.segment - 1]
-        return CallText(content=SC_PROMPTS["extract"].format(registry=registry or SC_PROMPTS["empty_registry"],
+        return CallText(content=PROMPTS["extract"].format(registry=registry or PROMPTS["empty_registry"],
                                                              segment=constraint_segment_text(regime, segment)))
     if spec.stage == "judge":
-        return CallText(content=SC_PROMPTS["judge"].format(context=constraint_context(regime, episode, state, registry),
+        return CallText(content=PROMPTS["judge"].format(context=constraint_context(regime, episode, state, registry),
                                                            instruction=episode["instruction"]))
     question = episode["questions"][spec.question_id - 1]
     return CallText(context=constraint_context(regime, episode, state, registry), question=question["prompt"])
 
 
-def load_constraint_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool = False) -> dict:
+def load_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool = False) -> dict:
     """load_task_set for the constraints study: pinned, generated (other positions or framings) or external."""
     shown = display_path(path)
-    kind = "pinned" if sha == SC_PINNED_TASKS_SHA256 else None
-    if kind is None and tasks.get("generator_version") == SC_GENERATOR_VERSION:
+    kind = "pinned" if sha == PINNED_TASKS_SHA256 else None
+    if kind is None and tasks.get("generator_version") == GENERATOR_VERSION:
         try:
             if raw == tasks_to_bytes(generate_constraint_tasks(tasks.get("positions"), tasks.get("framings"))):
                 kind = "generated"
         except (TypeError, ValueError, KeyError):
             kind = None
-    if path.resolve() == SC_TASKS_PATH.resolve() and kind != "pinned":
+    if path.resolve() == TASKS_PATH.resolve() and kind != "pinned":
         raise PilotError(f"{shown} is not the pre-registered constraints task set (sha256 {sha[:12]}, pinned "
-                         f"{SC_PINNED_TASKS_SHA256[:12]}); restore it with `git checkout -- {shown}`")
+                         f"{PINNED_TASKS_SHA256[:12]}); restore it with `git checkout -- {shown}`")
     if kind is None:
-        problems = check_constraint_design(tasks)
+        problems = check_task_design(tasks)
         if problems:
             raise design_check_failure(shown, problems, "constraints task schema",
                                        "fix them or use the generated tasks (`generate --study constraints`)")

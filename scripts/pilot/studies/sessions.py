@@ -16,7 +16,7 @@ from typing import Any
 
 from ..bank import ProbeKind, register_probe_kind
 from ..inputs import TaskSetError
-from ..prompts import COMPACTION_FRAME, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
+from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
 from ..records import CallSpec, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes, sha256_text
 from .sessions_formats import check_tree, read_file_text, read_session_file, refuse, session_files, MAX_TOTAL_BYTES
 from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
@@ -29,7 +29,7 @@ STUDY_KEY = "sessions"
 
 PROTOCOL_PATH = REPO_ROOT / "protocol" / "SESSIONS.md"
 
-EXAMPLES_PATH = REPO_ROOT / "tasks" / "sessions" / "logs"
+TASKS_PATH = REPO_ROOT / "tasks" / "sessions" / "logs"
 
 READER_VERSION = "xrs1-read-1"          # in the hashed listing: another reader reads another task set
 
@@ -83,7 +83,7 @@ SESSION_FORMATS = {
 EXACT_RULE = ("Reply with a single line of the form ANSWER: <value>, the value copied exactly as the session wrote "
               "it, and nothing else: no working, no explanation.")
 
-SESSION_PROMPTS = {
+PROMPTS = {
     "compact_typed": COMPACTION_FRAME.replace("<<FORMAT>>", SESSION_FORMATS["typed"]),
     "compact_sections": COMPACTION_FRAME.replace("<<FORMAT>>", SESSION_FORMATS["sections"]),
     "answer_state": ("Below is the saved state of a working session; the original transcript is gone.\n\n{context}\n\n"
@@ -99,32 +99,32 @@ SESSION_PROMPTS = {
 
 REGIMES = {
     "R1": dataclasses.replace(BUILT_IN_REGIMES["R1"], description="prose summary, cascaded (XR-001's R1 prompt)",
-                              answer_template=SESSION_PROMPTS["answer_state"], exploratory=True),
+                              answer_template=PROMPTS["answer_state"], exploratory=True),
     "R2": dataclasses.replace(BUILT_IN_REGIMES["R2"], description="typed state block (values, constraints, status, "
-                              "notes), cascaded", compaction_template=SESSION_PROMPTS["compact_typed"],
-                              answer_template=SESSION_PROMPTS["answer_state"], exploratory=True),
+                              "notes), cascaded", compaction_template=PROMPTS["compact_typed"],
+                              answer_template=PROMPTS["answer_state"], exploratory=True),
     "R3": dataclasses.replace(BUILT_IN_REGIMES["R3"], description="sectioned summary (goal, constraints, progress, "
                               "decisions, next steps, critical values), cascaded",
-                              compaction_template=SESSION_PROMPTS["compact_sections"],
-                              answer_template=SESSION_PROMPTS["answer_state"]),
+                              compaction_template=PROMPTS["compact_sections"],
+                              answer_template=PROMPTS["answer_state"]),
     "K1": dataclasses.replace(BUILT_IN_REGIMES["K1"], description="Recent-1: the last segment verbatim, no compaction call",
-                              answer_template=SESSION_PROMPTS["answer_recent"]),
+                              answer_template=PROMPTS["answer_recent"]),
     "K2": dataclasses.replace(BUILT_IN_REGIMES["K2"], description="Recent-2: the last two segments verbatim, no compaction "
-                              "call", answer_template=SESSION_PROMPTS["answer_recent"]),
+                              "call", answer_template=PROMPTS["answer_recent"]),
 }
 
 DEFAULT_REGIMES = ("R1", "R2", "R3", "K1", "K2")
 
 
 def prompts_sha256() -> str:
-    return sha256_text(canonical_json({"xr001": PROMPTS, "sessions": SESSION_PROMPTS}))
+    return sha256_text(canonical_json({"xr001": BUILT_IN_PROMPTS, "sessions": PROMPTS}))
 
 
-def session_user_regimes(extra: list[Regime], names: list[str]) -> tuple[list[Regime], list[str]]:
+def user_regimes(extra: list[Regime], names: list[str]) -> tuple[list[Regime], list[str]]:
     """A regime file's regimes as this study runs them: a default answer template (XR-001's, which asks for an
     integer) becomes this study's, which asks for the value exactly; a template the user wrote is kept."""
-    defaults = {PROMPTS["answer_state"]: SESSION_PROMPTS["answer_state"],
-                PROMPTS["answer_recent"]: SESSION_PROMPTS["answer_recent"]}
+    defaults = {BUILT_IN_PROMPTS["answer_state"]: PROMPTS["answer_state"],
+                BUILT_IN_PROMPTS["answer_recent"]: PROMPTS["answer_recent"]}
     return [dataclasses.replace(r, answer_template=defaults.get(r.answer_template, r.answer_template))
             for r in extra], names
 
@@ -197,15 +197,15 @@ def turn_parts(turn: dict) -> list[tuple[str, str]]:
     """A turn as (source, text) parts, the text as the compactor sees it: user, assistant, tool call, tool result;
     a turn longer than MAX_TURN_CHARS in all has each of its parts cut to an equal share of it."""
     if turn["role"] == "user":
-        parts = [("user", SESSION_PROMPTS["user"].format(text=turn["text"]))]
+        parts = [("user", PROMPTS["user"].format(text=turn["text"]))]
     elif turn["role"] == "assistant":
-        parts = [("assistant", SESSION_PROMPTS["assistant"].format(text=turn["text"]))] if turn["text"] else []
-        parts += [("tool call", SESSION_PROMPTS["call"].format(name=call["name"],
+        parts = [("assistant", PROMPTS["assistant"].format(text=turn["text"]))] if turn["text"] else []
+        parts += [("tool call", PROMPTS["call"].format(name=call["name"],
                                                               arguments=render_arguments(call["input"])))
                   for call in turn["calls"]]
     else:
-        error = SESSION_PROMPTS["result_error"] if turn["error"] else ""
-        parts = [("tool result", SESSION_PROMPTS["result"].format(name=turn["tool"], error=error, text=turn["text"]))]
+        error = PROMPTS["result_error"] if turn["error"] else ""
+        parts = [("tool result", PROMPTS["result"].format(name=turn["tool"], error=error, text=turn["text"]))]
     if sum(len(text) + 1 for _, text in parts) <= MAX_TURN_CHARS:
         return parts
     share = MAX_TURN_CHARS // len(parts) - 1
@@ -455,7 +455,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     return listing_bytes(listing, probe_listing), tasks
 
 
-def load_session_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) -> dict:
+def load_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) -> dict:
     """The task set: `pinned` for the committed example sessions (their probes file may be added), `external` for
     the user's; the committed examples, changed, are refused."""
     kind = "pinned" if tasks["listing"] == PINNED_SESSIONS else "external"
@@ -496,7 +496,7 @@ def add_session_options(parser) -> None:
                              "without it no probe is asked")
 
 
-def read_session_options(given: dict) -> dict:
+def read_options(given: dict) -> dict:
     """--segments N (when not the default) and --probes FILE (as the repository shows its path) for the lock."""
     options = {}
     segments = given.get("segments")
@@ -512,7 +512,7 @@ def read_session_options(given: dict) -> dict:
 
 def recent_context(episode: dict, keep_last: int) -> str:
     """What a Recent-k regime leaves: its last k segments verbatim."""
-    return "\n\n".join(PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"]
+    return "\n\n".join(BUILT_IN_PROMPTS["segment_heading"].format(index=seg["index"]) + "\n" + seg["text"]
                        for seg in episode["segments"][-keep_last:])
 
 
@@ -526,7 +526,7 @@ def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registr
     return CallText(context=context, question=question["prompt"])
 
 
-def generate_refused(options: dict) -> tuple[bytes, str]:
+def generate_file(options: dict) -> tuple[bytes, str]:
     raise PilotError("the sessions study reads the sessions you bring (--sessions PATH) and has no task file to "
                      "generate; see tasks/sessions/README.md")
 
@@ -625,6 +625,6 @@ class SessionsStandIn:
         return f"ANSWER: {best}" if best else "The notes do not say."
 
 
-def sessions_demo_model(tasks: dict) -> SessionsStandIn:
+def stand_in(tasks: dict) -> SessionsStandIn:
     return SessionsStandIn()
 

@@ -120,7 +120,7 @@ def session_summary(episode: dict, mask) -> dict:
                        for q in episode["questions"]]}
 
 
-def score_sessions(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """results.json: every complete cell's final state scored against its session, its probes, and its cost."""
     models = models or manifest["models"]
     regimes, study = run_regimes(manifest), folder_study(manifest)
@@ -182,7 +182,7 @@ ROW_FIELDS = {"values": {"value": int, "class": str}, "instructions": {"instruct
               "probes": {"question_id": int, "class": str}}
 
 
-def check_sessions_bank(results: dict) -> list[str]:
+def check_bank(results: dict) -> list[str]:
     """Every way a results file is not one this study's analysis reads."""
     problems = []
     for field in ("models", "regimes"):
@@ -289,7 +289,7 @@ LAST_ANALYSIS: list = []                # (results, analysis): scoring writes re
                                         # analysis.md is written from next; its bootstrap is drawn once, not twice
 
 
-def analyze_sessions(results: dict, task_set: dict | None = None, table: dict | None = None) -> dict:
+def analyze(results: dict, task_set: dict | None = None, table: dict | None = None) -> dict:
     """Every table of the report, computed from the rows themselves (the same bank object is analysed once)."""
     if LAST_ANALYSIS and LAST_ANALYSIS[0][0] is results:
         return LAST_ANALYSIS[0][1]
@@ -541,11 +541,11 @@ def render_blocks_html(blocks: list[tuple]) -> str:
     return "\n".join(out + ["</body></html>", ""])
 
 
-def render_sessions_md(analysis: dict) -> str:
+def render_md(analysis: dict) -> str:
     return render_blocks_md(report_blocks(analysis))
 
 
-def render_sessions_headline(analysis: dict) -> str:
+def render_headline(analysis: dict) -> str:
     """The lines printed at the end of a run: values kept, instructions retained and gate failures per regime."""
     lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "") + f"): "
              f"{len(analysis['sessions'])} sessions, {sum(s['values'] for s in analysis['sessions'])} exact values"]
@@ -573,10 +573,10 @@ def render_lost_csv(analysis: dict) -> str:
     return buffer.getvalue()
 
 
-def write_session_files(run_dir: Path, results: dict) -> list[Path]:
+def write_outputs(run_dir: Path, results: dict) -> list[Path]:
     """report.html and lost.csv beside results.json, from the analysis of this same bank (marked PARTIAL while
     cells are missing)."""
-    analysis = analyze_sessions(results)
+    analysis = analyze(results)
     write_atomic(run_dir / "report.html", render_blocks_html(report_blocks(analysis)).encode("utf-8"))
     write_atomic(run_dir / "lost.csv", render_lost_csv(analysis).encode("utf-8"))
     return [run_dir / "report.html", run_dir / "lost.csv"]

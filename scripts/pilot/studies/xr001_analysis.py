@@ -50,7 +50,7 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
             "n_entities": len(truths), "method": reader, **loose}
 
 
-def score_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing. Probes, states
     and calls away from the pre-registered budget or first sample carry their `budget` and `sample`."""
     models = models or manifest["models"]
@@ -309,7 +309,7 @@ def ceiling_check(corruption: dict, models: list[str]) -> dict:
     return checks
 
 
-def analyze_results(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
+def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] | None = None) -> dict:
     """Every number of analysis.md, RESULTS.md and the figures, computed from results.json and the task
     set the probes are checked against; the label comes from the probes, never from the file's word.
     `table` is probe_table of the results' probes, when the caller has it already."""

@@ -154,14 +154,14 @@ def render_samples_section(analysis: dict) -> list[str]:
             md_table(["regime", "budget", "corruption, all samples", "95% interval", "each sample"], rows), ""]
 
 
-def render_xr001_md(analysis: dict) -> str:
+def render_md(analysis: dict) -> str:
     """analysis.md: every table of the pre-registered analysis plan, from the analysis record only."""
     title = f"SIMULATED {PROTOCOL_ID} analysis (stand-in model, not a result)" if analysis.get("simulated") else \
         f"{PROTOCOL_ID} analysis"
-    return "\n".join([f"# {title}", "", status_banner(analysis), "", render_xr001_body(analysis)])
+    return "\n".join([f"# {title}", "", status_banner(analysis), "", render_body(analysis)])
 
 
-def render_xr001_body(analysis: dict, labelled: bool = True) -> str:
+def render_body(analysis: dict, labelled: bool = True) -> str:
     """analysis.md after its title and label banner; labelled=False also leaves out what repeats the label (its
     note before the verdicts, and a withheld verdict's reason): report.html states the label once, at its top."""
     regimes, models = analysis["regimes"], analysis["models"]
@@ -439,7 +439,7 @@ def recheck_note(analysis: dict) -> str | None:
             f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
 
 
-def render_xr001_headline(analysis: dict) -> str:
+def render_headline(analysis: dict) -> str:
     """The short table printed on stdout at the end of a run."""
     lines = [status_banner(analysis), ""] + ([recheck_note(analysis), ""] if recheck_note(analysis) else [])
     lines += ["numeric-corruption rate (95% Wilson):", render_corruption_table(analysis)]
