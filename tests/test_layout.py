@@ -73,7 +73,7 @@ class StudyHooksTest(unittest.TestCase):
                 with self.subTest(study=study.name, hook=hook):
                     value = getattr(study, hook)
                     self.assertIsNotNone(value)
-                    if hook not in ("name", "protocol_id", "protocol_path", "tasks_path", "pinned_sha256", "run_name",
+                    if hook not in ("name", "question", "protocol_id", "protocol_path", "tasks_path", "pinned_sha256",
                                     "regimes", "default_regimes"):
                         self.assertTrue(callable(value))
 

@@ -20,8 +20,8 @@ from pilot import records
 from pilot.bank import PROBE_KINDS, checked_cells, score_probe
 from pilot.inputs import TaskSetError
 from pilot.prompts import CallText
-from pilot.records import (ANSWER_NUM_PREDICT, CallSpec, Regime, Study, canonical_json, display_path,
-    register_study, sha256_bytes, sha256_text)
+from pilot.records import (ANSWER_NUM_PREDICT, CallSpec, CommandLine, Option, Regime, Study, canonical_json,
+    display_path, register_study, sha256_bytes, sha256_text)
 from pilot.reports import fmt_p, fmt_rate, md_table
 from pilot.cells import all_cells, run_budgets, run_regimes, run_samples
 from pilot.stats import mcnemar_summary, rate_summary
@@ -159,7 +159,13 @@ def render_tally_headline(analysis: dict) -> str:
 
 def register_tally(protocol: Path, tasks: Path) -> None:
     """The study's one registry line."""
-    register_study(Study(KEY, PROTOCOL_ID, protocol, tasks, PINNED_SHA256, KEY, REGIMES, ("FULL", "NOTE"), tally_prompts_sha256, load_tally_tasks, plan_tally_calls, tally_call_text, score_tally, analyze_tally, render_tally_md, render_tally_headline, tally_file, figures=False, empty_state=PROMPTS["empty_note"]))  # noqa: E501
+    register_study(Study(name=KEY, question="what a rewritten note keeps of a tally", protocol_id=PROTOCOL_ID,
+                         protocol_path=protocol, tasks_path=tasks, pinned_sha256=PINNED_SHA256,
+                         load_tasks=load_tally_tasks, generate=tally_file, regimes=REGIMES,
+                         default_regimes=("FULL", "NOTE"), prompts_sha256=tally_prompts_sha256,
+                         plan_calls=plan_tally_calls, call_text=tally_call_text, empty_state=PROMPTS["empty_note"],
+                         score=score_tally, analyze=analyze_tally, render_md=render_tally_md,
+                         headline=render_tally_headline, figures=False))
 
 
 # The command as its own process, for kill -9: this module registers the study, then main() runs the command.
@@ -382,16 +388,16 @@ def load_tally_folder(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bo
     return {"tasks": tasks, "sha256": sha, "kind": "external", "path": display_path(path)}
 
 
-def add_parts_option(parser) -> None:
-    parser.add_argument("--parts", help="tallydir study: a folder of .txt sessions")
+PARTS_OPTION = Option("--parts", {"help": "tallydir study: a folder of .txt sessions"})
 
 
 def register_tally_folder(protocol: Path, folder: Path) -> None:
     register_study(dataclasses.replace(records.STUDY_REGISTRY[KEY], name=SOURCE_KEY, protocol_id="TALLY-D1",
                                        protocol_path=protocol, tasks_path=folder, load_tasks=load_tally_folder,
-                                       read_source=lambda path: read_tally_folder(path), source_option="parts",
-                                       add_options=add_parts_option,
-                                       describe_tasks=lambda tasks: [f"read {e['file']}" for e in tasks["episodes"]]))
+                                       command_line=CommandLine(
+                                           options=(PARTS_OPTION,), source_option="parts",
+                                           read_source=lambda path: read_tally_folder(path),
+                                           describe_tasks=lambda tasks: [f"read {e['file']}" for e in tasks["episodes"]])))
 
 
 class SourceStudyTest(TempDirMixin, unittest.TestCase):

@@ -377,7 +377,7 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
     study = study_named(results.get("study"))
     recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
     task_set = None
-    if study.read_source is not None:
+    if study.command_line.read_source is not None:
         pass                        # a study that reads the user's own files is analysed from its bank alone
     elif tasks_path is not None:
         task_set = load_task_set(tasks_path)
@@ -568,7 +568,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     variants = bank_variants({"budgets": budgets, "samples": samples})   # unreadable ones were named above
     run_order = table is not None and study.run_order is not None and study.run_order(table, models, regimes, variants)
     well_formed = table is not None and probes_well_formed(table, regimes, kind, run_order)
-    if well_formed and study.declared_variants_only:
+    if well_formed and study.design.declared_variants_only:
         # such a study's analysis reads the first sample at the pre-registered budget and has no notion of a
         # probe outside the design: a probe of a variant the bank does not declare is a problem
         outside = set(zip(table["budget"], table["sample"])) - set(variants)

@@ -15,7 +15,7 @@ from .bank import collector_paused, end_process
 from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
-    command_verify, parse_framings, parse_positions)
+    command_verify)
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
@@ -32,12 +32,13 @@ def command_demo(args) -> int:
     study = study_named(args.study)
     default = study.name == study_named(None).name
     run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("" if default else f"-{study.name}"))
-    episodes = study.demo_episodes or DEMO_EPISODES
+    if study.demo is None:
+        raise PilotError(f"the {study.name} study has no demo; choose one of "
+                         f"{', '.join(s.name for s in STUDY_REGISTRY.values() if s.demo is not None)}")
+    episodes = study.demo.episodes or DEMO_EPISODES
     print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on the built-in "
           f"stand-in model, with no model and no network; nothing it writes is a result.")
-    model = None
-    if study.demo_model is not None:
-        model = study.demo_model(load_task_set(study.tasks_path, study)["tasks"])
+    model = study.demo.stand_in(load_task_set(study.tasks_path, study)["tasks"])
     if not (run_dir / "manifest.json").exists():      # a demo run again over a folder says what is left instead
         print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
               "call, as a real run does.", file=sys.stderr)
@@ -54,10 +55,11 @@ def command_demo(args) -> int:
         print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
               f"{run_dir / 'report.html'}")
         print(f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}")
-        mine = f" on your own {study.source_option}" if study.source_option else ""
+        source = study.command_line.source_option
+        mine = f" on your own {source}" if source else ""
         print(f"Next, on a real model{mine} (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
               f"  {real_run_command(study)}")
-        if study.source_option:         # what PATH is: the study's own examples, and the README beside them
+        if source:                      # what PATH is: the study's own examples, and the README beside them
             readme = study.tasks_path.parent / "README.md"
             print(f"  (PATH: a file or a folder of them, like the examples in {display_path(study.tasks_path)}"
                   + (f"; the formats read, and how to export yours: {display_path(readme)})" if readme.is_file()
@@ -84,7 +86,8 @@ FOLDER_STUDY_COMMANDS = ("status", "verify", "score")   # a folder named with --
 def real_run_command(study: Study) -> str:
     """The pilot of this study on a real model; a study run on the user's own files names the option for them."""
     argv = ([] if study.name == study_named(None).name else ["--study", study.name]) + ["--models", "gemma3:4b"]
-    argv += [f"--{study.source_option}", "PATH"] if study.source_option else []
+    source = study.command_line.source_option
+    argv += [f"--{source}", "PATH"] if source else []
     return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
@@ -111,8 +114,8 @@ COMMAND_HELP = {
 def study_help(study: Study, default: bool) -> str:
     """One study in `--study`'s help, from its record: its question, protocol, regimes and what it reads."""
     where = [display_path(study.protocol_path), "regimes " + ",".join(study.default_regimes)]
-    where.append(f"--{study.source_option.replace('_', '-')} PATH" if study.source_option
-                 else display_path(study.tasks_path))
+    source = study.command_line.source_option
+    where.append(f"--{source.replace('_', '-')} PATH" if source else display_path(study.tasks_path))
     if study.name in COMMAND_HELP:
         where.append(f"also the `{study.name}` subcommand")
     return f"{study.name}{' (default)' if default else ''}: {study.question} ({'; '.join(where)})"
@@ -122,16 +125,14 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     """The options that choose what a run measures: study, each study's own options, regimes, budgets, samples,
     temperature; `only`: a study's own subcommand, which runs its pre-registered design with its own options."""
     if only is not None:
-        if only.add_options is not None:
-            only.add_options(parser)
+        add_study_options(parser, only.command_line.options)
         parser.set_defaults(study=only.name, regimes=None, regime_file=None, budgets=[DEFAULT_BUDGET], samples=1,
                             temperature=TEMPERATURE, judge=False)
         return
     parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                         help="; ".join(study_help(study, i == 0) for i, study in enumerate(STUDY_REGISTRY.values())))
     for registered in STUDY_REGISTRY.values():
-        if registered.add_options is not None:
-            registered.add_options(parser)
+        add_study_options(parser, registered.command_line.options)
     default = study_named(None)
     parser.add_argument("--regimes", help=f"comma-separated regimes to run (default: the study's pre-registered ones, "
                         f"listed under --study; {default.name}'s built-in regimes: {', '.join(default.regimes)}; its "
@@ -151,6 +152,12 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"), default=TEMPERATURE,
                         help="sampling temperature (default 0, the pre-registered value; another makes the run "
                              "exploratory)")
+
+
+def add_study_options(parser, options: tuple) -> None:
+    """A study's own options (records.Option), as the study declares them."""
+    for option in options:
+        parser.add_argument(option.flag, **option.settings)
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -222,7 +229,7 @@ def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -
                                  f"(default: all of them, {N_EPISODES} in {default}'s); a smaller run gets "
                                  f"its own folder")
         pinned = [f"{study.name}: {display_path(study.tasks_path)}" for study in STUDY_REGISTRY.values()
-                  if study.source_option is None]
+                  if study.command_line.source_option is None]
         parser.add_argument("--tasks", help=f"task file (default: the study's pre-registered one; {', '.join(pinned)})")
 
 
@@ -317,14 +324,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
-        parser.add_argument("--positions", type=parse_positions,
-                            help="constraints study: where the instruction is said: top, middle, bottom, multi "
-                                 "or all (default middle, the pre-registered one)")
-        parser.add_argument("--framings", type=parse_framings,
-                            help="constraints study: STRENGTH/SCOPE pairs, e.g. preferential/direct,strict/"
-                                 "contextualised, or all (default preferential/direct, the pre-registered one)")
+        for registered in STUDY_REGISTRY.values():
+            add_study_options(parser, registered.command_line.generate_options)
     elif command == "demo":
-        demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo]
+        demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo is not None]
         parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
                                           f"results/{DEMO_RUN_NAME}-STUDY for another --study)")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],

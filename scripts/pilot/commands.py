@@ -101,7 +101,7 @@ def demo_command(study: Study) -> str:
     """The demo of this study, as typed (the default study's needs no --study; a study without one shows the
     default's)."""
     default = study_named(None)
-    named = study.demo and study.name != default.name
+    named = study.demo is not None and study.name != default.name
     return "python3 scripts/run_pilot.py demo" + (f" --study {study.name}" if named else "")
 
 
@@ -547,8 +547,8 @@ def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --
 
 def changed_inputs(study: Study) -> str:
     """What can have changed a run's task set: its task file, or the files a study reads from its source option."""
-    if study.source_option:
-        return f"one of the --{study.source_option} files, or another input read with them, changed, came or went"
+    if study.command_line.source_option:
+        return f"one of the --{study.command_line.source_option} files, or another input read with them, changed, came or went"
     return "the task file changed"
 
 
@@ -576,7 +576,7 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
     if manifest.get("n_episodes") not in (None, available):
         argv += ["--episodes", str(manifest.get("n_episodes"))]
     if manifest.get("tasks") and run_tasks_path(manifest).resolve() != study.tasks_path.resolve():
-        argv += [f"--{(study.source_option or 'tasks').replace('_', '-')}", manifest["tasks"]]
+        argv += [f"--{(study.command_line.source_option or 'tasks').replace('_', '-')}", manifest["tasks"]]
     if lock.get("backend") == "openai":
         argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
         controls = {info.get("thinking_control") for info in (lock.get("models") or {}).values()} - {None, "both"}

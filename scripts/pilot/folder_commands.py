@@ -1,7 +1,6 @@
 """Folder commands: what reads a run folder without running it (status, plan, verify, gate, merge, generate)."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -14,11 +13,10 @@ from .commands import (folder_writable, gated_analysis, load_run, print_file_lis
     warn, write_analysis, write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
 from .inputs import load_task_set, load_tasks, task_file_study
-from .launch import (check_study_design, chosen_regimes, given_source, parse_models, parse_names, resolve_run_dir,
-    study_of)
+from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated, lone_surrogate,
-    lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
+    PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
+    lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
     parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
@@ -27,7 +25,6 @@ from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
 from .studies.adversarial import PROTOCOL_ID, TASKS_PATH
 from .studies.adversarial_analysis import regate_former_folder, render_summary_md
-from .studies.constraints import POSITIONS, SCOPES, STRENGTHS
 from .studies.xr001_report import render_gate_section
 
 
@@ -35,8 +32,14 @@ def command_generate(args) -> int:
     """generate: the study's task file, the pinned one by default; another design to --tasks PATH."""
     study = study_of(args)
     path = Path(args.tasks) if args.tasks else study.tasks_path
-    data, what = study.generate({"episodes": args.episodes, "positions": getattr(args, "positions", None),
-                                 "framings": getattr(args, "framings", None)})
+    given = vars(args)
+    for other in STUDY_REGISTRY.values():
+        taken = [option.flag for option in other.command_line.generate_options
+                 if other is not study and option.given(given)]
+        if taken:
+            raise PilotError(f"{taken[0]} belongs to the {other.name} study; add --study {other.name}")
+    data, what = study.generate({"episodes": args.episodes, **{option.dest: given.get(option.dest)
+                                                              for option in study.command_line.generate_options}})
     # what is there is read (to compare) and replaced: only a regular file, never a link, pipe or device
     if path.is_symlink():
         raise PilotError(f"{display_path(path)} is a link; generate writes a task file of its own: give --tasks a "
@@ -55,28 +58,6 @@ def command_generate(args) -> int:
     write_atomic(path, data)
     print(f"wrote {display_path(path)}: {what}, sha256 {sha256_bytes(data)}")
     return EXIT_OK
-
-
-def parse_framings(text: str) -> list[tuple[str, str]]:
-    """--framings: strength/scope pairs, e.g. preferential/direct,strict/contextualised, or `all`."""
-    if text == "all":
-        return [(a, b) for a in STRENGTHS for b in SCOPES]
-    pairs = []
-    for part in parse_names(text):
-        strength, _, scope = part.partition("/")
-        if strength not in STRENGTHS or scope not in SCOPES:
-            raise argparse.ArgumentTypeError(f"a framing is STRENGTH/SCOPE with STRENGTH in {', '.join(STRENGTHS)} "
-                                             f"and SCOPE in {', '.join(SCOPES)}, or `all` (got {part!r})")
-        pairs.append((strength, scope))
-    return pairs
-
-
-def parse_positions(text: str) -> list[str]:
-    positions = list(POSITIONS) if text == "all" else parse_names(text)
-    bad = [p for p in positions if p not in POSITIONS]
-    if bad or not positions:
-        raise argparse.ArgumentTypeError(f"positions are {', '.join(POSITIONS)} or `all` (got {text!r})")
-    return positions
 
 
 def command_status(args) -> int:
@@ -167,10 +148,10 @@ def command_plan(args) -> int:
             "the default"
         print(f"determinism probe: {probe_calls} more calls once the cells are complete (--recheck {probe_calls}, "
               f"{why}; --recheck 0 turns it off)")
-    if planned.plan_note is not None:
-        print(planned.plan_note(estimate["calls"] // max(1, len(models))))
-    if planned.describe_tasks is not None:
-        print("\n".join(planned.describe_tasks(tasks)))
+    if planned.design.plan_note is not None:
+        print(planned.design.plan_note(estimate["calls"] // max(1, len(models))))
+    if planned.command_line.describe_tasks is not None:
+        print("\n".join(planned.command_line.describe_tasks(tasks)))
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at its full "
           f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per compaction, "
           f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")

@@ -71,11 +71,11 @@ def design_check_failure(shown: str, problems: list[str], schema: str, advice: s
 def load_task_set(path: Path, study: Study | None = None) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
     (this generator, other seed or size) or `external` (brought by the user; must pass the design checks). A
-    study that reads its own source (Study.read_source: a file or folder the user brings) reads it here, with
+    study that reads its own source (its CommandLine.read_source: a file or folder the user brings) reads it here, with
     its options, and its sha256 is that of the bytes the study says it read."""
     in_repo = path.resolve() in {registered.tasks_path.resolve() for registered in STUDY_REGISTRY.values()}
-    if study is not None and study.read_source is not None:
-        raw, tasks = study.read_source(path, **study.options)
+    if study is not None and study.command_line.read_source is not None:
+        raw, tasks = study.command_line.read_source(path, **study.options)
         return study.load_tasks(path, raw, tasks, sha256_bytes(raw), in_repo)
     shown = display_path(path)
     if not path.exists():

@@ -41,7 +41,7 @@ def reserved_regime_names() -> frozenset:
 def reserved_suffix(name: str) -> tuple[str, str, str] | None:
     """(suffix, study, what it names) when a regime name ends in a suffix a study gives its own regimes."""
     for study in STUDY_REGISTRY.values():
-        for suffix, what in study.reserved_suffixes:
+        for suffix, what in study.design.reserved_suffixes:
             if name.casefold().endswith(suffix.casefold()):
                 return suffix, study.name, what
     return None
@@ -217,9 +217,11 @@ def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (), registry:
 
 
 def given_source(args, study: Study) -> str | None:
-    """The task source the command line names: the study's own option for it (Study.source_option), or --tasks."""
-    own = getattr(args, study.source_option, None) if study.source_option else None
-    for option, value in ((study.source_option, own), ("tasks", getattr(args, "tasks", None))):
+    """The task source the command line names: the study's own option for it (CommandLine.source_option), or
+    --tasks."""
+    source = study.command_line.source_option
+    own = getattr(args, source, None) if source else None
+    for option, value in ((source, own), ("tasks", getattr(args, "tasks", None))):
         if value is not None and not value.strip():     # an empty path is a mistake, not "the default"
             raise PilotError(f"--{option} was given an empty path; give a file or folder, or leave --{option} out "
                              f"for the study's own")
@@ -239,10 +241,11 @@ def resolve_run_dir(args) -> Path:
     if named or getattr(args, "out", None):
         return Path(named or args.out)
     study = study_of(args)
-    name = study.run_name
+    name = study.name
     tasks = given_source(args, study)
-    if tasks and (study.read_source is not None or Path(tasks).is_file()):
-        sha = load_task_set(Path(tasks), study)["sha256"] if study.read_source else file_sha256(Path(tasks))
+    reads_source = study.command_line.read_source is not None
+    if tasks and (reads_source or Path(tasks).is_file()):
+        sha = load_task_set(Path(tasks), study)["sha256"] if reads_source else file_sha256(Path(tasks))
         if sha != study.pinned_sha256:
             name += f"-tasks-{sha[:12]}"        # another task set never shares a folder with the pinned one
     n = getattr(args, "episodes", None)
@@ -344,17 +347,11 @@ def chosen_regimes(args) -> list[Regime]:
     if replaced and any(study.regimes.get(name) is not REGIMES[name] for name in replaced):
         raise PilotError(f"a regime file replaces {', '.join(replaced)}, which only the {REGIMES[replaced[0]].name} "
                          f"of the default study can be; the {study.name} study has its own")
-    if study.user_regimes is not None:
-        extra, names = study.user_regimes(extra, names)
+    if study.design.user_regimes is not None:
+        extra, names = study.design.user_regimes(extra, names)
     regimes = select_regimes(names, extra, study.regimes)
-    given = vars(args)
-    for other in STUDY_REGISTRY.values():
-        taken = [option for option in other.regime_options if given.get(option)]
-        if other is not study and taken:
-            raise PilotError(f"--{taken[0].replace('_', '-')} belongs to the {other.name} study; add --study "
-                             f"{other.name}")
-    if study.adjust_regimes is not None:
-        regimes = study.adjust_regimes(regimes, given)
+    if study.command_line.adjust_regimes is not None:
+        regimes = study.command_line.adjust_regimes(regimes, vars(args))
     return regimes
 
 
@@ -380,27 +377,26 @@ def study_of(args) -> Study:
     study = study_named(getattr(args, "study", None))
     given = vars(args)
     for other in STUDY_REGISTRY.values():
-        if other is not study and other.source_option and given.get(other.source_option):
-            raise PilotError(f"--{other.source_option.replace('_', '-')} belongs to the {other.name} study; add "
-                             f"--study {other.name}")
-        if other is not study and other.read_options is not None and other.read_options(given):
-            raise PilotError(f"--{next(iter(other.read_options(given))).replace('_', '-')} belongs to the {other.name} "
-                             f"study; add --study {other.name}")
-    return study.with_options(study.read_options(given)) if study.read_options is not None else study
+        taken = [option.flag for option in other.command_line.options if other is not study and option.given(given)]
+        if taken:
+            raise PilotError(f"{taken[0]} belongs to the {other.name} study; add --study {other.name}")
+    read = study.command_line.read_options
+    return study.with_options(read(given)) if read is not None else study
 
 
 def check_study_design(study: Study, models: list[str], budgets: list[int], samples: int,
                        regimes: Iterable[Regime] = (), temperature: float = TEMPERATURE) -> None:
     """Refuse, in one line, a run a study's design does not allow (too many models, a sweep or another design it
     has no use for)."""
-    if study.max_models is not None and len(models) > study.max_models:
-        raise PilotError(f"the {study.name} study runs {study.max_models} model at a time; name one with --models "
+    design = study.design
+    if design.max_models is not None and len(models) > design.max_models:
+        raise PilotError(f"the {study.name} study runs {design.max_models} model at a time; name one with --models "
                          f"NAME and run the others into their own folders (--out)")
-    if not study.variants and (list(budgets) != [DEFAULT_BUDGET] or samples != 1):
+    if not design.variants and (list(budgets) != [DEFAULT_BUDGET] or samples != 1):
         raise PilotError(f"the {study.name} study runs at the pre-registered budget ({DEFAULT_BUDGET}) with one "
                          f"sample; drop --budgets and --samples")
     names = [r.name for r in regimes]
-    if not study.variants and names and (names != list(study.default_regimes) or temperature != TEMPERATURE):
+    if not design.variants and names and (names != list(study.default_regimes) or temperature != TEMPERATURE):
         raise PilotError(f"the {study.name} study runs its pre-registered design: regimes "
                          f"{','.join(study.default_regimes)} at temperature {TEMPERATURE:g}; drop --regimes, "
                          f"--regime-file and --temperature")

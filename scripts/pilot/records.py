@@ -345,67 +345,114 @@ def is_simulated(data: dict) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
+class Option:
+    """One command-line option of a study, as argparse takes it: its flag and add_argument's keywords."""
+
+    flag: str                           # "--judge"
+    settings: dict                      # add_argument's keywords: action, type, default, metavar, help
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def given(self, parsed: dict) -> bool:
+        """Whether a parsed command line gives this option a value other than its default."""
+        default = self.settings.get("default", False if self.settings.get("action") == "store_true" else None)
+        return self.dest in parsed and parsed[self.dest] != default
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """A study's own command-line options, and the files a user brings it in place of a task file. Any of them
+    given to another study is refused in one line that names the study it belongs to."""
+
+    options: tuple = ()                 # Option records: its options of run, the pilot and plan
+    read_options: Callable | None = None  # ({option: value} as parsed) -> its own options as the lock records them
+    adjust_regimes: Callable | None = None  # (regimes, {option: value}) -> its regimes as its options make them
+    generate_options: tuple = ()        # Option records: its options of `generate`, which its generate hook reads
+    source_option: str | None = None    # its option that names the file or folder the user brings (not --tasks)
+    read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks); the bytes are what is hashed
+    describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """What a study's pre-registered design allows and how its cascade runs, where that differs from the default."""
+
+    max_models: int | None = None       # the most models one run may test (None: any number)
+    variants: bool = True               # whether it takes budget sweeps, samples, other regimes and temperatures
+    declared_variants_only: bool = False  # a probe of a budget or sample the bank does not declare is a problem
+    user_regimes: Callable | None = None  # (regimes of a regime file, names chosen) -> (regimes, names) as it runs them
+    reserved_suffixes: tuple = ()       # (suffix, what the study names with it): regime names a file may not end in
+    state_after: Callable | None = None  # (regime, episode, compaction replies so far) -> the state (None: the last)
+    plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
+
+
+@dataclasses.dataclass(frozen=True)
+class Demo:
+    """How `demo --study KEY` shows a study with no model: the stand-in model its module makes, and its size."""
+
+    stand_in: Callable                  # (tasks) -> the stand-in: an object with reply(prompt) -> text
+    episodes: int | None = None         # how many episodes the demo runs (None: the demo's default)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Study:
     """One pre-registered study: everything the shared code needs to know of it, and nothing else does.
 
     The runner, run folder, results bank, reports and commands ask a study only through these fields; a study
-    is registered once (register_study) and found by the key its run folders record (study_named). What the
-    shared commands read of what the hooks return:
-    - load_tasks: {"tasks", "sha256", "kind" (pinned, generated or external), "path"}; a task file names its study
-      in a `study` field (or its protocol id in `protocol`), or the default study's loader judges it; a study whose
-      tasks are made from files the user brings (read_source) reads them itself, and load_tasks judges what it read;
-    - score: results.json, with "study": the key, "models", "regimes", "n_episodes", "task_set", "probes" and
-      "cells": {"complete", "not_complete", "expected"};
-    - analyze: the analysis, with "study": the key, "label", "complete" and "coverage": {"complete_cells",
-      "expected_cells"}, computed from the probes themselves; render_md and headline read only it;
-    - plan_calls and call_text take the study's own options as keywords (Study.plan, prompts.build_messages);
-      call_text gets the cascade's state and the sidecar's registry (empty where a study keeps none)."""
+    is registered once (register_study, by keyword) and found by the key its run folders record (study_named).
+    The fields, in the order a study is written (the recipe: pilot/studies/__init__.py):
+    - who it is: its key, its question (what `--study`'s help says), its protocol's id and document;
+    - its tasks: the committed task file and its sha256; load_tasks returns {"tasks", "sha256", "kind" (pinned,
+      generated or external), "path"}; generate({"episodes": N or None, its generate options}) -> (bytes, what);
+      a task file names its study in a `study` field (or its protocol id in `protocol`);
+    - its calls: its regimes and the pre-registered ones; the hash of its prompts; plan_calls(regime, episode,
+      budget, **its options) -> CallSpecs in cascade order; call_text(regime, episode, spec, state, registry,
+      **its options) -> prompts.CallText, which prompts.build_messages writes through the regime; empty_state, the
+      text for "no state yet";
+    - its results: its probe kind (bank.PROBE_KINDS); score -> results.json with "study", "models", "regimes",
+      "n_episodes", "task_set", "probes" and "cells": {"complete", "not_complete", "expected"}; analyze(results,
+      task_set, table) -> the analysis, with "study", "label", "complete" and "coverage": {"complete_cells",
+      "expected_cells"}, computed from the probes themselves; render_md and headline read only the analysis;
+    - the optional hooks and sub-records: a fast path for banks in run order, its own bank check, its gate rows,
+      files beside results.json, figures, its own command-line options (CommandLine), its design (Design) and its
+      demo (Demo); `options` holds the options of the run at hand (with_options)."""
 
-    name: str                           # the key a run folder records
+    # Who it is
+    name: str                           # the key a run folder records, and its default folder under results/
+    question: str                       # its question in a few words, for `--study`'s help
     protocol_id: str
     protocol_path: Path
-    tasks_path: Path
+    # Its tasks
+    tasks_path: Path                    # the committed task file (or the example files it reads by default)
     pinned_sha256: str
-    run_name: str
+    load_tasks: Callable                # (path, raw bytes, parsed tasks, sha256, in_repo) -> task set
+    generate: Callable                  # ({"episodes": N or None, its generate options}) -> (bytes, what it made)
+    episode_noun: str = "episode"       # what one of its episodes is, in what the commands say ("instance")
+    # Its calls
     regimes: dict                       # name -> Regime: the study's registry
     default_regimes: tuple
     prompts_sha256: Callable[[], str]
-    load_tasks: Callable                # (path, raw bytes, parsed tasks, sha256, in_repo) -> task set
-    plan_calls: Callable                # (regime, episode, budget) -> the cell's CallSpecs in cascade order
-    call_text: Callable                 # (regime, episode, spec, state, registry) -> what the call is about (CallText)
+    plan_calls: Callable                # (regime, episode, budget, **its options) -> the cell's CallSpecs in order
+    call_text: Callable                 # (regime, episode, spec, state, registry, **its options) -> prompts.CallText
+    empty_state: str | None = None      # the previous state at the first checkpoint (None: the built-in text)
+    # Its results
+    probe_kind: str = "integer"         # the kind of its probes (bank.PROBE_KINDS)
     score: Callable                     # (manifest, tasks, journal, models) -> results
     analyze: Callable                   # (results, task_set, table) -> analysis
     render_md: Callable                 # analysis -> analysis.md
-    headline: Callable                  # analysis -> the one-line headline
-    generate: Callable                  # ({episodes, positions, framings}: None where not given) -> (bytes, what)
-    probe_kind: str = "integer"         # the kind of its probes (PROBE_KINDS)
-    demo: bool = False                  # `demo --study` can show it on the stand-in model
+    headline: Callable                  # analysis -> the lines printed at the end of a run
     run_order: Callable | None = None   # (table, models, regimes, variants) -> the bank is in run order (fast path)
-    declared_variants_only: bool = False  # a probe of a budget or sample the bank does not declare is a problem
-    state_after: Callable | None = None  # (regime, episode, compaction replies so far) -> the state (None: the last)
-    add_options: Callable | None = None  # (parser) -> None: the study's own command-line options
-    read_options: Callable | None = None  # ({option: value} as parsed) -> its own, as `--option value` would give
+    check_bank: Callable | None = None  # (results) -> problems: the shape check of its own results (None: shared)
     gate_rows: Callable | None = None   # (manifest, tasks, journal, models) -> one gate row per compacted state
     write_outputs: Callable | None = None  # (run_dir, results) -> files the study writes beside results.json
-    check_bank: Callable | None = None  # (results) -> problems: the shape check of its own results (None: shared)
-    max_models: int | None = None       # the most models one run may test (None: any number)
-    variants: bool = True               # whether it takes budget sweeps and repeated samples
     figures: bool = True                # whether paper/make_figures.py makes its figures and report (False: its
                                         # analysis.md is the whole report)
-    user_regimes: Callable | None = None  # (regimes of a regime file, names chosen) -> (regimes, names) as it runs them
-    reserved_suffixes: tuple = ()       # (suffix, what the study names with it): regime names a file may not end in
-    regime_options: tuple = ()          # the command-line options adjust_regimes reads (they belong to this study)
-    adjust_regimes: Callable | None = None  # (regimes, {option: value}) -> the regimes as those options make them
-    plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
-    demo_model: Callable | None = None  # (tasks) -> the stand-in model `demo --study` runs it on (None: the default)
-    demo_episodes: int | None = None    # how many episodes `demo --study` runs (None: the demo's default)
-    episode_noun: str = "episode"       # what one of its episodes is, in what the demo says ("instance", "session")
-    question: str = ""                  # the study's question in a few words, for `--study`'s help
-    read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks): its tasks are read from a file
-                                        # or folder the user brings, not a task file; the bytes are what is hashed
-    source_option: str | None = None    # its own option that names that file or folder (in place of --tasks)
-    describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
-    empty_state: str | None = None      # the previous state at the first checkpoint (None: the built-in text)
+    # Its own options, design and demo
+    command_line: CommandLine = CommandLine()
+    design: Design = Design()
+    demo: Demo | None = None            # None: `demo --study` does not offer it
     options: dict = dataclasses.field(default_factory=dict)   # the options of the run at hand (with_options)
 
     def with_options(self, options: dict | None) -> "Study":
@@ -419,8 +466,8 @@ class Study:
     def cascade_state(self, regime: Regime, episode: dict, replies: list[str]) -> str:
         """The state a cell's cascade holds after these compaction replies: the last one, unless the study (a gated
         regime) decides otherwise. The final state of a cell is this after all its compactions."""
-        if self.state_after is not None:
-            return self.state_after(regime, episode, replies)
+        if self.design.state_after is not None:
+            return self.design.state_after(regime, episode, replies)
         return replies[-1] if replies else ""
 
 

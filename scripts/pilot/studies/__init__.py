@@ -1,27 +1,144 @@
-"""The study registry: one line per study, the first the default.
+"""The study registry: one entry per study, the first the default.
 
-To add a study:
-1. Write its protocol document under protocol/ and commit its task file under tasks/ before any run.
-2. Write a module here for its design (task generator, loader with its design checks, regimes, how a cell's calls
-   are planned and each call's messages built) and one for its analysis (score, analyze, render_md, headline).
-3. Register it below in one line, `register_study(Study(KEY, ...))`, filling the hooks the Study record names
-   (pilot/records.py) and its `question` (what `--study`'s help says of it); the optional ones (a gated cascade,
-   a gate ledger, its own command-line options, tasks read from files the user brings with an option of its own
-   (read_source, source_option), files beside results.json, its own bank check, a demo on the stand-in model)
-   only where it has them. Its key is what its run folders record; `--study KEY` then runs it on the shared
-   runner, journal, lock, retries, resume, status, plan, verify and shards, and tests/test_layout.py checks that
-   it filled every hook. The sessions study (sessions*.py) is the example of a study added this way: its own
-   modules, this one line, its protocol and its tests.
+To add a study (the sessions study, sessions*.py, was added this way: its own modules, one entry below, its
+protocol and its tests; tests/test_studies.py adds one more through these steps alone):
+1. Write its protocol document under protocol/ and commit its task file under tasks/ before any run (or, for tasks
+   read from files the user brings, the examples it reads by default).
+2. Write one module here for its design, named after its key (KEY.py), holding, under the same names in every study:
+   PROTOCOL_ID, PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, REGIMES (name -> records.Regime; the built-in
+   ones of pilot/prompts.py, or its own), DEFAULT_REGIMES, prompts_sha256(), load_task_set(path, raw, tasks, sha,
+   in_repo) (with its design checks: refuse, before any call, a task file that lacks anything the run later
+   reads, in one TaskSetError naming every problem), generate_file({"episodes": N, its generate options}),
+   plan_calls(regime, episode, budget) (or cells.cascade_plan: a compaction after every segment, then the
+   questions) and call_text(regime, episode, spec, state, registry) -> prompts.CallText: what the call is about,
+   never its messages (prompts.build_messages writes them through the regime, with a regime file's `system` and
+   `empty_state`).
+3. Write one module for its analysis (KEY_analysis.py): score(manifest, tasks, journal, models) -> results.json,
+   analyze(results, task_set, table) -> the analysis (its "label" computed from the probes themselves), and
+   render_md and render_headline of that analysis. Answers are parsed and classified by a probe kind: the shared
+   "integer" kind (`ANSWER: <integer>`), or one of its own registered with bank.register_probe_kind, declaring its
+   answer_type ("integer", "text" or "choice") so that `analyze` accepts the banks the pilot makes.
+4. Optionally: its figures, its own command-line options (records.CommandLine: records.Option entries, how they
+   are read into the lock, options of `generate`, files the user brings with an option of its own), what its
+   design allows (records.Design), and its demo (records.Demo: a stand-in model made in its own module; the demo
+   and every output of a run on it are marked SIMULATED by the shared code).
+5. Register it below by keyword, one field per line, in the order of records.Study: who it is (name, question,
+   protocol_id, protocol_path), its tasks, its calls, its results, then the optional hooks and sub-records. Import
+   only the shared core and its own modules: tests/test_layout.py refuses an import of another study's module, and
+   checks that it fills every required field.
+Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal, lock, retries,
+resume, status, plan, verify, shards and demo.
 """
 from __future__ import annotations
 
 from ..cells import cascade_plan
 from ..episodes import gate_bank
-from ..records import Study, register_study
-from . import adversarial as adv, adversarial_analysis as adv_an, constraints as sc, constraints_analysis as sc_an
-from . import sessions as ss, sessions_analysis as ss_an, xr001, xr001_analysis, xr001_report
+from ..records import CommandLine, Demo, Design, Study, register_study
+from . import adversarial, adversarial_analysis, constraints, constraints_analysis, sessions, sessions_analysis
+from . import xr001, xr001_analysis, xr001_report
 
-register_study(Study("xr001", xr001.PROTOCOL_ID, xr001.PROTOCOL_PATH, xr001.TASKS_PATH, xr001.PINNED_TASKS_SHA256, "xr001", xr001.REGIMES, xr001.DEFAULT_REGIMES, xr001.prompts_sha256, xr001.load_task_set, cascade_plan, xr001.call_text, xr001_analysis.score, xr001_analysis.analyze, xr001_report.render_md, xr001_report.render_headline, xr001.generate_file, demo=True, demo_model=xr001.stand_in, run_order=xr001_analysis.in_run_order, gate_rows=gate_bank, question="what compaction does to numbers"))  # noqa: E501
-register_study(Study("constraints", sc.PROTOCOL_ID, sc.PROTOCOL_PATH, sc.TASKS_PATH, sc.PINNED_TASKS_SHA256, "constraints", sc.REGIMES, sc.DEFAULT_REGIMES, sc.prompts_sha256, sc.load_task_set, sc.plan_calls, sc.call_text, sc_an.score, sc_an.analyze, sc_an.render_md, sc_an.render_headline, sc.generate_file, add_options=sc.add_constraint_options, user_regimes=sc.user_regimes, reserved_suffixes=((sc.UPPER_BOUND_SUFFIX, "each regime's upper bound"),), regime_options=("judge",), adjust_regimes=sc.adjust_regimes, plan_note=sc.plan_note, demo_model=sc.stand_in, probe_kind="forced_choice", demo=True, episode_noun="instance", declared_variants_only=True, gate_rows=gate_bank, question="whether standing instructions survive compaction"))  # noqa: E501
-register_study(Study("adversarial", adv.PROTOCOL_ID, adv.PROTOCOL_PATH, adv.TASKS_PATH, adv.PINNED_TASKS_SHA256, "adversarial", adv.REGIMES, adv.DEFAULT_REGIMES, xr001.prompts_sha256, adv.load_task_set, adv.plan_calls, adv.call_text, adv_an.score, adv_an.analyze, adv_an.render_md, adv_an.render_headline, adv.generate_file, state_after=adv.gated_state, add_options=adv.add_adversarial_options, read_options=adv.read_options, write_outputs=adv_an.write_outputs, check_bank=adv_an.check_bank, max_models=1, variants=False, question="whether the release gate keeps a corrupted state from being resumed"))  # noqa: E501
-register_study(Study("sessions", ss.PROTOCOL_ID, ss.PROTOCOL_PATH, ss.TASKS_PATH, ss.PINNED_TASKS_SHA256, "sessions", ss.REGIMES, ss.DEFAULT_REGIMES, ss.prompts_sha256, ss.load_task_set, cascade_plan, ss.call_text, ss_an.score, ss_an.analyze, ss_an.render_md, ss_an.render_headline, ss.generate_file, probe_kind="exact", demo=True, demo_episodes=ss.N_EXAMPLES, demo_model=ss.stand_in, episode_noun="session", add_options=ss.add_session_options, read_options=ss.read_options, read_source=ss.read_sessions, source_option="sessions", describe_tasks=ss.describe_sessions, user_regimes=ss.user_regimes, write_outputs=ss_an.write_outputs, check_bank=ss_an.check_bank, figures=False, question="what compaction loses from your own transcripts; exploratory"))  # noqa: E501
+register_study(Study(
+    name="xr001",
+    question="what compaction does to numbers",
+    protocol_id=xr001.PROTOCOL_ID,
+    protocol_path=xr001.PROTOCOL_PATH,
+    tasks_path=xr001.TASKS_PATH,
+    pinned_sha256=xr001.PINNED_TASKS_SHA256,
+    load_tasks=xr001.load_task_set,
+    generate=xr001.generate_file,
+    regimes=xr001.REGIMES,
+    default_regimes=xr001.DEFAULT_REGIMES,
+    prompts_sha256=xr001.prompts_sha256,
+    plan_calls=cascade_plan,
+    call_text=xr001.call_text,
+    score=xr001_analysis.score,
+    analyze=xr001_analysis.analyze,
+    render_md=xr001_report.render_md,
+    headline=xr001_report.render_headline,
+    run_order=xr001_analysis.in_run_order,
+    gate_rows=gate_bank,
+    demo=Demo(stand_in=xr001.stand_in),
+))
+
+register_study(Study(
+    name="constraints",
+    question="whether standing instructions survive compaction",
+    protocol_id=constraints.PROTOCOL_ID,
+    protocol_path=constraints.PROTOCOL_PATH,
+    tasks_path=constraints.TASKS_PATH,
+    pinned_sha256=constraints.PINNED_TASKS_SHA256,
+    load_tasks=constraints.load_task_set,
+    generate=constraints.generate_file,
+    episode_noun="instance",
+    regimes=constraints.REGIMES,
+    default_regimes=constraints.DEFAULT_REGIMES,
+    prompts_sha256=constraints.prompts_sha256,
+    plan_calls=constraints.plan_calls,
+    call_text=constraints.call_text,
+    probe_kind="forced_choice",
+    score=constraints_analysis.score,
+    analyze=constraints_analysis.analyze,
+    render_md=constraints_analysis.render_md,
+    headline=constraints_analysis.render_headline,
+    gate_rows=gate_bank,
+    command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
+                             generate_options=constraints.GENERATE_OPTIONS),
+    design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
+                  reserved_suffixes=((constraints.UPPER_BOUND_SUFFIX, "each regime's upper bound"),),
+                  plan_note=constraints.plan_note),
+    demo=Demo(stand_in=constraints.stand_in),
+))
+
+register_study(Study(
+    name="adversarial",
+    question="whether the release gate keeps a corrupted state from being resumed",
+    protocol_id=adversarial.PROTOCOL_ID,
+    protocol_path=adversarial.PROTOCOL_PATH,
+    tasks_path=adversarial.TASKS_PATH,
+    pinned_sha256=adversarial.PINNED_TASKS_SHA256,
+    load_tasks=adversarial.load_task_set,
+    generate=adversarial.generate_file,
+    regimes=adversarial.REGIMES,
+    default_regimes=adversarial.DEFAULT_REGIMES,
+    prompts_sha256=adversarial.prompts_sha256,
+    plan_calls=adversarial.plan_calls,
+    call_text=adversarial.call_text,
+    score=adversarial_analysis.score,
+    analyze=adversarial_analysis.analyze,
+    render_md=adversarial_analysis.render_md,
+    headline=adversarial_analysis.render_headline,
+    check_bank=adversarial_analysis.check_bank,
+    write_outputs=adversarial_analysis.write_outputs,
+    command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
+    design=Design(max_models=1, variants=False, state_after=adversarial.gated_state),
+))
+
+register_study(Study(
+    name="sessions",
+    question="what compaction loses from your own transcripts; exploratory",
+    protocol_id=sessions.PROTOCOL_ID,
+    protocol_path=sessions.PROTOCOL_PATH,
+    tasks_path=sessions.TASKS_PATH,
+    pinned_sha256=sessions.PINNED_TASKS_SHA256,
+    load_tasks=sessions.load_task_set,
+    generate=sessions.generate_file,
+    episode_noun="session",
+    regimes=sessions.REGIMES,
+    default_regimes=sessions.DEFAULT_REGIMES,
+    prompts_sha256=sessions.prompts_sha256,
+    plan_calls=cascade_plan,
+    call_text=sessions.call_text,
+    probe_kind="exact",
+    score=sessions_analysis.score,
+    analyze=sessions_analysis.analyze,
+    render_md=sessions_analysis.render_md,
+    headline=sessions_analysis.render_headline,
+    check_bank=sessions_analysis.check_bank,
+    write_outputs=sessions_analysis.write_outputs,
+    figures=False,
+    command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
+                             source_option="sessions", read_source=sessions.read_sessions,
+                             describe_tasks=sessions.describe_sessions),
+    design=Design(user_regimes=sessions.user_regimes),
+    demo=Demo(stand_in=sessions.stand_in, episodes=sessions.N_EXAMPLES),
+))

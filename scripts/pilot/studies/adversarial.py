@@ -11,8 +11,8 @@ from ..episodes import FILLER_SENTENCES, VALUE_RANGE, VALUE_SENTENCES, draw_name
 from ..gate import GOOD_STATUSES, RUN_GATE_NAME_PATTERN, check_state, gate_verdict, normalize_ledger, words_of
 from ..inputs import design_check_failure, tasks_to_bytes
 from ..prompts import FORMAT_SECTIONS, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
-from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime,
-    display_path)
+from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime,
+    canonical_json, display_path, sha256_text)
 from ..runfolder import FOLDERS_OF_OWN_RUNNERS
 
 
@@ -247,6 +247,11 @@ REGIMES = {
 }
 
 
+def prompts_sha256() -> str:
+    """Its prompts are the built-in ones (R2's typed block and its answer), hashed as the default study hashes them."""
+    return sha256_text(canonical_json(PROMPTS))
+
+
 def plan_calls(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET,
                            regenerate: int = 0) -> list[CallSpec]:
     """A session's calls in cascade order: a compaction after each segment (R2's K regenerated candidates of the
@@ -293,10 +298,9 @@ def adversarial_tasks_bytes() -> bytes:
 
 def generate_file(options: dict) -> tuple[bytes, str]:
     """`generate --study adversarial` (and `adversarial --write-tasks`): the pre-registered sessions."""
-    given = [f"--{name}" for name in ("episodes", "positions", "framings") if options.get(name)]
-    if given:
-        raise PilotError(f"the adversarial study's sessions are fixed ({VARIANTS * len(CASES)}); drop "
-                         f"{', '.join(given)} (--episodes N on a run uses the first N)")
+    if options.get("episodes"):
+        raise PilotError(f"the adversarial study's sessions are fixed ({VARIANTS * len(CASES)}); drop --episodes "
+                         f"(--episodes N on a run uses the first N)")
     return adversarial_tasks_bytes(), f"{VARIANTS * len(CASES)} sessions ({len(CASES)} cases x {VARIANTS})"
 
 
@@ -352,11 +356,10 @@ def load_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: bool) -
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": shown}
 
 
-def add_adversarial_options(parser) -> None:
-    parser.add_argument("--regenerate", type=int, default=0, metavar="K",
-                        help=f"adversarial study: recompact R2's last checkpoint K more times at temperature "
-                             f"{REGEN_TEMPERATURE:g} (seeds {REGEN_SEED}+j, recorded) and count the candidates "
-                             f"that fail the gate (0 to {MAX_REGENERATE})")
+OPTIONS = (Option("--regenerate", {"type": int, "default": 0, "metavar": "K",
+                                   "help": f"adversarial study: recompact R2's last checkpoint K more times at "
+                                           f"temperature {REGEN_TEMPERATURE:g} (seeds {REGEN_SEED}+j, recorded) and "
+                                           f"count the candidates that fail the gate (0 to {MAX_REGENERATE})"}),)
 
 
 def read_options(given: dict) -> dict:

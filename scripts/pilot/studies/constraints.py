@@ -3,6 +3,7 @@ sessions, their forced-choice probes, the study's prompts and conditions, its pl
 file's checks."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import random
 import re
@@ -14,7 +15,7 @@ from ..cells import cascade_plan
 from ..episodes import BASE_SEED as SESSION_BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode
 from ..inputs import design_check_failure, tasks_to_bytes
 from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS as BUILT_IN_PROMPTS, CallText
-from ..records import (CallSpec, DEFAULT_BUDGET, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
+from ..records import (CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
 from ..states import key_terms_in
 
@@ -253,11 +254,48 @@ def generate_constraint_tasks(positions: Iterable[str] = DEFAULT_POSITIONS,
             "episodes": instances}
 
 
-def add_constraint_options(parser) -> None:
-    parser.add_argument("--judge", action="store_true",
-                        help="constraints study: after each compacted cascade, one more call asks the model under "
-                             "test whether its final state still holds the instruction; reported beside the "
-                             "deterministic rule with their agreement (exploratory; 60 more calls per model)")
+# The study's own options: --judge for a run (read by adjust_regimes); --positions and --framings for `generate`.
+OPTIONS = (Option("--judge", {"action": "store_true",
+                              "help": "constraints study: after each compacted cascade, one more call asks the model "
+                                      "under test whether its final state still holds the instruction; reported "
+                                      "beside the deterministic rule with their agreement (exploratory; 60 more "
+                                      "calls per model)"}),)
+
+
+def listed(text: str) -> list[str]:
+    return list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+
+
+def parse_framings(text: str) -> list[tuple[str, str]]:
+    """--framings: strength/scope pairs, e.g. preferential/direct,strict/contextualised, or `all`."""
+    if text == "all":
+        return [(a, b) for a in STRENGTHS for b in SCOPES]
+    pairs = []
+    for part in listed(text):
+        strength, _, scope = part.partition("/")
+        if strength not in STRENGTHS or scope not in SCOPES:
+            raise argparse.ArgumentTypeError(f"a framing is STRENGTH/SCOPE with STRENGTH in {', '.join(STRENGTHS)} "
+                                             f"and SCOPE in {', '.join(SCOPES)}, or `all` (got {part!r})")
+        pairs.append((strength, scope))
+    return pairs
+
+
+def parse_positions(text: str) -> list[str]:
+    positions = list(POSITIONS) if text == "all" else listed(text)
+    bad = [p for p in positions if p not in POSITIONS]
+    if bad or not positions:
+        raise argparse.ArgumentTypeError(f"positions are {', '.join(POSITIONS)} or `all` (got {text!r})")
+    return positions
+
+
+GENERATE_OPTIONS = (
+    Option("--positions", {"type": parse_positions,
+                           "help": "constraints study: where the instruction is said: top, middle, bottom, multi or "
+                                   "all (default middle, the pre-registered one)"}),
+    Option("--framings", {"type": parse_framings,
+                          "help": "constraints study: STRENGTH/SCOPE pairs, e.g. preferential/direct,strict/"
+                                  "contextualised, or all (default preferential/direct, the pre-registered one)"}),
+)
 
 
 def generate_file(options: dict) -> tuple[bytes, str]:

@@ -17,7 +17,8 @@ from typing import Any
 from ..bank import ProbeKind, register_probe_kind
 from ..inputs import TaskSetError
 from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
-from ..records import CallSpec, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes, sha256_text
+from ..records import (CallSpec, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes,
+    sha256_text)
 from .sessions_formats import check_tree, read_file_text, read_session_file, refuse, session_files, MAX_TOTAL_BYTES
 from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
     key_terms, normalize_value, secret_spans, sentence_around, split_sentences, step_outcome)
@@ -484,16 +485,17 @@ def describe_sessions(tasks: dict) -> list[str]:
 
 
 # --- The study's options and the cell's calls --------------------------------------------------------------------
-def add_session_options(parser) -> None:
-    parser.add_argument("--sessions", metavar="PATH",
-                        help="sessions study: your agent's transcripts, a file or a folder of .json/.jsonl files "
-                             "(default: the examples in tasks/sessions/logs/)")
-    parser.add_argument("--segments", type=int, metavar="N",
-                        help=f"sessions study: segments each session is cut into at turn boundaries, one compaction "
-                             f"after each (default {DEFAULT_SEGMENTS})")
-    parser.add_argument("--probes", metavar="FILE",
-                        help="sessions study: your questions with their exact answers (see tasks/sessions/probes.json); "
-                             "without it no probe is asked")
+OPTIONS = (
+    Option("--sessions", {"metavar": "PATH",
+                          "help": "sessions study: your agent's transcripts, a file or a folder of .json/.jsonl files "
+                                  "(default: the examples in tasks/sessions/logs/)"}),
+    Option("--segments", {"type": int, "metavar": "N",
+                          "help": f"sessions study: segments each session is cut into at turn boundaries, one "
+                                  f"compaction after each (default {DEFAULT_SEGMENTS})"}),
+    Option("--probes", {"metavar": "FILE",
+                        "help": "sessions study: your questions with their exact answers (see "
+                                "tasks/sessions/probes.json); without it no probe is asked"}),
+)
 
 
 def read_options(given: dict) -> dict:
