@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
+from pilot import bank
 from pilot.cli import build_parser
 from pilot.launch import resolve_run_dir
 from pilot.studies import sessions as ss, sessions_analysis as ss_an
@@ -356,7 +357,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
                    if '"answer"' in line]
         self.assertEqual(len(answers), 2)
         self.assertIn(ss.EXACT_RULE, answers[0]["messages"][0]["content"])
-        results = ss_an.score(*self.bank_inputs())
+        results = bank.score_run(*self.bank_inputs())
         analysis = ss_an.analyze(results)
         self.assertEqual(analysis["user_regimes"], ["MYAGENT"])
         tests = {t["built_in"]: (t["b"], t["c"], t["n_pairs"]) for t in analysis["tests"]}

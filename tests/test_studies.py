@@ -17,13 +17,12 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, kill_at_call, run_main
 from pilot import records
-from pilot.bank import PROBE_KINDS, checked_cells, score_probe
+from pilot.bank import PROBE_KINDS, score_probe
 from pilot.inputs import TaskSetError
 from pilot.prompts import CallText
 from pilot.records import (ANSWER_NUM_PREDICT, CallSpec, CommandLine, Option, Regime, Study, canonical_json,
     display_path, register_study, sha256_bytes, sha256_text)
 from pilot.reports import fmt_p, fmt_rate, md_table
-from pilot.cells import all_cells, run_budgets, run_regimes, run_samples
 from pilot.stats import mcnemar_summary, rate_summary
 
 # --- The study TALLY-T1: design --------------------------------------------------------------------------------
@@ -110,20 +109,11 @@ def tally_prompts_sha256() -> str:
 
 
 # --- The study TALLY-T1: scoring, analysis and report ----------------------------------------------------------
-def score_tally(manifest: dict, tasks: dict, journal, models=None) -> dict:
-    """results.json: one integer probe per answer of every complete cell."""
-    models, regimes = models or manifest["models"], run_regimes(manifest)
-    cells = all_cells(models, list(regimes), manifest["n_episodes"], run_budgets(manifest), run_samples(manifest))
-    probes, complete = [], 0
-    for cell, cell_records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
-        complete += 1
-        episode = tasks["episodes"][cell.episode]
-        probes += [{**base, **score_probe(cell_records[spec.kind], episode["questions"][spec.question_id - 1],
-                                          episode["conflation_set"])} for spec in plan if spec.stage == "answer"]
-    return {"study": KEY, "protocol": PROTOCOL_ID, "tasks": manifest["tasks"], "task_set": manifest.get("task_set"),
-            "models": models, "regimes": list(regimes), "n_episodes": manifest["n_episodes"],
-            "budgets": run_budgets(manifest), "samples": run_samples(manifest), "probes": probes,
-            "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)}}
+def score_tally(run, cell, records: dict, base: dict, plan: list) -> dict:
+    """One integer probe per answer of a complete cell."""
+    episode = run.tasks["episodes"][cell.episode]
+    return {"probes": [{**base, **score_probe(records[spec.kind], episode["questions"][spec.question_id - 1],
+                                              episode["conflation_set"])} for spec in plan if spec.stage == "answer"]}
 
 
 def analyze_tally(results: dict, task_set=None, table=None) -> dict:
@@ -164,7 +154,7 @@ def register_tally(protocol: Path, tasks: Path) -> None:
                          load_tasks=load_tally_tasks, generate=tally_file, regimes=REGIMES,
                          default_regimes=("FULL", "NOTE"), prompts_sha256=tally_prompts_sha256,
                          plan_calls=plan_tally_calls, call_text=tally_call_text, empty_state=PROMPTS["empty_note"],
-                         score=score_tally, analyze=analyze_tally, render_md=render_tally_md,
+                         score_cell=score_tally, analyze=analyze_tally, render_md=render_tally_md,
                          headline=render_tally_headline, figures=False))
 
 

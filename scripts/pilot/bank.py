@@ -15,9 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .cells import all_cells, run_budgets, run_regimes, run_samples
 from .inputs import load_task_set
-from .records import (CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED, MAX_SAMPLES, MAX_TOKEN_COUNT, PilotError,
-    REPO_ROOT, Regime, Study, folder_study, study_named)
+from .records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED,
+    MAX_SAMPLES, MAX_TOKEN_COUNT, NUM_CTX, PilotError, REPO_ROOT, Regime, Study, TEMPERATURE, folder_study,
+    is_simulated, study_named)
 from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
 from .states import to_int
 
@@ -141,9 +143,15 @@ def score_probe(record: dict, question: dict, conflation_set: list[int]) -> dict
 
 
 def regime_summary(regime: Regime) -> dict:
-    """What the analysis and figures need to know of a regime, kept in results.json."""
-    return {"description": regime.description, "exploratory": regime.exploratory, "context": regime.context,
-            "compacts": regime.compacts, "state_reader": regime.state_reader, "origin": regime.origin}
+    """What the analysis and figures need to know of a regime, kept in results.json (its condition and judge only
+    where it has them, as the manifest's regime records keep them)."""
+    summary = {"description": regime.description, "exploratory": regime.exploratory, "context": regime.context,
+               "compacts": regime.compacts, "state_reader": regime.state_reader, "origin": regime.origin}
+    if regime.condition is not None:
+        summary["condition"] = regime.condition
+    if regime.judge:
+        summary["judge"] = True
+    return summary
 
 
 class RecordsAltered(PilotError):
@@ -211,6 +219,68 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
                                  f"the sha256 in the manifest); nothing was scored. Check it with "
                                  f"`{verify_command(journal)}` and restore the raw log from a backup")
         yield cell, records, base, plan
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredRun:
+    """What a study's scoring hooks see of the run they score (Study.score_cell, Study.score_fields)."""
+
+    manifest: dict
+    tasks: dict
+    journal: Journal
+    study: Study
+    models: list
+    regimes: dict                       # name -> Regime, as the run recorded them
+
+
+def score_run(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
+    """results.json of a run: the header every study's bank opens with (results_header), then the study's own
+    fields, scored from its COMPLETE cells only, each checked against the manifest (checked_cells), then the run's
+    settings and its determinism probe. The study scores one cell at a time (Study.score_cell: named lists of rows,
+    gathered across cells) and may then make its fields of them (Study.score_fields; else the rows as they are)."""
+    study = folder_study(manifest)
+    models = models or manifest["models"]
+    regimes = run_regimes(manifest)
+    cells = all_cells(models, list(regimes), manifest["n_episodes"], run_budgets(manifest), run_samples(manifest))
+    run = ScoredRun(manifest, tasks, journal, study, list(models), regimes)
+    rows: dict[str, list] = {"probes": []}
+    complete = 0
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
+        complete += 1
+        for name, new in study.score_cell(run, cell, records, base, plan).items():
+            rows.setdefault(name, []).extend(new)
+    fields = dict(study.score_fields(run, rows) if study.score_fields is not None else rows)
+    run_block = {**run_settings(manifest), **fields.pop("run", {})}
+    if is_simulated(manifest):
+        run_block["simulated"] = True
+    return {**results_header(study, manifest, models, regimes, cells, complete), **fields, "run": run_block,
+            "recheck": manifest.get("recheck")}
+
+
+def results_header(study: Study, manifest: dict, models: list[str], regimes: dict, cells: list[Cell],
+                   complete: int) -> dict:
+    """What every study's results.json opens with: its study and protocol, the task set, models, regimes and design
+    of the run, and how many of its cells were complete and scored."""
+    lock = manifest.get("lock") or {}
+    return {"study": study.name, "protocol": study.protocol_id, "tasks": manifest.get("tasks"),
+            "tasks_sha256": manifest.get("tasks_sha256"),
+            "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
+                                                     "path": manifest.get("tasks")},
+            "models": list(models), "regimes": list(regimes), "n_episodes": manifest["n_episodes"],
+            "regime_definitions": {name: regime_summary(r) for name, r in regimes.items()},
+            "budgets": run_budgets(manifest), "samples": run_samples(manifest),
+            "temperature": lock.get("temperature", TEMPERATURE),
+            "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)}}
+
+
+def run_settings(manifest: dict) -> dict:
+    """The settings of the run a bank was scored from (results.json's `run`): backend, wire options, context window,
+    output caps, the models as the server described them, the shard and the prompt cache."""
+    lock = manifest.get("lock") or {}
+    return {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
+            "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
+            "model_info": lock.get("models"), "shard": manifest.get("shard"), "prompt_cache": lock.get("prompt_cache"),
+            "prompt_cache_how": lock.get("prompt_cache_how")}
 
 
 # A bank may hold millions of probes, so analysis reads them as a table of columns: one list per field, parallel

@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 
 from .backends import preflight
-from .bank import analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems
+from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
+    score_run)
 from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
@@ -299,7 +300,7 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     run_dir = options.run_dir
     if not folder_writable(run_dir):
         # A finished run in a read-only folder: report it from memory and say where its files can go.
-        analysis = gated_analysis(folder_study(manifest.data).score(manifest.data, tasks, Journal(run_dir), models), options.allow_partial)
+        analysis = gated_analysis(score_run(manifest.data, tasks, Journal(run_dir), models), options.allow_partial)
         print(render_headline(analysis))
         if (run_dir / "results.json").is_file():
             where = (f"python3 scripts/run_pilot.py analyze --results {shlex.quote(str(run_dir / 'results.json'))} "
@@ -351,7 +352,7 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] 
     if flagged:
         warn(f"{flagged} of {total} replies in raw/ carry chat-template control tokens: the server's template does "
              f"not match the model there, and such replies are noise")
-    results = study.score(manifest, tasks, journal, models)
+    results = score_run(manifest, tasks, journal, models)
     hold_until_exit(results)
     gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir), models) if study.gate_rows else []
     if gate_rows:                       # every compacted state through the release gate (issue 13)

@@ -411,9 +411,11 @@ class Study:
       budget, **its options) -> CallSpecs in cascade order; call_text(regime, episode, spec, state, registry,
       **its options) -> prompts.CallText, which prompts.build_messages writes through the regime; empty_state, the
       text for "no state yet";
-    - its results: its probe kind (bank.PROBE_KINDS); score -> results.json with "study", "models", "regimes",
-      "n_episodes", "task_set", "probes" and "cells": {"complete", "not_complete", "expected"}; analyze(results,
-      task_set, table) -> the analysis, with "study", "label", "complete" and "coverage": {"complete_cells",
+    - its results: its probe kind (bank.PROBE_KINDS); score_cell scores one complete cell into named lists of
+      rows, and score_fields makes its fields of results.json of them (else the rows as they are): bank.score_run
+      writes them between the header every bank shares ("study", "models", "regimes", "n_episodes", "task_set",
+      "cells": {"complete", "not_complete", "expected"} ...) and the run's settings; analyze(results, task_set,
+      table) -> the analysis, with "study", "label", "complete" and "coverage": {"complete_cells",
       "expected_cells"}, computed from the probes themselves; render_md and headline read only the analysis;
     - the optional hooks and sub-records: a fast path for banks in run order, its own bank check, its gate rows,
       files beside results.json, figures, its own command-line options (CommandLine), its design (Design) and its
@@ -439,7 +441,8 @@ class Study:
     empty_state: str | None = None      # the previous state at the first checkpoint (None: the built-in text)
     # Its results
     probe_kind: str = "integer"         # the kind of its probes (bank.PROBE_KINDS)
-    score: Callable                     # (manifest, tasks, journal, models) -> results
+    score_cell: Callable                # (bank.ScoredRun, cell, records, probe key fields, plan) -> {name: [rows]}
+    score_fields: Callable | None = None  # (ScoredRun, {name: rows of every cell}) -> its fields of results.json
     analyze: Callable                   # (results, task_set, table) -> analysis
     render_md: Callable                 # analysis -> analysis.md
     headline: Callable                  # analysis -> the lines printed at the end of a run

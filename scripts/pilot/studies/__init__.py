@@ -13,8 +13,10 @@ protocol and its tests; tests/test_studies.py adds one more through these steps 
    questions) and call_text(regime, episode, spec, state, registry) -> prompts.CallText: what the call is about,
    never its messages (prompts.build_messages writes them through the regime, with a regime file's `system` and
    `empty_state`).
-3. Write one module for its analysis (KEY_analysis.py): score(manifest, tasks, journal, models) -> results.json,
-   analyze(results, task_set, table) -> the analysis (its "label" computed from the probes themselves), and
+3. Write one module for its analysis (KEY_analysis.py): score_cell(run, cell, records, base, plan), which scores
+   one complete cell into named lists of rows (the shared scoring, bank.score_run, checks each cell against the
+   manifest, gathers the rows and writes the header every results.json opens with), optionally score_fields(run,
+   rows), which makes its fields of results.json of them, analyze(results, task_set, table) -> the analysis (its "label" computed from the probes themselves), and
    render_md and render_headline of that analysis. Answers are parsed and classified by a probe kind: the shared
    "integer" kind (`ANSWER: <integer>`), or one of its own registered with bank.register_probe_kind, declaring its
    answer_type ("integer", "text" or "choice") so that `analyze` accepts the banks the pilot makes.
@@ -51,7 +53,8 @@ register_study(Study(
     prompts_sha256=xr001.prompts_sha256,
     plan_calls=cascade_plan,
     call_text=xr001.call_text,
-    score=xr001_analysis.score,
+    score_cell=xr001_analysis.score_cell,
+    score_fields=xr001_analysis.score_fields,
     analyze=xr001_analysis.analyze,
     render_md=xr001_report.render_md,
     headline=xr001_report.render_headline,
@@ -76,7 +79,8 @@ register_study(Study(
     plan_calls=constraints.plan_calls,
     call_text=constraints.call_text,
     probe_kind="forced_choice",
-    score=constraints_analysis.score,
+    score_cell=constraints_analysis.score_cell,
+    score_fields=constraints_analysis.score_fields,
     analyze=constraints_analysis.analyze,
     render_md=constraints_analysis.render_md,
     headline=constraints_analysis.render_headline,
@@ -103,7 +107,8 @@ register_study(Study(
     prompts_sha256=adversarial.prompts_sha256,
     plan_calls=adversarial.plan_calls,
     call_text=adversarial.call_text,
-    score=adversarial_analysis.score,
+    score_cell=adversarial_analysis.score_cell,
+    score_fields=adversarial_analysis.score_fields,
     analyze=adversarial_analysis.analyze,
     render_md=adversarial_analysis.render_md,
     headline=adversarial_analysis.render_headline,
@@ -129,7 +134,8 @@ register_study(Study(
     plan_calls=cascade_plan,
     call_text=sessions.call_text,
     probe_kind="exact",
-    score=sessions_analysis.score,
+    score_cell=sessions_analysis.score_cell,
+    score_fields=sessions_analysis.score_fields,
     analyze=sessions_analysis.analyze,
     render_md=sessions_analysis.render_md,
     headline=sessions_analysis.render_headline,

@@ -11,12 +11,11 @@ import json
 import re
 from pathlib import Path
 
-from ..bank import checked_cells, parse_answer
+from ..bank import ScoredRun, parse_answer
 from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
-from ..records import CALL_SEED, DEFAULT_BUDGET, SIMULATED_BACKEND, folder_study, is_simulated, known_count
+from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
-from ..runfolder import Journal, parse_record_line, refuse_unsafe, write_atomic
-from ..cells import all_cells, run_regimes
+from ..runfolder import parse_record_line, refuse_unsafe, write_atomic
 from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
 from .adversarial import (CASES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, DEFAULT_REGIMES,
@@ -383,23 +382,22 @@ def former_kind(kind: str) -> str:
     return "probe_" + kind[len("question_"):] if kind.startswith("question_") else kind
 
 
-def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """results.json of a run: every journalled state of the complete cells through the gate (every checkpoint,
-    regenerated candidates included), every probe scored, the cost of each regime, the quarantined candidates."""
-    models = models or manifest["models"]
-    regimes = run_regimes(manifest)
-    regenerate = folder_study(manifest).options.get("regenerate", 0)
-    run_lock = manifest.get("lock") or {}
-    cells = all_cells(models, list(regimes), manifest["n_episodes"])
-    records, complete = {}, 0
-    for cell, cell_records, _, _ in checked_cells(manifest, tasks, journal, cells, regimes):
-        complete += 1
-        for kind, record in cell_records.items():
-            records[(cell.regime, cell.episode, former_kind(kind))] = {
-                **record, "prompt_tokens": known_count(record.get("prompt_eval_count")),
-                "output_tokens": known_count(record.get("eval_count")),
-                "seed": record.get("seed", CALL_SEED), "temperature": record.get("temperature",
-                                                                                run_lock.get("temperature"))}
+def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
+    """One complete cell's calls, keyed as the scoring below reads them (regime, episode, kind), with their counts,
+    seed and temperature: the states are gated and the probes scored once every cell is in (score_fields)."""
+    temperature = (run.manifest.get("lock") or {}).get("temperature")
+    return {"calls": [((cell.regime, cell.episode, former_kind(kind)), {
+        **record, "prompt_tokens": known_count(record.get("prompt_eval_count")),
+        "output_tokens": known_count(record.get("eval_count")), "seed": record.get("seed", CALL_SEED),
+        "temperature": record.get("temperature", temperature)}) for kind, record in records.items()]}
+
+
+def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
+    """results.json's fields of this study: every journalled state of the complete cells through the gate (every
+    checkpoint, regenerated candidates included), every probe scored, the cost of each regime, and the quarantined
+    candidates."""
+    tasks, records = run.tasks, dict(rows.get("calls", []))
+    regenerate = run.study.options.get("regenerate", 0)
     scored = adversarial_rows(tasks, records, regenerate)
     for probe in scored["probes"]:
         probe["question_id"] = probe["probe"]
@@ -415,17 +413,12 @@ def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | Non
             if gate_verdict(findings) != "PASS":
                 quarantined.append({"episode": episode["episode"], "case": episode["case"], "checkpoint": k,
                                     "candidate": record["response"], "findings": findings})
-    lock = {"model": models[0] if models else None, "backend": run_lock.get("backend"),
-            "tasks_sha256": manifest.get("tasks_sha256"), "n_episodes": manifest["n_episodes"],
+    lock = {"model": run.models[0] if run.models else None, "backend": (run.manifest.get("lock") or {}).get("backend"),
+            "tasks_sha256": run.manifest.get("tasks_sha256"), "n_episodes": run.manifest["n_episodes"],
             "regenerate": regenerate, "regen_temperature": REGEN_TEMPERATURE, "regen_seed": REGEN_SEED,
             "own_calls": True}
-    return {"study": "adversarial", "protocol": PROTOCOL_ID, "tasks": manifest.get("tasks"),
-            "tasks_sha256": manifest.get("tasks_sha256"), "task_set": manifest.get("task_set"), "models": models,
-            "regimes": list(regimes), "n_episodes": manifest["n_episodes"],
-            "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)},
-            "lock": lock, "states": scored["states"], "probes": scored["probes"], "costs": scored["costs"],
-            "quarantined": quarantined, "recheck": manifest.get("recheck"), "run": {"backend": run_lock.get("backend"),
-                                                **({"simulated": True} if is_simulated(manifest) else {})}}
+    return {"lock": lock, "states": scored["states"], "probes": scored["probes"], "costs": scored["costs"],
+            "quarantined": quarantined}
 
 
 def check_bank(results: dict) -> list[str]:

@@ -7,14 +7,11 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import (ProbeKind, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement, checked_cells,
-    in_design, is_primary, regime_summary, register_probe_kind, score_probe, task_questions)
+from ..bank import (ProbeKind, ScoredRun, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement,
+    in_design, is_primary, register_probe_kind, score_probe, task_questions)
 from ..inputs import task_set_summary
-from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime,
-    TEMPERATURE, folder_study, is_simulated, known_count)
+from ..records import Cell, DEFAULT_BUDGET, Regime, TEMPERATURE, is_simulated, known_count
 from ..reports import fmt_p, fmt_rate, md_table, pct
-from ..runfolder import Journal
-from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..states import carries_instruction
 from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
 from .constraints import (CHOICE_RULE, CONFIRMATORY, EXTRACT_NUM_PREDICT, HEADING_CONTROL, PROTOCOL_ID,
@@ -122,59 +119,39 @@ def instance_factors(episode: dict) -> dict:
             "position": episode["position"], "framing": f"{episode['strength']}/{episode['scope']}"}
 
 
-def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """The constraints study's results.json: forced-choice probes, retention of every final state and the
-    registry, and every call's cost, from COMPLETE cells only (checked as score_bank checks them)."""
-    models = models or manifest["models"]
-    regimes = run_regimes(manifest)
-    n_episodes = manifest["n_episodes"]
+def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
+    """One complete cell: its forced-choice probe, whether its final state (and the sidecar's registry) still carries
+    the instruction, with the judge's word under --judge, and every call's cost."""
+    regime, episode = run.regimes[cell.regime], run.tasks["episodes"][cell.episode]
+    factors = instance_factors(episode)
     probes, states, calls = [], [], []
-    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
-    complete = 0
-    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
-        complete += 1
-        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
-        factors = instance_factors(episode)
-        for spec in plan:
-            record = records[spec.kind]
-            calls.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
-                          "eval_count": known_count(record.get("eval_count")),
-                          "prompt_eval_count": known_count(record.get("prompt_eval_count")),
-                          "thinking_chars": len(record.get("thinking") or "")})
-            if spec.stage == "answer":
-                question = episode["questions"][spec.question_id - 1]
-                probe = {**base, **factors, **score_probe(record, question, [])}
-                probe["reply"] = record.get("response", "")[:300]
-                probes.append(probe)
-        if regime.compacts and regime.condition in ("with", "sidecar", "heading", None):
-            n = len(episode["segments"])
-            final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
-            registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
-            row = {**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
-                   "final_state": final_state, **({"registry": registry} if registry is not None else {})}
-            if regime.judge:
-                row["judge"] = parse_judge(records["judge"]["response"])
-            states.append(row)
-    lock = manifest.get("lock", {})
-    return {
-        "study": "constraints", "protocol": PROTOCOL_ID,
-        "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
-        "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
-                                                 "path": manifest.get("tasks")},
-        "models": models, "regimes": list(regimes), "n_episodes": n_episodes,
-        "regime_definitions": {name: {**regime_summary(r), "condition": r.condition, "judge": r.judge}
-                               for name, r in regimes.items()},
-        "budgets": run_budgets(manifest), "samples": run_samples(manifest),
-        "temperature": lock.get("temperature", TEMPERATURE),
-        "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells),
-                  "expected_probes_per_cell": 1},
-        "probes": probes, "states": states, "calls": calls,
-        "compaction_stage": [], "compaction_tokens": {}, "example_states": [],
-        "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
-                "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
-                "extract_cap": EXTRACT_NUM_PREDICT, "model_info": lock.get("models"), "shard": manifest.get("shard"),
-                **({"simulated": True} if is_simulated(manifest) else {})},
-    }
+    for spec in plan:
+        record = records[spec.kind]
+        calls.append({**base, "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
+                      "eval_count": known_count(record.get("eval_count")),
+                      "prompt_eval_count": known_count(record.get("prompt_eval_count")),
+                      "thinking_chars": len(record.get("thinking") or "")})
+        if spec.stage == "answer":
+            question = episode["questions"][spec.question_id - 1]
+            probe = {**base, **factors, **score_probe(record, question, [])}
+            probe["reply"] = record.get("response", "")[:300]
+            probes.append(probe)
+    if regime.compacts and regime.condition in ("with", "sidecar", "heading", None):
+        n = len(episode["segments"])
+        final_state = cell_final_state(run.study, regime, episode, records, plan)
+        registry = records[f"extract_{n}"]["response"] if regime.condition == "sidecar" else None
+        row = {**base, **factors, **score_constraint_retention(regime, final_state, registry, episode),
+               "final_state": final_state, **({"registry": registry} if registry is not None else {})}
+        if regime.judge:
+            row["judge"] = parse_judge(records["judge"]["response"])
+        states.append(row)
+    return {"probes": probes, "states": states, "calls": calls}
+
+
+def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
+    """results.json's fields of this study: probes, final states and calls, and the sidecar's output cap."""
+    return {"probes": rows["probes"], "states": rows.get("states", []), "calls": rows.get("calls", []),
+            "run": {"extract_cap": EXTRACT_NUM_PREDICT}}
 
 
 INFORMATIVE_MIN_FULL = 0.8          # a model below this with the full transcript does not follow the rule

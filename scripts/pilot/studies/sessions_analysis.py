@@ -12,13 +12,12 @@ import html
 import io
 from pathlib import Path
 
-from ..bank import cell_final_state, checked_cells, regime_summary, score_probe
+from ..bank import ScoredRun, cell_final_state, score_probe
 from ..gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
 from ..inputs import budget_words
-from ..records import (DEFAULT_BUDGET, SIMULATED_STAMP, TEMPERATURE, Regime, folder_study, is_simulated, known_count)
+from ..records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
 from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
-from ..runfolder import Journal, write_atomic
-from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..runfolder import write_atomic
 from ..states import carries_instruction
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
@@ -120,60 +119,56 @@ def session_summary(episode: dict, mask) -> dict:
                        for q in episode["questions"]]}
 
 
-def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """results.json: every complete cell's final state scored against its session, its probes, and its cost."""
-    models = models or manifest["models"]
-    regimes, study = run_regimes(manifest), folder_study(manifest)
-    cells = all_cells(models, list(regimes), manifest["n_episodes"], run_budgets(manifest), run_samples(manifest))
-    rows = {"values": [], "instructions": [], "steps": [], "states": [], "probes": []}
-    costs: dict = {name: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "unknown": 0} for name in regimes}
-    complete = 0
-    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
-        complete += 1
-        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
-        secrets = [v["text"] for v in episode["values"] if v["secret"]]
+ROWS = ("values", "instructions", "steps", "states", "probes")
 
-        def mask(text, secrets=secrets):
-            return mask_secrets(text, secrets)
-        state = cell_final_state(study, regime, episode, records, plan) if regime.compacts else \
-            recent_context(episode, regime.keep_last or len(episode["segments"]))
-        scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
-        rows["values"] += [{**base, "value": i, "class": cls, **({"instead": instead} if instead else {})}
-                           for i, cls, instead in scored["values"]]
-        rows["instructions"] += [{**base, "instruction": i, "retained": kept} for i, kept in scored["instructions"]]
-        rows["steps"] += [{**base, "step": i, "reported": said} for i, said in scored["steps"]]
-        rows["states"].append({**base, "compacted": regime.compacts, "chars": len(state), "words": len(state.split()),
-                               **({"gate": scored["gate"]} if "gate" in scored else {}),
-                               "state": mask(state)[:MAX_STATE_KEPT]})
-        for spec in plan:
-            record = records[spec.kind]
-            cost = costs[cell.regime]
-            cost["calls"] += 1
-            prompt, output = known_count(record.get("prompt_eval_count")), known_count(record.get("eval_count"))
-            cost["prompt_tokens"] += prompt or 0
-            cost["output_tokens"] += output or 0
-            cost["unknown"] += prompt is None or output is None
-            if spec.stage == "answer":
-                probe = {**base, **score_probe(record, episode["questions"][spec.question_id - 1], [])}
-                for field in ("truth", "answer", "lenient_answer"):
-                    if isinstance(probe.get(field), str):
-                        probe[field] = mask(probe[field])
-                probe["reply"] = mask((record.get("response") or "")[:300])
-                rows["probes"].append(probe)
-    lock = manifest.get("lock") or {}
-    return {"study": STUDY_KEY, "protocol": PROTOCOL_ID, "label": "EXPLORATORY", "tasks": manifest.get("tasks"),
-            "tasks_sha256": manifest.get("tasks_sha256"), "task_set": manifest.get("task_set"), "models": models,
-            "regimes": list(regimes),
-            "regime_definitions": {name: regime_summary(r) for name, r in regimes.items()},
-            "n_episodes": manifest["n_episodes"], "budgets": run_budgets(manifest), "samples": run_samples(manifest),
-            "temperature": lock.get("temperature", TEMPERATURE), "segments": tasks.get("segments"),
-            "left_out": tasks.get("left_out", {}),
+
+def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
+    """One complete cell: its final state scored against its session (each value, instruction and failed step, and
+    the gate's findings), its probes, and each call's token counts; every secret of the session masked."""
+    regime, episode = run.regimes[cell.regime], run.tasks["episodes"][cell.episode]
+    secrets = [v["text"] for v in episode["values"] if v["secret"]]
+
+    def mask(text, secrets=secrets):
+        return mask_secrets(text, secrets)
+    state = cell_final_state(run.study, regime, episode, records, plan) if regime.compacts else \
+        recent_context(episode, regime.keep_last or len(episode["segments"]))
+    scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
+    rows = {"values": [{**base, "value": i, "class": cls, **({"instead": instead} if instead else {})}
+                       for i, cls, instead in scored["values"]],
+            "instructions": [{**base, "instruction": i, "retained": kept} for i, kept in scored["instructions"]],
+            "steps": [{**base, "step": i, "reported": said} for i, said in scored["steps"]],
+            "states": [{**base, "compacted": regime.compacts, "chars": len(state), "words": len(state.split()),
+                        **({"gate": scored["gate"]} if "gate" in scored else {}), "state": mask(state)[:MAX_STATE_KEPT]}],
+            "probes": [], "call_counts": []}
+    for spec in plan:
+        record = records[spec.kind]
+        rows["call_counts"].append((cell.regime, known_count(record.get("prompt_eval_count")),
+                                    known_count(record.get("eval_count"))))
+        if spec.stage == "answer":
+            probe = {**base, **score_probe(record, episode["questions"][spec.question_id - 1], [])}
+            for field in ("truth", "answer", "lenient_answer"):
+                if isinstance(probe.get(field), str):
+                    probe[field] = mask(probe[field])
+            probe["reply"] = mask((record.get("response") or "")[:300])
+            rows["probes"].append(probe)
+    return rows
+
+
+def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
+    """results.json's fields of this study: its label, how the sessions were read and their ground truth (masked),
+    the scored rows of every complete cell, and each regime's cost."""
+    costs: dict = {name: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "unknown": 0} for name in run.regimes}
+    for regime, prompt, output in rows.get("call_counts", []):
+        cost = costs[regime]
+        cost["calls"] += 1
+        cost["prompt_tokens"] += prompt or 0
+        cost["output_tokens"] += output or 0
+        cost["unknown"] += prompt is None or output is None
+    tasks = run.tasks
+    return {"label": "EXPLORATORY", "segments": tasks.get("segments"), "left_out": tasks.get("left_out", {}),
             "sessions": [session_summary(e, lambda text, e=e: mask_secrets(
                 text, [v["text"] for v in e["values"] if v["secret"]])) for e in tasks["episodes"]],
-            **rows, "costs": costs,
-            "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells)},
-            "recheck": manifest.get("recheck"),
-            "run": {"backend": lock.get("backend"), **({"simulated": True} if is_simulated(manifest) else {})}}
+            **{name: rows.get(name, []) for name in ROWS}, "costs": costs}
 
 
 # --- The bank's shape --------------------------------------------------------------------------------------------

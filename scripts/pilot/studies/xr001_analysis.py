@@ -8,14 +8,13 @@ import itertools
 import operator
 from typing import Iterable
 
-from ..bank import (CLASSES, bank_variants, call_stage, cell_final_state, cells_block_disagreement, checked_cells,
+from ..bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state, cells_block_disagreement,
     class_tallies, distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
     regime_summary, score_probe, summarize_compaction_tokens, table_where)
-from ..records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
-    folder_study, is_simulated, known_count)
+from ..records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE, is_simulated,
+    known_count)
 from ..reports import fmt_p, pct
-from ..runfolder import Journal, cell_key
-from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..runfolder import cell_key
 from ..episodes import QUESTION_PLAN, segment_entities
 from ..prompts import REGIMES
 from ..states import (read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state,
@@ -50,63 +49,46 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
             "n_entities": len(truths), "method": reader, **loose}
 
 
-def score(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
-    """Scored results from COMPLETE cells only; FAILED and partial cells contribute nothing. Probes, states
-    and calls away from the pre-registered budget or first sample carry their `budget` and `sample`."""
-    models = models or manifest["models"]
-    regimes = run_regimes(manifest)
-    n_episodes = manifest["n_episodes"]
+def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
+    """One complete cell: its probes, every call's guards (cap hits, token counts, thinking), the write-time retention
+    of its final state and, for the first two episodes, the final state itself. Probes, states and calls away from
+    the pre-registered budget or first sample carry their `budget` and `sample`."""
+    regime, episode = run.regimes[cell.regime], run.tasks["episodes"][cell.episode]
     probes, stage, guards, examples = [], [], [], []
+    for spec in plan:
+        record = records[spec.kind]
+        work = record.get("server_work") or {}
+        guards.append({**base, **({"control_tokens": True} if record.get("control_tokens") else {}),
+                       "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
+                       "eval_count": known_count(record.get("eval_count")),
+                       "prompt_eval_count": known_count(record.get("prompt_eval_count")),
+                       "prompt_cached": work.get("prompt_cached"),
+                       "prompt_evaluated": work.get("prompt_evaluated"),
+                       "thinking_chars": len(record.get("thinking") or "")})
+        if not spec.is_compaction:
+            question = episode["questions"][spec.question_id - 1]
+            probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
+    if regime.compacts:
+        final_state = cell_final_state(run.study, regime, episode, records, plan)
+        if regime.state_reader != "none":
+            stage.append({**score_retention(regime, final_state, episode), **base})
+        if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
+            examples.append({**base, "final_state": final_state})
+    return {"probes": probes, "compaction_stage": stage, "calls": guards, "example_states": examples}
+
+
+def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
+    """results.json's fields of this study: the probes, the final states' retention, the realized compaction tokens
+    per regime (at the pre-registered budget, and per budget), every call's guards and the example states."""
     comp_tokens: dict[int, dict[str, list]] = {}
-    cells = all_cells(models, list(regimes), n_episodes, run_budgets(manifest), run_samples(manifest))
-    complete = 0
-    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
-        complete += 1
-        regime, episode = regimes[cell.regime], tasks["episodes"][cell.episode]
-        for spec in plan:
-            record = records[spec.kind]
-            work = record.get("server_work") or {}
-            guards.append({**base, **({"control_tokens": True} if record.get("control_tokens") else {}),
-                           "kind": spec.kind, "stage": spec.stage, "done_reason": record.get("done_reason"),
-                           "eval_count": known_count(record.get("eval_count")),
-                           "prompt_eval_count": known_count(record.get("prompt_eval_count")),
-                           "prompt_cached": work.get("prompt_cached"),
-                           "prompt_evaluated": work.get("prompt_evaluated"),
-                           "thinking_chars": len(record.get("thinking") or "")})
-            if spec.is_compaction:
-                comp_tokens.setdefault(cell.budget, {}).setdefault(cell.regime, []).append(
-                    (cell.model, known_count(record.get("eval_count"))))
-            else:
-                question = episode["questions"][spec.question_id - 1]
-                probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
-        if regime.compacts:
-            final_state = cell_final_state(folder_study(manifest), regime, episode, records, plan)
-            if regime.state_reader != "none":
-                stage.append({**score_retention(regime, final_state, episode), **base})
-            if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
-                examples.append({**base, "final_state": final_state})
-    lock = manifest.get("lock", {})
-    return {
-        "tasks": manifest.get("tasks"), "tasks_sha256": manifest.get("tasks_sha256"),
-        "task_set": manifest.get("task_set") or {"kind": None, "sha256": manifest.get("tasks_sha256"),
-                                                 "path": manifest.get("tasks")},
-        "models": models, "regimes": list(regimes), "n_episodes": n_episodes,
-        "regime_definitions": {name: regime_summary(r) for name, r in regimes.items()},
-        "budgets": run_budgets(manifest), "samples": run_samples(manifest),
-        "temperature": lock.get("temperature", TEMPERATURE),
-        "cells": {"complete": complete, "not_complete": len(cells) - complete, "expected": len(cells),
-                  "expected_probes_per_cell": len(QUESTION_PLAN)},
-        "probes": probes, "compaction_stage": stage,
-        "compaction_tokens": summarize_compaction_tokens(comp_tokens.get(DEFAULT_BUDGET, {})),
-        "compaction_tokens_by_budget": {str(b): summarize_compaction_tokens(t) for b, t in sorted(comp_tokens.items())},
-        "calls": guards, "example_states": examples,
-        "run": {"backend": lock.get("backend"), "options": lock.get("options"), "num_ctx": NUM_CTX,
-                "compaction_cap": COMPACTION_NUM_PREDICT, "answer_cap": ANSWER_NUM_PREDICT,
-                "model_info": lock.get("models"), "shard": manifest.get("shard"),
-                "prompt_cache": lock.get("prompt_cache"), "prompt_cache_how": lock.get("prompt_cache_how"),
-                **({"simulated": True} if is_simulated(manifest) else {})},
-        "recheck": manifest.get("recheck"),
-    }
+    for call in rows.get("calls", []):
+        if call["stage"] == "compaction":
+            comp_tokens.setdefault(call.get("budget", DEFAULT_BUDGET), {}).setdefault(call["regime"], []).append(
+                (call["model"], call["eval_count"]))
+    return {"probes": rows["probes"], "compaction_stage": rows.get("compaction_stage", []),
+            "compaction_tokens": summarize_compaction_tokens(comp_tokens.get(DEFAULT_BUDGET, {})),
+            "compaction_tokens_by_budget": {str(b): summarize_compaction_tokens(t) for b, t in sorted(comp_tokens.items())},
+            "calls": rows.get("calls", []), "example_states": rows.get("example_states", [])}
 
 
 # Validity guards, pinned by the amendment of 2026-11-30 (PROTOCOL.md sections 5 and 7).
