@@ -13,12 +13,12 @@ from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_module, load_tasks, run_main
-from pilot import bank, cli, commands, demo, episodes, prompts, records, reports
-from pilot.studies import xr001, xr001_report
+from helpers import FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_tasks, run_main
+from pilot import bank, cli, commands, demo, episodes, records, reports
+from pilot.studies import xr001, xr001_figures, xr001_report
 
 DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
-FIGURES = [name for name, _ in load_module("make_figures", REPO / "paper" / "make_figures.py").FIGURES]
+FIGURES = [name for name, _ in xr001_figures.FIGURES]
 
 
 def free_port() -> int:
@@ -278,15 +278,19 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
                       "read, and how to export yours: tasks/sessions/README.md)", self.stdout)
         self.assertTrue((REPO / "tasks" / "sessions" / "README.md").is_file())
 
-    def test_no_figures_script_is_started_for_a_study_without_figures(self):
-        self.assertEqual(self.started, [])
-        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
-            code, _, err = run_main(["analyze", "--out", str(self.out)])
-            self.assertEqual(code, 0, err)
-            code, _, err = run_main(["analyze", "--results", str(self.out / "results.json"), "--out",
-                                     str(self.make_tmp() / "elsewhere")])
-            self.assertEqual(code, 0, err)
-        self.assertEqual(started.call_args_list, [])
+    def test_its_report_is_made_through_its_study_record_with_no_figures(self):
+        """The sessions study draws no figures; its report.html is its own (Study.report.report_html) and its
+        RESULTS.md the shared one, written by the figures script as every study's are, and again by analyze."""
+        self.assertEqual(len(self.started), 1)
+        self.assertFalse((self.out / "figures").exists())
+        report = (self.out / "report.html").read_text()
+        self.assertIn("<h1>SIMULATED (stand-in model, not a result): XR-S1", report)
+        self.assertTrue((self.out / "RESULTS.md").read_text().startswith("# SIMULATED Results: XR-S1"))
+        elsewhere = self.make_tmp() / "elsewhere"
+        code, _, err = run_main(["analyze", "--results", str(self.out / "results.json"), "--out", str(elsewhere)])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), ["RESULTS.md", "analysis.md", "report.html"])
+        self.assertEqual((elsewhere / "report.html").read_text(), report)
 
 
 class FolderCommandTest(unittest.TestCase):

@@ -20,8 +20,8 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, commands, reports, runfolder
-from pilot.studies import constraints_analysis, xr001_analysis
+from pilot import bank, commands, folder_commands, pages, reports, runfolder, svg
+from pilot.studies import xr001_analysis, xr001_figures
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -81,7 +81,7 @@ def example_bank() -> dict:
 
 def example_svg() -> str:
     results = example_bank()
-    return mf.figure_corruption(xr001_analysis.analyze(results, synthetic_task_set()))
+    return xr001_figures.figure_corruption(xr001_analysis.analyze(results, synthetic_task_set()))
 
 
 def parse(svg_text: str) -> ET.Element:
@@ -147,7 +147,7 @@ def layout_problems(svg_text: str) -> list[str]:
 class FigureLayoutTest(unittest.TestCase):
     def figures(self, models, **kwargs) -> dict[str, str]:
         results = synthetic_results(models, **kwargs)
-        return mf.render_figures(results, xr001_analysis.analyze(results, synthetic_task_set()))
+        return xr001_figures.render_figures(results, xr001_analysis.analyze(results, synthetic_task_set()))
 
     def assert_clean(self, figures: dict[str, str]) -> None:
         for name, svg in figures.items():
@@ -177,7 +177,7 @@ class FigureLayoutTest(unittest.TestCase):
     def test_the_stamp_has_its_own_line_however_long(self):
         long_note = "UNINFORMATIVE: " + "; ".join(f"reason number {i} why no claim may rest on this" for i in range(6))
         for note in ("NON-CONFIRMATORY (partial bank)", long_note):
-            with self.subTest(note=note[:20]), mock.patch.object(reports, "confirmatory_note", return_value=note):
+            with self.subTest(note=note[:20]), mock.patch.object(xr001_figures, "confirmatory_note", return_value=note):
                 figures = self.figures(LONG_NAMES)
                 self.assert_clean(figures)
                 for svg in figures.values():
@@ -191,13 +191,13 @@ class FigureLayoutTest(unittest.TestCase):
 
     def test_the_worked_example_all_omissions_and_counts_at_the_cap(self):
         results = json.loads(mf.PAPER_SOURCE.read_text(encoding="utf-8"))
-        self.assert_clean(mf.render_figures(results, bank.analyze_bank(results)))
+        self.assert_clean(xr001_figures.render_figures(results, bank.analyze_bank(results)))
 
     def test_token_histogram_with_counts_beyond_the_cap(self):
         results = synthetic_results(["m"])
         for i, call in enumerate(results["calls"]):
             call["eval_count"] = 40 + (i * 37) % 600
-        figure = mf.figure_tokens(results, xr001_analysis.analyze(results, synthetic_task_set()))
+        figure = xr001_figures.figure_tokens(results, xr001_analysis.analyze(results, synthetic_task_set()))
         self.assertEqual(layout_problems(figure), [])
 
     def test_value_labels_above_bars_and_whisker_caps(self):
@@ -214,7 +214,7 @@ class FigureLayoutTest(unittest.TestCase):
     def test_percent_labels_never_round_a_few_away(self):
         for rate, label in ((0, "0%"), (1 / 300, "<1%"), (0.004, "<1%"), (0.25, "25%"), (0.996, ">99%"), (1, "100%")):
             with self.subTest(rate=rate):
-                self.assertEqual(mf.percent_label(rate), label)
+                self.assertEqual(svg.percent_label(rate), label)
 
     def test_every_axis_has_a_label_and_ticks(self):
         figures = {k: parse(v) for k, v in self.figures(LONG_NAMES).items()}
@@ -250,7 +250,7 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
                 models = [f"model-{i}:{'x' * (40 if i == 0 else 2)}" for i in range(n)]
                 results = synthetic_results(models)
                 analysis = xr001_analysis.analyze(results, synthetic_task_set())
-                figs = {k: parse(v) for k, v in mf.render_figures(results, analysis).items()}
+                figs = {k: parse(v) for k, v in xr001_figures.render_figures(results, analysis).items()}
                 self.assertEqual(len(bars(figs["fig_a_corruption.svg"])), 3 * n)
                 self.assertEqual(len(errorbars(figs["fig_a_corruption.svg"])), 3 * n)
                 self.assertEqual(len(bars(figs["fig_b_classes.svg"])), 3 * 5)
@@ -276,25 +276,25 @@ class FigureShapeTest(TempDirMixin, unittest.TestCase):
         rates = {"R0": 0, "R1": 120, "R2": 30}     # 0%, 100% and 25% cells
         results = synthetic_results(["a", "b"], wrong=lambda m, r: rates[r] if m == "a" else 60)
         analysis = xr001_analysis.analyze(results, synthetic_task_set())
-        root = parse(mf.figure_corruption(analysis))
+        root = parse(xr001_figures.figure_corruption(analysis))
         for bar in bars(root):
             model, regime = bar.get("data-group"), bar.get("data-series")
             rate = analysis["corruption"][model][regime]["rate"]
             with self.subTest(model=model, regime=regime):
-                self.assertAlmostEqual(float(bar.get("height")), mf.PLOT_HEIGHT * rate, places=1)
+                self.assertAlmostEqual(float(bar.get("height")), svg.PLOT_HEIGHT * rate, places=1)
                 self.assertAlmostEqual(float(bar.get("data-value")), 100 * rate, places=1)
         heights = {(b.get("data-group"), b.get("data-series")): float(b.get("height")) for b in bars(root)}
         self.assertEqual(heights[("a", "R0")], 0.0)
-        self.assertEqual(heights[("a", "R1")], mf.PLOT_HEIGHT)
-        self.assertAlmostEqual(heights[("a", "R2")] * 4, mf.PLOT_HEIGHT, places=1)
-        classes = parse(mf.figure_classes(analysis))
+        self.assertEqual(heights[("a", "R1")], svg.PLOT_HEIGHT)
+        self.assertAlmostEqual(heights[("a", "R2")] * 4, svg.PLOT_HEIGHT, places=1)
+        classes = parse(xr001_figures.figure_classes(analysis))
         r1_total = sum(float(b.get("height")) for b in bars(classes) if b.get("data-group") == "R1")
-        self.assertAlmostEqual(r1_total, mf.PLOT_HEIGHT, places=1)
+        self.assertAlmostEqual(r1_total, svg.PLOT_HEIGHT, places=1)
 
     def test_single_regime_and_partial_bank(self):
         results = synthetic_results(["solo"], regimes=("R1",), complete=False)
         analysis = xr001_analysis.analyze(results, synthetic_task_set())
-        figs = mf.render_figures(results, analysis)
+        figs = xr001_figures.render_figures(results, analysis)
         for name, svg in figs.items():
             with self.subTest(name):
                 root = parse(svg)
@@ -308,7 +308,7 @@ class RetentionFigureTest(unittest.TestCase):
         """R1 keeps the right value for 159/900 (17.7%) although it names 587/900 (65.2%); the bars read the right
         values, labelled so, with the names found beside them; 899 right values over 898 names is flagged."""
         results = reference_results(load_tasks())
-        svg = mf.figure_retention(bank.analyze_bank(results))
+        svg = xr001_figures.figure_retention(bank.analyze_bank(results))
         root = parse(svg)
         solid = {(b.get("data-group"), b.get("data-series")): b for b in bars(root)}
         outlined = {(b.get("data-group"), b.get("data-series")): float(b.get("data-value"))
@@ -422,16 +422,16 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
             return page_text(re.search('<div class="headline">(.*?)</div>', report).group(1))
         complete = reference_results(load_tasks())
         analysis = bank.analyze_bank(complete)
-        text = headline(mf.render_report(complete, analysis, mf.render_figures(complete, analysis)))
+        text = headline(xr001_figures.report_html(complete, analysis, xr001_figures.figures(complete, analysis, False)))
         self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
         self.assertIn("Falsifier rejected", text)
         partial = synthetic_results(["m"], complete=False)
         analysis = xr001_analysis.analyze(partial, synthetic_task_set())
-        text = headline(mf.render_report(partial, analysis, mf.render_figures(partial, analysis)))
+        text = headline(xr001_figures.report_html(partial, analysis, xr001_figures.figures(partial, analysis, False)))
         reason = analysis["label_reasons"][0].replace("`", "")          # its `cells` rendered as code
         self.assertTrue(text.startswith(f"NON-CONFIRMATORY {reason[0].upper()}{reason[1:]}"), text)
         labelled = dict(analysis, label="UNINFORMATIVE", label_reasons=["R0 fails the ceiling", "all omissions"])
-        text = headline(mf.render_report(partial, labelled, mf.render_figures(partial, analysis)))
+        text = headline(xr001_figures.report_html(partial, labelled, xr001_figures.figures(partial, labelled, False)))
         self.assertTrue(text.startswith("UNINFORMATIVE R0 fails the ceiling; all omissions"), text)
 
 
@@ -502,7 +502,7 @@ def committed_constraints(simulated: bool = False) -> tuple[dict, dict]:
 
 
 def constraints_report(results: dict, analysis: dict, out: Path) -> tuple[str, dict[str, str]]:
-    mf.regenerate_constraints(analysis, out, "results.json")
+    pages.regenerate(results, out, "results.json", analysis=analysis)
     return ((out / "report.html").read_text(), {p.name: p.read_text() for p in (out / "figures").iterdir()})
 
 
@@ -513,7 +513,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
 
     def xr001_report(self, results: dict, analysis: dict) -> str:
         out = self.make_tmp()
-        mf.regenerate(results, out, "results.json", analysis=analysis)
+        pages.regenerate(results, out, "results.json", analysis=analysis)
         return (out / "report.html").read_text()
 
     def test_markup_is_rendered_never_shown_as_backticks(self):
@@ -545,7 +545,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
                 self.assertNotRegex(page_text(block), r"\. [a-z]")       # each sentence of the box begins upper case
         # each figure file, which travels alone, keeps its stamp
         self.assertTrue(all(texts_of(root, "nonconfirmatory") for root in
-                            map(parse, mf.render_figures(results, analysis).values())))
+                            map(parse, xr001_figures.render_figures(results, analysis).values())))
 
     def test_no_caption_repeats_its_figures_title(self):
         results, analysis = simulated_smoke_bank()
@@ -564,7 +564,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
         # 20 characters: too wide for a group of three bars, wide enough for the retention figure's two pairs
         for models in (["llama3.1:8b-instruct"], ["gemma3:4b", "qwen3:14b"], LONG_NAMES):
             results, analysis = simulated_smoke_bank(models)
-            figures = {name: parse(svg) for name, svg in mf.render_figures(results, analysis).items()
+            figures = {name: parse(svg) for name, svg in xr001_figures.render_figures(results, analysis).items()
                        if name.startswith(("fig_a", "fig_c", "fig_e"))}
             with self.subTest(models=models):
                 written = {name: texts_of(root, "category") for name, root in figures.items()}
@@ -589,14 +589,14 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
             if label.split()[0] in ("FULL+", "FULL-", "R1", "R2", "R1+UB", "R2+UB", "R1+X", "R2+X"):
                 self.assertNotIn("*", label)
         results, analysis = simulated_smoke_bank(regimes=("R0", "R1", "R2", "R3"))
-        legend = legend_colours(parse(mf.render_figures(results, analysis)["fig_a_corruption.svg"]))
+        legend = legend_colours(parse(xr001_figures.render_figures(results, analysis)["fig_a_corruption.svg"]))
         self.assertEqual(sorted(label for label in legend if "exploratory" in label), ["R3* (exploratory)"])
 
     def test_one_colour_per_condition_across_a_studys_figures(self):
         sc_results, sc_analysis = committed_constraints()
         _, sc_figures = constraints_report(sc_results, sc_analysis, self.make_tmp())
         results, analysis = simulated_smoke_bank(regimes=("R0", "R1", "R2", "R3", "K1", "K2"))
-        xr_figures = mf.render_figures(results, analysis)
+        xr_figures = xr001_figures.render_figures(results, analysis)
         conditions = set(analysis["regimes"] + sc_analysis["regimes"])
         for study, figures in (("constraints", sc_figures), ("xr001", xr_figures)):
             colours: dict[str, set] = {}
@@ -616,7 +616,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(analysis["label"], "UNINFORMATIVE")
         page = self.xr001_report(results, analysis)
         sc_page, sc_figures = constraints_report(*committed_constraints(), self.make_tmp())
-        figures = {**mf.render_figures(results, analysis), **sc_figures}
+        figures = {**xr001_figures.render_figures(results, analysis), **sc_figures}
         in_pages = svgs_of(page) + svgs_of(sc_page)
         self.assertEqual(len(in_pages), len(figures))
         for name, root in [*((n, parse(svg)) for n, svg in figures.items()), *(("report", r) for r in in_pages)]:
@@ -629,7 +629,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
         why = " ".join(texts_of(parse(sc_figures["fig_c_compliance.svg"]), "why"))
         self.assertIn("Why the bars sit at 0%: 55 of 55 replies gave no CHOICE: line", why)
         results, analysis = simulated_smoke_bank()
-        self.assertFalse([t for svg in mf.render_figures(results, analysis).values()
+        self.assertFalse([t for svg in xr001_figures.render_figures(results, analysis).values()
                           for t in texts_of(parse(svg), "why")])            # only an UNINFORMATIVE bank
 
     def test_the_omissions_table_is_headed_by_what_it_shows(self):
@@ -650,12 +650,14 @@ def read_only(folder: Path):
     modes = {p: p.stat().st_mode for p in paths}
     for p in paths:
         p.chmod(modes[p] & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-    real = commands.folder_writable
+    real = runfolder.folder_writable
     inside = lambda f: f.resolve() == folder.resolve() or folder.resolve() in f.resolve().parents  # noqa: E731
-    patch = (mock.patch.object(commands, "folder_writable", lambda f: not inside(f) and real(f))
-             if os.geteuid() == 0 else contextlib.nullcontext())
+    told = lambda f: not inside(f) and real(f)  # noqa: E731
+    users = (runfolder, commands, folder_commands, pages) if os.geteuid() == 0 else ()   # who asks whether it is
     try:
-        with patch:
+        with contextlib.ExitStack() as stack:
+            for module in users:
+                stack.enter_context(mock.patch.object(module, "folder_writable", told))
             yield folder
     finally:
         for p in reversed(paths):
@@ -726,7 +728,7 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
             self.assert_one_line_error([str(path), "--out", str(locked)], "read-only", "--out DIR")
             self.assert_one_line_error([str(path), "--out", str(locked / "new")], "read-only", "--out DIR")
             self.assertEqual(list(locked.iterdir()), [])
-        with mock.patch.object(runfolder, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
+        with mock.patch.object(pages, "write_atomic", side_effect=PermissionError(13, "Permission denied", "x.svg")):
             self.assert_one_line_error([str(path), "--out", str(self.make_tmp())], "cannot write x.svg",
                                        "Permission denied")
 
@@ -771,7 +773,7 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
         proc = self.make_figures(repo, str(source), "--out", str(out))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(snapshot(repo), before)
-        self.assertEqual(sorted(snapshot(out)), ["RESULTS.md", *[f"figures/{n}" for n, _ in mf.FIGURES],
+        self.assertEqual(sorted(snapshot(out)), ["RESULTS.md", *[f"figures/{n}" for n, _ in xr001_figures.FIGURES],
                                                  "report.html"])
         for name in snapshot(out):
             text = (out / name).read_text(encoding="utf-8")
@@ -839,7 +841,7 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
             self.assertIn("read-only", err)
         self.assertEqual(snapshot(run), before)
         self.assertEqual(sorted(snapshot(elsewhere)), ["RESULTS.md", "analysis.md",
-                                                       *[f"figures/{n}" for n, _ in mf.FIGURES], "report.html"])
+                                                       *[f"figures/{n}" for n, _ in xr001_figures.FIGURES], "report.html"])
         self.assertEqual((elsewhere / "figures" / "fig_a_corruption.svg").read_bytes(),
                          (run / "figures" / "fig_a_corruption.svg").read_bytes())
         self.assertIn("from `run/results.json`", (elsewhere / "RESULTS.md").read_text())   # not the absolute path

@@ -8,7 +8,7 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
 from pilot import episodes, gate, inputs, records, runfolder, stats
-from pilot.studies import adversarial, xr001, xr001_analysis, xr001_report
+from pilot.studies import adversarial, xr001, xr001_report
 
 MODEL = "gemma3:4b"
 

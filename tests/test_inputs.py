@@ -13,7 +13,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import commands, gate, records, reports, runfolder
+from pilot import commands, gate, pages, records, reports, runfolder
 
 ONE_LINE = 1
 
@@ -251,7 +251,7 @@ class MessagesTest(TempDirMixin, unittest.TestCase):
         bank = self.make_tmp() / "results.json"
         bank.write_text(json.dumps(reference_results(load_tasks())))
         full = OSError(errno.ENOSPC, "No space left on device", "x.svg")
-        with mock.patch.object(runfolder, "write_atomic", side_effect=full), \
+        with mock.patch.object(pages, "write_atomic", side_effect=full), \
                 contextlib.redirect_stderr(io.StringIO()):
             self.assertEqual(figures.main([str(bank), "--out", str(self.make_tmp())]), records.EXIT_DISK_FULL)
         script = self.make_tmp() / "full.py"

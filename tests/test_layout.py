@@ -16,7 +16,7 @@ import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "runner", "states",
-        "bank", "prompts", "reports", "gate", "episodes", "demo")
+        "bank", "prompts", "reports", "gate", "episodes", "svg", "pages", "demo")
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "cli")
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 

@@ -12,7 +12,7 @@ from unittest import mock
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, call_prompt, compaction_prompt, load_tasks, run_main
 from pilot import bank, cells, cli, episodes, inputs, launch, records, reports, states, stats
-from pilot.studies import xr001, xr001_analysis, xr001_report
+from pilot.studies import xr001, xr001_analysis, xr001_figures, xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -296,10 +296,9 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
         results = {"models": ["m"], "regimes": ["R0", "R1", "R2"], "probes": probes, "samples": 2,
                    "budgets": [records.DEFAULT_BUDGET], "temperature": 0.7, "compaction_stage": [], "compaction_tokens": {}}
         analysis = xr001_analysis.analyze(results)
-        mf = __import__("helpers").load_module("make_figures", REPO / "paper" / "make_figures.py")
-        self.assertIn("fig_f_budget_sweep.svg", mf.render_figures(results, analysis))
+        self.assertIn("fig_f_budget_sweep.svg", xr001_figures.render_figures(results, analysis))
         self.assertIn("## Corruption over repeated samples (exploratory)", reports.render_analysis_md(analysis))
-        self.assertIn('class="sample"', mf.render_figures(results, analysis)["fig_f_budget_sweep.svg"])
+        self.assertIn('class="sample"', xr001_figures.render_figures(results, analysis)["fig_f_budget_sweep.svg"])
 
     def test_many_samples_are_summarised_not_listed(self):
         self.assertEqual(xr001_report.sample_rates_text([0.1, None, 0.25]), "10.0%, n/a, 25.0%".replace("n/a", reports.pct(None)))

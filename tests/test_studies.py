@@ -155,7 +155,7 @@ def register_tally(protocol: Path, tasks: Path) -> None:
                          default_regimes=("FULL", "NOTE"), prompts_sha256=tally_prompts_sha256,
                          plan_calls=plan_tally_calls, call_text=tally_call_text, empty_state=PROMPTS["empty_note"],
                          score_cell=score_tally, analyze=analyze_tally, render_md=render_tally_md,
-                         headline=render_tally_headline, figures=False))
+                         headline=render_tally_headline))
 
 
 # The command as its own process, for kill -9: this module registers the study, then main() runs the command.
@@ -277,15 +277,6 @@ class NewStudyTest(TempDirMixin, unittest.TestCase):
         code, planned, err = run_main(["plan", "--out", str(out), "--models", MODEL])
         self.assertEqual(code, 0, err)
         self.assertIn(f"total: {CALLS} calls ({CALLS} done)", planned)
-
-    def test_analyze_out_writes_the_study_analysis_md(self):
-        """analyze --out writes the study's own analysis.md (its whole report: it has no figures) and exits 0."""
-        out = self.finished_run()
-        self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
-        code, shown, err = run_main(["analyze", "--out", str(out)])
-        self.assertEqual(code, 0, err)
-        self.assertEqual(shown.strip(), (out / "analysis.md").read_text().strip())
-        self.assertIn(f"# {PROTOCOL_ID}: what a rewritten note keeps of a tally", shown)
 
     def test_an_interrupted_run_resumes_with_only_the_calls_left_and_the_same_probes(self):
         """The server dies mid-cascade; the resumed run sends only the calls not journalled and scores the same."""

@@ -6,12 +6,10 @@ import re
 import unittest
 
 from fake_servers import FakeOllama
-from helpers import (FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_module, load_tasks,
-    reference_results, run_main)
-from pilot import bank, cli, episodes, inputs, launch, records, reports, states
+from helpers import FAST, TempDirMixin, answer_prompt, compaction_prompt, load_tasks, reference_results, run_main
+from pilot import bank, cli, episodes, inputs, launch, pages, records, reports, states
 from pilot.studies import xr001, xr001_analysis
 
-mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 MODEL = "gemma3:4b"
 
 
@@ -201,7 +199,7 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
         verdicts = xr001_analysis.evaluate_predictions(analysis)
         self.assertEqual({v["verdict"] for v in verdicts}, {"withheld"})
         out = self.make_tmp()
-        mf.regenerate(results, out)
+        pages.regenerate(results, out)
         wording = "UNINFORMATIVE: no model passed the ceiling check"
         self.assertIn(wording, reports.render_analysis_md(analysis))
         for name in ("RESULTS.md", "figures/fig_a_corruption.svg", "figures/fig_e_retention.svg"):

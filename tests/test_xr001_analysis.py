@@ -5,12 +5,11 @@ import json
 import unittest
 
 from fake_servers import FakeOllama, read_facts
-from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
+from helpers import FAST, TempDirMixin, load_tasks, reference_results, run_main
 from pilot import bank, episodes, reports, states
-from pilot.studies import xr001, xr001_analysis, xr001_report
+from pilot.studies import xr001, xr001_analysis, xr001_figures, xr001_report
 from test_figures import synthetic_results, synthetic_task_set
 
-mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 
 MODEL = "gemma3:4b"
 
@@ -123,10 +122,10 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertNotIn("the budgets were not matched [the budgets were not matched", headline)
         body = xr001_report.render_md(analysis)   # the predictions' reminder names the reason the top gives
         self.assertIn("NON-CONFIRMATORY: the budgets were not matched. The verdicts below are descriptive", body)
-        narrative = mf.render_results_md(analysis, "figures", "results.json")
+        narrative = xr001_figures.render_results_md(analysis, "figures", "results.json")
         self.assertIn("### F: not judged: the budgets were not matched [the realized R1/R2 ratio", narrative)
         self.assertNotIn("### F: rejected", narrative)
-        report = mf.render_report(results, analysis, mf.render_figures(results, analysis))
+        report = xr001_figures.report_html(results, analysis, xr001_figures.figures(results, analysis, False))
         self.assertIn("Falsifier not judged: the budgets were not matched", report)
         # the published bank itself is untouched: matched, confirmatory, the falsifier rejected
         published = bank.analyze_bank(reference_results(load_tasks()))

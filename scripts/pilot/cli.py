@@ -52,8 +52,9 @@ def command_demo(args) -> int:
         run_args.argv = args.argv
         code = command_run(run_args, then_analyze=True)
     if code == EXIT_OK:
-        print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s. Open the report: "
-              f"{run_dir / 'report.html'}")
+        report = run_dir / "report.html"      # a closing line names only files that exist
+        print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s." +
+              (f" Open the report: {report}" if report.is_file() else ""))
         print(f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}")
         source = study.command_line.source_option
         mine = f" on your own {source}" if source else ""

@@ -24,8 +24,9 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
     TransientError, canonical_json, display_path, folder_study, is_simulated, lone_surrogate, lone_surrogate_problem,
     read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
-from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
-    own_runner_message, recorded_study, refuse_unsafe_folder, repeated_calls, runner_sha256, short, write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
+    lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
+    write_atomic)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .progress import Progress
 from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, lost_records, recheck_pending,
@@ -401,17 +402,17 @@ def figures_input(results: dict) -> dict:
 def write_figures_and_report(out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
                              handover: tuple[dict, dict] | None = None) -> list[Path]:
     """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the results.json
-    `source` (default: the one in out_dir); see FiguresJob. Nothing for a study whose analysis.md is its report."""
+    `source` (default: the one in out_dir), as the bank's study draws and writes them; see FiguresJob."""
     with FiguresJob(out_dir, source, tasks_path, handover=handover is not None) as job:
-        if handover is not None:
-            job.start(study_named(handover[1].get("study")))
+        job.start()
         return job.finish(handover)
 
 
 class FiguresJob:
     """paper/make_figures.py making figures/, RESULTS.md and report.html for out_dir, as its own process: the
-    figures script imports the runner, never the other way round. It starts once the study is known (start), and
-    only for a study that has figures. With `handover`, the caller has analysed (or is analysing) that same
+    figures script imports the runner, never the other way round. It starts once the bank is known to be one it can
+    read (start), and every study's bank gets its pages (pilot/pages.py: the study's own figures and pages, else
+    the shared ones). With `handover`, the caller has analysed (or is analysing) that same
     results.json, and finish() pipes it the analysis and the few fields the figures read, so a large bank is read
     and analysed once, not twice; started before the analysis, the script starts up on the other core meanwhile
     and waits for it. Leaving the `with` block stops a job never finished."""
@@ -422,9 +423,9 @@ class FiguresJob:
         self.tasks_path, self.handover = tasks_path, handover
         self.proc: subprocess.Popen | None = None
 
-    def start(self, study: Study) -> None:
-        """Start the figures script for a bank of this study; a study without figures starts nothing."""
-        if self.proc is not None or not study.figures or not FIGURES_SCRIPT.exists():
+    def start(self) -> None:
+        """Start the figures script (once)."""
+        if self.proc is not None or not FIGURES_SCRIPT.exists():
             return
         argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out", str(self.out_dir)]
         argv += ["--tasks", str(self.tasks_path)] if self.tasks_path is not None else []
@@ -458,39 +459,6 @@ class FiguresJob:
         if self.proc is not None and self.proc.returncode is None:
             self.proc.kill()
             self.proc.communicate()
-
-
-# What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
-OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
-                "report.html", "gate.csv", "quarantine")
-
-
-def folder_writable(folder: Path) -> bool:
-    """Whether files can be made in folder (or, while it does not exist, in its nearest existing parent)."""
-    probe = folder
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
-
-
-def refuse_foreign_folder(folder: Path) -> None:
-    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files, and
-    nothing but a real file or folder where the runner writes one (checked before anything is written)."""
-    if folder.exists() and not folder.is_dir():
-        raise PilotError(f"{folder} is a file, not a folder; choose a new or empty folder with --out")
-    above = next((p for p in folder.parents if p.exists()), None)
-    if not folder.exists() and above is not None and not above.is_dir():
-        raise PilotError(f"{folder} lies under the file {above}; choose a new or empty folder with --out")
-    if not folder.is_dir():
-        return
-    refuse_unsafe_folder(folder)
-    if (folder / "manifest.json").exists() or (folder / "results.json").exists():
-        return
-    foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a new or empty "
-                         f"folder with --out")
 
 
 def print_file_list(run_dir: Path, extra: list[Path]) -> None:
@@ -687,7 +655,7 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "
                          f"make it again from its run with `python3 scripts/run_pilot.py score --out RUN`")
     if figures is not None:             # it starts up on the other core while the bank is analysed
-        figures.start(study_named(results.get("study")))
+        figures.start()
     try:
         if out_dir is None:
             return render_analysis_md(gated_analysis(results, allow_partial, tasks_path, table)), []

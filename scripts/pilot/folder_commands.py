@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from .backends import estimate_tokens
-from .commands import (folder_writable, gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path,
-    warn, write_analysis, write_figures_and_report, write_results)
+from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
+    write_figures_and_report, write_results)
 from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
 from .inputs import load_task_set, load_tasks, task_file_study
 from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
@@ -18,8 +18,9 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILE
     PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
     lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, RunLock, cell_key, is_complete, journalled_lines, lock_differences,
-    parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
+    lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix,
+    write_atomic)
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
@@ -392,7 +393,14 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     manifest, tasks = load_run(run_dir)
     results = write_results(run_dir, manifest.data, tasks)
     if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
-        analysis = write_analysis(run_dir, results, True) if folder_writable(run_dir) else gated_analysis(results, True)
+        if folder_writable(run_dir):
+            analysis = write_analysis(run_dir, results, True)
+            try:
+                write_figures_and_report(run_dir, handover=(results, analysis))
+            except PilotError as err:
+                warn(str(err))
+        else:
+            analysis = gated_analysis(results, True)
         print(json.dumps(analysis, indent=1, ensure_ascii=False) if as_json else render_analysis_md(analysis))
         return EXIT_OK
     gate = results.get("gate")

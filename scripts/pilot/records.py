@@ -396,6 +396,17 @@ class Demo:
     episodes: int | None = None         # how many episodes the demo runs (None: the demo's default)
 
 
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What shows a study's bank besides analysis.md: its figures, RESULTS.md and report.html (pilot/pages.py writes
+    them). A hook left out is the shared one: no figures; a RESULTS.md and a report.html made of the headline and
+    analysis.md (and the figures, where there are any)."""
+
+    figures: Callable | None = None     # (results, analysis, stamped) -> [svg.Figure(file name, caption, svg)]
+    results_md: Callable | None = None  # (analysis, figures, source) -> RESULTS.md
+    report_html: Callable | None = None  # (results, analysis, figures drawn with stamped=False) -> report.html
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Study:
     """One pre-registered study: everything the shared code needs to know of it, and nothing else does.
@@ -418,8 +429,8 @@ class Study:
       table) -> the analysis, with "study", "label", "complete" and "coverage": {"complete_cells",
       "expected_cells"}, computed from the probes themselves; render_md and headline read only the analysis;
     - the optional hooks and sub-records: a fast path for banks in run order, its own bank check, its gate rows,
-      files beside results.json, figures, its own command-line options (CommandLine), its design (Design) and its
-      demo (Demo); `options` holds the options of the run at hand (with_options)."""
+      files beside results.json, its figures and pages (Report), its own command-line options (CommandLine), its
+      design (Design) and its demo (Demo); `options` holds the options of the run at hand (with_options)."""
 
     # Who it is
     name: str                           # the key a run folder records, and its default folder under results/
@@ -450,8 +461,7 @@ class Study:
     check_bank: Callable | None = None  # (results) -> problems: the shape check of its own results (None: shared)
     gate_rows: Callable | None = None   # (manifest, tasks, journal, models) -> one gate row per compacted state
     write_outputs: Callable | None = None  # (run_dir, results) -> files the study writes beside results.json
-    figures: bool = True                # whether paper/make_figures.py makes its figures and report (False: its
-                                        # analysis.md is the whole report)
+    report: Report = Report()           # its figures and pages (the shared ones where it gives none)
     # Its own options, design and demo
     command_line: CommandLine = CommandLine()
     design: Design = Design()

@@ -1,5 +1,6 @@
-"""Shared report pieces: number formats, markdown tables, the label notes, probes.csv, and the analysis.md and
-headline of any study (each study renders its own)."""
+"""Shared report pieces: number formats, markdown tables, the label notes, probes.csv, the analysis.md and headline
+of any study (each study renders its own; a simulated bank's are marked SIMULATED first here), and the pieces of an
+HTML report: markdown as HTML, the page's head, its label block and its figures."""
 from __future__ import annotations
 
 import csv
@@ -12,13 +13,21 @@ from .records import SIMULATED_STAMP, study_named
 
 
 def render_analysis_md(analysis: dict) -> str:
-    """analysis.md of any study's analysis, by the study it records."""
-    return study_named(analysis.get("study")).render_md(analysis)
+    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be."""
+    return stamped(study_named(analysis.get("study")).render_md(analysis), analysis, f"# {SIMULATED_STAMP}\n\n")
 
 
 def render_headline(analysis: dict) -> str:
-    """The short table printed at the end of a run, by the study its analysis records."""
-    return study_named(analysis.get("study")).headline(analysis)
+    """The short table printed at the end of a run, by the study its analysis records, marked SIMULATED first where
+    it must be."""
+    return stamped(study_named(analysis.get("study")).headline(analysis), analysis, f"{SIMULATED_STAMP}\n")
+
+
+def stamped(text: str, analysis: dict, stamp: str) -> str:
+    """A study's text of a simulated bank (the demo's stand-in model), with the SIMULATED stamp in front of it
+    unless its first line already says so: no study can leave it out."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return stamp + text if analysis.get("simulated") and "SIMULATED" not in first else text
 
 
 def pct(x: float | None) -> str:
@@ -110,3 +119,77 @@ def render_recheck_section(analysis: dict) -> list[str]:
             f"again with the same request; the new replies are kept beside the old ones in `raw/recheck.jsonl` and "
             f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
             md_table(["cell", "call", "reply"], rows) if rows else "", ""]
+
+
+# The pieces of an HTML report (report.html): every study's is made of them (pilot/pages.py has the shared page).
+def md_tables_to_html(markdown: str) -> str:
+    """The markdown of analysis.md as HTML: headings, paragraphs, lists and pipe tables, `code` and **strong**
+    rendered."""
+    out, table = [], []
+    inline = inline_html
+
+    def cells(line: str) -> list[str]:
+        """A table row's cells; a pipe escaped as \\| is a pipe inside a cell."""
+        inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
+
+    def flush():
+        if table:
+            head, rows = table[0], table[2:]
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in cells(head)) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in cells(r)) + "</tr>" for r in rows)
+                       + "</tbody></table>")
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")) + 1, 4)
+            out.append(f"<h{level}>{inline(line.lstrip('#').strip())}</h{level}>")
+        elif line.startswith("- "):
+            out.append(f"<ul><li>{inline(line[2:])}</li></ul>")
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
+                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
+                "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.1em;"
+                "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
+                ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"
+                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}"
+                ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
+                "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
+                "figcaption{color:#555;font-size:0.85em}")
+
+
+def report_head(title: str, heading: str) -> list[str]:
+    """A report's opening: the document title (the tab's name) and the page heading; neither states the label."""
+    return ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{html.escape(title)}</title>",
+            f"<style>{REPORT_STYLE}</style></head><body>", f"<h1>{html.escape(heading)}</h1>"]
+
+
+def label_block(label: str, simulated: bool, why: str, verdicts: str) -> str:
+    """The one place a report states its label and the SIMULATED mark: the marks, why and what they mean, then
+    the verdicts."""
+    marks = ("SIMULATED · " if simulated else "") + label
+    tone = "label-ok" if label == "CONFIRMATORY" and not simulated else "label-warn"
+    why = why[:1].upper() + why[1:]
+    return (f'<div class="headline"><p class="label {tone}">{html.escape(marks)}</p>'
+            + (f'<p class="why">{inline_html(why)}</p>' if why else "")
+            + f'<p class="verdicts">{inline_html(verdicts)}</p></div>')
+
+
+def figures_html(figures: list) -> list[str]:
+    """The figures ((file name, caption, svg) each), each captioned with its number and its file (the title is the
+    figure's own)."""
+    parts = ["<h2>Figures</h2>"]
+    for number, (name, _, svg) in enumerate(figures, 1):
+        parts.append(f'<figure>{svg}<figcaption>Figure {number} · file: <a href="figures/{name}">'
+                     f"figures/{name}</a></figcaption></figure>")
+    return parts

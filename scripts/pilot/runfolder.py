@@ -141,6 +141,39 @@ def refuse_unsafe_folder(run_dir: Path, elsewhere: str = ELSEWHERE) -> None:
                     refuse_unsafe(entry, elsewhere)
 
 
+# What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
+OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
+                "report.html", "gate.csv", "quarantine")
+
+
+def folder_writable(folder: Path) -> bool:
+    """Whether files can be made in folder (or, while it does not exist, in its nearest existing parent)."""
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def refuse_foreign_folder(folder: Path) -> None:
+    """An --out folder must be new, empty, a run folder or one of our report folders: never someone's files, and
+    nothing but a real file or folder where the runner writes one (checked before anything is written)."""
+    if folder.exists() and not folder.is_dir():
+        raise PilotError(f"{folder} is a file, not a folder; choose a new or empty folder with --out")
+    above = next((p for p in folder.parents if p.exists()), None)
+    if not folder.exists() and above is not None and not above.is_dir():
+        raise PilotError(f"{folder} lies under the file {above}; choose a new or empty folder with --out")
+    if not folder.is_dir():
+        return
+    refuse_unsafe_folder(folder)
+    if (folder / "manifest.json").exists() or (folder / "results.json").exists():
+        return
+    foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a new or empty "
+                         f"folder with --out")
+
+
 def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
     """os.open of a run folder's file that refuses links (checked first for the message, and by O_NOFOLLOW
     against one planted in between)."""

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from ..cells import cascade_plan
 from ..episodes import gate_bank
-from ..records import CommandLine, Demo, Design, Study, register_study
-from . import adversarial, adversarial_analysis, constraints, constraints_analysis, sessions, sessions_analysis
-from . import xr001, xr001_analysis, xr001_report
+from ..records import CommandLine, Demo, Design, Report, Study, register_study
+from . import adversarial, adversarial_analysis, constraints, constraints_analysis, constraints_figures
+from . import sessions, sessions_analysis, xr001, xr001_analysis, xr001_figures, xr001_report
 
 register_study(Study(
     name="xr001",
@@ -60,6 +60,8 @@ register_study(Study(
     headline=xr001_report.render_headline,
     run_order=xr001_analysis.in_run_order,
     gate_rows=gate_bank,
+    report=Report(figures=xr001_figures.figures, results_md=xr001_figures.results_md,
+                  report_html=xr001_figures.report_html),
     demo=Demo(stand_in=xr001.stand_in),
 ))
 
@@ -85,6 +87,7 @@ register_study(Study(
     render_md=constraints_analysis.render_md,
     headline=constraints_analysis.render_headline,
     gate_rows=gate_bank,
+    report=Report(figures=constraints_figures.figures, report_html=constraints_figures.report_html),
     command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
                              generate_options=constraints.GENERATE_OPTIONS),
     design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
@@ -141,7 +144,7 @@ register_study(Study(
     headline=sessions_analysis.render_headline,
     check_bank=sessions_analysis.check_bank,
     write_outputs=sessions_analysis.write_outputs,
-    figures=False,
+    report=Report(report_html=sessions_analysis.report_html),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions),

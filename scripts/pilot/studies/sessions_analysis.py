@@ -568,10 +568,13 @@ def render_lost_csv(analysis: dict) -> str:
     return buffer.getvalue()
 
 
+def report_html(results: dict, analysis: dict, figures: list) -> str:
+    """report.html (Study.report.report_html): the same blocks as analysis.md, as HTML."""
+    return render_blocks_html(report_blocks(analysis))
+
+
 def write_outputs(run_dir: Path, results: dict) -> list[Path]:
-    """report.html and lost.csv beside results.json, from the analysis of this same bank (marked PARTIAL while
+    """lost.csv beside results.json: every value lost, from the analysis of this same bank (marked PARTIAL while
     cells are missing)."""
-    analysis = analyze(results)
-    write_atomic(run_dir / "report.html", render_blocks_html(report_blocks(analysis)).encode("utf-8"))
-    write_atomic(run_dir / "lost.csv", render_lost_csv(analysis).encode("utf-8"))
-    return [run_dir / "report.html", run_dir / "lost.csv"]
+    write_atomic(run_dir / "lost.csv", render_lost_csv(analyze(results)).encode("utf-8"))
+    return [run_dir / "lost.csv"]
