@@ -218,7 +218,7 @@ class PredictionTest(unittest.TestCase):
         for cells in ([("FAIL", True), ("PASS", True)], [("FAIL", True), ("FAIL", False)], []):
             with self.subTest(cells=cells):
                 self.assertIsNone(gate.gate_prediction(self.rows(cells))["precision"])
-        section = "\n".join(xr001_report.render_gate_section({"gate": {
+        section = "\n".join(gate.render_gate_section({"gate": {
             "max_omissions": 0, "prediction": nothing,
             "by_regime": {"R1": {"states": stats.rate_summary(14, 14), "final_states": stats.rate_summary(14, 14),
                                  "by_category": {c: 0 for c in gate.GATE_CATEGORIES}}}}}))

@@ -11,22 +11,20 @@ from pathlib import Path
 from .backends import estimate_tokens
 from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
     write_figures_and_report, write_results)
-from .gate import GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings, run_gate_selftest
-from .inputs import load_task_set, load_tasks, task_file_study
+from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
+    render_gate_section, run_gate_selftest)
+from .inputs import load_tasks, task_file_study
 from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
     PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
     lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
-    lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder, variant_suffix,
-    write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, former_runner, is_complete,
+    journalled_lines, lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder,
+    variant_suffix, write_atomic)
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
-from .studies.adversarial import PROTOCOL_ID, TASKS_PATH
-from .studies.adversarial_analysis import regate_former_folder, render_summary_md
-from .studies.xr001_report import render_gate_section
 
 
 def command_generate(args) -> int:
@@ -383,12 +381,10 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
         former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         former = None                   # Manifest.load (in load_run) says what is wrong with it, in one line
-    if is_former_adversarial_folder(former):       # re-gated from its calls, as its runner wrote it
-        task_set = load_task_set(TASKS_PATH)
-        if task_set["sha256"] != former["lock"].get("tasks_sha256"):
-            raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
-        summary = regate_former_folder(run_dir, former, task_set["tasks"])
-        print(json.dumps(summary, indent=1) if as_json else render_summary_md(summary, former["lock"]))
+    runner = former_runner(former) if isinstance(former, dict) and "cells" not in former else None
+    if runner is not None:          # a folder a study's former runner made: re-gated from its calls, as it wrote them
+        text, summary = runner.regate(run_dir, former)
+        print(json.dumps(summary, indent=1) if as_json else text)
         return EXIT_OK
     manifest, tasks = load_run(run_dir)
     results = write_results(run_dir, manifest.data, tasks)
@@ -545,10 +541,3 @@ def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[s
                          f"shards with `python3 scripts/run_pilot.py verify --out SHARD_DIR`")
     merged.save()
     return merged
-
-
-def is_former_adversarial_folder(manifest: object) -> bool:
-    """A folder the adversarial study's own runner made before it ran on the shared one: no cells, its lock
-    naming the study's protocol."""
-    return isinstance(manifest, dict) and "cells" not in manifest and \
-        isinstance(manifest.get("lock"), dict) and manifest["lock"].get("study") == PROTOCOL_ID

@@ -18,7 +18,7 @@ except ImportError:                     # pragma: no cover - Python 3.10
     import sre_parse as regex_parser
 
 from .records import PilotError
-from .reports import spreadsheet_safe
+from .reports import fmt_p, fmt_rate, md_table, spreadsheet_safe
 from .states import INT_PATTERN, to_int
 from .stats import ALPHA, fisher_one_sided, rate_summary
 
@@ -781,3 +781,38 @@ def render_gate_csv(rows: list[dict]) -> str:
     for row in rows:
         writer.writerow({k: spreadsheet_safe("" if row.get(k) is None else row.get(k, "")) for k in GATE_CSV_FIELDS})
     return buffer.getvalue()
+
+
+def render_gate_section(analysis: dict) -> list[str]:
+    """analysis.md's section on the release gate over every compacted state of a run, and whether its verdict on a
+    final state predicts a corrupted downstream answer (exploratory; per-state rows in gate.csv)."""
+    gate = analysis.get("gate")
+    if not gate:
+        return []
+    out = ["## Release gate on compacted states (exploratory)", "",
+           f"Every compacted state (each checkpoint, not only the final one) checked against the values its segments "
+           f"had named so far, with no model call; omissions allowed before a state fails: {gate['max_omissions']}. "
+           f"One row per state in gate.csv.", ""]
+
+    def rate(summary: dict) -> str:
+        return fmt_rate(summary) if summary["n"] else "none yet"
+
+    rows = [[regime, rate(r["states"]), rate(r["final_states"])] +
+            [r["by_category"][c] for c in GATE_CATEGORIES] for regime, r in gate["by_regime"].items()]
+    out += [md_table(["regime", "states failing", "final states failing", *GATE_CATEGORIES], rows), "",
+            "Category columns count states with at least one blocking finding of that kind.", ""]
+    pred = gate["prediction"]
+    out += ["### Does the gate predict downstream corruption?", "",
+            "Final states only; corrupted = at least one of the cell's answers not correct. 95% Wilson intervals.", "",
+            md_table(["final state", "corrupted downstream", "clean downstream"],
+                     [["FAIL", pred["fail_corrupted"], pred["fail_clean"]],
+                      ["PASS", pred["pass_corrupted"], pred["pass_clean"]]]), "",
+            *([f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
+               f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
+               f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}"] if pred.get("precision") else
+              ["- precision and recall: not shown, as there are no failing and passing states with corrupted and "
+               "clean answers to tell apart"]),
+            f"- one-sided Fisher exact p: {'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
+            f"- **verdict: the gate {pred['verdict']}**" if not pred["verdict"].startswith(("cannot", "no "))
+            else f"- **verdict: {pred['verdict']}**", ""]
+    return out

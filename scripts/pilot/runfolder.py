@@ -600,18 +600,30 @@ def regime_record_problem(record: Any) -> str | None:
     return None
 
 
-# Studies that run on a runner of their own register here why the shared commands do not read their folders:
-# protocol id -> (folder) -> the one-line message naming the commands that do.
-FOLDERS_OF_OWN_RUNNERS: dict[str, Callable[[str], str]] = {}
+@dataclasses.dataclass(frozen=True)
+class FormerRunner:
+    """A runner of a study's own, from before the study ran on the shared one: the run commands do not read its
+    folders, and say so; `gate RUN_DIR` re-gates and re-reports them from their calls."""
+
+    message: Callable[[str], str]       # (folder, as shown) -> one line naming the commands that read such a folder
+    regate: Callable[[Path, dict], tuple[str, dict]]   # (folder, its manifest) -> (analysis.md's text, its summary)
+
+
+FORMER_RUNNERS: dict[str, FormerRunner] = {}   # the protocol id such a folder's lock records -> its former runner
+
+
+def former_runner(data: Any) -> FormerRunner | None:
+    """The former runner that wrote a folder's manifest or results (data), or None for every other folder."""
+    lock = data.get("lock") if isinstance(data, dict) else None
+    study = lock.get("study") if isinstance(lock, dict) else None
+    return FORMER_RUNNERS.get(study) if isinstance(study, str) else None
 
 
 def own_runner_message(data: Any, folder: Path) -> str | None:
     """Why the shared commands do not read a folder whose manifest or results (data) a study's own former runner
     wrote, naming the commands that do; None for every other folder."""
-    lock = data.get("lock") if isinstance(data, dict) else None
-    study = lock.get("study") if isinstance(lock, dict) else None
-    own = FOLDERS_OF_OWN_RUNNERS.get(study) if isinstance(study, str) else None
-    return own(display_path(folder)) if own is not None else None
+    runner = former_runner(data)
+    return runner.message(display_path(folder)) if runner is not None else None
 
 
 class Manifest:

@@ -13,7 +13,6 @@ from ..inputs import design_check_failure, tasks_to_bytes
 from ..prompts import FORMAT_SECTIONS, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
 from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime,
     canonical_json, display_path, sha256_text)
-from ..runfolder import FOLDERS_OF_OWN_RUNNERS
 
 
 PROTOCOL_ID = "XR-G1"
@@ -84,9 +83,6 @@ def former_folder_message(folder: str) -> str:
     return (f"{folder} was made by the adversarial study's former runner, which kept its calls in raw/calls.jsonl; "
             f"the run commands cannot resume it. Re-gate and re-report it with `python3 scripts/run_pilot.py gate "
             f"{folder}`, or run the study again into a new folder with `adversarial --out NEW_DIR`")
-
-
-FOLDERS_OF_OWN_RUNNERS[PROTOCOL_ID] = former_folder_message
 
 
 def adversarial_episode(index: int, case: str, seed: int) -> dict:

@@ -12,14 +12,15 @@ import re
 from pathlib import Path
 
 from ..bank import ScoredRun, parse_answer
-from ..gate import GATE_CATEGORIES, check_state, gate_prediction, gate_verdict
-from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, known_count
+from ..gate import GATE_CATEGORIES, GateInputError, check_state, gate_prediction, gate_verdict
+from ..inputs import load_task_set
+from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
-from ..runfolder import parse_record_line, refuse_unsafe, write_atomic
+from ..runfolder import FORMER_RUNNERS, FormerRunner, parse_record_line, refuse_unsafe, write_atomic
 from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
-from .adversarial import (CASES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, DEFAULT_REGIMES,
-    REGIMES, THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)
+from .adversarial import (CASES, DEFAULT_REGIMES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, REGIMES,
+    TASKS_PATH, THRESHOLDS, adversarial_ledger, adversarial_source, former_folder_message, planted_marks, word_grams)
 
 
 def classify_adversarial(answer: int | None, probe: dict) -> str:
@@ -541,3 +542,15 @@ def regate_former_folder(run_dir: Path, manifest: dict, tasks: dict) -> dict:
     write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     write_atomic(run_dir / "analysis.md", render_summary_md(summary, lock).encode("utf-8"))
     return summary
+
+
+def regate_former(run_dir: Path, manifest: dict) -> tuple[str, dict]:
+    """`gate RUN_DIR` on a folder the former runner made: re-gated against the pinned sessions it ran on."""
+    task_set = load_task_set(TASKS_PATH)
+    if task_set["sha256"] != manifest["lock"].get("tasks_sha256"):
+        raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
+    summary = regate_former_folder(run_dir, manifest, task_set["tasks"])
+    return render_summary_md(summary, manifest["lock"]), summary
+
+
+FORMER_RUNNERS[PROTOCOL_ID] = FormerRunner(former_folder_message, regate_former)

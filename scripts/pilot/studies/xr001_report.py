@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..bank import CLASSES
-from ..gate import GATE_CATEGORIES
+from ..gate import render_gate_section
 from ..inputs import budget_words
 from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
 from ..reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
@@ -272,40 +272,6 @@ def matched_budget_line(analysis: dict) -> str:
         text += (" The band is passed only because most compactions were cut at the cap, so it does not show that "
                  "the two formats needed the same budget.")
     return text
-
-
-def render_gate_section(analysis: dict) -> list[str]:
-    """The release gate over every compacted state, and whether its verdict on a final state predicts a corrupted
-    downstream answer (exploratory, issue 13; per-state rows in gate.csv)."""
-    gate = analysis.get("gate")
-    if not gate:
-        return []
-    out = ["## Release gate on compacted states (exploratory)", "",
-           f"Every compacted state (each checkpoint, not only the final one) checked against the values its segments "
-           f"had named so far, with no model call; omissions allowed before a state fails: {gate['max_omissions']}. "
-           f"One row per state in gate.csv.", ""]
-    def rate(summary: dict) -> str:
-        return fmt_rate(summary) if summary["n"] else "none yet"
-
-    rows = [[regime, rate(r["states"]), rate(r["final_states"])] +
-            [r["by_category"][c] for c in GATE_CATEGORIES] for regime, r in gate["by_regime"].items()]
-    out += [md_table(["regime", "states failing", "final states failing", *GATE_CATEGORIES], rows), "",
-            "Category columns count states with at least one blocking finding of that kind.", ""]
-    pred = gate["prediction"]
-    out += ["### Does the gate predict downstream corruption?", "",
-            "Final states only; corrupted = at least one of the cell's answers not correct. 95% Wilson intervals.", "",
-            md_table(["final state", "corrupted downstream", "clean downstream"],
-                     [["FAIL", pred["fail_corrupted"], pred["fail_clean"]],
-                      ["PASS", pred["pass_corrupted"], pred["pass_clean"]]]), "",
-            *([f"- precision (corrupted among FAIL): {rate(pred['precision'])}",
-               f"- recall (FAIL among corrupted): {rate(pred['recall'])}",
-               f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}"] if pred.get("precision") else
-              ["- precision and recall: not shown, as there are no failing and passing states with corrupted and "
-               "clean answers to tell apart"]),
-            f"- one-sided Fisher exact p: {'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
-            f"- **verdict: the gate {pred['verdict']}**" if not pred["verdict"].startswith(("cannot", "no "))
-            else f"- **verdict: {pred['verdict']}**", ""]
-    return out
 
 
 def render_budget_section(analysis: dict) -> list[str]:
