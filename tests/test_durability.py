@@ -309,7 +309,8 @@ class RefusalTest(TempDirMixin, unittest.TestCase):
         raw_before = {p.name: p.read_bytes() for p in (self.out / "raw").iterdir()}
         proc = self.resume()
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("unreadable", proc.stderr)
+        self.assertIn("manifest.json is not valid JSON", proc.stderr)
+        self.assertIn("nothing was changed", proc.stderr)
         self.assertEqual(path.read_text(), '{"cells": ')
         self.assertEqual({p.name: p.read_bytes() for p in (self.out / "raw").iterdir()}, raw_before)
         self.assertEqual(self.server.chat_count(), 32)

@@ -87,6 +87,31 @@ class InputRefusalTest(TempDirMixin, unittest.TestCase):
                                      "compaction_template": "{previous_state} {segment} {max_words}"}]))
         self.assert_one_line(["plan", "--models", "m", "--regime-file", str(path)], 2, "one line", listed=True)
 
+    def test_every_json_input_is_read_by_one_reader(self):
+        """A task file, a regime file, a manifest, a results file, a ledger, a probes file and a session file that
+        are not UTF-8 text are refused alike (issue 29: eight readers, each with its own words, became one), in
+        one line that names the file and what to do."""
+        folder = self.make_tmp()
+        bad = b'\xff{"episodes": []}'
+        for name in ("tasks.json", "regimes.json", "results.json", "ledger.json", "probes.json", "s.json"):
+            (folder / name).write_bytes(bad)
+        (folder / "run").mkdir()
+        (folder / "run" / "manifest.json").write_bytes(bad)
+        (folder / "sessions").mkdir()
+        (folder / "sessions" / "s.json").write_bytes(bad)
+        cases = {"task file": ["plan", "--models", "m", "--tasks", str(folder / "tasks.json")],
+                 "regime file": ["plan", "--models", "m", "--regime-file", str(folder / "regimes.json")],
+                 "manifest": ["status", "--out", str(folder / "run")],
+                 "results file": ["analyze", "--results", str(folder / "results.json")],
+                 "ledger": ["gate", str(REPO / "tasks" / "gate.example.state.txt"), "--ledger",
+                            str(folder / "ledger.json")],
+                 "probes file": ["plan", "--study", "sessions", "--models", "m", "--probes", str(folder / "probes.json")],
+                 "session file": ["plan", "--study", "sessions", "--models", "m", "--sessions",
+                                  str(folder / "sessions")]}
+        for what, argv in cases.items():
+            with self.subTest(what):
+                self.assert_one_line(argv, 2, "is not UTF-8 text (byte 0 cannot be decoded)")
+
     def test_a_lone_surrogate_in_an_input_file_is_one_line(self):
         """JSON can name half of a UTF-16 pair (\\ud800), which is not a character: such a regime file, ledger,
         state or task file is refused in one line naming the escape (it failed on save or --json before)."""

@@ -209,7 +209,8 @@ class AnalysisTest(TempDirMixin, unittest.TestCase):
         path.write_text("{not json")
         code, _, err = run_main(["analyze", "--results", str(path)])
         self.assertEqual(code, 2)
-        self.assertIn("not a results file", err)
+        self.assertIn("is not valid JSON", err)
+        self.assertIn("point --results at a results.json", err)
 
     def test_predictions_on_published_numbers(self):
         verdicts = {v["id"]: v["verdict"] for v in xr001_analysis.evaluate_predictions(

@@ -109,7 +109,7 @@ def integer_classes(answer: Any, question: dict, conflation: list) -> str:
 ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
                "no explanation.")
 
-PROBE_KINDS: dict = {}                  # name -> ProbeKind; a study registers the kinds of its probes (register_probe_kind)
+PROBE_KINDS: dict = {}                  # name -> ProbeKind; a study registers its own with register_probe_kind
 
 
 def register_probe_kind(kind: ProbeKind) -> ProbeKind:

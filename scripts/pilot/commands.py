@@ -16,13 +16,13 @@ from .backends import preflight
 from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
     score_run)
 from .gate import gate_summary, render_gate_csv
-from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
+from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
     run_settings, study_of)
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
     FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
-    TransientError, canonical_json, display_path, folder_study, is_simulated, lone_surrogate, lone_surrogate_problem,
-    read_canonical, sha256_text, study_named, utc_now)
+    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named,
+    utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
@@ -631,25 +631,14 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
                      figures: "FiguresJob | None") -> tuple[str, list[Path]]:
     """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
     report written there."""
-    if not results_path.is_file():
-        raise PilotError(f"{results_path} is not a regular file (a device, pipe, socket or folder); point --results at "
-                         f"a results.json")
-    try:
-        text = results_path.read_text(encoding="utf-8")
-        results = json.loads(text)
-    except RecursionError:
-        raise PilotError(f"{results_path} is not a results file this runner can read (its JSON is nested too "
-                         f"deeply); point --results at a results.json") from None
-    except (UnicodeDecodeError, ValueError) as err:
-        raise PilotError(f"{results_path} is not a results file this runner can read (not JSON: {err}); point "
-                         f"--results at a results.json") from None
+    _, _, results = read_json(results_path, str(results_path), "a results file this runner can read",
+                              "point --results at a results.json")
     own = own_runner_message(results, results_path.parent)
     if own is not None:
         raise PilotError(own)
-    surrogate = lone_surrogate(text, results)
-    table = None if surrogate else bank_table(results)
+    table = bank_table(results)
     hold_until_exit(results, table)
-    problems = [lone_surrogate_problem("it", surrogate)] if surrogate else results_shape_problems(results, table)
+    problems = results_shape_problems(results, table)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix it, or "

@@ -13,7 +13,7 @@ from .commands import (gated_analysis, load_run, print_file_list, run_command_fo
     write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
-from .inputs import load_tasks, task_file_study
+from .inputs import load_tasks, read_json, task_file_study
 from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
     PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
@@ -345,13 +345,9 @@ def command_gate(args) -> int:
     if not args.ledger:
         raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format in scripts/README.md, "
                              "'The ledger format')")
-    try:
-        ledger = normalize_ledger(json.loads(read_gate_input(args.ledger, "ledger")))
-    except ValueError as err:
-        raise GateInputError(f"the ledger {args.ledger} is not JSON ({err})") from None
-    except RecursionError:
-        raise GateInputError(f"the ledger {args.ledger} is nested too deeply to be a ledger; give the ledger format "
-                             f"scripts/README.md describes under 'The ledger format'") from None
+    _, _, ledger = read_json(Path(args.ledger), f"the ledger {args.ledger}", "a ledger", "give the ledger format "
+                             "scripts/README.md describes under 'The ledger format'", error=GateInputError, bom=True)
+    ledger = normalize_ledger(ledger)
     state = read_gate_input(args.target, "state")
     source = read_gate_input(args.source, "source") if args.source else None
     try:

@@ -68,6 +68,51 @@ def design_check_failure(shown: str, problems: list[str], schema: str, advice: s
                         "\n".join(f"  - {p}" for p in lines))
 
 
+# Every JSON file a user brings or a run wrote is read here (task files, regime files, manifests, results, ledgers,
+# probes files, sessions): one reader, so that each of them is refused the same way, in one line that says what is
+# wrong with it and what to do, before anything else reads it.
+def read_json(path: Path, shown: str, kind: str, advice: str, *, error: type = PilotError, bom: bool = False,
+              canonical: bool = False) -> tuple[bytes, str, Any]:
+    """A JSON file's bytes (with CRLF read as LF where `canonical`), text and value; anything but a regular file of
+    UTF-8 JSON text with no lone surrogate is refused: `error` of `{shown} <what is wrong>; {advice}`. `kind` says
+    what the file is not when its JSON is nested too deeply ("a task file"); `bom`: a leading byte-order mark, as
+    some editors write, is read."""
+    if not path.exists():
+        raise error(f"{shown} does not exist; {advice}")
+    if not path.is_file():
+        raise error(f"{shown} is not a regular file (a folder, device, pipe or socket); {advice}")
+    try:
+        data = read_canonical(path) if canonical else path.read_bytes()
+    except OSError as err:
+        raise error(f"{shown} cannot be read ({err.strerror or err}); {advice}") from None
+    try:
+        text = data.decode("utf-8-sig" if bom else "utf-8")
+    except UnicodeDecodeError as err:
+        raise error(f"{shown} is not UTF-8 text (byte {err.start} cannot be decoded); {advice}") from None
+    return data, text, parse_json(text, shown, kind, advice, error=error)
+
+
+NOT_JSON = object()                     # parse_json(..., or_not_json=True) of a text that is not JSON
+
+
+def parse_json(text: str, shown: str, kind: str, advice: str, *, error: type = PilotError,
+               or_not_json: bool = False) -> Any:
+    """The value of a JSON text read from `shown` (a file, or what a command was piped), refused as read_json
+    refuses it; with or_not_json, a text that is not JSON at all is NOT_JSON (a reader that tries another format)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise error(f"{shown} is not {kind} (its JSON is nested too deeply); {advice}") from None
+    except ValueError as err:
+        if or_not_json:
+            return NOT_JSON
+        raise error(f"{shown} is not valid JSON ({err}); {advice}") from None
+    surrogate = lone_surrogate(text, value)
+    if surrogate:
+        raise error(f"{lone_surrogate_problem(shown, surrogate)}; {advice}")
+    return value
+
+
 def load_task_set(path: Path, study: Study | None = None) -> dict:
     """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
     (this generator, other seed or size) or `external` (brought by the user; must pass the design checks). A
@@ -86,22 +131,9 @@ def load_task_set(path: Path, study: Study | None = None) -> dict:
                          f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
     if path.is_dir():
         raise PilotError(f"{path} is a folder; --tasks takes a tasks JSON file")
-    if not path.is_file():
-        raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --tasks takes a tasks JSON file")
-    raw = read_canonical(path)
-    sha = sha256_bytes(raw)
     hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
-    try:
-        text = raw.decode("utf-8")
-        tasks = json.loads(text)
-    except (UnicodeDecodeError, ValueError) as err:
-        raise PilotError(f"{shown} is not valid JSON ({err}); {hint}") from None
-    except RecursionError:
-        raise PilotError(f"{shown} is not a task file (its JSON is nested too deeply); {hint}") from None
-    surrogate = lone_surrogate(text, tasks)
-    if surrogate:
-        raise PilotError(f"{lone_surrogate_problem(shown, surrogate)}; fix that \\u escape, or {hint}")
-    return task_file_study(tasks).load_tasks(path, raw, tasks, sha, in_repo)
+    raw, _, tasks = read_json(path, shown, "a task file", hint, canonical=True)
+    return task_file_study(tasks).load_tasks(path, raw, tasks, sha256_bytes(raw), in_repo)
 
 
 def task_file_study(tasks: Any) -> Study:

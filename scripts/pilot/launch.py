@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import string
 from pathlib import Path
@@ -14,11 +13,10 @@ from typing import Any, Iterable
 from .backends import BACKENDS
 from .demo import StandInBackend
 from .episodes import N_SEGMENTS
-from .inputs import STATE_READERS, load_task_set, protocol_sha256, regimes_sha256
+from .inputs import STATE_READERS, load_task_set, protocol_sha256, read_json, regimes_sha256
 from .prompts import PROMPTS, REGIMES
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
-    SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, lone_surrogate,
-    lone_surrogate_problem, study_named)
+    SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
 from .runner import RetryPolicy
 from .studies.xr001 import N_EPISODES
 from .transport import redact_url
@@ -279,11 +277,11 @@ def resolve_run_dir(args) -> Path:
 def replaces_regimes(regime_file: str | None) -> bool:
     """Whether a regime file (read as far as it can be; load_regime_file names its problems) replaces a built-in
     regime's prompts."""
-    if not regime_file or not Path(regime_file).is_file():
+    if not regime_file:
         return False
     try:
-        data = json.loads(Path(regime_file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        _, _, data = read_json(Path(regime_file), regime_file, "a regime file", "")
+    except PilotError:
         return False
     entries = data.get("regimes") if isinstance(data, dict) else data
     return isinstance(entries, list) and any(isinstance(e, dict) and e.get("replaces") is True for e in entries)
@@ -311,24 +309,10 @@ def load_regime_file(path: Path) -> list[Regime]:
     shown = display_path(path)
     if path.is_dir():
         raise PilotError(f"{path} is a folder; --regime-file takes a regime JSON file (see tasks/regimes.example.json)")
-    if path.exists() and not path.is_file():
-        raise PilotError(f"{path} is not a regular file (a device, pipe or socket); --regime-file takes a regime JSON "
-                         f"file (see tasks/regimes.example.json)")
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise PilotError(f"no regime file at {path}; copy tasks/regimes.example.json and pass its path")
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise PilotError(f"{shown} is not valid JSON ({getattr(err, 'strerror', None) or err}); see "
-                         f"tasks/regimes.example.json for the format") from None
-    except RecursionError:
-        raise PilotError(f"{shown} is not a regime file (its JSON is nested too deeply); see "
-                         f"tasks/regimes.example.json for the format") from None
-    surrogate = lone_surrogate(text, data)
-    if surrogate:
-        raise PilotError(f"{lone_surrogate_problem(shown, surrogate)}; fix that \\u escape (see "
-                         f"tasks/regimes.example.json for the format)")
+    _, _, data = read_json(path, shown, "a regime file", "--regime-file takes a regime JSON file (see "
+                           "tasks/regimes.example.json for the format)")
     regimes, problems = check_regime_entries(data, shown)
     if problems:
         raise PilotError(f"{shown} has {len(problems)} problem(s); fix them and run again:\n" +

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import os
 import sys
 from pathlib import Path
 
 from .bank import analyze_bank, bank_table, collector_paused, hold_until_exit, results_shape_problems, rows_are_objects
-from .records import (EXIT_DISK_FULL, PilotError, REPO_ROOT, DiskFull, display_path, is_disk_full, lone_surrogate,
-    lone_surrogate_problem, study_named)
+from .inputs import parse_json, read_json
+from .records import DiskFull, EXIT_DISK_FULL, PilotError, REPO_ROOT, display_path, is_disk_full, study_named
 from .reports import REPORT_STYLE, figures_html, inline_html, md_tables_to_html, render_analysis_md, render_headline
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .svg import Figure
@@ -99,22 +98,9 @@ def read_results(path: Path) -> tuple[dict, dict]:
         raise InputError(f"{path} is a folder, not a results.json{hint}")
     if not path.exists():
         raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
-    if not path.is_file():
-        raise InputError(f"{path} is not a regular file (a device, pipe or socket); name the results.json of a run")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read {path} ({getattr(err, 'strerror', None) or err}); check the path and its "
-                         f"permissions") from None
-    try:
-        results = json.loads(text)
-    except RecursionError:
-        raise InputError(f"{path} is not a results file these figures can be made from (its JSON is nested too "
-                         f"deeply); point at the results.json a run wrote") from None
-    except ValueError as err:
-        raise InputError(f"{path} is not valid JSON ({err}); point at the results.json a run wrote") from None
-    surrogate = lone_surrogate(text, results)
-    problem = lone_surrogate_problem("it", surrogate) if surrogate else shape_problem(results)
+    _, _, results = read_json(path, str(path), "a results file these figures can be made from",
+                              "point at the results.json a run wrote", error=InputError)
+    problem = shape_problem(results)
     table = None if problem else bank_table(results)
     hold_until_exit(results, table)
     if not problem:
@@ -130,11 +116,8 @@ def read_handover(stream) -> tuple[dict, dict]:
     if stream is None or stream.isatty():
         raise InputError("--handover reads what run_pilot.py pipes in, and nothing is piped in here; leave "
                          "--handover out")
-    try:
-        data = json.loads(stream.read())
-    except ValueError as err:
-        raise InputError(f"--handover expects the JSON run_pilot.py pipes in ({err}); without run_pilot.py, "
-                         f"leave --handover out") from None
+    data = parse_json(stream.read(), "what --handover read", "what run_pilot.py pipes in",
+                      "without run_pilot.py, leave --handover out", error=InputError)
     if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) or not data["analysis"].get("label") \
             or shape_problem(data.get("results")):
         raise InputError("--handover expects the results and analysis run_pilot.py pipes in; without run_pilot.py, "

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .backends import server_identity
+from .inputs import read_json
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, PilotError, Settings, canonical_json,
-    display_path, folder_study, is_disk_full, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes,
-    utc_now)
+    display_path, folder_study, is_disk_full, lone_surrogate, read_canonical, sha256_bytes, utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -638,20 +638,12 @@ class Manifest:
     @classmethod
     def load(cls, path: Path) -> "Manifest":
         refuse_unsafe_folder(path.parent)
-        try:
-            text = path.read_text(encoding="utf-8")
-            data = json.loads(text)
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            raise PilotError(f"the manifest {path} is unreadable ({type(err).__name__}: {err}); nothing was "
-                             f"changed; restore it from a backup, or start a separate run in a new folder") from None
-        except RecursionError:
-            raise PilotError(f"the manifest {path} is not a run manifest (nested too deeply); nothing was changed; "
-                             f"restore it, or start a separate run in a new folder") from None
+        _, _, data = read_json(path, f"the manifest {path}", "a run manifest", "nothing was changed; restore it from "
+                               "a backup, or start a separate run in a new folder")
         own = own_runner_message(data, path.parent)
         if own is not None:
             raise PilotError(own)
-        surrogate = lone_surrogate(text, data)
-        problem = lone_surrogate_problem("it", surrogate) if surrogate else manifest_problem(data)
+        problem = manifest_problem(data)
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "
                              f"restore it, or start a separate run in a new folder")

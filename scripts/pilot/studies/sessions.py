@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bank import ProbeKind, register_probe_kind
-from ..inputs import TaskSetError
+from ..inputs import TaskSetError, parse_json
 from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
 from ..records import (CallSpec, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes,
     sha256_text)
@@ -363,10 +363,8 @@ def read_probe_file(path: Path, names: list[str]) -> tuple[bytes, dict[str, list
         raise TaskSetError(f"no probes file at {shown} (or it is a link, a folder or a device); give a JSON file of "
                            f"probes, see tasks/sessions/probes.json")
     data, text = read_file_text(path, shown)
-    try:
-        entries = json.loads(text)
-    except (ValueError, RecursionError):
-        raise TaskSetError(f"{shown} is not JSON; give a JSON list of probes, see tasks/sessions/probes.json") from None
+    entries = parse_json(text, shown, "a probes file", "give a JSON list of probes, see tasks/sessions/probes.json",
+                         error=TaskSetError)
     check_tree(entries, shown)
     entries = entries.get("probes") if isinstance(entries, dict) else entries
     if not isinstance(entries, list) or not entries or len(entries) > MAX_PROBES:

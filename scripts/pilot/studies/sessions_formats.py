@@ -8,12 +8,11 @@ a model. The format is decided from the content, never from the file name.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ..inputs import TaskSetError
+from ..inputs import NOT_JSON, TaskSetError, parse_json
 from ..records import sha256_bytes
 
 
@@ -143,17 +142,13 @@ def check_tree(value: Any, shown: str) -> None:
             stack += [(v, depth + 1) for v in item]
 
 
-NOT_JSON = object()
-
-
-def parse_json(text: str, shown: str) -> Any:
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise refuse(shown, "is nested too deeply to be a session", "no session format nests so deeply") from None
-    except ValueError:
-        return NOT_JSON
-    check_tree(value, shown)
+def parse_session_json(text: str, shown: str) -> Any:
+    """A session file's JSON value (through the shared reader of JSON inputs, and no deeper than MAX_DEPTH), or
+    NOT_JSON when the text is not JSON at all (JSONL, say)."""
+    value = parse_json(text, shown, "a session", f"the sessions study reads {FORMATS_READ}", error=SessionFileError,
+                       or_not_json=True)
+    if value is not NOT_JSON:
+        check_tree(value, shown)
     return value
 
 
@@ -170,7 +165,7 @@ def is_chat_message(item: Any) -> bool:
 def read_session_file(path: Path, shown: str) -> dict:
     """One session file: {"file", "format", "sha256", "bytes", "turns", "read": {unit, read, skipped, joined}}."""
     data, text = read_file_text(path, shown)
-    whole = parse_json(text, shown) if text.strip() else NOT_JSON
+    whole = parse_session_json(text, shown) if text.strip() else NOT_JSON
     if isinstance(whole, list) or (isinstance(whole, dict) and isinstance(whole.get("messages"), list)):
         messages = whole if isinstance(whole, list) else whole["messages"]
         if not any(is_chat_message(m) for m in messages):
@@ -220,7 +215,7 @@ def jsonl_lines(text: str, shown: str) -> JsonLines:
     if not numbered:
         raise refuse(shown, "is empty")
     for position, (number, line) in enumerate(numbered):
-        value = parse_json(line, f"{shown} line {number}")
+        value = parse_session_json(line, f"{shown} line {number}")
         if value is NOT_JSON:
             if position == len(numbered) - 1 and position:
                 lines.skipped["last line cut short (not JSON)"] = 1
@@ -336,7 +331,8 @@ class SessionReader:
             return None
         arguments = function.get("arguments")
         if isinstance(arguments, str):
-            parsed = parse_json(arguments, f"{self.shown}: a tool call's arguments") if arguments.strip() else {}
+            parsed = parse_session_json(arguments, f"{self.shown}: a tool call's arguments") \
+                if arguments.strip() else {}
             arguments = {"arguments": arguments} if parsed is NOT_JSON else parsed
         name = function.get("name") if isinstance(function.get("name"), str) else "tool"
         return {"type": "call", "id": call.get("id"), "name": name, "input": arguments}
