@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -178,6 +179,12 @@ def load_tasks() -> dict:
     return json.loads((REPO / "tasks" / "tasks.json").read_text())
 
 
+def runner_command(*argv: str, repo: Path = REPO) -> list[str]:
+    """scripts/run_pilot.py with these arguments, as a process of its own (for a test that kills it)."""
+    return [sys.executable, str(repo / "scripts" / "run_pilot.py"), *argv]
+
+
+# The kill-and-resume helpers: every test that kills a run (kill -9) goes through one of them.
 def kill_at_call(test, server, number: int, command: list[str]) -> None:
     """Start `command` as its own process, wait until its `number`-th call from now reaches the fake `server`,
     SIGKILL it there, and let the server go on."""
@@ -192,3 +199,13 @@ def kill_at_call(test, server, number: int, command: list[str]) -> None:
     finally:
         server.release.set()
         server.hold_at = None
+
+
+def kill_after(command: list[str], seconds: float) -> None:
+    """Start `command` as its own process and SIGKILL it after `seconds`, wherever it is then."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(seconds)
+    finally:
+        proc.kill()
+        proc.communicate()

@@ -4,15 +4,15 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 import unittest
 from unittest import mock
 from pathlib import Path
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, repo_copy, run_main, run_script
-from pilot import records, runfolder
+from helpers import (FAST, REPO, TempDirMixin, kill_after, kill_at_call, repo_copy, run_main, run_script,
+    runner_command)
+from pilot import runfolder
 
 MODEL = "gemma3:4b"
 EPISODES = ["--episodes", "3"]
@@ -43,10 +43,13 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
             type(self)._reference = results_without_paths(out)
         return type(self)._reference
 
-    def start_runner(self, out: Path, extra=()) -> subprocess.Popen:
-        cmd = [sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", "--models", MODEL, "--host",
-               self.server.url, "--out", str(out), *EPISODES, *FAST, *extra]
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    def runner(self, out: Path, extra=()) -> list[str]:
+        return runner_command("run", "--models", MODEL, "--host", self.server.url, "--out", str(out), *EPISODES,
+                              *FAST, *extra)
+
+    # For the signals a user sends (Ctrl-C, SIGTERM), which the runner answers; kill -9 goes through the helpers.
+    def start_runner(self, out: Path) -> subprocess.Popen:
+        return subprocess.Popen(self.runner(out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def hold(self, number: int):
         self.server.held.clear()
@@ -56,15 +59,6 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
     def unhold(self):
         self.server.release.set()
         self.server.hold_at = None
-
-    def kill_while_call_in_flight(self, out: Path, number: int) -> None:
-        """Start a runner, wait until its `number`-th call reaches the server, SIGKILL it there."""
-        self.hold(number)
-        proc = self.start_runner(out)
-        self.assertTrue(self.server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
-        proc.kill()
-        proc.communicate()
-        self.unhold()
 
     def resume_and_compare(self, out: Path, sent_before: int, max_repeats: int):
         code, _, err = run_main(["--models", MODEL, "--host", self.server.url, "--out", str(out), *EPISODES, *FAST])
@@ -85,7 +79,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
             with self.subTest(label):
                 out = self.make_tmp() / "run"
                 sent_before = self.server.chat_count()
-                self.kill_while_call_in_flight(out, number)
+                kill_at_call(self, self.server, number, self.runner(out))
                 lines = sum(len(p.read_text().splitlines()) for p in (out / "raw").glob("*.jsonl"))
                 self.assertEqual(lines, number - 1)
                 self.resume_and_compare(out, sent_before, max_repeats=1)
@@ -98,10 +92,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
         self.server.latency_s = 0.003
         try:
             for _ in range(3):
-                proc = self.start_runner(out)
-                time.sleep(rng.uniform(0.15, 0.35))
-                proc.kill()
-                proc.communicate()
+                kill_after(self.runner(out), rng.uniform(0.15, 0.35))
         finally:
             self.server.latency_s = 0.0
         self.resume_and_compare(out, sent_before, max_repeats=3)
@@ -116,10 +107,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
                 with self.subTest(kill_after_s=kill_after_s):
                     out = self.make_tmp() / "run"
                     before = self.server.chat_count()
-                    proc = self.start_runner(out, ["--concurrency", "4"])
-                    time.sleep(kill_after_s)
-                    proc.kill()
-                    proc.communicate()
+                    kill_after(self.runner(out, ["--concurrency", "4"]), kill_after_s)
                     time.sleep(0.3)                  # the server takes whatever the dead runner had sent
                     killed_at = self.server.chat_count()
                     received = [json.dumps(b, sort_keys=True) for b in self.server.chat_requests[before:killed_at]]
@@ -320,15 +308,8 @@ class DamagedLogTest(TempDirMixin, unittest.TestCase):
     def test_torn_last_line_is_quarantined_and_not_scored(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=[MODEL]) as server:
-            server.hold_at = 18
-            proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", "--models", MODEL,
-                                     "--host", server.url, "--out", str(out), "--episodes", "2", *FAST],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.assertTrue(server.held.wait(30))
-            proc.kill()
-            proc.wait()
-            server.release.set()
-            server.hold_at = None
+            kill_at_call(self, server, 18, runner_command("run", "--models", MODEL, "--host", server.url, "--out",
+                                                          str(out), "--episodes", "2", *FAST))
             raw = out / "raw" / "gemma3_4b_R1.jsonl"
             with open(raw, "ab") as fh:
                 fh.write(b'{"kind": "compact_2", "model": "gemma3:4b", "regi')

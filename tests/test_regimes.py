@@ -3,14 +3,13 @@ regimes, probe kinds, exploratory comparisons, a budget sweep and repeated sampl
 import ast
 import dataclasses
 import json
-import subprocess
-import sys
 import unittest
 from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, REPO, TempDirMixin, call_prompt, compaction_prompt, load_tasks, run_main
+from helpers import (FAST, REPO, TempDirMixin, call_prompt, compaction_prompt, kill_at_call, run_main,
+    runner_command)
 from pilot import bank, cells, cli, episodes, inputs, launch, records, reports, states, stats
 from pilot.studies import xr001, xr001_analysis, xr001_figures, xr001_report
 
@@ -251,17 +250,8 @@ class SweepAndSamplesTest(TempDirMixin, unittest.TestCase):
             calls = server.chat_count()
             self.assertEqual(calls, 2 * 2 * 2 * (8 + 12 + 12))
             killed = folder / "killed"
-            server.held.clear()
-            server.release.clear()
-            server.hold_at = server.chat_count() + 75
-            proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "run_pilot.py"), "run", "--models", MODEL,
-                                     "--host", server.url, "--out", str(killed), *self.DESIGN, *FAST],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.assertTrue(server.held.wait(30))
-            proc.kill()
-            proc.wait()
-            server.release.set()
-            server.hold_at = None
+            kill_at_call(self, server, 75, runner_command("run", "--models", MODEL, "--host", server.url, "--out",
+                                                          str(killed), *self.DESIGN, *FAST))
             before = server.chat_count()
             code, _, err = self.run_design(server, killed)
             self.assertEqual(code, 0, err)
