@@ -129,7 +129,7 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
     def test_leftover_temporary_manifest_from_a_kill_during_replace(self):
         out = self.make_tmp() / "run"
         sent_before = self.server.chat_count()
-        self.kill_while_call_in_flight(out, 40)
+        kill_at_call(self, self.server, 40, self.runner(out))
         # what a kill between write and rename leaves: a torn temporary beside an intact manifest
         (out / ".manifest.json.tmp-99999-1").write_text('{"cells": {"trunc')
         json.loads((out / "manifest.json").read_text())
