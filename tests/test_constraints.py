@@ -121,6 +121,47 @@ class GenerationTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(strict.startswith(constraints.STRICT_LEAD) and constraints.DIRECT_LEAD not in strict)
 
 
+class BroughtTaskFileTest(TempDirMixin, unittest.TestCase):
+    """A task file a user brings is checked for everything the run later reads, before any call (issue 29): a
+    constraints file whose segments lack XR-001's entities passed the design check, then every compacted cell
+    crashed with KeyError: 'entities' in the release gate's ledger."""
+
+    def test_a_file_lacking_what_the_gate_reads_is_refused_before_any_call(self):
+        tasks = json.loads(constraints.TASKS_PATH.read_text())
+        tasks["episodes"] = tasks["episodes"][:2]
+        tasks["n_episodes"] = 2
+        for instance in tasks["episodes"]:
+            for segment in instance["segments"]:
+                del segment["entities"]
+        del tasks["episodes"][1]["conflation_set"]
+        path = self.make_tmp() / "mine.json"
+        path.write_text(json.dumps(tasks))
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["run", "--study", "constraints", "--tasks", str(path), "--models", MODEL,
+                                     "--host", server.url, "--out", str(self.make_tmp() / "run"), *FAST])
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(code, 2, err)
+        self.assertIn("design check(s) of the constraints task schema", err)
+        self.assertIn("instance 0: segment 1: `entities` must hold base, partner and neighbor", err)
+        self.assertIn("instance 1: `conflation_set` must be a list", err)
+        self.assertNotIn("Traceback", err)
+
+    def test_an_adversarial_file_lacking_a_probes_trap_is_refused_before_any_call(self):
+        from pilot.studies import adversarial
+        tasks = json.loads(adversarial.TASKS_PATH.read_text())
+        del tasks["episodes"][0]["probes"][1]["trap"]
+        del tasks["episodes"][1]["entities"][0]["stale"]
+        path = self.make_tmp() / "mine.json"
+        path.write_text(json.dumps(tasks))
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["adversarial", "--tasks", str(path), "--models", MODEL, "--host", server.url,
+                                     "--out", str(self.make_tmp() / "run"), *FAST])
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(code, 2, err)
+        self.assertIn("session 0: `probes` must be a list of", err)
+        self.assertIn("session 1: `entities` must be a list of {name, value, segment, stale: a list}", err)
+
+
 class ScoringTest(unittest.TestCase):
     def test_forced_choice_classes(self):
         question = {"id": 1, "kind": "forced_choice", "type": "process", "truth": "B", "violating": "A"}

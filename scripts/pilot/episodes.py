@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from typing import Any
 
 from .bank import score_probe
 from .cells import all_cells, run_budgets, run_regimes, run_samples
@@ -222,6 +223,33 @@ def generate_episode(index: int, base_seed: int = BASE_SEED) -> dict:
                             | {seg["combined"]["value"] for seg in segments})
     return {"episode": index, "seed": seed, "segments": segments, "questions": questions,
             "conflation_set": conflation_set}
+
+
+def segment_problems(segment: Any) -> list[str]:
+    """What a segment lacks of what a run reads of it besides its text (the gate's ledger of a checkpoint, the
+    demo's stand-in): its entities (base, partner and neighbor, and a list of distractors, each a name and a whole
+    number) and its combined value (two names and a whole number); empty when it has them."""
+    if not isinstance(segment, dict):
+        return ["not an object"]
+
+    def named_number(entity: Any) -> bool:
+        return isinstance(entity, dict) and isinstance(entity.get("name"), str) and \
+            isinstance(entity.get("value"), int) and not isinstance(entity.get("value"), bool)
+
+    problems = []
+    entities = segment.get("entities")
+    if not isinstance(entities, dict) or not all(named_number(entities.get(role)) for role in
+                                                 ("base", "partner", "neighbor")) or \
+            not isinstance(entities.get("distractors"), list) or \
+            not all(named_number(d) for d in entities["distractors"]):
+        problems.append("`entities` must hold base, partner and neighbor, and a list of distractors, each with a name "
+                        "and a whole-number value")
+    combined = segment.get("combined")
+    if not isinstance(combined, dict) or not isinstance(combined.get("names"), list) or \
+            len(combined["names"]) != 2 or not all(isinstance(n, str) for n in combined["names"]) or \
+            not named_number({"name": "", "value": combined.get("value")}):
+        problems.append("`combined` must hold two `names` and a whole-number `value`")
+    return problems
 
 
 def segment_entities(segment: dict) -> list[dict]:

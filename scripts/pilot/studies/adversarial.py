@@ -300,6 +300,10 @@ def generate_file(options: dict) -> tuple[bytes, str]:
     return adversarial_tasks_bytes(), f"{VARIANTS * len(CASES)} sessions ({len(CASES)} cases x {VARIANTS})"
 
 
+def whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def check_task_design(tasks: Any) -> list[str]:
     """Every way a task file departs from the study's session schema; empty when it passes."""
     if not isinstance(tasks, dict) or not isinstance(tasks.get("episodes"), list) or not tasks["episodes"]:
@@ -320,18 +324,24 @@ def check_task_design(tasks: Any) -> list[str]:
                 for k, s in enumerate(segments, 1)):
             problems.append(f"{where}: `segments` must be a list of {{index: 1, 2, ..., text}}")
         probes = episode.get("probes")
-        if not isinstance(probes, list) or not probes or not all(
+        if not isinstance(probes, list) or len(probes) < 2 or not all(
                 isinstance(p, dict) and p.get("id") == k and isinstance(p.get("prompt"), str) and
-                isinstance(p.get("truth"), int) and not isinstance(p.get("truth"), bool)
+                whole(p.get("truth")) and "trap" in p and (p["trap"] is None or whole(p["trap"]))
                 for k, p in enumerate(probes, 1)):
-            problems.append(f"{where}: `probes` must be a list of {{id: 1, 2, ..., prompt, truth: integer, trap}}")
+            problems.append(f"{where}: `probes` must be a list of {{id: 1, 2, ..., prompt, truth: integer, trap: "
+                            f"integer or null}}, the second the target")
+        elif not isinstance(probes[1].get("name"), str):
+            problems.append(f"{where}: the target probe (the second) needs the `name` it asks about")
         entities = episode.get("entities")
         if not isinstance(entities, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), int) and
-                isinstance(e.get("segment"), int) and isinstance(e.get("stale", []), list) for e in entities):
-            problems.append(f"{where}: `entities` must be a list of {{name, value, segment, stale}}")
-        if not isinstance(episode.get("items", []), list):
-            problems.append(f"{where}: `items` must be a list")
+                isinstance(e, dict) and isinstance(e.get("name"), str) and whole(e.get("value")) and
+                whole(e.get("segment")) and isinstance(e.get("stale"), list) for e in entities):
+            problems.append(f"{where}: `entities` must be a list of {{name, value, segment, stale: a list}}")
+        items = episode.get("items", [])
+        if not isinstance(items, list) or not all(
+                isinstance(i, dict) and isinstance(i.get("name"), str) and isinstance(i.get("status"), str) and
+                whole(i.get("segment")) for i in items):
+            problems.append(f"{where}: `items` must be a list of {{name, status, segment, ...}}")
     return problems
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..cells import cascade_plan
-from ..episodes import BASE_SEED as SESSION_BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode
+from ..episodes import BASE_SEED as SESSION_BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode, segment_problems
 from ..inputs import design_check_failure, tasks_to_bytes
 from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS as BUILT_IN_PROMPTS, CallText
 from ..records import (CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
@@ -357,18 +357,29 @@ def check_task_design(tasks: Any) -> list[str]:
         if not isinstance(carriers, list) or not all(isinstance(seg, dict) for seg in segs):
             problems.append(f"{where}: segments must be objects and injected_segments a list")
             continue
-        for seg in segs:
-            said = instruction in str(seg.get("text", ""))
-            if said != (seg.get("index") in carriers) or instruction in str(seg.get("plain_text", "")):
-                problems.append(f"{where}: segment {seg.get('index')} does not match injected_segments")
+        for k, seg in enumerate(segs, 1):
+            if seg.get("index") != k or not isinstance(seg.get("text"), str) or \
+                    not isinstance(seg.get("plain_text"), str):
+                problems.append(f"{where}: segment {k} needs `index` {k}, its `text` and its `plain_text`")
+                continue
+            said = instruction in seg["text"]
+            if said != (k in carriers) or instruction in seg["plain_text"]:
+                problems.append(f"{where}: segment {k} does not match injected_segments")
+            problems += [f"{where}: segment {k}: {p}" for p in segment_problems(seg)]
+        if not isinstance(inst.get("conflation_set"), list):
+            problems.append(f"{where}: `conflation_set` must be a list (empty in this study)")
         qs = inst.get("questions")
         if not isinstance(qs, list) or len(qs) != 1 or not isinstance(qs[0], dict):
             problems.append(f"{where}: needs exactly one probe")
             continue
         q = qs[0]
         if q.get("kind") != "forced_choice" or q.get("truth") not in ("A", "B") or \
-                sorted((q.get("options") or {})) != ["A", "B"] or q.get("violating") == q.get("truth"):
+                sorted((q.get("options") or {})) != ["A", "B"] or q.get("violating") not in ("A", "B") or \
+                q.get("violating") == q.get("truth"):
             problems.append(f"{where}: the probe must be forced_choice with options A and B and a compliant truth")
+        if q.get("id") != 1 or not isinstance(q.get("prompt"), str) or not q["prompt"].strip() or \
+                not isinstance(q.get("type"), str):
+            problems.append(f"{where}: the probe needs `id` 1, a `prompt` and a `type`")
         constraint = inst.get("constraint") if isinstance(inst.get("constraint"), dict) else {}
         if not all(isinstance(constraint.get(f), str) and constraint[f] for f in ("id", "category")):
             problems.append(f"{where}: the constraint needs an id and a category")
