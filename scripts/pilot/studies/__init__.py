@@ -1,7 +1,7 @@
 """The study registry: one entry per study, the first the default.
 
 To add a study (the sessions study, sessions*.py, was added this way: its own modules, one entry below, its
-protocol and its tests; tests/test_studies.py adds one more through these steps alone):
+protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through these steps alone):
 1. Write its protocol document under protocol/ and commit its task file under tasks/ before any run (or, for tasks
    read from files the user brings, the examples it reads by default).
 2. Write one module here for its design, named after its key (KEY.py), holding, under the same names in every study:
@@ -12,24 +12,33 @@ protocol and its tests; tests/test_studies.py adds one more through these steps 
    plan_calls(regime, episode, budget) (or cells.cascade_plan: a compaction after every segment, then the
    questions) and call_text(regime, episode, spec, state, registry) -> prompts.CallText: what the call is about,
    never its messages (prompts.build_messages writes them through the regime, with a regime file's `system` and
-   `empty_state`).
-3. Write one module for its analysis (KEY_analysis.py): score_cell(run, cell, records, base, plan), which scores
-   one complete cell into named lists of rows (the shared scoring, bank.score_run, checks each cell against the
-   manifest, gathers the rows and writes the header every results.json opens with), optionally score_fields(run,
-   rows), which makes its fields of results.json of them, analyze(results, task_set, table) -> the analysis (its "label" computed from the probes themselves), and
-   render_md and render_headline of that analysis. Answers are parsed and classified by a probe kind: the shared
-   "integer" kind (`ANSWER: <integer>`), or one of its own registered with bank.register_probe_kind, declaring its
-   answer_type ("integer", "text" or "choice") so that `analyze` accepts the banks the pilot makes.
-4. Optionally: its figures, its own command-line options (records.CommandLine: records.Option entries, how they
-   are read into the lock, options of `generate`, files the user brings with an option of its own), what its
-   design allows (records.Design), and its demo (records.Demo: a stand-in model made in its own module; the demo
-   and every output of a run on it are marked SIMULATED by the shared code).
+   `empty_state`; the study's own empty_state stands for "no state yet" where the regime has none).
+3. Write one module for its analysis (KEY_analysis.py): score_cell(run, cell, records, base, plan) scores one
+   complete cell into named lists of rows (the shared scoring, bank.score_run, checks each cell against the
+   manifest, gathers the rows and writes the header every results.json opens with), score_fields(run, rows), if
+   it needs one, makes its fields of results.json of them; analyze(results, task_set, table) -> the analysis (its
+   "label" computed from the probes themselves), and render_md and render_headline of that analysis. Answers are
+   parsed and classified by a probe kind: the shared "integer" kind (`ANSWER: <integer>`), or one of its own
+   registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or "choice"), so that
+   `analyze` accepts the banks the pilot makes.
+4. Optionally, where it has them:
+   - its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own RESULTS.md or
+     report.html: records.Report(figures, results_md, report_html); without them its bank gets no figures, and
+     the shared RESULTS.md and report.html made of its headline and analysis.md (pilot/pages.py);
+   - its own command-line options: records.CommandLine (records.Option entries for run, the pilot and plan, how
+     they are read into the lock, options of `generate`, files the user brings with an option of its own); an
+     option of one study given to another is refused;
+   - what its pre-registered design allows and how its cascade runs: records.Design;
+   - its demo: records.Demo, a stand-in model made in its own module (a reply(prompt) -> text object). The shared
+     code marks the demo and every output of a run on it SIMULATED first (the results, analysis.md, the headline,
+     each figure and both pages), whatever the study's own text says.
 5. Register it below by keyword, one field per line, in the order of records.Study: who it is (name, question,
    protocol_id, protocol_path), its tasks, its calls, its results, then the optional hooks and sub-records. Import
-   only the shared core and its own modules: tests/test_layout.py refuses an import of another study's module, and
-   checks that it fills every required field.
+   only the shared core and its own modules (a helper two studies share moves into the core):
+   tests/test_layout.py refuses an import of another study's module, and checks that it fills every required
+   field and that its entry keeps this order.
 Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal, lock, retries,
-resume, status, plan, verify, shards and demo.
+resume, status, plan, verify, shards, figures, report and demo.
 """
 from __future__ import annotations
 
