@@ -574,7 +574,10 @@ def report_html(results: dict, analysis: dict, figures: list) -> str:
 
 
 def write_outputs(run_dir: Path, results: dict) -> list[Path]:
-    """lost.csv beside results.json: every value lost, from the analysis of this same bank (marked PARTIAL while
-    cells are missing)."""
-    write_atomic(run_dir / "lost.csv", render_lost_csv(analyze(results)).encode("utf-8"))
-    return [run_dir / "lost.csv"]
+    """report.html and lost.csv beside results.json when the bank is scored, from the analysis of this same bank
+    (marked PARTIAL while cells are missing), as protocol/SESSIONS.md section 6 says; the report is the one its
+    Report writes again when the bank is analysed."""
+    analysis = analyze(results)
+    write_atomic(run_dir / "report.html", report_html(results, analysis, []).encode("utf-8"))
+    write_atomic(run_dir / "lost.csv", render_lost_csv(analysis).encode("utf-8"))
+    return [run_dir / "report.html", run_dir / "lost.csv"]
