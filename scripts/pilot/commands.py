@@ -15,10 +15,12 @@ from pathlib import Path
 from .backends import preflight
 from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
     score_run)
+from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
     run_settings, study_of)
+from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
     FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
     TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named,
@@ -27,8 +29,6 @@ from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
-from .cells import journal_streams, run_budgets, run_samples, selected_cells
-from .progress import Progress
 from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, lost_records, recheck_pending,
     repair_journal, run_cells, run_recheck)
 from .studies.xr001 import N_EPISODES

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 from .backends import estimate_tokens
+from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
     write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
 from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
+from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
     PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
     lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
@@ -22,8 +24,6 @@ from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, former_runner, is_complete,
     journalled_lines, lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder,
     variant_suffix, write_atomic)
-from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
-from .prompts import build_messages
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
 
 
