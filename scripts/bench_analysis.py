@@ -40,7 +40,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 import helpers  # noqa: E402,F401  (puts the runner's package on the path, as the tests do)
-from pilot import bank as results_bank, episodes, inputs, records, stats  # noqa: E402
+from pilot import bank as results_bank, episodes as sessions, inputs, records, stats  # noqa: E402
 from pilot.studies import xr001, xr001_analysis  # noqa: E402
 
 CORRECT_RATE = {"R0": 0.95, "R1": 0.64, "R2": 0.90}     # the published rates, roughly
@@ -50,7 +50,7 @@ PUBLISHED_MODELS = 6
 
 def bank_layout(n_probes: int, design: str) -> tuple[list[str], list[int], int, int]:
     """(models, budgets, samples, episodes) of a bank of about n_probes probes."""
-    per_episode = len(xr001.DEFAULT_REGIMES) * len(episodes.QUESTION_PLAN)
+    per_episode = len(xr001.DEFAULT_REGIMES) * len(sessions.QUESTION_PLAN)
     if design == "sweep":
         per_model_and_sample = len(SWEEP_BUDGETS) * xr001.N_EPISODES * per_episode
         n_models = max(1, -(-n_probes // (per_model_and_sample * records.MAX_SAMPLES)))    # as few as the samples allow
