@@ -27,18 +27,19 @@ class OllamaBackend:
 
     name = "ollama"
 
-    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
+                 reply_deadline: float | None = None):
         self.base_url = normalize_ollama_url(base_url)
-        self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, reply_deadline=reply_deadline)
         # one connection policy for both: the check's requests are the first calls that measure it
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4,
-                                         policy=self.http.policy)
+                                         policy=self.http.policy, reply_deadline=PREFLIGHT_TIMEOUT_S * 4)
         self.thinking_models: set[str] = set()
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "OllamaBackend":
         host = options.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
-        return cls(host, options.connect_timeout, options.read_timeout)
+        return cls(host, options.connect_timeout, options.read_timeout, reply_deadline=options.deadline_s)
 
     def start_hint(self) -> str:
         return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
@@ -190,14 +191,15 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
-                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY"):
+                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY",
+                 reply_deadline: float | None = None):
         self.base_url = normalize_openai_url(base_url)
         self.api_key_env = api_key_env
         self.key_sent = bool(api_key)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers, reply_deadline=reply_deadline)
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers,
-                                         policy=self.http.policy)
+                                         policy=self.http.policy, reply_deadline=PREFLIGHT_TIMEOUT_S * 4)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
         self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
@@ -211,7 +213,7 @@ class OpenAIBackend:
         check_server_url(base_url, "--base-url" if options.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(options.api_key_env) or None
         return cls(base_url, options.connect_timeout, options.read_timeout, api_key, options.thinking_control,
-                   options.api_key_env)
+                   options.api_key_env, reply_deadline=options.deadline_s)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"

@@ -21,8 +21,8 @@ from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
     EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
-    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
-    is_disk_full, study_named)
+    REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study,
+    TEMPERATURE, display_path, is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
 from .studies.xr001 import N_EPISODES
 
@@ -208,7 +208,14 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
     parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_READ_TIMEOUT_S,
-                        help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
+                        help="seconds to wait for the next bytes of a reply (its first ones come once the model has "
+                             "written all of it), long enough for a model load (default %(default)s)")
+    parser.add_argument("--reply-deadline", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        help=f"seconds from sending a call to having its whole reply; a reply that drips (headers, "
+                             f"then a byte now and then) is given up there and retried, and counts toward "
+                             f"--give-up-after (default: {REPLY_DEADLINE_READ_TIMEOUTS} x --read-timeout, "
+                             f"{REPLY_DEADLINE_READ_TIMEOUTS * DEFAULT_READ_TIMEOUT_S:g} s; size it to the longest "
+                             f"call your model can honestly take: scripts/README.md, \"Interrupting, resuming and recovering\")")
     parser.add_argument("--allow-code-change", action="store_true",
                         help="resume although the runner's code (scripts/run_pilot.py or scripts/pilot/) changed; "
                              "recorded as a manifest amendment")

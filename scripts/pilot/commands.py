@@ -188,6 +188,11 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             what = (f"The server took the calls but sent no reply within --read-timeout "
                     f"({options.backend.read_timeout:g} s); if it is only slow (a large model, a long prompt), "
                     f"resume with a longer one: {resume} --read-timeout {longer}")
+        elif getattr(err, "dripped", False):
+            deadline = options.backend.deadline_s
+            what = (f"The server began its replies but sent none whole within the reply deadline ({deadline:g} s; "
+                    f"a server or gateway that drips bytes to keep a call open does this); if the model is only "
+                    f"slow, resume with a longer one: {resume} --reply-deadline {max(2 * deadline, 60):g}")
         else:
             what = f"Start the server, then resume with: {resume}"
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. {what}") from None

@@ -461,6 +461,6 @@ def read_run_options(args) -> RunOptions:
         concurrency=args.concurrency, recheck=args.recheck, prompt_cache=args.prompt_cache,
         policy=RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after),
         backend=BackendOptions(args.backend, args.host, args.base_url, args.api_key_env, args.thinking_control,
-                               args.connect_timeout, args.read_timeout),
+                               args.connect_timeout, args.read_timeout, args.reply_deadline),
         quiet=args.quiet, progress_interval=args.progress_interval, allow_code_change=args.allow_code_change,
         allow_partial=args.allow_partial, argv=tuple(args.argv))

@@ -23,7 +23,8 @@ from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
-from .transport import WAIT_NAMES, CallSlots, SlotHold, redact_url
+from . import transport
+from .transport import DEADLINE_REASON, WAIT_NAMES, CallSlots, SlotHold, redact_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +209,8 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                 ctx.watch.answered()
                 raise
             except TransientError as err:
+                if ctx.stop.is_set():       # the run was stopped: its calls still in flight were given up on
+                    raise RunInterrupted("interrupted") from None
                 unreachable_s = None
                 delay = policy.delay(attempt, err.retry_after, ctx.jitter)
                 if err.unreachable:
@@ -218,6 +221,7 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                                           f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
                                           f"{err.reason})")
                         gone.slow = err.reason == "timed out"    # it took the call, and sent nothing back in time
+                        gone.dripped = err.reason == DEADLINE_REASON     # it sent something, never a whole reply
                         raise gone from None
                     delay = min(delay, left_s)
                 else:
@@ -584,7 +588,8 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
 
 
 class StopOnSignal:
-    """First Ctrl-C or SIGTERM: stop sending new calls. Second: drop the calls in flight at once."""
+    """First Ctrl-C or SIGTERM: stop sending new calls, and give the calls in flight STOP_GRACE_S to end (the
+    transport then gives them up: they are sent again on resume). Second: drop the calls in flight at once."""
 
     def __init__(self, stop: threading.Event, on_hard_stop: Callable[[], None]):
         self.stop = stop
@@ -596,8 +601,9 @@ class StopOnSignal:
             self.on_hard_stop()
             return
         self.stop.set()
-        sys.stderr.write("\nstopping: no new calls will be sent; waiting for the calls in flight "
-                         "(press Ctrl-C again to drop them)\n")
+        sys.stderr.write(f"\nstopping: no new calls will be sent; waiting up to {transport.STOP_GRACE_S:g} s for "
+                         f"the calls in flight, which are sent again on resume if they do not end by then (press "
+                         f"Ctrl-C again to drop them now)\n")
         sys.stderr.flush()
 
     def __enter__(self):
