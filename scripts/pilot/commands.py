@@ -273,10 +273,13 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         code = execute_run(options, tasks, tasks_sha, models, todo, len(cells))
         if code == EXIT_INTERRUPTED:
             return code
-    elif not options.quiet:
-        print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
-    if not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
-            folder_writable(run_dir):
+    probe_left = not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
+        folder_writable(run_dir)
+    if not (todo or unreadable) and not options.quiet:
+        print(f"all {len(cells)} cells in {run_dir} are complete; " +
+              (f"the determinism probe still has its {options.recheck} calls to send" if probe_left else
+               "no model calls needed"), file=sys.stderr)
+    if probe_left:
         # the cells finished before the determinism probe did (a kill, or a run older than the probe)
         try:
             code = execute_run(options, tasks, tasks_sha, models, [], len(cells))

@@ -1,8 +1,10 @@
 """Folder commands: what reads a run folder without running it (status, plan, verify, gate, merge, generate)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -17,13 +19,14 @@ from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, 
 from .inputs import load_tasks, read_json, task_file_study
 from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
 from .prompts import build_messages
-from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
-    lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
+from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
+    EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
+    folder_study, is_disk_full, is_simulated, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes,
+    sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, former_runner, is_complete,
-    journalled_lines, lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder,
-    variant_suffix, write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
+    is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
+    refuse_unsafe_folder, variant_suffix, write_atomic)
 from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
 
 
@@ -383,6 +386,13 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
         print(json.dumps(summary, indent=1) if as_json else text)
         return EXIT_OK
     manifest, tasks = load_run(run_dir)
+    with contextlib.ExitStack() as held:                # one writer at a time: never beside a running runner
+        hold_folder(held, run_dir, "gate the folder once the run is done")
+        return gate_held_folder(run_dir, Manifest.load(manifest.path), tasks, as_json)
+
+
+def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bool) -> int:
+    """gate RUN_DIR on a folder whose lock it holds: results, gate.csv, analysis, figures and report written."""
     results = write_results(run_dir, manifest.data, tasks)
     if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
         if folder_writable(run_dir):
@@ -419,7 +429,9 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 
 
 def command_merge(args) -> int:
-    """Combine shard folders into one bank after checking that their locks agree."""
+    """Combine shard folders into one bank after checking that their locks agree. The merged run is made in a
+    folder beside OUT and moved into place whole, so OUT is never half made: a merge stopped by a full disk, a
+    signal or a kill leaves OUT as it was, and the same command starts it again."""
     out = Path(args.out_dir)
     for folder in args.shard_dirs:          # the merged run is a folder of its own, never inside a shard or above one
         inside, outside = Path(os.path.abspath(out)), Path(os.path.abspath(folder))
@@ -427,10 +439,48 @@ def command_merge(args) -> int:
             raise PilotError(f"the merged folder {out} and the shard {folder} lie one inside the other; merge into a "
                              f"folder of its own, beside the shards")
     refuse_merge_target(out)
-    shards = []
-    for folder in args.shard_dirs:
-        manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
-        shards.append((Path(folder), manifest.data, tasks))
+    with contextlib.ExitStack() as held:
+        shards = []
+        for folder in args.shard_dirs:
+            manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
+            hold_folder(held, Path(folder), "merge the shard once it is done")    # read while no runner writes it
+            shards.append((Path(folder), Manifest.load(manifest.path).data, tasks))
+        cells, models = merged_cells(shards)
+        staging = merge_staging(out)
+        try:
+            lines, outputs = write_merged_folder(staging, shards, cells, models)
+            install_merged_folder(staging, out)
+        except BaseException as err:
+            shutil.rmtree(staging, ignore_errors=True)         # OUT is as it was before the merge
+            if isinstance(err, DiskFull) or isinstance(err, OSError) and is_disk_full(err):
+                raise DiskFull(out, f"nothing was written to {out}; free some space, then run the same command "
+                                    f"again") from None
+            raise
+    for line in lines:
+        print(line.replace(str(staging), str(out)))
+    if outputs is None:
+        return EXIT_CELLS_FAILED
+    print_file_list(out, [out / path.relative_to(staging) for path in outputs])
+    return EXIT_OK
+
+
+def hold_folder(held: contextlib.ExitStack, folder: Path, wait: str) -> None:
+    """Take a run folder's lock until `held` closes, so that no runner writes it meanwhile (a runner that holds it
+    is named and the command refused, `wait` saying what to do); a read-only folder has no runner to keep out."""
+    if not folder_writable(folder):
+        return
+    lock = RunLock(folder)
+    try:
+        lock.acquire()
+    except UnsafePath:
+        raise
+    except PilotError as err:
+        raise PilotError(f"{err}; or {wait}") from None
+    held.callback(lock.release)
+
+
+def merged_cells(shards: list[tuple]) -> tuple[dict, list[str]]:
+    """The shards' complete cells (key -> (folder, entry)) and models, once their locks are checked to agree."""
     simulated = [folder for folder, data, _ in shards if is_simulated(data)]
     if simulated and len(simulated) < len(shards):
         real = [folder for folder, data, _ in shards if not is_simulated(data)]
@@ -456,36 +506,74 @@ def command_merge(args) -> int:
                 raise PilotError(f"cell {key} is complete in more than one shard; shards must be disjoint")
             cells[key] = (folder, entry)
         models += [m for m in data["models"] if m not in models]
-    out.mkdir(parents=True, exist_ok=True)
-    run_lock = RunLock(out)
-    run_lock.acquire()
-    try:
-        try:
-            merged = write_merged_run(out, shards, cells, models)
-        except BaseException:
-            shutil.rmtree(out / "raw", ignore_errors=True)      # what this merge made (OUT was new or empty)
-            raise
-    finally:
-        run_lock.release()
+    return cells, models
+
+
+MERGE_STAGING = re.compile(r"\.(?P<name>.+)\.merging-(?P<pid>\d+)")
+
+
+def merge_staging(out: Path) -> Path:
+    """A new folder beside OUT to make the merged run in (`.OUT.merging-PID`); those a stopped merge left, whose
+    process is gone, are removed first."""
+    parent = Path(os.path.abspath(out)).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for entry in parent.iterdir():
+        found = MERGE_STAGING.fullmatch(entry.name)
+        if found and found["name"] == out.name and entry.is_dir() and not entry.is_symlink() and \
+                int(found["pid"]) != os.getpid() and not process_alive(int(found["pid"])):
+            shutil.rmtree(entry, ignore_errors=True)
+    staging = parent / f".{out.name}.merging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    return staging
+
+
+def write_merged_folder(staging: Path, shards: list[tuple], cells: dict,
+                        models: list[str]) -> tuple[list[str], list[Path] | None]:
+    """The whole merged run in `staging`: raw logs, manifest, results, analysis, figures and report; the lines to
+    print, and the figures and pages written (None when the bank is incomplete, and so not analysed)."""
+    merged = write_merged_run(staging, shards, cells, models)
     data0 = shards[0][1]
     expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
-    print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
-    results = write_results(out, merged.data, shards[0][2])
+    lines = [f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {staging}"]
+    results = write_results(staging, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
-        print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
-              f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
-              f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
-        return EXIT_CELLS_FAILED
-    analysis = write_analysis(out, results, allow_partial=False)
-    outputs = write_figures_and_report(out, handover=(results, analysis))
-    print(render_headline(analysis))
-    print_file_list(out, outputs)
-    return EXIT_OK
+        lines.append(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the "
+                     f"missing shards and merge them again into a new folder (or remove {staging} first), or analyse "
+                     f"this one with `python3 scripts/run_pilot.py analyze --out {shlex.quote(str(staging))} "
+                     f"--allow-partial`")
+        return lines, None
+    analysis = write_analysis(staging, results, allow_partial=False)
+    outputs = write_figures_and_report(staging, handover=(results, analysis))
+    return lines + [render_headline(analysis)], outputs
+
+
+def install_merged_folder(staging: Path, out: Path) -> None:
+    """Move the finished merged run into OUT's place in one rename (OUT may be missing, or a folder that holds
+    nothing: its empty subfolders and a lock file no runner holds are removed first)."""
+    if out.is_dir():
+        refuse_merge_target(out)                # still new or empty: nothing of anyone's is removed
+        for folder in sorted((p for p in out.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+            folder.rmdir()
+        if (out / ".lock").is_file():
+            with contextlib.ExitStack() as held:
+                hold_folder(held, out, "merge into a new folder")
+                (out / ".lock").unlink()
+        out.rmdir()
+    try:
+        os.rename(staging, out)
+    except OSError as err:
+        if is_disk_full(err):
+            raise
+        raise PilotError(f"{out} was filled while the merge ran (by another merge or a run?), so the merged run was "
+                         f"not moved there; merge into a new folder") from None
 
 
 def refuse_merge_target(out: Path) -> None:
     """merge writes a whole run into a new or empty folder: anything else there is refused before anything is
     read or written (a link or a file planted where the merged run goes, or someone's files)."""
+    if out.is_symlink():
+        raise PilotError(f"{out} is a link; merge into a new folder (the merged run is moved into place whole)")
     if out.exists() and not out.is_dir():
         raise PilotError(f"{out} is a file, not a folder; merge into a new folder")
     if not out.is_dir():
@@ -493,8 +581,9 @@ def refuse_merge_target(out: Path) -> None:
     refuse_unsafe_folder(out, elsewhere="merge into a new folder")
     if (out / "manifest.json").exists():
         raise PilotError(f"{out} already holds a run; merge into a new folder")
-    held = sorted(p.name for p in out.iterdir() if not p.name.startswith(".") and
-                  not (p.is_dir() and not any(p.iterdir())))            # an empty folder holds nothing
+    held = sorted(p.name for p in out.iterdir() if p.name != ".lock" and       # a folder of empty folders holds nothing
+                  not (p.is_dir() and not p.is_symlink() and all(q.is_dir() and not q.is_symlink()
+                                                                 for q in p.rglob("*"))))
     if held:
         shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         raise PilotError(f"{out} is not empty (it holds {shown}); merge into a new or empty folder")
@@ -529,6 +618,7 @@ def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[s
         # every spelling of the server and every connection choice a shard recorded, each once
         "base_url_spellings": list(dict.fromkeys(u for _, d, _ in shards for u in d.get("base_url_spellings", []))),
         "connections": list({canonical_json(c): c for _, d, _ in shards for c in d.get("connections", [])}.values()),
+        # the shards' determinism probes are the merged run's: it sends no call of its own (runner.recheck_pending)
         "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
     })
     problems = verify_run(out, merged.data, shards[0][2])

@@ -457,8 +457,11 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
 
 
 def recheck_pending(manifest: "Manifest", k: int) -> bool:
-    """Whether the determinism probe still has calls to send (it runs once the cells are complete)."""
+    """Whether the determinism probe still has calls to send (it runs once the cells are complete). A merged run's
+    probe is its shards' (merge_rechecks), done where they ran: it has none to send."""
     recheck = manifest.data.get("recheck")
+    if manifest.data.get("merged_from"):
+        return False
     return bool(k) and (recheck is None or recheck.get("k") != k)
 
 

@@ -1,0 +1,131 @@
+"""pilot/folder_commands.py fails closed (issue 31): merge, gate, generate, status, verify and plan on folders that a
+runner holds, that a stopped merge left, that lost their inputs, or that say less than they seem to."""
+import errno
+import json
+import os
+import shutil
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from fake_servers import FakeOllama
+from helpers import FAST, REPO, TempDirMixin, run_main
+from pilot import runfolder
+
+MODEL = "gemma3:4b"
+
+QUICK = [arg for arg in FAST if arg not in ("--recheck", "0")]      # FAST, with the determinism probe left on
+
+
+def folder_state(root: Path) -> dict:
+    """Every file under root with its bytes (links as their targets), to show that nothing changed."""
+    return {str(p.relative_to(root)): (os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+class ShardsMixin(TempDirMixin):
+    def make_shards(self, root: Path, *extra: str, episodes: str = "1") -> list[str]:
+        with FakeOllama(models=[MODEL]) as server:
+            for i in (1, 2):
+                code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(root / f"s{i}"),
+                                         "--episodes", episodes, "--shard", f"{i}/2", *extra])
+                self.assertEqual(code, 0, err)
+        return [str(root / "s1"), str(root / "s2")]
+
+
+class MergeTest(ShardsMixin, unittest.TestCase):
+    def test_a_merged_folder_sends_no_call_and_keeps_the_shards_probe(self):
+        """After merge, plan said 8 calls were left and the pilot said "no model calls needed", then sent the
+        8 calls of a determinism probe and replaced the shards' (16 calls) with its own."""
+        root = self.make_tmp()
+        shards = self.make_shards(root, *QUICK)
+        code, _, err = run_main(["merge", str(root / "merged"), *shards])
+        self.assertEqual(code, 0, err)
+        merged = json.loads((root / "merged" / "manifest.json").read_text())
+        self.assertEqual((merged["recheck"]["k"], merged["recheck"]["sent"]), (16, 16))
+        code, plan, err = run_main(["plan", "--out", str(root / "merged")])
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("determinism probe", plan)
+        self.assertIn("total: 32 calls (32 done)", plan)
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["--out", str(root / "merged"), "--models", MODEL, "--episodes", "1",
+                                     "--host", server.url, "--quiet"])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(json.loads((root / "merged" / "manifest.json").read_text())["recheck"], merged["recheck"])
+
+    def test_a_shard_a_runner_holds_is_not_merged(self):
+        root = self.make_tmp()
+        shards = self.make_shards(root, *FAST)
+        lock = runfolder.RunLock(root / "s2")
+        lock.acquire()
+        try:
+            code, _, err = run_main(["merge", str(root / "merged"), *shards])
+        finally:
+            lock.release()
+        self.assertEqual(code, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(f"another runner (process {os.getpid()}) is writing {root / 's2'}", err)
+        self.assertIn("merge the shard once it is done", err)
+        self.assertFalse((root / "merged").exists())
+        self.assertEqual(run_main(["merge", str(root / "merged"), *shards])[0], 0)
+
+    def test_a_merge_stopped_by_a_full_disk_leaves_nothing_and_runs_again(self):
+        root = self.make_tmp()
+        shards = self.make_shards(root, *FAST)
+        real = os.replace
+        for stopped_at in ("manifest.json", "results.json", "analysis.md"):
+            with self.subTest(stopped_at):
+                def filling_disk(source, target):
+                    if Path(target).name == stopped_at:
+                        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+                    return real(source, target)
+                (root / "merged").mkdir()                   # an empty folder made for it, as the guide allows
+                with mock.patch.object(os, "replace", filling_disk):
+                    code, _, err = run_main(["merge", str(root / "merged"), *shards])
+                self.assertEqual(code, 4, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(f"nothing was written to {root / 'merged'}; free some space, then run the same command "
+                              f"again", err)
+                self.assertEqual(folder_state(root / "merged"), {})          # not half made
+                self.assertEqual([p.name for p in root.iterdir() if p.name.startswith(".")], [])
+                code, _, err = run_main(["merge", str(root / "merged"), *shards])     # the same command again
+                self.assertEqual(code, 0, err)
+                self.assertEqual(run_main(["verify", "--out", str(root / "merged")])[0], 0)
+                shutil.rmtree(root / "merged")
+
+    def test_a_merge_killed_midway_leaves_out_untouched_and_is_cleared_by_the_next(self):
+        root = self.make_tmp()
+        shards = self.make_shards(root, *FAST)
+        # what a merge killed while it wrote leaves: its folder beside OUT, of a process that is gone
+        left = root / ".merged.merging-999999999"
+        (left / "raw").mkdir(parents=True)
+        (left / "raw" / "gemma3_4b_R0.jsonl").write_text('{"torn')
+        code, _, err = run_main(["merge", str(root / "merged"), *shards])
+        self.assertEqual(code, 0, err)
+        self.assertFalse(left.exists())
+        self.assertEqual(run_main(["verify", "--out", str(root / "merged")])[0], 0)
+
+
+class GateFolderTest(ShardsMixin, unittest.TestCase):
+    def test_gate_run_dir_refuses_a_folder_a_runner_holds(self):
+        root = self.make_tmp()
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(root / "run"),
+                                       "--episodes", "1", *FAST])[0], 0)
+        before = folder_state(root / "run")
+        lock = runfolder.RunLock(root / "run")
+        lock.acquire()
+        try:
+            code, out, err = run_main(["gate", str(root / "run")])
+        finally:
+            lock.release()
+        self.assertEqual(code, 2, err)
+        self.assertEqual(out, "")
+        self.assertIn(f"another runner (process {os.getpid()}) is writing", err)
+        self.assertEqual(folder_state(root / "run"), before)      # no results, figures or report written into it
+        self.assertEqual(run_main(["gate", str(root / "run")])[0], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
