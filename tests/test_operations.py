@@ -243,6 +243,25 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
                 self.assertIn(variable, err)
                 self.assertFalse(out.exists())
 
+    def test_an_address_with_a_query_or_fragment_is_refused_and_never_printed(self):
+        """--base-url "http://host/v1?key=SECRET" printed the query in its error lines and joined the API's paths
+        after it; now it is refused in one line that masks it (a user:password part too), wherever it comes from."""
+        cases = [(["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1?key=SECRET"], {}, "query"),
+                 (["--host", "http://127.0.0.1:9/#SECRET"], {}, "fragment"),
+                 (["--backend", "openai", "--base-url", "http://user:SECRET@127.0.0.1:9/v1?"], {}, "query"),
+                 (["--backend", "openai"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1?api_key=SECRET"}, "query"),
+                 ([], {"OLLAMA_HOST": "127.0.0.1:9?SECRET"}, "query"),
+                 (["--host", "http://user:SECRET@127.0.0.1:99999"], {}, "not a server address")]
+        for extra, environment, why in cases:
+            with self.subTest(extra, **environment), mock.patch.dict(os.environ, environment):
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--models", MODEL, "--out", str(out), *extra])
+                self.assertEqual(code, 2, err)
+                assert_one_clean_error(self, err)
+                self.assertIn(why, err)
+                self.assertNotIn("SECRET", err)
+                self.assertFalse(out.exists())
+
     def test_generate_refuses_an_absurd_episode_count(self):
         path = self.make_tmp() / "tasks.json"
         code, _, err = run_main(["generate", "--episodes", "1000000000", "--tasks", str(path)])

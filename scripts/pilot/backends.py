@@ -10,6 +10,7 @@ missing server or model before any run folder is made.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import urllib.parse
@@ -415,10 +416,12 @@ def preflight(backend, models: list[str], demo_command: str = "python3 scripts/r
 
 
 def check_server_url(url: str, source: str) -> str:
-    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given."""
+    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given, and no query
+    or fragment (a key put there would be printed and recorded, and the API's paths joined after it). Messages show
+    the address with any user:password, query and fragment masked."""
     text = url.strip()
     candidate = text if "://" in text else "http://" + text
-    given = f"{source} {url!r}".strip()
+    given = f"{source} {masked_address(url)!r}".strip()
     example = "give an address like http://127.0.0.1:11434"
     if any(c.isspace() for c in text):
         raise PilotError(f"{given} has a space in it, so it is not a server address; {example}")
@@ -426,7 +429,13 @@ def check_server_url(url: str, source: str) -> str:
         parts = urllib.parse.urlsplit(candidate)
         port = parts.port
     except ValueError as err:
-        raise PilotError(f"{given} is not a server address ({err}); {example}") from None
+        raise PilotError(f"{given} is not a server address ({str(err).replace(text, masked_address(text))}); "
+                         f"{example}") from None
+    if parts.query or parts.fragment or candidate.endswith(("?", "#")):
+        raise PilotError(f"{given} has a {'query (?...)' if '?' in candidate else 'fragment (#...)'}, which a server "
+                         f"address has no use for (it would be printed, and the API's paths joined after it); give "
+                         f"the address alone (a key goes in the variable --api-key-env names, or as user:password@ "
+                         f"before the host); {example}")
     if parts.scheme not in ("http", "https"):
         raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")
     if not parts.hostname:
@@ -434,6 +443,13 @@ def check_server_url(url: str, source: str) -> str:
     if port is not None and not 1 <= port <= 65535:
         raise PilotError(f"{given} has port {port}, outside 1 to 65535; {example}")
     return text
+
+
+def masked_address(url: str) -> str:
+    """An address as typed, safe to print: any user:password, query and fragment masked (it may not parse)."""
+    text = url.strip()
+    text = re.sub(r"(?<=://)[^/?#@]*@", "***@", text) if "://" in text else re.sub(r"^[^/?#@]*@", "***@", text)
+    return re.sub(r"([?#]).*", lambda m: m.group(1) + "***", text, count=1, flags=re.S)
 
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "ip6-localhost"})
