@@ -127,5 +127,37 @@ class GateFolderTest(ShardsMixin, unittest.TestCase):
         self.assertEqual(run_main(["gate", str(root / "run")])[0], 0)
 
 
+class GenerateForceTest(TempDirMixin, unittest.TestCase):
+    def test_force_overwrites_a_task_file_and_nothing_else(self):
+        """generate --force replaced scripts/run_pilot.py, README.md and a run's manifest with task JSON."""
+        tmp = self.make_tmp()
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(tmp / "run"),
+                                       "--episodes", "1", *FAST])[0], 0)
+        victims = {"run_pilot.py": REPO / "scripts" / "run_pilot.py", "README.md": REPO / "README.md",
+                   "manifest.json": tmp / "run" / "manifest.json", "results.json": None, "empty.json": None}
+        for name, source in victims.items():
+            with self.subTest(name):
+                path = tmp / name
+                if source is not None:
+                    shutil.copy(source, path)
+                else:
+                    path.write_text('{"episodes": "not a list"}' if name == "results.json" else "")
+                before = path.read_bytes()
+                code, out, err = run_main(["generate", "--tasks", str(path), "--episodes", "2", "--force"])
+                self.assertEqual(code, 2, out)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("is not a task file", err)
+                self.assertIn("give --tasks a new path", err)
+                self.assertEqual(path.read_bytes(), before)
+        tasks = tmp / "tasks.json"                       # a task file, of another study even, is overwritten
+        self.assertEqual(run_main(["generate", "--study", "constraints", "--tasks", str(tasks), "--episodes", "2"])[0],
+                         0)
+        code, out, err = run_main(["generate", "--tasks", str(tasks), "--episodes", "2", "--force"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(tasks.read_text())["n_episodes"], 2)
+        self.assertNotIn("study", json.loads(tasks.read_text()))
+
+
 if __name__ == "__main__":
     unittest.main()

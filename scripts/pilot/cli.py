@@ -329,7 +329,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or tasks/constraints.json "
                                             "with --study constraints)")
-        parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
+        parser.add_argument("--force", action="store_true", help="overwrite a different existing task file (only a "
+                                                                 "task file of one of the studies: never another file)")
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
         for registered in STUDY_REGISTRY.values():

@@ -56,10 +56,27 @@ def command_generate(args) -> int:
         if not args.force:
             raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
                              f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
+        if not is_task_file(path):
+            raise PilotError(f"{display_path(path)} is not a task file (a JSON object with an `episodes` list whose "
+                             f"`study` or `protocol` names a study of this runner), so --force does not overwrite "
+                             f"it; give --tasks a new path")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
     print(f"wrote {display_path(path)}: {what}, sha256 {sha256_bytes(data)}")
     return EXIT_OK
+
+
+def is_task_file(path: Path) -> bool:
+    """Whether path holds a task file of one of this runner's studies (what `generate --force` may overwrite): never
+    the runner's code, a README, a run's manifest or results, or anything that is not JSON."""
+    try:
+        _, _, data = read_json(path, str(path), "a task file", "")
+    except PilotError:
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
+        return False
+    return any(data.get("study") == study.name or data.get("protocol") == study.protocol_id
+               for study in STUDY_REGISTRY.values())
 
 
 def command_status(args) -> int:
