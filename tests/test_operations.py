@@ -262,6 +262,30 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
                 self.assertNotIn("SECRET", err)
                 self.assertFalse(out.exists())
 
+    def test_a_folder_path_that_names_no_usable_folder_is_one_line(self):
+        """--out "" silently meant the default folder, control characters in --out made such folders in the
+        repository, and a link to nowhere gave "File exists"; each is now one line, and nothing is made."""
+        tmp = self.make_tmp()
+        os.symlink(tmp / "gone", tmp / "dangling")
+        with FakeOllama(models=[MODEL]) as server:
+            cases = {"empty": ("", "an empty path names no folder; give one"),
+                     "spaces": ("  ", "an empty path names no folder"),
+                     "newline": (str(tmp / "a\nb"), "holds a control character ('\\n')"),
+                     "escape": (str(tmp / "a\x1b[2Jb"), "holds a control character ('\\x1b')"),
+                     "dangling link": (str(tmp / "dangling"), "is a link to"),
+                     "below a dangling link": (str(tmp / "dangling" / "run"), "which does not exist")}
+            for label, (folder, wanted) in cases.items():
+                for argv in (["run", "--models", MODEL, "--host", server.url, *FAST, "--out", folder],
+                             ["plan", "--models", MODEL, "--out", folder], ["status", folder],
+                             ["demo", "--out", folder], ["merge", folder, str(tmp / "shard")]):
+                    with self.subTest(label, command=argv[0]):
+                        code, out, err = run_main(argv)
+                        self.assertEqual(code, 2, out + err)
+                        assert_one_clean_error(self, err)
+                        self.assertIn(wanted, err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(sorted(p.name for p in tmp.iterdir()), ["dangling"])
+
     def test_generate_refuses_an_absurd_episode_count(self):
         path = self.make_tmp() / "tasks.json"
         code, _, err = run_main(["generate", "--episodes", "1000000000", "--tasks", str(path)])

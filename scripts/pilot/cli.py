@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import shlex
 import sys
 import time
@@ -228,7 +229,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
     default = study_named(None).name
-    parser.add_argument("--out", help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
+    parser.add_argument("--out", type=folder_argument("--out"),
+                        help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
                                       f"of the first N episodes, another task set or another design gets a folder of "
                                       f"its own, e.g. results/{default}-eN)")
     if episodes:
@@ -270,6 +272,25 @@ def seconds_argument(minimum: float, maximum: float, above: bool = False,
     return parse
 
 
+def folder_argument(option: str, optional: bool = True) -> Callable[[str], str]:
+    """An argparse type: a folder path that can be one. An empty path is not the default folder, a control character
+    would make a folder no one can type, and a link to nowhere cannot be written into: each is one line."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("an empty path names no folder; give one" +
+                                             (f", or leave {option} out for the default" if optional else ""))
+        control = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
+        if control is not None:
+            raise argparse.ArgumentTypeError(f"{text!r} holds a control character ({control!r}); give a folder name "
+                                             f"without one")
+        for place in (Path(text), *Path(text).parents):
+            if place.is_symlink() and not place.exists():
+                raise argparse.ArgumentTypeError(f"{place} is a link to {os.readlink(place)}, which does not exist; "
+                                                 f"make that folder first, or give another one")
+        return text
+    return parse
+
+
 def url_argument() -> Callable[[str], str]:
     """An argparse type: a server address check_server_url accepts."""
     def parse(text: str) -> str:
@@ -303,7 +324,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser)
         add_run_options(parser)
     elif command in ("score", "status", "verify"):
-        parser.add_argument("folder", nargs="?", metavar="RUN_DIR", help="the run folder (the same as --out RUN_DIR)")
+        parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
+                            help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
                             help="the study whose default run folder to look in, as the run was started with it "
@@ -337,7 +359,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
             add_study_options(parser, registered.command_line.generate_options)
     elif command == "demo":
         demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo is not None]
-        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
+        parser.add_argument("--out", type=folder_argument("--out"),
+                            help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
                                           f"results/{DEMO_RUN_NAME}-STUDY for another --study)")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
                             help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
@@ -359,7 +382,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--selftest", action="store_true",
                             help="run the built-in states, each with one defect, and the clean ones")
     elif command == "adversarial":
-        parser.add_argument("--out", help="run folder (default: results/adversarial; results/adversarial-eN for "
+        parser.add_argument("--out", type=folder_argument("--out"),
+                            help="run folder (default: results/adversarial; results/adversarial-eN for "
                                           "--episodes N)")
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
         parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
@@ -368,8 +392,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "merge":
-        parser.add_argument("out_dir", metavar="OUT", help="a new or empty folder for the merged run")
-        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
+        parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
+                            help="a new or empty folder for the merged run")
+        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", type=folder_argument("SHARD_DIR", optional=False),
+                            help="shard run folders")
     return parser
 
 
