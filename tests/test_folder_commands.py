@@ -159,5 +159,35 @@ class GenerateForceTest(TempDirMixin, unittest.TestCase):
         self.assertNotIn("study", json.loads(tasks.read_text()))
 
 
+class DamagedManifestWordsTest(TempDirMixin, unittest.TestCase):
+    def test_no_message_shows_a_python_none(self):
+        """verify printed "manifest says None calls" for a cell whose entry had lost its call count."""
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                       "--episodes", "1", *FAST])[0], 0)
+            manifest = json.loads((out / "manifest.json").read_text())
+            first, second = sorted(manifest["cells"])[:2]
+            del manifest["cells"][first]["n_calls"]
+            manifest["cells"][second].update(status="FAILED", reason=None)
+            del manifest["lock"]["backend"]
+            (out / "manifest.json").write_text(json.dumps(manifest))
+            code, verified, _ = run_main(["verify", "--out", str(out)])
+            self.assertEqual(code, 1)
+            self.assertIn(f"{first}: the manifest records no call count, the log has", verified)
+            code, status, err = run_main(["status", "--out", str(out)])
+            self.assertEqual(code, 0, err)
+            self.assertIn(f"FAILED {second}: no reason recorded", status)
+            self.assertIn("backend not recorded", status)
+            shard = out.parent / "shard"
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(shard),
+                                       "--episodes", "1", "--shard", "2/2", *FAST])[0], 0)
+            code, _, err = run_main(["merge", str(out.parent / "merged"), str(out), str(shard)])
+            self.assertEqual(code, 2)
+            self.assertIn("shard count (none vs 2/2)", err)
+        for printed in (verified, status, err):
+            self.assertNotIn("None", printed)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -60,7 +60,8 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     recorded = manifest.data.get("lock", {})
     diffs = lock_differences(recorded, lock)
     if (manifest.data.get("shard") or None) != (list(options.shard) if options.shard else None):
-        diffs.append(f"shard ({manifest.data.get('shard')} -> {list(options.shard) if options.shard else None})")
+        diffs.append(f"shard ({'/'.join(map(str, manifest.data.get('shard') or [])) or 'none'} -> "
+                     f"{'/'.join(map(str, options.shard or [])) or 'none'})")
     if diffs:
         raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the original "
                          f"settings, or start a separate run with --out <new folder>")

@@ -103,11 +103,11 @@ def command_status(args) -> int:
         for k in totals:
             totals[k] += counts[k]
     n, noun = data["n_episodes"], folder_study(data).episode_noun       # episodes, instances or sessions
-    print(f"run {run_dir} ({n} {noun}{'' if n == 1 else 's'}, backend {data['lock'].get('backend')})")
+    print(f"run {run_dir} ({n} {noun}{'' if n == 1 else 's'}, backend {data['lock'].get('backend') or 'not recorded'})")
     print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
     failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
     for key, reason in failed:
-        print(f"FAILED {key}: {reason}")
+        print(f"FAILED {key}: {reason or 'no reason recorded'}")
     redo = [(cell, kind) for cell, kind in lost_records(journal, data, tasks) if cell in set(cells)]
     for cell, kind in redo:
         print(f"TO REDO {cell_key(*cell)}: COMPLETE in the manifest, but its raw log lacks {kind}; the run command "
@@ -280,7 +280,8 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
                 continue
             ordered = [records[s.kind] for s in plan]
             if entry.get("n_calls") != len(ordered):
-                problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
+                said = "records no call count" if entry.get("n_calls") is None else f"says {entry['n_calls']} calls"
+                problems.append(f"{key}: the manifest {said}, the log has {len(ordered)}")
             if not entry.get("records_sha256"):
                 problems.append(f"{key}: COMPLETE, but the manifest records no sha256 of its records, so they could "
                                 f"not be checked")
@@ -481,6 +482,11 @@ def command_merge(args) -> int:
     return EXIT_OK
 
 
+def shard_text(shard) -> str:
+    """A shard as a message shows it: I/N, or none (never Python's None)."""
+    return "/".join(map(str, shard)) if shard else "none"
+
+
 def hold_folder(held: contextlib.ExitStack, folder: Path, wait: str) -> None:
     """Take a run folder's lock until `held` closes, so that no runner writes it meanwhile (a runner that holds it
     is named and the command refused, `wait` saying what to do); a read-only folder has no runner to keep out."""
@@ -512,7 +518,7 @@ def merged_cells(shards: list[tuple]) -> tuple[dict, list[str]]:
         if data["lock"].get("runner_sha256") != reference.get("runner_sha256"):
             diffs.append("runner_sha256")
         if (data.get("shard") or [None, None])[1] != (shards[0][1].get("shard") or [None, None])[1]:
-            diffs.append(f"shard count ({shards[0][1].get('shard')} vs {data.get('shard')})")
+            diffs.append(f"shard count ({shard_text(shards[0][1].get('shard'))} vs {shard_text(data.get('shard'))})")
         if diffs:
             raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({'; '.join(diffs)}); "
                              f"only shards of one locked run can be merged")
