@@ -570,7 +570,7 @@ class HintsTest(TempDirMixin, unittest.TestCase):
             for label, extra, env, expected in (
                     ("wrong key", [], {"OPENAI_API_KEY": "sk-wrong"}, "the key in $OPENAI_API_KEY"),
                     ("no key in a named variable", ["--api-key-env", "MY_KEY"], {"MY_KEY": ""},
-                     "no key was sent: $MY_KEY")):
+                     "--api-key-env names $MY_KEY, which is empty")):
                 with self.subTest(label), mock.patch.dict(os.environ, env):
                     out = self.make_tmp() / "run"
                     code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
@@ -580,6 +580,44 @@ class HintsTest(TempDirMixin, unittest.TestCase):
                     self.assertIn(expected, err)
                     self.assertIn("--api-key-env", err)
                     self.assertNotIn("sk-wrong", err)
+
+    def test_a_key_the_chat_endpoint_refuses_is_found_before_any_folder(self):
+        """--api-key-env naming an unset or empty variable, or a key the server refuses, was found only after the
+        folder was made and a cell had FAILED, where the server (llama-server) leaves /v1/models open to all."""
+        from fake_servers import FakeOpenAI
+
+        class OpenModelList(FakeOpenAI):
+            def handler_class(self):
+                class Handler(super().handler_class()):
+                    def _authorized(self):
+                        return self.command == "GET" or super()._authorized()
+                return Handler
+
+        with OpenModelList(models=[MODEL]) as server:
+            server.api_key = "sk-right"
+            cases = (("unset variable", ["--api-key-env", "NO_SUCH_KEY_VAR"], {}, "$NO_SUCH_KEY_VAR, which is not set"),
+                     ("empty variable", ["--api-key-env", "MY_KEY"], {"MY_KEY": ""}, "$MY_KEY, which is empty"),
+                     ("wrong key", [], {"OPENAI_API_KEY": "sk-wrong"}, "refused the check: POST"),
+                     ("no key", [], {}, "no key was sent: $OPENAI_API_KEY"))
+            for label, extra, env, expected in cases:
+                with self.subTest(label), mock.patch.dict(os.environ, env):
+                    os.environ.pop("NO_SUCH_KEY_VAR", None)
+                    if label == "no key":
+                        os.environ.pop("OPENAI_API_KEY", None)
+                    out = self.make_tmp() / "run"
+                    code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                             "--out", str(out), *extra, *FAST])
+                    self.assertEqual(code, 2, err)
+                    assert_one_clean_error(self, err)
+                    self.assertIn(expected, err)
+                    self.assertNotIn("sk-wrong", err)
+                    self.assertFalse(out.exists())
+            self.assertEqual(server.chat_count(), 0)
+            with mock.patch.dict(os.environ, {"MY_KEY": "sk-right"}):
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                         "--out", str(out), "--episodes", "1", "--api-key-env", "MY_KEY", *FAST])
+                self.assertEqual(code, 0, err)
 
     def test_every_missing_model_is_named(self):
         with FakeOllama(models=[MODEL]) as server:

@@ -22,6 +22,8 @@ from .transport import HttpClient, redact_url
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
 
 class OllamaBackend:
     """Ollama's native API: POST /api/chat, non-streaming, every option explicit, truncate off."""
@@ -192,11 +194,12 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
-                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY",
+                 thinking_control: str = "both", api_key_env: str = DEFAULT_API_KEY_ENV,
                  reply_deadline: float | None = None):
         self.base_url = normalize_openai_url(base_url)
         self.api_key_env = api_key_env
         self.key_sent = bool(api_key)
+        self.key_checked = False
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers, reply_deadline=reply_deadline)
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers,
@@ -213,6 +216,11 @@ class OpenAIBackend:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
         check_server_url(base_url, "--base-url" if options.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(options.api_key_env) or None
+        if api_key is None and options.api_key_env != DEFAULT_API_KEY_ENV:
+            state = "is empty" if options.api_key_env in os.environ else "is not set"
+            raise PilotError(f"--api-key-env names ${options.api_key_env}, which {state} in this shell; export the key "
+                             f"in it (export {options.api_key_env}=...), or drop --api-key-env for a server that "
+                             f"takes no key")
         return cls(base_url, options.connect_timeout, options.read_timeout, api_key, options.thinking_control,
                    options.api_key_env, reply_deadline=options.deadline_s)
 
@@ -235,6 +243,7 @@ class OpenAIBackend:
 
     def server_info(self) -> dict:
         self._models()   # the reachability check; the probes below are optional extras
+        self._check_key()
         info: dict = {}
         for path, keys in (("/version", ("version",)), ("/props", ("build_info", "total_slots")),
                            ("/api/version", ("version",))):
@@ -252,6 +261,21 @@ class OpenAIBackend:
                 if isinstance(settings, dict) and known_count(settings.get("n_ctx")):
                     info.setdefault("slot_context", settings["n_ctx"])
         return info
+
+    def _check_key(self) -> None:
+        """Whether the chat endpoint takes this key (or none), before any run folder is made: servers that guard it
+        may leave /v1/models open (llama-server does). An empty request is sent, which every server refuses as a bad
+        request once the key passes, and none answers with a model call; only 401 and 403 are raised."""
+        if self.key_checked:
+            return
+        try:
+            self.preflight_http.request("POST", "/v1/chat/completions", {})
+        except FatalCallError as err:
+            if err.status in (401, 403):
+                raise
+        except TransientError:
+            pass                        # a 5xx to an empty request, or a hiccup: the calls will say more
+        self.key_checked = True
 
     def list_models(self) -> list[str]:
         return [m["id"] for m in self._models() if isinstance(m.get("id"), str)]

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .backends import BACKENDS, DEFAULT_OLLAMA_HOST, check_server_url
+from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
 from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
@@ -170,7 +170,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
     parser.add_argument("--base-url", type=url_argument(),
                         help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+    parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
                         help="name of the environment variable holding the API key (default: %(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
     parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
