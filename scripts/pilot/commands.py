@@ -29,8 +29,8 @@ from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
-from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, lost_records, recheck_pending,
-    repair_journal, run_cells, run_recheck)
+from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, TemplateMismatch, flagged_cells,
+    lost_records, recheck_pending, repair_journal, run_cells, run_recheck)
 from .studies.xr001 import N_EPISODES
 
 
@@ -181,6 +181,11 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         manifest.save()
         print(f"interrupted; every completed call is saved. Resume with: {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except TemplateMismatch as err:
+        # the resumed run sends every flagged reply again, once (repair_journal); `status` counts them as left
+        manifest.data["template_stop"] = {"at": utc_now()}
+        manifest.save()
+        raise TemplateMismatch(f"{err}. Resume with: {resume}") from None
     except ServerGone as err:
         manifest.save()
         left = sum(1 for c in todo if not is_complete(manifest.data, c))
@@ -345,6 +350,8 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
     log lost a record, and whether a log holds an unreadable line."""
     journal = Journal(run_dir)
     lost = {cell for cell, _ in lost_records(journal, manifest, tasks)}
+    if manifest.get("template_stop"):          # the run stopped for a template mismatch: its flagged replies
+        lost |= set(flagged_cells(journal, manifest))
     return lost, any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest))
 
 

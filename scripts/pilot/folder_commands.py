@@ -27,7 +27,7 @@ from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
     is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
     refuse_unsafe_folder, variant_suffix, write_atomic)
-from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
+from .runner import DEFAULT_RECHECK, flagged_cells, lost_records, merge_rechecks, recheck_pending
 
 
 def command_generate(args) -> int:
@@ -112,8 +112,16 @@ def command_status(args) -> int:
     for cell, kind in redo:
         print(f"TO REDO {cell_key(*cell)}: COMPLETE in the manifest, but its raw log lacks {kind}; the run command "
               f"re-runs it")
-    totals["COMPLETE"] -= len(redo)
-    left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo)
+    flagged = flagged_cells(journal, data) if data.get("template_stop") else {}
+    for cell, kinds in sorted(flagged.items()):
+        print(f"TO SEND AGAIN {cell_key(*cell)}: {len(kinds)} repl{'y' if len(kinds) == 1 else 'ies'} carrying "
+              f"chat-template control tokens (the run stopped for a template mismatch); the run command moves "
+              f"{'it' if len(kinds) == 1 else 'them'} to raw/*.quarantine and sends {'it' if len(kinds) == 1 else 'them'} "
+              f"again, with the calls made from {'it' if len(kinds) == 1 else 'them'}")
+    again = [cell for cell in flagged if cell in set(cells) and cell not in {c for c, _ in redo} and
+             is_complete(data, cell)]
+    totals["COMPLETE"] -= len(redo) + len(again)
+    left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo) + len(again)
     print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
     return EXIT_OK

@@ -45,6 +45,11 @@ class RunAborted(PilotError):
     """A failure every later call would share (unknown model, bad credentials): stop the run."""
 
 
+class TemplateMismatch(RunAborted):
+    """Most of a run's first replies carry chat-template control tokens: stop the run; once the server's template is
+    fixed, the resumed run sends every flagged reply again (repair_journal)."""
+
+
 class ServerWatch:
     """How long the server has been unreachable across consecutive calls; any reply resets the clock."""
 
@@ -73,7 +78,7 @@ TEMPLATE_CHECK_REPLIES = 10             # a run's first replies: once most of th
 
 
 class TemplateWatch:
-    """The first replies of a run: when most of them carry control tokens, the run stops (RunAborted)."""
+    """The first replies of a run: when most of them carry control tokens, the run stops (TemplateMismatch)."""
 
     def __init__(self):
         self.seen = self.flagged = 0
@@ -81,7 +86,7 @@ class TemplateWatch:
         self._lock = threading.Lock()
 
     def check(self, text: str) -> bool:
-        """Whether this reply carries control tokens; raises RunAborted once most of the first replies do."""
+        """Whether this reply carries control tokens; raises TemplateMismatch once most of the first replies do."""
         found = CONTROL_TOKENS.search(text or "")
         with self._lock:
             if self.seen < TEMPLATE_CHECK_REPLIES:
@@ -91,13 +96,14 @@ class TemplateWatch:
             # decided as soon as most of the first replies are flagged, without waiting for the rest of them
             mismatch = self.flagged * 2 > TEMPLATE_CHECK_REPLIES
         if mismatch:
-            raise RunAborted(f"the server's chat template does not match the model: {self.flagged} of its first "
-                             f"{self.seen} replies carry chat-template control tokens (such as {self.example}); set "
-                             f"the model's own template on the server (llama.cpp: --jinja takes the one in the model "
-                             f"file, but a file without one falls back to ChatML: then name it, e.g. --no-jinja "
-                             f"--chat-template gemma, or --chat-template-file FILE; Ollama: TEMPLATE in the model's "
-                             f"Modelfile), then run again into a new folder with --out (the replies so far stay in "
-                             f"this one as evidence)")
+            raise TemplateMismatch(f"the server's chat template does not match the model: {self.flagged} of its "
+                                   f"first {self.seen} replies carry chat-template control tokens (such as "
+                                   f"{self.example}); set the model's own template on the server (llama.cpp: --jinja "
+                                   f"takes the one in the model file, but a file without one falls back to ChatML: "
+                                   f"then name it, e.g. --no-jinja --chat-template gemma, or --chat-template-file "
+                                   f"FILE; Ollama: TEMPLATE in the model's Modelfile), then run the same command "
+                                   f"again: every reply that carries control tokens is moved to raw/*.quarantine (kept "
+                                   f"as evidence) and sent again")
         return bool(found)
 
 
@@ -372,8 +378,8 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     except RunAborted:
         if not ctx.stop.is_set():   # at once, so that no other thread sends a call once the run is judged
             ctx.stop.set()
-            sys.stderr.write("\nstopping: the server's chat template does not match the model; no new calls will "
-                             "be sent; waiting for the calls in flight\n")
+            sys.stderr.write(f"\nstopping: the server's chat template does not match the model; no new calls will "
+                             f"be sent; waiting up to {transport.STOP_GRACE_S:g} s for the calls in flight\n")
         raise
     return record
 
@@ -496,14 +502,35 @@ def lost_records(journal: Journal, manifest: dict, tasks: dict) -> list[tuple[Ce
     return lost
 
 
+def flagged_cells(journal: Journal, manifest: dict) -> dict[Cell, set[str]]:
+    """The cells whose journalled replies carry chat-template control tokens, with those calls' kinds: the run
+    sends them again once it stopped for a template mismatch (the manifest's `template_stop`)."""
+    flagged: dict[Cell, set[str]] = {}
+    for model, regime, budget, sample in journal_streams(manifest):
+        for record in journal.read(model, regime, budget, sample):
+            if record.get("control_tokens") and isinstance(record.get("episode"), int):
+                flagged.setdefault(Cell(model, regime, record["episode"], budget, sample), set()).add(record["kind"])
+    return flagged
+
+
 def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
-    """Quarantine unreadable lines; then, in any cell that lost a record (to an unreadable line, or a log deleted
-    or cut short), quarantine every later call that was made from it (the cascade resumes from the last good call)
-    and reopen the cell if it was COMPLETE."""
+    """Quarantine unreadable lines (and, after a stop for a template mismatch, every reply that carries control
+    tokens); then, in any cell that lost a record that way, or to a log deleted or cut short, quarantine every later
+    call that was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
     notes = []
     regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
     short_logs = {(cell.model, cell.regime, cell.budget, cell.sample) for cell, _ in
                   lost_records(journal, manifest.data, tasks)}
+    flagged = flagged_cells(journal, manifest.data) if manifest.data.get("template_stop") else {}
+    for cell, kinds in flagged.items():
+        journal.drop(cell, kinds)
+        short_logs.add((cell.model, cell.regime, cell.budget, cell.sample))
+    if manifest.data.pop("template_stop", None) is not None:
+        moved = sum(map(len, flagged.values()))
+        what = (f"{moved} repl{'y' if moved == 1 else 'ies'} carrying chat-template control tokens moved to "
+                f"raw/*.quarantine, to be sent again (the run had stopped for a template mismatch)")
+        manifest.data["amendments"].append({"at": utc_now(), "what": what})
+        notes.append(what)
     for model, regime_name, budget, sample in journal_streams(manifest.data):
         note = journal.repair(model, regime_name, budget, sample)
         if not note and (model, regime_name, budget, sample) not in short_logs:
@@ -530,6 +557,8 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
             key = cell_key(*cell)
             if is_complete(manifest.data, cell):
                 how = "to an unreadable line" if note else "from its raw log (deleted, cut short or edited)"
+                if plan[lost].kind in flagged.get(cell, ()):
+                    how = "to raw/*.quarantine: its reply carried chat-template control tokens"
                 reason = f"lost {plan[lost].kind} {how}; re-run from {plan[lost].kind}"
                 entry = dict(manifest.cell(key), status="FAILED", n_calls=lost, reason=reason, updated_at=utc_now())
                 entry.pop("records_sha256", None)
