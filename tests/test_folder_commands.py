@@ -10,7 +10,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import runfolder
+from pilot import launch, runfolder
 
 MODEL = "gemma3:4b"
 
@@ -187,6 +187,75 @@ class DamagedManifestWordsTest(TempDirMixin, unittest.TestCase):
             self.assertIn("shard count (none vs 2/2)", err)
         for printed in (verified, status, err):
             self.assertNotIn("None", printed)
+
+
+class StudyWordsTest(TempDirMixin, unittest.TestCase):
+    """Study-specific words come from the Study record, and the folder commands find a run as the run named it."""
+
+    def session(self) -> Path:
+        folder = self.make_tmp() / "mine"
+        folder.mkdir()
+        shutil.copy(REPO / "tasks" / "sessions" / "logs" / "2-support-refund.chat.json", folder)
+        return folder
+
+    def test_an_incomplete_sessions_run_is_analysed_marked_partial_with_its_report(self):
+        """A sessions run said "the confirmatory analysis waits" (it has none) and ended without the report's path."""
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("status", 400, {"error": "bad"})]
+            code, printed, err = run_main(["--study", "sessions", "--sessions", str(self.session()), "--models",
+                                           MODEL, "--host", server.url, "--out", str(out), *FAST])
+        self.assertEqual(code, 3, err)
+        self.assertNotIn("confirmatory", (printed + err).lower().replace("exploratory", ""))
+        self.assertIn("results.json holds the 4 complete cells of 5; the analysis below covers them, marked PARTIAL",
+                      err)
+        self.assertIn("XR-S1 (EXPLORATORY, PARTIAL: 4 of 5 cells)", printed)
+        self.assertIn(f"Open the report: {out / 'report.html'}", printed)
+        self.assertIn("PARTIAL: 4 of 5 cells are complete", (out / "analysis.md").read_text())
+        code, printed, err = run_main(["analyze", "--out", str(out)])        # analyze too, without --allow-partial
+        self.assertEqual(code, 0, err)
+
+    def test_a_study_with_a_confirmatory_test_still_waits_in_its_own_words(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("status", 400, {"error": "bad"})]
+            code, _, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), "--episodes", "1",
+                                     *FAST])
+        self.assertEqual(code, 3, err)
+        self.assertIn("the analysis waits for the rest. Rerun the same command, or add --allow-partial for an "
+                      "analysis marked NON-CONFIRMATORY", err)
+        self.assertFalse((out / "analysis.md").exists())
+
+    def test_status_verify_and_score_find_a_run_as_the_run_named_its_folder(self):
+        """`status --study sessions` could not find a sessions run in its hashed folder, and refused --sessions."""
+        results = self.make_tmp()
+        mine = self.session()
+        with mock.patch.object(launch, "RESULTS_ROOT", results), FakeOllama(models=[MODEL]) as server:
+            run = ["--study", "sessions", "--sessions", str(mine), "--models", MODEL, "--host", server.url]
+            code, _, err = run_main(["run", *run, *FAST])
+            self.assertEqual(code, 0, err)
+            folder = next(results.iterdir())
+            self.assertTrue(folder.name.startswith("sessions-tasks-"))
+            for command in ("status", "verify", "score"):
+                with self.subTest(command):
+                    code, printed, err = run_main([command, *run])      # in front of the run's own command
+                    self.assertEqual(code, 0, err)
+                    self.assertIn(str(folder), printed)
+            code, _, err = run_main(["status", "--study", "sessions"])
+            self.assertEqual(code, 2)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("give --sessions PATH as the run did", err)
+            self.assertIn(f"sessions run folders here: {folder}", err)
+
+    def test_plan_goes_in_front_of_a_studys_own_subcommand(self):
+        """`plan adversarial ...` (the guide's command with plan in front) was refused."""
+        guide = (REPO / "scripts" / "README.md").read_text()
+        typed = guide.split("python3 scripts/run_pilot.py adversarial ", 1)[1].split("\n```", 1)[0]
+        argv = typed.replace("\\\n", " ").split()
+        argv[argv.index("--out") + 1] = str(self.make_tmp() / "adversarial")
+        code, printed, err = run_main(["plan", "adversarial", *argv])
+        self.assertEqual(code, 0, err)
+        self.assertIn("| MODEL | G2 |", printed)
 
 
 if __name__ == "__main__":

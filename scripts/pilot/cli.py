@@ -221,10 +221,21 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="resume although the runner's code (scripts/run_pilot.py or scripts/pilot/) changed; "
                              "recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
-                        help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
+                        help=f"analyse an incomplete bank; every output is marked {partial_labels()}")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
                         help=argparse.SUPPRESS)
+
+
+def partial_labels() -> str:
+    """What the studies mark an analysis of an incomplete bank, and which analyse one unasked, for --allow-partial's
+    help."""
+    labels: dict = {}
+    for study in STUDY_REGISTRY.values():
+        labels.setdefault(study.design.partial_label, []).append(study.name)
+    unasked = [study.name for study in STUDY_REGISTRY.values() if study.design.partial_by_default]
+    return " or ".join(f"{label} ({', '.join(names)})" for label, names in labels.items()) + \
+        (f"; {', '.join(unasked)} analyse{'s' if len(unasked) == 1 else ''} one unasked" if unasked else "")
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
@@ -327,16 +338,20 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
                             help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
-        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
-                            help="the study whose default run folder to look in, as the run was started with it "
-                                 f"(default {next(iter(STUDY_REGISTRY))}); a folder named with --out says its own")
+        # without RUN_DIR or --out, the folder is found as the run named it: from the run's own options as typed
+        # (--study, --sessions, --regimes, ...); a folder named with --out says its own study
+        add_design_options(parser)
+        add_run_options(parser.add_argument_group(
+            "the run's options", f"{command} reads --shard (a shard's folder is named after it) and none of the "
+                                 f"others; they are accepted so that {command} can go in front of a run's command as "
+                                 f"typed, and find its folder"))
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
                                               "format); the analysis is printed, and analysis.md, figures and "
                                               "report are written to --out DIR if given (a read-only run included)")
         parser.add_argument("--allow-partial", action="store_true",
-                            help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
+                            help=f"analyse an incomplete bank; the output is marked {partial_labels()}")
     elif command == "plan":
         add_folder_options(parser)
         add_design_options(parser)
@@ -411,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "pilot"
     if argv and argv[0] in COMMANDS:
         command, argv = argv[0], argv[1:]
+    if command == "plan" and argv and argv[0] in STUDY_REGISTRY and argv[0] in COMMANDS:
+        argv = ["--study", argv[0], *argv[1:]]     # `plan` in front of a study's own subcommand, as the guide types it
     original_argv = list(argv) if command == "pilot" else [command, *argv]
     try:
         args = build_parser(command).parse_args(argv)

@@ -18,8 +18,8 @@ from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
-from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
-    run_settings, study_of)
+from .launch import (RunOptions, check_study_design, design_settings, make_backend, missing_run_hint, read_run_options,
+    resolve_run_dir, run_settings, study_of)
 from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
     FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
@@ -327,12 +327,16 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
               f"elsewhere: {where}")
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
+    design = folder_study(manifest.data).design
     if results["cells"]["not_complete"] and not options.allow_partial:
-        print(f"results.json holds the {results['cells']['complete']} complete cells of "
-              f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
-              f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
-        return code or EXIT_CELLS_FAILED
-    analysis = write_analysis(run_dir, results, options.allow_partial)
+        held = f"results.json holds the {results['cells']['complete']} complete cells of {results['cells']['expected']}"
+        if not design.partial_by_default:
+            print(f"{held}; the analysis waits for the rest. Rerun the same command, or add --allow-partial for an "
+                  f"analysis marked {design.partial_label}.", file=sys.stderr)
+            return code or EXIT_CELLS_FAILED
+        print(f"{held}; the analysis below covers them, marked {design.partial_label}: rerun the same command to "
+              f"finish the rest.", file=sys.stderr)
+    analysis = write_analysis(run_dir, results, options.allow_partial or design.partial_by_default)
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
@@ -386,11 +390,12 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
                    table: dict[str, list] | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_bank(results, tasks_path, table)
-    if not analysis["complete"] and not allow_partial:
+    design = study_named(results.get("study")).design
+    if not analysis["complete"] and not allow_partial and not design.partial_by_default:
         cov = analysis["coverage"]
         raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
                          f"their probes); finish the run, or pass --allow-partial for an analysis marked "
-                         f"NON-CONFIRMATORY")
+                         f"{design.partial_label}")
     return analysis
 
 
@@ -597,7 +602,7 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
 
 def command_score(args) -> int:
     run_dir = resolve_run_dir(args)
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args))
     run_lock = RunLock(run_dir)             # one writer at a time: never beside a running runner
     run_lock.acquire()
     try:

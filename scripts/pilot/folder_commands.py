@@ -17,7 +17,8 @@ from .commands import (gated_analysis, load_run, print_file_list, run_command_fo
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
-from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
+from .launch import (check_study_design, chosen_regimes, given_source, missing_run_hint, parse_models,
+    resolve_run_dir, study_of)
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
     EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
@@ -81,7 +82,7 @@ def is_task_file(path: Path) -> bool:
 
 def command_status(args) -> int:
     run_dir = resolve_run_dir(args)
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args))
     journal = Journal(run_dir)
     data = manifest.data
     rows = []
@@ -314,7 +315,7 @@ def command_verify(args) -> int:
               f"{run_dir / 'raw'} can be checked against a recorded hash")
         print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
         return EXIT_VERIFY_FAILED
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args))
     problems = verify_run(run_dir, manifest.data, tasks)
     complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
     if problems:

@@ -393,6 +393,8 @@ class Design:
     reserved_suffixes: tuple = ()       # (suffix, what the study names with it): regime names a file may not end in
     state_after: Callable | None = None  # (regime, episode, compaction replies so far) -> the state (None: the last)
     plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
+    partial_label: str = "NON-CONFIRMATORY"  # what an analysis of an incomplete bank is marked (--allow-partial)
+    partial_by_default: bool = False    # no confirmatory test: an incomplete bank is analysed as it is, marked so
 
 
 @dataclasses.dataclass(frozen=True)
