@@ -258,5 +258,57 @@ class StudyWordsTest(TempDirMixin, unittest.TestCase):
         self.assertIn("| MODEL | G2 |", printed)
 
 
+class FolderAloneTest(TempDirMixin, unittest.TestCase):
+    def test_status_and_verify_read_the_folder_alone_and_every_command_says_one_thing(self):
+        """A sessions run whose transcripts moved: status and verify refused although they need only the folder,
+        plan --out suggested running the examples, and a changed transcript was to be restored "from git"."""
+        tmp = self.make_tmp()
+        mine, out = tmp / "mine", tmp / "run"
+        mine.mkdir()
+        for name in ("2-support-refund.chat.json", "5-support-plan.chat.json"):
+            shutil.copy(REPO / "tasks" / "sessions" / "logs" / name, mine)
+        with FakeOllama(models=[MODEL]) as server:
+            code, _, err = run_main(["run", "--study", "sessions", "--sessions", str(mine), "--models", MODEL,
+                                     "--host", server.url, "--out", str(out), *FAST])
+            self.assertEqual(code, 0, err)
+            sent = server.chat_count()
+            resume = ["--study", "sessions", "--sessions", str(mine), "--models", MODEL, "--host", server.url,
+                      "--out", str(out), *FAST]
+            for change in ("moved", "changed"):
+                with self.subTest(change):
+                    if change == "moved":
+                        mine.rename(tmp / "elsewhere")
+                        said = f"{out} was run on the sessions it read, {mine}, which is not there any more"
+                    else:
+                        (tmp / "elsewhere").rename(mine)
+                        edited = mine / "5-support-plan.chat.json"
+                        edited.write_text(edited.read_text().replace("plan", "plans", 1))
+                        said = f"{out} was run on the sessions it read, {mine}, which changed since"
+                    code, status, err = run_main(["status", "--out", str(out)])
+                    self.assertEqual(code, 0, err)
+                    self.assertIn("10 complete, 0 left", status)
+                    self.assertIn(f"note: {said}", status)
+                    code, verified, err = run_main(["verify", "--out", str(out)])
+                    self.assertEqual(code, 0, err)
+                    self.assertIn("verify: ok, 10 complete cells", verified)
+                    for argv in (["plan", "--out", str(out)], ["score", "--out", str(out)], ["gate", str(out)],
+                                 [*resume]):
+                        code, _, err = run_main(argv)
+                        self.assertEqual(code, 2, err)
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+                        self.assertIn(said, err)
+                        self.assertIn("put them back as they were to score, resume, gate or merge the run (status "
+                                      "and verify read the folder alone)", err)
+                        self.assertNotIn("git", err)
+                        self.assertNotIn("example", err)
+            self.assertEqual(server.chat_count(), sent)            # nothing was sent again
+        # an altered record is still found from the folder alone, against the plan the cell recorded
+        log = next((out / "raw").glob("*_R2.jsonl"))
+        log.write_text(log.read_text().replace('"response": "', '"response": "x', 1))
+        code, verified, _ = run_main(["verify", "--out", str(out)])
+        self.assertEqual(code, 1)
+        self.assertIn("records altered since the cell completed", verified)
+
+
 if __name__ == "__main__":
     unittest.main()

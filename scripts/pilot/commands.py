@@ -22,9 +22,9 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
     resolve_run_dir, run_settings, study_of)
 from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
-    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
-    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named,
-    utc_now)
+    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings, Study,
+    TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
+    study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
@@ -235,9 +235,14 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     """Run (or resume) every cell of a run; with then_analyze, score and analyze it and write the figures."""
     study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
-    tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if (run_dir / "manifest.json").exists():
-        Manifest.load(run_dir / "manifest.json")    # a folder this runner cannot resume says so first
+        resumed = Manifest.load(run_dir / "manifest.json")      # a folder this runner cannot resume says so first
+        if tasks_path.resolve() == run_tasks_path(resumed.data).resolve() and \
+                recorded_study(run_dir) == study.name:         # its own inputs, gone or changed: the one message
+            problem = run_inputs(run_dir, resumed.data)[1]
+            if problem is not None:
+                raise PilotError(problem)
+    tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if recorded_study(run_dir) not in (None, study.name):
         raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; resume it with `--study "
                          f"{recorded_study(run_dir)}` (or its own subcommand), or use --out for a new run")
@@ -518,21 +523,42 @@ def command_adversarial(args) -> int:
     return EXIT_OK
 
 
-def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
+def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>",
+             folder_alone: bool = False) -> tuple[Manifest, dict | None]:
+    """A run folder's manifest and the task set it ran on, read from where the run read it. A command that works
+    from the folder alone (status, verify) gets None for tasks when they are gone or changed; any other is refused
+    with the one message every command gives (run_inputs)."""
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
-    tasks_path = run_tasks_path(manifest.data)
-    if not tasks_path.exists() and not tasks_path.is_symlink():
-        raise PilotError(f"{run_dir} was made from {display_path(tasks_path)}, which is not there any more; put it "
-                         f"back where it was (this command reads a run's inputs from where the run read them)")
-    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"], folder_study(manifest.data))
-    if sha != manifest.data["tasks_sha256"]:
-        raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
-                         f"({manifest.data['tasks_sha256'][:12]}): {changed_inputs(folder_study(manifest.data))}; "
-                         f"restore them as they were when the run was made (from git, where they are committed)")
+    tasks, problem = run_inputs(run_dir, manifest.data)
+    if problem is not None and not folder_alone:
+        raise PilotError(problem)
     return manifest, tasks
+
+
+def run_inputs(run_dir: Path, manifest: dict) -> tuple[dict | None, str | None]:
+    """The task set a run ran on, read again from where it read it, or the reason it cannot be: the task file or the
+    user's sessions moved, deleted or changed. The message is the same for every command that needs them."""
+    study, tasks_path = folder_study(manifest), run_tasks_path(manifest)
+    source = study.command_line.source_option
+    what = f"the {source} it read" if source else "its task file"
+    shown = display_path(tasks_path)
+    committed = tasks_path.resolve() in {s.tasks_path.resolve() for s in STUDY_REGISTRY.values()}
+    back = (f"put {'them' if source else 'it'} back as {'they were' if source else 'it was'}" +
+            (f" (git checkout -- {shown}: {'they are' if source else 'it is'} committed)" if committed else "") +
+            " to score, resume, gate or merge the run (status and verify read the folder alone)")
+    if not tasks_path.exists() and not tasks_path.is_symlink():
+        return None, f"{run_dir} was run on {what}, {shown}, which is not there any more (moved or deleted); {back}"
+    try:
+        tasks, sha = load_tasks(tasks_path, manifest["n_episodes"], study)
+    except PilotError as err:
+        return None, f"{run_dir} was run on {what}, {shown}, which cannot be read as it was ({err}); {back}"
+    if sha != manifest["tasks_sha256"]:
+        return None, (f"{run_dir} was run on {what}, {shown}, which changed since (sha256 {sha[:12]}, the run's "
+                      f"{manifest['tasks_sha256'][:12]}: {changed_inputs(study)}); {back}")
+    return tasks, None
 
 
 def changed_inputs(study: Study) -> str:

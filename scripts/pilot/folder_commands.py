@@ -12,8 +12,8 @@ from pathlib import Path
 
 from .backends import estimate_tokens
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
-from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
-    write_figures_and_report, write_results)
+from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs, run_tasks_path, warn,
+    write_analysis, write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
@@ -28,7 +28,7 @@ from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
     is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
     refuse_unsafe_folder, variant_suffix, write_atomic)
-from .runner import DEFAULT_RECHECK, flagged_cells, lost_records, merge_rechecks, recheck_pending
+from .runner import DEFAULT_RECHECK, flagged_cells, lost_records, merge_rechecks, planned_kinds, recheck_pending
 
 
 def command_generate(args) -> int:
@@ -82,7 +82,7 @@ def is_task_file(path: Path) -> bool:
 
 def command_status(args) -> int:
     run_dir = resolve_run_dir(args)
-    manifest, tasks = load_run(run_dir, missing_run_hint(args))
+    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
     journal = Journal(run_dir)
     data = manifest.data
     rows = []
@@ -125,6 +125,8 @@ def command_status(args) -> int:
     left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo) + len(again)
     print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
+    if tasks is None:
+        print(f"note: {run_inputs(run_dir, data)[1]}")
     return EXIT_OK
 
 
@@ -138,6 +140,10 @@ def command_plan(args) -> int:
     planned = folder_study(recorded) if recorded else study_of(args)
     tasks_path = Path(given_source(args, planned)) if given_source(args, planned) else \
         run_tasks_path(recorded) if recorded else planned.tasks_path
+    if recorded and tasks_path.resolve() == run_tasks_path(recorded).resolve():
+        problem = run_inputs(run_dir, recorded)[1]          # the run's own inputs, gone or changed: the one message
+        if problem is not None:
+            raise PilotError(problem)
     tasks, _ = load_tasks(tasks_path, episodes, planned)
     models = parse_models(args.models) or recorded.get("models", [])
     if not models:
@@ -247,13 +253,13 @@ def measured_rate(journal: Journal, manifest: dict) -> float | None:
     return sum(walls) / len(walls) if walls else None
 
 
-def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
-    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
+def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
+    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn. Without the
+    task set (the user's sessions moved, say), each complete cell is checked against the plan its entry recorded."""
     problems = []
     journal = Journal(run_dir)
-    regimes, study = run_regimes(manifest), folder_study(manifest)
+    kinds_of = planned_kinds(manifest, tasks)
     for model, regime_name, budget, sample in journal_streams(manifest):
-        regime = regimes[regime_name]
         path = journal.path(model, regime_name, budget, sample)
         if path.exists():
             data = path.read_bytes()
@@ -268,13 +274,13 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
             where = (record.get("episode"), record.get("kind"))
             seen[where] = seen.get(where, 0) + 1
             first.setdefault(where[0], {}).setdefault(where[1], record)
-        kinds = {spec.kind for spec in study.plan(regime, tasks["episodes"][0], budget)}
         for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
             valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
             if count > 1:
                 problems.append(f"{cell_key(model, regime_name, episode, budget, sample)}: {kind} recorded "
                                 f"{count} times")
-            if not valid or kind not in kinds:
+            kinds = kinds_of(Cell(model, regime_name, episode, budget, sample)) if valid else []
+            if not valid or kinds is not None and kind not in kinds:       # each episode against its own plan
                 problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
         for episode_index in range(manifest["n_episodes"]):
             cell = Cell(model, regime_name, episode_index, budget, sample)
@@ -282,12 +288,16 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
                 continue
             key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
             records = first.get(episode_index, {})
-            plan = study.plan(regime, tasks["episodes"][episode_index], budget)
-            missing = [s.kind for s in plan if s.kind not in records]
+            plan = kinds_of(cell)
+            if plan is None:
+                problems.append(f"{key}: COMPLETE, but not checked: without the run's inputs its plan is known only "
+                                f"from its manifest entry, which (made before entries recorded it) does not say it")
+                continue
+            missing = [kind for kind in plan if kind not in records]
             if missing:
                 problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
                 continue
-            ordered = [records[s.kind] for s in plan]
+            ordered = [records[kind] for kind in plan]
             if entry.get("n_calls") != len(ordered):
                 said = "records no call count" if entry.get("n_calls") is None else f"says {entry['n_calls']} calls"
                 problems.append(f"{key}: the manifest {said}, the log has {len(ordered)}")
@@ -315,7 +325,9 @@ def command_verify(args) -> int:
               f"{run_dir / 'raw'} can be checked against a recorded hash")
         print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
         return EXIT_VERIFY_FAILED
-    manifest, tasks = load_run(run_dir, missing_run_hint(args))
+    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
+    if tasks is None:
+        print(f"note: {run_inputs(run_dir, manifest.data)[1]}")
     problems = verify_run(run_dir, manifest.data, tasks)
     complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
     if problems:

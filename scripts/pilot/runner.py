@@ -317,8 +317,10 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     ordered = [records[spec.kind] for spec in plan]
     with ctx.written_lock:
         written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
+    # the plan's kinds are recorded with the cell, so that status and verify can check it from the folder alone
     set_cell(ctx, key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                        "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
+                        "records_sha256": records_digest(ordered, written), "kinds": [spec.kind for spec in plan],
+                        "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
 
@@ -481,22 +483,41 @@ def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
             "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
 
 
-def lost_records(journal: Journal, manifest: dict, tasks: dict) -> list[tuple[Cell, str]]:
-    """The COMPLETE cells whose raw log no longer holds every call of their plan (a log deleted, cut short or
-    edited by hand), each with the first call it lacks: work to redo, found without writing anything."""
+def planned_kinds(manifest: dict, tasks: dict | None) -> Callable[[Cell], list[str] | None]:
+    """cell -> the kinds of its calls in plan order: from the run's task set, or, without it (the user's sessions
+    moved, say), as the cell's manifest entry recorded them when it completed; None where neither says."""
     regimes, study = run_regimes(manifest), folder_study(manifest)
+
+    def kinds(cell: Cell) -> list[str] | None:
+        if tasks is not None:
+            if not 0 <= cell.episode < len(tasks["episodes"]):
+                return None
+            return [spec.kind for spec in study.plan(regimes[cell.regime], tasks["episodes"][cell.episode],
+                                                     cell.budget)]
+        recorded = (manifest["cells"].get(cell_key(*cell)) or {}).get("kinds")
+        return recorded if isinstance(recorded, list) and all(isinstance(k, str) for k in recorded) else None
+    return kinds
+
+
+def lost_records(journal: Journal, manifest: dict, tasks: dict | None) -> list[tuple[Cell, str]]:
+    """The COMPLETE cells whose raw log no longer holds every call of their plan (a log deleted, cut short or
+    edited by hand), each with the first call it lacks: work to redo, found without writing anything (without the
+    task set, for the cells whose manifest entry records their plan)."""
+    kinds_of = planned_kinds(manifest, tasks)
     lost = []
     for model, regime_name, budget, sample in journal_streams(manifest):
         logged = None
-        for episode_index in range(min(manifest["n_episodes"], len(tasks["episodes"]))):
+        for episode_index in range(manifest["n_episodes"]):
             cell = Cell(model, regime_name, episode_index, budget, sample)
             if not is_complete(manifest, cell):
+                continue
+            kinds = kinds_of(cell)
+            if kinds is None:
                 continue
             if logged is None:
                 logged = journal.cell_records(model, regime_name, budget, sample)
             records = logged.get(episode_index, {})
-            plan = study.plan(regimes[regime_name], tasks["episodes"][episode_index], budget)
-            missing = next((spec.kind for spec in plan if spec.kind not in records), None)
+            missing = next((kind for kind in kinds if kind not in records), None)
             if missing is not None:
                 lost.append((cell, missing))
     return lost
