@@ -310,5 +310,35 @@ class FolderAloneTest(TempDirMixin, unittest.TestCase):
         self.assertIn("records altered since the cell completed", verified)
 
 
+class PlanWindowTest(TempDirMixin, unittest.TestCase):
+    def test_plan_flags_a_regime_whose_calls_cannot_fit_the_window(self):
+        """plan printed millions of input tokens for a regime whose prompts cannot fit the window, with no word: at a
+        2048-token budget, a compaction's previous state and its output cap alone take the 4096-token window."""
+        tmp = self.make_tmp()
+        code, printed, err = run_main(["plan", "--models", MODEL, "--budgets", "256,2048", "--out", str(tmp / "new")])
+        self.assertEqual(code, 0, err)
+        warnings = [line for line in printed.splitlines() if line.startswith("warning:")]
+        self.assertEqual([w.split(": ")[1] for w in warnings], [f"{MODEL} R1 b2048", f"{MODEL} R2 b2048"])
+        self.assertIn("cannot fit the context window the runner sets on every call (num_ctx", warnings[0])
+        self.assertIn(", 4096 tokens (prompt estimate plus output cap; the largest needs about 4", warnings[0])
+        code, printed, err = run_main(["plan", "--models", MODEL, "--out", str(tmp / "new")])    # the default fits
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("warning:", printed)
+
+    def test_plan_of_a_run_folder_checks_the_window_its_server_reported(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out),
+                                       "--episodes", "1", *FAST])[0], 0)
+        manifest = json.loads((out / "manifest.json").read_text())
+        manifest["lock"]["models"][MODEL]["server_context_window"] = 1200
+        (out / "manifest.json").write_text(json.dumps(manifest))
+        code, printed, err = run_main(["plan", "--out", str(out)])
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"warning: {MODEL} R0: 8 of its 8 calls cannot fit the context window its server reported, "
+                      f"1200 tokens", printed)
+        self.assertNotIn(f"{MODEL} R1:", printed)
+
+
 if __name__ == "__main__":
     unittest.main()

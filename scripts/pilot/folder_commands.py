@@ -9,6 +9,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable
 
 from .backends import estimate_tokens
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
@@ -21,9 +22,9 @@ from .launch import (check_study_design, chosen_regimes, given_source, missing_r
     resolve_run_dir, study_of)
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
-    EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
-    folder_study, is_disk_full, is_simulated, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes,
-    sha256_text, study_named, utc_now)
+    EXIT_VERIFY_FAILED, NUM_CTX, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
+    folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
+    sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
     is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
@@ -161,11 +162,19 @@ def command_plan(args) -> int:
     samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
     cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
     study = folder_study(recorded) if recorded else study_of(args)
-    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes)
+    window_of = context_window_of(recorded)
+    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes, window_of)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
     print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
                     "output tokens (at most)"], rows))
+    for (model, regime), entry in estimate["by_cell"].items():
+        if entry["over_window"]:
+            window, where = window_of(model)
+            print(f"warning: {model} {regime}: {entry['over_window']} of its {entry['calls']} calls cannot fit "
+                  f"{where}, {window} tokens (prompt estimate plus output cap; the largest needs about "
+                  f"{entry['largest_call']}): the server refuses such a call, or cuts its prompt; drop the regime, "
+                  f"shorten its prompts or what they carry, or give the model a larger window")
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
     replaced = [r for r in regimes.values() if r.name in study.regimes and r.origin != "built-in"]
@@ -203,8 +212,9 @@ def command_plan(args) -> int:
 
 
 def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict | None,
-                  regimes: dict | None = None) -> dict:
-    """Calls and token estimates per (model, regime), and how many of those calls are already done."""
+                  regimes: dict | None = None, window_of: Callable | None = None) -> dict:
+    """Calls and token estimates per (model, regime), how many of those calls are already done, and (with
+    window_of: model -> (context window, where it comes from)) how many cannot fit the window."""
     regimes = regimes or study.regimes
     by_cell: dict = {}
     for cell in cells:
@@ -212,18 +222,42 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
         episode = tasks["episodes"][cell.episode]
         label = cell.regime + variant_suffix(cell.budget, cell.sample, " ")
         entry = by_cell.setdefault((cell.model, label), {"cells": 0, "calls": 0, "done_calls": 0,
-                                                         "input_tokens": 0, "output_tokens": 0})
+                                                         "input_tokens": 0, "output_tokens": 0, "over_window": 0,
+                                                         "largest_call": 0})
         entry["cells"] += 1
         state_stub = "x" * (cell.budget * 4)
+        window = window_of(cell.model)[0] if window_of else None
         for spec in study.plan(regime, episode, cell.budget):
             messages = build_messages(study, regime, episode, spec, state_stub)
+            prompt = sum(estimate_tokens(m["content"]) for m in messages)       # a system message too
             entry["calls"] += 1
-            entry["input_tokens"] += sum(estimate_tokens(m["content"]) for m in messages)   # a system message too
+            entry["input_tokens"] += prompt
             entry["output_tokens"] += spec.max_output_tokens
+            entry["largest_call"] = max(entry["largest_call"], prompt + spec.max_output_tokens)
+            entry["over_window"] += window is not None and prompt + spec.max_output_tokens > window
         if manifest is not None and is_complete(manifest, cell):
             entry["done_calls"] += len(study.plan(regime, episode, cell.budget))
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
+
+
+def context_window_of(recorded: dict) -> Callable[[str], tuple[int | None, str]]:
+    """model -> (the context window plan checks a call against, where it comes from): in a run folder, the window its
+    OpenAI-compatible server reported for the model, or the num_ctx its calls set; else the num_ctx the runner sets on
+    every call (an OpenAI-compatible server's own window, not known before the server check, may differ)."""
+    lock = recorded.get("lock") or {}
+    options = lock.get("options") if isinstance(lock.get("options"), dict) else {}
+    sent = {(o or {}).get("num_ctx") for o in options.values() if isinstance(o, dict)} - {None}
+
+    def window(model: str) -> tuple[int | None, str]:
+        info = (lock.get("models") or {}).get(model) or {}
+        reported = info.get("server_context_window") if isinstance(info, dict) else None
+        if known_count(reported):
+            return reported, "the context window its server reported"
+        if len(sent) == 1 and known_count(next(iter(sent))):
+            return next(iter(sent)), "the context window its calls set (num_ctx)"
+        return NUM_CTX, "the context window the runner sets on every call (num_ctx; an OpenAI-compatible server has its own)"
+    return window
 
 
 def server_work_line(journal: Journal, manifest: dict) -> str:
