@@ -162,9 +162,6 @@ def backtracks_for_ever(pattern: str) -> bool:
     return walk(regex_parser.parse(pattern), False)
 
 
-MAX_LEDGER_PROBLEMS = 25                # problems named one per line; the rest are counted
-
-
 class GateInputError(PilotError):
     """A ledger, state or source the gate cannot read: bad input, exit 2."""
 
@@ -173,26 +170,22 @@ def field_name(text: str) -> str:
     return re.sub(r"[\s\-]+", "_", text.strip().lower())
 
 
-# Every field a ledger may hold, at each level (scripts/README.md, "The ledger format"). A gate fails closed: a field
-# it does not know (`max_ammount` for `max_amount`) would otherwise be read as absent, and the state checked against
-# less than the ledger says, so every unknown field is refused, as a regime file's are.
-LEDGER_FIELDS = {
-    "ledger": ("format", "entities", "combined", "items", "permissions", "allowed_sections", "accepted_instructions",
-               "name_pattern", "max_omissions"),
-    "entity": ("value", "stale", "required"),
-    "combined entry": ("parts", "value"),
-    "item": ("name", "match", "status", "receipt", "claimed_by"),
-    "permission": ("action", "match", "records", "amounts", "max_amount", "access", "receipt"),
-}
+# Every field a ledger may hold, at each level. A gate fails closed: a field it does not know (`max_ammount`) would be
+# read as absent, and the state checked against less than the ledger says, so it is refused, as a regime file's are.
+LEDGER_FIELDS = {"ledger": ("format", "entities", "combined", "items", "permissions", "allowed_sections",
+                            "accepted_instructions", "name_pattern", "max_omissions"),
+                 "entity": ("value", "stale", "required"), "combined entry": ("parts", "value"),
+                 "item": ("name", "match", "status", "receipt", "claimed_by"),
+                 "permission": ("action", "match", "records", "amounts", "max_amount", "access", "receipt")}
 
 
-def unknown_fields(entry: Any, level: str, where: str) -> list[str]:
-    """One problem per field of `entry` (an object at this level of a ledger) that the ledger format does not know."""
-    if not isinstance(entry, dict):
-        return []
-    known, article = LEDGER_FIELDS[level], "an" if level[0] in "aeiou" else "a"
-    return [f"{where}: unknown field {field!r} ({article} {level} takes {', '.join(known)})" for field in entry
-            if field not in known]
+def unknown_fields(entry: Any, level: str, where: str, named_by: str = "") -> list[str]:
+    """One problem per field of `entry`, an object at this level of a ledger, that the format does not know."""
+    name = entry.get(named_by) if isinstance(entry, dict) else None
+    where += f" ({name!r})" if isinstance(name, str) else ""
+    return [f"{where}: unknown field {field!r} ({'an' if level[0] in 'aeiou' else 'a'} {level} takes "
+            f"{', '.join(LEDGER_FIELDS[level])})" for field in entry if field not in LEDGER_FIELDS[level]] \
+        if isinstance(entry, dict) else []
 
 
 def normalize_ledger(data: Any) -> dict:
@@ -216,10 +209,7 @@ def normalize_ledger(data: Any) -> dict:
                 not all(isinstance(v, int) and not isinstance(v, bool) for v in stale):
             problems.append(f"entity {name!r}: `value` must be an integer and `stale` a list of integers")
             continue
-        if not isinstance(spec.get("required", True), bool):
-            problems.append(f"entity {name!r}: `required` must be true or false")
-            continue
-        entities[name] = {"value": value, "stale": list(stale), "required": spec.get("required", True)}
+        entities[name] = {"value": value, "stale": list(stale), "required": bool(spec.get("required", True))}
     def listed(field: str) -> list:
         entries = data.get(field) or []
         if not isinstance(entries, list):
@@ -239,8 +229,7 @@ def normalize_ledger(data: Any) -> dict:
         combined.append({"parts": list(parts), "value": entry["value"]})
     items = []
     for number, entry in enumerate(listed("items"), 1):
-        named = entry.get("name") if isinstance(entry, dict) else None
-        problems += unknown_fields(entry, "item", f"item {number}" + (f" ({named!r})" if isinstance(named, str) else ""))
+        problems += unknown_fields(entry, "item", f"item {number}", "name")
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or \
                 not isinstance(entry.get("status"), str):
             problems.append(f"item {entry!r}: needs a `name` and a `status`")
@@ -255,9 +244,7 @@ def normalize_ledger(data: Any) -> dict:
                       "receipt": entry.get("receipt"), "claimed_by": claimed_by})
     permissions = []
     for number, entry in enumerate(listed("permissions"), 1):
-        action = entry.get("action") if isinstance(entry, dict) else None
-        problems += unknown_fields(entry, "permission", f"permission {number}" +
-                                   (f" ({action!r})" if isinstance(action, str) else ""))
+        problems += unknown_fields(entry, "permission", f"permission {number}", "action")
         permission = read_permission(entry)
         if isinstance(permission, str):
             problems.append(permission)
@@ -288,11 +275,9 @@ def normalize_ledger(data: Any) -> dict:
         problems.append("`max_omissions` must be a whole number >= 0")
         max_omissions = 0
     if problems:
-        shown = problems[:MAX_LEDGER_PROBLEMS] + ([f"... and {len(problems) - MAX_LEDGER_PROBLEMS} more"]
-                                                  if len(problems) > MAX_LEDGER_PROBLEMS else [])
         raise GateInputError(f"the ledger is not one the gate can read: {len(problems)} problem(s); fix them and "
                              f"check again (the format: scripts/README.md, 'The ledger format'):\n" +
-                             "\n".join(f"  - {p}" for p in shown))
+                             "\n".join(f"  - {p}" for p in problems))
     return {"entities": entities, "combined": combined, "items": items, "permissions": permissions,
             "allowed_sections": None if sections is None else [field_name(s) for s in sections],
             "accepted_instructions": accepted, "name_pattern": name_re, "max_omissions": max_omissions}
