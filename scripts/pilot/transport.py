@@ -239,12 +239,12 @@ class ReplyDeadlinePassed(Exception):
 class _Watch:
     """One call's deadline: the socket to shut when it passes, and whether it did."""
 
-    __slots__ = ("due", "stop", "stopped_at", "sock", "fired", "ended")
+    __slots__ = ("due", "stop", "stopped_at", "sock", "fired")
 
     def __init__(self, due: float, stop: threading.Event | None):
         self.due, self.stop, self.stopped_at = due, stop, None
         self.sock = None
-        self.fired = self.ended = False
+        self.fired = False
 
 
 class ReplyDeadlines:
@@ -255,15 +255,19 @@ class ReplyDeadlines:
         self._cond = threading.Condition()
         self._watches: set[_Watch] = set()
         self._thread: threading.Thread | None = None
+        self._wakes_at = float("inf")      # when the watchdog looks next: a later deadline needs no wake-up
 
     def start(self, seconds: float, stop: threading.Event | None = None) -> _Watch:
-        watch = _Watch(time.monotonic() + seconds, stop)
+        now = time.monotonic()
+        watch = _Watch(now + seconds, stop)
+        looks_by = min(watch.due, now + STOP_POLL_S) if stop is not None else watch.due   # when it must look next
         with self._cond:
             self._watches.add(watch)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="reply-deadlines", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if looks_by < self._wakes_at:
+                self._cond.notify()
         return watch
 
     def attach(self, watch: _Watch | None, sock) -> None:
@@ -280,7 +284,6 @@ class ReplyDeadlines:
         if watch is None:
             return False
         with self._cond:
-            watch.ended = True
             self._watches.discard(watch)
             return watch.fired
 
@@ -303,6 +306,7 @@ class ReplyDeadlines:
                     if watch.stop is not None and watch.stopped_at is None:
                         left = min(left, STOP_POLL_S)
                     wait_s = left if wait_s is None else min(wait_s, left)
+                self._wakes_at = float("inf") if wait_s is None else now + wait_s
                 self._cond.wait(wait_s)
 
 
