@@ -202,9 +202,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "honoured as it asks, up to 600 s, even above this cap")
     parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_GIVE_UP_AFTER_S,
-                        help="stop the run when the server has not answered at all (refused, reset, timed out) "
-                             "for this many seconds across consecutive calls; no cell is marked FAILED for it, and "
-                             "the same command resumes (default %(default)s)")
+                        help="stop the run when the server has not answered at all (refused, reset, timed out, "
+                             "no whole reply by --reply-deadline) for this many seconds across consecutive calls; no "
+                             "cell is marked FAILED for it, and the same command resumes (default %(default)s)")
     parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
                         default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
     parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
