@@ -3,7 +3,8 @@
 FakeOllama speaks Ollama's native API (/api/chat, /api/show, /api/tags, /api/version), FakeOpenAI an
 OpenAI-compatible one (/v1/models, /v1/chat/completions, /props, /version). Both answer with the same
 deterministic "model", which reads the facts out of the prompt and writes states and answers from
-them, perfectly or with the losses a test asks for. Faults can be queued per chat request. Each reply's headers
+them, perfectly or with the losses a test asks for. Faults can be queued per chat request (among them replies
+that drip: headers, then a byte every few seconds, or the headers themselves a byte at a time). Each reply's headers
 and body go out in two writes; with nagle=True the server leaves Nagle's algorithm on (no TCP_NODELAY), as
 Python's http.server does, so that a client's delayed ACK holds up every reply on a kept-alive connection.
 """
@@ -201,7 +202,34 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "delay":
             time.sleep(fault[1])
             return False
+        elif kind in ("drip", "drip_headers"):
+            self._drip(kind == "drip_headers", *fault[1:])
         return True
+
+    def _drip(self, headers_too: bool, every_s: float, for_s: float = 20.0):
+        """As a gateway keeping a request alive does: headers promising a long body, then one byte every `every_s`
+        (drip), or the headers themselves one byte at a time (drip_headers); for `for_s` at most, or until the
+        client hangs up. The server's `dripping` event is set once the first byte is out."""
+        self.close_connection = True
+        if headers_too:
+            head, body = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Keep-Alive: " + b"." * 10000, b""
+        else:
+            head, body = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", b" " * 100000
+        end = time.monotonic() + for_s
+        try:
+            if not headers_too:
+                self.wfile.write(head)
+                self.wfile.flush()
+            dripped = head if headers_too else body
+            for i in range(len(dripped)):
+                if time.monotonic() >= end:
+                    break
+                self.wfile.write(dripped[i:i + 1])
+                self.wfile.flush()
+                self.server.owner.dripping.set()
+                time.sleep(every_s)
+        except OSError:
+            pass                                # the client gave up and closed the connection
 
     def _chat(self, body):
         owner = self.server.owner
@@ -296,6 +324,7 @@ class FakeServerBase:
         self.prompt_chars_per_token = CHARS_PER_TOKEN   # lower it to make prompts "longer"
         self.hold_at: int | None = None                  # 1-based chat request number to hold
         self.held = threading.Event()                    # set when that request arrives
+        self.dripping = threading.Event()                # set once a drip fault has sent its first byte
         self.release = threading.Event()                 # set by the test to let it through
         self.httpd = _QuietServer(("127.0.0.1", port), self.handler_class())
         self.httpd.daemon_threads = True

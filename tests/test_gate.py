@@ -374,6 +374,67 @@ def defective_study_state(episode: dict) -> str:
     return state.replace(f"{target['name']} = {target['truth']}", f"{target['name']} = {target['trap']}")
 
 
+class LedgerSchemaTest(TempDirMixin, unittest.TestCase):
+    """A gate fails closed: a ledger field it does not know, at any level, is refused in one line of its own, as a
+    regime file's are (a misspelt `max_ammount` was read as no ceiling, and a state approving 5,000 against a 1,000
+    limit passed)."""
+
+    LEDGER = {"entities": {"CREDIT": 1000},
+              "permissions": [{"action": "payment", "match": ["payment"], "max_amount": 1000}]}
+    STATE = "CREDIT = 1000\nnotes: a payment of 5000 is approved."
+
+    def gate_state(self, ledger: dict) -> tuple[int, str, str]:
+        tmp = self.make_tmp()
+        (tmp / "state.txt").write_text(self.STATE)
+        (tmp / "ledger.json").write_text(json.dumps(ledger))
+        return run_main(["gate", str(tmp / "state.txt"), "--ledger", str(tmp / "ledger.json")])
+
+    def test_a_misspelt_ceiling_is_refused_not_read_as_none(self):
+        code, out, _ = self.gate_state(self.LEDGER)
+        self.assertEqual(code, 1, out)                          # spelt right, the approval of 5000 fails
+        misspelt = {**self.LEDGER, "permissions": [{"action": "payment", "match": ["payment"], "max_ammount": 1000}]}
+        code, out, err = self.gate_state(misspelt)
+        self.assertEqual(code, 2, out)
+        self.assertEqual(out, "")
+        self.assertIn("permission 1 ('payment'): unknown field 'max_ammount'", err)
+        self.assertIn("max_amount", err)
+
+    def test_every_unknown_field_at_every_level_has_its_own_line(self):
+        ledger = {"entities": {"CREDIT": {"value": 1000, "stael": [900]}, "DEBIT": 5},
+                  "combined": [{"parts": ["CREDIT", "DEBIT"], "value": 1005, "note": "sum"}],
+                  "items": [{"name": "export", "status": "done", "receipt": "r1", "claimd_by": ["sent"]}],
+                  "permissions": [{"action": "payment", "ammounts": [5]}],
+                  "allowed_section": ["values"], "max_omission": 1}
+        with self.assertRaises(gate.GateInputError) as caught:
+            gate.normalize_ledger(ledger)
+        lines = str(caught.exception).splitlines()
+        self.assertIn("6 problem(s)", lines[0])
+        self.assertEqual(lines[1:], [
+            "  - the ledger: unknown field 'allowed_section' (a ledger takes format, entities, combined, items, "
+            "permissions, allowed_sections, accepted_instructions, name_pattern, max_omissions)",
+            "  - the ledger: unknown field 'max_omission' (a ledger takes format, entities, combined, items, "
+            "permissions, allowed_sections, accepted_instructions, name_pattern, max_omissions)",
+            "  - entity 'CREDIT': unknown field 'stael' (an entity takes value, stale, required)",
+            "  - combined entry 1: unknown field 'note' (a combined entry takes parts, value)",
+            "  - item 1 ('export'): unknown field 'claimd_by' (an item takes name, match, status, receipt, claimed_by)",
+            "  - permission 1 ('payment'): unknown field 'ammounts' (a permission takes action, match, records, "
+            "amounts, max_amount, access, receipt)"])
+        code, _, err = self.gate_state(ledger)
+        self.assertEqual(code, 2)
+        self.assertEqual(len([line for line in err.splitlines() if line.startswith("error:")]), 1)
+        self.assertEqual(len(err.splitlines()), 7, err)
+
+    def test_every_ledger_the_runner_builds_and_the_example_pass_the_check(self):
+        gate.normalize_ledger(json.loads((records.REPO_ROOT / "tasks" / "gate.example.ledger.json").read_text()))
+        gate.normalize_ledger(gate.SELFTEST_LEDGER)
+        for episode in json.loads(adversarial.TASKS_PATH.read_text())["episodes"]:
+            for checkpoint in range(1, len(episode["segments"]) + 1):
+                adversarial.adversarial_ledger(episode, checkpoint)
+        episode = json.loads(xr001.TASKS_PATH.read_text())["episodes"][0]
+        for regime in ("R1", "R2", "R3"):
+            episodes.episode_ledger(episode, 4, xr001.REGIMES[regime])
+
+
 class AdversarialTasksTest(unittest.TestCase):
     def test_the_committed_file_is_the_generator_output(self):
         self.assertEqual((records.REPO_ROOT / "tasks" / "adversarial.json").read_bytes(), adversarial.adversarial_tasks_bytes())

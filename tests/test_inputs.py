@@ -301,7 +301,7 @@ class MessagesTest(TempDirMixin, unittest.TestCase):
                                          "PILOT_TEST_KEY", "--models", "m", "--out", str(out), "--episodes", "1",
                                          *FAST])
                 self.assertEqual(code, 2, err)
-                self.assertIn("HTTP 401", err)
+                self.assertIn("HTTP 401" if label == "rejected" else "names $PILOT_TEST_KEY, which is not set", err)
                 self.assertIn("$PILOT_TEST_KEY", err)
                 self.assertFalse(out.exists())
                 self.assertEqual(server.chat_count(), 0)

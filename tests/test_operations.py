@@ -243,6 +243,49 @@ class BadInputTest(TempDirMixin, unittest.TestCase):
                 self.assertIn(variable, err)
                 self.assertFalse(out.exists())
 
+    def test_an_address_with_a_query_or_fragment_is_refused_and_never_printed(self):
+        """--base-url "http://host/v1?key=SECRET" printed the query in its error lines and joined the API's paths
+        after it; now it is refused in one line that masks it (a user:password part too), wherever it comes from."""
+        cases = [(["--backend", "openai", "--base-url", "http://127.0.0.1:9/v1?key=SECRET"], {}, "query"),
+                 (["--host", "http://127.0.0.1:9/#SECRET"], {}, "fragment"),
+                 (["--backend", "openai", "--base-url", "http://user:SECRET@127.0.0.1:9/v1?"], {}, "query"),
+                 (["--backend", "openai"], {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1?api_key=SECRET"}, "query"),
+                 ([], {"OLLAMA_HOST": "127.0.0.1:9?SECRET"}, "query"),
+                 (["--host", "http://user:SECRET@127.0.0.1:99999"], {}, "not a server address")]
+        for extra, environment, why in cases:
+            with self.subTest(extra, **environment), mock.patch.dict(os.environ, environment):
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--models", MODEL, "--out", str(out), *extra])
+                self.assertEqual(code, 2, err)
+                assert_one_clean_error(self, err)
+                self.assertIn(why, err)
+                self.assertNotIn("SECRET", err)
+                self.assertFalse(out.exists())
+
+    def test_a_folder_path_that_names_no_usable_folder_is_one_line(self):
+        """--out "" silently meant the default folder, control characters in --out made such folders in the
+        repository, and a link to nowhere gave "File exists"; each is now one line, and nothing is made."""
+        tmp = self.make_tmp()
+        os.symlink(tmp / "gone", tmp / "dangling")
+        with FakeOllama(models=[MODEL]) as server:
+            cases = {"empty": ("", "an empty path names no folder; give one"),
+                     "spaces": ("  ", "an empty path names no folder"),
+                     "newline": (str(tmp / "a\nb"), "holds a control character ('\\n')"),
+                     "escape": (str(tmp / "a\x1b[2Jb"), "holds a control character ('\\x1b')"),
+                     "dangling link": (str(tmp / "dangling"), "is a link to"),
+                     "below a dangling link": (str(tmp / "dangling" / "run"), "which does not exist")}
+            for label, (folder, wanted) in cases.items():
+                for argv in (["run", "--models", MODEL, "--host", server.url, *FAST, "--out", folder],
+                             ["plan", "--models", MODEL, "--out", folder], ["status", folder],
+                             ["demo", "--out", folder], ["merge", folder, str(tmp / "shard")]):
+                    with self.subTest(label, command=argv[0]):
+                        code, out, err = run_main(argv)
+                        self.assertEqual(code, 2, out + err)
+                        assert_one_clean_error(self, err)
+                        self.assertIn(wanted, err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertEqual(sorted(p.name for p in tmp.iterdir()), ["dangling"])
+
     def test_generate_refuses_an_absurd_episode_count(self):
         path = self.make_tmp() / "tasks.json"
         code, _, err = run_main(["generate", "--episodes", "1000000000", "--tasks", str(path)])
@@ -527,7 +570,7 @@ class HintsTest(TempDirMixin, unittest.TestCase):
             for label, extra, env, expected in (
                     ("wrong key", [], {"OPENAI_API_KEY": "sk-wrong"}, "the key in $OPENAI_API_KEY"),
                     ("no key in a named variable", ["--api-key-env", "MY_KEY"], {"MY_KEY": ""},
-                     "no key was sent: $MY_KEY")):
+                     "--api-key-env names $MY_KEY, which is empty")):
                 with self.subTest(label), mock.patch.dict(os.environ, env):
                     out = self.make_tmp() / "run"
                     code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
@@ -537,6 +580,44 @@ class HintsTest(TempDirMixin, unittest.TestCase):
                     self.assertIn(expected, err)
                     self.assertIn("--api-key-env", err)
                     self.assertNotIn("sk-wrong", err)
+
+    def test_a_key_the_chat_endpoint_refuses_is_found_before_any_folder(self):
+        """--api-key-env naming an unset or empty variable, or a key the server refuses, was found only after the
+        folder was made and a cell had FAILED, where the server (llama-server) leaves /v1/models open to all."""
+        from fake_servers import FakeOpenAI
+
+        class OpenModelList(FakeOpenAI):
+            def handler_class(self):
+                class Handler(super().handler_class()):
+                    def _authorized(self):
+                        return self.command == "GET" or super()._authorized()
+                return Handler
+
+        with OpenModelList(models=[MODEL]) as server:
+            server.api_key = "sk-right"
+            cases = (("unset variable", ["--api-key-env", "NO_SUCH_KEY_VAR"], {}, "$NO_SUCH_KEY_VAR, which is not set"),
+                     ("empty variable", ["--api-key-env", "MY_KEY"], {"MY_KEY": ""}, "$MY_KEY, which is empty"),
+                     ("wrong key", [], {"OPENAI_API_KEY": "sk-wrong"}, "refused the check: POST"),
+                     ("no key", [], {}, "no key was sent: $OPENAI_API_KEY"))
+            for label, extra, env, expected in cases:
+                with self.subTest(label), mock.patch.dict(os.environ, env):
+                    os.environ.pop("NO_SUCH_KEY_VAR", None)
+                    if label == "no key":
+                        os.environ.pop("OPENAI_API_KEY", None)
+                    out = self.make_tmp() / "run"
+                    code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                             "--out", str(out), *extra, *FAST])
+                    self.assertEqual(code, 2, err)
+                    assert_one_clean_error(self, err)
+                    self.assertIn(expected, err)
+                    self.assertNotIn("sk-wrong", err)
+                    self.assertFalse(out.exists())
+            self.assertEqual(server.chat_count(), 0)
+            with mock.patch.dict(os.environ, {"MY_KEY": "sk-right"}):
+                out = self.make_tmp() / "run"
+                code, _, err = run_main(["run", "--backend", "openai", "--base-url", server.url, "--models", MODEL,
+                                         "--out", str(out), "--episodes", "1", "--api-key-env", "MY_KEY", *FAST])
+                self.assertEqual(code, 0, err)
 
     def test_every_missing_model_is_named(self):
         with FakeOllama(models=[MODEL]) as server:

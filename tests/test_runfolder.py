@@ -532,6 +532,41 @@ class TemplateMismatchTest(TempDirMixin, unittest.TestCase):
                       err.strip().splitlines()[-1])
         self.assertLessEqual(sent, 6 + 2)                  # at most the two calls in flight at the 6th reply
 
+    def test_the_stop_status_and_resume_say_one_thing_and_the_flagged_replies_are_sent_again(self):
+        """The stop said "run into a new folder" while status printed the command that resumes the same folder,
+        which then scored the garbage replies. Now all three say: fix the template, run the same command; and that
+        command sets the flagged replies aside and sends them again."""
+        out = self.make_tmp() / "run"
+        argv = ["--models", self.MODEL, "--out", str(out), "--episodes", "1", *FAST]
+        with FakeOllama(models=[self.MODEL]) as server:
+            server.faults = [("text", self.NOISE)] * 6
+            code, _, err = run_main([*argv, "--host", server.url])
+            self.assertEqual(code, 2, err)
+            self.assertNotIn("new folder", err)
+            self.assertIn("then run the same command again: every reply that carries control tokens is moved to "
+                          "raw/*.quarantine (kept as evidence) and sent again. Resume with: python3", err)
+            flagged = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
+            self.assertEqual(len(flagged), 6)
+            code, status, _ = run_main(["status", "--out", str(out)])
+            self.assertEqual(code, 0)
+            self.assertIn("TO SEND AGAIN", status)
+            self.assertIn("finish them with: python3 scripts/run_pilot.py --out", status)
+            sent = server.chat_count()
+            code, _, err = run_main([*argv, "--host", server.url])      # the template fixed: the same command
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count() - sent, 32)             # the 6 flagged calls again, and the other 26
+        records = [json.loads(line) for log in (out / "raw").glob("*.jsonl") for line in log.read_text().splitlines()]
+        self.assertEqual(len(records), 32)
+        self.assertFalse(any(r.get("control_tokens") for r in records))
+        quarantined = [line for log in (out / "raw").glob("*.quarantine") for line in log.read_text().splitlines()]
+        self.assertEqual(len(quarantined), 6)
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.assertNotIn("template_stop", manifest)
+        self.assertIn("6 replies carrying chat-template control tokens moved to raw/*.quarantine",
+                      manifest["amendments"][-1]["what"])
+        self.assertNotIn("<|im_end|>", (out / "analysis.md").read_text())
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
+
     def test_a_few_flagged_replies_do_not_stop_the_run_and_are_reported(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=[self.MODEL]) as server:

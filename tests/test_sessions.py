@@ -259,7 +259,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
             session.write_text(json.dumps(SESSION[:-1]))
             code, _, err = self.run_study(out, server=server, design=design)
             self.assertEqual(code, 2)
-            self.assertIn("is not the task set", err)
+            self.assertIn("was run on the sessions it read", err)
+            self.assertIn("which changed since", err)
             self.assertEqual(server.chat_count(), 0)          # K1 without probes: no call at all
 
     def test_shards_merge_and_a_budget_sweep_run_as_for_every_study(self):

@@ -287,7 +287,7 @@ class SourceStudyTest(TempDirMixin, unittest.TestCase):
             code, err = self.run_folder(server, out)
             self.assertEqual(server.chat_count(), 0)
         self.assertEqual(code, 2)
-        self.assertIn("is not the task set", err)
+        self.assertIn("which changed since", err)
         self.assertEqual(len(err.strip().splitlines()), 1)
 
     def test_the_source_option_of_another_study_is_refused_in_one_line(self):

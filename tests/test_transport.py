@@ -7,6 +7,8 @@ alternated), with margins far below the 40 ms a stall costs per call, so that a 
 import contextlib
 import http.client
 import json
+import os
+import signal
 import statistics
 import threading
 import time
@@ -15,7 +17,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
-from pilot import transport
+from pilot import backends, records, transport
 
 MODEL = "m:1"
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "ABCDEF is 5.\nQuestion: what is ABCDEF?"}],
@@ -209,6 +211,104 @@ class ExchangeTest(unittest.TestCase):
             client.close()
         self.assertEqual(events, ["encoded", "slot taken", "slot given back", "parsed"])
         self.assertIn("ANSWER: 5", reply["message"]["content"])
+
+
+class ReplyDeadlineTest(TempDirMixin, unittest.TestCase):
+    """A reply that drips never ends on its own: headers promising 100,000 bytes and then one byte every 0.3 s, or the
+    headers themselves one byte at a time, trip no read timeout. Each call has a deadline for its whole reply, and a
+    stop ends a run whose call will not finish. Every case here is bounded: deadlines of 1-2 s, drips every 0.3 s."""
+
+    def test_a_reply_that_drips_ends_at_its_deadline(self):
+        for fault in ("drip", "drip_headers"):
+            with self.subTest(fault), FakeOllama(models=[MODEL]) as server:
+                server.faults = [(fault, 0.3, 10)]
+                client = transport.HttpClient(server.url, 5, read_timeout=1.0, reply_deadline=1.5)
+                started = time.monotonic()
+                with self.assertRaises(transport.TransientError) as caught:
+                    client.request("POST", "/api/chat", CHAT)
+                took = time.monotonic() - started
+                self.assertTrue(server.dripping.is_set())
+                self.assertGreaterEqual(took, 1.4)
+                self.assertLess(took, 4, "the read timeout alone would have waited for the 10 s drip to end")
+                self.assertEqual(caught.exception.reason, transport.DEADLINE_REASON)
+                self.assertTrue(caught.exception.unreachable)      # no reply: it counts toward --give-up-after
+                self.assertIn("no whole reply within 1.5 s", str(caught.exception))
+                # the client goes on: its next call is answered whole
+                self.assertIn("ANSWER: 5", client.request("POST", "/api/chat", CHAT)["message"]["content"])
+                client.close()
+
+    def test_the_server_check_has_a_deadline_too(self):
+        class DrippingChecks(FakeOllama):
+            def handler_class(self):
+                class Handler(super().handler_class()):
+                    def do_GET(self):
+                        self._drip(True, 0.3, 10)
+                return Handler
+
+        with DrippingChecks(models=[MODEL]) as server:
+            backend = backends.OllamaBackend(server.url, 5, 30)
+            self.assertEqual(backend.http.reply_deadline, 60)        # by default twice the read timeout
+            self.assertEqual(backend.preflight_http.reply_deadline, 4 * records.PREFLIGHT_TIMEOUT_S)
+            backend.preflight_http.reply_deadline = 1
+            started = time.monotonic()
+            with self.assertRaises(records.PilotError) as caught:
+                backends.preflight(backend, [MODEL])
+            self.assertLess(time.monotonic() - started, 4)
+            self.assertIn("no whole reply within 1 s", str(caught.exception))
+
+    def test_a_run_gives_up_a_dripping_reply_and_retries_it(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("drip", 0.3, 10), ("drip_headers", 0.3, 10)]
+            started = time.monotonic()
+            code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", *FAST, "--read-timeout", "1", "--reply-deadline", "1.5"])
+            took = time.monotonic() - started
+        self.assertEqual(code, 0, err)
+        self.assertLess(took, 8, err)
+        records = [json.loads(line) for path in (out / "raw").glob("*.jsonl") for line in path.read_text().splitlines()]
+        self.assertEqual(len(records), 32)
+        # the first call dripped its body, then its headers, and was answered whole at its third attempt
+        self.assertEqual(sorted(r["attempt"] for r in records), [1] * 31 + [3])
+
+    def test_a_server_that_only_drips_stops_the_run_as_a_dead_one(self):
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=[MODEL]) as server:
+            server.faults = [("drip", 0.3, 10)] * 5
+            code, _, err = run_main(["run", "--models", MODEL, "--host", server.url, "--out", str(out), "--episodes",
+                                     "1", *FAST, "--read-timeout", "1", "--reply-deadline", "1", "--give-up-after",
+                                     "1.5"])
+        self.assertEqual(code, 3, err)
+        self.assertIn("sent none whole within the reply deadline (1 s", err)
+        self.assertIn("--reply-deadline 60", err)
+
+    def test_a_stop_ends_a_run_whose_call_will_not_finish(self):
+        """SIGTERM while the only call in flight drips for ever (its deadline is a minute away): the run gives the
+        call STOP_GRACE_S (half a second here), exits 130 with everything journalled kept, and resumes."""
+        out = self.make_tmp() / "run"
+        argv = ["run", "--models", MODEL, "--episodes", "1", "--out", str(out), *FAST, "--reply-deadline", "60"]
+        with FakeOllama(models=[MODEL]) as server, mock.patch.object(transport, "STOP_GRACE_S", 0.5):
+            server.faults = [("delay", 0)] * 5 + [("drip", 0.3, 30)]     # the 6th call drips
+
+            def stop_when_dripping():
+                if server.dripping.wait(20) and signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+                    os.kill(os.getpid(), signal.SIGTERM)        # the runner's handler is in place: it stops the run
+            stopper = threading.Thread(target=stop_when_dripping, daemon=True)
+            stopper.start()
+            started = time.monotonic()
+            code, _, err = run_main([*argv, "--host", server.url])
+            took = time.monotonic() - started
+            stopper.join(5)
+            self.assertEqual(code, 130, err)
+            self.assertLess(took, 10, err)
+            self.assertIn("waiting up to 0.5 s for the calls in flight", err)
+            self.assertIn("Resume with:", err)
+            kept = [line for path in (out / "raw").glob("*.jsonl") for line in path.read_text().splitlines()]
+            self.assertEqual(len(kept), 5)                          # every call that ended is journalled
+            code, _, err = run_main([*argv, "--host", server.url])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count(), 6 + 27)           # only the dripping call was sent again
+        self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
 
 
 class RunnerConnectionsTest(TempDirMixin, unittest.TestCase):

@@ -36,11 +36,12 @@ class GoldenTasksTest(TempDirMixin, unittest.TestCase):
 
     def test_generate_refuses_to_overwrite_a_different_file(self):
         path = self.make_tmp() / "tasks.json"
-        path.write_text("{}")
+        self.assertEqual(run_main(["generate", "--tasks", str(path), "--episodes", "2"])[0], 0)
+        before = path.read_text()
         code, _, err = run_main(["generate", "--tasks", str(path)])
         self.assertEqual(code, 2)
         self.assertIn("--force", err)
-        self.assertEqual(path.read_text(), "{}")
+        self.assertEqual(path.read_text(), before)
         code, _, _ = run_main(["generate", "--tasks", str(path), "--force", "--episodes", "3"])
         self.assertEqual(code, 0)
         self.assertEqual(len(json.loads(path.read_text())["episodes"]), 3)

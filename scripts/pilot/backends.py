@@ -10,6 +10,7 @@ missing server or model before any run folder is made.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import urllib.parse
@@ -21,24 +22,27 @@ from .transport import HttpClient, redact_url
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
 
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
 
 class OllamaBackend:
     """Ollama's native API: POST /api/chat, non-streaming, every option explicit, truncate off."""
 
     name = "ollama"
 
-    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
+                 reply_deadline: float | None = None):
         self.base_url = normalize_ollama_url(base_url)
-        self.http = HttpClient(self.base_url, connect_timeout, read_timeout)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, reply_deadline=reply_deadline)
         # one connection policy for both: the check's requests are the first calls that measure it
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4,
-                                         policy=self.http.policy)
+                                         policy=self.http.policy, reply_deadline=PREFLIGHT_TIMEOUT_S * 4)
         self.thinking_models: set[str] = set()
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "OllamaBackend":
         host = options.host or check_server_url(os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST, "OLLAMA_HOST")
-        return cls(host, options.connect_timeout, options.read_timeout)
+        return cls(host, options.connect_timeout, options.read_timeout, reply_deadline=options.deadline_s)
 
     def start_hint(self) -> str:
         return "start Ollama with `ollama serve` (or set OLLAMA_HOST / --host to where it listens)"
@@ -190,14 +194,16 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
-                 thinking_control: str = "both", api_key_env: str = "OPENAI_API_KEY"):
+                 thinking_control: str = "both", api_key_env: str = DEFAULT_API_KEY_ENV,
+                 reply_deadline: float | None = None):
         self.base_url = normalize_openai_url(base_url)
         self.api_key_env = api_key_env
         self.key_sent = bool(api_key)
+        self.key_checked = False
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers)
+        self.http = HttpClient(self.base_url, connect_timeout, read_timeout, headers, reply_deadline=reply_deadline)
         self.preflight_http = HttpClient(self.base_url, PREFLIGHT_TIMEOUT_S, PREFLIGHT_TIMEOUT_S * 4, headers,
-                                         policy=self.http.policy)
+                                         policy=self.http.policy, reply_deadline=PREFLIGHT_TIMEOUT_S * 4)
         self.thinking_control = thinking_control
         self.context_windows: dict[str, int] = {}
         self.llama_cpp = False           # llama-server answers /props with build_info: it honours cache_prompt
@@ -210,8 +216,13 @@ class OpenAIBackend:
             raise PilotError("--backend openai needs a server address: pass --base-url URL or set OPENAI_BASE_URL")
         check_server_url(base_url, "--base-url" if options.base_url else "OPENAI_BASE_URL")
         api_key = os.environ.get(options.api_key_env) or None
+        if api_key is None and options.api_key_env != DEFAULT_API_KEY_ENV:
+            state = "is empty" if options.api_key_env in os.environ else "is not set"
+            raise PilotError(f"--api-key-env names ${options.api_key_env}, which {state} in this shell; export the key "
+                             f"in it (export {options.api_key_env}=...), or drop --api-key-env for a server that "
+                             f"takes no key")
         return cls(base_url, options.connect_timeout, options.read_timeout, api_key, options.thinking_control,
-                   options.api_key_env)
+                   options.api_key_env, reply_deadline=options.deadline_s)
 
     def start_hint(self) -> str:
         return "start the OpenAI-compatible server (vLLM, llama-server, ...) or fix --base-url / OPENAI_BASE_URL"
@@ -232,6 +243,7 @@ class OpenAIBackend:
 
     def server_info(self) -> dict:
         self._models()   # the reachability check; the probes below are optional extras
+        self._check_key()
         info: dict = {}
         for path, keys in (("/version", ("version",)), ("/props", ("build_info", "total_slots")),
                            ("/api/version", ("version",))):
@@ -249,6 +261,21 @@ class OpenAIBackend:
                 if isinstance(settings, dict) and known_count(settings.get("n_ctx")):
                     info.setdefault("slot_context", settings["n_ctx"])
         return info
+
+    def _check_key(self) -> None:
+        """Whether the chat endpoint takes this key (or none), before any run folder is made: servers that guard it
+        may leave /v1/models open (llama-server does). An empty request is sent, which every server refuses as a bad
+        request once the key passes, and none answers with a model call; only 401 and 403 are raised."""
+        if self.key_checked:
+            return
+        try:
+            self.preflight_http.request("POST", "/v1/chat/completions", {})
+        except FatalCallError as err:
+            if err.status in (401, 403):
+                raise
+        except TransientError:
+            pass                        # a 5xx to an empty request, or a hiccup: the calls will say more
+        self.key_checked = True
 
     def list_models(self) -> list[str]:
         return [m["id"] for m in self._models() if isinstance(m.get("id"), str)]
@@ -413,10 +440,12 @@ def preflight(backend, models: list[str], demo_command: str = "python3 scripts/r
 
 
 def check_server_url(url: str, source: str) -> str:
-    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given."""
+    """The address as given, if it names a server: http or https, a host, a port in 1-65535 when given, and no query
+    or fragment (a key put there would be printed and recorded, and the API's paths joined after it). Messages show
+    the address with any user:password, query and fragment masked."""
     text = url.strip()
     candidate = text if "://" in text else "http://" + text
-    given = f"{source} {url!r}".strip()
+    given = f"{source} {masked_address(url)!r}".strip()
     example = "give an address like http://127.0.0.1:11434"
     if any(c.isspace() for c in text):
         raise PilotError(f"{given} has a space in it, so it is not a server address; {example}")
@@ -424,7 +453,13 @@ def check_server_url(url: str, source: str) -> str:
         parts = urllib.parse.urlsplit(candidate)
         port = parts.port
     except ValueError as err:
-        raise PilotError(f"{given} is not a server address ({err}); {example}") from None
+        raise PilotError(f"{given} is not a server address ({str(err).replace(text, masked_address(text))}); "
+                         f"{example}") from None
+    if parts.query or parts.fragment or candidate.endswith(("?", "#")):
+        raise PilotError(f"{given} has a {'query (?...)' if '?' in candidate else 'fragment (#...)'}, which a server "
+                         f"address has no use for (it would be printed, and the API's paths joined after it); give "
+                         f"the address alone (a key goes in the variable --api-key-env names, or as user:password@ "
+                         f"before the host); {example}")
     if parts.scheme not in ("http", "https"):
         raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")
     if not parts.hostname:
@@ -432,6 +467,13 @@ def check_server_url(url: str, source: str) -> str:
     if port is not None and not 1 <= port <= 65535:
         raise PilotError(f"{given} has port {port}, outside 1 to 65535; {example}")
     return text
+
+
+def masked_address(url: str) -> str:
+    """An address as typed, safe to print: any user:password, query and fragment masked (it may not parse)."""
+    text = url.strip()
+    text = re.sub(r"(?<=://)[^/?#@]*@", "***@", text) if "://" in text else re.sub(r"^[^/?#@]*@", "***@", text)
+    return re.sub(r"([?#]).*", lambda m: m.group(1) + "***", text, count=1, flags=re.S)
 
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "ip6-localhost"})

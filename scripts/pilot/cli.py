@@ -4,13 +4,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-from .backends import BACKENDS, DEFAULT_OLLAMA_HOST, check_server_url
+from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
 from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
@@ -21,8 +22,8 @@ from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
     EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
-    RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path,
-    is_disk_full, study_named)
+    REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study,
+    TEMPERATURE, display_path, is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
 from .studies.xr001 import N_EPISODES
 
@@ -169,7 +170,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
     parser.add_argument("--base-url", type=url_argument(),
                         help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
+    parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
                         help="name of the environment variable holding the API key (default: %(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
     parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
@@ -201,27 +202,46 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "honoured as it asks, up to 600 s, even above this cap")
     parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_GIVE_UP_AFTER_S,
-                        help="stop the run when the server has not answered at all (refused, reset, timed out) "
-                             "for this many seconds across consecutive calls; no cell is marked FAILED for it, and "
-                             "the same command resumes (default %(default)s)")
+                        help="stop the run when the server has not answered at all (refused, reset, timed out, "
+                             "no whole reply by --reply-deadline) for this many seconds across consecutive calls; no "
+                             "cell is marked FAILED for it, and the same command resumes (default %(default)s)")
     parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
                         default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
     parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_READ_TIMEOUT_S,
-                        help="seconds to wait for a reply, long enough for a model load (default %(default)s)")
+                        help="seconds to wait for the next bytes of a reply (its first ones come once the model has "
+                             "written all of it), long enough for a model load (default %(default)s)")
+    parser.add_argument("--reply-deadline", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                        help=f"seconds from sending a call to having its whole reply; a reply that drips (headers, "
+                             f"then a byte now and then) is given up there and retried, and counts toward "
+                             f"--give-up-after (default: {REPLY_DEADLINE_READ_TIMEOUTS} x --read-timeout, "
+                             f"{REPLY_DEADLINE_READ_TIMEOUTS * DEFAULT_READ_TIMEOUT_S:g} s; size it to the longest "
+                             f"call your model can honestly take: scripts/README.md, \"Interrupting, resuming and recovering\")")
     parser.add_argument("--allow-code-change", action="store_true",
                         help="resume although the runner's code (scripts/run_pilot.py or scripts/pilot/) changed; "
                              "recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
-                        help="analyse an incomplete bank; every output is marked NON-CONFIRMATORY")
+                        help=f"analyse an incomplete bank; every output is marked {partial_labels()}")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
                         help=argparse.SUPPRESS)
 
 
+def partial_labels() -> str:
+    """What the studies mark an analysis of an incomplete bank, and which analyse one unasked, for --allow-partial's
+    help."""
+    labels: dict = {}
+    for study in STUDY_REGISTRY.values():
+        labels.setdefault(study.design.partial_label, []).append(study.name)
+    unasked = [study.name for study in STUDY_REGISTRY.values() if study.design.partial_by_default]
+    return " or ".join(f"{label} ({', '.join(names)})" for label, names in labels.items()) + \
+        (f"; {', '.join(unasked)} analyse{'s' if len(unasked) == 1 else ''} one unasked" if unasked else "")
+
+
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
     default = study_named(None).name
-    parser.add_argument("--out", help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
+    parser.add_argument("--out", type=folder_argument("--out"),
+                        help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
                                       f"of the first N episodes, another task set or another design gets a folder of "
                                       f"its own, e.g. results/{default}-eN)")
     if episodes:
@@ -263,6 +283,25 @@ def seconds_argument(minimum: float, maximum: float, above: bool = False,
     return parse
 
 
+def folder_argument(option: str, optional: bool = True) -> Callable[[str], str]:
+    """An argparse type: a folder path that can be one. An empty path is not the default folder, a control character
+    would make a folder no one can type, and a link to nowhere cannot be written into: each is one line."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError("an empty path names no folder; give one" +
+                                             (f", or leave {option} out for the default" if optional else ""))
+        control = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
+        if control is not None:
+            raise argparse.ArgumentTypeError(f"{text!r} holds a control character ({control!r}); give a folder name "
+                                             f"without one")
+        for place in (Path(text), *Path(text).parents):
+            if place.is_symlink() and not place.exists():
+                raise argparse.ArgumentTypeError(f"{place} is a link to {os.readlink(place)}, which does not exist; "
+                                                 f"make that folder first, or give another one")
+        return text
+    return parse
+
+
 def url_argument() -> Callable[[str], str]:
     """An argparse type: a server address check_server_url accepts."""
     def parse(text: str) -> str:
@@ -296,18 +335,23 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser)
         add_run_options(parser)
     elif command in ("score", "status", "verify"):
-        parser.add_argument("folder", nargs="?", metavar="RUN_DIR", help="the run folder (the same as --out RUN_DIR)")
+        parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
+                            help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
-        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
-                            help="the study whose default run folder to look in, as the run was started with it "
-                                 f"(default {next(iter(STUDY_REGISTRY))}); a folder named with --out says its own")
+        # without RUN_DIR or --out, the folder is found as the run named it: from the run's own options as typed
+        # (--study, --sessions, --regimes, ...); a folder named with --out says its own study
+        add_design_options(parser)
+        add_run_options(parser.add_argument_group(
+            "the run's options", f"{command} reads --shard (a shard's folder is named after it) and none of the "
+                                 f"others; they are accepted so that {command} can go in front of a run's command as "
+                                 f"typed, and find its folder"))
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
                                               "format); the analysis is printed, and analysis.md, figures and "
                                               "report are written to --out DIR if given (a read-only run included)")
         parser.add_argument("--allow-partial", action="store_true",
-                            help="analyse an incomplete bank; the output is marked NON-CONFIRMATORY")
+                            help=f"analyse an incomplete bank; the output is marked {partial_labels()}")
     elif command == "plan":
         add_folder_options(parser)
         add_design_options(parser)
@@ -322,14 +366,16 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or tasks/constraints.json "
                                             "with --study constraints)")
-        parser.add_argument("--force", action="store_true", help="overwrite a different existing tasks file")
+        parser.add_argument("--force", action="store_true", help="overwrite a different existing task file (only a "
+                                                                 "task file of one of the studies: never another file)")
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
         for registered in STUDY_REGISTRY.values():
             add_study_options(parser, registered.command_line.generate_options)
     elif command == "demo":
         demo_studies = [study.name for study in STUDY_REGISTRY.values() if study.demo is not None]
-        parser.add_argument("--out", help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
+        parser.add_argument("--out", type=folder_argument("--out"),
+                            help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
                                           f"results/{DEMO_RUN_NAME}-STUDY for another --study)")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
                             help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
@@ -351,7 +397,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--selftest", action="store_true",
                             help="run the built-in states, each with one defect, and the clean ones")
     elif command == "adversarial":
-        parser.add_argument("--out", help="run folder (default: results/adversarial; results/adversarial-eN for "
+        parser.add_argument("--out", type=folder_argument("--out"),
+                            help="run folder (default: results/adversarial; results/adversarial-eN for "
                                           "--episodes N)")
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
         parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
@@ -360,8 +407,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "merge":
-        parser.add_argument("out_dir", metavar="OUT", help="a new or empty folder for the merged run")
-        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", help="shard run folders")
+        parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
+                            help="a new or empty folder for the merged run")
+        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", type=folder_argument("SHARD_DIR", optional=False),
+                            help="shard run folders")
     return parser
 
 
@@ -377,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "pilot"
     if argv and argv[0] in COMMANDS:
         command, argv = argv[0], argv[1:]
+    if command == "plan" and argv and argv[0] in STUDY_REGISTRY and argv[0] in COMMANDS:
+        argv = ["--study", argv[0], *argv[1:]]     # `plan` in front of a study's own subcommand, as the guide types it
     original_argv = list(argv) if command == "pilot" else [command, *argv]
     try:
         args = build_parser(command).parse_args(argv)

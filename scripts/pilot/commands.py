@@ -18,19 +18,19 @@ from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
-from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
-    run_settings, study_of)
+from .launch import (RunOptions, check_study_design, design_settings, make_backend, missing_run_hint, read_run_options,
+    resolve_run_dir, run_settings, study_of)
 from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
-    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
-    TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named,
-    utc_now)
+    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings, Study,
+    TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
+    study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
-from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, lost_records, recheck_pending,
-    repair_journal, run_cells, run_recheck)
+from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, TemplateMismatch, flagged_cells,
+    lost_records, recheck_pending, repair_journal, run_cells, run_recheck)
 from .studies.xr001 import N_EPISODES
 
 
@@ -60,7 +60,8 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     recorded = manifest.data.get("lock", {})
     diffs = lock_differences(recorded, lock)
     if (manifest.data.get("shard") or None) != (list(options.shard) if options.shard else None):
-        diffs.append(f"shard ({manifest.data.get('shard')} -> {list(options.shard) if options.shard else None})")
+        diffs.append(f"shard ({'/'.join(map(str, manifest.data.get('shard') or [])) or 'none'} -> "
+                     f"{'/'.join(map(str, options.shard or [])) or 'none'})")
     if diffs:
         raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the original "
                          f"settings, or start a separate run with --out <new folder>")
@@ -180,6 +181,11 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         manifest.save()
         print(f"interrupted; every completed call is saved. Resume with: {resume}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except TemplateMismatch as err:
+        # the resumed run sends every flagged reply again, once (repair_journal); `status` counts them as left
+        manifest.data["template_stop"] = {"at": utc_now()}
+        manifest.save()
+        raise TemplateMismatch(f"{err}. Resume with: {resume}") from None
     except ServerGone as err:
         manifest.save()
         left = sum(1 for c in todo if not is_complete(manifest.data, c))
@@ -188,6 +194,11 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             what = (f"The server took the calls but sent no reply within --read-timeout "
                     f"({options.backend.read_timeout:g} s); if it is only slow (a large model, a long prompt), "
                     f"resume with a longer one: {resume} --read-timeout {longer}")
+        elif getattr(err, "dripped", False):
+            deadline = options.backend.deadline_s
+            what = (f"The server began its replies but sent none whole within the reply deadline ({deadline:g} s; "
+                    f"a server or gateway that drips bytes to keep a call open does this); if the model is only "
+                    f"slow, resume with a longer one: {resume} --reply-deadline {max(2 * deadline, 60):g}")
         else:
             what = f"Start the server, then resume with: {resume}"
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED for it. {what}") from None
@@ -224,9 +235,14 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     """Run (or resume) every cell of a run; with then_analyze, score and analyze it and write the figures."""
     study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
-    tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if (run_dir / "manifest.json").exists():
-        Manifest.load(run_dir / "manifest.json")    # a folder this runner cannot resume says so first
+        resumed = Manifest.load(run_dir / "manifest.json")      # a folder this runner cannot resume says so first
+        if tasks_path.resolve() == run_tasks_path(resumed.data).resolve() and \
+                recorded_study(run_dir) == study.name:         # its own inputs, gone or changed: the one message
+            problem = run_inputs(run_dir, resumed.data)[1]
+            if problem is not None:
+                raise PilotError(problem)
+    tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if recorded_study(run_dir) not in (None, study.name):
         raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; resume it with `--study "
                          f"{recorded_study(run_dir)}` (or its own subcommand), or use --out for a new run")
@@ -268,10 +284,13 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         code = execute_run(options, tasks, tasks_sha, models, todo, len(cells))
         if code == EXIT_INTERRUPTED:
             return code
-    elif not options.quiet:
-        print(f"all {len(cells)} cells in {run_dir} are complete; no model calls needed", file=sys.stderr)
-    if not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
-            folder_writable(run_dir):
+    probe_left = not todo and not unreadable and recorded and recheck_pending(recorded, options.recheck) and \
+        folder_writable(run_dir)
+    if not (todo or unreadable) and not options.quiet:
+        print(f"all {len(cells)} cells in {run_dir} are complete; " +
+              (f"the determinism probe still has its {options.recheck} calls to send" if probe_left else
+               "no model calls needed"), file=sys.stderr)
+    if probe_left:
         # the cells finished before the determinism probe did (a kill, or a run older than the probe)
         try:
             code = execute_run(options, tasks, tasks_sha, models, [], len(cells))
@@ -313,12 +332,16 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
               f"elsewhere: {where}")
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
+    design = folder_study(manifest.data).design
     if results["cells"]["not_complete"] and not options.allow_partial:
-        print(f"results.json holds the {results['cells']['complete']} complete cells of "
-              f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
-              f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
-        return code or EXIT_CELLS_FAILED
-    analysis = write_analysis(run_dir, results, options.allow_partial)
+        held = f"results.json holds the {results['cells']['complete']} complete cells of {results['cells']['expected']}"
+        if not design.partial_by_default:
+            print(f"{held}; the analysis waits for the rest. Rerun the same command, or add --allow-partial for an "
+                  f"analysis marked {design.partial_label}.", file=sys.stderr)
+            return code or EXIT_CELLS_FAILED
+        print(f"{held}; the analysis below covers them, marked {design.partial_label}: rerun the same command to "
+              f"finish the rest.", file=sys.stderr)
+    analysis = write_analysis(run_dir, results, options.allow_partial or design.partial_by_default)
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
     print(render_headline(analysis))
     print_file_list(run_dir, outputs)
@@ -336,6 +359,8 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
     log lost a record, and whether a log holds an unreadable line."""
     journal = Journal(run_dir)
     lost = {cell for cell, _ in lost_records(journal, manifest, tasks)}
+    if manifest.get("template_stop"):          # the run stopped for a template mismatch: its flagged replies
+        lost |= set(flagged_cells(journal, manifest))
     return lost, any(journal.unreadable_lines(*stream) for stream in journal_streams(manifest))
 
 
@@ -370,11 +395,12 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
                    table: dict[str, list] | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_bank(results, tasks_path, table)
-    if not analysis["complete"] and not allow_partial:
+    design = study_named(results.get("study")).design
+    if not analysis["complete"] and not allow_partial and not design.partial_by_default:
         cov = analysis["coverage"]
         raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
                          f"their probes); finish the run, or pass --allow-partial for an analysis marked "
-                         f"NON-CONFIRMATORY")
+                         f"{design.partial_label}")
     return analysis
 
 
@@ -497,21 +523,42 @@ def command_adversarial(args) -> int:
     return EXIT_OK
 
 
-def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>") -> tuple[Manifest, dict]:
+def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>",
+             folder_alone: bool = False) -> tuple[Manifest, dict | None]:
+    """A run folder's manifest and the task set it ran on, read from where the run read it. A command that works
+    from the folder alone (status, verify) gets None for tasks when they are gone or changed; any other is refused
+    with the one message every command gives (run_inputs)."""
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
-    tasks_path = run_tasks_path(manifest.data)
-    if not tasks_path.exists() and not tasks_path.is_symlink():
-        raise PilotError(f"{run_dir} was made from {display_path(tasks_path)}, which is not there any more; put it "
-                         f"back where it was (this command reads a run's inputs from where the run read them)")
-    tasks, sha = load_tasks(tasks_path, manifest.data["n_episodes"], folder_study(manifest.data))
-    if sha != manifest.data["tasks_sha256"]:
-        raise PilotError(f"{display_path(tasks_path)} (sha256 {sha[:12]}) is not the task set this run used "
-                         f"({manifest.data['tasks_sha256'][:12]}): {changed_inputs(folder_study(manifest.data))}; "
-                         f"restore them as they were when the run was made (from git, where they are committed)")
+    tasks, problem = run_inputs(run_dir, manifest.data)
+    if problem is not None and not folder_alone:
+        raise PilotError(problem)
     return manifest, tasks
+
+
+def run_inputs(run_dir: Path, manifest: dict) -> tuple[dict | None, str | None]:
+    """The task set a run ran on, read again from where it read it, or the reason it cannot be: the task file or the
+    user's sessions moved, deleted or changed. The message is the same for every command that needs them."""
+    study, tasks_path = folder_study(manifest), run_tasks_path(manifest)
+    source = study.command_line.source_option
+    what = f"the {source} it read" if source else "its task file"
+    shown = display_path(tasks_path)
+    committed = tasks_path.resolve() in {s.tasks_path.resolve() for s in STUDY_REGISTRY.values()}
+    back = (f"put {'them' if source else 'it'} back as {'they were' if source else 'it was'}" +
+            (f" (git checkout -- {shown}: {'they are' if source else 'it is'} committed)" if committed else "") +
+            " to score, resume, gate or merge the run (status and verify read the folder alone)")
+    if not tasks_path.exists() and not tasks_path.is_symlink():
+        return None, f"{run_dir} was run on {what}, {shown}, which is not there any more (moved or deleted); {back}"
+    try:
+        tasks, sha = load_tasks(tasks_path, manifest["n_episodes"], study)
+    except PilotError as err:
+        return None, f"{run_dir} was run on {what}, {shown}, which cannot be read as it was ({err}); {back}"
+    if sha != manifest["tasks_sha256"]:
+        return None, (f"{run_dir} was run on {what}, {shown}, which changed since (sha256 {sha[:12]}, the run's "
+                      f"{manifest['tasks_sha256'][:12]}: {changed_inputs(study)}); {back}")
+    return tasks, None
 
 
 def changed_inputs(study: Study) -> str:
@@ -581,7 +628,7 @@ def run_command_for(run_dir: Path, manifest: dict) -> str:
 
 def command_score(args) -> int:
     run_dir = resolve_run_dir(args)
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args))
     run_lock = RunLock(run_dir)             # one writer at a time: never beside a running runner
     run_lock.acquire()
     try:

@@ -148,8 +148,9 @@ class StandInBackend(OllamaBackend):
 
     name = SIMULATED_BACKEND
 
-    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None):
-        super().__init__(base_url, connect_timeout, read_timeout, api_key)
+    def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
+                 reply_deadline: float | None = None):
+        super().__init__(base_url, connect_timeout, read_timeout, api_key, reply_deadline)
         self.base_url = STAND_IN_ADDRESS
 
     def start_hint(self) -> str:

@@ -1,30 +1,35 @@
 """Folder commands: what reads a run folder without running it (status, plan, verify, gate, merge, generate)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable
 
 from .backends import estimate_tokens
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
-from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
-    write_figures_and_report, write_results)
+from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs, run_tasks_path, warn,
+    write_analysis, write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
-from .launch import check_study_design, chosen_regimes, given_source, parse_models, resolve_run_dir, study_of
+from .launch import (check_study_design, chosen_regimes, given_source, missing_run_hint, parse_models,
+    resolve_run_dir, study_of)
 from .prompts import build_messages
-from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED,
-    PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study, is_simulated,
-    lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text, study_named, utc_now)
+from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
+    EXIT_VERIFY_FAILED, NUM_CTX, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
+    folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
+    sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, former_runner, is_complete,
-    journalled_lines, lock_differences, parse_record_line, record_variant, records_digest, refuse_unsafe_folder,
-    variant_suffix, write_atomic)
-from .runner import DEFAULT_RECHECK, lost_records, merge_rechecks, recheck_pending
+from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
+    is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
+    refuse_unsafe_folder, variant_suffix, write_atomic)
+from .runner import DEFAULT_RECHECK, flagged_cells, lost_records, merge_rechecks, planned_kinds, recheck_pending
 
 
 def command_generate(args) -> int:
@@ -53,15 +58,32 @@ def command_generate(args) -> int:
         if not args.force:
             raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks needs a dated "
                              f"protocol amendment. Pass --force to overwrite, or --tasks PATH for a new file")
+        if not is_task_file(path):
+            raise PilotError(f"{display_path(path)} is not a task file (a JSON object with an `episodes` list whose "
+                             f"`study` or `protocol` names a study of this runner), so --force does not overwrite "
+                             f"it; give --tasks a new path")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
     print(f"wrote {display_path(path)}: {what}, sha256 {sha256_bytes(data)}")
     return EXIT_OK
 
 
+def is_task_file(path: Path) -> bool:
+    """Whether path holds a task file of one of this runner's studies (what `generate --force` may overwrite): never
+    the runner's code, a README, a run's manifest or results, or anything that is not JSON."""
+    try:
+        _, _, data = read_json(path, str(path), "a task file", "")
+    except PilotError:
+        return False
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
+        return False
+    return any(data.get("study") == study.name or data.get("protocol") == study.protocol_id
+               for study in STUDY_REGISTRY.values())
+
+
 def command_status(args) -> int:
     run_dir = resolve_run_dir(args)
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
     journal = Journal(run_dir)
     data = manifest.data
     rows = []
@@ -83,19 +105,29 @@ def command_status(args) -> int:
         for k in totals:
             totals[k] += counts[k]
     n, noun = data["n_episodes"], folder_study(data).episode_noun       # episodes, instances or sessions
-    print(f"run {run_dir} ({n} {noun}{'' if n == 1 else 's'}, backend {data['lock'].get('backend')})")
+    print(f"run {run_dir} ({n} {noun}{'' if n == 1 else 's'}, backend {data['lock'].get('backend') or 'not recorded'})")
     print(md_table(["model", "regime", "complete", "failed", "partial", "not started"], rows))
     failed = [(k, c.get("reason")) for k, c in data["cells"].items() if c.get("status") == "FAILED"]
     for key, reason in failed:
-        print(f"FAILED {key}: {reason}")
+        print(f"FAILED {key}: {reason or 'no reason recorded'}")
     redo = [(cell, kind) for cell, kind in lost_records(journal, data, tasks) if cell in set(cells)]
     for cell, kind in redo:
         print(f"TO REDO {cell_key(*cell)}: COMPLETE in the manifest, but its raw log lacks {kind}; the run command "
               f"re-runs it")
-    totals["COMPLETE"] -= len(redo)
-    left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo)
+    flagged = flagged_cells(journal, data) if data.get("template_stop") else {}
+    for cell, kinds in sorted(flagged.items()):
+        print(f"TO SEND AGAIN {cell_key(*cell)}: {len(kinds)} repl{'y' if len(kinds) == 1 else 'ies'} carrying "
+              f"chat-template control tokens (the run stopped for a template mismatch); the run command moves "
+              f"{'it' if len(kinds) == 1 else 'them'} to raw/*.quarantine and sends {'it' if len(kinds) == 1 else 'them'} "
+              f"again, with the calls made from {'it' if len(kinds) == 1 else 'them'}")
+    again = [cell for cell in flagged if cell in set(cells) and cell not in {c for c, _ in redo} and
+             is_complete(data, cell)]
+    totals["COMPLETE"] -= len(redo) + len(again)
+    left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo) + len(again)
     print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
+    if tasks is None:
+        print(f"note: {run_inputs(run_dir, data)[1]}")
     return EXIT_OK
 
 
@@ -109,6 +141,10 @@ def command_plan(args) -> int:
     planned = folder_study(recorded) if recorded else study_of(args)
     tasks_path = Path(given_source(args, planned)) if given_source(args, planned) else \
         run_tasks_path(recorded) if recorded else planned.tasks_path
+    if recorded and tasks_path.resolve() == run_tasks_path(recorded).resolve():
+        problem = run_inputs(run_dir, recorded)[1]          # the run's own inputs, gone or changed: the one message
+        if problem is not None:
+            raise PilotError(problem)
     tasks, _ = load_tasks(tasks_path, episodes, planned)
     models = parse_models(args.models) or recorded.get("models", [])
     if not models:
@@ -126,11 +162,19 @@ def command_plan(args) -> int:
     samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
     cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
     study = folder_study(recorded) if recorded else study_of(args)
-    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes)
+    window_of = context_window_of(recorded)
+    estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes, window_of)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
     print(md_table(["model", "regime", "cells", "calls", "calls done", "input tokens (est.)",
                     "output tokens (at most)"], rows))
+    for (model, regime), entry in estimate["by_cell"].items():
+        if entry["over_window"]:
+            window, where = window_of(model)
+            print(f"warning: {model} {regime}: {entry['over_window']} of its {entry['calls']} calls cannot fit "
+                  f"{where}, {window} tokens (prompt estimate plus output cap; the largest needs about "
+                  f"{entry['largest_call']}): the server refuses such a call, or cuts its prompt; drop the regime, "
+                  f"shorten its prompts or what they carry, or give the model a larger window")
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about {estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
     replaced = [r for r in regimes.values() if r.name in study.regimes and r.origin != "built-in"]
@@ -168,8 +212,9 @@ def command_plan(args) -> int:
 
 
 def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict | None,
-                  regimes: dict | None = None) -> dict:
-    """Calls and token estimates per (model, regime), and how many of those calls are already done."""
+                  regimes: dict | None = None, window_of: Callable | None = None) -> dict:
+    """Calls and token estimates per (model, regime), how many of those calls are already done, and (with
+    window_of: model -> (context window, where it comes from)) how many cannot fit the window."""
     regimes = regimes or study.regimes
     by_cell: dict = {}
     for cell in cells:
@@ -177,18 +222,42 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
         episode = tasks["episodes"][cell.episode]
         label = cell.regime + variant_suffix(cell.budget, cell.sample, " ")
         entry = by_cell.setdefault((cell.model, label), {"cells": 0, "calls": 0, "done_calls": 0,
-                                                         "input_tokens": 0, "output_tokens": 0})
+                                                         "input_tokens": 0, "output_tokens": 0, "over_window": 0,
+                                                         "largest_call": 0})
         entry["cells"] += 1
         state_stub = "x" * (cell.budget * 4)
+        window = window_of(cell.model)[0] if window_of else None
         for spec in study.plan(regime, episode, cell.budget):
             messages = build_messages(study, regime, episode, spec, state_stub)
+            prompt = sum(estimate_tokens(m["content"]) for m in messages)       # a system message too
             entry["calls"] += 1
-            entry["input_tokens"] += sum(estimate_tokens(m["content"]) for m in messages)   # a system message too
+            entry["input_tokens"] += prompt
             entry["output_tokens"] += spec.max_output_tokens
+            entry["largest_call"] = max(entry["largest_call"], prompt + spec.max_output_tokens)
+            entry["over_window"] += window is not None and prompt + spec.max_output_tokens > window
         if manifest is not None and is_complete(manifest, cell):
             entry["done_calls"] += len(study.plan(regime, episode, cell.budget))
     totals = {k: sum(v[k] for v in by_cell.values()) for k in ("calls", "done_calls", "input_tokens", "output_tokens")}
     return {"by_cell": by_cell, **totals}
+
+
+def context_window_of(recorded: dict) -> Callable[[str], tuple[int | None, str]]:
+    """model -> (the context window plan checks a call against, where it comes from): in a run folder, the window its
+    OpenAI-compatible server reported for the model, or the num_ctx its calls set; else the num_ctx the runner sets on
+    every call (an OpenAI-compatible server's own window, not known before the server check, may differ)."""
+    lock = recorded.get("lock") or {}
+    options = lock.get("options") if isinstance(lock.get("options"), dict) else {}
+    sent = {(o or {}).get("num_ctx") for o in options.values() if isinstance(o, dict)} - {None}
+
+    def window(model: str) -> tuple[int | None, str]:
+        info = (lock.get("models") or {}).get(model) or {}
+        reported = info.get("server_context_window") if isinstance(info, dict) else None
+        if known_count(reported):
+            return reported, "the context window its server reported"
+        if len(sent) == 1 and known_count(next(iter(sent))):
+            return next(iter(sent)), "the context window its calls set (num_ctx)"
+        return NUM_CTX, "the context window the runner sets on every call (num_ctx; an OpenAI-compatible server has its own)"
+    return window
 
 
 def server_work_line(journal: Journal, manifest: dict) -> str:
@@ -218,13 +287,13 @@ def measured_rate(journal: Journal, manifest: dict) -> float | None:
     return sum(walls) / len(walls) if walls else None
 
 
-def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
-    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn."""
+def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
+    """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn. Without the
+    task set (the user's sessions moved, say), each complete cell is checked against the plan its entry recorded."""
     problems = []
     journal = Journal(run_dir)
-    regimes, study = run_regimes(manifest), folder_study(manifest)
+    kinds_of = planned_kinds(manifest, tasks)
     for model, regime_name, budget, sample in journal_streams(manifest):
-        regime = regimes[regime_name]
         path = journal.path(model, regime_name, budget, sample)
         if path.exists():
             data = path.read_bytes()
@@ -239,13 +308,13 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
             where = (record.get("episode"), record.get("kind"))
             seen[where] = seen.get(where, 0) + 1
             first.setdefault(where[0], {}).setdefault(where[1], record)
-        kinds = {spec.kind for spec in study.plan(regime, tasks["episodes"][0], budget)}
         for (episode, kind), count in sorted(seen.items(), key=lambda x: (str(x[0][0]), str(x[0][1]))):
             valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
             if count > 1:
                 problems.append(f"{cell_key(model, regime_name, episode, budget, sample)}: {kind} recorded "
                                 f"{count} times")
-            if not valid or kind not in kinds:
+            kinds = kinds_of(Cell(model, regime_name, episode, budget, sample)) if valid else []
+            if not valid or kinds is not None and kind not in kinds:       # each episode against its own plan
                 problems.append(f"{path.name}: extra record {kind} for episode {episode} outside the run")
         for episode_index in range(manifest["n_episodes"]):
             cell = Cell(model, regime_name, episode_index, budget, sample)
@@ -253,14 +322,19 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict) -> list[str]:
                 continue
             key, entry = cell_key(*cell), manifest["cells"][cell_key(*cell)]
             records = first.get(episode_index, {})
-            plan = study.plan(regime, tasks["episodes"][episode_index], budget)
-            missing = [s.kind for s in plan if s.kind not in records]
+            plan = kinds_of(cell)
+            if plan is None:
+                problems.append(f"{key}: COMPLETE, but not checked: without the run's inputs its plan is known only "
+                                f"from its manifest entry, which (made before entries recorded it) does not say it")
+                continue
+            missing = [kind for kind in plan if kind not in records]
             if missing:
                 problems.append(f"{key}: COMPLETE but missing {', '.join(missing)}")
                 continue
-            ordered = [records[s.kind] for s in plan]
+            ordered = [records[kind] for kind in plan]
             if entry.get("n_calls") != len(ordered):
-                problems.append(f"{key}: manifest says {entry.get('n_calls')} calls, the log has {len(ordered)}")
+                said = "records no call count" if entry.get("n_calls") is None else f"says {entry['n_calls']} calls"
+                problems.append(f"{key}: the manifest {said}, the log has {len(ordered)}")
             if not entry.get("records_sha256"):
                 problems.append(f"{key}: COMPLETE, but the manifest records no sha256 of its records, so they could "
                                 f"not be checked")
@@ -285,7 +359,9 @@ def command_verify(args) -> int:
               f"{run_dir / 'raw'} can be checked against a recorded hash")
         print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
         return EXIT_VERIFY_FAILED
-    manifest, tasks = load_run(run_dir)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
+    if tasks is None:
+        print(f"note: {run_inputs(run_dir, manifest.data)[1]}")
     problems = verify_run(run_dir, manifest.data, tasks)
     complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
     if problems:
@@ -383,6 +459,13 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
         print(json.dumps(summary, indent=1) if as_json else text)
         return EXIT_OK
     manifest, tasks = load_run(run_dir)
+    with contextlib.ExitStack() as held:                # one writer at a time: never beside a running runner
+        hold_folder(held, run_dir, "gate the folder once the run is done")
+        return gate_held_folder(run_dir, Manifest.load(manifest.path), tasks, as_json)
+
+
+def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bool) -> int:
+    """gate RUN_DIR on a folder whose lock it holds: results, gate.csv, analysis, figures and report written."""
     results = write_results(run_dir, manifest.data, tasks)
     if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
         if folder_writable(run_dir):
@@ -419,7 +502,9 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 
 
 def command_merge(args) -> int:
-    """Combine shard folders into one bank after checking that their locks agree."""
+    """Combine shard folders into one bank after checking that their locks agree. The merged run is made in a
+    folder beside OUT and moved into place whole, so OUT is never half made: a merge stopped by a full disk, a
+    signal or a kill leaves OUT as it was, and the same command starts it again."""
     out = Path(args.out_dir)
     for folder in args.shard_dirs:          # the merged run is a folder of its own, never inside a shard or above one
         inside, outside = Path(os.path.abspath(out)), Path(os.path.abspath(folder))
@@ -427,10 +512,53 @@ def command_merge(args) -> int:
             raise PilotError(f"the merged folder {out} and the shard {folder} lie one inside the other; merge into a "
                              f"folder of its own, beside the shards")
     refuse_merge_target(out)
-    shards = []
-    for folder in args.shard_dirs:
-        manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
-        shards.append((Path(folder), manifest.data, tasks))
+    with contextlib.ExitStack() as held:
+        shards = []
+        for folder in args.shard_dirs:
+            manifest, tasks = load_run(Path(folder), "name the run folders of the shards to combine")
+            hold_folder(held, Path(folder), "merge the shard once it is done")    # read while no runner writes it
+            shards.append((Path(folder), Manifest.load(manifest.path).data, tasks))
+        cells, models = merged_cells(shards)
+        staging = merge_staging(out)
+        try:
+            lines, outputs = write_merged_folder(staging, shards, cells, models)
+            install_merged_folder(staging, out)
+        except BaseException as err:
+            shutil.rmtree(staging, ignore_errors=True)         # OUT is as it was before the merge
+            if isinstance(err, DiskFull) or isinstance(err, OSError) and is_disk_full(err):
+                raise DiskFull(out, f"nothing was written to {out}; free some space, then run the same command "
+                                    f"again") from None
+            raise
+    for line in lines:
+        print(line.replace(str(staging), str(out)))
+    if outputs is None:
+        return EXIT_CELLS_FAILED
+    print_file_list(out, [out / path.relative_to(staging) for path in outputs])
+    return EXIT_OK
+
+
+def shard_text(shard) -> str:
+    """A shard as a message shows it: I/N, or none (never Python's None)."""
+    return "/".join(map(str, shard)) if shard else "none"
+
+
+def hold_folder(held: contextlib.ExitStack, folder: Path, wait: str) -> None:
+    """Take a run folder's lock until `held` closes, so that no runner writes it meanwhile (a runner that holds it
+    is named and the command refused, `wait` saying what to do); a read-only folder has no runner to keep out."""
+    if not folder_writable(folder):
+        return
+    lock = RunLock(folder)
+    try:
+        lock.acquire()
+    except UnsafePath:
+        raise
+    except PilotError as err:
+        raise PilotError(f"{err}; or {wait}") from None
+    held.callback(lock.release)
+
+
+def merged_cells(shards: list[tuple]) -> tuple[dict, list[str]]:
+    """The shards' complete cells (key -> (folder, entry)) and models, once their locks are checked to agree."""
     simulated = [folder for folder, data, _ in shards if is_simulated(data)]
     if simulated and len(simulated) < len(shards):
         real = [folder for folder, data, _ in shards if not is_simulated(data)]
@@ -445,7 +573,7 @@ def command_merge(args) -> int:
         if data["lock"].get("runner_sha256") != reference.get("runner_sha256"):
             diffs.append("runner_sha256")
         if (data.get("shard") or [None, None])[1] != (shards[0][1].get("shard") or [None, None])[1]:
-            diffs.append(f"shard count ({shards[0][1].get('shard')} vs {data.get('shard')})")
+            diffs.append(f"shard count ({shard_text(shards[0][1].get('shard'))} vs {shard_text(data.get('shard'))})")
         if diffs:
             raise PilotError(f"{folder} was run with other settings than {shards[0][0]} ({'; '.join(diffs)}); "
                              f"only shards of one locked run can be merged")
@@ -456,36 +584,74 @@ def command_merge(args) -> int:
                 raise PilotError(f"cell {key} is complete in more than one shard; shards must be disjoint")
             cells[key] = (folder, entry)
         models += [m for m in data["models"] if m not in models]
-    out.mkdir(parents=True, exist_ok=True)
-    run_lock = RunLock(out)
-    run_lock.acquire()
-    try:
-        try:
-            merged = write_merged_run(out, shards, cells, models)
-        except BaseException:
-            shutil.rmtree(out / "raw", ignore_errors=True)      # what this merge made (OUT was new or empty)
-            raise
-    finally:
-        run_lock.release()
+    return cells, models
+
+
+MERGE_STAGING = re.compile(r"\.(?P<name>.+)\.merging-(?P<pid>\d+)")
+
+
+def merge_staging(out: Path) -> Path:
+    """A new folder beside OUT to make the merged run in (`.OUT.merging-PID`); those a stopped merge left, whose
+    process is gone, are removed first."""
+    parent = Path(os.path.abspath(out)).parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for entry in parent.iterdir():
+        found = MERGE_STAGING.fullmatch(entry.name)
+        if found and found["name"] == out.name and entry.is_dir() and not entry.is_symlink() and \
+                int(found["pid"]) != os.getpid() and not process_alive(int(found["pid"])):
+            shutil.rmtree(entry, ignore_errors=True)
+    staging = parent / f".{out.name}.merging-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    return staging
+
+
+def write_merged_folder(staging: Path, shards: list[tuple], cells: dict,
+                        models: list[str]) -> tuple[list[str], list[Path] | None]:
+    """The whole merged run in `staging`: raw logs, manifest, results, analysis, figures and report; the lines to
+    print, and the figures and pages written (None when the bank is incomplete, and so not analysed)."""
+    merged = write_merged_run(staging, shards, cells, models)
     data0 = shards[0][1]
     expected = len(all_cells(models, data0["regimes"], data0["n_episodes"], run_budgets(data0), run_samples(data0)))
-    print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
-    results = write_results(out, merged.data, shards[0][2])
+    lines = [f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {staging}"]
+    results = write_results(staging, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
-        print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
-              f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
-              f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
-        return EXIT_CELLS_FAILED
-    analysis = write_analysis(out, results, allow_partial=False)
-    outputs = write_figures_and_report(out, handover=(results, analysis))
-    print(render_headline(analysis))
-    print_file_list(out, outputs)
-    return EXIT_OK
+        lines.append(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the "
+                     f"missing shards and merge them again into a new folder (or remove {staging} first), or analyse "
+                     f"this one with `python3 scripts/run_pilot.py analyze --out {shlex.quote(str(staging))} "
+                     f"--allow-partial`")
+        return lines, None
+    analysis = write_analysis(staging, results, allow_partial=False)
+    outputs = write_figures_and_report(staging, handover=(results, analysis))
+    return lines + [render_headline(analysis)], outputs
+
+
+def install_merged_folder(staging: Path, out: Path) -> None:
+    """Move the finished merged run into OUT's place in one rename (OUT may be missing, or a folder that holds
+    nothing: its empty subfolders and a lock file no runner holds are removed first)."""
+    if out.is_dir():
+        refuse_merge_target(out)                # still new or empty: nothing of anyone's is removed
+        for folder in sorted((p for p in out.rglob("*") if p.is_dir() and not p.is_symlink()), reverse=True):
+            folder.rmdir()
+        if (out / ".lock").is_file():
+            with contextlib.ExitStack() as held:
+                hold_folder(held, out, "merge into a new folder")
+                (out / ".lock").unlink()
+        out.rmdir()
+    try:
+        os.rename(staging, out)
+    except OSError as err:
+        if is_disk_full(err):
+            raise
+        raise PilotError(f"{out} was filled while the merge ran (by another merge or a run?), so the merged run was "
+                         f"not moved there; merge into a new folder") from None
 
 
 def refuse_merge_target(out: Path) -> None:
     """merge writes a whole run into a new or empty folder: anything else there is refused before anything is
     read or written (a link or a file planted where the merged run goes, or someone's files)."""
+    if out.is_symlink():
+        raise PilotError(f"{out} is a link; merge into a new folder (the merged run is moved into place whole)")
     if out.exists() and not out.is_dir():
         raise PilotError(f"{out} is a file, not a folder; merge into a new folder")
     if not out.is_dir():
@@ -493,8 +659,9 @@ def refuse_merge_target(out: Path) -> None:
     refuse_unsafe_folder(out, elsewhere="merge into a new folder")
     if (out / "manifest.json").exists():
         raise PilotError(f"{out} already holds a run; merge into a new folder")
-    held = sorted(p.name for p in out.iterdir() if not p.name.startswith(".") and
-                  not (p.is_dir() and not any(p.iterdir())))            # an empty folder holds nothing
+    held = sorted(p.name for p in out.iterdir() if p.name != ".lock" and       # a folder of empty folders holds nothing
+                  not (p.is_dir() and not p.is_symlink() and all(q.is_dir() and not q.is_symlink()
+                                                                 for q in p.rglob("*"))))
     if held:
         shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
         raise PilotError(f"{out} is not empty (it holds {shown}); merge into a new or empty folder")
@@ -529,6 +696,7 @@ def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[s
         # every spelling of the server and every connection choice a shard recorded, each once
         "base_url_spellings": list(dict.fromkeys(u for _, d, _ in shards for u in d.get("base_url_spellings", []))),
         "connections": list({canonical_json(c): c for _, d, _ in shards for c in d.get("connections", [])}.values()),
+        # the shards' determinism probes are the merged run's: it sends no call of its own (runner.recheck_pending)
         "recheck": merge_rechecks([d.get("recheck") for _, d, _ in shards]),
     })
     problems = verify_run(out, merged.data, shards[0][2])

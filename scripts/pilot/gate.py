@@ -170,12 +170,30 @@ def field_name(text: str) -> str:
     return re.sub(r"[\s\-]+", "_", text.strip().lower())
 
 
+# Every field a ledger may hold, at each level. A gate fails closed: a field it does not know (`max_ammount`) would be
+# read as absent, and the state checked against less than the ledger says, so it is refused, as a regime file's are.
+LEDGER_FIELDS = {"ledger": ("format", "entities", "combined", "items", "permissions", "allowed_sections",
+                            "accepted_instructions", "name_pattern", "max_omissions"),
+                 "entity": ("value", "stale", "required"), "combined entry": ("parts", "value"),
+                 "item": ("name", "match", "status", "receipt", "claimed_by"),
+                 "permission": ("action", "match", "records", "amounts", "max_amount", "access", "receipt")}
+
+
+def unknown_fields(entry: Any, level: str, where: str, named_by: str = "") -> list[str]:
+    """One problem per field of `entry`, an object at this level of a ledger, that the format does not know."""
+    name = entry.get(named_by) if isinstance(entry, dict) else None
+    where += f" ({name!r})" if isinstance(name, str) else ""
+    return [f"{where}: unknown field {field!r} ({'an' if level[0] in 'aeiou' else 'a'} {level} takes "
+            f"{', '.join(LEDGER_FIELDS[level])})" for field in entry if field not in LEDGER_FIELDS[level]] \
+        if isinstance(entry, dict) else []
+
+
 def normalize_ledger(data: Any) -> dict:
-    """The ledger as check_state reads it, or GateInputError listing what is wrong (scripts/README.md, "The ledger
-    format")."""
+    """The ledger as check_state reads it, or GateInputError naming every problem, one per line (scripts/README.md,
+    "The ledger format")."""
     if not isinstance(data, dict):
         raise GateInputError("the ledger must be a JSON object (see scripts/README.md, 'The ledger format')")
-    problems = []
+    problems = unknown_fields(data, "ledger", "the ledger")
     if data.get("format", GATE_LEDGER_FORMAT) != GATE_LEDGER_FORMAT:
         problems.append(f"`format` is {data.get('format')!r}, expected {GATE_LEDGER_FORMAT!r}")
     entities = {}
@@ -184,6 +202,7 @@ def normalize_ledger(data: Any) -> dict:
         problems.append("`entities` must be an object of name -> integer or {value, stale}")
         raw_entities = {}
     for name, spec in raw_entities.items():
+        problems += unknown_fields(spec, "entity", f"entity {name!r}")
         spec = spec if isinstance(spec, dict) else {"value": spec}
         value, stale = spec.get("value"), spec.get("stale", [])
         if not isinstance(value, int) or isinstance(value, bool) or not isinstance(stale, list) or \
@@ -198,7 +217,8 @@ def normalize_ledger(data: Any) -> dict:
             return []
         return entries
     combined = []
-    for entry in listed("combined"):
+    for number, entry in enumerate(listed("combined"), 1):
+        problems += unknown_fields(entry, "combined entry", f"combined entry {number}")
         parts = entry.get("parts") if isinstance(entry, dict) else None
         if not isinstance(parts, list) or len(parts) < 2 or not all(isinstance(p, str) and p in entities
                                                                     for p in parts) or \
@@ -208,7 +228,8 @@ def normalize_ledger(data: Any) -> dict:
             continue
         combined.append({"parts": list(parts), "value": entry["value"]})
     items = []
-    for entry in listed("items"):
+    for number, entry in enumerate(listed("items"), 1):
+        problems += unknown_fields(entry, "item", f"item {number}", "name")
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or \
                 not isinstance(entry.get("status"), str):
             problems.append(f"item {entry!r}: needs a `name` and a `status`")
@@ -222,7 +243,8 @@ def normalize_ledger(data: Any) -> dict:
         items.append({"name": entry["name"], "match": match, "status": entry["status"].lower(),
                       "receipt": entry.get("receipt"), "claimed_by": claimed_by})
     permissions = []
-    for entry in listed("permissions"):
+    for number, entry in enumerate(listed("permissions"), 1):
+        problems += unknown_fields(entry, "permission", f"permission {number}", "action")
         permission = read_permission(entry)
         if isinstance(permission, str):
             problems.append(permission)
@@ -253,7 +275,9 @@ def normalize_ledger(data: Any) -> dict:
         problems.append("`max_omissions` must be a whole number >= 0")
         max_omissions = 0
     if problems:
-        raise GateInputError("the ledger is not one the gate can read: " + "; ".join(problems[:5]))
+        raise GateInputError(f"the ledger is not one the gate can read: {len(problems)} problem(s); fix them and "
+                             f"check again (the format: scripts/README.md, 'The ledger format'):\n" +
+                             "\n".join(f"  - {p}" for p in problems))
     return {"entities": entities, "combined": combined, "items": items, "permissions": permissions,
             "allowed_sections": None if sections is None else [field_name(s) for s in sections],
             "accepted_instructions": accepted, "name_pattern": name_re, "max_omissions": max_omissions}

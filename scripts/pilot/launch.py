@@ -274,6 +274,24 @@ def resolve_run_dir(args) -> Path:
     return RESULTS_ROOT / name
 
 
+def missing_run_hint(args) -> str:
+    """What to do when the folder a command looked in holds no run: the folder is named after the run's own options
+    (its task set or sessions, episodes, regimes, ...), which the command takes as the run was given them."""
+    if getattr(args, "folder", None) or getattr(args, "out", None):
+        return "check the path, or run the pilot first"
+    study = study_of(args)
+    source = study.command_line.source_option
+    hint = "run the pilot first, or give the options the run was started with (its folder is named after them)"
+    if source:
+        hint += (f"; a run on your own {source} is in results/{study.name}-tasks-<sha256 prefix>/: give "
+                 f"--{source.replace('_', '-')} PATH as the run did")
+    others = sorted(p for p in RESULTS_ROOT.glob(f"{study.name}-*") if (p / "manifest.json").is_file())
+    if others:
+        hint += (f"; {study.name} run folders here: {', '.join(display_path(p) for p in others[:3])}"
+                 + (f" and {len(others) - 3} more" if len(others) > 3 else ""))
+    return hint + "; or name the folder with --out RUN_DIR"
+
+
 def replaces_regimes(regime_file: str | None) -> bool:
     """Whether a regime file (read as far as it can be; load_regime_file names its problems) replaces a built-in
     regime's prompts."""
@@ -461,6 +479,6 @@ def read_run_options(args) -> RunOptions:
         concurrency=args.concurrency, recheck=args.recheck, prompt_cache=args.prompt_cache,
         policy=RetryPolicy(args.retries, args.backoff_base, args.backoff_cap, args.give_up_after),
         backend=BackendOptions(args.backend, args.host, args.base_url, args.api_key_env, args.thinking_control,
-                               args.connect_timeout, args.read_timeout),
+                               args.connect_timeout, args.read_timeout, args.reply_deadline),
         quiet=args.quiet, progress_interval=args.progress_interval, allow_code_change=args.allow_code_change,
         allow_partial=args.allow_partial, argv=tuple(args.argv))

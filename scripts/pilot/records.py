@@ -53,6 +53,8 @@ DEFAULT_CONNECT_TIMEOUT_S = 5.0
 
 DEFAULT_READ_TIMEOUT_S = 900.0         # long: the first call may wait for a model load
 
+REPLY_DEADLINE_READ_TIMEOUTS = 2       # a whole reply's deadline, by default: twice the read timeout (1800 s)
+
 MAX_SAMPLES = 100
 
 DEFAULT_GIVE_UP_AFTER_S = 180.0        # a server unreachable this long is taken for dead: the run stops
@@ -221,6 +223,11 @@ class BackendOptions:
     thinking_control: str = "both"
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    reply_deadline: float | None = None     # seconds for a whole reply (None: REPLY_DEADLINE_READ_TIMEOUTS x read)
+
+    @property
+    def deadline_s(self) -> float:
+        return self.reply_deadline or REPLY_DEADLINE_READ_TIMEOUTS * self.read_timeout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -386,6 +393,8 @@ class Design:
     reserved_suffixes: tuple = ()       # (suffix, what the study names with it): regime names a file may not end in
     state_after: Callable | None = None  # (regime, episode, compaction replies so far) -> the state (None: the last)
     plan_note: Callable | None = None   # (calls per model) -> a line `plan` adds about the study's pre-registered size
+    partial_label: str = "NON-CONFIRMATORY"  # what an analysis of an incomplete bank is marked (--allow-partial)
+    partial_by_default: bool = False    # no confirmatory test: an incomplete bank is analysed as it is, marked so
 
 
 @dataclasses.dataclass(frozen=True)

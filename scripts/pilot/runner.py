@@ -23,7 +23,8 @@ from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
-from .transport import WAIT_NAMES, CallSlots, SlotHold, redact_url
+from . import transport
+from .transport import DEADLINE_REASON, WAIT_NAMES, CallSlots, SlotHold, redact_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +43,11 @@ class RetryPolicy:
 
 class RunAborted(PilotError):
     """A failure every later call would share (unknown model, bad credentials): stop the run."""
+
+
+class TemplateMismatch(RunAborted):
+    """Most of a run's first replies carry chat-template control tokens: stop the run; once the server's template is
+    fixed, the resumed run sends every flagged reply again (repair_journal)."""
 
 
 class ServerWatch:
@@ -72,7 +78,7 @@ TEMPLATE_CHECK_REPLIES = 10             # a run's first replies: once most of th
 
 
 class TemplateWatch:
-    """The first replies of a run: when most of them carry control tokens, the run stops (RunAborted)."""
+    """The first replies of a run: when most of them carry control tokens, the run stops (TemplateMismatch)."""
 
     def __init__(self):
         self.seen = self.flagged = 0
@@ -80,7 +86,7 @@ class TemplateWatch:
         self._lock = threading.Lock()
 
     def check(self, text: str) -> bool:
-        """Whether this reply carries control tokens; raises RunAborted once most of the first replies do."""
+        """Whether this reply carries control tokens; raises TemplateMismatch once most of the first replies do."""
         found = CONTROL_TOKENS.search(text or "")
         with self._lock:
             if self.seen < TEMPLATE_CHECK_REPLIES:
@@ -90,13 +96,14 @@ class TemplateWatch:
             # decided as soon as most of the first replies are flagged, without waiting for the rest of them
             mismatch = self.flagged * 2 > TEMPLATE_CHECK_REPLIES
         if mismatch:
-            raise RunAborted(f"the server's chat template does not match the model: {self.flagged} of its first "
-                             f"{self.seen} replies carry chat-template control tokens (such as {self.example}); set "
-                             f"the model's own template on the server (llama.cpp: --jinja takes the one in the model "
-                             f"file, but a file without one falls back to ChatML: then name it, e.g. --no-jinja "
-                             f"--chat-template gemma, or --chat-template-file FILE; Ollama: TEMPLATE in the model's "
-                             f"Modelfile), then run again into a new folder with --out (the replies so far stay in "
-                             f"this one as evidence)")
+            raise TemplateMismatch(f"the server's chat template does not match the model: {self.flagged} of its "
+                                   f"first {self.seen} replies carry chat-template control tokens (such as "
+                                   f"{self.example}); set the model's own template on the server (llama.cpp: --jinja "
+                                   f"takes the one in the model file, but a file without one falls back to ChatML: "
+                                   f"then name it, e.g. --no-jinja --chat-template gemma, or --chat-template-file "
+                                   f"FILE; Ollama: TEMPLATE in the model's Modelfile), then run the same command "
+                                   f"again: every reply that carries control tokens is moved to raw/*.quarantine (kept "
+                                   f"as evidence) and sent again")
         return bool(found)
 
 
@@ -208,6 +215,8 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                 ctx.watch.answered()
                 raise
             except TransientError as err:
+                if ctx.stop.is_set():       # the run was stopped: its calls still in flight were given up on
+                    raise RunInterrupted("interrupted") from None
                 unreachable_s = None
                 delay = policy.delay(attempt, err.retry_after, ctx.jitter)
                 if err.unreachable:
@@ -218,6 +227,7 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                                           f"{unreachable_s:.0f} s (--give-up-after {policy.give_up_after_s:g}; last: "
                                           f"{err.reason})")
                         gone.slow = err.reason == "timed out"    # it took the call, and sent nothing back in time
+                        gone.dripped = err.reason == DEADLINE_REASON     # it sent something, never a whole reply
                         raise gone from None
                     delay = min(delay, left_s)
                 else:
@@ -307,8 +317,10 @@ def run_cell(ctx: RunContext, cell: Cell) -> str:
     ordered = [records[spec.kind] for spec in plan]
     with ctx.written_lock:
         written = {id(r): ctx.written.pop(id(r)) for r in ordered if id(r) in ctx.written}
+    # the plan's kinds are recorded with the cell, so that status and verify can check it from the folder alone
     set_cell(ctx, key, {**entry, "status": "COMPLETE", "n_calls": len(records), "reason": None,
-                        "records_sha256": records_digest(ordered, written), "updated_at": utc_now()})
+                        "records_sha256": records_digest(ordered, written), "kinds": [spec.kind for spec in plan],
+                        "updated_at": utc_now()})
     ctx.progress.update(cells=1)
     return "COMPLETE"
 
@@ -368,8 +380,8 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     except RunAborted:
         if not ctx.stop.is_set():   # at once, so that no other thread sends a call once the run is judged
             ctx.stop.set()
-            sys.stderr.write("\nstopping: the server's chat template does not match the model; no new calls will "
-                             "be sent; waiting for the calls in flight\n")
+            sys.stderr.write(f"\nstopping: the server's chat template does not match the model; no new calls will "
+                             f"be sent; waiting up to {transport.STOP_GRACE_S:g} s for the calls in flight\n")
         raise
     return record
 
@@ -453,8 +465,11 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
 
 
 def recheck_pending(manifest: "Manifest", k: int) -> bool:
-    """Whether the determinism probe still has calls to send (it runs once the cells are complete)."""
+    """Whether the determinism probe still has calls to send (it runs once the cells are complete). A merged run's
+    probe is its shards' (merge_rechecks), done where they ran: it has none to send."""
     recheck = manifest.data.get("recheck")
+    if manifest.data.get("merged_from"):
+        return False
     return bool(k) and (recheck is None or recheck.get("k") != k)
 
 
@@ -468,35 +483,75 @@ def merge_rechecks(rechecks: list[dict | None]) -> dict | None:
             "items": [i for r in ran for i in r["items"]], "file": "raw/recheck.jsonl in each shard folder"}
 
 
-def lost_records(journal: Journal, manifest: dict, tasks: dict) -> list[tuple[Cell, str]]:
-    """The COMPLETE cells whose raw log no longer holds every call of their plan (a log deleted, cut short or
-    edited by hand), each with the first call it lacks: work to redo, found without writing anything."""
+def planned_kinds(manifest: dict, tasks: dict | None) -> Callable[[Cell], list[str] | None]:
+    """cell -> the kinds of its calls in plan order: from the run's task set, or, without it (the user's sessions
+    moved, say), as the cell's manifest entry recorded them when it completed; None where neither says."""
     regimes, study = run_regimes(manifest), folder_study(manifest)
+
+    def kinds(cell: Cell) -> list[str] | None:
+        if tasks is not None:
+            if not 0 <= cell.episode < len(tasks["episodes"]):
+                return None
+            return [spec.kind for spec in study.plan(regimes[cell.regime], tasks["episodes"][cell.episode],
+                                                     cell.budget)]
+        recorded = (manifest["cells"].get(cell_key(*cell)) or {}).get("kinds")
+        return recorded if isinstance(recorded, list) and all(isinstance(k, str) for k in recorded) else None
+    return kinds
+
+
+def lost_records(journal: Journal, manifest: dict, tasks: dict | None) -> list[tuple[Cell, str]]:
+    """The COMPLETE cells whose raw log no longer holds every call of their plan (a log deleted, cut short or
+    edited by hand), each with the first call it lacks: work to redo, found without writing anything (without the
+    task set, for the cells whose manifest entry records their plan)."""
+    kinds_of = planned_kinds(manifest, tasks)
     lost = []
     for model, regime_name, budget, sample in journal_streams(manifest):
         logged = None
-        for episode_index in range(min(manifest["n_episodes"], len(tasks["episodes"]))):
+        for episode_index in range(manifest["n_episodes"]):
             cell = Cell(model, regime_name, episode_index, budget, sample)
             if not is_complete(manifest, cell):
+                continue
+            kinds = kinds_of(cell)
+            if kinds is None:
                 continue
             if logged is None:
                 logged = journal.cell_records(model, regime_name, budget, sample)
             records = logged.get(episode_index, {})
-            plan = study.plan(regimes[regime_name], tasks["episodes"][episode_index], budget)
-            missing = next((spec.kind for spec in plan if spec.kind not in records), None)
+            missing = next((kind for kind in kinds if kind not in records), None)
             if missing is not None:
                 lost.append((cell, missing))
     return lost
 
 
+def flagged_cells(journal: Journal, manifest: dict) -> dict[Cell, set[str]]:
+    """The cells whose journalled replies carry chat-template control tokens, with those calls' kinds: the run
+    sends them again once it stopped for a template mismatch (the manifest's `template_stop`)."""
+    flagged: dict[Cell, set[str]] = {}
+    for model, regime, budget, sample in journal_streams(manifest):
+        for record in journal.read(model, regime, budget, sample):
+            if record.get("control_tokens") and isinstance(record.get("episode"), int):
+                flagged.setdefault(Cell(model, regime, record["episode"], budget, sample), set()).add(record["kind"])
+    return flagged
+
+
 def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[str]:
-    """Quarantine unreadable lines; then, in any cell that lost a record (to an unreadable line, or a log deleted
-    or cut short), quarantine every later call that was made from it (the cascade resumes from the last good call)
-    and reopen the cell if it was COMPLETE."""
+    """Quarantine unreadable lines (and, after a stop for a template mismatch, every reply that carries control
+    tokens); then, in any cell that lost a record that way, or to a log deleted or cut short, quarantine every later
+    call that was made from it (the cascade resumes from the last good call) and reopen the cell if it was COMPLETE."""
     notes = []
     regimes, study = run_regimes(manifest.data), folder_study(manifest.data)
     short_logs = {(cell.model, cell.regime, cell.budget, cell.sample) for cell, _ in
                   lost_records(journal, manifest.data, tasks)}
+    flagged = flagged_cells(journal, manifest.data) if manifest.data.get("template_stop") else {}
+    for cell, kinds in flagged.items():
+        journal.drop(cell, kinds)
+        short_logs.add((cell.model, cell.regime, cell.budget, cell.sample))
+    if manifest.data.pop("template_stop", None) is not None:
+        moved = sum(map(len, flagged.values()))
+        what = (f"{moved} repl{'y' if moved == 1 else 'ies'} carrying chat-template control tokens moved to "
+                f"raw/*.quarantine, to be sent again (the run had stopped for a template mismatch)")
+        manifest.data["amendments"].append({"at": utc_now(), "what": what})
+        notes.append(what)
     for model, regime_name, budget, sample in journal_streams(manifest.data):
         note = journal.repair(model, regime_name, budget, sample)
         if not note and (model, regime_name, budget, sample) not in short_logs:
@@ -523,6 +578,8 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
             key = cell_key(*cell)
             if is_complete(manifest.data, cell):
                 how = "to an unreadable line" if note else "from its raw log (deleted, cut short or edited)"
+                if plan[lost].kind in flagged.get(cell, ()):
+                    how = "to raw/*.quarantine: its reply carried chat-template control tokens"
                 reason = f"lost {plan[lost].kind} {how}; re-run from {plan[lost].kind}"
                 entry = dict(manifest.cell(key), status="FAILED", n_calls=lost, reason=reason, updated_at=utc_now())
                 entry.pop("records_sha256", None)
@@ -584,7 +641,8 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
 
 
 class StopOnSignal:
-    """First Ctrl-C or SIGTERM: stop sending new calls. Second: drop the calls in flight at once."""
+    """First Ctrl-C or SIGTERM: stop sending new calls, and give the calls in flight STOP_GRACE_S to end (the
+    transport then gives them up: they are sent again on resume). Second: drop the calls in flight at once."""
 
     def __init__(self, stop: threading.Event, on_hard_stop: Callable[[], None]):
         self.stop = stop
@@ -596,8 +654,9 @@ class StopOnSignal:
             self.on_hard_stop()
             return
         self.stop.set()
-        sys.stderr.write("\nstopping: no new calls will be sent; waiting for the calls in flight "
-                         "(press Ctrl-C again to drop them)\n")
+        sys.stderr.write(f"\nstopping: no new calls will be sent; waiting up to {transport.STOP_GRACE_S:g} s for "
+                         f"the calls in flight, which are sent again on resume if they do not end by then (press "
+                         f"Ctrl-C again to drop them now)\n")
         sys.stderr.flush()
 
     def __enter__(self):

@@ -1,6 +1,8 @@
 """Transport: one small HTTP client behind every backend (PROTOCOL.md section 2, budgets and servers).
 
-Kept-alive connections with a short connect and a long read timeout, the measured choice of how to reuse them
+Kept-alive connections with a short connect and a long read timeout, a deadline for each whole reply (ReplyDeadlines:
+a reply that drips, or headers that drip, end there; and once the run is stopped, within STOP_GRACE_S), the
+measured choice of how to reuse them
 (ConnectionPolicy: a server whose replies stall on kept-alive connections gets TCP_QUICKACK or a new connection
 per call), the bound on calls awaiting the server (CallSlots, held by a call through SlotHold around its
 exchange alone, a freed slot writing the next waiting call's request at once), Retry-After parsing, and the
@@ -44,13 +46,15 @@ class _OneWriteRequest:
 
 
 class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
-    """Connects under a short timeout, then waits for the reply under a long one."""
+    """Connects under a short timeout, then waits for the reply under a long one (and, made for a call through
+    urllib, is watched by that call's reply deadline)."""
 
     read_timeout: float | None = None
 
     def connect(self):
         super().connect()
         self.sock.settimeout(self.read_timeout)
+        REPLY_DEADLINES.attach(getattr(_ATTACHING, "watch", None), self.sock)
 
 
 class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
@@ -59,6 +63,7 @@ class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
     def connect(self):
         super().connect()
         self.sock.settimeout(self.read_timeout)
+        REPLY_DEADLINES.attach(getattr(_ATTACHING, "watch", None), self.sock)
 
 
 def _timed_opener(read_timeout: float):
@@ -214,6 +219,109 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+# A deadline for each whole reply. The read timeout bounds each wait for the next bytes, not a reply: a server (or a
+# gateway keeping a request alive) that sends its headers and then one byte every few seconds, or its headers one
+# byte at a time, never trips it. Each call's connection is therefore watched from the moment its request goes out:
+# at the deadline one watchdog thread shuts the connection, the blocked read returns, and the call fails as
+# transient (ReplyDeadlinePassed). A call whose run was stopped (the event its SlotHold carries) is given
+# STOP_GRACE_S more seconds at most, so that a stop ends a run whose calls will not finish.
+STOP_GRACE_S = 30.0
+
+DEADLINE_REASON = "no whole reply within the reply deadline"
+
+STOP_POLL_S = 0.25                  # how often the watchdog looks at the stop of the calls it watches
+
+
+class ReplyDeadlinePassed(Exception):
+    """A reply not read whole by its deadline (or within STOP_GRACE_S of its run's stop); its connection is shut."""
+
+
+class _Watch:
+    """One call's deadline: the socket to shut when it passes, and whether it did."""
+
+    __slots__ = ("due", "stop", "stopped_at", "sock", "fired")
+
+    def __init__(self, due: float, stop: threading.Event | None):
+        self.due, self.stop, self.stopped_at = due, stop, None
+        self.sock = None
+        self.fired = False
+
+
+class ReplyDeadlines:
+    """The watchdog of every call in flight in this process: one thread, started with the first call, that shuts a
+    call's connection at its deadline (or STOP_GRACE_S after its run's stop) unless the call ended first."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._watches: set[_Watch] = set()
+        self._thread: threading.Thread | None = None
+        self._wakes_at = float("inf")      # when the watchdog looks next: a later deadline needs no wake-up
+
+    def start(self, seconds: float, stop: threading.Event | None = None) -> _Watch:
+        now = time.monotonic()
+        watch = _Watch(now + seconds, stop)
+        looks_by = min(watch.due, now + STOP_POLL_S) if stop is not None else watch.due   # when it must look next
+        with self._cond:
+            self._watches.add(watch)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="reply-deadlines", daemon=True)
+                self._thread.start()
+            if looks_by < self._wakes_at:
+                self._cond.notify()
+        return watch
+
+    def attach(self, watch: _Watch | None, sock) -> None:
+        """The socket the call's reply comes on (shut at once if the deadline passed before it was known)."""
+        if watch is None:
+            return
+        with self._cond:
+            watch.sock = sock
+            if watch.fired:
+                _shut(sock)
+
+    def end(self, watch: _Watch | None) -> bool:
+        """The call is over: stop watching it; whether its deadline passed (its connection is then shut)."""
+        if watch is None:
+            return False
+        with self._cond:
+            self._watches.discard(watch)
+            return watch.fired
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                wait_s = None
+                for watch in list(self._watches):
+                    if watch.stop is not None and watch.stopped_at is None and watch.stop.is_set():
+                        watch.stopped_at = now
+                    due = watch.due if watch.stopped_at is None else min(watch.due, watch.stopped_at + STOP_GRACE_S)
+                    if due <= now:
+                        watch.fired = True
+                        self._watches.discard(watch)
+                        if watch.sock is not None:
+                            _shut(watch.sock)
+                        continue
+                    left = due - now
+                    if watch.stop is not None and watch.stopped_at is None:
+                        left = min(left, STOP_POLL_S)
+                    wait_s = left if wait_s is None else min(wait_s, left)
+                self._wakes_at = float("inf") if wait_s is None else now + wait_s
+                self._cond.wait(wait_s)
+
+
+def _shut(sock) -> None:
+    """Shut a socket another thread may be blocked reading: its read returns at once (the TLS layer is bypassed,
+    since that thread may be inside it)."""
+    with contextlib.suppress(OSError, ValueError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+REPLY_DEADLINES = ReplyDeadlines()
+
+_ATTACHING = threading.local()      # the call being made on this thread through urllib (whose connections we never see)
+
+
 MAX_REPLY_BYTES = 16 * 2 ** 20     # a chat reply capped at a few thousand tokens is kilobytes; this is far above
 
 
@@ -231,7 +339,8 @@ def read_capped(resp) -> bytes:
 
 
 class HttpClient:
-    """JSON over HTTP/1.1 with separate connect and read timeouts and classified errors.
+    """JSON over HTTP/1.1 with separate connect and read timeouts, a deadline for each whole reply, and classified
+    errors.
 
     Connections are kept alive between calls (one per call in flight, returned to a small pool when its reply
     has been read), which saves a TCP handshake and a server-side connection per call, unless the first calls
@@ -244,7 +353,8 @@ class HttpClient:
     POOL_MAX = 32
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float,
-                 headers: dict | None = None, policy: ConnectionPolicy | None = None):
+                 headers: dict | None = None, policy: ConnectionPolicy | None = None,
+                 reply_deadline: float | None = None):
         self._headers = dict(headers or {})
         parts = urllib.parse.urlsplit(base_url)
         if parts.username is not None and "Authorization" not in self._headers:
@@ -254,6 +364,7 @@ class HttpClient:
         self.base_url = redact_url(base_url)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.reply_deadline = reply_deadline or 2 * read_timeout      # from the request's send to the reply's end
         self._local = threading.local()     # per calling thread: the re-sends of its last request
         self._pool: list[http.client.HTTPConnection] = []
         self._pool_lock = threading.Lock()
@@ -324,7 +435,7 @@ class HttpClient:
         reuse, quickack = self.policy.next_call()
         if not reuse:
             headers = {**headers, "Connection": "close"}
-        call: dict = {"resent": False}
+        call: dict = {"resent": False, "watch": None}
 
         def send(new: bool = False) -> None:
             """Write the request on a kept-alive connection (a new one where `new`). Under a slot this may run
@@ -333,6 +444,9 @@ class HttpClient:
                 conn, reused = self._checkout(reuse and not new)
             except (TimeoutError, socket.timeout, OSError) as err:
                 raise _ConnectFailed(err)
+            if call["watch"] is None:           # the reply's deadline counts from the request's first send
+                call["watch"] = REPLY_DEADLINES.start(self.reply_deadline, getattr(slot, "stop", None))
+            REPLY_DEADLINES.attach(call["watch"], conn.sock)
             try:
                 conn.request(method, self._origin[3] + path, body=data, headers=headers)
                 if quickack and reused:
@@ -350,28 +464,37 @@ class HttpClient:
                 raise
             call.update(conn=conn, reused=reused)
 
-        if slot is None:
-            send()
-        with slot.sending(send) if slot is not None else contextlib.nullcontext():
-            while True:
-                conn, reused = call["conn"], call["reused"]
-                try:
-                    resp = conn.getresponse()
-                    headers_at = time.perf_counter()
-                    body = read_capped(resp)
-                except http.client.RemoteDisconnected:
-                    conn.close()
-                    if reused and not call["resent"]:
-                        # the server closed this kept-alive connection as the request went out: sent again at once
-                        # on a new one, and counted (take_resends) so that the caller says so and journals it
-                        call["resent"] = True
-                        send(new=True)
-                        continue
-                    raise
-                except BaseException:
-                    conn.close()
-                    raise
-                break
+        try:
+            if slot is None:
+                send()
+            with slot.sending(send) if slot is not None else contextlib.nullcontext():
+                while True:
+                    conn, reused = call["conn"], call["reused"]
+                    try:
+                        resp = conn.getresponse()
+                        headers_at = time.perf_counter()
+                        body = read_capped(resp)
+                    except http.client.RemoteDisconnected:
+                        conn.close()
+                        if reused and not call["resent"] and not call["watch"].fired:
+                            # the server closed this kept-alive connection as the request went out: sent again at
+                            # once on a new one, and counted (take_resends) so that the caller says so and
+                            # journals it
+                            call["resent"] = True
+                            send(new=True)
+                            continue
+                        raise
+                    except BaseException:
+                        conn.close()
+                        raise
+                    break
+        except BaseException:
+            if REPLY_DEADLINES.end(call["watch"]):
+                raise ReplyDeadlinePassed() from None       # what the shut connection raised says nothing more
+            raise
+        if REPLY_DEADLINES.end(call["watch"]):              # a body cut short by the shut connection
+            conn.close()
+            raise ReplyDeadlinePassed()
         self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
         self._local.resends = int(call["resent"])
         if resp.will_close or not reuse:
@@ -380,18 +503,31 @@ class HttpClient:
             self._checkin(conn)
         return resp.status, resp.headers, body
 
-    def _exchange_urllib(self, method: str, path: str, data: bytes | None,
-                         headers: dict) -> tuple[int, Any, bytes]:
+    def _exchange_urllib(self, method: str, path: str, data: bytes | None, headers: dict,
+                         stop: threading.Event | None = None) -> tuple[int, Any, bytes]:
         import urllib.error
         import urllib.request
         req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        watch = _ATTACHING.watch = REPLY_DEADLINES.start(self.reply_deadline, stop)   # its connection attaches itself
         try:
-            with self.opener.open(req, timeout=self.connect_timeout) as resp:
-                return resp.status, resp.headers, read_capped(resp)
-        except urllib.error.HTTPError as err:
-            return err.code, err.headers, (read_capped(err) if err.fp else b"")
-        except urllib.error.URLError as err:
-            raise _ConnectFailed(err.reason)
+            try:
+                with self.opener.open(req, timeout=self.connect_timeout) as resp:
+                    reply = resp.status, resp.headers, read_capped(resp)
+            except urllib.error.HTTPError as err:
+                reply = err.code, err.headers, (read_capped(err) if err.fp else b"")
+            except urllib.error.URLError as err:
+                if watch.fired:
+                    raise ReplyDeadlinePassed() from None
+                raise _ConnectFailed(err.reason)
+        except BaseException:
+            if REPLY_DEADLINES.end(watch):
+                raise ReplyDeadlinePassed() from None
+            raise
+        finally:
+            _ATTACHING.watch = None
+        if REPLY_DEADLINES.end(watch):
+            raise ReplyDeadlinePassed()
+        return reply
 
     def take_connection_choice(self) -> dict | None:
         """How calls reach the server, once the first calls have decided it (given once; None otherwise)."""
@@ -424,7 +560,12 @@ class HttpClient:
                 status, reply_headers, body = self._exchange_kept_alive(method, path, data, headers, slot)
             else:
                 with slot.sending(lambda: None) if slot is not None else contextlib.nullcontext():
-                    status, reply_headers, body = self._exchange_urllib(method, path, data, headers)
+                    status, reply_headers, body = self._exchange_urllib(method, path, data, headers,
+                                                                        getattr(slot, "stop", None))
+        except ReplyDeadlinePassed:
+            raise TransientError(f"{where}: no whole reply within {self.reply_deadline:g} s (the reply deadline; a "
+                                 f"stopped run waits {STOP_GRACE_S:g} s at most)", reason=DEADLINE_REASON,
+                                 unreachable=True) from None
         except ReplyTooLarge:
             raise TransientError(f"{where}: the reply is longer than {MAX_REPLY_BYTES // 2 ** 20} MiB, which no reply "
                                  f"to a call capped at a few thousand tokens needs") from None

@@ -127,7 +127,7 @@ register_study(Study(
     check_bank=adversarial_analysis.check_bank,
     write_outputs=adversarial_analysis.write_outputs,
     command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
-    design=Design(max_models=1, variants=False, state_after=adversarial.gated_state),
+    design=Design(max_models=1, variants=False, state_after=adversarial.gated_state, partial_label="PARTIAL"),
 ))
 
 register_study(Study(
@@ -157,6 +157,6 @@ register_study(Study(
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions),
-    design=Design(user_regimes=sessions.user_regimes),
+    design=Design(user_regimes=sessions.user_regimes, partial_label="PARTIAL", partial_by_default=True),
     demo=Demo(stand_in=sessions.stand_in, episodes=sessions.N_EXAMPLES),
 ))

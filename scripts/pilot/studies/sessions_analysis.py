@@ -542,7 +542,9 @@ def render_md(analysis: dict) -> str:
 
 def render_headline(analysis: dict) -> str:
     """The lines printed at the end of a run: values kept, instructions retained and gate failures per regime."""
-    lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "") + f"): "
+    cov = analysis["coverage"]
+    partial = "" if analysis["complete"] else f", PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} cells"
+    lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "") + partial + "): "
              f"{len(analysis['sessions'])} sessions, {sum(s['values'] for s in analysis['sessions'])} exact values"]
     for r in analysis["regimes"]:
         kept, ins = analysis["kept"].get(r, rate_summary(0, 0)), analysis["instructions"].get(r, rate_summary(0, 0))
