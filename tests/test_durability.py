@@ -16,7 +16,7 @@ from pilot import runfolder
 
 MODEL = "gemma3:4b"
 EPISODES = ["--episodes", "3"]
-CALLS_3_EPISODES = 3 * 8 + 2 * 3 * 12   # R0 cells, then R1 and R2 cells: 96 calls
+CALLS_3_EPISODES = 3 * (8 + 2 * 12)     # each episode's R0, R1 and R2 cells: 96 calls
 
 
 def results_without_paths(folder: Path) -> dict:
@@ -74,8 +74,9 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
     def test_sigkill_inside_cascade_between_cells_and_late(self):
         reference = self.reference()
         self.assertTrue(reference["probes"])
-        for label, number in (("inside an R1 cascade", 27), ("first call of the next cell", 37),
-                              ("inside R2, after earlier cells", 70)):
+        # the cells run episode by episode (R0, R1, R2 of episode 0, then of episode 1, ...), 32 calls each
+        for label, number in (("inside an R1 cascade", 11), ("first call of the next cell", 21),
+                              ("inside R2 of the last episode, after earlier episodes", 86)):
             with self.subTest(label):
                 out = self.make_tmp() / "run"
                 sent_before = self.server.chat_count()

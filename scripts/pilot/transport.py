@@ -10,11 +10,12 @@ to do).
 from __future__ import annotations
 
 import base64
-import collections
 import contextlib
 import datetime as _dt
 import email.utils
+import heapq
 import http.client
+import itertools
 import json
 import os
 import select
@@ -465,24 +466,25 @@ class CallSlots:
     reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
     use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
     next one, which writes it at once before going on with its own reply: the slot passes from one call to the
-    next without waiting for a thread to wake. A waiting compaction goes before a waiting answer: the
-    compactions are the critical path of their cell, the answers are not."""
+    next without waiting for a thread to wake. Waiting calls go in the order of their priority (lowest first, then
+    the first to wait): the runner gives each call its cell's place in the run's schedule, so that the cells of
+    the earliest episode are finished first and the later ones fill the slots they leave."""
 
     def __init__(self, slots: int):
         self.free = slots
         self._lock = threading.Lock()
-        self._urgent: collections.deque = collections.deque()      # waiting calls, compactions first
-        self._other: collections.deque = collections.deque()
+        self._waiting: list = []            # a heap of (priority, arrival, _Waiting)
+        self._arrivals = itertools.count()
 
-    def acquire(self, urgent: bool, send: Callable[[], None] | None = None) -> None:
+    def acquire(self, priority: Any = 0, send: Callable[[], None] | None = None) -> None:
         """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
-        `send` raised is raised here, and the slot is still held."""
+        `send` raised is raised here, and the slot is still held. `priority`: any value that sorts, lowest first."""
         with self._lock:
             waiting = None if self.free else _Waiting(send)
             if waiting is None:
                 self.free -= 1
             else:
-                (self._urgent if urgent else self._other).append(waiting)
+                heapq.heappush(self._waiting, (priority, next(self._arrivals), waiting))
         if waiting is None:
             if send is not None:
                 send()
@@ -494,11 +496,10 @@ class CallSlots:
     def release(self) -> None:
         """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
         with self._lock:
-            queue = self._urgent or self._other
-            if not queue:
+            if not self._waiting:
                 self.free += 1
                 return
-            waiting = queue.popleft()
+            waiting = heapq.heappop(self._waiting)[2]
         waiting.run()
 
 
@@ -525,8 +526,8 @@ class SlotHold:
     the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
     the slot is not sent."""
 
-    def __init__(self, slots: CallSlots | None, urgent: bool, stop: threading.Event):
-        self.slots, self.urgent, self.stop = slots, urgent, stop
+    def __init__(self, slots: CallSlots | None, priority: Any, stop: threading.Event):
+        self.slots, self.priority, self.stop = slots, priority, stop
         self.started = time.monotonic()
 
     @contextlib.contextmanager
@@ -543,7 +544,7 @@ class SlotHold:
             yield self
             return
         try:
-            self.slots.acquire(self.urgent, send_unless_stopped)
+            self.slots.acquire(self.priority, send_unless_stopped)
         except BaseException:
             self.slots.release()
             raise
