@@ -587,7 +587,8 @@ class HintsTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 3)
             code, status, _ = run_main(["status", "--out", str(out)])
             self.assertEqual(code, 0)
-            command = status.strip().splitlines()[-1].split("finish them with: ", 1)[1]
+            command = next(line for line in status.splitlines() if "finish them with: " in line).split(
+                "finish them with: ", 1)[1]
             self.assertEqual(command, f"python3 scripts/run_pilot.py --out {out} --models {MODEL} --episodes 2 "
                                       f"--host {server.url} --recheck 0 --concurrency 2")     # every option kept
             argv = command.split()[2:]

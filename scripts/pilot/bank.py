@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .cells import all_cells, run_budgets, run_regimes, run_samples
+from .cells import all_cells, run_budgets, run_regimes, run_samples, shard_cells
 from .inputs import load_task_set
 from .records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED,
     MAX_SAMPLES, MAX_TOKEN_COUNT, NUM_CTX, PilotError, REPO_ROOT, Regime, Study, TEMPERATURE, folder_study,
@@ -233,19 +233,42 @@ class ScoredRun:
     regimes: dict                       # name -> Regime, as the run recorded them
 
 
+def complete_episodes(manifest: dict, cells: list[Cell]) -> list[int]:
+    """The episodes all of whose cells among `cells` (every model, regime, budget and sample) are COMPLETE: the ones
+    a paired comparison can use while a run is unfinished."""
+    episodes: dict[int, bool] = {}
+    for cell in cells:
+        episodes[cell.episode] = episodes.get(cell.episode, True) and is_complete(manifest, cell)
+    return sorted(episode for episode, complete in episodes.items() if complete)
+
+
+def folder_cells(manifest: dict, models: list[str]) -> list[Cell]:
+    """The cells a run folder holds: every cell of its design, or of its shard."""
+    cells = all_cells(models, list(manifest["regimes"]), manifest["n_episodes"], run_budgets(manifest),
+                      run_samples(manifest))
+    return shard_cells(cells, tuple(manifest["shard"]) if manifest.get("shard") else None)
+
+
 def score_run(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """results.json of a run: the header every study's bank opens with (results_header), then the study's own
     fields, scored from its COMPLETE cells only, each checked against the manifest (checked_cells), then the run's
     settings and its determinism probe. The study scores one cell at a time (Study.score_cell: named lists of rows,
-    gathered across cells) and may then make its fields of them (Study.score_fields; else the rows as they are)."""
+    gathered across cells) and may then make its fields of them (Study.score_fields; else the rows as they are).
+
+    A run not yet finished is scored over its complete episodes alone (every model, regime, budget and sample of
+    the episode complete), so that every comparison in its analysis is paired; its header's `partial` says how
+    many episodes that is and how many complete cells of unfinished episodes were left out."""
     study = folder_study(manifest)
     models = models or manifest["models"]
     regimes = run_regimes(manifest)
     cells = all_cells(models, list(regimes), manifest["n_episodes"], run_budgets(manifest), run_samples(manifest))
+    own = folder_cells(manifest, models)
+    whole = set(complete_episodes(manifest, own))
+    scored = [cell for cell in cells if cell.episode in whole]
     run = ScoredRun(manifest, tasks, journal, study, list(models), regimes)
     rows: dict[str, list] = {"probes": []}
     complete = 0
-    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, scored, regimes):
         complete += 1
         for name, new in study.score_cell(run, cell, records, base, plan).items():
             rows.setdefault(name, []).extend(new)
@@ -253,8 +276,12 @@ def score_run(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
     run_block = {**run_settings(manifest), **fields.pop("run", {})}
     if is_simulated(manifest):
         run_block["simulated"] = True
-    return {**results_header(study, manifest, models, regimes, cells, complete), **fields, "run": run_block,
-            "recheck": manifest.get("recheck")}
+    header = results_header(study, manifest, models, regimes, cells, complete)
+    left_out = sum(1 for cell in own if cell.episode not in whole and is_complete(manifest, cell))
+    if len(whole) < len({cell.episode for cell in own}):
+        header["partial"] = {"episodes_complete": len(whole), "episodes": manifest["n_episodes"],
+                             "cells_left_out": left_out}
+    return {**header, **fields, "run": run_block, "recheck": manifest.get("recheck")}
 
 
 def results_header(study: Study, manifest: dict, models: list[str], regimes: dict, cells: list[Cell],
@@ -397,8 +424,12 @@ def cells_block_disagreement(results: dict, coverage: dict) -> list[str]:
     if not isinstance(cells, dict):
         return []
     claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+    # cells left to run with none of them partial: whole episodes missing (a stopped run is scored over its complete
+    # episodes), which only a bank of every episode of its task set cannot have
+    every_episode = coverage.get("task_episodes") is not None and \
+        len(coverage.get("bank_episodes", ())) >= coverage["task_episodes"]
     if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
-            (claimed_left and not coverage["partial_cells"]):
+            (claimed_left and not coverage["partial_cells"] and every_episode):
         return [f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) disagrees "
                 f"with its probes ({coverage['complete_cells']} complete cells)"]
     return []
@@ -464,7 +495,19 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
             task_set = None
     analysis = study.analyze(results, task_set, table)
     analysis["simulated"] = is_simulated(results)
+    analysis["partial"] = partial_view(results)
     return analysis
+
+
+def partial_view(results: dict) -> dict | None:
+    """What the bank of a run not yet finished says of itself (score_run's `partial`: the episodes complete in every
+    model and regime, of how many, and the complete cells left out), when it is whole numbers; None otherwise. It
+    only ever weakens what is said of the bank (reports.partial_note)."""
+    partial = results.get("partial")
+    fields = ("episodes_complete", "episodes", "cells_left_out")
+    if not isinstance(partial, dict) or not all(is_count(partial.get(f)) for f in fields):
+        return None
+    return {f: partial[f] for f in fields}
 
 
 @contextlib.contextmanager
@@ -709,4 +752,6 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         problems += [f"`gate` {problem}" for problem in gate_summary_problems(results["gate"])][:1]
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
         problems.append("`n_episodes` is not a whole number")
+    if results.get("partial") is not None and partial_view(results) is None:
+        problems.append("`partial` is not an object of whole counts (episodes_complete, episodes, cells_left_out)")
     return problems

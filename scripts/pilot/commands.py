@@ -314,9 +314,9 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
     if results["cells"]["not_complete"] and not options.allow_partial:
-        print(f"results.json holds the {results['cells']['complete']} complete cells of "
-              f"{results['cells']['expected']}; the confirmatory analysis waits for the rest. Rerun the same "
-              f"command, or add --allow-partial for a NON-CONFIRMATORY analysis.", file=sys.stderr)
+        print(f"results.json holds {scored_what(results)}; the confirmatory analysis waits for the rest. Rerun the "
+              f"same command, or add --allow-partial for a NON-CONFIRMATORY analysis of the complete "
+              f"{folder_study(manifest.data).episode_noun}s.", file=sys.stderr)
         return code or EXIT_CELLS_FAILED
     analysis = write_analysis(run_dir, results, options.allow_partial)
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
@@ -370,6 +370,12 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
                    table: dict[str, list] | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_bank(results, tasks_path, table)
+    partial = analysis.get("partial")
+    if partial and not allow_partial:
+        noun = study_named(analysis.get("study") or results.get("study")).episode_noun
+        raise PilotError(f"the bank is of a run not yet finished (scored over the {partial['episodes_complete']} of "
+                         f"{partial['episodes']} {noun}s complete in every model and regime); finish the run, or pass "
+                         f"--allow-partial for an analysis of those marked NON-CONFIRMATORY")
     if not analysis["complete"] and not allow_partial:
         cov = analysis["coverage"]
         raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
@@ -588,10 +594,23 @@ def command_score(args) -> int:
         results = write_results(run_dir, Manifest.load(manifest.path).data, tasks)
     finally:
         run_lock.release()
-    cells = results["cells"]
-    print(f"scored {len(results['probes'])} probes from {cells['complete']}/{cells['expected']} complete cells "
-          f"into {run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
+    print(f"scored {len(results['probes'])} probes from {scored_what(results)} into {run_dir / 'results.json'} and "
+          f"{run_dir / 'probes.csv'}")
     return EXIT_OK
+
+
+def scored_what(results: dict) -> str:
+    """Which cells a bank was scored from: all its complete cells, or, for a run not yet finished, those of its
+    episodes complete in every model and regime (bank.score_run)."""
+    cells, partial = results["cells"], results.get("partial")
+    text = f"{cells['complete']}/{cells['expected']} complete cells"
+    if partial:
+        noun = study_named(results.get("study")).episode_noun
+        left = partial["cells_left_out"]
+        text += (f" (the {partial['episodes_complete']} of {partial['episodes']} {noun}s complete in every model and "
+                 f"regime" + (f"; {left} complete cell{'' if left == 1 else 's'} of unfinished {noun}s wait for "
+                              f"them" if left else "") + ")")
+    return text
 
 
 def command_analyze(args) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .backends import estimate_tokens
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
+from .bank import analyze_bank, score_run
 from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
     write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
@@ -96,7 +97,30 @@ def command_status(args) -> int:
     left = totals["FAILED"] + totals["partial"] + totals["not started"] + len(redo)
     print(f"{totals['COMPLETE']} complete, {left} left" + ("" if not left else
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
+    if left and not redo:
+        print()
+        print(partial_comparison(run_dir, data, tasks, journal))
     return EXIT_OK
+
+
+def partial_comparison(run_dir: Path, data: dict, tasks: dict, journal: Journal) -> str:
+    """What a run not yet finished shows so far: its study's headline over the episodes complete in every model and
+    regime (bank.score_run scores it so), marked as a partial view; or why there is none yet."""
+    noun = folder_study(data).episode_noun
+    try:
+        results = score_run(data, tasks, journal)
+    except PilotError as err:               # records altered since their cell completed: never scored
+        return f"no comparison so far: {err}"
+    partial = results.get("partial") or {}
+    if not partial.get("episodes_complete"):
+        n = data["n_episodes"]
+        return (f"no comparison so far: no {noun} is complete in every model and regime yet" +
+                (f" (the run finishes {noun}s one after another: the first comes after about 1/{n} of the calls)"
+                 if n > 1 else ""))
+    analysis = analyze_bank(results, run_tasks_path(data))
+    shown = shlex.quote(display_path(run_dir))
+    return (f"so far, over the complete {noun}s:\n{render_headline(analysis)}\n\nthe whole analysis so far: "
+            f"python3 scripts/run_pilot.py score --out {shown}, then analyze --out {shown} --allow-partial")
 
 
 def command_plan(args) -> int:
