@@ -167,7 +167,7 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             if not outcome["FAILED"] and recheck_pending(manifest, options.recheck) and all(
                     (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
                 try:
-                    recheck = run_recheck(ctx, cells, options.recheck)
+                    recheck = run_recheck(ctx, cells, options.recheck, options.concurrency)
                 except (TransientError, FatalCallError) as err:
                     # the cells are complete and scored as they are; the probe is tried again on the next run
                     warn(f"the determinism probe stopped ({err}); run the same command again to finish it")

@@ -406,10 +406,11 @@ def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cell
     return out
 
 
-def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
+def run_recheck(ctx: RunContext, cells: list, k: int, concurrency: int = 1) -> dict:
     """The determinism probe (PROTOCOL.md section 6): re-send k journalled calls chosen by seed, exactly as they
-    were sent, and write each new reply beside the old one in raw/recheck.jsonl (the cell logs are never
-    touched); how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    were sent, up to `concurrency` at once (the run's, so that the server sees them as it saw the run's calls),
+    and write each new reply beside the old one in raw/recheck.jsonl as it comes (the cell logs are never touched);
+    how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
     candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
     chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
     path = ctx.journal.raw_dir / RECHECK_FILE
@@ -420,36 +421,53 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
             if item is not None:
                 done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind"),
                                  record_variant(item)), item)
-    items = []
-    wheres = [(f["model"], f["regime"], f["episode"], f["kind"], record_variant(f)) for f in chosen]
-    to_send, sent = sum(where not in done for where in wheres), 0
+
+    def where(first: dict) -> tuple:
+        return first["model"], first["regime"], first["episode"], first["kind"], record_variant(first)
+
+    to_send = [first for first in chosen if where(first) not in done]
+    sent, sent_lock = [0], threading.Lock()
     if to_send:
-        ctx.progress.probing(0, to_send)
-    for first in chosen:
+        ctx.progress.probing(0, len(to_send))
+
+    def resend(first: dict) -> dict:
+        if ctx.stop.is_set():
+            raise RunInterrupted("interrupted")
         budget, sample = record_variant(first)
-        where = (first["model"], first["regime"], first["episode"], first["kind"], (budget, sample))
-        item = done.get(where)
-        if item is None:
-            if ctx.stop.is_set():
-                raise RunInterrupted("interrupted")
-            compaction = call_stage(first) == "compaction"
-            request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
-                                  max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
-                                  context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
-                                  seed=first.get("seed", sample_seed(sample)), thinking_off=True)
-            label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
-            response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
-            item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
-                    "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
-                    "first_server_work": first.get("server_work"), "response": response.text,
-                    "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
-                    "attempt": attempts, "request": wire, "server_work": response.server_work,
-                    "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
-            if (budget, sample) != (DEFAULT_BUDGET, 0):
-                item.update(budget=budget, sample=sample)
-            ctx.journal.append(item, path)
-            sent += 1
-            ctx.progress.probing(sent, to_send)
+        compaction = call_stage(first) == "compaction"
+        request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
+                              max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
+                              context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
+                              seed=first.get("seed", sample_seed(sample)), thinking_off=True)
+        label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
+        response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+        item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
+                "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
+                "first_server_work": first.get("server_work"), "response": response.text,
+                "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
+                "attempt": attempts, "request": wire, "server_work": response.server_work,
+                "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
+        if (budget, sample) != (DEFAULT_BUDGET, 0):
+            item.update(budget=budget, sample=sample)
+        ctx.journal.append(item, path)
+        with sent_lock:
+            sent[0] += 1
+            ctx.progress.probing(sent[0], len(to_send))
+        return item
+
+    if concurrency > 1 and len(to_send) > 1:
+        ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency))
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="recheck") as pool:
+            futures = [pool.submit(resend, first) for first in to_send]
+            wait(futures)
+        for first, future in zip(to_send, futures):     # every call waited for; the first failure in order
+            done[where(first)] = future.result()
+    else:
+        for first in to_send:
+            done[where(first)] = resend(first)
+    items = []
+    for first in chosen:
+        item, (budget, sample) = done[where(first)], record_variant(first)
         items.append({"cell": cell_key(item["model"], item["regime"], item["episode"], budget, sample),
                       "kind": item["kind"], "changed": bool(item["changed"])})
     summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),

@@ -401,6 +401,22 @@ class HttpClient:
             self.close()                    # the kept-alive connections still pooled are not used again
         return choice
 
+    def settle_connections(self, path: str, most: int = 15) -> dict | None:
+        """Send small requests (GET `path`) until the connection policy has chosen how calls reach the server, at
+        most `most` (three ways, five calls each at most), so that a run's first calls already go the chosen way
+        and none waits while it is measured; the choice (None: undecided, or a proxy, which has no policy). What
+        decides it, the wait between a reply's headers and its body, comes from how the server writes any reply."""
+        for _ in range(most):
+            if self._origin is None or self.policy.choice is not None:
+                break
+            try:
+                self.request("GET", path)
+            except FatalCallError:          # an error reply is measured as any other
+                continue
+            except TransientError:          # no reply: the run's own calls measure it, as they would have
+                break
+        return self.policy.choice
+
     def take_resends(self) -> int:
         """How many times this thread's last request was sent again on a new connection (and forget it)."""
         count = getattr(self._local, "resends", 0)
