@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from .bankfile import NotFast, ProbeRows, read as read_bank_fast
 from .cells import all_cells, run_budgets, run_regimes, run_samples, shard_cells
-from .inputs import load_task_set
+from .inputs import load_task_set, read_json
 from .records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED,
     MAX_SAMPLES, MAX_TOKEN_COUNT, NUM_CTX, PilotError, REPO_ROOT, Regime, Study, TEMPERATURE, folder_study,
     is_simulated, study_named)
@@ -326,11 +327,20 @@ def probe_column(rows: list[dict], field: str, default: Any = None) -> list:
         return list(map(dict.get, rows, itertools.repeat(field), itertools.repeat(default)))
 
 
-def probe_table(probes: list[dict]) -> dict[str, list]:
+def probe_table(probes: list[dict] | ProbeRows) -> dict[str, list]:
     """The probes as columns (PROBE_FIELDS), and under "rows" the probes themselves, for fields read rarely."""
+    if isinstance(probes, ProbeRows) and probes.places is None:      # read as columns already (read_bank)
+        return {**probes.columns, "rows": probes}
     table = {field: probe_column(probes, field, default) for field, default in PROBE_FIELDS}
     table["rows"] = probes
     return table
+
+
+def rows_where(table: dict[str, list], flags: Iterable[bool]) -> list[dict]:
+    """The probes (as objects) where flags holds, picked by place: a bank read as columns makes an object only for
+    the probes picked."""
+    rows = table["rows"]
+    return [rows[i] for i in itertools.compress(range(len(rows)), flags)]
 
 
 def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[str] | None = None) -> dict[str, list]:
@@ -341,7 +351,11 @@ def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[
     if fields is None and len(picked) == len(table["model"]):
         return table
     chosen = {field: list(map(table[field].__getitem__, picked))
-              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS] + ["rows"])}
+              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS])
+              if field != "rows"}
+    if fields is None or "rows" in fields:
+        rows = table["rows"]
+        chosen["rows"] = rows.take(picked) if isinstance(rows, ProbeRows) else list(map(rows.__getitem__, picked))
     chosen["unique"] = known_unique(table)          # rows of a table without repeats have none either
     return chosen
 
@@ -568,6 +582,11 @@ def is_count(value: Any, whole: bool = True) -> bool:
     return isinstance(value, kinds) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
 
 
+def whole_counts(values: list) -> bool:
+    """Whether every value is_count (whole), checked a column at a time (a large bank's final states are many)."""
+    return set(map(type, values)) <= {int} and (not values or (min(values) >= 0 and max(values) <= MAX_TOKEN_COUNT))
+
+
 def gate_summary_problems(gate: dict) -> list[str]:
     """Every way a results.json's `gate` block is not the release gate's summary (the fields the reports read)."""
     def share(value) -> bool:
@@ -596,15 +615,33 @@ def gate_summary_problems(gate: dict) -> list[str]:
     return problems
 
 
-def rows_are_objects(rows: list) -> bool:
-    return set(map(type, rows)) <= {dict}
+def rows_are_objects(rows: list | ProbeRows) -> bool:
+    return isinstance(rows, ProbeRows) or set(map(type, rows)) <= {dict}
+
+
+def is_row_list(value: Any) -> bool:
+    """A list of a bank, as json reads it or as read_bank reads its probes."""
+    return isinstance(value, (list, ProbeRows))
 
 
 def bank_table(results: Any) -> dict[str, list] | None:
     """probe_table of a parsed bank's probes, or None when they are not a list of objects (the shape check
     then names what is wrong)."""
     probes = results.get("probes") if isinstance(results, dict) else None
-    return probe_table(probes) if isinstance(probes, list) and rows_are_objects(probes) else None
+    return probe_table(probes) if is_row_list(probes) and rows_are_objects(probes) else None
+
+
+def read_bank(path: Path, shown: str, kind: str, advice: str, error: type = PilotError) -> tuple[Any, dict | None]:
+    """A results.json and its probes as columns (bank_table): a large one in pieces, on two cores, without a
+    million probe objects at once (pilot/bankfile.py); any other file whole, with read_json's checks and
+    messages."""
+    try:
+        data = path.read_bytes() if path.is_file() else b""
+        return read_bank_fast(data, path, PROBE_FIELDS)
+    except (OSError, NotFast):
+        pass
+    _, _, results = read_json(path, shown, kind, advice, error=error)
+    return results, bank_table(results)
 
 
 def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKind | None = None,
@@ -677,7 +714,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     kind = PROBE_KINDS[study.probe_kind]
     classes, answer_ok, answer_kind = kind.classes, kind.answer_ok, kind.answer_desc
     probes = results.get("probes")
-    if not isinstance(probes, list):
+    if not is_row_list(probes):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
     table = table if table is not None else bank_table(results)
@@ -730,8 +767,9 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     stage = results.get("compaction_stage", [])
     if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
             or column_types(stage, "regime") - {str} \
-            or not all(is_count(v) for f in ("retained", "correct", "n_entities", "loose_retained", "loose_correct",
-                                              "sentence_correct") for v in probe_column(stage, f, 0)):
+            or not all(whole_counts(probe_column(stage, f, 0)) for f in ("retained", "correct", "n_entities",
+                                                                          "loose_retained", "loose_correct",
+                                                                          "sentence_correct")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):

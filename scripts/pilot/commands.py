@@ -13,11 +13,11 @@ import threading
 from pathlib import Path
 
 from .backends import preflight
-from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
+from .bank import (analyze_bank, call_stage, collector_paused, hold_until_exit, read_bank, results_shape_problems,
     score_run)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .gate import gate_summary, render_gate_csv
-from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
+from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, read_run_options, resolve_run_dir,
     run_settings, study_of)
 from .progress import Progress
@@ -650,12 +650,11 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
                      figures: "FiguresJob | None") -> tuple[str, list[Path]]:
     """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
     report written there."""
-    _, _, results = read_json(results_path, str(results_path), "a results file this runner can read",
-                              "point --results at a results.json")
+    results, table = read_bank(results_path, str(results_path), "a results file this runner can read",
+                               "point --results at a results.json")
     own = own_runner_message(results, results_path.parent)
     if own is not None:
         raise PilotError(own)
-    table = bank_table(results)
     hold_until_exit(results, table)
     problems = results_shape_problems(results, table)
     if problems:
