@@ -13,14 +13,11 @@ This module imports nothing of the package, so that the second process starts in
 """
 from __future__ import annotations
 
-import array
 import itertools
 import json
 import operator
 import os
-import pickle
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -193,8 +190,9 @@ def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], w
 
 
 # -- the second process: the other half of the probes ----------------------------------------------------------
-def start_piece_reader(path: Path, start: int, stop: int, fields) -> subprocess.Popen:
+def start_piece_reader(path: Path, start: int, stop: int, fields):
     """A Python process reading the probes of path's bytes [start, stop) into columns (piece_reader_main)."""
+    import subprocess                       # only a large bank needs it: no command's start-up pays for it
     package_parent = str(Path(__file__).resolve().parent.parent)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from pilot.bankfile import piece_reader_main; "
             "piece_reader_main()")
@@ -205,6 +203,8 @@ def start_piece_reader(path: Path, start: int, stop: int, fields) -> subprocess.
 def piece_reader_main() -> None:
     """In the second process: the probes of the byte range into columns, each as its distinct values and their
     codes, pickled to stdout; an empty stdout says the range is not one this path reads."""
+    import array
+    import pickle
     package_parent, path, start, stop, fields = sys.argv[1:6]
     fields = tuple(tuple(f) for f in json.loads(fields))
     with open(path, "rb") as handle:
@@ -229,9 +229,9 @@ def piece_reader_main() -> None:
     sys.stdout.buffer.write(pickle.dumps({"count": count, "columns": coded, "whole": whole}, protocol=4))
 
 
-def join_piece_reader(child: subprocess.Popen, columns: dict[str, list], whole: dict[int, dict],
-                      count: int) -> int:
+def join_piece_reader(child, columns: dict[str, list], whole: dict[int, dict], count: int) -> int:
     """The second process's columns after the first half's; NotFast where it could not read its range."""
+    import pickle
     blob, _ = child.communicate()
     if child.returncode != 0 or not blob:
         raise NotFast()
