@@ -23,12 +23,13 @@ process that reads half of a large bank). Targets: a bank of 1,000,000 probes an
 600 MB, the time growing linearly with the bank.
 
 Usage: python scripts/bench_analysis.py [--probes 100000,300000,1000000] [--design sweep|published]
-       [--with-calls] [--repeat 3] [--seed 1]
+       [--with-calls] [--repeat 3] [--seed 1] [--runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py]
        (--repeat 1 for a short check; the figures in scripts/BENCHMARKS.md are of --repeat 3)
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -170,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-calls", action="store_true", help="add this runner's per-call records to each bank")
     parser.add_argument("--repeat", type=int, default=3, help="time each command this many times (fresh processes)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runner", type=Path, action="append",
+                        help="a run_pilot.py whose analyze (and the make_figures.py beside it) to time (default: this "
+                             "checkout's); give it twice, another checkout's and this one's, to compare them run by "
+                             "run, alternated")
     args = parser.parse_args(argv)
     try:
         sizes = [int(x) for x in args.probes.split(",")]
@@ -177,11 +182,17 @@ def main(argv: list[str] | None = None) -> int:
         sizes = []
     if not sizes or min(sizes) < 1 or args.repeat < 1:
         parser.error("--probes takes whole numbers of at least 1 (100000,300000); --repeat at least 1")
+    runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
+    missing = [str(r) for r in runners if not r.is_file()]
+    if missing:
+        parser.error(f"no run_pilot.py at {', '.join(missing)}")
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-analysis-"))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}; load average at the start {load_average()}")
     print(f"design: {args.design}{', with per-call records' if args.with_calls else ', probes only'}")
-    print(f"{'probes':>9} {'MB':>6} {'b':>9} {'c':>9} {'analyze s':>10} {'peak MB':>8} {'figures s':>10} "
+    for number, runner in enumerate(runners, 1):
+        print(f"runner {number}: {runner}")
+    print(f"{'runner':>6} {'probes':>9} {'MB':>6} {'b':>9} {'c':>9} {'analyze s':>10} {'peak MB':>8} {'figures s':>10} "
           f"{'peak MB':>8} {'McNemar s':>10} {'analyze us/probe':>17}")
     try:
         for n in sizes:
@@ -191,15 +202,16 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"writing the bank failed: {made.stderr.strip()[-400:]}")
             bank = json.loads(made.stdout)
             path = Path(bank["path"])
-            for _ in range(args.repeat):
-                analyze_s, analyze_mb = timed([str(REPO_ROOT / "scripts" / "run_pilot.py"), "analyze", "--results",
-                                               str(path), "--out", str(work / f"analysis-{n}"), *bank["tasks_argv"]])
-                figures_s, figures_mb = timed([str(REPO_ROOT / "paper" / "make_figures.py"), str(path), "--out",
-                                               str(work / f"figures-{n}"), *bank["tasks_argv"]])
+            for _, (number, runner) in itertools.product(range(args.repeat), enumerate(runners, 1)):
+                analyze_s, analyze_mb = timed([str(runner), "analyze", "--results", str(path), "--out",
+                                               str(work / f"analysis-{n}-{number}"), *bank["tasks_argv"]])
+                figures_s, figures_mb = timed([str(runner.parent.parent / "paper" / "make_figures.py"), str(path),
+                                               "--out", str(work / f"figures-{n}-{number}"), *bank["tasks_argv"]])
                 size_mb = path.stat().st_size / 1e6
-                print(f"{bank['count']:>9} {size_mb:>6.0f} {bank['b']:>9} {bank['c']:>9} {analyze_s:>10.2f} "
-                      f"{analyze_mb:>8.0f} {figures_s:>10.2f} {figures_mb:>8.0f} {bank['p_s']:>10.4f} "
-                      f"{1e6 * analyze_s / bank['count']:>17.2f}; load {load_average()}", flush=True)
+                print(f"{number:>6} {bank['count']:>9} {size_mb:>6.0f} {bank['b']:>9} {bank['c']:>9} "
+                      f"{analyze_s:>10.2f} {analyze_mb:>8.0f} {figures_s:>10.2f} {figures_mb:>8.0f} "
+                      f"{bank['p_s']:>10.4f} {1e6 * analyze_s / bank['count']:>17.2f}; load {load_average()}",
+                      flush=True)
             path.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -330,7 +330,7 @@ def probe_column(rows: list[dict], field: str, default: Any = None) -> list:
 def probe_table(probes: list[dict] | ProbeRows) -> dict[str, list]:
     """The probes as columns (PROBE_FIELDS), and under "rows" the probes themselves, for fields read rarely."""
     if isinstance(probes, ProbeRows) and probes.places is None:      # read as columns already (read_bank)
-        return {**probes.columns, "rows": probes}
+        return {**probes.columns, "rows": probes, "types": probes.kinds}
     table = {field: probe_column(probes, field, default) for field, default in PROBE_FIELDS}
     table["rows"] = probes
     return table
@@ -651,7 +651,7 @@ def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKi
     looks at each probe to name the problems."""
     if not regimes:
         return False
-    types = {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
+    types = table.get("types") or {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
     if any(types[f] - {str} for f in ("model", "regime", "type", "class")) or \
             any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
         return False

@@ -40,8 +40,9 @@ class ProbeRows(Sequence):
     probes at those places, as a view."""
 
     def __init__(self, columns: dict[str, list], defaults: dict[str, Any], whole: dict[int, dict],
-                 places: Sequence[int] | None = None):
+                 places: Sequence[int] | None = None, kinds: dict[str, set] | None = None):
         self.columns, self.defaults, self.whole, self.places = columns, defaults, whole, places
+        self.kinds = kinds                  # the types each column holds (None for a view)
 
     def __len__(self) -> int:
         return len(self.places) if self.places is not None else len(next(iter(self.columns.values())))
@@ -94,6 +95,7 @@ def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[
         raise NotFast()
     columns: dict[str, list] = {name: [] for name, _ in fields}
     whole: dict[int, dict] = {}
+    kinds: dict[str, set] = {name: set() for name, _ in fields}
     guess = TOP_LEVEL_ARRAY_END.search(data, start)
     child = None
     if guess is not None and guess.start() - start >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
@@ -102,27 +104,27 @@ def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[
             child = start_piece_reader(path, middle.end() - 1, guess.start(), fields)
             stop = middle.start() + 1
             try:
-                count, end = read_pieces(data, start, stop, fields, columns, whole, 0)
+                count, end = read_pieces(data, start, stop, fields, columns, kinds, whole, 0)
                 if end != stop:
                     raise NotFast()
             except BaseException:
                 child.kill()
                 child.communicate()
                 raise
-            count = join_piece_reader(child, columns, whole, count)
+            count = join_piece_reader(child, columns, kinds, whole, count)
             end = guess.start()
     if child is None:
-        count, end = read_pieces(data, start, len(data), fields, columns, whole, 0)
+        count, end = read_pieces(data, start, len(data), fields, columns, kinds, whole, 0)
     closing = re.compile(rb"\s*\]").match(data, end)
     if closing is None:
         raise NotFast()
     rest = loads(b'{"probes": 0' + data[closing.end():])
     if not isinstance(rest, dict) or rest.pop("probes") != 0 or "probes" in rest:
         raise NotFast()
-    rows = ProbeRows(columns, {name: default for name, default in fields if default is not None}, whole)
+    rows = ProbeRows(columns, {name: default for name, default in fields if default is not None}, whole, kinds=kinds)
     header["probes"] = rows
     header.update(rest)
-    return header, {**columns, "rows": rows}
+    return header, {**columns, "rows": rows, "types": kinds}
 
 
 def loads(data: bytes) -> Any:
@@ -132,8 +134,8 @@ def loads(data: bytes) -> Any:
         raise NotFast() from None
 
 
-def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, list], whole: dict[int, dict],
-                count: int) -> tuple[int, int]:
+def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, list], kinds: dict[str, set],
+                whole: dict[int, dict], count: int) -> tuple[int, int]:
     """The probes of data[start:stop] (start at a probe's `{`) into the columns, a piece at a time; returns how many
     there were in all and where the last one ended. Past `stop`'s last probe (the array's end within it), the piece
     is parsed up to the array's end."""
@@ -158,17 +160,18 @@ def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, l
             except (ValueError, RecursionError):
                 raise NotFast() from None
             last, cut = position + len(text[:used - 2].encode("utf-8")), None      # at its closing bracket
-        count = add_chunk(chunk, fields, known, columns, whole, count)
+        count = add_chunk(chunk, fields, known, columns, kinds, whole, count)
         if cut is None:
             return count, last
         position = cut.end() - 1
     return count, stop
 
 
-def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], whole: dict[int, dict],
-              count: int) -> int:
+def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], kinds: dict[str, set],
+              whole: dict[int, dict], count: int) -> int:
     """One piece's probes into the columns (a column of texts sharing each text, so that a million probes hold a few
-    hundred strings); a probe with fields beyond the columns is kept whole."""
+    hundred strings), and the types each column holds (what the shape check reads); a probe with fields beyond the
+    columns is kept whole."""
     if set(map(type, chunk)) - {dict}:
         raise NotFast()
     size = len(chunk)
@@ -177,10 +180,10 @@ def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], w
             column = list(map(operator.itemgetter(name), chunk))
         except KeyError:
             column = list(map(dict.get, chunk, itertools.repeat(name, size), itertools.repeat(default, size)))
-        try:                                # a column of texts shares each text (a model's name, a class)
+        found = set(map(type, column))
+        if found == {str}:                  # a column of texts shares each text (a model's name, a class)
             column = list(map(sys.intern, column))
-        except TypeError:                   # numbers, or anything else: as they are
-            pass
+        kinds[name] |= found
         columns[name].extend(column)
     if not all(map(known.issuperset, chunk)):
         for i, inside in enumerate(map(known.issuperset, chunk)):
@@ -211,25 +214,28 @@ def piece_reader_main() -> None:
         handle.seek(int(start))
         data = handle.read(int(stop) - int(start))
     columns: dict[str, list] = {name: [] for name, _ in fields}
+    kinds: dict[str, set] = {name: set() for name, _ in fields}
     whole: dict[int, dict] = {}
     try:
-        count, end = read_pieces(data, 0, len(data), fields, columns, whole, 0)
+        count, end = read_pieces(data, 0, len(data), fields, columns, kinds, whole, 0)
     except NotFast:
         return
     if end != len(data):
         return
     coded = {}
     for name, column in columns.items():
-        if set(map(type, column)) <= {str, int, type(None)}:     # no two equal values of different types (1, True)
+        if kinds[name] <= {str, int, type(None)}:     # no two equal values of different types (1, True)
             distinct = list(dict.fromkeys(column))
             index = {value: i for i, value in enumerate(distinct)}
             coded[name] = (distinct, array.array("I", map(index.__getitem__, column)))
         else:
             coded[name] = (None, column)
-    sys.stdout.buffer.write(pickle.dumps({"count": count, "columns": coded, "whole": whole}, protocol=4))
+    sys.stdout.buffer.write(pickle.dumps({"count": count, "columns": coded, "kinds": kinds, "whole": whole},
+                                         protocol=4))
 
 
-def join_piece_reader(child, columns: dict[str, list], whole: dict[int, dict], count: int) -> int:
+def join_piece_reader(child, columns: dict[str, list], kinds: dict[str, set], whole: dict[int, dict],
+                      count: int) -> int:
     """The second process's columns after the first half's; NotFast where it could not read its range."""
     import pickle
     blob, _ = child.communicate()
@@ -242,5 +248,7 @@ def join_piece_reader(child, columns: dict[str, list], whole: dict[int, dict], c
             continue
         distinct = [sys.intern(v) if type(v) is str else v for v in distinct]
         columns[name].extend(map(distinct.__getitem__, codes))
+    for name, found in part["kinds"].items():
+        kinds[name] |= found
     whole.update({count + i: row for i, row in part["whole"].items()})
     return count + part["count"]
