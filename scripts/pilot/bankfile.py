@@ -175,17 +175,20 @@ def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], k
     if set(map(type, chunk)) - {dict}:
         raise NotFast()
     size = len(chunk)
+    present = 0                             # fields of the columns the probes hold, counted
     for name, default in fields:
         try:
             column = list(map(operator.itemgetter(name), chunk))
+            present += size
         except KeyError:
             column = list(map(dict.get, chunk, itertools.repeat(name, size), itertools.repeat(default, size)))
+            present += sum(map(operator.contains, chunk, itertools.repeat(name, size)))
         found = set(map(type, column))
         if found == {str}:                  # a column of texts shares each text (a model's name, a class)
             column = list(map(sys.intern, column))
         kinds[name] |= found
         columns[name].extend(column)
-    if not all(map(known.issuperset, chunk)):
+    if sum(map(len, chunk)) != present:    # some probe has fields beyond the columns
         for i, inside in enumerate(map(known.issuperset, chunk)):
             if not inside:
                 whole[count + i] = chunk[i]
