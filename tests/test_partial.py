@@ -3,14 +3,13 @@ at an even pace, and a stopped run is compared over them (`status`, `analyze --a
 import collections
 import json
 import signal
-import subprocess
 import threading
 import unittest
 from pathlib import Path
 from unittest import mock
 
 from fake_servers import FakeOllama
-from helpers import FAST, TempDirMixin, run_main, runner_command
+from helpers import FAST, TempDirMixin, kill_at_call, run_main, runner_command
 from pilot import runfolder
 
 MODEL = "m:1"
@@ -43,24 +42,6 @@ def episodes_complete_at(order: list[tuple]) -> list[int]:
         if done[episode] == needed[episode]:
             when.append(number)
     return when
-
-
-def stop_at_call(test, server, number: int, command: list[str]) -> str:
-    """Start `command`, and when its `number`-th call from now reaches the fake server, stop it as a user does
-    (SIGTERM: no new calls, the calls in flight finished and written, exit 130); its stderr."""
-    server.held.clear()
-    server.release.clear()
-    server.hold_at = server.chat_count() + number
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        test.assertTrue(server.held.wait(60), proc.communicate()[1] if proc.poll() is not None else "")
-        proc.send_signal(signal.SIGTERM)
-    finally:
-        server.release.set()
-        server.hold_at = None
-    _, err = proc.communicate(timeout=60)
-    test.assertEqual(proc.returncode, 130, err)
-    return err
 
 
 def complete_episodes(out: Path) -> list[int]:
@@ -110,8 +91,11 @@ class ScheduleTest(TempDirMixin, unittest.TestCase):
 class PartialViewTest(TempDirMixin, unittest.TestCase):
     def stopped_run(self, server, stop_at: int, extra=()) -> Path:
         out = self.make_tmp() / "run"
-        stop_at_call(self, server, stop_at, runner_command("run", "--models", MODEL, "--host", server.url, "--out",
-                                                          str(out), "--concurrency", "4", *extra, *FAST))
+        # stopped as a user stops it (SIGTERM: no new calls, the calls in flight finished and written, exit 130)
+        err = kill_at_call(self, server, stop_at, runner_command("run", "--models", MODEL, "--host", server.url,
+                                                                "--out", str(out), "--concurrency", "4", *extra, *FAST),
+                           signal.SIGTERM)
+        self.assertIn("interrupted; every completed call is saved", err)
         return out
 
     def test_a_stopped_run_is_compared_over_its_complete_episodes(self):
