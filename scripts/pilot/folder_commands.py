@@ -11,8 +11,8 @@ from pathlib import Path
 from .backends import estimate_tokens
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .bank import analyze_bank, score_run
-from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, warn, write_analysis,
-    write_figures_and_report, write_results)
+from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_tasks_path, scored_what, warn,
+    write_analysis, write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
@@ -496,7 +496,7 @@ def command_merge(args) -> int:
     print(f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {out}")
     results = write_results(out, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
-        print(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the missing "
+        print(f"the merged bank is incomplete (scored from {scored_what(results)}): finish the missing "
               f"shards and merge them again into a new folder (or remove {out} first), or analyse this one with "
               f"`python3 scripts/run_pilot.py analyze --out {shlex.quote(str(out))} --allow-partial`")
         return EXIT_CELLS_FAILED
