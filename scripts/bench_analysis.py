@@ -18,14 +18,18 @@ in a fresh process as a user runs them:
 2. `paper/make_figures.py BANK --out DIR`;
 3. the exact McNemar p alone at the bank's R1/R2 disagreements b and c (over every budget and sample).
 
-Target: a bank of 1,000,000 probes analysed in under 10 s, the time growing linearly with the bank.
+Each command's peak memory is that of the largest process it ran (itself, the figures script it starts, the second
+process that reads half of a large bank). Targets: a bank of 1,000,000 probes analysed in under 5 s and under
+600 MB, the time growing linearly with the bank.
 
 Usage: python scripts/bench_analysis.py [--probes 100000,300000,1000000] [--design sweep|published]
-       [--with-calls] [--repeat 3] [--seed 1]
+       [--with-calls] [--repeat 3] [--seed 1] [--runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py]
+       (--repeat 1 for a short check; the figures in scripts/BENCHMARKS.md are of --repeat 3)
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -79,9 +83,9 @@ def make_bank(tasks: dict, models: list[str], budgets: list[int], samples: int, 
                             right = rng.random() < CORRECT_RATE[regime]
                             answer, cls = (truth, "correct") if right else rng.choice(
                                 [(truth + 1, "off_by_one"), (truth + 400, "other_wrong"), (None, "omission")])
-                            probes.append({"model": model, "regime": regime, "episode": episode,
+                            probes.append({"model": model, "regime": regime, "episode": episode, **variant,
                                            "question_id": question["id"], "type": question["type"], "truth": truth,
-                                           "answer": answer, "class": cls, **variant})
+                                           "answer": answer, "class": cls})
                             if with_calls:
                                 calls.append({"model": model, "regime": regime, "episode": episode,
                                               "kind": f"question_{question['id']}", "stage": "answer",
@@ -108,60 +112,106 @@ def make_bank(tasks: dict, models: list[str], budgets: list[int], samples: int, 
             **({"calls": calls} if with_calls else {}), "example_states": [], "run": {"num_ctx": records.NUM_CTX}}
 
 
-def timed(argv: list[str]) -> float:
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds of the command in a fresh process, and the peak memory (MB) of the largest process it ran (itself,
+    the figures script it starts, the second process that reads half of a large bank)."""
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
-    return wall
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{' '.join(argv)} failed (exit {code}): {err.strip()[-400:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def write_bank(n: int, design: str, seed: int, with_calls: bool, work: Path) -> dict:
+    """Write the bank of about n probes (and its task file, for the published design) into `work`; its path, task
+    arguments, size, R1/R2 disagreements b and c and the exact McNemar p's time. Run in a process of its own, so that
+    the benchmark stays small and the commands it times start small."""
+    models, budgets, samples, episodes = bank_layout(n, design)
+    tasks_argv: list[str] = []
+    if design == "published":
+        tasks_path = work / f"tasks-{episodes}.json"
+        tasks_path.write_bytes(inputs.tasks_to_bytes(xr001.generate_tasks(episodes)))
+        tasks_argv = ["--tasks", str(tasks_path)]
+        tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
+    else:
+        tasks = json.loads(xr001.TASKS_PATH.read_text(encoding="utf-8"))
+    bank = make_bank(tasks, models, budgets, samples, seed, with_calls)
+    path = work / f"bank-{n}.json"
+    path.write_text(json.dumps(bank, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    # R1/R2 disagreements over the whole bank (every budget and sample), and the exact p at that size
+    test = xr001_analysis.paired_test(results_bank.probe_table(bank["probes"]), "R1", "R2", models, models)["pooled"]
+    started = time.perf_counter()
+    stats.mcnemar_exact(test["b"], test["c"])
+    return {"path": str(path), "tasks_argv": tasks_argv, "count": len(bank["probes"]), "b": test["b"], "c": test["c"],
+            "p_s": time.perf_counter() - started}
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--write-bank"]:           # in a process of its own (see write_bank)
+        n, design, seed, with_calls, work = argv[1:6]
+        print(json.dumps(write_bank(int(n), design, int(seed), with_calls == "1", Path(work))))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--probes", default="100000,300000,1000000", help="comma-separated bank sizes")
     parser.add_argument("--design", choices=("sweep", "published"), default="sweep",
                         help="sweep: 15 episodes, 4 budgets, repeated samples; published: the reference bank's "
                              "fields, one budget and sample, a generated task file as large as needed")
     parser.add_argument("--with-calls", action="store_true", help="add this runner's per-call records to each bank")
-    parser.add_argument("--repeat", type=int, default=1, help="time each command this many times (fresh processes)")
+    parser.add_argument("--repeat", type=int, default=3, help="time each command this many times (fresh processes)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--runner", type=Path, action="append",
+                        help="a run_pilot.py whose analyze (and the make_figures.py beside it) to time (default: this "
+                             "checkout's); give it twice, another checkout's and this one's, to compare them run by "
+                             "run, alternated")
     args = parser.parse_args(argv)
+    try:
+        sizes = [int(x) for x in args.probes.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1 or args.repeat < 1:
+        parser.error("--probes takes whole numbers of at least 1 (100000,300000); --repeat at least 1")
+    runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
+    missing = [str(r) for r in runners if not r.is_file()]
+    if missing:
+        parser.error(f"no run_pilot.py at {', '.join(missing)}")
     work = Path(tempfile.mkdtemp(prefix="ccl-bench-analysis-"))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}")
+          f"{platform.system()} {platform.release()}; load average at the start {load_average()}")
     print(f"design: {args.design}{', with per-call records' if args.with_calls else ', probes only'}")
-    print(f"{'probes':>9} {'MB':>6} {'b':>9} {'c':>9} {'analyze s':>10} {'figures s':>10} "
-          f"{'McNemar s':>10} {'analyze us/probe':>17}")
+    for number, runner in enumerate(runners, 1):
+        print(f"runner {number}: {runner}")
+    print(f"{'runner':>6} {'probes':>9} {'MB':>6} {'b':>9} {'c':>9} {'analyze s':>10} {'peak MB':>8} {'figures s':>10} "
+          f"{'peak MB':>8} {'McNemar s':>10} {'analyze us/probe':>17}")
     try:
-        for n in [int(x) for x in args.probes.split(",")]:
-            models, budgets, samples, episodes = bank_layout(n, args.design)
-            tasks_argv: list[str] = []
-            if args.design == "published":
-                tasks_path = work / f"tasks-{episodes}.json"
-                tasks_path.write_bytes(inputs.tasks_to_bytes(xr001.generate_tasks(episodes)))
-                tasks_argv = ["--tasks", str(tasks_path)]
-                tasks = json.loads(tasks_path.read_text(encoding="utf-8"))
-            else:
-                tasks = json.loads(xr001.TASKS_PATH.read_text(encoding="utf-8"))
-            bank = make_bank(tasks, models, budgets, samples, args.seed, args.with_calls)
-            path = work / f"bank-{n}.json"
-            path.write_text(json.dumps(bank, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            # R1/R2 disagreements over the whole bank (every budget and sample), and the exact p at that size
-            test = xr001_analysis.paired_test(results_bank.probe_table(bank["probes"]), "R1", "R2", models, models)["pooled"]
-            started = time.perf_counter()
-            stats.mcnemar_exact(test["b"], test["c"])
-            p_s = time.perf_counter() - started
-            count = len(bank["probes"])
-            del bank
-            for _ in range(args.repeat):
-                analyze_s = timed([str(REPO_ROOT / "scripts" / "run_pilot.py"), "analyze", "--results", str(path),
-                                   "--out", str(work / f"analysis-{n}"), *tasks_argv])
-                figures_s = timed([str(REPO_ROOT / "paper" / "make_figures.py"), str(path), "--out",
-                                   str(work / f"figures-{n}"), *tasks_argv])
+        for n in sizes:
+            made = subprocess.run([sys.executable, __file__, "--write-bank", str(n), args.design, str(args.seed),
+                                   "1" if args.with_calls else "0", str(work)], capture_output=True, text=True)
+            if made.returncode != 0:
+                raise SystemExit(f"writing the bank failed: {made.stderr.strip()[-400:]}")
+            bank = json.loads(made.stdout)
+            path = Path(bank["path"])
+            for _, (number, runner) in itertools.product(range(args.repeat), enumerate(runners, 1)):
+                analyze_s, analyze_mb = timed([str(runner), "analyze", "--results", str(path), "--out",
+                                               str(work / f"analysis-{n}-{number}"), *bank["tasks_argv"]])
+                figures_s, figures_mb = timed([str(runner.parent.parent / "paper" / "make_figures.py"), str(path),
+                                               "--out", str(work / f"figures-{n}-{number}"), *bank["tasks_argv"]])
                 size_mb = path.stat().st_size / 1e6
-                print(f"{count:>9} {size_mb:>6.0f} {test['b']:>9} {test['c']:>9} {analyze_s:>10.2f} "
-                      f"{figures_s:>10.2f} {p_s:>10.4f} {1e6 * analyze_s / count:>17.2f}", flush=True)
+                print(f"{number:>6} {bank['count']:>9} {size_mb:>6.0f} {bank['b']:>9} {bank['c']:>9} "
+                      f"{analyze_s:>10.2f} {analyze_mb:>8.0f} {figures_s:>10.2f} {figures_mb:>8.0f} "
+                      f"{bank['p_s']:>10.4f} {1e6 * analyze_s / bank['count']:>17.2f}; load {load_average()}",
+                      flush=True)
             path.unlink()
     finally:
         shutil.rmtree(work, ignore_errors=True)

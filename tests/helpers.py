@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -185,20 +186,21 @@ def runner_command(*argv: str, repo: Path = REPO) -> list[str]:
 
 
 # The kill-and-resume helpers: every test that kills a run (kill -9) goes through one of them.
-def kill_at_call(test, server, number: int, command: list[str]) -> None:
+def kill_at_call(test, server, number: int, command: list[str], sig: int = signal.SIGKILL) -> str:
     """Start `command` as its own process, wait until its `number`-th call from now reaches the fake `server`,
-    SIGKILL it there, and let the server go on."""
+    SIGKILL it there (or send it `sig`: SIGTERM stops it as a user does, the calls in flight finished and written),
+    let the server go on, and return what it wrote on stderr."""
     server.held.clear()
     server.release.clear()
     server.hold_at = server.chat_count() + number
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         test.assertTrue(server.held.wait(30), proc.communicate()[1] if proc.poll() is not None else "")
-        proc.kill()
-        proc.communicate()
+        proc.send_signal(sig)
     finally:
         server.release.set()
         server.hold_at = None
+    return proc.communicate(timeout=60)[1]
 
 
 def kill_after(command: list[str], seconds: float) -> None:

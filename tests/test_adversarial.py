@@ -272,7 +272,8 @@ class AdversarialDurabilityTest(TempDirMixin, unittest.TestCase):
         self.assertIn("--regenerate 2", status)
         code, plan, err = run_main(["plan", "--out", str(out)])
         self.assertEqual(code, 0, err)
-        self.assertIn(f"total: {CALLS_7_SESSIONS} calls (7 done)", plan)     # the calls of complete cells
+        # the calls of complete cells: session 0's R2 (7 calls) and G2 (5), the cells run session by session
+        self.assertIn(f"total: {CALLS_7_SESSIONS} calls (12 done)", plan)
         self.assertIn("sent in 12 calls", plan)
         with FakeOllama(models=[MODEL], port=port) as server:
             code, _, err = self.run_study(server, out)

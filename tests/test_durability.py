@@ -16,7 +16,7 @@ from pilot import runfolder
 
 MODEL = "gemma3:4b"
 EPISODES = ["--episodes", "3"]
-CALLS_3_EPISODES = 3 * 8 + 2 * 3 * 12   # R0 cells, then R1 and R2 cells: 96 calls
+CALLS_3_EPISODES = 3 * (8 + 2 * 12)     # each episode's R0, R1 and R2 cells: 96 calls
 
 
 def results_without_paths(folder: Path) -> dict:
@@ -74,8 +74,9 @@ class KillAndResumeTest(TempDirMixin, unittest.TestCase):
     def test_sigkill_inside_cascade_between_cells_and_late(self):
         reference = self.reference()
         self.assertTrue(reference["probes"])
-        for label, number in (("inside an R1 cascade", 27), ("first call of the next cell", 37),
-                              ("inside R2, after earlier cells", 70)):
+        # the cells run episode by episode (R0, R1, R2 of episode 0, then of episode 1, ...), 32 calls each
+        for label, number in (("inside an R1 cascade", 11), ("first call of the next cell", 21),
+                              ("inside R2 of the last episode, after earlier episodes", 86)):
             with self.subTest(label):
                 out = self.make_tmp() / "run"
                 sent_before = self.server.chat_count()
@@ -419,16 +420,22 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
 
     def test_a_cell_failed_mid_cascade_adds_nothing_to_scores_or_token_means(self):
         with FakeOllama(models=[MODEL]) as server:
-            # R0's 8 calls and 2 of R1's compactions succeed, then R1's third compaction keeps failing
+            # episode 0: R0's 8 calls and 2 of R1's compactions succeed, then R1's third compaction keeps failing;
+            # R2 and episode 1 complete
             server.faults = [("delay", 0)] * 10 + [("status", 503, {"error": "busy"})] * 4
-            code, out, err = self.run_one(server)
+            code, out, err = self.run_one(server, episodes="2")
         self.assertEqual(code, 3)
-        self.assertEqual(len((out / "raw" / "gemma3_4b_R1.jsonl").read_text().splitlines()), 2)
+        self.assertEqual(len([line for line in (out / "raw" / "gemma3_4b_R1.jsonl").read_text().splitlines()
+                              if json.loads(line)["episode"] == 0]), 2)
+        # the bank pairs complete episodes only: episode 0's complete R0 and R2 cells wait for its R1
         results = json.loads((out / "results.json").read_text())
-        self.assertEqual({p["regime"] for p in results["probes"]}, {"R0", "R2"})
-        self.assertNotIn("R1", results["compaction_tokens"])
+        self.assertEqual({(p["regime"], p["episode"]) for p in results["probes"]}, {("R0", 1), ("R1", 1), ("R2", 1)})
+        self.assertEqual(results["partial"], {"episodes_complete": 1, "episodes": 2, "cells_left_out": 2})
+        self.assertEqual(results["compaction_tokens"]["R1"]["n"], 4)
         self.assertEqual(results["compaction_tokens"]["R2"]["n"], 4)
-        self.assertEqual({s["regime"] for s in results["compaction_stage"]}, {"R2"})
+        self.assertEqual({(s["regime"], s["episode"]) for s in results["compaction_stage"]}, {("R1", 1), ("R2", 1)})
+        self.assertIn("the 1 of 2 episodes complete in every model and regime; 2 complete cells of unfinished "
+                      "episodes wait for them", err)
 
     def test_read_timeout_is_retried_and_connect_timeout_does_not_cancel_a_slow_load(self):
         with FakeOllama(models=[MODEL]) as server:
@@ -456,7 +463,8 @@ class ServerFaultTest(TempDirMixin, unittest.TestCase):
             self.assertIn("--allow-partial", err)
             self.assertFalse((out / "analysis.md").exists())
             results = json.loads((out / "results.json").read_text())
-            self.assertEqual({p["regime"] for p in results["probes"]}, {"R1", "R2"})
+            self.assertEqual(results["probes"], [])          # the one episode waits for its R0 cell
+            self.assertEqual(results["partial"], {"episodes_complete": 0, "episodes": 1, "cells_left_out": 2})
             before = server.chat_count()
             code, status_out, _ = run_main(["status", "--out", str(out)])
             self.assertEqual(code, 0)

@@ -141,11 +141,11 @@ class DeadServerTest(TempDirMixin, unittest.TestCase):
         argv = ["run", "--models", MODEL, "--out", str(out), "--episodes", "2", *self.DEAD]
         with FakeOllama(models=[MODEL]) as server:
             port = server.httpd.server_address[1]
-            server.faults = [("delay", 0)] * 10 + [("shutdown",)]     # dies on its 11th call: R0 episode 1, Q3
+            server.faults = [("delay", 0)] * 10 + [("shutdown",)]     # dies on its 11th call: R1 episode 0, compact_3
             code, _, err = run_main([*argv, "--host", server.url])
         self.assertEqual(code, 3, err)
         self.assertNotIn("Traceback", err)
-        self.assertRegex(err, rf"retrying {re.escape(MODEL)} R0 ep 1 question_3: connection (refused|reset)")
+        self.assertRegex(err, rf"retrying {re.escape(MODEL)} R1 ep 0 compact_3: connection (refused|reset)")
         self.assertRegex(err, r"progress: .*; retrying .*server unreachable for")
         last = err.strip().splitlines()[-1]
         self.assertTrue(last.startswith("error: the server at http://127.0.0.1:"), last)
@@ -668,7 +668,8 @@ class HintsTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 3)
             code, status, _ = run_main(["status", "--out", str(out)])
             self.assertEqual(code, 0)
-            command = status.strip().splitlines()[-1].split("finish them with: ", 1)[1]
+            command = next(line for line in status.splitlines() if "finish them with: " in line).split(
+                "finish them with: ", 1)[1]
             self.assertEqual(command, f"python3 scripts/run_pilot.py --out {out} --models {MODEL} --episodes 2 "
                                       f"--host {server.url} --recheck 0 --concurrency 2")     # every option kept
             argv = command.split()[2:]

@@ -190,6 +190,26 @@ class RecheckTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 0, err)
         self.assertEqual(json.loads((out / "manifest.json").read_text())["recheck"]["sent"], 2)
 
+    def test_the_probe_is_sent_at_the_runs_concurrency(self):
+        # before, its calls went one at a time whatever --concurrency said: 8 calls at a real model's 5 to 20 s
+        with FakeOllama(models=[MODEL], latency_s=0.05) as server:
+            out = self.make_tmp() / "run"
+            code, _, err = self.run_pilot(server, out, "--recheck", "0", "--concurrency", "4")
+            self.assertEqual(code, 0, err)
+            server.max_in_flight = 0
+            code, _, err = self.run_pilot(server, out, "--recheck", "8", "--concurrency", "4")
+            self.assertEqual(code, 0, err)
+            self.assertEqual(server.chat_count(), 32 + 8)
+            self.assertEqual(server.max_in_flight, 4)                # the probe's calls alone, never more than N
+        recheck = json.loads((out / "manifest.json").read_text())["recheck"]
+        self.assertEqual((recheck["sent"], recheck["changed"]), (8, 0))
+        chosen = [(i["cell"], i["kind"]) for i in recheck["items"]]
+        one = self.make_tmp() / "one"                                # the same calls, in the same order, at N = 1
+        with FakeOllama(models=[MODEL]) as server:
+            self.assertEqual(self.run_pilot(server, one, "--recheck", "8")[0], 0)
+        self.assertEqual([(i["cell"], i["kind"]) for i in json.loads((one / "manifest.json").read_text())["recheck"]
+                          ["items"]], chosen)
+
     def test_a_probe_cut_short_is_finished_on_resume(self):
         with FakeOllama(models=[MODEL]) as server:
             out = self.make_tmp() / "run"

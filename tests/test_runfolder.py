@@ -280,7 +280,7 @@ class OneWriterTest(TempDirMixin, unittest.TestCase):
                       *[a for a in FAST if a not in ("--recheck", "0")], "--recheck", "3"])
         code, status, _ = run_main(["status", "--out", str(out)])
         self.assertEqual(code, 0)
-        self.assertIn("--recheck 3", status.strip().splitlines()[-1])
+        self.assertIn("--recheck 3", next(line for line in status.splitlines() if "finish them with" in line))
         code, plan, _ = run_main(["plan", "--out", str(out)])              # plan counts the probe's calls too
         self.assertEqual(code, 0)
         self.assertIn("determinism probe: 3 more calls once the cells are complete (--recheck 3, as the run was "

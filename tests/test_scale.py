@@ -197,34 +197,37 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)
         self.assertEqual(banks[1], banks[4])
 
-    def test_call_slots_bound_the_calls_and_let_a_waiting_compaction_go_first(self):
+    def test_call_slots_bound_the_calls_and_give_a_freed_slot_to_the_earliest_cell(self):
+        # a waiting call's priority is its cell's place in the schedule, then a compaction before an answer
+        # (runner.call_priority): the lowest goes first, whatever the order they came in
         slots = runner.CallSlots(1)
         order = []
-        slots.acquire(urgent=False)
+        slots.acquire((0, False))
 
-        def take(name, urgent):
-            slots.acquire(urgent)
+        def take(name, priority):
+            slots.acquire(priority)
             order.append(name)
             slots.release()
 
-        answer = threading.Thread(target=take, args=("answer", False))
-        answer.start()
-        time.sleep(0.05)
-        compaction = threading.Thread(target=take, args=("compaction", True))
-        compaction.start()
-        time.sleep(0.05)
-        self.assertEqual(order, [])                  # the one slot is taken: both wait
+        waiting = [("later cell's compaction", (5, False)), ("earlier cell's answer", (2, True)),
+                   ("earlier cell's compaction", (2, False)), ("later cell's answer", (5, True))]
+        threads = [threading.Thread(target=take, args=item) for item in waiting]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.03)
+        self.assertEqual(order, [])                  # the one slot is taken: all four wait
         slots.release()
-        answer.join(5)
-        compaction.join(5)
-        self.assertEqual(order, ["compaction", "answer"])
+        for thread in threads:
+            thread.join(5)
+        self.assertEqual(order, ["earlier cell's compaction", "earlier cell's answer", "later cell's compaction",
+                                 "later cell's answer"])
         self.assertEqual(slots.free, 1)
 
     def test_a_freed_slot_writes_the_waiting_calls_request_from_the_thread_that_freed_it(self):
         # the next request goes out without waiting for its own thread to wake; what writing it raised is raised in
         # the waiting call's thread, which then holds the slot until it gives it back
         slots = runner.CallSlots(1)
-        slots.acquire(urgent=False)
+        slots.acquire()
         written, raised = [], []
 
         def waiting_call(fail):
@@ -233,7 +236,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
                 if fail:
                     raise ConnectionRefusedError("refused")
             try:
-                slots.acquire(False, send)
+                slots.acquire(0, send)
             except ConnectionRefusedError as err:
                 raised.append(str(err))
             slots.release()

@@ -356,6 +356,23 @@ class RunnerConnectionsTest(TempDirMixin, unittest.TestCase):
         self.assertGreaterEqual(recorded[1]["body_wait_ms"]["kept_alive"], STALL_MS * 0.9)
         self.assertIn(recorded[1]["connections"], lines[0])
 
+    def test_the_connection_is_chosen_before_the_first_call(self):
+        # the check before the run measures it on its own small requests, so that the run's first wave goes out at
+        # once on the chosen connections (before, its first calls measured it, and on a server without
+        # TCP_NODELAY some of them waited for the client's delayed ACK)
+        for nagle in (False, True):
+            with self.subTest(nagle=nagle), FakeOllama(models=[MODEL], nagle=nagle) as server:
+                out = self.make_tmp() / f"run-{nagle}"
+                code, err, _ = self.run_pilot(server, out, "--concurrency", "4")
+                self.assertEqual(code, 0, err)
+                first_chat = next(i for i, r in enumerate(server.requests) if r[1] == "/api/chat")
+                checks = [r for r in server.requests[:first_chat] if r[1] == "/api/version"]
+                choice = json.loads((out / "manifest.json").read_text())["connections"][0]
+                self.assertLessEqual(choice["calls_measured"], first_chat)       # no chat call among them
+                if nagle:                           # three ways measured: more than the check's own requests
+                    self.assertGreaterEqual(len(checks), 3, server.requests[:first_chat])
+                self.assertEqual(choice["connections"] == transport.KEPT_ALIVE, not nagle)
+
     def test_a_manifest_whose_connections_are_not_a_list_is_refused(self):
         out = self.make_tmp() / "run"
         with FakeOllama(models=[MODEL]) as server:

@@ -5,7 +5,8 @@ To add a backend: write a class with `name`, `base_url`, `from_options(options)`
 `wire_options(max_output_tokens, temperature)`, `model_info(models)`, `prompt_cache_setting(choice)` and
 `refusal_hint(status)` (OllamaBackend and OpenAIBackend below are the two worked examples), put every quirk of
 the server in it, add it to BACKENDS, and `--backend NAME` offers it. The preflight check at the end finds a
-missing server or model before any run folder is made.
+missing server or model before any run folder is made, and, where the backend names a `check_path` (a small GET
+every server of its kind answers), settles how calls reach the server before the run's first call.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class OllamaBackend:
     """Ollama's native API: POST /api/chat, non-streaming, every option explicit, truncate off."""
 
     name = "ollama"
+    check_path = "/api/version"         # a small GET the check sends, and the connection choice is measured on
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
                  reply_deadline: float | None = None):
@@ -192,6 +194,7 @@ class OpenAIBackend:
     """OpenAI-compatible POST /v1/chat/completions (vLLM, llama.cpp, SGLang, LM Studio, Ollama /v1)."""
 
     name = "openai"
+    check_path = "/v1/models"
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
                  thinking_control: str = "both", api_key_env: str = DEFAULT_API_KEY_ENV,
@@ -436,6 +439,11 @@ def preflight(backend, models: list[str], demo_command: str = "python3 scripts/r
             info[model] = {"server": server, **backend.describe_model(model)}
         except PilotError as err:
             raise PilotError(f"could not describe model '{model}': {err}") from None
+    # how calls reach the server, decided on the check's own requests (and a few more where needed), so that the
+    # run's first wave goes out at once on the chosen connections (the runner records the choice with its first call)
+    client, path = getattr(backend, "preflight_http", None), getattr(backend, "check_path", None)
+    if client is not None and path:
+        client.settle_connections(path)
     return info
 
 

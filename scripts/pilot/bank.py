@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .cells import all_cells, run_budgets, run_regimes, run_samples
-from .inputs import load_task_set
+from .bankfile import NotFast, ProbeRows, read as read_bank_fast
+from .cells import all_cells, run_budgets, run_regimes, run_samples, shard_cells
+from .inputs import load_task_set, read_json
 from .records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, EXIT_VERIFY_FAILED,
     MAX_SAMPLES, MAX_TOKEN_COUNT, NUM_CTX, PilotError, REPO_ROOT, Regime, Study, TEMPERATURE, folder_study,
     is_simulated, study_named)
@@ -233,19 +234,42 @@ class ScoredRun:
     regimes: dict                       # name -> Regime, as the run recorded them
 
 
+def complete_episodes(manifest: dict, cells: list[Cell]) -> list[int]:
+    """The episodes all of whose cells among `cells` (every model, regime, budget and sample) are COMPLETE: the ones
+    a paired comparison can use while a run is unfinished."""
+    episodes: dict[int, bool] = {}
+    for cell in cells:
+        episodes[cell.episode] = episodes.get(cell.episode, True) and is_complete(manifest, cell)
+    return sorted(episode for episode, complete in episodes.items() if complete)
+
+
+def folder_cells(manifest: dict, models: list[str]) -> list[Cell]:
+    """The cells a run folder holds: every cell of its design, or of its shard."""
+    cells = all_cells(models, list(manifest["regimes"]), manifest["n_episodes"], run_budgets(manifest),
+                      run_samples(manifest))
+    return shard_cells(cells, tuple(manifest["shard"]) if manifest.get("shard") else None)
+
+
 def score_run(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> dict:
     """results.json of a run: the header every study's bank opens with (results_header), then the study's own
     fields, scored from its COMPLETE cells only, each checked against the manifest (checked_cells), then the run's
     settings and its determinism probe. The study scores one cell at a time (Study.score_cell: named lists of rows,
-    gathered across cells) and may then make its fields of them (Study.score_fields; else the rows as they are)."""
+    gathered across cells) and may then make its fields of them (Study.score_fields; else the rows as they are).
+
+    A run not yet finished is scored over its complete episodes alone (every model, regime, budget and sample of
+    the episode complete), so that every comparison in its analysis is paired; its header's `partial` says how
+    many episodes that is and how many complete cells of unfinished episodes were left out."""
     study = folder_study(manifest)
     models = models or manifest["models"]
     regimes = run_regimes(manifest)
     cells = all_cells(models, list(regimes), manifest["n_episodes"], run_budgets(manifest), run_samples(manifest))
+    own = folder_cells(manifest, models)
+    whole = set(complete_episodes(manifest, own))
+    scored = [cell for cell in cells if cell.episode in whole]
     run = ScoredRun(manifest, tasks, journal, study, list(models), regimes)
     rows: dict[str, list] = {"probes": []}
     complete = 0
-    for cell, records, base, plan in checked_cells(manifest, tasks, journal, cells, regimes):
+    for cell, records, base, plan in checked_cells(manifest, tasks, journal, scored, regimes):
         complete += 1
         for name, new in study.score_cell(run, cell, records, base, plan).items():
             rows.setdefault(name, []).extend(new)
@@ -253,8 +277,12 @@ def score_run(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
     run_block = {**run_settings(manifest), **fields.pop("run", {})}
     if is_simulated(manifest):
         run_block["simulated"] = True
-    return {**results_header(study, manifest, models, regimes, cells, complete), **fields, "run": run_block,
-            "recheck": manifest.get("recheck")}
+    header = results_header(study, manifest, models, regimes, cells, complete)
+    left_out = sum(1 for cell in own if cell.episode not in whole and is_complete(manifest, cell))
+    if len(whole) < len({cell.episode for cell in own}):
+        header["partial"] = {"episodes_complete": len(whole), "episodes": manifest["n_episodes"],
+                             "cells_left_out": left_out}
+    return {**header, **fields, "run": run_block, "recheck": manifest.get("recheck")}
 
 
 def results_header(study: Study, manifest: dict, models: list[str], regimes: dict, cells: list[Cell],
@@ -299,11 +327,20 @@ def probe_column(rows: list[dict], field: str, default: Any = None) -> list:
         return list(map(dict.get, rows, itertools.repeat(field), itertools.repeat(default)))
 
 
-def probe_table(probes: list[dict]) -> dict[str, list]:
+def probe_table(probes: list[dict] | ProbeRows) -> dict[str, list]:
     """The probes as columns (PROBE_FIELDS), and under "rows" the probes themselves, for fields read rarely."""
+    if isinstance(probes, ProbeRows) and probes.places is None:      # read as columns already (read_bank)
+        return {**probes.columns, "rows": probes, "types": probes.kinds}
     table = {field: probe_column(probes, field, default) for field, default in PROBE_FIELDS}
     table["rows"] = probes
     return table
+
+
+def rows_where(table: dict[str, list], flags: Iterable[bool]) -> list[dict]:
+    """The probes (as objects) where flags holds, picked by place: a bank read as columns makes an object only for
+    the probes picked."""
+    rows = table["rows"]
+    return [rows[i] for i in itertools.compress(range(len(rows)), flags)]
 
 
 def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[str] | None = None) -> dict[str, list]:
@@ -314,7 +351,11 @@ def table_where(table: dict[str, list], flags: Iterable[bool], fields: Iterable[
     if fields is None and len(picked) == len(table["model"]):
         return table
     chosen = {field: list(map(table[field].__getitem__, picked))
-              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS] + ["rows"])}
+              for field in (fields if fields is not None else [f for f, _ in PROBE_FIELDS])
+              if field != "rows"}
+    if fields is None or "rows" in fields:
+        rows = table["rows"]
+        chosen["rows"] = rows.take(picked) if isinstance(rows, ProbeRows) else list(map(rows.__getitem__, picked))
     chosen["unique"] = known_unique(table)          # rows of a table without repeats have none either
     return chosen
 
@@ -397,8 +438,12 @@ def cells_block_disagreement(results: dict, coverage: dict) -> list[str]:
     if not isinstance(cells, dict):
         return []
     claimed_complete, claimed_left = cells.get("complete"), cells.get("not_complete")
+    # cells left to run with none of them partial: whole episodes missing (a stopped run is scored over its complete
+    # episodes), which only a bank of every episode of its task set cannot have
+    every_episode = coverage.get("task_episodes") is not None and \
+        len(coverage.get("bank_episodes", ())) >= coverage["task_episodes"]
     if (claimed_complete is not None and claimed_complete != coverage["complete_cells"]) or \
-            (claimed_left and not coverage["partial_cells"]):
+            (claimed_left and not coverage["partial_cells"] and every_episode):
         return [f"the file's `cells` block (complete {claimed_complete}, not complete {claimed_left}) disagrees "
                 f"with its probes ({coverage['complete_cells']} complete cells)"]
     return []
@@ -464,7 +509,19 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
             task_set = None
     analysis = study.analyze(results, task_set, table)
     analysis["simulated"] = is_simulated(results)
+    analysis["partial"] = partial_view(results)
     return analysis
+
+
+def partial_view(results: dict) -> dict | None:
+    """What the bank of a run not yet finished says of itself (score_run's `partial`: the episodes complete in every
+    model and regime, of how many, and the complete cells left out), when it is whole numbers; None otherwise. It
+    only ever weakens what is said of the bank (reports.partial_note)."""
+    partial = results.get("partial")
+    fields = ("episodes_complete", "episodes", "cells_left_out")
+    if not isinstance(partial, dict) or not all(is_count(partial.get(f)) for f in fields):
+        return None
+    return {f: partial[f] for f in fields}
 
 
 @contextlib.contextmanager
@@ -525,6 +582,11 @@ def is_count(value: Any, whole: bool = True) -> bool:
     return isinstance(value, kinds) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT
 
 
+def whole_counts(values: list) -> bool:
+    """Whether every value is_count (whole), checked a column at a time (a large bank's final states are many)."""
+    return set(map(type, values)) <= {int} and (not values or (min(values) >= 0 and max(values) <= MAX_TOKEN_COUNT))
+
+
 def gate_summary_problems(gate: dict) -> list[str]:
     """Every way a results.json's `gate` block is not the release gate's summary (the fields the reports read)."""
     def share(value) -> bool:
@@ -553,15 +615,33 @@ def gate_summary_problems(gate: dict) -> list[str]:
     return problems
 
 
-def rows_are_objects(rows: list) -> bool:
-    return set(map(type, rows)) <= {dict}
+def rows_are_objects(rows: list | ProbeRows) -> bool:
+    return isinstance(rows, ProbeRows) or set(map(type, rows)) <= {dict}
+
+
+def is_row_list(value: Any) -> bool:
+    """A list of a bank, as json reads it or as read_bank reads its probes."""
+    return isinstance(value, (list, ProbeRows))
 
 
 def bank_table(results: Any) -> dict[str, list] | None:
     """probe_table of a parsed bank's probes, or None when they are not a list of objects (the shape check
     then names what is wrong)."""
     probes = results.get("probes") if isinstance(results, dict) else None
-    return probe_table(probes) if isinstance(probes, list) and rows_are_objects(probes) else None
+    return probe_table(probes) if is_row_list(probes) and rows_are_objects(probes) else None
+
+
+def read_bank(path: Path, shown: str, kind: str, advice: str, error: type = PilotError) -> tuple[Any, dict | None]:
+    """A results.json and its probes as columns (bank_table): a large one in pieces, on two cores, without a
+    million probe objects at once (pilot/bankfile.py); any other file whole, with read_json's checks and
+    messages."""
+    try:
+        data = path.read_bytes() if path.is_file() else b""
+        return read_bank_fast(data, path, PROBE_FIELDS)
+    except (OSError, NotFast):
+        pass
+    _, _, results = read_json(path, shown, kind, advice, error=error)
+    return results, bank_table(results)
 
 
 def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKind | None = None,
@@ -571,7 +651,7 @@ def probes_well_formed(table: dict[str, list], regimes: list[str], kind: ProbeKi
     looks at each probe to name the problems."""
     if not regimes:
         return False
-    types = {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
+    types = table.get("types") or {field: set(map(type, table[field])) for field, _ in PROBE_FIELDS}
     if any(types[f] - {str} for f in ("model", "regime", "type", "class")) or \
             any(types[f] - {int} for f in ("episode", "question_id", "budget", "sample")):
         return False
@@ -634,7 +714,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     kind = PROBE_KINDS[study.probe_kind]
     classes, answer_ok, answer_kind = kind.classes, kind.answer_ok, kind.answer_desc
     probes = results.get("probes")
-    if not isinstance(probes, list):
+    if not is_row_list(probes):
         problems.append("`probes` is " + ("missing" if probes is None else "not a list"))
         probes = []
     table = table if table is not None else bank_table(results)
@@ -687,8 +767,9 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     stage = results.get("compaction_stage", [])
     if not isinstance(stage, list) or not rows_are_objects(stage) or column_types(stage, "model") - {str} \
             or column_types(stage, "regime") - {str} \
-            or not all(is_count(v) for f in ("retained", "correct", "n_entities", "loose_retained", "loose_correct",
-                                              "sentence_correct") for v in probe_column(stage, f, 0)):
+            or not all(whole_counts(probe_column(stage, f, 0)) for f in ("retained", "correct", "n_entities",
+                                                                          "loose_retained", "loose_correct",
+                                                                          "sentence_correct")):
         problems.append("`compaction_stage` is not a list of objects with a model, a regime and whole counts")
     for field, kind in (("cells", dict), ("run", dict), ("calls", list), ("gate", dict), ("recheck", dict)):
         if results.get(field) is not None and not isinstance(results[field], kind):
@@ -709,4 +790,6 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         problems += [f"`gate` {problem}" for problem in gate_summary_problems(results["gate"])][:1]
     if results.get("n_episodes") is not None and not is_int(results["n_episodes"]):
         problems.append("`n_episodes` is not a whole number")
+    if results.get("partial") is not None and partial_view(results) is None:
+        problems.append("`partial` is not an object of whole counts (episodes_complete, episodes, cells_left_out)")
     return problems

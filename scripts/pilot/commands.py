@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from .backends import preflight
-from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
+from .bank import (analyze_bank, call_stage, collector_paused, hold_until_exit, read_bank, results_shape_problems,
     score_run)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .gate import gate_summary, render_gate_csv
@@ -168,7 +168,7 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             if not outcome["FAILED"] and recheck_pending(manifest, options.recheck) and all(
                     (manifest.cell(cell_key(*c)) or {}).get("status") == "COMPLETE" for c in cells):
                 try:
-                    recheck = run_recheck(ctx, cells, options.recheck)
+                    recheck = run_recheck(ctx, cells, options.recheck, options.concurrency)
                 except (TransientError, FatalCallError) as err:
                     # the cells are complete and scored as they are; the probe is tried again on the next run
                     warn(f"the determinism probe stopped ({err}); run the same command again to finish it")
@@ -334,10 +334,11 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     results = write_results(run_dir, manifest.data, tasks, models)
     design = folder_study(manifest.data).design
     if results["cells"]["not_complete"] and not options.allow_partial:
-        held = f"results.json holds the {results['cells']['complete']} complete cells of {results['cells']['expected']}"
+        held = f"results.json holds {scored_what(results)}"
         if not design.partial_by_default:
             print(f"{held}; the analysis waits for the rest. Rerun the same command, or add --allow-partial for an "
-                  f"analysis marked {design.partial_label}.", file=sys.stderr)
+                  f"analysis marked {design.partial_label} of the complete {folder_study(manifest.data).episode_noun}s.",
+                  file=sys.stderr)
             return code or EXIT_CELLS_FAILED
         print(f"{held}; the analysis below covers them, marked {design.partial_label}: rerun the same command to "
               f"finish the rest.", file=sys.stderr)
@@ -396,6 +397,12 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_bank(results, tasks_path, table)
     design = study_named(results.get("study")).design
+    partial = analysis.get("partial")
+    if partial and not allow_partial and not design.partial_by_default:
+        noun = study_named(analysis.get("study") or results.get("study")).episode_noun
+        raise PilotError(f"the bank is of a run not yet finished (scored over the {partial['episodes_complete']} of "
+                         f"{partial['episodes']} {noun}s complete in every model and regime); finish the run, or pass "
+                         f"--allow-partial for an analysis of those marked {design.partial_label}")
     if not analysis["complete"] and not allow_partial and not design.partial_by_default:
         cov = analysis["coverage"]
         raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
@@ -635,10 +642,23 @@ def command_score(args) -> int:
         results = write_results(run_dir, Manifest.load(manifest.path).data, tasks)
     finally:
         run_lock.release()
-    cells = results["cells"]
-    print(f"scored {len(results['probes'])} probes from {cells['complete']}/{cells['expected']} complete cells "
-          f"into {run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
+    print(f"scored {len(results['probes'])} probes from {scored_what(results)} into {run_dir / 'results.json'} and "
+          f"{run_dir / 'probes.csv'}")
     return EXIT_OK
+
+
+def scored_what(results: dict) -> str:
+    """Which cells a bank was scored from: all its complete cells, or, for a run not yet finished, those of its
+    episodes complete in every model and regime (bank.score_run)."""
+    cells, partial = results["cells"], results.get("partial")
+    text = f"{cells['complete']}/{cells['expected']} complete cells"
+    if partial:
+        noun = study_named(results.get("study")).episode_noun
+        left = partial["cells_left_out"]
+        text += (f" (the {partial['episodes_complete']} of {partial['episodes']} {noun}s complete in every model and "
+                 f"regime" + (f"; {left} complete cell{'' if left == 1 else 's'} of unfinished {noun}s wait for "
+                              f"them" if left else "") + ")")
+    return text
 
 
 def command_analyze(args) -> int:
@@ -678,12 +698,11 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
                      figures: "FiguresJob | None") -> tuple[str, list[Path]]:
     """`analyze` on a results.json: its analysis as text, and with out_dir analysis.md, the figures and the
     report written there."""
-    _, _, results = read_json(results_path, str(results_path), "a results file this runner can read",
-                              "point --results at a results.json")
+    results, table = read_bank(results_path, str(results_path), "a results file this runner can read",
+                               "point --results at a results.json")
     own = own_runner_message(results, results_path.parent)
     if own is not None:
         raise PilotError(own)
-    table = bank_table(results)
     hold_until_exit(results, table)
     problems = results_shape_problems(results, table)
     if problems:

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Callable
 
 from .backends import estimate_tokens
+from .bank import analyze_bank, score_run
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
-from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs, run_tasks_path, warn,
-    write_analysis, write_figures_and_report, write_results)
+from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs, run_tasks_path,
+    scored_what, warn, write_analysis, write_figures_and_report, write_results)
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
@@ -128,7 +129,30 @@ def command_status(args) -> int:
                                                           f"; finish them with: {run_command_for(run_dir, data)}"))
     if tasks is None:
         print(f"note: {run_inputs(run_dir, data)[1]}")
+    if left and not redo and tasks is not None:      # without its inputs a run is not scored (the note says why)
+        print()
+        print(partial_comparison(run_dir, data, tasks, journal))
     return EXIT_OK
+
+
+def partial_comparison(run_dir: Path, data: dict, tasks: dict, journal: Journal) -> str:
+    """What a run not yet finished shows so far: its study's headline over the episodes complete in every model and
+    regime (bank.score_run scores it so), marked as a partial view; or why there is none yet."""
+    noun = folder_study(data).episode_noun
+    try:
+        results = score_run(data, tasks, journal)
+    except PilotError as err:               # records altered since their cell completed: never scored
+        return f"no comparison so far: {err}"
+    partial = results.get("partial") or {}
+    if not partial.get("episodes_complete"):
+        n = data["n_episodes"]
+        return (f"no comparison so far: no {noun} is complete in every model and regime yet" +
+                (f" (the run finishes {noun}s one after another: the first comes after about 1/{n} of the calls)"
+                 if n > 1 else ""))
+    analysis = analyze_bank(results, run_tasks_path(data))
+    shown = shlex.quote(display_path(run_dir))
+    return (f"so far, over the complete {noun}s:\n{render_headline(analysis)}\n\nthe whole analysis so far: "
+            f"python3 scripts/run_pilot.py score --out {shown}, then analyze --out {shown} --allow-partial")
 
 
 def command_plan(args) -> int:
@@ -616,7 +640,7 @@ def write_merged_folder(staging: Path, shards: list[tuple], cells: dict,
     lines = [f"merged {len(cells)} complete cells of {expected} from {len(shards)} shard folders into {staging}"]
     results = write_results(staging, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
-        lines.append(f"the merged bank is incomplete ({results['cells']['complete']}/{expected} cells): finish the "
+        lines.append(f"the merged bank is incomplete (scored from {scored_what(results)}): finish the "
                      f"missing shards and merge them again into a new folder (or remove {staging} first), or analyse "
                      f"this one with `python3 scripts/run_pilot.py analyze --out {shlex.quote(str(staging))} "
                      f"--allow-partial`")

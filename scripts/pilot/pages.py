@@ -14,8 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from .bank import analyze_bank, bank_table, collector_paused, hold_until_exit, results_shape_problems, rows_are_objects
-from .inputs import parse_json, read_json
+from .bank import (analyze_bank, collector_paused, hold_until_exit, is_row_list, read_bank, results_shape_problems,
+    rows_are_objects)
+from .inputs import parse_json
 from .records import DiskFull, EXIT_DISK_FULL, PilotError, REPO_ROOT, display_path, is_disk_full, study_named
 from .reports import REPORT_STYLE, figures_html, inline_html, md_tables_to_html, render_analysis_md, render_headline
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
@@ -90,7 +91,7 @@ class InputError(Exception):
 
 
 def read_results(path: Path) -> tuple[dict, dict]:
-    """The parsed results.json and its probes as columns (bank.bank_table), or InputError saying what is wrong with
+    """The parsed results.json and its probes as columns (bank.read_bank), or InputError saying what is wrong with
     it and what to do."""
     if path.is_dir():
         inside = path / "results.json"
@@ -98,10 +99,10 @@ def read_results(path: Path) -> tuple[dict, dict]:
         raise InputError(f"{path} is a folder, not a results.json{hint}")
     if not path.exists():
         raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
-    _, _, results = read_json(path, str(path), "a results file these figures can be made from",
-                              "point at the results.json a run wrote", error=InputError)
+    results, table = read_bank(path, str(path), "a results file these figures can be made from",
+                               "point at the results.json a run wrote", error=InputError)
     problem = shape_problem(results)
-    table = None if problem else bank_table(results)
+    table = None if problem else table
     hold_until_exit(results, table)
     if not problem:
         problems = results_shape_problems(results, table)
@@ -141,7 +142,7 @@ def shape_problem(results) -> str | None:
             if field in required:
                 return f'"{field}" is missing'
             continue
-        if not isinstance(results[field], kind):
+        if not (isinstance(results[field], kind) or field == "probes" and is_row_list(results[field])):
             found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
             return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
     for field in ("probes", "compaction_stage", "calls", "example_states"):

@@ -13,14 +13,33 @@ from .records import SIMULATED_STAMP, study_named
 
 
 def render_analysis_md(analysis: dict) -> str:
-    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be."""
-    return stamped(study_named(analysis.get("study")).render_md(analysis), analysis, f"# {SIMULATED_STAMP}\n\n")
+    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, and
+    a stopped run's partial view said before the study's text."""
+    note = partial_note(analysis)
+    text = (f"**{note}**\n\n" if note else "") + study_named(analysis.get("study")).render_md(analysis)
+    return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
 
 
 def render_headline(analysis: dict) -> str:
     """The short table printed at the end of a run, by the study its analysis records, marked SIMULATED first where
-    it must be."""
-    return stamped(study_named(analysis.get("study")).headline(analysis), analysis, f"{SIMULATED_STAMP}\n")
+    it must be, and a stopped run's partial view said before the study's table."""
+    note = partial_note(analysis)
+    text = (f"{note}\n" if note else "") + study_named(analysis.get("study")).headline(analysis)
+    return stamped(text, analysis, f"{SIMULATED_STAMP}\n")
+
+
+def partial_note(analysis: dict) -> str | None:
+    """The line that opens the analysis of a run not yet finished (bank.score_run scores it over its complete
+    episodes alone; analysis["partial"]); None for a finished run, or where the study's own label is
+    CONFIRMATORY (the label comes from the probes, never from the file's word)."""
+    partial = analysis.get("partial")
+    if not partial or analysis.get("label") == "CONFIRMATORY":
+        return None
+    left, noun = partial["cells_left_out"], study_named(analysis.get("study")).episode_noun
+    return (f"PARTIAL VIEW, NON-CONFIRMATORY: the run is not finished; this compares the regimes over the "
+            f"{partial['episodes_complete']} of its {partial['episodes']} {noun}s complete in every model and regime"
+            + (f" ({left} complete cell{'' if left == 1 else 's'} of unfinished {noun}s left out until they finish)"
+               if left else "") + ".")
 
 
 def stamped(text: str, analysis: dict, stamp: str) -> str:

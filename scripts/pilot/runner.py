@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from .bank import call_stage
-from .cells import calls_per_cell, journal_streams, run_regimes
+from .cells import journal_streams, run_regimes
 from .progress import Progress
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
@@ -178,6 +178,7 @@ class RunContext:
     slots: CallSlots | None = None                      # the --concurrency bound on calls awaiting the server
     answer_pool: ThreadPoolExecutor | None = None       # where a cell's answers fan out (None: one by one)
     cell_writer: ManifestWriter | None = None           # where cells' ends go (None: the manifest, at once)
+    rank: dict = dataclasses.field(default_factory=dict)      # cell -> its place in the run's schedule (run_cells)
     written: dict = dataclasses.field(default_factory=dict)   # id(record) -> (record, its journalled line)
     written_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
@@ -188,12 +189,13 @@ def sample_seed(sample: int) -> int:
 
 
 def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
-                      urgent: bool = False) -> tuple[ChatResponse, dict, int, float]:
+                      priority: Any = (0, 0)) -> tuple[ChatResponse, dict, int, float]:
     """Send one call; transient failures are retried with capped backoff, fatal ones raised at once.
 
     A server that answers with an error is retried --retries times. A server that does not answer at all
     (refused, reset, timed out) is retried until it has been unreachable, across consecutive calls, for
     --give-up-after seconds; then the run stops (ServerGone) and the cell is left unfinished, not FAILED.
+    `priority` orders the calls waiting for a --concurrency slot (lowest first; see call_priority).
     """
     policy = ctx.policy
     attempt = 0
@@ -201,7 +203,7 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
         while True:
             attempt += 1
             try:
-                slot = SlotHold(ctx.slots, urgent, ctx.stop)
+                slot = SlotHold(ctx.slots, priority, ctx.stop)
                 response, wire = ctx.backend.chat(request, slot)
                 http = getattr(ctx.backend, "http", None)
                 resent = http.take_resends() if hasattr(http, "take_resends") else 0
@@ -346,13 +348,19 @@ def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallS
         future.result()
 
 
+def call_priority(ctx: RunContext, cell: Cell, spec: CallSpec) -> tuple[int, bool]:
+    """Where a call waits for a slot: its cell's place in the schedule first (the earliest episode's cells are
+    finished first, the later ones fill the slots they leave), then a compaction before an answer."""
+    return ctx.rank.get(cell, 0), not spec.is_compaction
+
+
 def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
     temperature = ctx.config.temperature if spec.temperature is None else spec.temperature
     seed = sample_seed(cell.sample) if spec.seed is None else spec.seed
     request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
                           context_window=NUM_CTX, temperature=temperature, seed=seed, thinking_off=True)
     label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
-    response, wire, attempts, wall_s = send_with_retries(ctx, request, label, urgent=spec.is_compaction)
+    response, wire, attempts, wall_s = send_with_retries(ctx, request, label, call_priority(ctx, cell, spec))
     record = {
         "kind": spec.kind, "stage": spec.stage, "model": cell.model, "regime": cell.regime,
         "episode": cell.episode, "messages": messages, "response": response.text, "thinking": response.reasoning,
@@ -410,10 +418,11 @@ def recheck_candidates(journal: Journal, manifest: "Manifest", tasks: dict, cell
     return out
 
 
-def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
+def run_recheck(ctx: RunContext, cells: list, k: int, concurrency: int = 1) -> dict:
     """The determinism probe (PROTOCOL.md section 6): re-send k journalled calls chosen by seed, exactly as they
-    were sent, and write each new reply beside the old one in raw/recheck.jsonl (the cell logs are never
-    touched); how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    were sent, up to `concurrency` at once (the run's, so that the server sees them as it saw the run's calls),
+    and write each new reply beside the old one in raw/recheck.jsonl as it comes (the cell logs are never touched);
+    how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
     candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
     chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
     path = ctx.journal.raw_dir / RECHECK_FILE
@@ -424,36 +433,53 @@ def run_recheck(ctx: RunContext, cells: list, k: int) -> dict:
             if item is not None:
                 done.setdefault((item.get("model"), item.get("regime"), item.get("episode"), item.get("kind"),
                                  record_variant(item)), item)
-    items = []
-    wheres = [(f["model"], f["regime"], f["episode"], f["kind"], record_variant(f)) for f in chosen]
-    to_send, sent = sum(where not in done for where in wheres), 0
+
+    def where(first: dict) -> tuple:
+        return first["model"], first["regime"], first["episode"], first["kind"], record_variant(first)
+
+    to_send = [first for first in chosen if where(first) not in done]
+    sent, sent_lock = [0], threading.Lock()
     if to_send:
-        ctx.progress.probing(0, to_send)
-    for first in chosen:
+        ctx.progress.probing(0, len(to_send))
+
+    def resend(first: dict) -> dict:
+        if ctx.stop.is_set():
+            raise RunInterrupted("interrupted")
         budget, sample = record_variant(first)
-        where = (first["model"], first["regime"], first["episode"], first["kind"], (budget, sample))
-        item = done.get(where)
-        if item is None:
-            if ctx.stop.is_set():
-                raise RunInterrupted("interrupted")
-            compaction = call_stage(first) == "compaction"
-            request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
-                                  max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
-                                  context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
-                                  seed=first.get("seed", sample_seed(sample)), thinking_off=True)
-            label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
-            response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
-            item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
-                    "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
-                    "first_server_work": first.get("server_work"), "response": response.text,
-                    "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
-                    "attempt": attempts, "request": wire, "server_work": response.server_work,
-                    "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
-            if (budget, sample) != (DEFAULT_BUDGET, 0):
-                item.update(budget=budget, sample=sample)
-            ctx.journal.append(item, path)
-            sent += 1
-            ctx.progress.probing(sent, to_send)
+        compaction = call_stage(first) == "compaction"
+        request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
+                              max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
+                              context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
+                              seed=first.get("seed", sample_seed(sample)), thinking_off=True)
+        label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
+        response, wire, attempts, wall_s = send_with_retries(ctx, request, label)
+        item = {"model": first["model"], "regime": first["regime"], "episode": first["episode"],
+                "kind": first["kind"], "first_response": first["response"], "first_utc": first.get("utc"),
+                "first_server_work": first.get("server_work"), "response": response.text,
+                "changed": response.text != first["response"], "utc": utc_now(), "wall_s": round(wall_s, 4),
+                "attempt": attempts, "request": wire, "server_work": response.server_work,
+                "prompt_cache": ctx.config.prompt_cache, "config_sha256": ctx.config.sha256()}
+        if (budget, sample) != (DEFAULT_BUDGET, 0):
+            item.update(budget=budget, sample=sample)
+        ctx.journal.append(item, path)
+        with sent_lock:
+            sent[0] += 1
+            ctx.progress.probing(sent[0], len(to_send))
+        return item
+
+    if concurrency > 1 and len(to_send) > 1:
+        ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency))
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="recheck") as pool:
+            futures = [pool.submit(resend, first) for first in to_send]
+            wait(futures)
+        for first, future in zip(to_send, futures):     # every call waited for; the first failure in order
+            done[where(first)] = future.result()
+    else:
+        for first in to_send:
+            done[where(first)] = resend(first)
+    items = []
+    for first in chosen:
+        item, (budget, sample) = done[where(first)], record_variant(first)
         items.append({"cell": cell_key(item["model"], item["regime"], item["episode"], budget, sample),
                       "kind": item["kind"], "changed": bool(item["changed"])})
     summary = {"k": k, "seed": RECHECK_SEED, "sent": len(items), "changed": sum(i["changed"] for i in items),
@@ -591,23 +617,38 @@ def repair_journal(journal: Journal, manifest: "Manifest", tasks: dict) -> list[
     return notes
 
 
+def schedule(ctx: RunContext, cells: list[Cell], concurrency: int = 1) -> list[Cell]:
+    """The order the cells of a run are run in: episode by episode, each episode's cells (every budget, sample,
+    model and regime) before the next episode's, so that complete paired episodes accumulate at an even pace and a
+    run stopped at any moment can be compared over them. With concurrency, the longest cells of an episode go
+    first, so that their cascades, one call at a time, start while the shorter cells fill the slots. The order
+    changes no output (each cell depends only on its own calls)."""
+    episodes = ctx.tasks["episodes"]
+
+    def place(item: tuple[int, Cell]) -> tuple[int, int, int]:
+        given, cell = item
+        if concurrency == 1:
+            return cell.episode, 0, given
+        return cell.episode, -len(ctx.study.plan(ctx.regimes[cell.regime], episodes[cell.episode], cell.budget)), given
+    return [cell for _, cell in sorted(enumerate(cells), key=place)]
+
+
 def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
-    """Run the given cells, up to `concurrency` at once; calls within a cell stay in order."""
+    """Run the given cells, up to `concurrency` calls at once, in the order of `schedule`; calls within a cell
+    stay in order."""
     outcome = {"COMPLETE": 0, "FAILED": 0}
-    pending = list(cells)
-    if concurrency > 1:
-        # Longest cells first, so that no worker is left alone with a long cell at the end; the
-        # order changes no output (each cell depends only on its own calls).
-        episodes = ctx.tasks["episodes"]
-        pending.sort(key=lambda c: -calls_per_cell(ctx.regimes[c.regime], len(episodes[c.episode]["segments"]),
-                                                   len(episodes[c.episode]["questions"])))
+    pending = schedule(ctx, cells, concurrency)
+    rank = {cell: place for place, cell in enumerate(pending)}
     abort: list[PilotError] = []
-    # Up to N cells run their cascades; their answers fan out on a pool of 2N threads, so that while some calls'
-    # replies are being journalled others can be sent; CallSlots keeps at most N calls awaiting the server.
-    answer_pool = ThreadPoolExecutor(max_workers=2 * concurrency, thread_name_prefix="answer") \
+    # Up to 2N cells run their cascades; their answers fan out on a pool of 4N threads, so that while some calls'
+    # replies are being journalled others can be sent, and a later cell's answers waiting for a slot never hold
+    # every thread an earlier cell's answers need; CallSlots keeps at most N calls awaiting the server and gives
+    # a freed slot to the waiting call of the earliest cell in the schedule.
+    answer_pool = ThreadPoolExecutor(max_workers=4 * concurrency, thread_name_prefix="answer") \
         if concurrency > 1 else None
     writer = ManifestWriter(ctx.manifest)
-    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool, cell_writer=writer)
+    ctx = dataclasses.replace(ctx, slots=CallSlots(concurrency), answer_pool=answer_pool, cell_writer=writer,
+                              rank=rank)
     open_cells = concurrency if concurrency == 1 else 2 * concurrency
     try:
         with ThreadPoolExecutor(max_workers=open_cells, thread_name_prefix="cell") as pool, \

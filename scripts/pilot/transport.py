@@ -12,11 +12,12 @@ to do).
 from __future__ import annotations
 
 import base64
-import collections
 import contextlib
 import datetime as _dt
 import email.utils
+import heapq
 import http.client
+import itertools
 import json
 import os
 import select
@@ -536,6 +537,22 @@ class HttpClient:
             self.close()                    # the kept-alive connections still pooled are not used again
         return choice
 
+    def settle_connections(self, path: str, most: int = 15) -> dict | None:
+        """Send small requests (GET `path`) until the connection policy has chosen how calls reach the server, at
+        most `most` (three ways, five calls each at most), so that a run's first calls already go the chosen way
+        and none waits while it is measured; the choice (None: undecided, or a proxy, which has no policy). What
+        decides it, the wait between a reply's headers and its body, comes from how the server writes any reply."""
+        for _ in range(most):
+            if self._origin is None or self.policy.choice is not None:
+                break
+            try:
+                self.request("GET", path)
+            except FatalCallError:          # an error reply is measured as any other
+                continue
+            except TransientError:          # no reply: the run's own calls measure it, as they would have
+                break
+        return self.policy.choice
+
     def take_resends(self) -> int:
         """How many times this thread's last request was sent again on a new connection (and forget it)."""
         count = getattr(self._local, "resends", 0)
@@ -606,24 +623,25 @@ class CallSlots:
     reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
     use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
     next one, which writes it at once before going on with its own reply: the slot passes from one call to the
-    next without waiting for a thread to wake. A waiting compaction goes before a waiting answer: the
-    compactions are the critical path of their cell, the answers are not."""
+    next without waiting for a thread to wake. Waiting calls go in the order of their priority (lowest first, then
+    the first to wait): the runner gives each call its cell's place in the run's schedule, so that the cells of
+    the earliest episode are finished first and the later ones fill the slots they leave."""
 
     def __init__(self, slots: int):
         self.free = slots
         self._lock = threading.Lock()
-        self._urgent: collections.deque = collections.deque()      # waiting calls, compactions first
-        self._other: collections.deque = collections.deque()
+        self._waiting: list = []            # a heap of (priority, arrival, _Waiting)
+        self._arrivals = itertools.count()
 
-    def acquire(self, urgent: bool, send: Callable[[], None] | None = None) -> None:
+    def acquire(self, priority: Any = 0, send: Callable[[], None] | None = None) -> None:
         """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
-        `send` raised is raised here, and the slot is still held."""
+        `send` raised is raised here, and the slot is still held. `priority`: any value that sorts, lowest first."""
         with self._lock:
             waiting = None if self.free else _Waiting(send)
             if waiting is None:
                 self.free -= 1
             else:
-                (self._urgent if urgent else self._other).append(waiting)
+                heapq.heappush(self._waiting, (priority, next(self._arrivals), waiting))
         if waiting is None:
             if send is not None:
                 send()
@@ -635,11 +653,10 @@ class CallSlots:
     def release(self) -> None:
         """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
         with self._lock:
-            queue = self._urgent or self._other
-            if not queue:
+            if not self._waiting:
                 self.free += 1
                 return
-            waiting = queue.popleft()
+            waiting = heapq.heappop(self._waiting)[2]
         waiting.run()
 
 
@@ -666,8 +683,8 @@ class SlotHold:
     the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
     the slot is not sent."""
 
-    def __init__(self, slots: CallSlots | None, urgent: bool, stop: threading.Event):
-        self.slots, self.urgent, self.stop = slots, urgent, stop
+    def __init__(self, slots: CallSlots | None, priority: Any, stop: threading.Event):
+        self.slots, self.priority, self.stop = slots, priority, stop
         self.started = time.monotonic()
 
     @contextlib.contextmanager
@@ -684,7 +701,7 @@ class SlotHold:
             yield self
             return
         try:
-            self.slots.acquire(self.urgent, send_unless_stopped)
+            self.slots.acquire(self.priority, send_unless_stopped)
         except BaseException:
             self.slots.release()
             raise

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ..bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state, cells_block_disagreement,
     class_tallies, distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
-    regime_summary, score_probe, summarize_compaction_tokens, table_where)
+    regime_summary, rows_where, score_probe, summarize_compaction_tokens, table_where)
 from ..episodes import QUESTION_PLAN, segment_entities
 from ..prompts import REGIMES
 from ..records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE, is_simulated,
@@ -558,7 +558,7 @@ def analyze_lenient(table: dict[str, list], models: list[str], regimes: list[str
     """Diagnostic: omissions a lenient parse (markdown marks tolerated) would have read, per regime."""
     table_out = {regime: {"omissions": 0, "lenient_read": 0, "lenient_correct": 0} for regime in regimes}
     chosen = set(models)
-    for p in itertools.compress(table["rows"], equal_to(table["class"], "omission")):
+    for p in rows_where(table, equal_to(table["class"], "omission")):
         if p["regime"] in table_out and p["model"] in chosen:
             row = table_out[p["regime"]]
             row["omissions"] += 1
