@@ -207,11 +207,14 @@ class StudyWordsTest(TempDirMixin, unittest.TestCase):
                                            MODEL, "--host", server.url, "--out", str(out), *FAST])
         self.assertEqual(code, 3, err)
         self.assertNotIn("confirmatory", (printed + err).lower().replace("exploratory", ""))
-        self.assertIn("results.json holds the 4 complete cells of 5; the analysis below covers them, marked PARTIAL",
-                      err)
-        self.assertIn("XR-S1 (EXPLORATORY, PARTIAL: 4 of 5 cells)", printed)
+        self.assertIn("results.json holds 0/5 complete cells (the 0 of 1 sessions complete in every model and regime; "
+                      "4 complete cells of unfinished sessions wait for them); the analysis below covers them, marked "
+                      "PARTIAL", err)
+        self.assertIn("XR-S1 (EXPLORATORY, PARTIAL: 0 of 5 cells)", printed)
         self.assertIn(f"Open the report: {out / 'report.html'}", printed)
-        self.assertIn("PARTIAL: 4 of 5 cells are complete", (out / "analysis.md").read_text())
+        analysis_md = (out / "analysis.md").read_text()
+        self.assertIn("PARTIAL VIEW: the run is not finished; this compares the regimes over the 0 of its 1 sessions",
+                      analysis_md)
         code, printed, err = run_main(["analyze", "--out", str(out)])        # analyze too, without --allow-partial
         self.assertEqual(code, 0, err)
 

@@ -35,8 +35,10 @@ def partial_note(analysis: dict) -> str | None:
     partial = analysis.get("partial")
     if not partial or analysis.get("label") == "CONFIRMATORY":
         return None
-    left, noun = partial["cells_left_out"], study_named(analysis.get("study")).episode_noun
-    return (f"PARTIAL VIEW, NON-CONFIRMATORY: the run is not finished; this compares the regimes over the "
+    study = study_named(analysis.get("study"))
+    left, noun, label = partial["cells_left_out"], study.episode_noun, study.design.partial_label
+    view = "PARTIAL VIEW" if label == "PARTIAL" else f"PARTIAL VIEW, {label}"    # a study with no confirmatory test
+    return (f"{view}: the run is not finished; this compares the regimes over the "
             f"{partial['episodes_complete']} of its {partial['episodes']} {noun}s complete in every model and regime"
             + (f" ({left} complete cell{'' if left == 1 else 's'} of unfinished {noun}s left out until they finish)"
                if left else "") + ".")
