@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .backends import preflight
+from .backends import check_context_window, preflight
 from .bank import (analyze_bank, bank_table, call_stage, collector_paused, hold_until_exit, results_shape_problems,
     score_run)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
@@ -22,7 +22,7 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
     run_settings, study_of)
 from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
-    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
+    FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, ServerGone, Settings, Study, TEMPERATURE,
     TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text, study_named,
     utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
@@ -112,6 +112,8 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
     run_dir, regimes, resume = options.run_dir, options.regimes, resume_command(options.argv)
     backend = make_backend(options.backend)
     model_info = preflight(backend, models, demo_command(options.study))     # before any folder is created
+    for line in check_context_window(model_info, options.context_window, options.context_window != NUM_CTX):
+        warn(line)
     prompt_cache, prompt_cache_how = backend.prompt_cache_setting(options.prompt_cache)
     config = dataclasses.replace(run_settings(backend, options, tasks_sha, len(tasks["episodes"])),
                                  prompt_cache=prompt_cache)
