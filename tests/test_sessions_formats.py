@@ -40,6 +40,14 @@ AGENT = [{"type": "summary", "summary": "t"},
          agent_line("assistant", [{"type": "text", "text": "The run failed."}], mid="m2")]
 
 
+def without_positions(turns: list[dict]) -> list[dict]:
+    """Turns with where they came from (a line number or an index) left out."""
+    def call(c):
+        return {n: w for n, w in c.items() if n != "at"} if isinstance(c, dict) else c
+    return [{k: [call(c) for c in v] if k == "calls" else call(v) if k == "call" else v
+             for k, v in t.items() if k != "at"} for t in turns]
+
+
 class FormatTest(TempDirMixin, unittest.TestCase):
     def setUp(self):
         self.tmp = self.make_tmp()
@@ -51,7 +59,8 @@ class FormatTest(TempDirMixin, unittest.TestCase):
 
     def read(self, name: str, text: str | bytes) -> dict:
         path = self.write(name, text)
-        return formats.read_session_file(path, name)
+        (session,) = formats.read_session_file(path, name)
+        return session
 
     def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(self):
         """Such a name was read, sent and then broke the manifest's save and every score (the hostile review)."""
@@ -76,22 +85,25 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((session["turns"][2]["tool"], session["turns"][2]["text"]), ("run", "1 failed"))
         self.assertEqual(session["read"], {"unit": "messages", "read": 5, "joined": 0, "skipped": {
             "image_url part (not text)": 1, "system or developer message (left out: not session history)": 1,
-            "thinking left out": 1}})
+            "thinking left out": 1}, "not_understood": {}, "calls_without_result": 0, "results_without_call": 0,
+            "agent_compactions": 0})
 
     def test_an_object_with_messages_and_jsonl_of_messages_read_alike(self):
         as_object = self.read("obj.json", json.dumps({"model": "m", "messages": CHAT}))
         as_lines = self.read("lines.jsonl", "\n".join(json.dumps(m) for m in CHAT) + "\n")
         self.assertEqual((as_object["format"], as_lines["format"]), ("chat-json", "chat-jsonl"))
-        self.assertEqual(as_object["turns"], as_lines["turns"])
+        self.assertEqual(without_positions(as_object["turns"]), without_positions(as_lines["turns"]))
+        self.assertEqual([t["at"] for t in as_lines["turns"]], [2, 3, 4, 5])       # line numbers; indices in JSON
         self.assertEqual(as_lines["read"]["unit"], "lines")
 
     def test_a_coding_agent_log(self):
         session = self.read("agent.jsonl", "\n".join(json.dumps(line) for line in AGENT) + "\n")
-        self.assertEqual(session["format"], "agent-log")
+        self.assertEqual(session["format"], "claude-code")
         self.assertEqual([(t["role"], t["text"]) for t in session["turns"]],
                          [("user", "Run the tests."), ("assistant", "Running them."), ("tool", "boom"),
                           ("assistant", "The run failed.")])
-        self.assertEqual(session["turns"][1]["calls"], [{"id": "t1", "name": "Bash", "input": {"command": "pytest"}}])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": "t1", "name": "Bash", "input": {"command": "pytest"},
+                                                         "at": 5}])
         self.assertTrue(session["turns"][2]["error"])
         self.assertEqual(session["turns"][2]["tool"], "Bash")
         self.assertEqual(session["read"]["joined"], 1)   # m1: its thinking line left out, its tool line joined to its text
@@ -117,7 +129,7 @@ class FormatTest(TempDirMixin, unittest.TestCase):
                {"role": "tool", "tool_call_id": [1], "content": 5}, {"role": 7}, "text"]
         session = self.read("odd.json", json.dumps(odd))
         self.assertEqual([t["role"] for t in session["turns"]], ["user", "assistant", "tool"])
-        self.assertEqual(session["turns"][1]["calls"], [{"id": 1, "name": "tool", "input": 7}])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": None, "name": "tool", "input": 7, "at": 2}])
         self.assertEqual(session["read"]["skipped"], {"content that is neither text nor a list of parts": 2,
                                                       "not a chat message (an object with a role)": 2,
                                                       "tool call with no function": 1})
@@ -166,7 +178,8 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         (folder / "sub").mkdir()
         files, left_out = formats.session_files(folder)
         self.assertEqual([name for _, name in files], ["a.json", "b.jsonl"])
-        self.assertEqual(left_out, {".hidden.json": "hidden", "README.md": "not .json or .jsonl",
+        self.assertEqual(left_out, {".hidden.json": "hidden",
+                                    "README.md": "not .json, .jsonl, .traj, .eval or a chat.history.md",
                                     "sub": "a folder (not read)"})
 
     def test_links_devices_and_empty_folders_are_refused(self):
@@ -189,7 +202,7 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             formats.session_files(self.tmp / "pipe.json")
         empty = self.tmp / "empty"
         empty.mkdir()
-        with self.assertRaisesRegex(formats.SessionFileError, "holds no .json or .jsonl file"):
+        with self.assertRaisesRegex(formats.SessionFileError, "holds no session file"):
             formats.session_files(empty)
 
 

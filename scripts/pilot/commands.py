@@ -259,6 +259,9 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
+    if study.command_line.task_warnings is not None:
+        for line in study.command_line.task_warnings(tasks):
+            warn(line)
     cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
                            options.budgets, options.samples)
     # A complete cell whose log lost a record is redone, and an unreadable line quarantined, only by a run that

@@ -379,6 +379,7 @@ class CommandLine:
     source_option: str | None = None    # its option that names the file or folder the user brings (not --tasks)
     read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks); the bytes are what is hashed
     describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
+    task_warnings: Callable | None = None  # (tasks) -> warnings a run prints about what was read (a file half unread)
 
 
 @dataclasses.dataclass(frozen=True)
