@@ -8,6 +8,7 @@ import json
 import random
 import shutil
 import unittest
+import zipfile
 from pathlib import Path
 
 from fake_servers import FakeOllama
@@ -174,6 +175,28 @@ class FixtureTest(TempDirMixin, unittest.TestCase):
                                      for _, text in ss.turn_parts(turn))
                 for value in expected["values"]:
                     self.assertIn(value["value"], rendered, value["id"])
+
+    def test_an_inspect_eval_zip_is_read_as_its_json_log_is(self):
+        log = json.loads((FIXTURES / "inspect-ai" / "2026-05-20T08-40-12+00-00_refund-desk_b62x.json").read_text())
+        path = self.make_tmp() / "refund.eval"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("header.json", json.dumps({k: v for k, v in log.items() if k != "samples"}))
+            for sample in log["samples"]:
+                archive.writestr(f"samples/{sample['id']}_epoch_{sample['epoch']}.json", json.dumps(sample))
+            archive.writestr("summaries.json", "[]")
+        sessions = formats.read_session_file(path, "refund.eval")
+        self.assertEqual([s["file"] for s in sessions], ["refund.eval#refund-1", "refund.eval#refund-2"])
+        self.assertEqual([len(s["turns"]) for s in sessions], [27, 27])
+        self.assertEqual([len(s["compactions"]) for s in sessions], [1, 1])
+        broken = path.with_name("broken.eval")
+        broken.write_bytes(path.read_bytes()[:200])
+        with self.assertRaisesRegex(formats.SessionFileError, "is a zip file, but not one this reader can open"):
+            formats.read_session_file(broken, "broken.eval")
+        other = path.with_name("other.eval")
+        with zipfile.ZipFile(other, "w") as archive:
+            archive.writestr("notes.txt", "hello")
+        with self.assertRaisesRegex(formats.SessionFileError, "not an inspect_ai .eval log"):
+            formats.read_session_file(other, "other.eval")
 
     def test_a_sub_agent_file_says_what_it_holds(self):
         folder = self.make_tmp()

@@ -148,6 +148,31 @@ class FormatTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(len(message.splitlines()), 1)
                 self.assertTrue(message.startswith(name), message)
 
+    def test_a_refusal_names_the_closest_format_and_what_the_file_lacks(self):
+        cases = {
+            "rollout.jsonl": ('{"timestamp": "t", "type": "response_item", "item": {"type": "message"}}\n'
+                              '{"timestamp": "t", "type": "event_msg", "item": {}}\n',
+                              "the closest is codex (a Codex CLI rollout (JSONL lines of {timestamp, type, payload})), "
+                              "and it lacks a `payload` object on those lines"),
+            "eval.json": (json.dumps({"version": 2, "eval": {"task": "t"}, "results": {}}),
+                          "the closest is inspect-ai (an inspect_ai eval log (.json with `eval` and `samples`, or a "
+                          ".eval zip), each sample a session), and it lacks a `samples` list"),
+            "gemini.json": (json.dumps({"sessionId": "s", "startTime": "t", "messages": [{"kind": "user"}]}),
+                            "the closest is gemini-cli"),
+            "claude.jsonl": ('{"type": "user", "uuid": "u", "text": "hi"}\n{"type": "assistant", "uuid": "v"}\n',
+                             "the closest is claude-code (Claude Code's JSONL transcript (lines with a `type` and a "
+                             "`message` of content blocks)), and it lacks a `message` object on those lines"),
+            "prose.jsonl": ('"just a string"\n"and another"\n', "is JSONL, but none of the session formats"),
+        }
+        for name, (text, said) in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(formats.SessionFileError) as caught:
+                    self.read(name, text)
+                message = str(caught.exception)
+                self.assertIn(said, message)
+                self.assertEqual(len(message.splitlines()), 1)
+                self.assertTrue(message.startswith(name), message)
+
     def test_untrusted_bytes_are_refused_in_one_line(self):
         deep = "[" * 5000 + "]" * 5000
         cases = {"latin1.json": (b'[{"role": "user", "content": "caf\xe9"}]', "not UTF-8"),

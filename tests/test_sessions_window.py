@@ -3,6 +3,8 @@
 saying what fits and which window a session needs, the window in the study's own options (it decides the cut), the
 agent's own compaction points as checkpoints, the size checks made before the ground truth, and the run's console
 naming a file its reader largely did not understand. The option itself: tests/test_context_window.py."""
+import contextlib
+import io
 import json
 import unittest
 from pathlib import Path
@@ -93,6 +95,25 @@ class WindowTest(TempDirMixin, unittest.TestCase):
                 mock.patch.object(ss, "session_steps", side_effect=AssertionError("ground truth taken")):
             with self.assertRaisesRegex(ss.TaskSetError, "do not fit the 4,096-token window"):
                 ss.read_sessions_now(self.path, [(self.path, "long.json")], {}, 4, None, 4096, "even")
+
+
+    def test_large_inputs_show_a_progress_line_while_they_are_read(self):
+        for k in range(3):
+            (self.tmp / f"s{k}.json").write_text(json.dumps(long_session(8)))
+        self.path.unlink()
+        err = io.StringIO()
+        with mock.patch.object(ss, "PROGRESS_BYTES", 1), mock.patch.object(ss, "PROGRESS_EVERY_S", 0), \
+                contextlib.redirect_stderr(err):
+            ss.read_sessions(self.tmp)
+        lines = err.getvalue().splitlines()
+        self.assertTrue(lines[0].startswith("sessions: reading 0.1 MiB of sessions before any call"), lines)
+        self.assertIn("sessions: ground truth of s2.json (3 of 3)", err.getvalue())
+        self.assertTrue(lines[-1].startswith("sessions: 3 session(s) read in"), lines)
+        err = io.StringIO()
+        ss.READ_MEMO.clear()
+        with contextlib.redirect_stderr(err):
+            ss.read_sessions(self.tmp)                 # small inputs: no progress line
+        self.assertEqual(err.getvalue(), "")
 
 
 class WindowRunTest(TempDirMixin, unittest.TestCase):

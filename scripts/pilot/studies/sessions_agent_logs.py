@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from .sessions_turns import HEAD_CHARS, SessionBuilder, as_text, exit_code_in, key_of, text_of
+from .sessions_turns import SessionBuilder, as_text, exit_code_in, key_of, text_of
 
 
 # --- Claude Code: ~/.claude/projects/<project>/<session>.jsonl ---------------------------------------------------
@@ -19,9 +19,13 @@ CLAUDE_NOISE_TYPES = {"summary": "a session title line", "file-history-snapshot"
                       "attachment": "an attachment line", "custom-title": "a session title line",
                       "tag": "a tag line", "agent-name": "a sub-agent name line"}
 
-CLAUDE_DENIAL = re.compile(r"requested permissions to .{0,300}haven't granted|doesn't want to proceed with this tool "
-                           r"use|tool use was rejected|Permission to use .{0,300}has been denied|"
-                           r"This command requires approval", re.IGNORECASE | re.DOTALL)
+CLAUDE_DENIAL = re.compile(r"requested permissions to [^\n]{0,300}haven't granted|doesn't want to proceed with this "
+                           r"tool use|tool use was rejected|Permission to use [^\n]{0,300}has been denied|"
+                           r"This command requires approval", re.IGNORECASE)
+
+DENIAL_HEAD = 600                       # Claude Code's refusals are the whole of a short result
+
+DENIAL_WORDS = ("ermission", "proceed", "rejected", "approval")     # one of them is in every refusal text
 
 LOCAL_COMMAND = re.compile(r"^\s*<local-command-(?:stdout|stderr|caveat)>")
 
@@ -113,7 +117,8 @@ def read_claude_user(builder: SessionBuilder, line: dict, n: int, after_command:
             result_text = text_of(part.get("content"), builder.skip)
             error = part.get("is_error") is True
             marked, evidence = None, None
-            if CLAUDE_DENIAL.search(result_text[:HEAD_CHARS]):      # a refusal is the whole (short) result
+            head = result_text[:DENIAL_HEAD]
+            if any(word in head for word in DENIAL_WORDS) and CLAUDE_DENIAL.search(head):
                 marked, evidence = "denied", "a permission refusal in the result" + (" (is_error)" if error else "")
             elif error:
                 code = exit_code_in(result_text)

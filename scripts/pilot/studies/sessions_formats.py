@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 from ..inputs import NOT_JSON, TaskSetError, parse_json
 from ..records import sha256_bytes
-from .sessions_agent_logs import (is_claude_line, is_codex_legacy_item, is_codex_line, is_gemini_message,
-    read_claude_code, read_codex, read_codex_legacy, read_gemini_json, read_gemini_jsonl)
+from .sessions_agent_logs import (CODEX_LINE_TYPES, is_claude_line, is_codex_legacy_item, is_codex_line,
+    is_gemini_message, read_claude_code, read_codex, read_codex_legacy, read_gemini_json, read_gemini_jsonl)
 from .sessions_ide_logs import is_aider_history, is_cline_history, read_aider, read_cline
 from .sessions_run_logs import (is_chat_message, is_swe_agent, openhands_events, read_chat, read_inspect,
     read_openhands, read_responses, read_swe_agent, responses_items)
@@ -191,8 +191,8 @@ def parse_session_json(text: str, shown: str) -> Any:
     NOT_JSON when the text is not JSON at all (JSONL, say)."""
     value = parse_json(text, shown, "a session", f"the sessions study reads {FORMATS_READ}", error=SessionFileError,
                        or_not_json=True)
-    if value is not NOT_JSON and isinstance(value, (dict, list)):
-        check_tree(value, shown)
+    if value is not NOT_JSON and isinstance(value, (dict, list)) and text.count("[") + text.count("{") > MAX_DEPTH:
+        check_tree(value, shown)                # fewer brackets than MAX_DEPTH cannot nest deeper
     return value
 
 
@@ -275,8 +275,10 @@ def jsonl_candidates(lines: list) -> list[tuple[str, list[tuple[bool, str]], Cal
     objects = bool(values) and first(values, lambda v: isinstance(v, dict))
     head = values[0] if values else None
     return [
-        ("codex", [(objects, "JSON objects, one a line"), (first(values, is_codex_line),
-                                                           "lines of {timestamp, type, payload}")],
+        ("codex", [(objects, "JSON objects, one a line"),
+                   (first(values, lambda v: isinstance(v, dict) and v.get("type") in CODEX_LINE_TYPES),
+                    "lines with a `type` of session_meta, response_item, event_msg, turn_context or compacted"),
+                   (first(values, is_codex_line), "a `payload` object on those lines")],
          lambda ls: read_codex(ls)),
         ("claude-code", [(objects, "JSON objects, one a line"),
                          (first(values, lambda v: isinstance(v, dict) and v.get("type") in ("user", "assistant")),
@@ -299,14 +301,15 @@ def jsonl_candidates(lines: list) -> list[tuple[str, list[tuple[bool, str]], Cal
 
 
 def choose(candidates: list, shown: str, what: str):
-    """The first format whose checks all pass; else a refusal naming the closest one and what it lacks."""
+    """The first format whose checks all pass; else a refusal naming the closest one (the most of its checks beyond
+    the first, which only asks for a list or an object) and what it lacks."""
     for name, checks, reader in candidates:
         if all(ok for ok, _ in checks):
             return name, reader
-    name, checks, _ = max(candidates, key=lambda c: sum(ok for ok, _ in c[1]) / len(c[1]))
-    missing = next(need for ok, need in checks if not ok)
-    if not any(ok for ok, _ in checks):
+    name, checks, _ = max(candidates, key=lambda c: sum(ok for ok, _ in c[1][1:]) / max(1, len(c[1]) - 1))
+    if not any(ok for ok, _ in checks[1:]):
         raise refuse(shown, f"is {what}, but none of the session formats")
+    missing = next(need for ok, need in checks if not ok)
     raise refuse(shown, f"is {what}, but none of the session formats: the closest is {name} ({FORMATS[name]}), "
                         f"and it lacks {missing}")
 
