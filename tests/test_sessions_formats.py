@@ -112,6 +112,18 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             "meta message (isMeta)": 1, "side conversation (isSidechain, left out)": 1, "thinking left out": 1})
         self.assertEqual(session["read"]["read"], len(AGENT))
 
+    def test_a_cline_tool_this_reader_does_not_list_is_known_by_its_results_header(self):
+        history = [{"role": "user", "content": [{"type": "text", "text": "<task>\nTidy a.py.\n</task>"}]},
+                   {"role": "assistant", "content": [{"type": "text", "text": "Trying.\n<fancy_new_tool>\n<target>a.py"
+                                                                                 "</target>\n</fancy_new_tool>"}]},
+                   {"role": "user", "content": [{"type": "text", "text": "[fancy_new_tool for 'a.py'] Result:"},
+                                                {"type": "text", "text": "done"}]}]
+        session = self.read("api_conversation_history.json", json.dumps(history))
+        self.assertEqual(session["format"], "cline")
+        self.assertEqual(session["turns"][1]["text"], "Trying.")
+        self.assertEqual(session["turns"][2]["call"], session["turns"][1]["calls"][0])
+        self.assertEqual(session["turns"][2]["call"]["input"], {"target": "a.py"})
+
     def test_a_last_line_cut_short_is_counted_and_left_out(self):
         text = "\n".join(json.dumps(line) for line in AGENT[:6]) + '\n{"type": "assistant", "mess'
         session = self.read("torn.jsonl", text)

@@ -27,6 +27,8 @@ SUMMARY_TOOLS = ("summarize_task", "condense")
 
 RESULT_HEADER = re.compile(r"^\[(\w+)(?: for (.*?))?\] Result:[ \t]*(?:\n|$)")
 
+HEADER_NAMES = re.compile(r"\[(\w+)(?: for [^\]\n]*)?\] Result:")     # any tool a result header names
+
 WRAPPED = re.compile(r"^\s*<(task|user_message|feedback|answer)>\s*(.*?)\s*</\1>\s*$", re.DOTALL)
 
 FEEDBACK = re.compile(r"<(feedback|answer)>\s*(.*?)\s*</\1>", re.DOTALL)
@@ -79,9 +81,9 @@ def read_cline(value: list) -> list[SessionBuilder]:
 class ClineReader:
     def __init__(self, fmt: str, value: list):
         self.builder = SessionBuilder(fmt, "messages")
-        headers = {m.group(1) for message in value if isinstance(message, dict)
-                   for m in RESULT_HEADER.finditer(as_text(message.get("content")).replace("\\n", "\n"))}
-        self.tools = CLINE_TOOLS | headers
+        headers = {m.group(1) for message in value if isinstance(message, dict) and message.get("role") == "user"
+                   for m in HEADER_NAMES.finditer(as_text(message.get("content")))}
+        self.tools = CLINE_TOOLS | headers          # a tool of a newer version is known by its results' headers
         self.call_tag = re.compile(r"<(" + "|".join(sorted(map(re.escape, self.tools))) + r")>(.*?)</\1>", re.DOTALL)
         self.by_parent: dict[str, list[int]] = {}      # condenseParent -> the turns of its messages
         self.summary_calls: set[int] = set()           # id() of summarize_task calls: their results are no turns
@@ -251,8 +253,8 @@ class ClineReader:
         feedback = FEEDBACK.findall(text)
         body = FEEDBACK.sub("", text).replace("The user provided the following feedback:", "").strip() \
             if feedback else text
-        b.result(call if call is not None else None, body, index, name=tool if call is None else None,
-                 error=error, marked=marked, evidence=evidence)
+        b.result(call, body, index, name=tool if call is None else None, error=error, marked=marked,
+                 evidence=evidence)
         for _, words in feedback:
             b.user(words, index)
 
