@@ -6,10 +6,10 @@ indices in JSON lists.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from .sessions_run_logs import ResponseItems
 from .sessions_turns import SessionBuilder, as_text, exit_code_in, key_of, text_of
 
 
@@ -167,14 +167,6 @@ RESPONSE_ITEM_TYPES = ("message", "function_call", "function_call_output", "cust
                        "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call", "ghost_snapshot",
                        "compaction", "compaction_summary")
 
-HARNESS_CONTEXT = re.compile(r"^\s*(?:<user_instructions>|<environment_context>|<INSTRUCTIONS>|# AGENTS\.md "
-                             r"instructions for|<permissions instructions>|<user_shell_command>)")
-
-CODEX_DENIAL = re.compile(r"^\s*(?:exec command|patch) rejected by user\s*$")
-
-CODEX_TIMEOUT = re.compile(r"^\s*command timed out after \d+ milliseconds")
-
-
 def is_codex_line(item: Any) -> bool:
     return isinstance(item, dict) and item.get("type") in CODEX_LINE_TYPES and isinstance(item.get("payload"), dict)
 
@@ -230,80 +222,11 @@ def read_codex_legacy(lines: list) -> list[SessionBuilder]:
     return [codex.builder]
 
 
-class CodexReader:
-    """Response items of either Codex layout into a SessionBuilder."""
+class CodexReader(ResponseItems):
+    """Response items of either Codex layout, its compacted lines and its events, into a SessionBuilder."""
 
     def __init__(self, fmt: str):
-        self.builder = SessionBuilder(fmt, "lines")
-        self.tokens: int | None = None          # the last token_count's total, for the next compaction
-
-    def item(self, item: dict, n: int) -> None:
-        b, kind = self.builder, item.get("type")
-        if kind == "message":
-            role = item.get("role")
-            text = text_of(item.get("content"), b.skip)
-            if role == "user":
-                if HARNESS_CONTEXT.match(text):
-                    b.skip("harness context (the AGENTS file, environment or permissions text)")
-                else:
-                    b.user(text, n)
-            elif role == "assistant":
-                b.assistant(text, [], n, join=True)
-            elif role in ("developer", "system"):
-                b.skip("system or developer message (left out: not session history)")
-            else:
-                b.skip(f"message of role {str(role)[:20]!r}", unread=True)
-        elif kind == "function_call":
-            b.assistant("", [b.call(item.get("call_id"), item.get("name"), item.get("arguments"), n)], n, join=True)
-        elif kind == "custom_tool_call":
-            b.assistant("", [b.call(item.get("call_id"), item.get("name"), {"input": as_text(item.get("input"))},
-                                    n)], n, join=True)
-        elif kind == "local_shell_call":
-            action = item.get("action") if isinstance(item.get("action"), dict) else {}
-            command = action.get("command")
-            command = " ".join(map(str, command)) if isinstance(command, list) else as_text(command)
-            b.assistant("", [b.call(item.get("call_id") or item.get("id"), "local_shell", {"command": command}, n)],
-                        n, join=True)
-        elif kind == "web_search_call":
-            b.assistant("", [b.call(item.get("id"), "web_search", item.get("action"), n)], n, join=True)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            self.output(item, n)
-        elif kind == "reasoning":
-            b.skip("thinking left out")
-        elif kind == "ghost_snapshot":
-            b.skip("ghost_snapshot (undo bookkeeping)")
-        elif kind in ("compaction", "compaction_summary"):
-            b.compaction(n, None, source=f"{kind} item", tokens_before=self.tokens,
-                         why_unreadable="the summary is encrypted (encrypted_content)")
-            b.skip("compaction record (kept as a compaction event, not a turn)")
-        else:
-            b.skip(f"response item {str(kind)[:30]!r} (not known to this reader)", unread=True)
-
-    def output(self, item: dict, n: int) -> None:
-        output = item.get("output")
-        text = output if isinstance(output, str) else text_of(output, self.builder.skip)
-        error, marked, evidence = False, None, None
-        structured = text.strip()
-        if structured.startswith("{") and '"metadata"' in structured:
-            try:
-                value = json.loads(structured)
-            except (ValueError, RecursionError):
-                value = None
-            if isinstance(value, dict) and isinstance(value.get("metadata"), dict) and "output" in value:
-                code = value["metadata"].get("exit_code")
-                text = as_text(value.get("output"))
-                if isinstance(code, int) and code != 0:
-                    text = f"Exit code: {code}\n{text}"
-                    error, marked, evidence = True, "failed", f"metadata.exit_code {code}"
-        if marked is None and CODEX_DENIAL.match(text):
-            marked, evidence = "denied", "the output is Codex's `rejected by user`"
-        elif marked is None and CODEX_TIMEOUT.match(text):
-            marked, evidence = "failed", "the command timed out"
-        elif marked is None:
-            code = exit_code_in(text.split("Output:", 1)[0])
-            if code:
-                marked, evidence = "failed", f"`Exit code: {code}` in the output's header"
-        self.builder.result(item.get("call_id"), text, n, error=error, marked=marked, evidence=evidence)
+        super().__init__(fmt, "lines")
 
     def compacted(self, payload: dict, n: int) -> None:
         b = self.builder

@@ -5,10 +5,11 @@ OpenHands event lists (V0, as its trajectory export writes them) and inspect_ai 
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from .sessions_turns import SessionBuilder, as_text, json_error, key_of, text_of
+from .sessions_turns import SessionBuilder, as_text, exit_code_in, json_error, key_of, text_of
 
 
 # --- OpenAI-style chat messages ----------------------------------------------------------------------------------
@@ -113,67 +114,131 @@ def responses_items(value: Any) -> list | None:
     return None
 
 
+HARNESS_CONTEXT = re.compile(r"^\s*(?:<user_instructions>|<environment_context>|<INSTRUCTIONS>|# AGENTS\.md "
+                             r"instructions for|<permissions instructions>|<user_shell_command>)")
+
+REJECTED = re.compile(r"^\s*(?:exec command|patch) rejected by user\s*$")      # Codex's denial, as it writes it
+
+TIMED_OUT = re.compile(r"^\s*command timed out after \d+ milliseconds")
+
+
 def read_responses(items: list) -> list[SessionBuilder]:
     """A Responses API input list: messages (easy or typed), function calls and their outputs (linked by call_id),
     MCP calls and approvals (an approval refused is a denied step), reasoning left out, a `compaction` item an
     encrypted compaction. The API has no error flag on an output: a failure is read from its text."""
-    b = SessionBuilder("openai-responses", "items")
+    reader = ResponseItems("openai-responses", "items")
     for k, item in enumerate(items):
-        b.read += 1
-        kind = item.get("type", "message") if isinstance(item, dict) else None
+        reader.builder.read += 1
+        reader.item(item, k)
+    return [reader.builder]
+
+
+class ResponseItems:
+    """Responses API items into a SessionBuilder: an application's input list, and the `response_item` lines of
+    Codex CLI rollouts (the same items, with the harness's own context messages among them)."""
+
+    def __init__(self, fmt: str, unit: str):
+        self.builder = SessionBuilder(fmt, unit)
+        self.tokens: int | None = None          # the tokens last reported before a compaction (Codex's token_count)
+
+    def item(self, item: Any, at: Any) -> None:
+        b = self.builder
+        kind = key_of(item.get("type", "message")) if isinstance(item, dict) else None
         if kind == "message" and is_chat_message(item):
-            role = item["role"]
-            text = text_of(item.get("content"), b.skip)
-            if role == "user":
-                b.user(text, k)
-            elif role == "assistant":
-                b.assistant(text, [], k, join=True)
-            elif role in ("system", "developer"):
-                b.skip("system or developer message (left out: not session history)")
-            else:
-                b.skip(f"message of role {str(role)[:20]!r}", unread=True)
-        elif kind in ("function_call", "custom_tool_call", "local_shell_call", "computer_call"):
-            arguments = item.get("arguments") if kind == "function_call" else \
-                {"input": as_text(item.get("input"))} if kind == "custom_tool_call" else item.get("action")
-            name = item.get("name") if kind in ("function_call", "custom_tool_call") else kind.replace("_call", "")
-            b.assistant("", [b.call(item.get("call_id") or item.get("id"), name, arguments, k)], k, join=True)
+            self.message(item, at)
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call", "computer_call", "web_search_call",
+                      "file_search_call", "image_generation_call", "code_interpreter_call", "mcp_approval_request"):
+            b.assistant("", [self.call(item, kind, at)], at, join=True)
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
                       "computer_call_output"):
-            text = as_text(item.get("output")) if not isinstance(item.get("output"), list) else \
-                text_of(item["output"], b.skip)
-            found = json_error(text)
-            b.result(item.get("call_id") or item.get("id"), text, k, marked="failed" if found else None,
-                     evidence=found)
+            self.output(item, at)
         elif kind == "mcp_call":
-            call = b.call(item.get("id"), item.get("name"), item.get("arguments"), k)
-            b.assistant("", [call], k, join=True)
+            call = b.call(item.get("id"), item.get("name"), item.get("arguments"), at)
+            b.assistant("", [call], at, join=True)
             error = item.get("error") not in (None, "")
-            b.result(call, as_text(item.get("error") if error else item.get("output")), k, error=error,
+            b.result(call, as_text(item.get("error") if error else item.get("output")), at, error=error,
                      marked="failed" if error else None, evidence="mcp_call.error" if error else None)
-        elif kind == "mcp_approval_request":
-            b.assistant("", [b.call(item.get("id"), item.get("name"), item.get("arguments"), k)], k, join=True)
         elif kind == "mcp_approval_response":
             approved = item.get("approve") is True
             reason = as_text(item.get("reason")) if item.get("reason") is not None else ""
-            b.result(item.get("approval_request_id"), reason or ("approved" if approved else "not approved"), k,
+            b.result(item.get("approval_request_id"), reason or ("approved" if approved else "not approved"), at,
                      marked=None if approved else "denied", evidence=None if approved else "approve: false")
-        elif kind in ("web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call"):
-            b.assistant("", [b.call(item.get("id"), kind.replace("_call", ""), item.get("action") or
-                                    item.get("queries") or item.get("code"), k)], k, join=True)
         elif kind == "reasoning":
             b.skip("thinking left out")
-        elif kind == "compaction":
-            b.compaction(k, None, source="compaction item", replaces=None,
+        elif kind in ("compaction", "compaction_summary"):
+            b.compaction(at, None, source=f"{kind} item", replaces=None, tokens_before=self.tokens,
                          why_unreadable="the summary is encrypted (encrypted_content); the items it replaced are not "
                                         "in the list")
             b.skip("compaction record (kept as a compaction event, not a turn)")
+        elif kind == "ghost_snapshot":
+            b.skip("ghost_snapshot (undo bookkeeping)")
         elif kind == "item_reference":
             b.skip("item reference (its content is not in the file)")
         elif kind == "mcp_list_tools":
             b.skip("MCP tool list")
         else:
             b.skip(f"item type {str(kind)[:30]!r} (not known to this reader)", unread=True)
-    return [b]
+
+    def message(self, item: dict, at: Any) -> None:
+        b, role = self.builder, item["role"]
+        text = text_of(item.get("content"), b.skip)
+        if role == "user" and HARNESS_CONTEXT.match(text):
+            b.skip("harness context (the AGENTS file, environment or permissions text)")
+        elif role == "user":
+            b.user(text, at)
+        elif role == "assistant":
+            b.assistant(text, [], at, join=True)
+        elif role in ("developer", "system"):
+            b.skip("system or developer message (left out: not session history)")
+        else:
+            b.skip(f"message of role {str(role)[:20]!r}", unread=True)
+
+    def call(self, item: dict, kind: str, at: Any) -> dict:
+        b = self.builder
+        if kind in ("function_call", "mcp_approval_request"):
+            return b.call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments"), at)
+        if kind == "custom_tool_call":
+            return b.call(item.get("call_id"), item.get("name"), {"input": as_text(item.get("input"))}, at)
+        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        if kind == "local_shell_call":
+            command = action.get("command")
+            command = " ".join(map(str, command)) if isinstance(command, list) else as_text(command)
+            return b.call(item.get("call_id") or item.get("id"), "local_shell", {"command": command}, at)
+        arguments = action or item.get("queries") or item.get("code") or {}
+        return b.call(item.get("call_id") or item.get("id"), kind.replace("_call", ""), arguments, at)
+
+    def output(self, item: dict, at: Any) -> None:
+        """A tool's output: its text, and what marks it failed or denied: an exit code (in Codex's JSON string
+        `metadata` or its `Exit code: N` header), a rejection or a timeout as Codex writes them, or a JSON `error`
+        field (the API itself has no error flag)."""
+        output = item.get("output")
+        text = output if isinstance(output, str) else text_of(output, self.builder.skip)
+        error, marked, evidence = False, None, None
+        structured = text.strip()
+        if structured.startswith("{") and '"metadata"' in structured[:200_000]:
+            try:
+                value = json.loads(structured)
+            except (ValueError, RecursionError):
+                value = None
+            if isinstance(value, dict) and isinstance(value.get("metadata"), dict) and "output" in value:
+                code = value["metadata"].get("exit_code")
+                text = as_text(value.get("output"))
+                if isinstance(code, int) and code != 0:
+                    text = f"Exit code: {code}\n{text}"
+                    error, marked, evidence = True, "failed", f"metadata.exit_code {code}"
+        if marked is None and REJECTED.match(text):
+            marked, evidence = "denied", "the output is Codex's `rejected by user`"
+        elif marked is None and TIMED_OUT.match(text):
+            marked, evidence = "failed", "the command timed out"
+        elif marked is None:
+            code = exit_code_in(text.split("Output:", 1)[0])
+            found = json_error(text) if not code else None
+            if code:
+                marked, evidence = "failed", f"`Exit code: {code}` in the output's header"
+            elif found:
+                marked, evidence = "failed", found
+        self.builder.result(item.get("call_id") or item.get("id"), text, at, error=error, marked=marked,
+                            evidence=evidence)
 
 
 # --- SWE-agent: trajectories/<user>/<run>/<instance>/<instance>.traj ---------------------------------------------
