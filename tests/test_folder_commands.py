@@ -322,7 +322,7 @@ class PlanWindowTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         warnings = [line for line in printed.splitlines() if line.startswith("warning:")]
         self.assertEqual([w.split(": ")[1] for w in warnings], [f"{MODEL} R1 b2048", f"{MODEL} R2 b2048"])
-        self.assertIn("cannot fit the context window the runner sets on every call (num_ctx", warnings[0])
+        self.assertIn("cannot fit the context window the run gives every call (--context-window; Ollama's num_ctx)", warnings[0])
         self.assertIn(", 4096 tokens (prompt estimate plus output cap; the largest needs about 4", warnings[0])
         code, printed, err = run_main(["plan", "--models", MODEL, "--out", str(tmp / "new")])    # the default fits
         self.assertEqual(code, 0, err)

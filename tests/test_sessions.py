@@ -146,7 +146,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
     def test_plan_says_what_was_read_before_any_call(self):
         code, out, err = run_main(["plan", *self.design, "--out", str(self.tmp / "new")])
         self.assertEqual(code, 0, err)
-        self.assertIn("sessions read: 1 file(s)", out)
+        self.assertIn("sessions read: 1 session(s)", out)
         self.assertIn("deploy.json: chat-json, 7 messages read, skipped: 1 system or developer message", out)
         self.assertIn("6 turns in 4 segments; 10 exact values, 1 standing instructions, 1 failed or denied steps, "
                       "2 probes", out)
@@ -286,7 +286,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(sorted({r.get("budget", 256) for r in sweep["values"]}), [128, 256])
         self.assertIn("| R2 | 20/20 = 100.0% |", run_main(["analyze", "--out", str(self.tmp / "sweep")])[1])
 
-    def test_segments_cut_at_turn_boundaries_and_a_session_too_long_for_the_window_is_refused(self):
+    def test_segments_cut_at_turn_boundaries_fit_the_window_and_a_session_no_window_fits_is_refused(self):
         self.assertEqual(ss.cut_points([10, 10, 10, 10, 10, 10, 10, 10], 4), [0, 2, 4, 6])
         self.assertEqual(ss.cut_points([100, 1, 1, 1, 1], 3), [0, 1, 2])
         self.assertEqual(ss.cut_points([5, 5], 4), [0, 1])             # fewer turns than segments: one each
@@ -294,14 +294,16 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
             {"role": "assistant" if i % 2 else "user", "content": f"Part {i}: " + "words " * 500} for i in range(1, 9)]
         path = self.tmp / "long.json"
         path.write_text(json.dumps(long))
-        code, _, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--models", MODEL])
-        self.assertEqual(code, 2)
-        self.assertIn("more than the 5,000 that leave room in a call's 4,096-token window; cut the sessions finer "
-                      "with --segments 8", err)
-        code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--segments", "8",
-                                   "--models", MODEL])
-        self.assertEqual(code, 0, err)
+        code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--models", MODEL])
+        self.assertEqual(code, 0, err)          # cut finer than the 4 asked, so that two segments fit 4,096 tokens
         self.assertIn("9 turns in 8 segments", out)
+        self.assertIn("cut into 8 segments, not 4, so that each fits the 4,096-token window", out)
+        code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(path), "--context-window", "2048",
+                                   "--models", MODEL])
+        self.assertEqual(code, 2)               # one turn alone does not leave room for an answer in 2,048 tokens
+        self.assertIn("do not fit the 2,048-token window (--context-window) in 200 segments or fewer; give a "
+                      "window of at least", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
 
     def test_a_long_turn_is_cut_to_fit_however_many_parts_it_has(self):
         turns = [{"role": "assistant", "text": "x" * 3000, "calls": [{"name": "Write", "input": {"content": "y" * 9000}}
@@ -417,7 +419,7 @@ class ExamplesTest(TempDirMixin, unittest.TestCase):
         args = build_parser("run").parse_args(["--study", "sessions", "--sessions", str(ss.TASKS_PATH)])
         self.assertEqual(resolve_run_dir(args).name, "sessions")          # the examples named: the pinned folder
         formats = [e["format"] for e in tasks["episodes"]]
-        self.assertEqual(sorted(set(formats)), ["agent-log", "chat-json", "chat-jsonl"])
+        self.assertEqual(sorted(set(formats)), ["chat-json", "chat-jsonl", "claude-code"])
         self.assertTrue(all(formats.count(f) == 2 for f in set(formats)))
         self.assertEqual(len(tasks["episodes"]), ss.N_EXAMPLES)
         self.assertTrue(all(e["questions"] and e["instructions"] for e in tasks["episodes"]))

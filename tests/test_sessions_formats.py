@@ -40,6 +40,14 @@ AGENT = [{"type": "summary", "summary": "t"},
          agent_line("assistant", [{"type": "text", "text": "The run failed."}], mid="m2")]
 
 
+def without_positions(turns: list[dict]) -> list[dict]:
+    """Turns with where they came from (a line number or an index) left out."""
+    def call(c):
+        return {n: w for n, w in c.items() if n != "at"} if isinstance(c, dict) else c
+    return [{k: [call(c) for c in v] if k == "calls" else call(v) if k == "call" else v
+             for k, v in t.items() if k != "at"} for t in turns]
+
+
 class FormatTest(TempDirMixin, unittest.TestCase):
     def setUp(self):
         self.tmp = self.make_tmp()
@@ -51,7 +59,8 @@ class FormatTest(TempDirMixin, unittest.TestCase):
 
     def read(self, name: str, text: str | bytes) -> dict:
         path = self.write(name, text)
-        return formats.read_session_file(path, name)
+        (session,) = formats.read_session_file(path, name)
+        return session
 
     def test_a_file_name_that_is_not_utf8_is_refused_before_any_call(self):
         """Such a name was read, sent and then broke the manifest's save and every score (the hostile review)."""
@@ -76,22 +85,25 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         self.assertEqual((session["turns"][2]["tool"], session["turns"][2]["text"]), ("run", "1 failed"))
         self.assertEqual(session["read"], {"unit": "messages", "read": 5, "joined": 0, "skipped": {
             "image_url part (not text)": 1, "system or developer message (left out: not session history)": 1,
-            "thinking left out": 1}})
+            "thinking left out": 1}, "not_understood": {}, "calls_without_result": 0, "results_without_call": 0,
+            "agent_compactions": 0})
 
     def test_an_object_with_messages_and_jsonl_of_messages_read_alike(self):
         as_object = self.read("obj.json", json.dumps({"model": "m", "messages": CHAT}))
         as_lines = self.read("lines.jsonl", "\n".join(json.dumps(m) for m in CHAT) + "\n")
         self.assertEqual((as_object["format"], as_lines["format"]), ("chat-json", "chat-jsonl"))
-        self.assertEqual(as_object["turns"], as_lines["turns"])
+        self.assertEqual(without_positions(as_object["turns"]), without_positions(as_lines["turns"]))
+        self.assertEqual([t["at"] for t in as_lines["turns"]], [2, 3, 4, 5])       # line numbers; indices in JSON
         self.assertEqual(as_lines["read"]["unit"], "lines")
 
     def test_a_coding_agent_log(self):
         session = self.read("agent.jsonl", "\n".join(json.dumps(line) for line in AGENT) + "\n")
-        self.assertEqual(session["format"], "agent-log")
+        self.assertEqual(session["format"], "claude-code")
         self.assertEqual([(t["role"], t["text"]) for t in session["turns"]],
                          [("user", "Run the tests."), ("assistant", "Running them."), ("tool", "boom"),
                           ("assistant", "The run failed.")])
-        self.assertEqual(session["turns"][1]["calls"], [{"id": "t1", "name": "Bash", "input": {"command": "pytest"}}])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": "t1", "name": "Bash", "input": {"command": "pytest"},
+                                                         "at": 5}])
         self.assertTrue(session["turns"][2]["error"])
         self.assertEqual(session["turns"][2]["tool"], "Bash")
         self.assertEqual(session["read"]["joined"], 1)   # m1: its thinking line left out, its tool line joined to its text
@@ -99,6 +111,18 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             "line type 'queue-operation' (no turn)": 1, "line type 'summary' (no turn)": 1,
             "meta message (isMeta)": 1, "side conversation (isSidechain, left out)": 1, "thinking left out": 1})
         self.assertEqual(session["read"]["read"], len(AGENT))
+
+    def test_a_cline_tool_this_reader_does_not_list_is_known_by_its_results_header(self):
+        history = [{"role": "user", "content": [{"type": "text", "text": "<task>\nTidy a.py.\n</task>"}]},
+                   {"role": "assistant", "content": [{"type": "text", "text": "Trying.\n<fancy_new_tool>\n<target>a.py"
+                                                                                 "</target>\n</fancy_new_tool>"}]},
+                   {"role": "user", "content": [{"type": "text", "text": "[fancy_new_tool for 'a.py'] Result:"},
+                                                {"type": "text", "text": "done"}]}]
+        session = self.read("api_conversation_history.json", json.dumps(history))
+        self.assertEqual(session["format"], "cline")
+        self.assertEqual(session["turns"][1]["text"], "Trying.")
+        self.assertEqual(session["turns"][2]["call"], session["turns"][1]["calls"][0])
+        self.assertEqual(session["turns"][2]["call"]["input"], {"target": "a.py"})
 
     def test_a_last_line_cut_short_is_counted_and_left_out(self):
         text = "\n".join(json.dumps(line) for line in AGENT[:6]) + '\n{"type": "assistant", "mess'
@@ -117,7 +141,7 @@ class FormatTest(TempDirMixin, unittest.TestCase):
                {"role": "tool", "tool_call_id": [1], "content": 5}, {"role": 7}, "text"]
         session = self.read("odd.json", json.dumps(odd))
         self.assertEqual([t["role"] for t in session["turns"]], ["user", "assistant", "tool"])
-        self.assertEqual(session["turns"][1]["calls"], [{"id": 1, "name": "tool", "input": 7}])
+        self.assertEqual(session["turns"][1]["calls"], [{"id": None, "name": "tool", "input": 7, "at": 2}])
         self.assertEqual(session["read"]["skipped"], {"content that is neither text nor a list of parts": 2,
                                                       "not a chat message (an object with a role)": 2,
                                                       "tool call with no function": 1})
@@ -133,6 +157,31 @@ class FormatTest(TempDirMixin, unittest.TestCase):
                 with self.assertRaises(formats.SessionFileError) as caught:
                     self.read(name, text)
                 message = str(caught.exception)
+                self.assertEqual(len(message.splitlines()), 1)
+                self.assertTrue(message.startswith(name), message)
+
+    def test_a_refusal_names_the_closest_format_and_what_the_file_lacks(self):
+        cases = {
+            "rollout.jsonl": ('{"timestamp": "t", "type": "response_item", "item": {"type": "message"}}\n'
+                              '{"timestamp": "t", "type": "event_msg", "item": {}}\n',
+                              "the closest is codex (a Codex CLI rollout (JSONL lines of {timestamp, type, payload})), "
+                              "and it lacks a `payload` object on those lines"),
+            "eval.json": (json.dumps({"version": 2, "eval": {"task": "t"}, "results": {}}),
+                          "the closest is inspect-ai (an inspect_ai eval log (.json with `eval` and `samples`, or a "
+                          ".eval zip), each sample a session), and it lacks a `samples` list"),
+            "gemini.json": (json.dumps({"sessionId": "s", "startTime": "t", "messages": [{"kind": "user"}]}),
+                            "the closest is gemini-cli"),
+            "claude.jsonl": ('{"type": "user", "uuid": "u", "text": "hi"}\n{"type": "assistant", "uuid": "v"}\n',
+                             "the closest is claude-code (Claude Code's JSONL transcript (lines with a `type` and a "
+                             "`message` of content blocks)), and it lacks a `message` object on those lines"),
+            "prose.jsonl": ('"just a string"\n"and another"\n', "is JSONL, but none of the session formats"),
+        }
+        for name, (text, said) in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(formats.SessionFileError) as caught:
+                    self.read(name, text)
+                message = str(caught.exception)
+                self.assertIn(said, message)
                 self.assertEqual(len(message.splitlines()), 1)
                 self.assertTrue(message.startswith(name), message)
 
@@ -166,7 +215,8 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         (folder / "sub").mkdir()
         files, left_out = formats.session_files(folder)
         self.assertEqual([name for _, name in files], ["a.json", "b.jsonl"])
-        self.assertEqual(left_out, {".hidden.json": "hidden", "README.md": "not .json or .jsonl",
+        self.assertEqual(left_out, {".hidden.json": "hidden",
+                                    "README.md": "not .json, .jsonl, .traj, .eval or a chat.history.md",
                                     "sub": "a folder (not read)"})
 
     def test_links_devices_and_empty_folders_are_refused(self):
@@ -189,7 +239,7 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             formats.session_files(self.tmp / "pipe.json")
         empty = self.tmp / "empty"
         empty.mkdir()
-        with self.assertRaisesRegex(formats.SessionFileError, "holds no .json or .jsonl file"):
+        with self.assertRaisesRegex(formats.SessionFileError, "holds no session file"):
             formats.session_files(empty)
 
 

@@ -98,9 +98,10 @@ class OllamaBackend:
                 "capabilities": capabilities, "thinking_capable": thinking,
                 "think_false_sent": thinking, "trained_context_length": context_length}
 
-    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE,
+                     context_window: int = NUM_CTX) -> dict:
         """The options of one call kind, as the manifest locks them."""
-        return self._options(max_output_tokens, temperature, CALL_SEED, NUM_CTX)
+        return self._options(max_output_tokens, temperature, CALL_SEED, context_window)
 
     @staticmethod
     def _options(budget: int, temperature: float, seed: int, context_window: int) -> dict:
@@ -313,8 +314,10 @@ class OpenAIBackend:
         # No digest on this API: what the server says about the model stands in for one.
         return {"digest": None, **fingerprint, "fingerprint": fingerprint, "thinking_control": self.thinking_control}
 
-    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE) -> dict:
-        """The options of one call kind, as the manifest locks them."""
+    def wire_options(self, max_output_tokens: int, temperature: float = TEMPERATURE,
+                     context_window: int = NUM_CTX) -> dict:
+        """The options of one call kind, as the manifest locks them (the server sets its own window: the run checks
+        it with check_context_window)."""
         return self._body_options(max_output_tokens, temperature, CALL_SEED, True)
 
     def _body_options(self, budget: int, temperature: float, seed: int, thinking_off: bool) -> dict:
@@ -445,6 +448,30 @@ def preflight(backend, models: list[str], demo_command: str = "python3 scripts/r
     if client is not None and path:
         client.settle_connections(path)
     return info
+
+
+def check_context_window(model_info: dict, window: int, asked: bool) -> list[str]:
+    """The run's context window against what the server reports for each model, before any call: a window asked
+    for (--context-window) that an OpenAI-compatible server does not serve is refused, since every prompt was
+    planned for it; a window above what the model was trained on, or one the server does not report, is a warning."""
+    warnings = []
+    for model, info in model_info.items():
+        served = known_count(info.get("server_context_window"))
+        trained = known_count(info.get("trained_context_length"))
+        if served is not None and served < window:
+            if asked:
+                raise PilotError(f"the server serves '{model}' with a {served:,}-token context window, smaller than "
+                                 f"--context-window {window:,}; start it with a larger one (llama-server -c, vLLM "
+                                 f"--max-model-len) or pass --context-window {served:,}")
+            warnings.append(f"the server serves '{model}' with a {served:,}-token context window, smaller than the "
+                            f"{window:,} the prompts were planned for: a call that does not fit is refused")
+        elif asked and served is None and "server_context_window" in info:
+            warnings.append(f"the server does not say which context window it serves '{model}' with; the run plans for "
+                            f"--context-window {window:,}, so make sure the server was started with at least that")
+        if trained is not None and trained < window:
+            warnings.append(f"'{model}' was trained on a {trained:,}-token context; --context-window {window:,} goes "
+                            f"beyond it, where models are often unreliable")
+    return warnings
 
 
 def check_server_url(url: str, source: str) -> str:

@@ -21,9 +21,9 @@ from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
-    EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, PilotError,
-    REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT, SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study,
-    TEMPERATURE, display_path, is_disk_full, study_named)
+    EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES,
+    MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT, SIMULATED_BACKEND,
+    SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
 from .runner import DEFAULT_RECHECK
 from .studies.xr001 import N_EPISODES
 
@@ -129,7 +129,7 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     if only is not None:
         add_study_options(parser, only.command_line.options)
         parser.set_defaults(study=only.name, regimes=None, regime_file=None, budgets=[DEFAULT_BUDGET], samples=1,
-                            temperature=TEMPERATURE, judge=False)
+                            temperature=TEMPERATURE, judge=False, context_window=None)
         return
     parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
                         help="; ".join(study_help(study, i == 0) for i, study in enumerate(STUDY_REGISTRY.values())))
@@ -154,6 +154,12 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
     parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"), default=TEMPERATURE,
                         help="sampling temperature (default 0, the pre-registered value; another makes the run "
                              "exploratory)")
+    parser.add_argument("--context-window", type=whole_number(MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW),
+                        metavar="TOKENS",
+                        help=f"the context window every call is given (default {NUM_CTX:,}, the pre-registered "
+                             f"num_ctx): Ollama takes it on each call; an OpenAI-compatible server sets its own, and "
+                             f"the run refuses to start when the server reports a smaller one; the sessions study "
+                             f"cuts your sessions into segments that fit it")
 
 
 def add_study_options(parser, options: tuple) -> None:

@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .backends import preflight
+from .backends import check_context_window, preflight
 from .bank import (analyze_bank, call_stage, collector_paused, hold_until_exit, read_bank, results_shape_problems,
     score_run)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
@@ -22,9 +22,9 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
     resolve_run_dir, run_settings, study_of)
 from .progress import Progress
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
-    FatalCallError, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings, Study,
-    TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical, sha256_text,
-    study_named, utc_now)
+    FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings,
+    Study, TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical,
+    sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_headline, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
@@ -113,6 +113,8 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
     run_dir, regimes, resume = options.run_dir, options.regimes, resume_command(options.argv)
     backend = make_backend(options.backend)
     model_info = preflight(backend, models, demo_command(options.study))     # before any folder is created
+    for line in check_context_window(model_info, options.context_window, options.context_window != NUM_CTX):
+        warn(line)
     prompt_cache, prompt_cache_how = backend.prompt_cache_setting(options.prompt_cache)
     config = dataclasses.replace(run_settings(backend, options, tasks_sha, len(tasks["episodes"])),
                                  prompt_cache=prompt_cache)
@@ -273,6 +275,9 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
         if diffs:
             raise PilotError(f"{run_dir} was run with different settings: {'; '.join(diffs)}. Resume with the "
                              f"original settings, or start a separate run with --out <new folder>")
+    if study.command_line.task_warnings is not None:
+        for line in study.command_line.task_warnings(tasks):
+            warn(line)
     cells = selected_cells(models, len(tasks["episodes"]), options.shard, [r.name for r in regimes],
                            options.budgets, options.samples)
     # A complete cell whose log lost a record is redone, and an unreadable line quarantined, only by a run that

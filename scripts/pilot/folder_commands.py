@@ -19,11 +19,11 @@ from .commands import (gated_analysis, load_run, print_file_list, run_command_fo
 from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
     render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
-from .launch import (check_study_design, chosen_regimes, given_source, missing_run_hint, parse_models,
-    resolve_run_dir, study_of)
+from .launch import (check_study_design, chosen_regimes, context_window_of, given_source, missing_run_hint,
+    parse_models, resolve_run_dir, study_of)
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
-    EXIT_VERIFY_FAILED, NUM_CTX, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
+    EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
     folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
     sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, render_analysis_md, render_headline
@@ -186,7 +186,7 @@ def command_plan(args) -> int:
     samples = args.samples if args.samples != 1 or not recorded else run_samples(recorded)
     cells = selected_cells(models, len(tasks["episodes"]), shard, list(regimes), budgets, samples)
     study = folder_study(recorded) if recorded else study_of(args)
-    window_of = context_window_of(recorded)
+    window_of = plan_window_of(args, recorded)
     estimate = plan_estimate(study, tasks, cells, manifest.data if manifest else None, regimes, window_of)
     rows = [[m, r, v["cells"], v["calls"], v["done_calls"], v["input_tokens"], v["output_tokens"]]
             for (m, r), v in estimate["by_cell"].items()]
@@ -265,22 +265,20 @@ def plan_estimate(study: Study, tasks: dict, cells: list[Cell], manifest: dict |
     return {"by_cell": by_cell, **totals}
 
 
-def context_window_of(recorded: dict) -> Callable[[str], tuple[int | None, str]]:
+def plan_window_of(args, recorded: dict) -> Callable[[str], tuple[int, str]]:
     """model -> (the context window plan checks a call against, where it comes from): in a run folder, the window its
-    OpenAI-compatible server reported for the model, or the num_ctx its calls set; else the num_ctx the runner sets on
-    every call (an OpenAI-compatible server's own window, not known before the server check, may differ)."""
+    OpenAI-compatible server reported for the model; else the one the run gives every call (launch.context_window_of:
+    --context-window, else the run's lock, else 4,096; Ollama's num_ctx). An OpenAI-compatible server's own window is
+    not known before the server check, and may differ."""
     lock = recorded.get("lock") or {}
-    options = lock.get("options") if isinstance(lock.get("options"), dict) else {}
-    sent = {(o or {}).get("num_ctx") for o in options.values() if isinstance(o, dict)} - {None}
+    given = context_window_of(args, lock)
 
-    def window(model: str) -> tuple[int | None, str]:
+    def window(model: str) -> tuple[int, str]:
         info = (lock.get("models") or {}).get(model) or {}
         reported = info.get("server_context_window") if isinstance(info, dict) else None
         if known_count(reported):
             return reported, "the context window its server reported"
-        if len(sent) == 1 and known_count(next(iter(sent))):
-            return next(iter(sent)), "the context window its calls set (num_ctx)"
-        return NUM_CTX, "the context window the runner sets on every call (num_ctx; an OpenAI-compatible server has its own)"
+        return given, "the context window the run gives every call (--context-window; Ollama's num_ctx)"
     return window
 
 

@@ -15,7 +15,7 @@ from .demo import StandInBackend
 from .episodes import N_SEGMENTS
 from .inputs import STATE_READERS, load_task_set, protocol_sha256, read_json, regimes_sha256
 from .prompts import PROMPTS, REGIMES
-from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, PilotError, RESULTS_ROOT, Regime,
+from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, NUM_CTX, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
 from .runner import RetryPolicy
 from .studies.xr001 import N_EPISODES
@@ -418,14 +418,17 @@ def design_settings(options: RunOptions, tasks_sha: str, n_episodes: int) -> dic
             "regimes": tuple(r.name for r in regimes), "regimes_sha256": regimes_sha256(regimes),
             "n_episodes": n_episodes, "budgets": tuple(options.budgets), "samples": options.samples,
             "temperature": options.temperature, "study_options": study.options,
+            "context_window": options.context_window,
             "replaced_regimes": {r.name: r.origin for r in regimes
                                  if r.name in study.regimes and r.origin != "built-in"}}
 
 
 def run_settings(backend, options: RunOptions, tasks_sha: str, n_episodes: int) -> Settings:
     return Settings(backend=backend.name, base_url=redact_url(backend.base_url),
-                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, options.temperature),
-                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, options.temperature)},
+                    options={"compaction": backend.wire_options(DEFAULT_BUDGET, options.temperature,
+                                                                options.context_window),
+                             "answer": backend.wire_options(ANSWER_NUM_PREDICT, options.temperature,
+                                                            options.context_window)},
                     **design_settings(options, tasks_sha, n_episodes))
 
 
@@ -454,6 +457,7 @@ class RunOptions:
     allow_code_change: bool
     allow_partial: bool
     argv: tuple                         # the command as typed, for the resume hints
+    context_window: int = NUM_CTX       # the window every call is given (context_window_of)
 
 
 def refuse_address_of_the_other_backend(args) -> None:
@@ -481,4 +485,16 @@ def read_run_options(args) -> RunOptions:
         backend=BackendOptions(args.backend, args.host, args.base_url, args.api_key_env, args.thinking_control,
                                args.connect_timeout, args.read_timeout, args.reply_deadline),
         quiet=args.quiet, progress_interval=args.progress_interval, allow_code_change=args.allow_code_change,
-        allow_partial=args.allow_partial, argv=tuple(args.argv))
+        allow_partial=args.allow_partial, argv=tuple(args.argv), context_window=context_window_of(args))
+
+
+def context_window_of(args, recorded_lock: dict | None = None) -> int:
+    """The context window every call of a run is given, in tokens: --context-window, else the one a run folder's
+    lock records, else NUM_CTX (XR-001's pinned 4,096). The one source of it: the run sends it (Ollama's num_ctx)
+    and checks it against what an OpenAI-compatible server reports, the sessions study cuts its segments to fit
+    it, and plan reads it here."""
+    given = getattr(args, "context_window", None)
+    if given is not None:
+        return given
+    recorded = (recorded_lock or {}).get("context_window")
+    return recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else NUM_CTX

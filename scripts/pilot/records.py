@@ -28,7 +28,9 @@ COMPACTION_NUM_PREDICT = 256           # hard output cap on every compaction cal
 
 ANSWER_NUM_PREDICT = 192               # hard output cap on every answer call
 
-NUM_CTX = 4096                         # context window pinned on every call
+NUM_CTX = 4096                         # context window pinned on every call (the default of --context-window)
+
+MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW = 2048, 2 ** 21      # the windows --context-window takes, in tokens
 
 TEMPERATURE = 0.0
 
@@ -250,14 +252,18 @@ class Settings:
     prompt_cache: str = "off"           # "on", "off", or "server" (set on the server, not per request)
     study_options: dict = dataclasses.field(default_factory=dict)   # a study's own options (Study.read_options)
     replaced_regimes: dict = dataclasses.field(default_factory=dict)  # built-in regime -> the file its prompts came from
+    context_window: int = NUM_CTX       # --context-window: the window every call is given (Ollama's num_ctx)
 
     def as_lock(self) -> dict:
-        """The record as the manifest's lock keeps it: a study's options and replaced regimes only where there are
-        any, so that the locks and hashes of runs without them are what they always were."""
+        """The record as the manifest's lock keeps it: a study's options, replaced regimes and a context window
+        other than NUM_CTX only where there are any, so that the locks and hashes of runs without them are what they
+        always were."""
         fields = dataclasses.asdict(self)
         for optional in ("study_options", "replaced_regimes"):
             if not fields[optional]:
                 del fields[optional]
+        if fields["context_window"] == NUM_CTX:
+            del fields["context_window"]
         return fields
 
     def sha256(self) -> str:
@@ -380,6 +386,7 @@ class CommandLine:
     source_option: str | None = None    # its option that names the file or folder the user brings (not --tasks)
     read_source: Callable | None = None  # (path, **its options) -> (raw bytes, tasks); the bytes are what is hashed
     describe_tasks: Callable | None = None  # (tasks) -> lines `plan` prints about what was read
+    task_warnings: Callable | None = None  # (tasks) -> warnings a run prints about what was read (a file half unread)
 
 
 @dataclasses.dataclass(frozen=True)

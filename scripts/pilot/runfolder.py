@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from .backends import server_identity
 from .inputs import read_json
-from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, PilotError, Settings, canonical_json,
-    display_path, folder_study, is_disk_full, lone_surrogate, read_canonical, sha256_bytes, utc_now)
+from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, NUM_CTX, PilotError, Settings,
+    canonical_json, display_path, folder_study, is_disk_full, lone_surrogate, read_canonical, sha256_bytes, utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -701,7 +701,8 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
     diffs = []
     for field in (f.name for f in dataclasses.fields(Settings)):
         # a lock without a study's options or replaced regimes had none
-        absent = {} if field in ("study_options", "replaced_regimes") else None
+        absent = {} if field in ("study_options", "replaced_regimes") else \
+            NUM_CTX if field == "context_window" else None      # a lock without a window had the pinned one
         old, new = recorded.get(field, absent), current.get(field, absent)
         # the same server under another spelling (localhost or 127.0.0.1, default port or not) is the same
         same = server_identity(old) == server_identity(new) if field == "base_url" else \

@@ -19,7 +19,7 @@ from .progress import Progress
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
     DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RETRIES, DiskFull,
-    FatalCallError, MAX_RETRY_AFTER_S, NUM_CTX, PilotError, RunInterrupted, ServerGone, Settings, Study,
+    FatalCallError, MAX_RETRY_AFTER_S, PilotError, RunInterrupted, ServerGone, Settings, Study,
     TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
@@ -358,7 +358,8 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
     temperature = ctx.config.temperature if spec.temperature is None else spec.temperature
     seed = sample_seed(cell.sample) if spec.seed is None else spec.seed
     request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
-                          context_window=NUM_CTX, temperature=temperature, seed=seed, thinking_off=True)
+                          context_window=ctx.config.context_window, temperature=temperature, seed=seed,
+                          thinking_off=True)
     label = f"{cell.model} {cell.regime} ep {cell.episode} {spec.kind}" + variant_suffix(cell.budget, cell.sample, " ")
     response, wire, attempts, wall_s = send_with_retries(ctx, request, label, call_priority(ctx, cell, spec))
     record = {
@@ -449,7 +450,7 @@ def run_recheck(ctx: RunContext, cells: list, k: int, concurrency: int = 1) -> d
         compaction = call_stage(first) == "compaction"
         request = ChatRequest(model=first["model"], messages=tuple(first["messages"]),
                               max_output_tokens=budget if compaction else ANSWER_NUM_PREDICT,
-                              context_window=NUM_CTX, temperature=first.get("temperature", ctx.config.temperature),
+                              context_window=ctx.config.context_window, temperature=first.get("temperature", ctx.config.temperature),
                               seed=first.get("seed", sample_seed(sample)), thinking_off=True)
         label = f"{first['model']} {first['regime']} ep {first['episode']} {first['kind']} (recheck)"
         response, wire, attempts, wall_s = send_with_retries(ctx, request, label)

@@ -156,7 +156,7 @@ register_study(Study(
     report=Report(report_html=sessions_analysis.report_html),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
-                             describe_tasks=sessions.describe_sessions),
+                             describe_tasks=sessions.describe_sessions, task_warnings=sessions.task_warnings),
     design=Design(user_regimes=sessions.user_regimes, partial_label="PARTIAL", partial_by_default=True),
     demo=Demo(stand_in=sessions.stand_in, episodes=sessions.N_EXAMPLES),
 ))

@@ -5,11 +5,12 @@ stand-in model `demo --study sessions` runs on. Everything in this study is EXPL
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import os
 import re
+import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,12 @@ from typing import Any
 from ..bank import ProbeKind, register_probe_kind
 from ..inputs import TaskSetError, parse_json
 from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
-from ..records import (CallSpec, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes,
-    sha256_text)
-from .sessions_formats import check_tree, read_file_text, read_session_file, refuse, session_files, MAX_TOTAL_BYTES
+from ..records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, NUM_CTX,
+    Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes, sha256_text)
+from .sessions_formats import (FORMATS, check_tree, read_file_text, read_session_file, refuse, session_files,
+    MAX_TOTAL_BYTES)
+from .sessions_segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative, cut_points, estimated_tokens,
+    even_cut, largest, segments_of)
 from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
     key_terms, normalize_value, secret_spans, sentence_around, split_sentences, step_outcome)
 
@@ -59,7 +63,9 @@ MAX_SEGMENTS = 200
 
 MAX_TURN_CHARS = 4000                   # a longer turn keeps its head and tail around a marker
 
-MAX_SEGMENT_CHARS = 5000                # two segments (Recent-2) and an answer fit a call's 4,096-token window
+CHECKPOINTS = ("even", "agent")         # segments of even size, or ending where the agent compacted
+
+UNDERSTOOD_SHARE = 0.8                  # a file whose reader understood fewer of its items is named on the console
 
 MAX_PROBES = 1000
 
@@ -213,35 +219,50 @@ def turn_parts(turn: dict) -> list[tuple[str, str]]:
     return [(source, cut_long(text, share)) for source, text in parts]
 
 
-def cut_points(sizes: list[int], n: int) -> list[int]:
-    """Where each of n segments starts (turn indices): the turn boundary nearest each 1/n of the session's
-    characters, every segment at least one turn."""
-    n = min(n, len(sizes))
-    total, cumulative = sum(sizes), [0]
-    for size in sizes:
-        cumulative.append(cumulative[-1] + size)
-    starts = [0]
-    for k in range(1, n):
-        target = k * total / n
-        low, high = starts[-1] + 1, len(sizes) - (n - k)
-        near = bisect.bisect_left(cumulative, target)
-        candidates = {min(max(b, low), high) for b in (near - 1, near)}
-        starts.append(min(candidates, key=lambda b: (abs(cumulative[b] - target), b)))
-    return starts
+def call_room(questions: list[dict]) -> CallRoom:
+    """What a segment's calls need besides it: the longest built-in compaction prompt, the state and output caps at
+    the pre-registered budget, the Recent-2 answer prompt with its two headings and this session's longest
+    question, and the answer's cap (a regime file's longer prompt or another budget may need more: plan names the
+    window each call needs)."""
+    frame = max(len(r.compaction_template) for r in REGIMES.values() if r.compaction_template)
+    heading = len(BUILT_IN_PROMPTS["segment_heading"].format(index=MAX_SEGMENTS)) + 4
+    question = max((len(q["prompt"]) for q in questions), default=0)
+    return CallRoom(compaction_frame=estimated_tokens(frame + len(BUILT_IN_PROMPTS["empty_state"])),
+                    state=DEFAULT_BUDGET, output=DEFAULT_BUDGET,
+                    answer_frame=estimated_tokens(len(PROMPTS["answer_recent"]) + 2 * heading + question),
+                    answer=ANSWER_NUM_PREDICT)
 
 
-def segment_session(rendered: list[str], n: int) -> list[dict]:
-    starts = cut_points([len(t) + 2 for t in rendered], n) + [len(rendered)]
-    return [{"index": k + 1, "turns": [starts[k], starts[k + 1]],
-             "text": "\n\n".join(rendered[starts[k]:starts[k + 1]])} for k in range(len(starts) - 1)]
-
-
-def fewest_segments(rendered: list[str]) -> int | None:
-    """The smallest segment count at which no segment is longer than MAX_SEGMENT_CHARS (None: none up to the max)."""
-    for n in range(1, min(MAX_SEGMENTS, len(rendered)) + 1):
-        if all(len(s["text"]) <= MAX_SEGMENT_CHARS for s in segment_session(rendered, n)):
-            return n
-    return None
+def plan_segments(session: dict, rendered: list[str], at_least: int, window: int, checkpoints: str,
+                  questions: list[dict]) -> dict:
+    """A session's cut: {"starts", "how", "window", "cap_tokens", "tokens", "largest_tokens", "needs_window",
+    "one_segment_window"}; refused when no cut into at most MAX_SEGMENTS segments fits the window."""
+    sizes = [len(t) + 2 for t in rendered]
+    totals = cumulative(sizes)
+    room = call_room(questions)
+    cap_tokens = room.segment_cap(window)
+    cap_chars = cap_tokens * CHARS_PER_TOKEN
+    points = [c["after_turn"] for c in session["compactions"]]
+    how = "even"
+    if checkpoints == "agent" and points:
+        starts, how = agent_cut(sizes, points, cap_chars, MAX_SEGMENTS), "agent"
+    else:
+        starts = even_cut(sizes, at_least, cap_chars, MAX_SEGMENTS, totals)
+    tokens = estimated_tokens(totals[-1] - 2)
+    if starts is None:
+        turn = estimated_tokens(max(sizes) - 2)
+        finest = cut_points(sizes, MAX_SEGMENTS, totals)
+        need = room.window_for(max(turn, estimated_tokens(largest(finest, totals))))
+        raise TaskSetError(f"{session['file']}: its {tokens:,} estimated tokens do not fit the {window:,}-token window "
+                           f"(--context-window) in {MAX_SEGMENTS} segments or fewer" +
+                           (" cut where the agent compacted" if how == "agent" else "") +
+                           f"; give a window of at least {min(need, MAX_CONTEXT_WINDOW):,} tokens with "
+                           f"--context-window (your server must serve it: Ollama takes it as num_ctx, an "
+                           f"OpenAI-compatible server is started with it), or split the session into several files")
+    largest_tokens = estimated_tokens(largest(starts, totals))
+    return {"starts": starts, "how": how, "window": window, "cap_tokens": cap_tokens, "tokens": tokens,
+            "largest_tokens": largest_tokens, "needs_window": room.window_for(largest_tokens),
+            "one_segment_window": room.window_for(tokens), "asked": at_least}
 
 
 # --- The ground truth of a session -------------------------------------------------------------------------------
@@ -307,6 +328,16 @@ def command_of(call: dict | None) -> str | None:
     return next((v.strip() for k, v in arguments.items() if k in COMMAND_ARGUMENTS and isinstance(v, str)), None)
 
 
+def turn_outcome(turn: dict) -> str:
+    """A tool result's outcome under the step rules (sessions_truth.step_outcome), with what the log itself marks:
+    a refusal the log marks (a permission not granted, a command rejected, a call cancelled or not approved) is
+    denied whatever its words, a failure it marks (an exit code, an error status) is an error."""
+    marked = turn.get("marked")
+    if marked == "denied":
+        return "denied"
+    return step_outcome(turn["text"], turn["error"] or marked == "failed")
+
+
 def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
     """Every tool call whose result failed or was denied, with its status at the end of the session: done (the
     turn as its receipt) when a later call of the same tool succeeded that names everything the failed one named
@@ -316,13 +347,13 @@ def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
     calls = [(t, turn) for t, turn in enumerate(turns) if turn["role"] == "tool"]
     steps = []
     for position, (t, turn) in enumerate(calls):
-        outcome = step_outcome(turn["text"], turn["error"])
+        outcome = turn_outcome(turn)
         if outcome == "ok":
             continue
         call, names = turn.get("call"), call_names(turn.get("call"))
         command = command_of(call)
         resolved = next((later for later, other in calls[position + 1:] if other["tool"] == turn["tool"] and
-                         step_outcome(other["text"], other["error"]) == "ok" and (
+                         turn_outcome(other) == "ok" and (
                              names <= call_names(other.get("call")) if names else
                              command is None or command == command_of(other.get("call")))), None)
         others = [other["call"] for _, other in calls if other["tool"] == turn["tool"] and other.get("call") and
@@ -335,20 +366,25 @@ def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
     return steps
 
 
-def build_episode(index: int, session: dict, segments: int, questions: list[dict]) -> dict:
+def build_episode(index: int, session: dict, parts: list, rendered: list[str], cut: dict,
+                  questions: list[dict]) -> dict:
     """One session as a task: its rendered turns cut into segments, its values, instructions, failed steps and
-    probes, and what the reader read of its file."""
-    parts = [turn_parts(turn) for turn in session["turns"]]
-    rendered = ["\n".join(text for _, text in turn) for turn in parts]
-    cut = segment_session(rendered, segments)
-    segment_of = [seg["index"] for seg in cut for _ in range(*seg["turns"])]
+    probes, what the reader read of its file, how it fits the context window and the compactions its agent
+    recorded (events, never turns: `after_turn`, `segment`, the summary and what the log says of it)."""
+    segments = segments_of(rendered, cut["starts"])
+    segment_of = [seg["index"] for seg in segments for _ in range(*seg["turns"])]
+    compactions = [{**event, "segment": segment_of[event["after_turn"] - 1] if event["after_turn"] else 0}
+                   for event in session["compactions"]]
     return {"episode": index, "file": session["file"], "format": session["format"], "sha256": session["sha256"],
             "read": {**session["read"], "turns": len(rendered), "cut_turns": sum(CUT_MARKER in r for r in rendered),
-                     "segments_asked": segments},
-            "segments": cut, "values": session_values(parts, segment_of),
+                     "segments_asked": cut["asked"]},
+            "kind": session["kind"], "notes": session["notes"],
+            "window": {k: cut[k] for k in ("window", "how", "cap_tokens", "tokens", "largest_tokens", "needs_window",
+                                           "one_segment_window")},
+            "compactions": compactions,
+            "segments": segments, "values": session_values(parts, segment_of),
             "instructions": session_instructions(session["turns"], segment_of),
-            "steps": session_steps(session["turns"], segment_of), "questions": questions, "conflation_set": [],
-            "rendered": rendered}
+            "steps": session_steps(session["turns"], segment_of), "questions": questions, "conflation_set": []}
 
 
 # --- The probes file ---------------------------------------------------------------------------------------------
@@ -408,49 +444,88 @@ def resolve_option_path(text: str) -> Path:
 READ_MEMO: dict = {}                    # the last reading, by path, options and each file's size and time
 
 
-def read_sessions(path: Path, segments: int = DEFAULT_SEGMENTS, probes: str | None = None) -> tuple[bytes, dict]:
-    """Every session under path read, rendered, cut into segments and given its ground truth, before any call; the
-    bytes hashed are the listing of each file's name and sha256 (and the probes file's). A command reads its task
-    set several times (to name its folder, to check the lock, to plan): an unchanged reading is done once."""
+def read_sessions(path: Path, segments: int = DEFAULT_SEGMENTS, probes: str | None = None,
+                  context_window: int = NUM_CTX, checkpoints: str = "even") -> tuple[bytes, dict]:
+    """Every session under path read, rendered, cut into segments that fit the context window and given its ground
+    truth, before any call; the bytes hashed are the listing of each file's name and sha256 (and the probes
+    file's). A command reads its task set several times (to name its folder, to check the lock, to plan): an
+    unchanged reading is done once."""
     files, left_out = session_files(path)
     probe_path = resolve_option_path(probes) if probes else None
     stamps = [(name, file.stat().st_size, file.stat().st_mtime_ns) for file, name in files]
     if probe_path is not None and probe_path.is_file():
         stamps.append((str(probe_path), probe_path.stat().st_size, probe_path.stat().st_mtime_ns))
-    key = canonical_json([str(path.resolve()), segments, probes, stamps])
+    key = canonical_json([str(path.resolve()), segments, probes, context_window, checkpoints, stamps])
     if key not in READ_MEMO:
         READ_MEMO.clear()
-        READ_MEMO[key] = read_sessions_now(path, files, left_out, segments, probe_path)
+        READ_MEMO[key] = read_sessions_now(path, files, left_out, segments, probe_path, context_window, checkpoints)
     return READ_MEMO[key]
 
 
-def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
-                      probe_path: Path | None) -> tuple[bytes, dict]:
+PROGRESS_BYTES = 8 * 2 ** 20            # sessions this large in all get a progress line while they are read
+
+PROGRESS_EVERY_S = 2.0
+
+
+class ReadProgress:
+    """A line on stderr every few seconds while a large set of sessions is read and its ground truth taken."""
+
+    def __init__(self, total_bytes: int):
+        self.total, self.on = total_bytes, total_bytes >= PROGRESS_BYTES
+        self.start = self.last = time.monotonic()
+        if self.on:
+            self.say(f"reading {total_bytes / 2 ** 20:.1f} MiB of sessions before any call")
+
+    def say(self, text: str) -> None:
+        print(f"sessions: {text}", file=sys.stderr, flush=True)
+
+    def step(self, text: str) -> None:
+        now = time.monotonic()
+        if self.on and now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            self.say(f"{text} ({now - self.start:.0f} s)")
+
+    def done(self, sessions: int) -> None:
+        if self.on:
+            self.say(f"{sessions} session(s) read in {time.monotonic() - self.start:.1f} s")
+
+
+def read_sessions_now(path: Path, files: list, left_out: dict, segments: int, probe_path: Path | None,
+                      context_window: int, checkpoints: str) -> tuple[bytes, dict]:
+    """The sizes first (every file's, then every session's against the window), the ground truth last."""
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the {MAX_TOTAL_BYTES // 2 ** 20} "
                      f"MiB one run reads", "run the sessions in several folders")
-    sessions = [read_session_file(p, name) for p, name in files]
+    progress = ReadProgress(total)
+    sessions, done = [], 0
+    for file, name in files:
+        sessions += read_session_file(file, name)
+        done += file.stat().st_size
+        progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:
         data, by_session = read_probe_file(probe_path, names)
         probe_listing = {"file": display_path(probe_path), "sha256": sha256_bytes(data.replace(b"\r\n", b"\n"))}
-    episodes = [build_episode(i, s, segments, by_session.get(s["file"], [])) for i, s in enumerate(sessions)]
-    too_long = [(e, seg) for e in episodes for seg in e["segments"] if len(seg["text"]) > MAX_SEGMENT_CHARS]
-    if too_long:
-        episode, seg = too_long[0]
-        needed = [fewest_segments(e["rendered"]) for e in episodes]
-        advice = (f"cut the sessions finer with --segments {max(needed)}" if None not in needed else
-                  f"no segment count up to {MAX_SEGMENTS} fits; split the longest sessions into several files")
-        raise TaskSetError(f"{episode['file']}: segment {seg['index']} of {len(episode['segments'])} is "
-                           f"{len(seg['text']):,} characters, more than the {MAX_SEGMENT_CHARS:,} that leave room in a "
-                           f"call's 4,096-token window; {advice}")
-    listing = [{"file": s["file"], "sha256": s["sha256"]} for s in sessions]
-    for episode in episodes:
-        del episode["rendered"]
+    rendered_sessions = []
+    for session in sessions:                    # every session against the window before any ground truth
+        parts = [turn_parts(turn) for turn in session["turns"]]
+        rendered = ["\n".join(text for _, text in turn) for turn in parts]
+        cut = plan_segments(session, rendered, segments, context_window, checkpoints,
+                            by_session.get(session["file"], []))
+        rendered_sessions.append((parts, rendered, cut))
+        progress.step(f"rendered {session['file']}")
+    episodes = []
+    for i, (session, (parts, rendered, cut)) in enumerate(zip(sessions, rendered_sessions)):
+        progress.step(f"ground truth of {session['file']} ({i + 1} of {len(sessions)})")
+        episodes.append(build_episode(i, session, parts, rendered, cut, by_session.get(session["file"], [])))
+    progress.done(len(episodes))
+    listing = list({s["source"]: {"file": s["source"], "sha256": s["sha256"]} for s in sessions}.values())
     tasks = {"study": STUDY_KEY, "protocol": PROTOCOL_ID, "n_episodes": len(episodes), "segments": segments,
              "left_out": left_out, "listing": listing, "probes": probe_listing, "episodes": episodes}
+    if context_window != NUM_CTX or checkpoints != "even":
+        tasks.update(context_window=context_window, checkpoints=checkpoints)
     return listing_bytes(listing, probe_listing), tasks
 
 
@@ -466,30 +541,109 @@ def load_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) 
 
 
 def describe_sessions(tasks: dict) -> list[str]:
-    """What `plan` prints about the sessions read: per file its format, what was read and left out, and its truth."""
-    lines = [f"sessions read: {len(tasks['episodes'])} file(s), each cut into segments at turn boundaries "
-             f"(--segments {tasks['segments']})"]
+    """What `plan` prints about the sessions read: per file its format, what was read and left out, its truth, how
+    it fits the context window and the compactions its agent recorded."""
+    window = tasks.get("context_window", NUM_CTX)
+    how = "where the agent compacted (--checkpoints agent), else " if tasks.get("checkpoints") == "agent" else ""
+    lines = [f"sessions read: {len(tasks['episodes'])} session(s), each cut at turn boundaries {how}into at least "
+             f"{tasks['segments']} segments (--segments), more where a segment would not fit the {window:,}-token "
+             f"context window (--context-window; tokens estimated at {CHARS_PER_TOKEN} characters each)"]
     for name, why in tasks["left_out"].items():
         lines.append(f"  {name}: left out ({why})")
     for e in tasks["episodes"]:
-        read = e["read"]
+        read, fit = e["read"], e.get("window") or {}
         skipped = "; ".join(f"{n} {why}" for why, n in read["skipped"].items()) or "none"
-        lines.append(f"  {e['file']}: {e['format']}, {read['read']} {read['unit']} read, skipped: {skipped}; "
+        lines.append(f"  {e['file']}: {e['format']}" + (f" ({e['kind']})" if e.get("kind") else "") +
+                     f", {read['read']} {read['unit']} read, skipped: {skipped}; "
                      f"{read['turns']} turns in {len(e['segments'])} segments; {len(e['values'])} exact values, "
                      f"{len(e['instructions'])} standing instructions, "
                      f"{sum(s['status'] != 'done' for s in e['steps'])} failed or denied steps, "
                      f"{len(e['questions'])} probes")
+        if fit:
+            lines.append(f"    window: about {fit['tokens']:,} tokens in all; its largest segment, about "
+                         f"{fit['largest_tokens']:,} tokens, needs a {fit['needs_window']:,}-token window (this run's "
+                         f"{fit['window']:,} takes up to {fit['cap_tokens']:,} a segment); the whole session in one "
+                         f"segment would need {fit['one_segment_window']:,}")
+        lines += [f"    {line}" for line in session_notes(e)]
+    lines += folder_notes(tasks)
     return lines
+
+
+def session_notes(episode: dict) -> list[str]:
+    """The lines about one session that plan and the run's console both print: what the reader did not understand,
+    calls and results it could not link, the agent's own compactions, a cut finer than asked."""
+    read, notes = episode["read"], list(episode.get("notes") or [])
+    unread = sum((read.get("not_understood") or {}).values())
+    if unread:
+        notes.append(f"{unread} of {read['read']} {read['unit']} not understood by the reader and left out")
+    if read.get("calls_without_result") or read.get("results_without_call"):
+        notes.append(f"{read.get('calls_without_result', 0)} tool call(s) with no result in the file, "
+                     f"{read.get('results_without_call', 0)} result(s) naming no call in it")
+    events = episode.get("compactions") or []
+    if events:
+        described = "; ".join(
+            f"after turn {c['after_turn']}" + (f" ({c['trigger']})" if c["trigger"] else "") +
+            (f", {c['tokens_before']:,} tokens before" if c["tokens_before"] else "") +
+            ("" if c["readable"] else f", unreadable: {c['why_unreadable']}") for c in events[:6])
+        notes.append(f"the agent compacted {len(events)} time(s) ({described}" + ("; ..." if len(events) > 6 else "") +
+                     "): kept as events, their summaries are not turns")
+    fit = episode.get("window") or {}
+    if fit.get("how") == "agent":
+        notes.append("segments end where the agent compacted")
+    if len(episode["segments"]) > read.get("segments_asked", 0) and fit.get("how") != "agent" and \
+            len(episode["segments"]) < read["turns"]:
+        notes.append(f"cut into {len(episode['segments'])} segments, not {read['segments_asked']}, so that each fits "
+                     f"the {fit.get('window', NUM_CTX):,}-token window")
+    return notes
+
+
+def folder_notes(tasks: dict) -> list[str]:
+    kinds = [e.get("kind") for e in tasks["episodes"]]
+    if kinds and all(k == "sub-agent" for k in kinds):
+        return ["  every session here is a sub-agent's own log (its lines are side conversations, isSidechain): the "
+                "main sessions are the <session id>.jsonl files in the project's folder, one level up"]
+    return []
+
+
+def task_warnings(tasks: dict) -> list[str]:
+    """What a run says on its console about the sessions it read (plan says more): a file whose items the reader
+    largely did not understand, sessions cut finer than asked, a folder of sub-agent logs only."""
+    warnings = []
+    for e in tasks["episodes"]:
+        read = e["read"]
+        why = read.get("not_understood") or {}
+        unread = sum(why.values())
+        if unread > (1 - UNDERSTOOD_SHARE) * max(1, read["read"]):
+            worst = max(why.items(), key=lambda item: item[1])[0]
+            warnings.append(f"{e['file']}: the reader did not understand {unread} of its {read['read']} "
+                            f"{read['unit']} ({100 * unread // max(1, read['read'])}%, the most: {worst}) and left "
+                            f"them out; check it is {FORMATS.get(e['format'], e['format'])}, or run `plan` to see "
+                            f"every reason")
+        elif unread:
+            warnings.append(f"{e['file']}: {unread} of {read['read']} {read['unit']} not understood and left out "
+                            f"(`plan` lists why)")
+    cut_finer = [e for e in tasks["episodes"] if len(e["segments"]) > e["read"].get("segments_asked", 0) and
+                 (e.get("window") or {}).get("how") != "agent" and len(e["segments"]) < e["read"]["turns"]]
+    if cut_finer:
+        warnings.append(f"{len(cut_finer)} session(s) cut into more segments than --segments asks so that each fits "
+                        f"the context window (the most: {max(len(e['segments']) for e in cut_finer)}); a larger "
+                        f"--context-window makes fewer")
+    return warnings + [line.strip() for line in folder_notes(tasks)]
 
 
 # --- The study's options and the cell's calls --------------------------------------------------------------------
 OPTIONS = (
     Option("--sessions", {"metavar": "PATH",
-                          "help": "sessions study: your agent's transcripts, a file or a folder of .json/.jsonl files "
-                                  "(default: the examples in tasks/sessions/logs/)"}),
+                          "help": "sessions study: your agent's logs, a file or a folder of them (Claude Code, Codex, "
+                                  "Gemini CLI, Cline, Roo Code, aider, SWE-agent, OpenHands, inspect_ai, Responses "
+                                  "API or chat messages; default: the examples in tasks/sessions/logs/)"}),
     Option("--segments", {"type": int, "metavar": "N",
-                          "help": f"sessions study: segments each session is cut into at turn boundaries, one "
-                                  f"compaction after each (default {DEFAULT_SEGMENTS})"}),
+                          "help": f"sessions study: the fewest segments each session is cut into at turn boundaries, "
+                                  f"one compaction after each; more where a segment would not fit the context window "
+                                  f"(default {DEFAULT_SEGMENTS})"}),
+    Option("--checkpoints", {"choices": CHECKPOINTS, "metavar": "even|agent",
+                             "help": "sessions study: `agent` ends the segments where the agent's own log records a "
+                                     "compaction (each part cut further to fit the window); default even"}),
     Option("--probes", {"metavar": "FILE",
                         "help": "sessions study: your questions with their exact answers (see "
                                 "tasks/sessions/probes.json); without it no probe is asked"}),
@@ -497,7 +651,9 @@ OPTIONS = (
 
 
 def read_options(given: dict) -> dict:
-    """--segments N (when not the default) and --probes FILE (as the repository shows its path) for the lock."""
+    """For the lock: --segments N and --checkpoints agent when not the default, --probes FILE (as the repository
+    shows its path), and the context window (the runner's --context-window) when not the default, since it decides
+    where the sessions are cut."""
     options = {}
     segments = given.get("segments")
     if segments is not None:
@@ -505,8 +661,16 @@ def read_options(given: dict) -> dict:
             raise PilotError(f"--segments takes a whole number from 1 to {MAX_SEGMENTS}")
         if segments != DEFAULT_SEGMENTS:
             options["segments"] = segments
+    if given.get("checkpoints") not in (None, "even"):
+        options["checkpoints"] = given["checkpoints"]
     if given.get("probes"):
         options["probes"] = display_path(Path(os.path.abspath(given["probes"])))     # a link stays a link, refused
+    window = given.get("context_window")
+    if window is not None and window != NUM_CTX:
+        if not MIN_CONTEXT_WINDOW <= window <= MAX_CONTEXT_WINDOW:
+            raise PilotError(f"--context-window takes a whole number of tokens from {MIN_CONTEXT_WINDOW:,} to "
+                             f"{MAX_CONTEXT_WINDOW:,}")
+        options["context_window"] = window
     return options
 
 

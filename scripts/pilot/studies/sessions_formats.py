@@ -1,33 +1,62 @@
 """XR-S1, reading (protocol/SESSIONS.md section 2): the session files a user brings, in the formats agents write,
-read into turns: who said what, in order, with tool names, arguments and results kept, and thinking and side
-conversations left out. Each file records how many lines or messages were read, skipped and why.
+read into sessions: who said what, in order, with tool names, arguments and results linked to their calls, the
+compactions the agent recorded, and every item left out counted with why. The readers are in sessions_agent_logs
+(Claude Code, Codex CLI, Gemini CLI), sessions_ide_logs (Cline, Roo Code, aider) and sessions_run_logs (chat
+messages, the Responses API, SWE-agent, OpenHands, inspect_ai); the record they fill is sessions_turns'.
 
-The files are untrusted input: a link, a device or pipe, a file too large, JSON nested too deeply, bytes that are
-not UTF-8, a lone surrogate, or a file that is none of the formats is refused in one line, before anything is sent to
-a model. The format is decided from the content, never from the file name.
+The files are untrusted input: a link, a device or pipe, a file too large (checked before it is read), JSON nested
+too deeply, bytes that are not UTF-8, a lone surrogate, or a file that is none of the formats is refused in one line,
+before anything is sent to a model; a refusal names the closest format and what it lacks. The format is decided
+from the content, never from the file name.
 """
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..inputs import NOT_JSON, TaskSetError, parse_json
 from ..records import sha256_bytes
+from .sessions_agent_logs import (CODEX_LINE_TYPES, is_claude_line, is_codex_legacy_item, is_codex_line,
+    is_gemini_message, read_claude_code, read_codex, read_codex_legacy, read_gemini_json, read_gemini_jsonl)
+from .sessions_ide_logs import is_aider_history, is_cline_history, read_aider, read_cline
+from .sessions_run_logs import (is_chat_message, is_swe_agent, openhands_events, read_chat, read_inspect,
+    read_openhands, read_responses, read_swe_agent, responses_items)
+from .sessions_turns import MAX_ARGUMENT_DEPTH, NestedTooDeep
 
 
+# --- The formats read --------------------------------------------------------------------------------------------
+# name -> what it is (tasks/sessions/README.md lists where each tool keeps these files and the source each shape
+# was checked against)
 FORMATS = {
+    "claude-code": "Claude Code's JSONL transcript (lines with a `type` and a `message` of content blocks)",
+    "codex": "a Codex CLI rollout (JSONL lines of {timestamp, type, payload})",
+    "codex-legacy": "an older Codex CLI rollout (a first line with the session's id, then bare response items)",
+    "gemini-cli": "a Gemini CLI session file (JSON with `sessionId` and `messages` of type user and gemini)",
+    "gemini-cli-jsonl": "a Gemini CLI JSONL session (a metadata line, message records and `$set` patches)",
+    "openai-responses": "an OpenAI Responses API input list (message, function_call, function_call_output and "
+                        "reasoning items)",
+    "cline": "Cline's api_conversation_history.json",
+    "roo-code": "Roo Code's api_conversation_history.json",
+    "aider": "aider's .aider.chat.history.md",
+    "swe-agent": "a SWE-agent trajectory (.traj, with `history` and `trajectory`)",
+    "openhands": "an OpenHands event list (events with `source` and an `action` or `observation`)",
+    "inspect-ai": "an inspect_ai eval log (.json with `eval` and `samples`, or a .eval zip), each sample a session",
     "chat-json": "a JSON list of chat messages or an object with a `messages` list (OpenAI style, tool calls and "
                  "tool results included)",
     "chat-jsonl": "JSONL with one chat message per line",
-    "agent-log": "a coding-agent session log (JSONL lines with a `type` and a `message` of content blocks)",
 }
 
-FORMATS_READ = "; ".join(FORMATS.values())
+FORMATS_READ = ("Claude Code, Codex CLI, Gemini CLI, Cline, Roo Code, aider, SWE-agent, OpenHands and inspect_ai "
+                "logs, OpenAI Responses input lists and chat messages (JSON or JSONL); see tasks/sessions/README.md")
 
-SESSION_SUFFIXES = (".json", ".jsonl")     # in a folder, the files read; a file named on its own is read whatever its name
+SESSION_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")   # in a folder, the files read (and aider's history files)
 
-MAX_FILE_BYTES = 32 * 2 ** 20
+AIDER_NAME = "chat.history.md"          # .aider.chat.history.md, or a --chat-history-file named like it
+
+MAX_FILE_BYTES = 64 * 2 ** 20
 
 MAX_TOTAL_BYTES = 256 * 2 ** 20
 
@@ -35,11 +64,9 @@ MAX_FILES = 1000
 
 MAX_DEPTH = 64                          # JSON nesting a session may have (content blocks sit 5 or 6 deep)
 
-MAX_TURNS = 50_000
+MAX_TURNS = 250_000
 
-TEXT_PARTS = ("text", "input_text", "output_text")
-
-THINKING_PARTS = ("thinking", "redacted_thinking", "reasoning")
+MAX_ZIP_MEMBERS = 20_000
 
 
 class SessionFileError(TaskSetError):
@@ -61,9 +88,14 @@ def printable_name(name: str) -> bool:
     return name.isprintable()
 
 
+def wanted(name: str) -> bool:
+    lower = name.lower()
+    return lower.endswith(SESSION_SUFFIXES) or lower.endswith(AIDER_NAME)
+
+
 def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
-    """The files to read under path (a file, or a folder's .json and .jsonl files, not its subfolders) with the name
-    each is shown by, and the folder entries left out with why."""
+    """The files to read under path (a file, or a folder's session files, not its subfolders) with the name each is
+    shown by, and the folder entries left out with why."""
     if path.is_symlink():
         raise refuse(str(path), "is a link", "give the session file or folder itself")
     if not path.exists():
@@ -83,63 +115,75 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
         if not printable_name(entry.name):
             raise refuse(repr(str(entry))[1:-1], "has a name that is not printable UTF-8 (the lock and every report "
                          "name each file)", "rename the file, or move it out of the folder")
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") and not entry.name.lower().endswith(AIDER_NAME):
             left_out[entry.name] = "hidden"
         elif entry.is_symlink():
             raise refuse(str(entry), "is a link", "copy the session file itself into the folder, or remove the link")
         elif entry.is_dir():
             left_out[entry.name] = "a folder (not read)"
-        elif not entry.name.lower().endswith(SESSION_SUFFIXES):
-            left_out[entry.name] = "not .json or .jsonl"
+        elif not wanted(entry.name):
+            left_out[entry.name] = "not .json, .jsonl, .traj, .eval or a chat.history.md"
         elif not entry.is_file():
             raise refuse(str(entry), "is not a regular file (a device, pipe or socket)", "remove it from the folder")
         else:
             files.append((entry, entry.name))
     if not files:
-        raise refuse(str(path), "holds no .json or .jsonl file", f"put session files there ({FORMATS_READ})")
+        raise refuse(str(path), "holds no session file (.json, .jsonl, .traj, .eval or .aider.chat.history.md)",
+                     f"put session files there ({FORMATS_READ})")
     if len(files) > MAX_FILES:
         raise refuse(str(path), f"holds {len(files)} session files, more than the {MAX_FILES} one run reads",
                      "split them into several folders")
     return files, left_out
 
 
-def read_file_text(path: Path, shown: str) -> tuple[bytes, str]:
-    """A session file's bytes (at most MAX_FILE_BYTES) and its text (UTF-8, a leading byte-order mark dropped)."""
+def read_file_bytes(path: Path, shown: str) -> bytes:
+    """A session file's bytes; its size is checked before any of it is read (at most MAX_FILE_BYTES)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as err:
         raise refuse(shown, f"cannot be opened ({err.strerror})", "check the file and its permissions") from None
     with os.fdopen(fd, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+            raise too_large(shown)
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise refuse(shown, f"is larger than {MAX_FILE_BYTES // 2 ** 20} MiB",
-                     "cut it into smaller sessions, or remove the large tool outputs")
+        raise too_large(shown)
+    return data
+
+
+def too_large(shown: str) -> SessionFileError:
+    return refuse(shown, f"is larger than {MAX_FILE_BYTES // 2 ** 20} MiB",
+                  "cut it into smaller sessions, or remove the large tool outputs")
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """A file's text: UTF-8, a leading byte-order mark dropped."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise refuse(shown, f"is not UTF-8 text (byte {err.start} cannot be decoded)",
                      "save it as UTF-8 and run again") from None
-    return data, text[1:] if text.startswith("\ufeff") else text
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_file_text(path: Path, shown: str) -> tuple[bytes, str]:
+    """A file's bytes (at most MAX_FILE_BYTES) and its UTF-8 text."""
+    data = read_file_bytes(path, shown)
+    return data, decode_text(data, shown)
 
 
 def check_tree(value: Any, shown: str) -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH or holding a lone surrogate (a string no UTF-8 file can carry)."""
+    """Refuse JSON nested deeper than MAX_DEPTH (lone surrogates are refused by the shared JSON reader)."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise refuse(shown, f"is nested more than {MAX_DEPTH} levels deep", "no session format nests so deeply")
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise refuse(shown, "holds a lone surrogate (\\ud800 to \\udfff) in a string",
-                             "fix the escape in the file and run again") from None
-        elif isinstance(item, dict):
-            stack += [(k, depth + 1) for k in item] + [(v, depth + 1) for v in item.values()]
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values() if isinstance(v, (dict, list))]
         elif isinstance(item, list):
-            stack += [(v, depth + 1) for v in item]
+            stack += [(v, depth + 1) for v in item if isinstance(v, (dict, list))]
 
 
 def parse_session_json(text: str, shown: str) -> Any:
@@ -147,55 +191,9 @@ def parse_session_json(text: str, shown: str) -> Any:
     NOT_JSON when the text is not JSON at all (JSONL, say)."""
     value = parse_json(text, shown, "a session", f"the sessions study reads {FORMATS_READ}", error=SessionFileError,
                        or_not_json=True)
-    if value is not NOT_JSON:
-        check_tree(value, shown)
+    if value is not NOT_JSON and isinstance(value, (dict, list)) and text.count("[") + text.count("{") > MAX_DEPTH:
+        check_tree(value, shown)                # fewer brackets than MAX_DEPTH cannot nest deeper
     return value
-
-
-# --- Formats -----------------------------------------------------------------------------------------------------
-def is_agent_line(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") in ("user", "assistant") and isinstance(item.get("message"),
-                                                                                              dict)
-
-
-def is_chat_message(item: Any) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("role"), str)
-
-
-def read_session_file(path: Path, shown: str) -> dict:
-    """One session file: {"file", "format", "sha256", "bytes", "turns", "read": {unit, read, skipped, joined}}."""
-    data, text = read_file_text(path, shown)
-    whole = parse_session_json(text, shown) if text.strip() else NOT_JSON
-    if isinstance(whole, list) or (isinstance(whole, dict) and isinstance(whole.get("messages"), list)):
-        messages = whole if isinstance(whole, list) else whole["messages"]
-        if not any(is_chat_message(m) for m in messages):
-            raise refuse(shown, "is JSON, but holds no chat message (an object with a `role`)")
-        reader = SessionReader("chat-json", "messages", shown)
-        reader.read_chat(messages)
-    else:
-        if whole is not NOT_JSON and not (is_agent_line(whole) or is_chat_message(whole)):
-            raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")
-        lines = jsonl_lines(text, shown)
-        if any(is_agent_line(item) for _, item in lines):
-            reader = SessionReader("agent-log", "lines", shown)
-            reader.read_agent_log(lines)
-        elif any(is_chat_message(item) for _, item in lines):
-            reader = SessionReader("chat-jsonl", "lines", shown)
-            reader.read_chat([item for _, item in lines])
-        else:
-            raise refuse(shown, "is neither JSON nor JSONL of chat messages or agent-log lines")
-        reader.skipped.update({k: v for k, v in lines.skipped.items()})
-        reader.read += lines.torn
-    if not reader.turns:
-        raise refuse(shown, f"is read as {reader.format}, but holds no user, assistant or tool turn",
-                     "give a session that has at least one turn")
-    if len(reader.turns) > MAX_TURNS:
-        raise refuse(shown, f"holds {len(reader.turns)} turns, more than the {MAX_TURNS} one session may have",
-                     "cut it into smaller sessions")
-    return {"file": shown, "format": reader.format, "sha256": sha256_bytes(data.replace(b"\r\n", b"\n")),
-            "bytes": len(data), "turns": reader.turns,
-            "read": {"unit": reader.unit, "read": reader.read, "skipped": dict(sorted(reader.skipped.items())),
-                     "joined": reader.joined}}
 
 
 class JsonLines(list):
@@ -207,13 +205,11 @@ class JsonLines(list):
         self.torn = 0
 
 
-def jsonl_lines(text: str, shown: str) -> JsonLines:
+def jsonl_lines(text: str, shown: str) -> JsonLines | None:
     """Every non-blank line parsed; a last line cut short (a log written when the agent was killed) is counted and
-    left out, any other line that is not JSON refuses the file."""
+    left out. None when another line is not JSON: the text is not JSONL."""
     lines = JsonLines()
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not numbered:
-        raise refuse(shown, "is empty")
     for position, (number, line) in enumerate(numbered):
         value = parse_session_json(line, f"{shown} line {number}")
         if value is NOT_JSON:
@@ -221,152 +217,200 @@ def jsonl_lines(text: str, shown: str) -> JsonLines:
                 lines.skipped["last line cut short (not JSON)"] = 1
                 lines.torn += 1
                 continue
-            raise refuse(shown, f"is not JSON, and its line {number} is not a JSON value either, so it is not "
-                                f"JSONL")
+            return None
         lines.append((number, value))
     return lines
 
 
-class SessionReader:
-    """Turns from chat messages or agent-log lines, counting what is left out and why."""
+# --- Deciding the format -----------------------------------------------------------------------------------------
+def first(items: list, test: Callable, limit: int = 500) -> bool:
+    return any(test(item) for item in items[:limit])
 
-    def __init__(self, fmt: str, unit: str, shown: str):
-        self.format, self.unit, self.shown = fmt, unit, shown
-        self.turns: list[dict] = []
-        self.read, self.joined = 0, 0
-        self.skipped: dict[str, int] = {}
-        self.calls: dict[str, dict] = {}        # tool call id -> the call, to name a tool result
 
-    def skip(self, why: str, n: int = 1) -> None:
-        self.skipped[why] = self.skipped.get(why, 0) + n
+def values_of(lines: list) -> list:
+    return [value for _, value in lines]
 
-    def read_chat(self, messages: list) -> None:
-        for message in messages:
-            self.read += 1
-            if not is_chat_message(message):
-                self.skip("not a chat message (an object with a role)")
-                continue
-            role = message["role"].lower()
-            if role in ("system", "developer"):
-                self.skip("system or developer message (left out: not session history)")
-            elif role == "user":
-                self.add_user(self.blocks(message.get("content")))
-            elif role == "assistant":
-                blocks = self.blocks(message.get("content"))
-                if isinstance(message.get("reasoning_content"), str) or isinstance(message.get("reasoning"), str):
-                    self.skip("thinking left out")
-                calls = message.get("tool_calls")
-                for call in calls if isinstance(calls, list) else []:
-                    blocks.append(self.chat_call(call))
-                if isinstance(message.get("function_call"), dict):
-                    blocks.append(self.chat_call({"function": message["function_call"]}))
-                self.add_assistant([b for b in blocks if b is not None], None)
-            elif role in ("tool", "function"):
-                call_id = message.get("tool_call_id")
-                name = message.get("name") if isinstance(message.get("name"), str) else None
-                self.add_result(call_id, name, self.result_text(message.get("content")),
-                                message.get("is_error") is True)
-            else:
-                self.skip(f"role {role[:20]!r} (not user, assistant or tool)")
 
-    def read_agent_log(self, lines: list) -> None:
-        for _, line in lines:
-            self.read += 1
-            kind = line.get("type") if isinstance(line, dict) else None
-            if kind not in ("user", "assistant"):
-                self.skip(f"line type {str(kind)[:30]!r} (no turn)" if isinstance(kind, str) else "line with no type")
-            elif line.get("isSidechain") is True:
-                self.skip("side conversation (isSidechain, left out)")
-            elif line.get("isMeta") is True:
-                self.skip("meta message (isMeta)")
-            elif line.get("isCompactSummary") is True:
-                self.skip("an earlier compaction summary (isCompactSummary)")
-            elif not isinstance(line.get("message"), dict):
-                self.skip("no message")
-            elif kind == "user":
-                self.add_user(self.blocks(line["message"].get("content")))
-            else:
-                message = line["message"]
-                self.add_assistant(self.blocks(message.get("content")),
-                                   message.get("id") if isinstance(message.get("id"), str) else None)
+def json_candidates(value: Any) -> list[tuple[str, list[tuple[bool, str]], Callable]]:
+    """Each JSON format with its checks (passed, what it needs) and its reader, in the order they are tried."""
+    obj, lst = isinstance(value, dict), isinstance(value, list)
+    messages = value.get("messages") if obj else None
+    items = responses_items(value)
+    events = openhands_events(value)
+    history = value.get("history") if obj else None
+    return [
+        ("inspect-ai", [(obj, "an object"), (obj and isinstance(value.get("eval"), dict), "an `eval` object"),
+                        (obj and isinstance(value.get("samples"), list) and bool(value["samples"]),
+                         "a `samples` list (inspect writes it with --log-samples)")],
+         lambda v: read_inspect(v)),
+        ("swe-agent", [(obj, "an object"), (obj and (isinstance(history, list) or "attempts" in value),
+                                            "a `history` list"),
+                       (obj and isinstance(value.get("trajectory"), list) or obj and "attempts" in value,
+                        "a `trajectory` list"), (is_swe_agent(value), "history messages with a `role`")],
+         lambda v: read_swe_agent(v)),
+        ("gemini-cli", [(obj, "an object"), (obj and "sessionId" in value, "a `sessionId`"),
+                        (isinstance(messages, list), "a `messages` list"),
+                        (isinstance(messages, list) and first(messages, is_gemini_message),
+                         "messages with an `id` and a `type` of user or gemini")],
+         lambda v: read_gemini_json(v)),
+        ("openhands", [(obj or lst, "a list of events"), (events is not None,
+                                                         "events with a `source` and an `action` or `observation`")],
+         lambda v: read_openhands(openhands_events(v))),
+        ("openai-responses", [(obj or lst, "a list of items"),
+                              (items is not None, "items with a `type` such as function_call or function_call_output")],
+         lambda v: read_responses(responses_items(v))),
+        ("cline", [(lst, "a list of messages"), (lst and first(value, is_chat_message), "messages with a `role`"),
+                   (is_cline_history(value), "Cline's or Roo Code's marks (<task>, <user_message>, "
+                                             "<environment_details>, `[tool] Result:` blocks)")],
+         lambda v: read_cline(v)),
+        ("chat-json", [(lst or isinstance(messages, list), "a list of messages or an object with a `messages` list"),
+                       (first(value if lst else messages if isinstance(messages, list) else [], is_chat_message),
+                        "messages with a `role`")],
+         lambda v: read_chat(v if isinstance(v, list) else v["messages"], "chat-json", "messages")),
+    ]
 
-    # content: a string, null, or a list of parts or blocks
-    def blocks(self, content: Any) -> list[dict]:
-        if isinstance(content, str):
-            return [{"type": "text", "text": content}]
-        if content is None:
-            return []
-        if not isinstance(content, list):
-            self.skip("content that is neither text nor a list of parts")
-            return []
-        out = []
-        for part in content:
-            kind = part.get("type") if isinstance(part, dict) else "text" if isinstance(part, str) else None
-            if isinstance(part, str):
-                out.append({"type": "text", "text": part})
-            elif kind in TEXT_PARTS or (kind is None and isinstance(part, dict) and isinstance(part.get("text"), str)):
-                if isinstance(part.get("text"), str):
-                    out.append({"type": "text", "text": part["text"]})
-            elif kind in THINKING_PARTS:
-                self.skip("thinking left out")
-            elif kind == "tool_use":
-                name = part.get("name") if isinstance(part.get("name"), str) else "tool"
-                out.append({"type": "call", "id": part.get("id"), "name": name, "input": part.get("input")})
-            elif kind == "tool_result":
-                out.append({"type": "result", "id": part.get("tool_use_id"), "text": self.result_text(
-                    part.get("content")), "error": part.get("is_error") is True})
-            else:
-                self.skip(f"{str(kind)[:30]} part (not text)" if isinstance(kind, str) else "a part of no known type")
-        return out
 
-    def result_text(self, content: Any) -> str:
-        if isinstance(content, str):
-            return content
-        return "\n".join(b["text"] for b in self.blocks(content) if b["type"] == "text")
+def jsonl_candidates(lines: list) -> list[tuple[str, list[tuple[bool, str]], Callable]]:
+    values = values_of(lines)
+    objects = bool(values) and first(values, lambda v: isinstance(v, dict))
+    head = values[0] if values else None
+    return [
+        ("codex", [(objects, "JSON objects, one a line"),
+                   (first(values, lambda v: isinstance(v, dict) and v.get("type") in CODEX_LINE_TYPES),
+                    "lines with a `type` of session_meta, response_item, event_msg, turn_context or compacted"),
+                   (first(values, is_codex_line), "a `payload` object on those lines")],
+         lambda ls: read_codex(ls)),
+        ("claude-code", [(objects, "JSON objects, one a line"),
+                         (first(values, lambda v: isinstance(v, dict) and v.get("type") in ("user", "assistant")),
+                          "lines with a `type` of user or assistant"),
+                         (first(values, is_claude_line), "a `message` object on those lines")],
+         lambda ls: read_claude_code(ls)),
+        ("gemini-cli-jsonl", [(isinstance(head, dict) and "sessionId" in head and "type" not in head,
+                               "a first line with the session's `sessionId`"),
+                              (first(values[1:], lambda v: is_gemini_message(v) or isinstance(v, dict) and
+                                     ("$set" in v or "$rewindTo" in v)), "message records or `$set` lines")],
+         lambda ls: read_gemini_jsonl(ls)),
+        ("codex-legacy", [(isinstance(head, dict) and "id" in head and "timestamp" in head and "type" not in head,
+                           "a first line with the session's `id` and `timestamp`"),
+                          (first(values[1:], is_codex_legacy_item), "response items (message, function_call ...)")],
+         lambda ls: read_codex_legacy(ls)),
+        ("chat-jsonl", [(objects, "JSON objects, one a line"), (first(values, is_chat_message),
+                                                                "messages with a `role`")],
+         lambda ls: read_chat(values_of(ls), "chat-jsonl", "lines", [n for n, _ in ls])),
+    ]
 
-    def chat_call(self, call: Any) -> dict | None:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
-            self.skip("tool call with no function")
-            return None
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            parsed = parse_session_json(arguments, f"{self.shown}: a tool call's arguments") \
-                if arguments.strip() else {}
-            arguments = {"arguments": arguments} if parsed is NOT_JSON else parsed
-        name = function.get("name") if isinstance(function.get("name"), str) else "tool"
-        return {"type": "call", "id": call.get("id"), "name": name, "input": arguments}
 
-    def add_user(self, blocks: list[dict]) -> None:
-        text = [b["text"] for b in blocks if b["type"] == "text" and b["text"].strip()]
-        for block in blocks:
-            if block["type"] == "result":
-                self.add_result(block["id"], None, block["text"], block["error"])
-            elif block["type"] == "call":
-                self.skip("tool call in a user turn")
-        if text:
-            self.turns.append({"role": "user", "text": "\n\n".join(text)})
+def choose(candidates: list, shown: str, what: str):
+    """The first format whose checks all pass; else a refusal naming the closest one (the most of its checks beyond
+    the first, which only asks for a list or an object) and what it lacks."""
+    for name, checks, reader in candidates:
+        if all(ok for ok, _ in checks):
+            return name, reader
+    name, checks, _ = max(candidates, key=lambda c: sum(ok for ok, _ in c[1][1:]) / max(1, len(c[1]) - 1))
+    if not any(ok for ok, _ in checks[1:]):
+        raise refuse(shown, f"is {what}, but none of the session formats")
+    missing = next(need for ok, need in checks if not ok)
+    raise refuse(shown, f"is {what}, but none of the session formats: the closest is {name} ({FORMATS[name]}), "
+                        f"and it lacks {missing}")
 
-    def add_assistant(self, blocks: list[dict], message_id: str | None) -> None:
-        text = [b["text"] for b in blocks if b["type"] == "text" and b["text"].strip()]
-        calls = [{"id": b["id"], "name": b["name"], "input": b["input"]} for b in blocks if b["type"] == "call"]
-        for call in calls:
-            if isinstance(call["id"], str):
-                self.calls[call["id"]] = call
-        if not text and not calls:
-            return
-        last = self.turns[-1] if self.turns else None
-        if message_id and last and last["role"] == "assistant" and last.get("message_id") == message_id:
-            last["text"] = "\n\n".join(filter(None, [last["text"], *text]))
-            last["calls"] += calls
-            self.joined += 1
-            return
-        turn = {"role": "assistant", "text": "\n\n".join(text), "calls": calls}
-        if message_id:
-            turn["message_id"] = message_id
-        self.turns.append(turn)
 
-    def add_result(self, call_id: Any, name: str | None, text: str, error: bool) -> None:
-        call = self.calls.get(call_id) if isinstance(call_id, str) else None
-        self.turns.append({"role": "tool", "tool": name or (call["name"] if call else "tool"),
-                           "call": call, "text": text, "error": error})
+def read_sessions_in(data: bytes, shown: str) -> tuple[str, list]:
+    """(format, [SessionBuilder]) of one file's bytes."""
+    if data[:4] == b"PK\x03\x04":
+        return "inspect-ai", read_inspect(inspect_zip(data, shown))
+    text = decode_text(data, shown)
+    if not text.strip():
+        raise refuse(shown, "is empty")
+    whole = parse_session_json(text, shown) if text.lstrip()[:1] in "[{" else NOT_JSON
+    if isinstance(whole, (dict, list)):
+        candidates = json_candidates(whole)
+        one_line = JsonLines()
+        one_line.append((1, whole))
+        if isinstance(whole, dict) and not any(all(ok for ok, _ in c[1]) for c in candidates):
+            candidates += jsonl_candidates(one_line)        # a JSONL file of one line
+        name, reader = choose(candidates, shown, f"JSON ({type(whole).__name__})")
+        return name, reader(one_line if name in JSONL_FORMATS else whole)
+    if whole is not NOT_JSON:
+        raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")
+    lines = jsonl_lines(text, shown)
+    if lines is not None and lines:
+        name, reader = choose(jsonl_candidates(lines), shown, "JSONL")
+        builders = reader(lines)
+        for builder in builders:
+            for why, n in lines.skipped.items():
+                builder.skip(why, n)
+            builder.read += lines.torn
+        return name, builders
+    if is_aider_history(text):
+        return "aider", read_aider(text)
+    raise refuse(shown, "is neither JSON nor JSONL, nor an aider chat history (`#### ` prompt lines)")
+
+
+JSONL_FORMATS = ("codex", "claude-code", "gemini-cli-jsonl", "codex-legacy", "chat-jsonl")
+
+
+def inspect_zip(data: bytes, shown: str) -> dict:
+    """An inspect_ai .eval file (a zip of header.json and one JSON file per sample) as the .json log's shape; its
+    members' sizes are checked before any is read."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise refuse(shown, "is a zip file, but not one this reader can open",
+                     "an inspect_ai .eval log must be a whole zip; or convert it with `inspect log convert --to json`")
+    if len(members) > MAX_ZIP_MEMBERS or sum(m.file_size for m in members) > 4 * MAX_FILE_BYTES:
+        raise refuse(shown, "unpacks to more than this reader takes", "convert the samples you need to .json")
+    names = {m.filename for m in members}
+    if "header.json" not in names:
+        raise refuse(shown, "is a zip file, but not an inspect_ai .eval log (it has no header.json)")
+    header = zip_json(archive, "header.json", shown)
+    samples = [zip_json(archive, name, shown) for name in sorted(names) if name.startswith("samples/") and
+               name.endswith(".json")]
+    return {"eval": header.get("eval") if isinstance(header, dict) else None, "samples": samples}
+
+
+def zip_json(archive: zipfile.ZipFile, name: str, shown: str) -> Any:
+    try:
+        text = archive.read(name).decode("utf-8")
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError, RuntimeError, ValueError):
+        raise refuse(shown, f"holds a part ({name}) that cannot be read as UTF-8") from None
+    value = parse_session_json(text, f"{shown} ({name})")
+    if value is NOT_JSON:
+        raise refuse(shown, f"holds a part ({name}) that is not JSON")
+    return value
+
+
+# --- One file ----------------------------------------------------------------------------------------------------
+def read_session_file(path: Path, shown: str) -> list[dict]:
+    """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of several), "source",
+    "format", "sha256", "bytes", "turns", "compactions", "kind", "notes", "read"}."""
+    data = read_file_bytes(path, shown)
+    try:
+        fmt, builders = read_sessions_in(data, shown)
+    except NestedTooDeep:
+        raise refuse(shown, "holds a tool call whose arguments are nested more than "
+                     f"{MAX_ARGUMENT_DEPTH} levels deep", "no session format nests so deeply") from None
+    sessions = [b.session() for b in builders]
+    empty = [s for s in sessions if not s["turns"]]
+    sessions = [s for s in sessions if s["turns"]]
+    if not sessions:
+        what = f"is read as {fmt}, but holds no user, assistant or tool turn"
+        raise refuse(shown, what, "give a session that has at least one turn")
+    sha = sha256_bytes(data.replace(b"\r\n", b"\n"))
+    out, names = [], set()
+    for k, session in enumerate(sessions, 1):
+        if len(session["turns"]) > MAX_TURNS:
+            raise refuse(shown, f"holds {len(session['turns'])} turns, more than the {MAX_TURNS} one session may "
+                         f"have", "cut it into smaller sessions")
+        name = shown if len(sessions) == 1 else f"{shown}#{printable_label(session['label']) or k}"
+        name = f"{name} ({k})" if name in names else name
+        names.add(name)
+        if empty and k == 1:
+            session["notes"].append(f"{len(empty)} other session(s) in the file hold no turn and are left out")
+        out.append({"file": name, "source": shown, "sha256": sha, "bytes": len(data), **session})
+    return out
+
+
+def printable_label(label: str | None) -> str:
+    text = "".join(c if c.isalnum() or c in "-_.: " else "-" for c in (label or ""))[:60].strip()
+    return text
