@@ -20,8 +20,8 @@ from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as 
 from ..records import (CallSpec, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes,
     sha256_text)
 from .sessions_formats import check_tree, read_file_text, read_session_file, refuse, session_files, MAX_TOTAL_BYTES
-from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
-    key_terms, normalize_value, secret_spans, sentence_around, split_sentences, step_outcome)
+from .sessions_truth import (VALUE_KINDS, extract_values, ground_truth, is_close, is_standing_instruction,
+    normalize_value, split_sentences, step_outcome)
 
 
 PROTOCOL_ID = "XR-S1"
@@ -244,97 +244,6 @@ def fewest_segments(rendered: list[str]) -> int | None:
     return None
 
 
-# --- The ground truth of a session -------------------------------------------------------------------------------
-def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
-    """Every distinct exact value (kind and text) of the session, with the first sentence it came from."""
-    values, seen = [], set()
-    for t, turn in enumerate(parts):
-        for source, text in turn:
-            spans = secret_spans(text)
-            for kind, value, start, end in extract_values(text):
-                if (kind, value) in seen:
-                    continue
-                seen.add((kind, value))
-                values.append({"id": len(values) + 1, "kind": kind, "text": value, "source": source,
-                               "sentence": sentence_around(text, start, end), "turn": t + 1,
-                               "segment": segment_of[t], "secret": is_secret(start, end, spans)})
-    return values
-
-
-def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """The standing instructions of the user's turns, each with the terms the retention rule looks for."""
-    found, seen = [], set()
-    for t, turn in enumerate(turns):
-        if turn["role"] != "user":
-            continue
-        for sentence in split_sentences(turn["text"]):
-            if is_standing_instruction(sentence) and sentence not in seen:
-                seen.add(sentence)
-                found.append({"id": len(found) + 1, "text": sentence[:400], "key_terms": key_terms(sentence),
-                              "turn": t + 1, "segment": segment_of[t]})
-    return found
-
-
-NAMING_KINDS = ("path", "url", "email", "identifier", "digest", "version")   # values that name a thing
-
-COMMAND_ARGUMENTS = ("command", "cmd", "query", "sql", "url", "path", "file_path")
-
-
-def call_names(call: dict | None) -> set[str]:
-    """The values of a call's arguments that name something (a path, an id, a digest ...)."""
-    if not call:
-        return set()
-    return {v for k, v, _, _ in extract_values(render_arguments(call["input"])) if k in NAMING_KINDS}
-
-
-def step_match_terms(call: dict | None, tool: str, others: list[dict]) -> list[str]:
-    """How a state may name a step: the values of its arguments that name something and that no other call of the
-    same tool has; else its command (a one-line `command`, `query`, `path` ... argument); else the tool's name."""
-    if not call:
-        return [tool] if tool != "tool" else []
-    theirs = set().union(*(call_names(other) for other in others)) if others else set()
-    mine = [v for k, v, _, _ in extract_values(render_arguments(call["input"])) if k in NAMING_KINDS]
-    terms = [v for v in mine if v not in theirs]
-    if not terms and isinstance(call["input"], dict):
-        terms = [v.strip() for k, v in call["input"].items() if k in COMMAND_ARGUMENTS and isinstance(v, str) and
-                 "\n" not in v.strip() and 4 <= len(v.strip()) <= 120]
-    return list(dict.fromkeys(terms))[:4] or [tool]
-
-
-def command_of(call: dict | None) -> str | None:
-    """A call's command-like argument (command, query, path ...), None when it has none."""
-    arguments = call["input"] if call and isinstance(call["input"], dict) else {}
-    return next((v.strip() for k, v in arguments.items() if k in COMMAND_ARGUMENTS and isinstance(v, str)), None)
-
-
-def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """Every tool call whose result failed or was denied, with its status at the end of the session: done (the
-    turn as its receipt) when a later call of the same tool succeeded that names everything the failed one named
-    (the same file, id or digest), or, for a call that names nothing, runs the same command (any next success of a
-    tool that takes no command, such as a code cell); else failed or denied. Only steps still failed or denied are
-    ground truth; the done ones tell the gate which claims of success the session supports."""
-    calls = [(t, turn) for t, turn in enumerate(turns) if turn["role"] == "tool"]
-    steps = []
-    for position, (t, turn) in enumerate(calls):
-        outcome = step_outcome(turn["text"], turn["error"])
-        if outcome == "ok":
-            continue
-        call, names = turn.get("call"), call_names(turn.get("call"))
-        command = command_of(call)
-        resolved = next((later for later, other in calls[position + 1:] if other["tool"] == turn["tool"] and
-                         step_outcome(other["text"], other["error"]) == "ok" and (
-                             names <= call_names(other.get("call")) if names else
-                             command is None or command == command_of(other.get("call")))), None)
-        others = [other["call"] for _, other in calls if other["tool"] == turn["tool"] and other.get("call") and
-                  other.get("call") is not call]
-        detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()), "")[:160]
-        steps.append({"id": len(steps) + 1, "tool": turn["tool"], "status": "done" if resolved is not None else outcome,
-                      "match": step_match_terms(call, turn["tool"], others) or [detail[:40] or "tool"],
-                      "detail": detail, "turn": t + 1, "segment": segment_of[t],
-                      "resolved_turn": resolved + 1 if resolved is not None else None})
-    return steps
-
-
 def build_episode(index: int, session: dict, segments: int, questions: list[dict]) -> dict:
     """One session as a task: its rendered turns cut into segments, its values, instructions, failed steps and
     probes, and what the reader read of its file."""
@@ -345,9 +254,8 @@ def build_episode(index: int, session: dict, segments: int, questions: list[dict
     return {"episode": index, "file": session["file"], "format": session["format"], "sha256": session["sha256"],
             "read": {**session["read"], "turns": len(rendered), "cut_turns": sum(CUT_MARKER in r for r in rendered),
                      "segments_asked": segments},
-            "segments": cut, "values": session_values(parts, segment_of),
-            "instructions": session_instructions(session["turns"], segment_of),
-            "steps": session_steps(session["turns"], segment_of), "questions": questions, "conflation_set": [],
+            "segments": cut, **ground_truth(session["turns"], segment_of, turn_parts), "questions": questions,
+            "conflation_set": [],
             "rendered": rendered}
 
 
