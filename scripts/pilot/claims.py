@@ -89,7 +89,7 @@ def stem(word: str) -> str:
 
 def without_values(text: str, names: bool = True) -> str:
     """text with every exact value (and, with names, every name_with_underscores) blanked: a claim word inside a
-    path, a name or an id (`done-list.md`, `completed_orders`, `verified_at`) is no claim."""
+    path, a name or an id (`notes/done-list`, `completed_orders`, `verified_at`) is no claim."""
     out = list(text)
     for value in extract_values(text):
         out[value.start:value.end] = " " * (value.end - value.start)
