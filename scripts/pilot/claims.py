@@ -19,7 +19,7 @@ CLAIM_FAMILIES = {
                        r"sent|applied|saved|resolved|went through|underway|deployed|merged|pushed|installed|fixed|"
                        r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
                        r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned up|"
-                       r"created|wrote|written|updated|upgraded|released|tagged|committed|restarted|rolled back|"
+                       r"created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled back|"
                        r"cleared)\b", re.IGNORECASE),
     "verified": re.compile(r"\b(verified|confirmed|checked|validated|reconciled|cross-checked|audited|read back)\b",
                            re.IGNORECASE),
@@ -48,7 +48,8 @@ MODAL = re.compile(r"\b(may|might|could|can|should|must|shall)\b", re.IGNORECASE
 
 # A word of the done family right after a determiner names a thing, not an event: "the shared folder", "the
 # completed orders".
-ADJECTIVE_USE = re.compile(r"\b(?:the|a|an|its|their|our|your|his|her|this|that|these|those)\s+$", re.IGNORECASE)
+ADJECTIVE_USE = re.compile(r"\b(?:the|a|an|one|its|their|our|your|his|her|this|that|these|those|each|every|any|no)\s+$",
+                           re.IGNORECASE)
 
 # A word that says an action is not to happen (an odd number of them forbids: "no apply without the plan" orders the
 # plan), and one that says it did not happen (a refusal, a failure, a rule withdrawn), which forbids whatever else

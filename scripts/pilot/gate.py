@@ -78,7 +78,7 @@ INJECTION = re.compile(r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,4
                        r"above|all|any|the|your|these)\b[^.\n]{0,30}\b(rules?|instructions?|guidelines?|"
                        r"constraints?|prompts?|directions?|limits?)\b|\b(new|updated|revised) instructions?\b|"
                        r"^[\s\[<(*#-]*(system|developer|assistant)\s*[\]>):]|\bsystem (note|message|instruction|"
-                       r"override|prompt|notice)\b", re.IGNORECASE)
+                       r"override|prompt|notice)\b|\bfrom now on\b", re.IGNORECASE)   # (the user's own rule is checked first)
 
 IMPERATIVE_START = re.compile(r"^[\s*\-\u2022>#\d.)]*(?:[a-z _]{1,20}:\s*)?(do not|don't|never|always|ignore|"
                               r"disregard|forget|tell|say|inform|notify|promise|assure|reply|respond|answer|"
@@ -93,7 +93,8 @@ IMPERATIVE_START = re.compile(r"^[\s*\-\u2022>#\d.)]*(?:[a-z _]{1,20}:\s*)?(do n
 # transcript quotes (a README's rule, a planted line).
 ATTRIBUTED = re.compile(r"\buser'?s (?:\w+ )?(?:rule|instruction|order|wish|preference|fallback|policy)\b|"
                         r"\b(?:the )?user (?:wants|prefers|asked|allowed|said|says|okayed|ok'd|permitted|requires|"
-                        r"insists|no longer|does not|doesn't)\b|^\W*(?:rules?|constraints?|standing "
+                        r"insists|no longer|does not|doesn't)\b(?= +(?!(?:to )?(?:know|see|understand|learn|about|"
+                        r"whether|what|how|why|if|for)\b|to\W*$)\w)|^\W*(?:rules?|constraints?|standing "
                         r"instructions?)\s*:\s*\w|\bper the user\b|\bfrom now on\b|\bgoing forward\b|\bfrom here on\b",
                         re.IGNORECASE)
 

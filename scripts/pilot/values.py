@@ -241,14 +241,17 @@ NAME_WITH_DIGITS = re.compile(r"[A-Za-z]+\d{1,3}|\d[A-Za-z]{1,3}")   # python3, 
 FIELD_NAME = re.compile(r"[a-z]+\d{0,3}(?:_[a-z]+\d{0,3})+")      # p50_ms, retry_count2: a field's name
 
 
+INSTANCE_TYPE, QUANTITY = re.compile(r"[a-z]\d+\.[a-z]+"), re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,5}")
+
+
 def _valid_identifier(match: re.Match, text: str) -> bool:
-    if "." in text and not re.fullmatch(r"[a-z]\d+\.[a-z]+", text):          # m5.xlarge, not a.b.c
+    if "." in text and not INSTANCE_TYPE.fullmatch(text):          # m5.xlarge, not a.b.c
         return False
     if FIELD_NAME.fullmatch(text):
         return False
     return (len(text) >= 3 and any(c.isalpha() for c in text) and any(c.isdigit() for c in text)
             and not ORDINAL.fullmatch(text) and not NAME_WITH_DIGITS.fullmatch(text)
-            and not re.fullmatch(r"\d+(?:\.\d+)?[A-Za-z]{1,5}", text))          # 5GB, 20ms: a quantity
+            and not QUANTITY.fullmatch(text))          # 5GB, 20ms: a quantity
 
 
 # A single digit is a value only where the text says what it counts or sets: after `=`, `to`, `of`, `from`, `at`
@@ -265,7 +268,7 @@ DIGIT_AFTER = re.compile(r"\s+(?!(?:in|and|or|to|of|the|a|an|is|are|was|were|ski
 def _valid_number(match: re.Match, text: str) -> bool:
     if ORDINAL.fullmatch(text):
         return False
-    if not re.fullmatch(r"-?\d", text):
+    if len(text) > 2 or not text[-1:].isdigit() or text[:-1] not in ("", "-"):
         return True
     whole = match.string
     before = whole[max(0, match.start() - 12):match.start()]
@@ -415,9 +418,12 @@ UNIT_FORMS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", 
               "day": "d", "days": "d", "byte": "b", "bytes": "b", "week": "week", "weeks": "week"}
 
 
+NUMBER_AND_UNIT = re.compile(r"(-?[\d,]*\d(?:\.\d+)?)\s?(%|[A-Za-z]+)?")
+
+
 def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     """(number, unit in a normal form) of a number as written: `30s` and `30 seconds` alike."""
-    match = re.fullmatch(r"(-?[\d,]*\d(?:\.\d+)?)\s?(%|[A-Za-z]+)?", value.strip())
+    match = NUMBER_AND_UNIT.fullmatch(value.strip())
     if not match:
         return None, value.strip().lower()
     unit = (match.group(2) or "").lower()

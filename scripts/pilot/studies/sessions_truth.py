@@ -45,6 +45,12 @@ got have has had let make keep use like want need sure really thing things way""
 # --- Exact values ------------------------------------------------------------------------------------------------
 KEYED = re.compile(r"[\"']?([A-Za-z][\w .-]{0,40}?)[\"']?\s*[:=]\s*[\"'(]?\s*$")
 
+AFTER_KEY = re.compile(r"[:=]\s*[\"'(]?\s*$")            # a cheap look before the key is searched for
+
+CLAUSE_BREAK, CLAUSE_END = re.compile(r"[,;:()\[\]]"), re.compile(r"[,;:()\[\].]")
+
+WORD = re.compile(r"[A-Za-z][A-Za-z-]+")
+
 FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead of|rather than|"
                     r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
@@ -54,17 +60,18 @@ def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[s
     the last two content words before it in its clause and the first one after it (`refund of $1,249.00` ->
     refund; `8 parts` -> part; `order ORD-58213` -> order)."""
     left, right = sentences.bounds(start, end)
-    line_start = max(left, text.rfind("\n", left, start) + 1)
-    keyed = KEYED.search(text, max(line_start, start - 60), start)
+    near = max(left, start - 80)                         # (a bounded look back keeps a long line linear)
+    line_start = max(near, text.rfind("\n", near, start) + 1)
+    keyed = KEYED.search(text, line_start, start) if AFTER_KEY.search(text, max(line_start, start - 6), start) else None
     if keyed and keyed.end() == start:
         words = [w for w in re.findall(r"[A-Za-z]+", keyed.group(1)) if w.lower() not in STOP]
         if words:
             return list(dict.fromkeys(stem(w.lower()) for w in words))[:3]
-    before = re.split(r"[,;:()\[\]]", text[max(left, start - 80):start])[-1]
-    after = re.split(r"[,;:()\[\].]", text[end:min(right, end + 40)])[0]
-    near = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]+", before) if w.lower() not in STOP][-2:]
-    near += [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]+", after) if w.lower() not in STOP][:1]
-    return list(dict.fromkeys(stem(w) for w in near))
+    before = CLAUSE_BREAK.split(text[near:start])[-1]
+    after = CLAUSE_END.split(text[end:min(right, end + 40)])[0]
+    words = [w.lower() for w in WORD.findall(before) if w.lower() not in STOP][-2:]
+    words += [w.lower() for w in WORD.findall(after) if w.lower() not in STOP][:1]
+    return list(dict.fromkeys(stem(w) for w in words))
 
 
 def superseded(text: str, start: int, end: int) -> bool:
@@ -463,7 +470,8 @@ def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
         call = turn.get("call")
         keys = values[position] or {"command:" + call_command((call or {}).get("input"))}
         rarest = min((successes.get((turn["tool"], key), []) for key in keys), key=len)
-        later = [p for p in rarest[_first_after(rarest, position):][:MAX_RESOLVERS]
+        first = _first_after(rarest, position)
+        later = [p for p in rarest[first:first + MAX_RESOLVERS]
                  if keys <= (values[p] or {"command:" + call_command((calls[p][1].get("call") or {}).get("input"))})]
         resolved = calls[later[0]][0] if later else None
         detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()), "")[:160]
