@@ -103,7 +103,7 @@ def bare_key(value: Value) -> tuple | None:
 
 
 def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
-    """Every fact of the session written as an exact value, once (its first, or fullest, spelling; the others are its
+    """Every fact of the session written as an exact value, once (its first spelling; the others are its
     restatements), with its kind, referent, the sentence it first came from, where it was said, its segment, and
     whether it is a secret (a URL that carries a password) or given as a former value."""
     facts: list[dict] = []
@@ -120,8 +120,6 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
                 if fact is not None:
                     if value.text != fact["text"] and value.text not in fact["forms"]:
                         fact["forms"].append(value.text)
-                        if len(value.text) > len(fact["text"]) and value.kind == fact["kind"]:
-                            fact["forms"][-1], fact["text"] = fact["text"], value.text
                     continue
                 fact = {"id": len(facts) + 1, "kind": value.kind, "text": value.text, "forms": [],
                         "referent": referent_of(text, value.start, value.end, sentences),
@@ -582,15 +580,17 @@ def state_units(state: str) -> list[str]:
     return [u.strip() for line in (state or "").splitlines() for u in re.split(r"(?<=[.!?;])\s+", line) if u.strip()]
 
 
-def judge_instructions(instructions: list[dict], units: list[str], state: str) -> list[dict]:
-    """Each standing instruction still in force: contradicted (a sentence of the state says the opposite: a
+def judge_instructions(instructions: list[dict], units: list[str], state: str, written: bool = True) -> list[dict]:
+    """Each standing instruction still in force: contradicted (a sentence of a written state says the opposite: a
     prohibition stated, planned or granted as done, the order lifted), present (every key term in the state: the
-    terms are present, which is not proof the meaning is), or absent. A withdrawn instruction is not judged."""
+    terms are present, which is not proof the meaning is), or absent. A withdrawn instruction is not judged. The
+    transcript's own turns kept verbatim (a Recent-k regime) state nothing: an attempted push to main there is what
+    happened, not a claim, so they are never read as contradicting."""
     out = []
     for instruction in instructions:
         if instruction.get("revoked_turn"):
             continue
-        against = next((u for u in units if contradicts(u, instruction["text"])), None)
+        against = next((u for u in units if contradicts(u, instruction["text"])), None) if written else None
         if against is not None:
             out.append({"id": instruction["id"], "status": "contradicted", "state_sentence": against[:240]})
             continue
@@ -619,11 +619,12 @@ def judge_steps(steps: list[dict], units: list[str]) -> list[dict]:
     return out
 
 
-def judge_state(truth: dict, state: str, prompt: str = "") -> dict:
+def judge_state(truth: dict, state: str, prompt: str = "", written: bool = True) -> dict:
     """A state against the ground truth of its transcript: per value, instruction in force and step still failed or
     denied, its status and the state's sentence where there is one (the transcript's sentence is the item's own).
-    prompt: the regime's own prompt text, whose values (a word limit) are no change of the session's."""
+    prompt: the regime's own prompt text, whose values (a word limit) are no change of the session's; written:
+    False for the transcript's last turns kept verbatim, which claim nothing."""
     units = state_units(state)
     return {"values": judge_values(truth["values"], state, prompt),
-            "instructions": judge_instructions(truth["instructions"], units, state),
+            "instructions": judge_instructions(truth["instructions"], units, state, written),
             "steps": judge_steps(truth["steps"], units)}
