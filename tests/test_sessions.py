@@ -147,7 +147,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("sessions read: 1 file(s)", out)
         self.assertIn("deploy.json: chat-json, 7 messages read, skipped: 1 system or developer message", out)
-        self.assertIn("6 turns in 4 segments; 9 exact values, 1 standing instructions, 1 failed or denied steps, "
+        self.assertIn("6 turns in 4 segments; 9 exact values, 1 standing instructions in force, 1 failed or denied steps, "
                       "2 probes", out)
         self.assertIn(f"total: {CALLS} calls (0 done)", out)
         code, out, err = run_main(["plan", "--out", str(self.out)])

@@ -384,7 +384,9 @@ def describe_sessions(tasks: dict) -> list[str]:
         skipped = "; ".join(f"{n} {why}" for why, n in read["skipped"].items()) or "none"
         lines.append(f"  {e['file']}: {e['format']}, {read['read']} {read['unit']} read, skipped: {skipped}; "
                      f"{read['turns']} turns in {len(e['segments'])} segments; {len(e['values'])} exact values, "
-                     f"{len(e['instructions'])} standing instructions, "
+                     f"{sum(not i['revoked_turn'] for i in e['instructions'])} standing instructions in force" +
+                     (f" ({sum(bool(i['revoked_turn']) for i in e['instructions'])} withdrawn or corrected), "
+                      if any(i["revoked_turn"] for i in e["instructions"]) else ", ") +
                      f"{sum(s['status'] != 'done' for s in e['steps'])} failed or denied steps, "
                      f"{len(e['questions'])} probes")
     return lines
