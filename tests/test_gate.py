@@ -235,6 +235,12 @@ class SessionClaimsTest(unittest.TestCase):
         for state in ("Notes file: /home/dev/shared/notes/done-list.md.", "Wrote the shared notes file."):
             with self.subTest(state):
                 self.assertEqual(self.blocking(state), [])
+        # an item claimed by "shared" (XR-001's summary still to be shared) is not claimed by a path that holds it
+        ledger = gate.normalize_ledger({"items": [{"name": "final summary", "match": ["summary"], "status": "pending",
+                                                   "receipt": None, "claimed_by": ["shared", "sent"]}]})
+        self.assertEqual(gate.check_state("The summary draft is in /data/shared/summary-draft.md.", ledger, ""), [])
+        self.assertEqual([f["category"] for f in gate.check_state("The summary was shared with the unit.", ledger,
+                                                                   "")], ["status"])
 
     def test_a_state_that_says_the_opposite_of_a_rule_or_gives_an_invented_one_is_caught(self):
         for state in ("Pushed the fix straight to main.", "The user allowed pushing to main once the tests pass.",

@@ -533,7 +533,8 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         words = re.compile(r"\b(" + "|".join(re.escape(w) for w in claimed_by) + r")\b", re.IGNORECASE) \
             if claimed_by else None
         for unit in mentions:
-            said = (words.search(unit) and (None, words.search(unit).group(0))) if words else claim(unit, True)
+            found = words.search(without_values(unit)) if words else None        # (not inside a path or a name)
+            said = (None, found.group(0)) if found else None if words else claim(unit, True)
             if said and not says_not_done(unit) and not supported:
                 why = f"it is {item['status']}" + ("" if item["receipt"] else " with no receipt")
                 find("status", f"`{item['name']}` presented as {said[1].lower()}, but {why}", unit, item=item["name"])
