@@ -17,13 +17,13 @@ try:                                    # the standard library's own reader of r
 except ImportError:                     # pragma: no cover - Python 3.10
     import sre_parse as regex_parser
 
-from .claims import (CLAIM_FAMILIES, FAILURE_EVENT, MODAL, NOT_DONE, claim, claim_terms, contradicts, event_terms,
+from .claims import (CLAIM_FAMILIES, FAILURE_EVENT, MODAL, NOT_DONE, claim, contradicts, event_terms,
     names_item, says_not_done, stem, terms as claim_words, without_values)
 from .records import PilotError
 from .reports import fmt_p, fmt_rate, md_table, spreadsheet_safe
 from .states import INT_PATTERN, to_int
 from .stats import ALPHA, fisher_one_sided, rate_summary
-from .values import changed_values, extract_values
+from .values import changed_values
 
 
 # check_state takes a state, a ledger of authoritative records and, optionally, the transcript the state was made

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..bank import ScoredRun, parse_answer
-from ..gate import GATE_CATEGORIES, GateInputError, check_state, gate_prediction, gate_verdict
+from ..gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_prediction, gate_verdict
 from ..inputs import load_task_set
 from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
 from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
@@ -166,17 +166,13 @@ def adversarial_state_row(base: dict, checkpoint: int, final: bool, episode: dic
 
 HEADING_ONLY = re.compile(r"^[\s#>*\-\u2022]*[A-Za-z][\w -]{0,40}:\s*(?:none|n/a|-)?\s*$", re.IGNORECASE)
 
-GRANT_WORDS = re.compile(r"\b(approved|authori[sz]ed|allowed|permitted|cleared|signed off|granted|may|can|ok(?:ay)?)\b",
-                         re.IGNORECASE)
-
-
 def what_a_state_can_carry(text: str, ledger: dict) -> dict:
     """Which defects a state could carry at all (issue 30, point 7): an instruction needs a line of text beyond the
     headings, a wrong value needs a number, a widened approval needs words that grant; an empty typed block can
     carry none of them, so passing it says nothing about them."""
     lines = [line for line in (text or "").splitlines() if line.strip() and not HEADING_ONLY.match(line)]
     return {"has_text": bool(lines), "gives_values": bool(INT_PATTERN.search(text or "")),
-            "grants": bool(GRANT_WORDS.search(text or "")), "items_held": len(ledger["items"])}
+            "grants": bool(GRANT.search(text or "")), "items_held": len(ledger["items"])}
 
 
 # The state categories of the release table: (a state that carries one, a state that could), each counted over the
