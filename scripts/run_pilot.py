@@ -31,6 +31,8 @@ The code lives in the package beside this file, scripts/pilot/, in pipeline orde
     runner           cells, retries, resume, concurrency, progress, the determinism probe
     bank             answer parsing, probe kinds, checked cells, the bank as columns and its shape checks
     reports          shared formats and tables, probes.csv, any study's analysis.md and headline
+    values           exact values in text, their spellings, closeness, secrets
+    claims           what a sentence claims: done or failed, an order, the opposite of an instruction
     gate             the release gate's pure checker and its self-test
     demo             the stand-in model behind Ollama's API
     studies/         one module per study's design and one per its analysis; the registry in __init__

@@ -2,6 +2,7 @@
 effect retention, and the whole pipeline on a fake model that follows the instructions it can see and loses
 them by design in compaction."""
 import json
+import random
 import re
 import unittest
 import zlib
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import bank, commands, episodes, inputs, records
+from pilot import bank, commands, episodes, inputs, records, stats
 from pilot.studies import constraints, constraints_analysis, xr001
 
 MODEL = "gemma3:4b"
@@ -230,7 +231,8 @@ class ScoringTest(unittest.TestCase):
         self.assertIn("undefined (c_ub <= c_noSC", constraints_analysis.fmt_er(constraints_analysis.effect_retention_summary([(False, True, False)])))
 
 
-def synthetic_bank(episodes: range, regimes: tuple = constraints.DEFAULT_REGIMES) -> dict:
+def synthetic_bank(episodes: range, regimes: tuple = constraints.DEFAULT_REGIMES,
+                   complying: tuple = ("FULL+", "R1+X")) -> dict:
     """A constraints results.json of the pinned task set's `episodes`, whose `cells` block and `n_episodes` claim
     the whole design: FULL+ and R1+X comply, every other regime violates (so R1+X beats R1 on every pair)."""
     tasks = json.loads((REPO / "tasks" / "constraints.json").read_text())["episodes"]
@@ -238,7 +240,7 @@ def synthetic_bank(episodes: range, regimes: tuple = constraints.DEFAULT_REGIMES
     for regime in regimes:
         for e in episodes:
             q = tasks[e]["questions"][0]
-            follows = regime in ("FULL+", "R1+X")
+            follows = regime in complying
             probes.append({"model": MODEL, "regime": regime, "episode": e, "question_id": 1, "type": q["type"],
                            "truth": q["truth"], "answer": q["truth"] if follows else q["violating"],
                            "class": "compliant" if follows else "violating", "budget": records.DEFAULT_BUDGET,
@@ -253,6 +255,45 @@ def synthetic_bank(episodes: range, regimes: tuple = constraints.DEFAULT_REGIMES
 N_REGIMES = len(constraints.DEFAULT_REGIMES)
 
 CELLS = 15 * N_REGIMES                  # the default design's cells for one model
+
+
+class SidecarWordsTest(unittest.TestCase):
+    """Issue 30, points 4 and 5: the verdict names the sidecar as heading plus registry while the heading control is
+    not clearly below it; the pooled effect retention resamples instances, every model of an instance together."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.task_set = inputs.load_task_set(REPO / "tasks" / "constraints.json")
+
+    def test_a_heading_control_as_good_as_the_sidecar_makes_the_verdict_name_the_heading(self):
+        verdict = constraints_analysis.analyze(synthetic_bank(range(15), complying=("FULL+", "R1+X", "R1+H")),
+                                               self.task_set)["confirmatory_test"]["verdict"]
+        self.assertTrue(verdict.startswith("supported: R1+X complied more often than R1"))
+        self.assertIn("R1+X is the sidecar's heading plus its registry, and the heading control R1+H is not clearly "
+                      "below it (R1+X against R1+H: b = 0, c = 0, exact McNemar p = 1.0000)", verdict)
+        without = tuple(r for r in constraints.DEFAULT_REGIMES if r != "R1+H")
+        verdict = constraints_analysis.analyze(synthetic_bank(range(15), regimes=without),
+                                               self.task_set)["confirmatory_test"]["verdict"]
+        self.assertIn("R1+H was not run, so the gain cannot be given to the registry", verdict)
+        clear = constraints_analysis.analyze(synthetic_bank(range(15)), self.task_set)["confirmatory_test"]["verdict"]
+        self.assertNotIn("heading", clear)                       # R1+H violates on every instance: clearly below
+
+    def test_the_pooled_interval_draws_instances_with_every_model_of_them(self):
+        # two models that agree on every instance: pooled pairs are not independent
+        per_instance = {e: [(e < 6, False, True)] * 2 for e in range(12)}
+        summary = constraints_analysis.effect_retention_summary(per_instance)
+        self.assertEqual((summary["n"], summary["instances"]), (24, 12))
+        rng, drawn = random.Random(stats.BOOTSTRAP_SEED), []
+        for _ in range(stats.BOOTSTRAP_REPLICATES):
+            rows = [row for _ in range(12) for row in per_instance[rng.randrange(12)]]
+            value = constraints_analysis.effect_retention(rows)
+            if value is not None:
+                drawn.append(value)
+        drawn.sort()
+        self.assertEqual((summary["lo"], summary["hi"]), (drawn[int(0.025 * (len(drawn) - 1))],
+                                                          drawn[int(0.975 * (len(drawn) - 1))]))
+        flat = constraints_analysis.effect_retention_summary([row for rows in per_instance.values() for row in rows])
+        self.assertLess(flat["hi"] - flat["lo"], summary["hi"] - summary["lo"])      # pairs as if independent: too narrow
 
 
 class LabelTest(unittest.TestCase):

@@ -59,7 +59,9 @@ def synthetic_results(models, regimes=("R0", "R1", "R2"), wrong=lambda m, r: 3, 
     for regime in regimes:
         vals = [c["eval_count"] for c in calls if c["regime"] == regime]
         if vals:
-            tokens[regime] = {"n": len(vals), "mean": sum(vals) / len(vals), "by_model": {}}
+            by_model = {m: [c["eval_count"] for c in calls if c["regime"] == regime and c["model"] == m] for m in models}
+            tokens[regime] = {"n": len(vals), "mean": sum(vals) / len(vals),
+                              "by_model": {m: {"n": len(v), "mean": sum(v) / len(v)} for m, v in by_model.items()}}
     return {"models": list(models), "regimes": list(regimes), "probes": probes, "compaction_stage": stage,
             "calls": calls, "compaction_tokens": tokens,
             "cells": {"complete": expected if complete else expected - 1, "expected": expected,

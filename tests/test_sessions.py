@@ -25,8 +25,7 @@ SECRET = "sk-test0123456789abcdefXYZ"
 SESSION = [
     {"role": "system", "content": "You deploy services."},
     {"role": "user", "content": "Deploy build 3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. The budget is "
-                                f"$1,250.00. From now on, never deploy on Fridays. The API key is {SECRET} if you "
-                                "need it."},
+                                f"$1,250.00, on the API key {SECRET}. From now on, never deploy on Fridays."},
     {"role": "assistant", "content": "Reading the release notes first.", "tool_calls": [
         {"id": "c1", "type": "function", "function": {"name": "deploy",
                                                       "arguments": json.dumps({"command": "./deploy.sh --env prod"})}}]},
@@ -36,11 +35,10 @@ SESSION = [
     {"role": "assistant", "content": "Understood. Version 2.3.1 stays staged until then."},
 ]
 
-# (kind, value, segment) as the rules must read them; the fake model copies exactly these.
+# (kind, value, segment) as the rules must read them (a pasted key is no value); the fake model copies exactly these.
 VALUES = [("digest", "3f9a2c1d", 1), ("path", "/srv/app/main.py", 1), ("date", "2025-03-12", 1),
-          ("amount", "$1,250.00", 1), ("identifier", SECRET, 1), ("path", "./deploy.sh", 2),
-          ("identifier", "OPS-4711", 3), ("number", "1,247", 3), ("email", "ops@example.com", 4),
-          ("version", "2.3.1", 4)]
+          ("amount", "$1,250.00", 1), ("path", "./deploy.sh", 2), ("identifier", "OPS-4711", 3), ("number", "1,247", 3),
+          ("email", "ops@example.com", 4), ("version", "2.3.1", 4)]
 
 PROSE_CHANGES = {"3f9a2c1d": "3f9a2c1", "1,247": "1,274"}     # what the fake's prose summary alters
 
@@ -128,10 +126,11 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         _, tasks = ss.read_sessions(self.session, probes=str(self.probes))
         episode = tasks["episodes"][0]
         self.assertEqual([(v["kind"], v["text"], v["segment"]) for v in episode["values"]], VALUES)
-        self.assertEqual([v["secret"] for v in episode["values"]], [v == SECRET for _, v, _ in VALUES])
+        self.assertFalse(any(v["secret"] or SECRET in v["text"] for v in episode["values"]))   # a key is no value
         self.assertEqual([i["text"] for i in episode["instructions"]], ["From now on, never deploy on Fridays."])
+        # the deploy tool's own "permission denied" is a refusal by the system, not by the user: failed
         self.assertEqual([(s["tool"], s["status"], s["match"]) for s in episode["steps"]],
-                         [("deploy", "denied", ["./deploy.sh"])])
+                         [("deploy", "failed", ["./deploy.sh"])])
         self.assertEqual([q["type"] for q in episode["questions"]], ["digest", "amount"])
 
     def test_an_unchanged_reading_is_done_once_and_a_changed_file_is_read_again(self):
@@ -148,7 +147,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("sessions read: 1 session(s)", out)
         self.assertIn("deploy.json: chat-json, 7 messages read, skipped: 1 system or developer message", out)
-        self.assertIn("6 turns in 4 segments; 10 exact values, 1 standing instructions, 1 failed or denied steps, "
+        self.assertIn("6 turns in 4 segments; 9 exact values, 1 standing instructions in force, 1 failed or denied steps, "
                       "2 probes", out)
         self.assertIn(f"total: {CALLS} calls (0 done)", out)
         code, out, err = run_main(["plan", "--out", str(self.out)])
@@ -170,11 +169,13 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
                 rows = [r for r in results["values"] if r["regime"] == regime]
                 self.assertEqual([r["class"] for r in rows], expected_classes(regime))
         changed = {r["value"]: r["instead"] for r in results["values"] if r["regime"] == "R1" and "instead" in r}
-        self.assertEqual(changed, {1: "3f9a2c1", 8: "1,274"})
-        retained = {r["regime"]: r["retained"] for r in results["instructions"]}
-        self.assertEqual(retained, {"R1": False, "R2": True, "R3": True, "K1": False, "K2": False, "MYAGENT": False})
-        self.assertEqual({r["regime"]: r["reported"] for r in results["steps"]},
-                         {"R1": True, "R2": True, "R3": True, "K1": False, "K2": False, "MYAGENT": False})
+        self.assertEqual(changed, {1: "3f9a2c1", 7: "1,274"})
+        present = {r["regime"]: r["status"] for r in results["instructions"]}
+        self.assertEqual(present, {"R1": "absent", "R2": "present", "R3": "present", "K1": "absent", "K2": "absent",
+                                   "MYAGENT": "absent"})
+        self.assertEqual({r["regime"]: r["status"] for r in results["steps"]},      # R1's prose: "completed"
+                         {"R1": "claimed done", "R2": "reported", "R3": "reported", "K1": "absent", "K2": "absent",
+                          "MYAGENT": "absent"})
         gate = {s["regime"]: s["gate"]["counts"]["status"] for s in results["states"] if "gate" in s}
         self.assertEqual(set(gate), {"R1", "R2", "R3", "MYAGENT"})        # a Recent-k regime writes no state
         self.assertEqual(gate["R2"], 0)
@@ -191,8 +192,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(analysis.strip(), (out / "analysis.md").read_text().strip())
         self.assertIn("EXPLORATORY", analysis)
-        self.assertIn("| R1 | 7/10 = 70.0% | 0 | 2 | 1 | 3/10 = 30.0% |", analysis)
-        self.assertIn("| R2 | 10/10 = 100.0% | 0 | 0 | 0 | 0/10 = 0.0% |", analysis)
+        self.assertIn("| R1 | 6/9 = 66.7% | 0 | 2 | 1 | 3/9 = 33.3% |", analysis)
+        self.assertIn("| R2 | 9/9 = 100.0% | 0 | 0 | 0 | 0/9 = 0.0% |", analysis)
         lost = re.search(r"### R1: 3 lost\n\n(.*?)\n\n", analysis, re.S).group(1)
         self.assertIn("| deploy.json | digest | 3f9a2c1d | changed | 3f9a2c1 | user, segment 1 | USER: Deploy build "
                       "3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. |", lost)
@@ -284,7 +285,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(run_main(["score", "--out", str(self.tmp / "sweep")])[0], 0)
         sweep = json.loads((self.tmp / "sweep" / "results.json").read_text())
         self.assertEqual(sorted({r.get("budget", 256) for r in sweep["values"]}), [128, 256])
-        self.assertIn("| R2 | 20/20 = 100.0% |", run_main(["analyze", "--out", str(self.tmp / "sweep")])[1])
+        self.assertIn("| R2 | 18/18 = 100.0% |", run_main(["analyze", "--out", str(self.tmp / "sweep")])[1])
 
     def test_segments_cut_at_turn_boundaries_fit_the_window_and_a_session_no_window_fits_is_refused(self):
         self.assertEqual(ss.cut_points([10, 10, 10, 10, 10, 10, 10, 10], 4), [0, 2, 4, 6])
@@ -363,8 +364,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         results = bank.score_run(*self.bank_inputs())
         analysis = ss_an.analyze(results)
         self.assertEqual(analysis["user_regimes"], ["MYAGENT"])
-        tests = {t["built_in"]: (t["b"], t["c"], t["n_pairs"]) for t in analysis["tests"]}
-        self.assertEqual(tests["R2"], (0, 10, 10))                     # the fake's MYAGENT keeps nothing
+        tests = {t["built_in"]: (t["b"], t["c"], t["sessions"], t["p"]) for t in analysis["tests"]}
+        self.assertEqual(tests["R2"], (0, 1, 1, None))    # the fake's MYAGENT keeps nothing; one session: no p
         self.assertEqual(set(tests), set(ss.DEFAULT_REGIMES))
 
     def bank_inputs(self) -> tuple:
@@ -374,22 +375,77 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         return manifest.data, tasks, Journal(self.out)
 
 
+def value_rows(regime: str, classes: dict[int, str], models=("m",)) -> list[dict]:
+    """Value rows of one regime: session -> a string of k (kept) and d (dropped), one letter a value."""
+    return [{"model": m, "regime": regime, "episode": e, "value": v, "class": "kept" if c == "k" else "dropped"}
+            for m in models for e, letters in classes.items() for v, c in enumerate(letters, 1)]
+
+
+def small_bank(n_sessions: int, regimes=("R1", "MINE")) -> dict:
+    """A complete bank of n sessions of four values each, every regime keeping the first value of each session."""
+    read = {"read": 1, "unit": "messages", "skipped": {}, "turns": 1}
+    sessions = [{"episode": e, "file": f"s{e}.json", "format": "chat-json", "read": read, "segments": 1,
+                 "values": [{"id": v, "kind": "number", "text": str(10 * e + v), "source": "user", "sentence": "",
+                             "segment": 1, "secret": False} for v in range(1, 5)],
+                 "instructions": [], "steps": [], "probes": []} for e in range(n_sessions)]
+    rows = [row for r in regimes for row in value_rows(r, {e: "kddd" for e in range(n_sessions)})]
+    states = [{"model": "m", "regime": r, "episode": e, "compacted": r != "K1", "chars": 1}
+              for r in regimes for e in range(n_sessions)]
+    return {"models": ["m"], "regimes": list(regimes), "sessions": sessions, "values": rows, "instructions": [],
+            "steps": [], "states": states, "probes": [],
+            "costs": {r: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0} for r in regimes},
+            "regime_definitions": {"MINE": {"origin": "file.json"}}}
+
+
 class SessionsAnalysisTest(unittest.TestCase):
     def test_a_value_the_regimes_own_prompt_gives_is_no_change_of_the_sessions(self):
-        episode = {"values": [{"id": 1, "kind": "number", "text": "1,204", "secret": False}], "instructions": [],
-                   "steps": [], "segments": [{"text": "We had 1,204 responses."}]}
+        truth = ss.ground_truth([{"role": "user", "text": "We had 1,204 responses."}])
+        episode = {**truth, "segments": [{"text": "We had 1,204 responses."}]}
         state = "Use at most 120 words. Merge the previous state."
         prompt = ss_an.prompt_text(ss.REGIMES["R1"], 256)
         self.assertIn("120 words", prompt)
-        self.assertEqual(ss_an.score_state(episode, state, True, str)["values"], [(1, "changed", "120")])
-        self.assertEqual(ss_an.score_state(episode, state, True, str, prompt)["values"], [(1, "dropped", None)])
+        self.assertEqual([(v["status"], v["instead"]) for v in ss_an.score_state(episode, state, True, str)["values"]],
+                         [("changed", "120")])
+        self.assertEqual([(v["status"], v["instead"]) for v in
+                          ss_an.score_state(episode, state, True, str, prompt)["values"]], [("dropped", None)])
 
-    def test_paired_tests_count_the_discordant_values(self):
-        rows = [{"model": "m", "regime": r, "episode": 0, "value": v, "class": cls}
-                for r, classes in (("MINE", "kkdd"), ("R2", "kdkd")) for v, cls in
-                enumerate(("kept" if c == "k" else "dropped" for c in classes), 1)]
-        (test,) = ss_an.paired_tests(rows, ["MINE"], ["R2"])
-        self.assertEqual((test["b"], test["c"], test["n_pairs"]), (1, 1, 4))
+    def test_the_paired_test_is_over_sessions_and_gives_no_p_below_six(self):
+        """Point 8: the values of one state are not independent; one session gave Holm p = 0.021 before."""
+        one = value_rows("MINE", {0: "k" * 12 + "d"}) + value_rows("R2", {0: "d" * 12 + "k"})
+        (test,) = ss_an.paired_tests(one, ["MINE"], ["R2"])
+        self.assertEqual((test["sessions"], test["b"], test["c"], test["p"]), (1, 1, 0, None))
+        six = value_rows("MINE", {e: "kkd" for e in range(6)}) + value_rows("R2", {e: "kdd" for e in range(6)})
+        (test,) = ss_an.paired_tests(six, ["MINE"], ["R2"])
+        self.assertEqual((test["sessions"], test["b"], test["c"]), (6, 6, 0))
+        self.assertAlmostEqual(test["p"], 2 / 2 ** 6)
+        five = [r for r in six if r["episode"] < 5]
+        self.assertIsNone(ss_an.paired_tests(five, ["MINE"], ["R2"])[0]["p"])
+
+    def test_no_interval_below_ten_sessions_and_never_one_narrower_than_the_binomial(self):
+        """Point 9: the bootstrap over 2 sessions covered the truth 57% of the time, and had no width when the
+        session rates were equal."""
+        few = ss_an.analyze(small_bank(3))
+        self.assertNotIn("interval", few["kept"]["R1"])
+        self.assertEqual(ss_an.fmt_interval(few["kept"]["R1"]), "3/12 = 25.0%")
+        self.assertIn("This bank has 3 sessions: no interval is printed.", ss_an.render_md(few))
+        many = ss_an.analyze(small_bank(10))["kept"]["R1"]
+        wilson = ss_an.rate_summary(10, 40)
+        self.assertTrue(many["interval"])                       # every session at 1/4: the bootstrap has no width
+        self.assertEqual((many["lo"], many["hi"]), (wilson["lo"], wilson["hi"]))
+
+    def test_duplicated_rows_are_refused_and_coverage_comes_from_the_rows(self):
+        """Point 15: a repeated value row read 222/322; PARTIAL came from the file's cells block."""
+        bank = small_bank(2)
+        self.assertEqual(ss_an.check_bank(bank), [])
+        doubled = {**bank, "values": bank["values"] + bank["values"][:1]}
+        self.assertIn("values row 17 repeats an earlier row", ss_an.check_bank(doubled)[0])
+        analysis = ss_an.analyze({**bank, "cells": {"expected": 4, "complete": 4}})
+        self.assertTrue(analysis["complete"])
+        short = {**bank, "values": bank["values"][:-1], "cells": {"expected": 4, "complete": 4}}
+        self.assertEqual(ss_an.analyze(short)["coverage"], {"complete_cells": 3, "expected_cells": 4})
+        self.assertIn("PARTIAL: 3 of 4 cells are complete", ss_an.render_md(ss_an.analyze(short)))
+        missing = {**bank, "states": bank["states"][1:]}
+        self.assertFalse(ss_an.analyze(missing)["complete"])
 
     def test_report_html_renders_its_markup_never_literal_backticks(self):
         import pilot.studies  # noqa: F401  (the registry the analysis names its study by)
@@ -399,15 +455,19 @@ class SessionsAnalysisTest(unittest.TestCase):
         page = ss_an.render_blocks_html(blocks)
         shown = re.sub(r"<title>.*?</title>|<style>.*?</style>|<[^>]+>", " ", page, flags=re.S)
         self.assertNotIn("`", shown)
-        self.assertIn("Exact McNemar on <code>kept verbatim</code>", page)
+        self.assertIn("A sign test over sessions on <code>kept</code>", page)
         self.assertIn("<code>raw/recheck.jsonl</code>", page)
 
     def test_a_bank_of_the_wrong_shape_is_named(self):
         self.assertIn("`values` is missing", "; ".join(ss_an.check_bank({"models": ["m"], "regimes": ["R1"]})))
-        bank = {"models": ["m"], "regimes": ["R1"], "sessions": [{"episode": 0, "file": "f", "values": [{"id": 1}]}],
+        bank = {"models": ["m"], "regimes": ["R1"], "sessions": [{"episode": 0, "file": "f", "values": [{"id": 1}],
+                                                                  "instructions": [], "steps": []}],
                 "values": [{"model": "m", "regime": "R1", "episode": 0, "value": 2, "class": "kept"}],
                 "instructions": [], "steps": [], "states": [], "probes": [], "regime_definitions": {}, "costs": {}}
-        self.assertIn("names a value its session does not hold", ss_an.check_bank(bank)[0])
+        self.assertIn("names an item its session does not hold", ss_an.check_bank(bank)[0])
+        old = {**bank, "values": [], "instructions": [{"model": "m", "regime": "R1", "episode": 0, "instruction": 1,
+                                                       "retained": True}]}
+        self.assertIn("scored by an earlier version of the rules", ss_an.check_bank(old)[0])
 
 
 class ExamplesTest(TempDirMixin, unittest.TestCase):

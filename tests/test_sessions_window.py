@@ -91,8 +91,7 @@ class WindowTest(TempDirMixin, unittest.TestCase):
 
     def test_sizes_are_checked_before_any_ground_truth_is_taken(self):
         self.path.write_text(json.dumps(long_session(240)))
-        with mock.patch.object(ss, "session_values", side_effect=AssertionError("ground truth taken")), \
-                mock.patch.object(ss, "session_steps", side_effect=AssertionError("ground truth taken")):
+        with mock.patch.object(ss, "ground_truth", side_effect=AssertionError("ground truth taken")):
             with self.assertRaisesRegex(ss.TaskSetError, "do not fit the 4,096-token window"):
                 ss.read_sessions_now(self.path, [(self.path, "long.json")], {}, 4, None, 4096, "even")
 

@@ -36,6 +36,13 @@ class McNemarTest(unittest.TestCase):
             with self.subTest(b=b, c=c):
                 self.assertEqual(reports.fmt_p(stats.mcnemar_exact(b, c)), p)
 
+    def test_a_p_value_that_underflows_prints_as_below_1e_300(self):
+        """Issue 30, point 16: b = 5,000, c = 0 gave p = 0.0 as a double, printed "0.000e+00"."""
+        self.assertEqual(stats.mcnemar_exact(5000, 0), 0.0)
+        self.assertEqual(reports.fmt_p(stats.mcnemar_exact(5000, 0)), "< 1e-300")
+        self.assertEqual(reports.fmt_p(2e-300), "2.000e-300")
+        self.assertEqual(reports.fmt_p(0.0254), "0.0254")
+
     def test_small_exact_values(self):
         self.assertEqual(stats.mcnemar_exact(0, 0), 1.0)
         self.assertEqual(stats.mcnemar_exact(3, 3), 1.0)

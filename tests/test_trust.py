@@ -223,9 +223,12 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
     def test_omission_share_and_budget_band_are_reported(self):
         results = reference_results(load_tasks())
         results["compaction_tokens"]["R1"]["mean"] = 120.0
+        for entry in results["compaction_tokens"]["R1"]["by_model"].values():
+            entry["mean"] = 120.0
         text = reports.render_analysis_md(bank.analyze_bank(results))
         self.assertIn("| qwen3:14b | 0/120 = 0.0% | 30/120 = 25.0% | 5/120 = 4.2% |", text)
-        self.assertIn("OUTSIDE the pinned band [0.8, 1.25], so the budgets were not matched", text)
+        self.assertIn("qwen3:14b 0.542 (OUTSIDE) (pooled over every model: 0.542); outside the pinned band [0.8, 1.25], "
+                      "so the budgets were not matched", text)
 
     def test_a_run_whose_model_never_answers_is_uninformative(self):
         out = self.make_tmp() / "run"

@@ -110,14 +110,15 @@ class MatchedBudgetTest(unittest.TestCase):
         analysis = bank.analyze_bank(results)
         self.assertAlmostEqual(analysis["budget"]["ratio"], 0.495, places=3)
         self.assertEqual(analysis["label"], "NON-CONFIRMATORY")
-        self.assertIn("the budgets were not matched: the realized R1/R2 ratio of mean compaction tokens, 0.495, is "
-                      "outside the pinned band [0.8, 1.25]", analysis["label_reasons"])
+        self.assertIn("the budgets were not matched: the realized R1/R2 ratio of mean compaction tokens is outside the "
+                      "pinned band [0.8, 1.25] for gemma3:4b (0.495), qwen3-coder:30b (0.495), qwen3:14b (0.495)",
+                      analysis["label_reasons"])
         falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
         self.assertEqual(falsifier["verdict"], "not judged: the budgets were not matched")
         self.assertIn("(at unmatched budgets)", falsifier["evidence"][0])
         headline = reports.render_headline(analysis)
         self.assertIn("F not judged: the budgets were not matched [the realized R1/R2 ratio of mean compaction "
-                      "tokens, 0.495", headline)
+                      "tokens is outside the pinned band [0.8, 1.25] for gemma3:4b (0.495)", headline)
         self.assertNotIn("F rejected", headline)
         self.assertNotIn("the budgets were not matched [the budgets were not matched", headline)
         body = xr001_report.render_md(analysis)   # the predictions' reminder names the reason the top gives
@@ -144,14 +145,15 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertEqual(analysis["budget_guard"]["status"], "capped")
         self.assertEqual(analysis["label"], "CONFIRMATORY")     # qualified, not failed
         text = reports.render_analysis_md(analysis)
-        self.assertIn("ratio of mean compaction tokens 1.000, inside the pinned band [0.8, 1.25]. Compactions that "
+        self.assertIn("ratio of mean compaction tokens, per model the falsifier is read on: m 1.000; inside the pinned "
+                      "band [0.8, 1.25]. Compactions that "
                       "stopped at their 256-token cap: R1 60/60 (100.0%), R2 60/60 (100.0%). The band is passed only "
                       "because most compactions were cut at the cap", text)
         falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
         self.assertEqual(falsifier["verdict"], "rejected")
         self.assertIn("inside the pinned band only because most compactions stopped at their 256-token cap "
-                      "(R1 60/60, R2 60/60)", falsifier["guards"][0])
-        self.assertIn("F rejected [the R1/R2 ratio 1.000 is inside the pinned band only because",
+                      "(m: R1 60/60, R2 60/60)", falsifier["guards"][0])
+        self.assertIn("F rejected [the R1/R2 ratio (m 1.000) is inside the pinned band only because",
                       reports.render_headline(analysis))
         # the same bank with its compactions under the cap: the share is given, nothing is qualified
         for call in results["calls"]:
@@ -161,6 +163,65 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertIn("Compactions that stopped at their 256-token cap: R1 0/60 (0.0%), R2 0/60 (0.0%).",
                       reports.render_analysis_md(analysis))
         self.assertNotIn("[", reports.render_headline(analysis).split("verdicts:")[1])
+
+
+def two_models(wrong: dict, tokens: dict) -> dict:
+    """A synthetic bank of models `good` and `bad` (wrong[(model, regime)] of 120 probes wrong) with the compaction
+    tokens per model given as {model: (R1 mean, R2 mean)}."""
+    results = synthetic_results(["good", "bad"], wrong=lambda m, r: wrong[(m, r)])
+    for regime, i in (("R1", 0), ("R2", 1)):
+        by_model = results["compaction_tokens"][regime]["by_model"]
+        for model, means in tokens.items():
+            by_model[model]["mean"] = means[i]
+        results["compaction_tokens"][regime]["mean"] = sum(m[i] for m in tokens.values()) / len(tokens)
+    return results
+
+
+class GuardsOnTheModelsJudgedTest(unittest.TestCase):
+    """Issue 30, points 1 to 3: the matched budget, P2 and F are read on the models the falsifier is read on."""
+    UNINFORMATIVE_BAD = {("good", "R0"): 3, ("good", "R1"): 40, ("good", "R2"): 5,
+                         ("bad", "R0"): 120, ("bad", "R1"): 60, ("bad", "R2"): 60}
+
+    def test_the_band_applies_to_each_informative_model_not_to_a_pool_with_excluded_ones(self):
+        results = two_models(self.UNINFORMATIVE_BAD, {"good": (100.0, 200.0), "bad": (300.0, 200.0)})
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
+        self.assertAlmostEqual(analysis["budget"]["ratio"], 1.0)          # the pool reads "inside the band"
+        self.assertEqual(analysis["informative_models"], ["good"])
+        self.assertEqual((analysis["label"], analysis["budget_guard"]["status"]), ("NON-CONFIRMATORY", "unmatched"))
+        self.assertIn("for good (0.500)", analysis["budget_guard"]["text"])
+        falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
+        self.assertEqual(falsifier["verdict"], "not judged: the budgets were not matched")
+        self.assertIn("good 0.500 (OUTSIDE)", reports.render_analysis_md(analysis))
+        # the informative model alone reads the same
+        alone = synthetic_results(["good"], wrong=lambda m, r: self.UNINFORMATIVE_BAD[(m, r)])
+        for regime, mean in (("R1", 100.0), ("R2", 200.0)):
+            alone["compaction_tokens"][regime].update(mean=mean, by_model={"good": {"n": 60, "mean": mean}})
+        self.assertEqual(xr001_analysis.analyze(alone, synthetic_task_set())["label"], "NON-CONFIRMATORY")
+
+    def test_p2_is_read_on_the_informative_models(self):
+        results = two_models(self.UNINFORMATIVE_BAD, {"good": (200.0, 200.0), "bad": (200.0, 200.0)})
+        for probe in results["probes"]:
+            if probe["model"] == "bad" and probe["regime"] == "R1" and probe["class"] != "correct":
+                probe.update(answer=501, **{"class": "off_by_one"})
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
+        self.assertEqual(analysis["classes"]["R1"]["signature"], 60)      # all from the excluded model
+        p2 = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "P2")
+        self.assertEqual(p2["verdict"], "not confirmed")
+        self.assertIn("signature R1 0 vs R2 0 (probe counts pooled over good)", p2["evidence"][0])
+        self.assertIn("left out (failed the ceiling check): bad", p2["evidence"])
+
+    def test_a_model_significantly_better_under_prose_keeps_the_falsifier_from_being_rejected(self):
+        wrong = {("good", "R0"): 3, ("good", "R1"): 100, ("good", "R2"): 5,
+                 ("bad", "R0"): 3, ("bad", "R1"): 0, ("bad", "R2"): 24}
+        analysis = xr001_analysis.analyze(two_models(wrong, {"good": (200.0, 200.0), "bad": (200.0, 200.0)}),
+                                          synthetic_task_set())
+        pooled = analysis["mcnemar"]["pooled"]
+        self.assertEqual((pooled["b"], pooled["c"], pooled["direction"]), (24, 95, "R2 better"))
+        self.assertLess(pooled["p"], 0.05)
+        falsifier = next(v for v in xr001_analysis.evaluate_predictions(analysis) if v["id"] == "F")
+        self.assertEqual(falsifier["verdict"], "not rejected: bad is significantly better under prose (b = 24, c = 0, "
+                                               "p = 1.192e-07)")
+        self.assertNotIn("F rejected", reports.render_headline(analysis))
 
 
 class CeilingTest(unittest.TestCase):

@@ -55,7 +55,14 @@ def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+SMALLEST_P = 1e-300                     # below it a double no longer holds the p-value: it underflows to 0
+
+
 def fmt_p(p: float) -> str:
+    """A p-value as printed: four decimals, or three significant digits below 0.001, or "< 1e-300" where it has
+    underflowed (an exact McNemar p of b = 5000, c = 0 is 0.0 as a double, not 0)."""
+    if p < SMALLEST_P:
+        return "< 1e-300"
     return f"{p:.3e}" if p < 0.001 else f"{p:.4f}"
 
 

@@ -174,22 +174,26 @@ def effect_retention(rows: list[tuple[bool, bool, bool]]) -> float | None:
     return (comp - none) / (ub - none) + 0.0 if ub > none else None
 
 
-def effect_retention_summary(rows: list[tuple[bool, bool, bool]], seed: int = BOOTSTRAP_SEED,
+def effect_retention_summary(rows: list[tuple[bool, bool, bool]] | dict, seed: int = BOOTSTRAP_SEED,
                              replicates: int = BOOTSTRAP_REPLICATES) -> dict:
-    """Effect retention with a seeded percentile bootstrap over instances; replicates where it is undefined
-    (c_ub <= c_noSC) are left out and counted, and no interval is given when most are."""
-    point = effect_retention(rows)
+    """Effect retention with a seeded percentile bootstrap over instances: rows are one per instance, or
+    {instance: [its rows, one per model]} when several models are pooled, and an instance is drawn with every model
+    of it (CONSTRAINTS.md section 5; amendment of 2026-12-03). Replicates where it is undefined (c_ub <= c_noSC)
+    are left out and counted, and no interval is given when most are."""
+    clusters = list(rows.values()) if isinstance(rows, dict) else [[row] for row in rows]
+    flat = [row for cluster in clusters for row in cluster]
+    point = effect_retention(flat)
     rng = random.Random(seed)
     values = []
-    for _ in range(replicates if rows else 0):
-        value = effect_retention([rows[rng.randrange(len(rows))] for _ in rows])
+    for _ in range(replicates if clusters else 0):
+        value = effect_retention([row for _ in clusters for row in clusters[rng.randrange(len(clusters))]])
         if value is not None:
             values.append(value)
     values.sort()
     interval = (values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]) \
         if len(values) * 2 >= replicates and values else (None, None)
-    return {"er": point, "lo": interval[0], "hi": interval[1], "n": len(rows), "undefined_replicates":
-            (replicates - len(values)) if rows else None}
+    return {"er": point, "lo": interval[0], "hi": interval[1], "n": len(flat), "instances": len(clusters),
+            "undefined_replicates": (replicates - len(values)) if clusters else None}
 
 
 def compliance_index(probes: list[dict]) -> dict[tuple, bool]:
@@ -200,14 +204,15 @@ def compliance_rate(probes: list[dict]) -> dict:
     return rate_summary(sum(p["class"] == "compliant" for p in probes), len(probes))
 
 
-def effect_rows(index: dict, units: Iterable[tuple], regime: str) -> list[tuple[bool, bool, bool]]:
-    """Rows of (compacted, FULL-, upper bound) compliance for the (model, episode) units that have all three."""
+def effect_rows(index: dict, units: Iterable[tuple], regime: str) -> dict[int, list[tuple[bool, bool, bool]]]:
+    """Rows of (compacted, FULL-, upper bound) compliance for the (model, episode) units that have all three, by
+    instance (the bootstrap draws an instance with every model of it)."""
     ub = upper_bound_of(regime)
-    rows = []
+    rows: dict[int, list] = {}
     for model, episode in units:
         keys = [(model, regime, episode), (model, "FULL-", episode), (model, ub, episode)]
         if ub and all(k in index for k in keys):
-            rows.append(tuple(index[k] for k in keys))
+            rows.setdefault(episode, []).append(tuple(index[k] for k in keys))
     return rows
 
 
@@ -353,8 +358,16 @@ def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] 
         reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first sample, the only ones "
                           f"this analysis reads")
     label = "UNINFORMATIVE" if not informative else "NON-CONFIRMATORY" if reasons else "CONFIRMATORY"
+    control = heading_against_sidecar(index, units, informative, regimes)
     if test and test["p"] < ALPHA and test["c"] > test["b"]:
         verdict = f"supported: {second} complied more often than {first} (exact McNemar p = {fmt_p(test['p'])})"
+        if not control or not (control["p"] < ALPHA and control["c"] > control["b"]):
+            # the heading alone may explain the gain (amendment of 2026-12-03): the sidecar is heading plus registry
+            verdict += (f"; {second} is the sidecar's heading plus its registry, and the heading control " +
+                        (f"{HEADING_CONTROL[1]} is not clearly below it ({HEADING_CONTROL[2]} against "
+                         f"{HEADING_CONTROL[1]}: b = {control['b']}, c = {control['c']}, exact McNemar p = "
+                         f"{fmt_p(control['p'])}), so the gain cannot be given to the registry" if control else
+                         f"{HEADING_CONTROL[1]} was not run, so the gain cannot be given to the registry"))
     elif test and test["p"] < ALPHA:
         verdict = f"falsified: {first} complied more often than {second} (exact McNemar p = {fmt_p(test['p'])})"
     elif test:
@@ -369,9 +382,18 @@ def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] 
             "retention": retention, "breakdowns": breakdowns, "sidecar": sidecar, "heading_control": heading,
             "informative": informative,
             "confirmatory_test": {"first": first, "second": second, "models": informative, "test": test,
-                                  "verdict": verdict},
+                                  "verdict": verdict, "heading_control": control},
             "n_instances": len({e for _, e in units}), "simulated": is_simulated(results),
             "task_set": task_set_summary(task_set) if task_set else results.get("task_set")}
+
+
+def heading_against_sidecar(index: dict, units: list[tuple], models: list[str], regimes: list[str]) -> dict | None:
+    """The sidecar (R1+X) against the heading control (R1+H), exact McNemar pooled over the informative models; None
+    when the bank lacks either or has no informative model."""
+    _, alone, with_x = HEADING_CONTROL
+    pairs = [(index[(m, alone, e)], index[(m, with_x, e)]) for m, e in units
+             if m in models and (m, alone, e) in index and (m, with_x, e) in index]
+    return mcnemar_summary(pairs, alone, with_x) if pairs and alone in regimes and with_x in regimes else None
 
 
 CONDITION_NAMES = {"with": "compacted, instruction said", "without": "no instruction (prior)",

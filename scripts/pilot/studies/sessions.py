@@ -24,8 +24,8 @@ from .sessions_formats import (FORMATS, check_tree, read_file_text, read_session
     MAX_TOTAL_BYTES)
 from .sessions_segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative, cut_points, estimated_tokens,
     even_cut, largest, segments_of)
-from .sessions_truth import (VALUE_KINDS, extract_values, is_close, is_secret, is_standing_instruction,
-    key_terms, normalize_value, secret_spans, sentence_around, split_sentences, step_outcome)
+from .sessions_truth import (VALUE_KINDS, extract_values, ground_truth, is_close, is_standing_instruction,
+    normalize_value, split_sentences, step_outcome, turn_outcome)
 
 
 PROTOCOL_ID = "XR-S1"
@@ -265,107 +265,6 @@ def plan_segments(session: dict, rendered: list[str], at_least: int, window: int
             "one_segment_window": room.window_for(tokens), "asked": at_least}
 
 
-# --- The ground truth of a session -------------------------------------------------------------------------------
-def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
-    """Every distinct exact value (kind and text) of the session, with the first sentence it came from."""
-    values, seen = [], set()
-    for t, turn in enumerate(parts):
-        for source, text in turn:
-            spans = secret_spans(text)
-            for kind, value, start, end in extract_values(text):
-                if (kind, value) in seen:
-                    continue
-                seen.add((kind, value))
-                values.append({"id": len(values) + 1, "kind": kind, "text": value, "source": source,
-                               "sentence": sentence_around(text, start, end), "turn": t + 1,
-                               "segment": segment_of[t], "secret": is_secret(start, end, spans)})
-    return values
-
-
-def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """The standing instructions of the user's turns, each with the terms the retention rule looks for."""
-    found, seen = [], set()
-    for t, turn in enumerate(turns):
-        if turn["role"] != "user":
-            continue
-        for sentence in split_sentences(turn["text"]):
-            if is_standing_instruction(sentence) and sentence not in seen:
-                seen.add(sentence)
-                found.append({"id": len(found) + 1, "text": sentence[:400], "key_terms": key_terms(sentence),
-                              "turn": t + 1, "segment": segment_of[t]})
-    return found
-
-
-NAMING_KINDS = ("path", "url", "email", "identifier", "digest", "version")   # values that name a thing
-
-COMMAND_ARGUMENTS = ("command", "cmd", "query", "sql", "url", "path", "file_path")
-
-
-def call_names(call: dict | None) -> set[str]:
-    """The values of a call's arguments that name something (a path, an id, a digest ...)."""
-    if not call:
-        return set()
-    return {v for k, v, _, _ in extract_values(render_arguments(call["input"])) if k in NAMING_KINDS}
-
-
-def step_match_terms(call: dict | None, tool: str, others: list[dict]) -> list[str]:
-    """How a state may name a step: the values of its arguments that name something and that no other call of the
-    same tool has; else its command (a one-line `command`, `query`, `path` ... argument); else the tool's name."""
-    if not call:
-        return [tool] if tool != "tool" else []
-    theirs = set().union(*(call_names(other) for other in others)) if others else set()
-    mine = [v for k, v, _, _ in extract_values(render_arguments(call["input"])) if k in NAMING_KINDS]
-    terms = [v for v in mine if v not in theirs]
-    if not terms and isinstance(call["input"], dict):
-        terms = [v.strip() for k, v in call["input"].items() if k in COMMAND_ARGUMENTS and isinstance(v, str) and
-                 "\n" not in v.strip() and 4 <= len(v.strip()) <= 120]
-    return list(dict.fromkeys(terms))[:4] or [tool]
-
-
-def command_of(call: dict | None) -> str | None:
-    """A call's command-like argument (command, query, path ...), None when it has none."""
-    arguments = call["input"] if call and isinstance(call["input"], dict) else {}
-    return next((v.strip() for k, v in arguments.items() if k in COMMAND_ARGUMENTS and isinstance(v, str)), None)
-
-
-def turn_outcome(turn: dict) -> str:
-    """A tool result's outcome under the step rules (sessions_truth.step_outcome), with what the log itself marks:
-    a refusal the log marks (a permission not granted, a command rejected, a call cancelled or not approved) is
-    denied whatever its words, a failure it marks (an exit code, an error status) is an error."""
-    marked = turn.get("marked")
-    if marked == "denied":
-        return "denied"
-    return step_outcome(turn["text"], turn["error"] or marked == "failed")
-
-
-def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """Every tool call whose result failed or was denied, with its status at the end of the session: done (the
-    turn as its receipt) when a later call of the same tool succeeded that names everything the failed one named
-    (the same file, id or digest), or, for a call that names nothing, runs the same command (any next success of a
-    tool that takes no command, such as a code cell); else failed or denied. Only steps still failed or denied are
-    ground truth; the done ones tell the gate which claims of success the session supports."""
-    calls = [(t, turn) for t, turn in enumerate(turns) if turn["role"] == "tool"]
-    steps = []
-    for position, (t, turn) in enumerate(calls):
-        outcome = turn_outcome(turn)
-        if outcome == "ok":
-            continue
-        call, names = turn.get("call"), call_names(turn.get("call"))
-        command = command_of(call)
-        resolved = next((later for later, other in calls[position + 1:] if other["tool"] == turn["tool"] and
-                         turn_outcome(other) == "ok" and (
-                             names <= call_names(other.get("call")) if names else
-                             command is None or command == command_of(other.get("call")))), None)
-        others = [other["call"] for _, other in calls if other["tool"] == turn["tool"] and other.get("call") and
-                  other.get("call") is not call]
-        detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()), "")[:160]
-        steps.append({"id": len(steps) + 1, "tool": turn["tool"], "status": "done" if resolved is not None else outcome,
-                      "match": step_match_terms(call, turn["tool"], others) or [detail[:40] or "tool"],
-                      "detail": detail, "turn": t + 1, "segment": segment_of[t],
-                      "resolved_turn": resolved + 1 if resolved is not None else None})
-    return steps
-
-
 def build_episode(index: int, session: dict, parts: list, rendered: list[str], cut: dict,
                   questions: list[dict]) -> dict:
     """One session as a task: its rendered turns cut into segments, its values, instructions, failed steps and
@@ -382,9 +281,8 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
             "window": {k: cut[k] for k in ("window", "how", "cap_tokens", "tokens", "largest_tokens", "needs_window",
                                            "one_segment_window")},
             "compactions": compactions,
-            "segments": segments, "values": session_values(parts, segment_of),
-            "instructions": session_instructions(session["turns"], segment_of),
-            "steps": session_steps(session["turns"], segment_of), "questions": questions, "conflation_set": []}
+            "segments": segments, **ground_truth(session["turns"], segment_of, parts=parts), "questions": questions,
+            "conflation_set": []}
 
 
 # --- The probes file ---------------------------------------------------------------------------------------------
@@ -556,7 +454,9 @@ def describe_sessions(tasks: dict) -> list[str]:
         lines.append(f"  {e['file']}: {e['format']}" + (f" ({e['kind']})" if e.get("kind") else "") +
                      f", {read['read']} {read['unit']} read, skipped: {skipped}; "
                      f"{read['turns']} turns in {len(e['segments'])} segments; {len(e['values'])} exact values, "
-                     f"{len(e['instructions'])} standing instructions, "
+                     f"{sum(not i['revoked_turn'] for i in e['instructions'])} standing instructions in force" +
+                     (f" ({sum(bool(i['revoked_turn']) for i in e['instructions'])} withdrawn or corrected), "
+                      if any(i["revoked_turn"] for i in e["instructions"]) else ", ") +
                      f"{sum(s['status'] != 'done' for s in e['steps'])} failed or denied steps, "
                      f"{len(e['questions'])} probes")
         if fit:

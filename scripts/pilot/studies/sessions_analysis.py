@@ -1,8 +1,10 @@
-"""XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state scored against its transcript (every
-exact value kept, reformatted, changed or dropped; each standing instruction retained or not; each failed step
-reported or not; the release gate's findings), the user's probes, the tables per kind, regime and session with
-session-clustered bootstrap intervals, the paired exact McNemar tests, and the listing of what was lost, rendered as
-analysis.md, report.html and lost.csv. Every secret-looking value is masked in all of them. EXPLORATORY throughout.
+"""XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state judged against its transcript
+(sessions_truth.judge_state: every exact value kept, reformatted, changed or dropped, and whether it stands beside its
+referent; each standing instruction present, contradicted or absent; each failed or denied step reported with its
+outcome, claimed done or absent; the release gate's findings), the user's probes, the tables per kind, regime and
+session, with intervals and tests only where the number of sessions can support them (section 6), and the listing of
+what was lost, rendered as analysis.md, report.html and lost.csv. Every secret-looking value is masked in all of
+them. EXPLORATORY throughout.
 """
 from __future__ import annotations
 
@@ -18,11 +20,10 @@ from ..inputs import budget_words
 from ..records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
 from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
 from ..runfolder import write_atomic
-from ..states import carries_instruction
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
-from .sessions_truth import (MASK, VALUE_CLASSES, VALUE_KINDS, classify_values, extract_values, mask_secrets,
-    normalize_value, occurs_verbatim)
+from .sessions_truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS, judge_state,
+    mask_secrets)
 
 
 NO_NAMES = r"(?!)"                       # the gate's name pattern here: it matches no word (see session_ledger)
@@ -38,30 +39,21 @@ GATE_SHOWN = ("obligation", "status", "schema")   # what the gate can find again
 
 # --- Scoring one final state -------------------------------------------------------------------------------------
 def session_ledger(episode: dict) -> dict:
-    """The gate's ledger of a session: no named entities (the study checks exact values itself, and a name pattern
-    that matches no word keeps `name = value` lines from being read as invented entities), one item per failed or
-    denied step with its status (done, with the turn as receipt, when a later identical call succeeded), and the
-    user's standing instructions as accepted ones."""
+    """The gate's ledger of a session: no named entities (a name pattern that matches no word keeps `name = value`
+    lines from being read as invented entities; the gate then checks the state's values against the transcript),
+    one item per failed or denied step with its status (done, with the turn as receipt, when a later call resolved
+    it), and the user's standing instructions still in force as accepted ones (a withdrawn one is not)."""
     items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"], "status": s["status"],
               "receipt": f"turn {s['resolved_turn']}" if s["status"] == "done" else None} for s in episode["steps"]]
     return normalize_ledger({"entities": {}, "items": items, "allowed_sections": None, "name_pattern": NO_NAMES,
-                             "accepted_instructions": [i["text"] for i in episode["instructions"]],
+                             "accepted_instructions": [i["text"] for i in episode["instructions"]
+                                                       if not i.get("revoked_turn")],
                              "max_omissions": 0})
 
 
-def session_source(episode: dict) -> str:
-    return "\n\n".join(seg["text"] for seg in episode["segments"])
-
-
-def source_norms(episode: dict, prompt: str = "") -> dict[str, set]:
-    """Every normalized value, per kind, that the session gives or the regime's own prompt does (a state that
-    repeats its prompt's word limit has not changed a value of the session into it)."""
-    norms: dict[str, set] = collections.defaultdict(set)
-    for value in episode["values"]:
-        norms[value["kind"]].add(normalize_value(value["kind"], value["text"]))
-    for kind, text, _, _ in extract_values(prompt):
-        norms[kind].add(normalize_value(kind, text))
-    return norms
+def session_source(episode: dict, prompt: str = "") -> str:
+    """The transcript as the compactor saw it (and the regime's own prompt, whose values are no change of it)."""
+    return "\n\n".join([seg["text"] for seg in episode["segments"]] + ([prompt] if prompt else []))
 
 
 def prompt_text(regime: Regime, budget: int) -> str:
@@ -71,22 +63,16 @@ def prompt_text(regime: Regime, budget: int) -> str:
     return regime.compaction_template.format(max_words=budget_words(budget), previous_state="", segment="")
 
 
-def step_reported(step: dict, state: str) -> bool:
-    """Whether a state names a failed step at all (any of its match terms, letter case ignored)."""
-    low = (state or "").lower()
-    return any(occurs_verbatim(term.lower(), low) for term in step["match"])
-
-
 def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = "") -> dict:
-    """One final state against its session: value classes, instructions, steps and, for a compacted state, the
-    gate's findings (a Recent-k regime's verbatim segments are not a written state, so they are not gated)."""
-    classes = classify_values(episode["values"], state, source_norms(episode, prompt))
-    scored = {"values": [(v["id"], cls, None if instead is None else MASK if v["secret"] else mask(instead))
-                         for v, (cls, instead) in zip(episode["values"], classes)],
-              "instructions": [(i["id"], carries_instruction(state, i["key_terms"])) for i in episode["instructions"]],
-              "steps": [(s["id"], step_reported(s, state)) for s in episode["steps"] if s["status"] != "done"]}
+    """One final state against its session (sessions_truth.judge_state) and, for a compacted state, the gate's
+    findings (a Recent-k regime's verbatim segments are not a written state, so they are not gated)."""
+    judged = judge_state(episode, state, prompt, written=compacted)
+    secret = {v["id"] for v in episode["values"] if v["secret"]}
+    scored = {"values": [{**j, "instead": None if j["instead"] is None else MASK if j["id"] in secret else
+                          mask(j["instead"])} for j in judged["values"]],
+              "instructions": judged["instructions"], "steps": judged["steps"]}
     if compacted:
-        findings = check_state(state, session_ledger(episode), session_source(episode))
+        findings = check_state(state, session_ledger(episode), session_source(episode, prompt))
         blocking = [f for f in findings if f["blocking"]]
         scored["gate"] = {"verdict": gate_verdict(findings),
                           "counts": {c: sum(1 for f in blocking if f["category"] == c) for c in
@@ -109,12 +95,15 @@ def session_summary(episode: dict, mask) -> dict:
     return {"episode": episode["episode"], "file": episode["file"], "format": episode["format"],
             "read": episode["read"], "segments": len(episode["segments"]),
             "values": [{"id": v["id"], "kind": v["kind"], "text": mask_value(v), "source": v["source"],
-                        "sentence": mask(v["sentence"]), "segment": v["segment"], "secret": v["secret"]}
-                       for v in episode["values"]],
+                        "sentence": mask(v["sentence"]), "segment": v["segment"], "secret": v["secret"],
+                        "referent": v["referent"], "current": v["current"],
+                        "forms": [MASK if v["secret"] else mask(f) for f in v["forms"]]} for v in episode["values"]],
             "instructions": [{"id": i["id"], "text": mask(i["text"]), "key_terms": [mask(t) for t in i["key_terms"]],
-                              "segment": i["segment"]} for i in episode["instructions"]],
-            "steps": [{"id": s["id"], "tool": s["tool"], "status": s["status"], "detail": mask(s["detail"]),
-                       "match": [mask(m) for m in s["match"]], "segment": s["segment"]} for s in episode["steps"]],
+                              "segment": i["segment"], "revoked_by": mask(i["revoked_by"] or "") or None}
+                             for i in episode["instructions"]],
+            "steps": [{"id": s["id"], "tool": s["tool"], "outcome": s["outcome"], "status": s["status"],
+                       "detail": mask(s["detail"]), "match": [mask(m) for m in s["match"]], "segment": s["segment"]}
+                      for s in episode["steps"]],
             "probes": [{"id": q["id"], "type": q["type"], "prompt": mask(q["prompt"]), "truth": mask(q["truth"])}
                        for q in episode["questions"]]}
 
@@ -133,10 +122,15 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
     state = cell_final_state(run.study, regime, episode, records, plan) if regime.compacts else \
         recent_context(episode, regime.keep_last or len(episode["segments"]))
     scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
-    rows = {"values": [{**base, "value": i, "class": cls, **({"instead": instead} if instead else {})}
-                       for i, cls, instead in scored["values"]],
-            "instructions": [{**base, "instruction": i, "retained": kept} for i, kept in scored["instructions"]],
-            "steps": [{**base, "step": i, "reported": said} for i, said in scored["steps"]],
+    rows = {"values": [{**base, "value": v["id"], "class": v["status"],
+                        **({"beside": v["beside"]} if v["beside"] is not None else {}),
+                        **({"instead": v["instead"]} if v["instead"] else {})} for v in scored["values"]],
+            "instructions": [{**base, "instruction": i["id"], "status": i["status"],
+                              **({"state_sentence": mask(i["state_sentence"])} if i["state_sentence"] else {})}
+                             for i in scored["instructions"]],
+            "steps": [{**base, "step": s["id"], "status": s["status"],
+                       **({"state_sentence": mask(s["state_sentence"])} if s["state_sentence"] else {})}
+                      for s in scored["steps"]],
             "states": [{**base, "compacted": regime.compacts, "chars": len(state), "words": len(state.split()),
                         **({"gate": scored["gate"]} if "gate" in scored else {}), "state": mask(state)[:MAX_STATE_KEPT]}],
             "probes": [], "call_counts": []}
@@ -172,13 +166,24 @@ def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
 
 
 # --- The bank's shape --------------------------------------------------------------------------------------------
-ROW_FIELDS = {"values": {"value": int, "class": str}, "instructions": {"instruction": int, "retained": bool},
-              "steps": {"step": int, "reported": bool}, "states": {"compacted": bool, "chars": int},
+ROW_FIELDS = {"values": {"value": int, "class": str}, "instructions": {"instruction": int, "status": str},
+              "steps": {"step": int, "status": str}, "states": {"compacted": bool, "chars": int},
               "probes": {"question_id": int, "class": str}}
+
+ROW_ITEM = {"values": "value", "instructions": "instruction", "steps": "step", "states": None, "probes": "question_id"}
+
+ROW_CLASSES = {"values": VALUE_CLASSES, "instructions": INSTRUCTION_CLASSES, "steps": STEP_CLASSES}
+
+
+def row_key(field: str, row: dict) -> tuple:
+    """What a row is about: its cell (model, regime, session, budget, sample) and its item."""
+    item = ROW_ITEM[field]
+    return (row["model"], row["regime"], row["episode"], *variant(row), row[item] if item else None)
 
 
 def check_bank(results: dict) -> list[str]:
-    """Every way a results file is not one this study's analysis reads."""
+    """Every way a results file is not one this study's analysis reads: fields missing or of the wrong type, a row
+    for an item its session does not hold or in a status the rules do not give, and a row given twice."""
     problems = []
     for field in ("models", "regimes"):
         if not isinstance(results.get(field), list) or not results[field] or \
@@ -192,25 +197,60 @@ def check_bank(results: dict) -> list[str]:
     if problems:
         return problems
     sessions = results["sessions"]
-    if not all(isinstance(s, dict) and isinstance(s.get("episode"), int) and isinstance(s.get("values"), list) and
-               isinstance(s.get("file"), str) for s in sessions):
-        problems.append("`sessions` is not a list of sessions with an episode, a file and values")
+    if not all(isinstance(s, dict) and isinstance(s.get("episode"), int) and isinstance(s.get("file"), str) and
+               all(isinstance(s.get(f), list) for f in ("values", "instructions", "steps")) for s in sessions):
+        problems.append("`sessions` is not a list of sessions with an episode, a file, values, instructions and steps")
         return problems
-    known = {"values": {(s["episode"], v.get("id")) for s in sessions for v in s["values"] if isinstance(v, dict)}}
+    known = {field: {(s["episode"], x.get("id")) for s in sessions for x in s[field] if isinstance(x, dict)}
+             for field in ("values", "instructions", "steps")}
     for field, types in ROW_FIELDS.items():
         base = {"model": str, "regime": str, "episode": int, **types}
+        seen: set = set()
         for number, row in enumerate(results[field], 1):
             bad = not isinstance(row, dict) or any(not isinstance(row.get(f), t) or isinstance(row.get(f), bool) and
                                                    t is int for f, t in base.items())
             if bad or row["regime"] not in results["regimes"]:
+                old = field in ("instructions", "steps") and isinstance(row, dict) and \
+                    ("retained" in row or "reported" in row)
                 problems.append(f"{field} row {number} lacks one of {', '.join(base)}, has it of the wrong type, or "
-                                f"names a regime `regimes` does not list")
+                                f"names a regime `regimes` does not list" +
+                                ("; the bank was scored by an earlier version of the rules: score its run folder "
+                                 "again (`score --out DIR`)" if old else ""))
                 break
-            if field == "values" and ((row["episode"], row["value"]) not in known["values"] or
-                                      row["class"] not in VALUE_CLASSES):
-                problems.append(f"values row {number} names a value its session does not hold or an unknown class")
+            item = ROW_ITEM[field]
+            status = row["class"] if field == "values" else row.get("status")
+            if field in known and ((row["episode"], row[item]) not in known[field] or status not in ROW_CLASSES[field]):
+                problems.append(f"{field} row {number} names an item its session does not hold or a status the "
+                                f"rules do not give ({', '.join(ROW_CLASSES[field])})")
                 break
+            key = row_key(field, row)
+            if key in seen:
+                problems.append(f"{field} row {number} repeats an earlier row (the same model, regime, session, "
+                                f"budget, sample and item): a bank holds each once")
+                break
+            seen.add(key)
     return problems
+
+
+def coverage(results: dict) -> dict:
+    """What the rows themselves cover, never the file's `cells` block: a cell (model x regime x session x budget x
+    sample the bank declares) is complete when it has its state and one row for each value of its session, each
+    instruction in force, each step still failed or denied and each probe."""
+    sessions = {s["episode"]: s for s in results["sessions"]}
+    budgets = results.get("budgets") or [DEFAULT_BUDGET]
+    samples = range(results.get("samples") or 1)
+    cells = [(m, r, e, b, k) for m in results["models"] for r in results["regimes"] for e in sessions
+             for b in budgets for k in samples]
+    counts = {field: collections.Counter(row_key(field, row)[:5] for row in results[field]) for field in ROW_FIELDS}
+
+    def complete(cell: tuple) -> bool:
+        s = sessions[cell[2]]
+        need = {"states": 1, "values": len(s["values"]),
+                "instructions": sum(1 for i in s["instructions"] if not i.get("revoked_by")),
+                "steps": sum(1 for x in s["steps"] if x.get("status") != "done"), "probes": len(s.get("probes", []))}
+        return all(counts[field][cell] == n for field, n in need.items())
+    done = [cell for cell in cells if complete(cell)]
+    return {"complete_cells": len(done), "expected_cells": len(cells)}
 
 
 # --- The analysis ------------------------------------------------------------------------------------------------
@@ -228,13 +268,23 @@ def tally_by_session(rows: list[dict], group, success) -> dict:
     return {key: {e: tuple(v) for e, v in by_episode.items()} for key, by_episode in counts.items()}
 
 
+# Sessions needed before an interval or a p-value is printed (SESSIONS.md section 6). Values, instructions and steps
+# of one session are not independent: the session is the unit. A percentile bootstrap over fewer sessions covers
+# the truth far less often than it says (about 57% with 2 sessions, 78% with 3, 87% with 6), and a two-sided exact
+# sign test over sessions cannot reach p < 0.05 below 6 (its smallest p is 2 / 2^n).
+MIN_SESSIONS_FOR_INTERVAL = 10
+
+MIN_SESSIONS_FOR_TEST = 6
+
+
 def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
-    """Every named tally (tally_by_session) as rates per group key, k/n with a 95% interval from the
-    session-clustered bootstrap (every model, budget and sample of a session drawn together), drawn in one pass;
-    with a single session there is nothing to resample and no interval is given."""
+    """Every named tally (tally_by_session) as rates per group key, k/n, with a 95% interval only from
+    MIN_SESSIONS_FOR_INTERVAL sessions on: the session-clustered bootstrap (every model, budget and sample of a
+    session drawn together), widened to hold the binomial (Wilson) interval of k/n, so that it is never narrower
+    (equal session rates give the bootstrap no width). Drawn in one pass."""
     keys = [(name, key) for name, tally in tallies.items() for key, by_episode in tally.items()]
     drawn = [tallies[name][key] for name, key in keys]
-    resampled = [i for i, by_episode in enumerate(drawn) if len(by_episode) > 1]
+    resampled = [i for i, by_episode in enumerate(drawn) if len(by_episode) >= MIN_SESSIONS_FOR_INTERVAL]
     intervals = dict(zip(resampled, clustered_bootstraps([drawn[i] for i in resampled])))
     out: dict = {name: {} for name in tallies}
     for i, (name, key) in enumerate(keys):
@@ -242,24 +292,37 @@ def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
         summary = rate_summary(k, n)
         summary["clusters"] = len(drawn[i])
         if i in intervals:
-            summary.update(lo=intervals[i][0], hi=intervals[i][1])
+            summary.update(lo=min(summary["lo"], intervals[i][0]), hi=max(summary["hi"], intervals[i][1]),
+                           interval=True)
         out[name][key] = summary
     return out
 
 
 def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> list[dict]:
-    """Each user regime against each built-in one: exact McNemar on `kept verbatim`, paired on the same value of the
-    same session, model, budget and sample; Holm's adjustment over the family (exploratory)."""
+    """Each user regime against each built-in one, at the session level: per session, the share of its values kept
+    verbatim under each (paired on the same value, model, budget and sample); b = sessions where yours kept more,
+    c = where the built-in one did; an exact two-sided sign test on b and c, Holm-adjusted over the family, only
+    from MIN_SESSIONS_FOR_TEST sessions on (exploratory)."""
     kept = {(r["model"], r["regime"], r["episode"], r["value"], variant(r)): r["class"] == "kept" for r in values}
     tests = []
     for mine in user:
         for other in built_in:
-            pairs = [(ok, kept[(m, other, e, v, var)]) for (m, r, e, v, var), ok in kept.items()
-                     if r == mine and (m, other, e, v, var) in kept]
-            b = sum(1 for a, c in pairs if a and not c)
-            c = sum(1 for a, x in pairs if x and not a)
-            tests.append({"yours": mine, "built_in": other, **mcnemar_counts(b, c, len(pairs), mine, other)})
-    for test, adjusted in zip(tests, holm_adjust([t["p"] for t in tests])):
+            per_session: dict = collections.defaultdict(lambda: [0, 0, 0])
+            for (m, r, e, v, var), ok in kept.items():
+                if r == mine and (m, other, e, v, var) in kept:
+                    tally = per_session[e]
+                    tally[0] += ok
+                    tally[1] += kept[(m, other, e, v, var)]
+                    tally[2] += 1
+            b = sum(1 for a, c, _ in per_session.values() if a > c)
+            c = sum(1 for a, x, _ in per_session.values() if x > a)
+            test = {"yours": mine, "built_in": other, "sessions": len(per_session),
+                    "pairs": sum(n for _, _, n in per_session.values()), "b": b, "c": c,
+                    "direction": f"{other} better" if c > b else f"{mine} better" if b > c else "no difference"}
+            test["p"] = mcnemar_counts(b, c, b + c)["p"] if len(per_session) >= MIN_SESSIONS_FOR_TEST else None
+            tests.append(test)
+    testable = [t for t in tests if t["p"] is not None]
+    for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
         test["p_holm"] = adjusted
     return tests
 
@@ -278,6 +341,22 @@ def lost_listing(results: dict, value_of: dict, file_of: dict) -> dict:
             "segment": value["segment"], "model": row["model"] if many_models else None,
             "variant": None if variant(row) == (DEFAULT_BUDGET, 0) else f"b{variant(row)[0]} s{variant(row)[1]}"})
     return listing
+
+
+def said_wrong(results: dict, file_of: dict) -> list[dict]:
+    """Every instruction a final state contradicts and every failed or denied step it claims done, with the state's
+    sentence."""
+    text = {(s["episode"], field, x["id"]): x.get("text") or f"{x.get('tool')}: {(x.get('match') or [''])[0]}"
+            for s in results["sessions"] for field in ("instructions", "steps") for x in s[field]}
+    out = []
+    for field, status, what in (("instructions", "contradicted", "contradicts the instruction"),
+                                ("steps", "claimed done", "claims done the step")):
+        for row in results[field]:
+            if row["status"] == status:
+                out.append({"regime": row["regime"], "what": what, "session": file_of[row["episode"]],
+                            "item": text.get((row["episode"], field, row[ROW_ITEM[field]]), "?")[:120],
+                            "state": (row.get("state_sentence") or "")[:200]})
+    return out
 
 
 LAST_ANALYSIS: list = []                # (results, analysis): scoring writes report.html from the same bank that
@@ -303,8 +382,7 @@ def compute_analysis(results: dict) -> dict:
     values = results["values"]
     classes = {r: collections.Counter(row["class"] for row in values if row["regime"] == r) for r in regimes}
     states = results["states"]
-    expected = results["cells"]["expected"] if isinstance(results.get("cells"), dict) else None
-    complete = len({(s["model"], s["regime"], s["episode"], variant(s)) for s in states})
+    covered = coverage(results)
     gate = {}
     for r in compacting:
         gated = [s["gate"] for s in states if s["regime"] == r and "gate" in s]
@@ -315,19 +393,26 @@ def compute_analysis(results: dict) -> dict:
     probes = results["probes"]
     return {
         "study": STUDY_KEY, "protocol": PROTOCOL_ID, "label": "EXPLORATORY",
-        "complete": expected is not None and complete == expected,
-        "coverage": {"complete_cells": complete, "expected_cells": expected},
+        "complete": covered["complete_cells"] == covered["expected_cells"],
+        "coverage": covered, "n_sessions": len(results["sessions"]),
+        "min_sessions": {"interval": MIN_SESSIONS_FOR_INTERVAL, "test": MIN_SESSIONS_FOR_TEST},
         "simulated": bool((results.get("run") or {}).get("simulated")),
         "models": results["models"], "regimes": regimes, "user_regimes": user, "compacting": compacting,
         "descriptions": {r: (defs.get(r) or {}).get("description", "") for r in regimes},
         "segments": results.get("segments"), "budgets": results.get("budgets"), "samples": results.get("samples"),
         "sessions": [{k: s[k] for k in ("episode", "file", "format", "read", "segments")} |
-                     {"values": len(s["values"]), "instructions": len(s["instructions"]),
+                     {"values": len(s["values"]),
+                      "instructions": sum(not i.get("revoked_by") for i in s["instructions"]),
+                      "withdrawn": sum(bool(i.get("revoked_by")) for i in s["instructions"]),
                       "steps": sum(st["status"] != "done" for st in s["steps"]), "probes": len(s["probes"]),
                       "kinds": dict(collections.Counter(v["kind"] for v in s["values"]))}
                      for s in results["sessions"]],
         "left_out": results.get("left_out", {}),
         "classes": {r: {c: classes[r][c] for c in VALUE_CLASSES} for r in regimes},
+        "instruction_classes": {r: {c: sum(1 for row in results["instructions"] if row["regime"] == r and
+                                           row["status"] == c) for c in INSTRUCTION_CLASSES} for r in regimes},
+        "step_classes": {r: {c: sum(1 for row in results["steps"] if row["regime"] == r and row["status"] == c)
+                             for c in STEP_CLASSES} for r in regimes},
         **{name: nested(rates) if name.startswith("kept_by") else rates for name, rates in clustered_rates({
             "kept": tally_by_session(values, lambda row: row["regime"], lambda row: row["class"] == "kept"),
             "lost": tally_by_session(values, lambda row: row["regime"],
@@ -336,9 +421,16 @@ def compute_analysis(results: dict) -> dict:
                                                                   row["regime"]), lambda row: row["class"] == "kept"),
             "kept_by_source": tally_by_session(values, lambda row: (value_of[(row["episode"], row["value"])]["source"],
                                                                     row["regime"]), lambda row: row["class"] == "kept"),
+            "beside": tally_by_session([row for row in values if "beside" in row], lambda row: row["regime"],
+                                       lambda row: row["beside"]),
             "instructions": tally_by_session(results["instructions"], lambda row: row["regime"],
-                                             lambda row: row["retained"]),
-            "steps": tally_by_session(results["steps"], lambda row: row["regime"], lambda row: row["reported"]),
+                                             lambda row: row["status"] == "present"),
+            "contradicted": tally_by_session(results["instructions"], lambda row: row["regime"],
+                                             lambda row: row["status"] == "contradicted"),
+            "steps": tally_by_session(results["steps"], lambda row: row["regime"],
+                                      lambda row: row["status"] == "reported"),
+            "claimed_done": tally_by_session(results["steps"], lambda row: row["regime"],
+                                             lambda row: row["status"] == "claimed done"),
             "probes": tally_by_session(probes, lambda row: row["regime"], lambda row: row["class"] == "correct"),
         }).items()},
         "kept_by_session": nested({(file_of[e], r): rate_summary(sum(row["class"] == "kept" for row in rows), len(rows))
@@ -349,6 +441,7 @@ def compute_analysis(results: dict) -> dict:
         "probe_classes": {r: dict(collections.Counter(p["class"] for p in probes if p["regime"] == r)) for r in regimes},
         "costs": results["costs"],
         "lost_values": lost_listing(results, value_of, file_of),
+        "said_wrong": said_wrong(results, file_of),
         "typed_kept_yours_lost": typed_against_yours(values, user, value_of, file_of),
         "recheck": results.get("recheck"),
     }
@@ -387,9 +480,17 @@ def fmt_interval(summary: dict) -> str:
     if not summary["n"]:
         return "none"
     text = f"{summary['k']}/{summary['n']} = {pct(summary['rate'])}"
-    if summary.get("clusters", 0) > 1:
+    if summary.get("interval"):
         text += f" [{100 * summary['lo']:.1f}, {100 * summary['hi']:.1f}]"
     return text
+
+
+def intervals_note(a: dict) -> str:
+    n, least = a["n_sessions"], a["min_sessions"]["interval"]
+    return (f"Intervals: 95%, from the session-clustered bootstrap widened to hold the binomial (Wilson) interval, "
+            f"printed only from {least} sessions on (values, instructions and steps of one session are not "
+            f"independent; fewer sessions cannot support an interval). " +
+            (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n < least else ""))
 
 
 def report_blocks(a: dict) -> list[tuple]:
@@ -412,15 +513,21 @@ def report_blocks(a: dict) -> list[tuple]:
         blocks.append(("p", "Left out of the folder: " + "; ".join(f"{n} ({why})" for n, why in a["left_out"].items())))
     blocks.append(("p", "Regimes: " + "; ".join(f"{r}: {a['descriptions'][r]}" for r in a["regimes"])))
     blocks.append(("h2", "Exact values in the final state"))
-    blocks.append(("p", "Each distinct value of a session (numbers of two or more digits, amounts, dates, times, "
-                        "versions, digests, identifiers, paths, URLs, e-mail addresses) against the final state: kept "
-                        "verbatim, reformatted (the same value written otherwise), changed (a close value of the same "
-                        "kind that the session never gives), or dropped. Intervals: 95% session-clustered bootstrap "
-                        "(none with a single session)."))
-    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped", "lost (changed or dropped)"],
+    blocks.append(("p", "Each fact of a session written as an exact value (amounts, counts and other numbers, dates, "
+                        "times, versions, digests, identifiers, paths, URLs, e-mail addresses; one fact once, however "
+                        "often it is spelled) against the final state: kept (one of the session's spellings written "
+                        "in the state as a whole value of its kind: `12` is not kept by `12:30`, `ORD-12` or "
+                        "`12/03/2025`), reformatted (the same value written otherwise), changed (a close value of the "
+                        "same kind that the session never gives), or dropped. Beside its referent: of the values kept "
+                        "or reformatted whose session says what they are the value of, those written within six words "
+                        "of one of those words (a value moved to another name, XR-001's signature error, is not). " +
+                        intervals_note(a)))
+    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped", "lost (changed or dropped)",
+                             "beside its referent"],
                    [[r, fmt_interval(a["kept"].get(r, rate_summary(0, 0))), a["classes"][r]["reformatted"],
                      a["classes"][r]["changed"], a["classes"][r]["dropped"],
-                     fmt_interval(a["lost"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
+                     fmt_interval(a["lost"].get(r, rate_summary(0, 0))),
+                     fmt_interval(a["beside"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
     none = rate_summary(0, 0)
     for title, field, order in (("per kind of value", "kept_by_kind", VALUE_KINDS),
                                 ("per where the value was said", "kept_by_source", ("user", "assistant", "tool call",
@@ -432,28 +539,49 @@ def report_blocks(a: dict) -> list[tuple]:
                         for key in order if key in a[field]]))
     blocks.append(("h2", "Your regime against each built-in one"))
     if a["tests"]:
-        blocks.append(("p", "Exact McNemar on `kept verbatim`, paired on the same value, session, model, budget and "
-                            "sample; b = kept by yours only, c = kept by the built-in only; Holm-adjusted over the "
-                            "family. Exploratory: no test here was planned before the sessions were seen."))
-        blocks.append(("table", ["yours", "built-in", "pairs", "b", "c", "p", "p (Holm)", "direction"],
-                       [[t["yours"], t["built_in"], t["n_pairs"], t["b"], t["c"], fmt_p(t["p"]), fmt_p(t["p_holm"]),
-                         t["direction"]] for t in a["tests"]]))
+        least = a["min_sessions"]["test"]
+        blocks.append(("p", "A sign test over sessions on `kept`: per session, the share of its values kept by each "
+                            "regime (paired on the same value, model, budget and sample); b = sessions where yours kept "
+                            "more, c = sessions where the built-in one did; exact two-sided binomial p, Holm-adjusted "
+                            "over the family. The values of one session are not independent, so the session is the "
+                            f"unit; below {least} sessions the test cannot reach p < 0.05 and no p is printed. "
+                            "Exploratory: no test here was planned before the sessions were seen."))
+        blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p", "p (Holm)",
+                                 "direction"],
+                       [[t["yours"], t["built_in"], t["sessions"], t["pairs"], t["b"], t["c"],
+                         fmt_p(t["p"]) if t["p"] is not None else f"none: {t['sessions']} of {least} sessions",
+                         fmt_p(t["p_holm"]) if t["p"] is not None else "-", t["direction"]] for t in a["tests"]]))
     else:
         blocks.append(("p", "No regime of your own was run: add your compaction prompt with `--regime-file FILE.json` "
                             "(tasks/regimes.example.json shows the format) to compare it with each built-in regime."))
     blocks.append(("h2", "Standing instructions and failed steps"))
-    blocks.append(("p", "An instruction is retained when every one of its key terms is in the final state (the "
-                        "constraints study's rule; a paraphrase without them is missed). A failed or denied step is "
-                        "reported when the state names it at all."))
-    blocks.append(("table", ["regime", "instructions retained", "failed steps reported"],
+    blocks.append(("p", "Each standing instruction still in force (one the user withdrew is not counted) is "
+                        "contradicted when a sentence of the final state says its opposite (a prohibition stated, "
+                        "planned or granted as done, the order lifted), else present when every one of its key terms "
+                        "is in the state (terms present: the constraints study's rule, which misses a paraphrase "
+                        "without them and is no proof the meaning is kept), else absent. Each step still failed or "
+                        "denied is claimed done when a sentence that names it says it was done, passed or sent and "
+                        "reports no failure, reported when such a sentence gives its outcome (failed, denied, "
+                        "refused, not done), else absent."))
+    blocks.append(("table", ["regime", "instructions present", "contradicted", "absent",
+                             "failed or denied steps reported with their outcome", "claimed done", "absent"],
                    [[r, fmt_interval(a["instructions"].get(r, rate_summary(0, 0))),
-                     fmt_interval(a["steps"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
+                     a["instruction_classes"][r]["contradicted"], a["instruction_classes"][r]["absent"],
+                     fmt_interval(a["steps"].get(r, rate_summary(0, 0))), a["step_classes"][r]["claimed done"],
+                     a["step_classes"][r]["absent"]] for r in a["regimes"]]))
+    wrong = [f"{x['regime']}: {x['what']} `{x['item']}` ({x['session']}): the state says \"{x['state']}\""
+             for x in a["said_wrong"]]
+    if wrong:
+        blocks.append(("p", "Instructions contradicted and steps claimed done, with the state's sentence:"))
+        blocks.append(("list", wrong[:MAX_LOST_SHOWN]))
     blocks.append(("h2", "The release gate against the transcript"))
     blocks.append(("p", "Each compacted final state through the release gate (scripts/pilot/gate.py) with the session "
-                        "as its source and a ledger of the failed or denied steps: obligation = an instruction with no "
-                        "source in the session, or one that sets rules aside; status = a failed or denied step "
-                        "presented as done, or never reported; schema = a field that steers the successor. Counts are "
-                        "final states with at least one blocking finding of the kind."))
+                        "and the regime's own prompt as its source, and a ledger of the failed or denied steps and the "
+                        "user's standing instructions in force: obligation = instruction-like text that is none of the "
+                        "user's instructions, one that sets rules aside, or a sentence that says the opposite of one of "
+                        "them; status = a failed or denied step presented as done, or never reported; value = a value "
+                        "the session never gives that reads as one it gives, changed; schema = a field that steers the "
+                        "successor. Counts are final states with at least one blocking finding of the kind."))
     categories = list(dict.fromkeys(c for g in a["gate"].values() for c in g["by_category"]))
     blocks.append(("table", ["regime", "states", "fail", *categories],
                    [[r, g["states"], g["fail"], *(g["by_category"].get(c, 0) for c in categories)]
@@ -541,7 +669,8 @@ def render_md(analysis: dict) -> str:
 
 
 def render_headline(analysis: dict) -> str:
-    """The lines printed at the end of a run: values kept, instructions retained and gate failures per regime."""
+    """The lines printed at the end of a run: values kept, instructions present or contradicted, steps claimed done
+    and gate failures per regime."""
     cov = analysis["coverage"]
     partial = "" if analysis["complete"] else f", PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} cells"
     lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "") + partial + "): "
@@ -549,7 +678,9 @@ def render_headline(analysis: dict) -> str:
     for r in analysis["regimes"]:
         kept, ins = analysis["kept"].get(r, rate_summary(0, 0)), analysis["instructions"].get(r, rate_summary(0, 0))
         gate = analysis["gate"].get(r)
-        lines.append(f"  {r}: values kept {fmt_interval(kept)}; instructions retained {fmt_interval(ins)}" +
+        lines.append(f"  {r}: values kept {fmt_interval(kept)}; instructions present (terms present) "
+                     f"{fmt_interval(ins)}, contradicted {analysis['instruction_classes'][r]['contradicted']}; "
+                     f"steps claimed done {analysis['step_classes'][r]['claimed done']}" +
                      (f"; gate fails {gate['fail']}/{gate['states']} states" if gate else ""))
     return "\n".join(lines)
 

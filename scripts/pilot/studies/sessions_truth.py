@@ -1,548 +1,640 @@
-"""XR-S1, ground truth (protocol/SESSIONS.md section 3): the rules that take a transcript's exact values, its
-standing instructions and its failed or denied steps, how a state's value is judged kept, reformatted, changed or
-dropped, and the secrets every report masks. Pure functions of text: no model, no file, no clock.
+"""XR-S1, ground truth and the judging of a state (protocol/SESSIONS.md sections 3 and 5), as two pure functions that
+the sessions study and anything that scores a summary against its transcript share:
 
-Every rule is written down in SESSIONS.md with the near misses it must not take; tests/test_sessions_truth.py holds
-a positive and a near-miss sentence for each.
+    ground_truth(turns) -> {"values", "instructions", "steps"}: each exact value once, with its kind, the words that
+        say what it is the value of (its referent) and whether a later word supersedes it; each standing instruction
+        of the user, with the turn that withdrew it, if one did; each tool call that failed or was denied, with its
+        outcome, whether a later call resolved it, and how a state may name it.
+    judge_state(truth, state) -> per item a status: a value kept, reformatted, changed or dropped, and whether it
+        stands beside its referent; an instruction present, contradicted or absent; a step reported with its
+        outcome, claimed done or absent; each with the sentence of the transcript and the sentence of the state.
+
+Pure functions of text: no model, no file, no clock; each linear in the session's length and in the values per
+turn. The lexical value rules are pilot/values.py; what a sentence claims is pilot/claims.py (the release gate reads
+claims with the same words). tests/labelled/ holds the hand-labelled sets these rules are measured on
+(scripts/measure_rules.py prints their precision and recall).
 """
 from __future__ import annotations
 
-import decimal
+import collections
 import re
-from typing import Iterable
-
-
-# --- Exact values ------------------------------------------------------------------------------------------------
-# The kinds, in the order their rules run: a span one rule takes is never read again by a later one (the port of a
-# URL is not a number, the date in a file name is part of the path).
-VALUE_KINDS = ("url", "email", "path", "digest", "date", "time", "version", "amount", "identifier", "number")
-
-URL = re.compile(r"\bhttps?://[^\s<>\"'`]+")
-
-EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                   r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![\w-])")
-
-# File names without a folder are taken only with one of these extensions (so `e.g.` or `i.e.` never are).
-FILE_EXTENSIONS = ("py", "js", "mjs", "ts", "tsx", "jsx", "json", "jsonl", "md", "txt", "yaml", "yml", "toml", "ini",
-                   "cfg", "conf", "csv", "tsv", "sh", "bash", "go", "rs", "java", "kt", "c", "h", "cc", "cpp", "hpp",
-                   "cs", "rb", "php", "html", "css", "scss", "sql", "log", "lock", "xml", "env", "ipynb", "pdf",
-                   "png", "jpg", "svg", "zip", "gz", "tar", "parquet", "db", "sqlite", "proto", "tf", "vue", "swift")
-
-PATH_CHARS = r"[\w.@+~-]"
-
-PATH = re.compile(
-    r"(?<![\w:/.~\\-])/(?:" + PATH_CHARS + r"+/)*" + PATH_CHARS + r"+/?"                  # /etc/hosts
-    r"|(?<![\w/.])(?:~|\.{1,2})/(?:" + PATH_CHARS + r"+/?)+"                              # ./run.sh ~/notes
-    r"|(?<![\w/.@-])[A-Za-z_][\w.@+-]*(?:/" + PATH_CHARS + r"+)+/?"                        # src/app/api.py
-    r"|\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"                                                # C:\work\a.txt
-    r"|(?<![\w/.@-])[\w][\w-]*(?:\.[\w-]+)*\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")   # api.py
-
-HEX_DIGEST = re.compile(r"(?<![\w-])[0-9a-f]{7,}(?![\w-])")          # lower case: upper-case codes are identifiers
-
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
-         r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-
-DATE = re.compile(
-    r"(?<![\w.-])(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])"
-    r"|(?<![\w/.])(\d{1,2})[/.](\d{1,2})[/.](\d{4})(?![\w/.]?\d)"
-    r"|\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?(" + MONTH + r")\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b")
-
-HALF_DAY = r"(?:[AaPp][Mm]|[AaPp]\.[Mm]\.)"
-
-TIME = re.compile(r"(?<![\w:.])(?:([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?:\s?" + HALF_DAY + r"(?![\w]))?"
-                  r"|(1[0-2]|0?[1-9])\s?" + HALF_DAY + r"(?![\w]))(?![\w:])")
-
-IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]?\d)")
-
-VERSION = re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+){2,}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w.]?\w)"
-                     r"|(?<![\w.])[vV]\d+\.\d+(?![\w.]?\d)"
-                     r"|(?i:(?<=\bversion )|(?<=\brelease ))\d+\.\d+(?![\w.]?\d)")
-
-CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
-
-CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "INR", "CNY", "SEK", "NOK", "DKK", "PLN",
-                  "BRL", "MXN", "ZAR", "SGD", "HKD")
-
-CURRENCY_WORDS = {"dollars": "USD", "euros": "EUR", "pounds": "GBP"}
-
-AMOUNT_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-
-AMOUNT = re.compile(
-    r"(?<![\w$€£¥₹])-?[$€£¥₹]\s?(?:" + AMOUNT_NUMBER + r")(?:\s?(?:k|m|bn|million|billion|thousand)\b)?(?![\w.]?\d)"
-    r"|\b(?:" + "|".join(CURRENCY_CODES) + r")\s?-?(?:" + AMOUNT_NUMBER + r")(?![\w.]?\d)"
-    r"|(?<![\w.,])-?(?:" + AMOUNT_NUMBER + r")\s?(?:" + "|".join(CURRENCY_CODES) + "|" +
-    "|".join(CURRENCY_WORDS) + r")\b")
-
-IDENTIFIER = re.compile(r"(?<![\w.@/-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*(?![\w@/-]|\.\w)")
-
-NUMBER = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|[A-Za-z]+)?(?![\w])")
-
-ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
-
-QUANTITY = re.compile(r"-?\d+(?:\.\d+)?[A-Za-z%]{1,3}")     # 5GB, 20ms, 64bit: a number with its unit
-
-TRAILING = ".,;:!?'\")]}>"
-
-
-def _trim(text: str, start: int, end: int) -> int:
-    """The end of a URL or path with the sentence's punctuation after it left off (a `)` it opened is kept)."""
-    while end > start and text[end - 1] in TRAILING:
-        if text[end - 1] == ")" and text[start:end].count("(") >= text[start:end].count(")"):
-            break
-        end -= 1
-    return end
-
-
-def _valid_date(match: re.Match, text: str) -> bool:
-    g = match.groups()
-    if g[0] is not None:                              # ISO
-        return 1 <= int(g[1]) <= 12 and 1 <= int(g[2]) <= 31
-    if g[6] is not None:                              # 12/03/2025: day and month in either order
-        a, b = int(g[6]), int(g[7])
-        return 1 <= a <= 31 and 1 <= b <= 31 and min(a, b) <= 12
-    day = g[9] or g[11]
-    return (day is not None and 1 <= int(day) <= 31) or g[12] is not None   # a month needs a day or a year
-
-
-def _valid_time(match: re.Match, text: str) -> bool:
-    return ":" in text or bool(re.search(r"[AaPp]\.?[Mm]", text))
-
-
-def _valid_ipv4(match: re.Match, text: str) -> bool:
-    return all(int(part) <= 255 for part in text.split("."))
-
-
-def _valid_digest(match: re.Match, text: str) -> bool:
-    return any(c.isdigit() for c in text) and any(c in "abcdef" for c in text)
-
-
-def _valid_identifier(match: re.Match, text: str) -> bool:
-    return (len(text) >= 3 and any(c.isalpha() for c in text) and any(c.isdigit() for c in text)
-            and not ORDINAL.fullmatch(text) and not QUANTITY.fullmatch(text))
-
-
-def _valid_number(match: re.Match, text: str) -> bool:
-    unit = re.search(r"[A-Za-z]+$", text)
-    if unit and (len(unit.group(0)) > 3 or ORDINAL.fullmatch(text)):
-        return False
-    return sum(c.isdigit() for c in text) >= 2
-
-
-def _valid_path(match: re.Match, written: str) -> bool:
-    text = written.rstrip("/")
-    if text.startswith(("/", "~/", "./", "../")) or re.match(r"[A-Za-z]:\\", text):
-        return text.count("/") >= 2 or "." in text.rsplit("/", 1)[-1] or text.startswith(("~/", "./", "../"))
-    if "/" in text:
-        return written.endswith("/") or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", text))
-    return True
-
-
-# (kind, pattern, validity check, whether trailing punctuation is trimmed)
-RULES = (
-    ("url", URL, None, True),
-    ("email", EMAIL, None, False),
-    ("path", PATH, _valid_path, True),
-    ("digest", HEX_DIGEST, _valid_digest, False),
-    ("date", DATE, _valid_date, False),
-    ("time", TIME, _valid_time, False),
-    ("identifier", IPV4, _valid_ipv4, False),         # a network address is an identifier, not a version
-    ("version", VERSION, None, False),
-    ("amount", AMOUNT, None, False),
-    ("identifier", IDENTIFIER, _valid_identifier, False),
-    ("number", NUMBER, _valid_number, False),
-)
-
-
-def extract_values(text: str) -> list[tuple[str, str, int, int]]:
-    """Every exact value in text as (kind, value, start, end), in the order they appear; each character belongs to
-    at most one value, given to the first rule (RULES order) that takes it."""
-    taken: list[tuple[int, int]] = []
-    found = []
-    for kind, pattern, valid, trim in RULES:
-        for match in pattern.finditer(text):
-            start, end = match.start(), match.end()
-            if trim:
-                end = _trim(text, start, end)
-            if end <= start or any(s < end and start < e for s, e in taken):
-                continue
-            if valid is not None and not valid(match, text[start:end]):
-                continue
-            taken.append((start, end))
-            found.append((kind, text[start:end], start, end))
-    return sorted(found, key=lambda item: item[2])
-
-
-def sentence_around(text: str, start: int, end: int, width: int = 240) -> str:
-    """The sentence (or line) a span is in, cut to about `width` characters around it."""
-    left = max(text.rfind("\n", 0, start), *(text.rfind(p, 0, start) for p in (". ", "! ", "? ")))
-    left = 0 if left < 0 else left + (1 if text[left] == "\n" else 2)
-    stops = [i for i in (text.find("\n", end), *(text.find(p, end) for p in (". ", "! ", "? "))) if i >= 0]
-    right = min(stops) + 1 if stops else len(text)
-    if right - left > width:
-        left = max(left, start - width // 2)
-        right = min(right, max(end, left + width))
-    return " ".join(text[left:right].split())
-
-
-# --- Comparing a state's values with the transcript's ------------------------------------------------------------
-def _decimal(text: str) -> decimal.Decimal | None:
-    try:
-        return decimal.Decimal(text.replace(",", "").replace("_", ""))
-    except decimal.InvalidOperation:
-        return None
-
-
-def _plain(number: decimal.Decimal) -> str:
-    text = format(number, "f")
-    return (text.rstrip("0").rstrip(".") if "." in text else text) or "0"
-
-
-MULTIPLIERS = {"k": 1000, "thousand": 1000, "m": 10 ** 6, "million": 10 ** 6, "bn": 10 ** 9, "billion": 10 ** 9}
-
-
-def amount_parts(value: str) -> tuple[str, decimal.Decimal | None]:
-    """(currency code, amount) of an amount as written."""
-    code = next((c for s, c in CURRENCY_SYMBOLS.items() if s in value), None)
-    code = code or next((c for c in CURRENCY_CODES if c in value), None)
-    code = code or next((c for w, c in CURRENCY_WORDS.items() if w in value.lower()), "?")
-    number = re.search(r"\d[\d,]*(?:\.\d+)?", value)
-    amount = _decimal(number.group(0)) if number else None
-    scale = re.search(r"(k|m|bn|million|billion|thousand)\b", value[number.end():] if number else "")
-    if amount is not None and scale:
-        amount *= MULTIPLIERS[scale.group(1)]
-    if amount is not None and "-" in value.split(number.group(0))[0]:
-        amount = -amount
-    return code, amount
-
-
-def normalize_value(kind: str, value: str) -> str:
-    """A value's form for comparison: the same value written another way normalizes alike (1,250 and 1250, $48
-    and USD 48.00, v2.3.1 and 2.3.1, an ISO date and 12 March 2025 are not: see the date rule)."""
-    text = value.strip()
-    if kind == "number":
-        unit = re.search(r"(%|[A-Za-z]+)$", text)
-        number = _decimal(text[:unit.start()] if unit else text)
-        return (_plain(number) if number is not None else text) + (unit.group(0).lower() if unit else "")
-    if kind == "amount":
-        code, amount = amount_parts(text)
-        return f"{code} {_plain(amount) if amount is not None else text}"
-    if kind == "date":
-        return normalize_date(text)
-    if kind == "time":
-        match = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s?(?:([AaPp])\.?[Mm]\.?)?", text)
-        if not match:
-            return text.lower()
-        hour, half = int(match.group(1)), match.group(4)
-        if half:
-            hour = hour % 12 + (12 if half.lower() == "p" else 0)
-        return f"{hour:02d}:{match.group(2) or '00'}" + (f":{match.group(3)}" if match.group(3) else "")
-    if kind == "version":
-        return text.lstrip("vV").lower()
-    if kind in ("digest", "email"):
-        return text.lower()
-    if kind == "identifier":
-        return re.sub(r"[-_]", "", text).upper()
-    if kind == "path":
-        text = text.replace("\\", "/")
-        return (text[2:] if text.startswith("./") else text).rstrip("/")
-    if kind == "url":
-        scheme, _, rest = text.partition("://")
-        host, slash, path = rest.partition("/")
-        return f"{scheme.lower()}://{host.lower()}{slash}{path}".rstrip("/")
-    return text
-
-
-def normalize_date(text: str) -> str:
-    """A date as YYYY-MM-DD (and THH:MM[:SS]); a month-name date without a year as ----MM-DD; a numeric date whose day
-    and month could be either way round keeps both numbers in the order written, marked with ~."""
-    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?.*)?", text)
-    if iso:
-        year, month, day, hour, minute, second = iso.groups()
-        return f"{year}-{month}-{day}" + (f"T{hour}:{minute}" + (f":{second}" if second else "") if hour else "")
-    numeric = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})[/.](\d{4})", text)
-    if numeric:
-        a, b, year = int(numeric.group(1)), int(numeric.group(2)), numeric.group(3)
-        if a > 12 or b > 12:
-            day, month = (a, b) if a > 12 else (b, a)
-            return f"{year}-{month:02d}-{day:02d}"
-        return f"{year}-{a:02d}-{b:02d}~"
-    named = re.fullmatch(r"(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?([A-Z][a-z]+)\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?"
-                         r"(?:,?\s+(\d{4}))?", text)
-    if named and named.group(2)[:3] in MONTHS:
-        day, year = named.group(1) or named.group(3), named.group(4)
-        return f"{year or '----'}-{MONTHS.index(named.group(2)[:3]) + 1:02d}" + (f"-{int(day):02d}" if day else "")
-    return text
-
-
-def edit_distance(a: str, b: str, limit: int = 3) -> int:
-    """Damerau-Levenshtein distance (adjacent swaps count one) between a and b, capped at limit + 1."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    previous, current = None, list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        before, previous, current = previous, current, [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = a[i - 1] != b[j - 1]
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                current[j] = min(current[j], before[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-    return min(current[-1], limit + 1)
-
-
-def _digits(text: str) -> str:
-    return "".join(c for c in text if c.isdigit())
-
-
-def _rounded(source: decimal.Decimal, state: decimal.Decimal) -> bool:
-    """The state's number is the source's rounded to fewer significant digits (1,247 -> 1,250 or 1,200)."""
-    if source == state or not source or abs(state - source) > abs(source) * decimal.Decimal("0.05"):
-        return False
-    for places in range(-6, 13):
-        try:
-            if source.quantize(decimal.Decimal(1).scaleb(places), rounding=decimal.ROUND_HALF_UP) == state:
-                return True
-        except decimal.InvalidOperation:         # more digits than the context holds at this place
-            continue
-    return False
-
-
-def is_close(kind: str, source: str, state: str) -> bool:
-    """Whether a state's value (of the same kind, absent from the transcript) reads as this transcript value with a
-    small change: a digit altered, added, dropped or swapped, a number rounded, a digest or version cut short, a
-    path moved to another folder, an amount's currency changed. Normalized forms are compared."""
-    if kind == "digest":
-        return (min(len(source), len(state)) >= 7 and (source.startswith(state) or state.startswith(source))) or \
-            (len(source) == len(state) and sum(a != b for a, b in zip(source, state)) <= 2)
-    if kind in ("number", "amount"):
-        (code_a, a), (code_b, b) = (amount_parts(v) if kind == "amount" else ("", _decimal(re.sub(r"[^\d.,-]", "", v)))
-                                    for v in (source, state))
-        if a is None or b is None:
-            return False
-        if code_a != code_b:
-            return a == b
-        digits = _digits(source)
-        return len(digits) >= (2 if kind == "amount" else 3) and (edit_distance(digits, _digits(state), 1) <= 1 or _rounded(a, b))
-    if kind == "version":
-        old, new = source.split("."), state.split(".")
-        return (len(old) == len(new) and sum(x != y for x, y in zip(old, new)) == 1) or \
-            (min(len(old), len(new)) >= 2 and (old[:len(new)] == new or new[:len(old)] == old))
-    if kind == "path":
-        return (source.rsplit("/", 1)[-1] == state.rsplit("/", 1)[-1] and "/" in source + state) or \
-            edit_distance(source, state, 2) <= 2
-    if kind in ("date", "time"):
-        return len(source) == len(state) and edit_distance(source, state, 2) <= 2
-    if kind == "identifier":
-        return len(source) >= 4 and edit_distance(source, state, 1) <= 1
-    return edit_distance(source, state, 2) <= 2           # url, email
-
-
-def occurs_verbatim(value: str, text: str) -> bool:
-    """Whether value is written in text exactly, as a whole: not as part of a longer word, number or path (12 is
-    not in 1,250, 3.12 or 12.5; /etc/hosts is not in /var/etc/hosts or /etc/hosts/old)."""
-    if not value:
-        return False
-    start = text.find(value)
-    while start >= 0:
-        end = start + len(value)
-        before, after, after2 = text[start - 1:start], text[end:end + 1], text[end + 1:end + 2]
-        joined_before = bool(before) and (
-            ((before.isalnum() or before == "_") and (value[0].isalnum() or value[0] == "/")) or
-            (value[0].isdigit() and before in ".,"))
-        joined_after = bool(after) and (
-            (value[-1].isalnum() and (after.isalnum() or after == "_")) or
-            (value[-1].isdigit() and after in ".," and after2.isdigit()) or (after == "/" and "/" in value))
-        if not joined_before and not joined_after:
-            return True
-        start = text.find(value, start + 1)
-    return False
-
+from typing import Any, Callable
+
+from ..claims import claim, contradicts, names_item, reports_failure, says_not_done, stem, terms
+from ..states import carries_instruction
+from ..values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values, is_close, is_secret,
+    mask_secrets, normalize_value, number_parts, numeric_key, secret_spans)
+
+__all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES", "extract_values",
+           "is_close", "mask_secrets", "normalize_value", "ground_truth", "judge_state", "step_outcome", "turn_outcome",
+           "is_standing_instruction", "split_sentences", "key_terms"]
 
 VALUE_CLASSES = ("kept", "reformatted", "changed", "dropped")
 
+INSTRUCTION_CLASSES = ("present", "contradicted", "absent")
 
-def classify_values(source_values: list[dict], state: str, source_norms: dict) -> list[tuple[str, str | None]]:
-    """For each transcript value ({kind, text}) its class in a state and what the state wrote instead: kept
-    verbatim; reformatted (the same value in another form); changed (the closest value of its kind in the state that
-    the transcript never gives, where is_close holds); or dropped. source_norms: kind -> every normalized value the
-    transcript gives of that kind."""
-    found = extract_values(state or "")
-    by_kind: dict[str, list[tuple[str, str]]] = {}
-    for kind, text, _, _ in found:
-        by_kind.setdefault(kind, []).append((text, normalize_value(kind, text)))
-    out = []
-    for value in source_values:
-        kind, text = value["kind"], value["text"]
-        if occurs_verbatim(text, state or ""):
-            out.append(("kept", None))
-            continue
-        norm = normalize_value(kind, text)
-        same = next((t for t, n in by_kind.get(kind, []) if n == norm), None)
-        if same is not None:
-            out.append(("reformatted", same))
-            continue
-        novel = [(t, n) for t, n in by_kind.get(kind, []) if n not in source_norms.get(kind, ())]
-        close = [(edit_distance(norm, n, 8), i, t) for i, (t, n) in enumerate(novel) if is_close(kind, norm, n)]
-        out.append(("changed", min(close)[2]) if close else ("dropped", None))
-    return out
+STEP_CLASSES = ("reported", "claimed done", "absent")    # reported = reported with its outcome
+
+STOP = frozenset("""a an the and or but if then so to of in on at by for with from into onto about as is are was were
+be been being do does did not no this that these those it its i me my we our you your they them their he she his her
+there here what which who when where why how all any each every some such only own same than too very can could will
+would should must may might shall just also please now ever always never until rest more most other one two new get
+got have has had let make keep use like want need sure really thing things way""".split())
+
+
+# --- Exact values ------------------------------------------------------------------------------------------------
+KEYED = re.compile(r"[\"']?([A-Za-z][\w .-]{0,40}?)[\"']?\s*[:=]\s*[\"'(]?\s*$")
+
+AFTER_KEY = re.compile(r"[:=]\s*[\"'(]?\s*$")            # a cheap look before the key is searched for
+
+CLAUSE_BREAK, CLAUSE_END = re.compile(r"[,;:()\[\]]"), re.compile(r"[,;:()\[\].]")
+
+WORD = re.compile(r"[A-Za-z][A-Za-z-]+")
+
+FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead of|rather than|"
+                    r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
+
+
+def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
+    """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key = value`, else
+    the last two content words before it in its clause and the first one after it (`refund of $1,249.00` ->
+    refund; `8 parts` -> part; `order ORD-58213` -> order)."""
+    left, right = sentences.bounds(start, end)
+    near = max(left, start - 80)                         # (a bounded look back keeps a long line linear)
+    line_start = max(near, text.rfind("\n", near, start) + 1)
+    keyed = KEYED.search(text, line_start, start) if AFTER_KEY.search(text, max(line_start, start - 6), start) else None
+    if keyed and keyed.end() == start:
+        words = [w for w in re.findall(r"[A-Za-z]+", keyed.group(1)) if w.lower() not in STOP]
+        if words:
+            return list(dict.fromkeys(stem(w.lower()) for w in words))[:3]
+    before = CLAUSE_BREAK.split(text[near:start])[-1]
+    after = CLAUSE_END.split(text[end:min(right, end + 40)])[0]
+    words = [w.lower() for w in WORD.findall(before) if w.lower() not in STOP][-2:]
+    words += [w.lower() for w in WORD.findall(after) if w.lower() not in STOP][:1]
+    return list(dict.fromkeys(stem(w) for w in words))
+
+
+def superseded(text: str, start: int, end: int) -> bool:
+    """Whether the sentence itself gives the value as a former one: `from 840 ms to 310 ms`, `(it was 11:00)`,
+    `not rc.1`, `up from 200`."""
+    before = text[max(0, start - 24):start]
+    if FORMER.search(before):
+        return not re.search(r"\bfrom\s*$", before, re.IGNORECASE) or \
+            bool(re.match(r"\s+to\b", text[end:end + 6], re.IGNORECASE))
+    return False
+
+
+def value_key(value: Value) -> tuple:
+    """What makes two spellings one fact: the same kind and normal form; for amounts and numbers of three digits or
+    more (or with a decimal part), the same number (`$1,249.00`, `1249.00` and `1249.0`)."""
+    number = numeric_key(value.kind, value.text)
+    if number is not None:
+        return ("number", number)
+    return (value.kind, normalize_value(value.kind, value.text))
+
+
+def bare_key(value: Value) -> tuple | None:
+    """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms": 38`): one
+    fact; None for anything else, and for a single digit."""
+    if value.kind != "number":
+        return None
+    number, _ = number_parts(value.text)
+    return ("bare", number) if number is not None and len(re.sub(r"\D", "", value.text)) >= 2 else None
+
+
+def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
+    """Every fact of the session written as an exact value, once (its first spelling; the others are its
+    restatements), with its kind, referent, the sentence it first came from, where it was said, its segment, and
+    whether it is a secret (a URL that carries a password) or given as a former value."""
+    facts: list[dict] = []
+    by_key: dict[tuple, dict] = {}
+    undated: dict[tuple, dict] = {}             # month-day -> a fact, so that `3 April` restates `03/04/2025`
+    bare: dict[tuple, dict] = {}                # a number -> the fact it is, with or without its unit
+    for t, turn in enumerate(parts):
+        for source, text in turn:
+            secrets, sentences = secret_spans(text), Sentences(text)
+            for value in extract_values(text):
+                key, plain = value_key(value), bare_key(value)
+                fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind == "date" else None) or \
+                    (bare.get(plain) if plain else None)
+                if fact is not None:
+                    if value.text != fact["text"] and value.text not in fact["forms"]:
+                        fact["forms"].append(value.text)
+                    continue
+                fact = {"id": len(facts) + 1, "kind": value.kind, "text": value.text, "forms": [],
+                        "referent": referent_of(text, value.start, value.end, sentences),
+                        "current": not superseded(text, value.start, value.end), "source": source,
+                        "sentence": sentences.around(value.start, value.end), "turn": t + 1,
+                        "segment": segment_of[t] if segment_of else 1,
+                        "secret": is_secret(value.start, value.end, secrets)}
+                facts.append(fact)
+                by_key[key] = fact
+                if plain:
+                    bare.setdefault(plain, fact)
+                for day in month_days(value):
+                    undated.setdefault(day, fact)
+    return facts
+
+
+def month_day(value: Value) -> tuple | None:
+    norm = normalize_value("date", value.text)
+    return ("md", norm[5:10]) if norm.startswith("----") else None
+
+
+def month_days(value: Value) -> list[tuple]:
+    """The month-day keys a full date stands for (both readings of an ambiguous 03/04/2025)."""
+    if value.kind != "date":
+        return []
+    norm = normalize_value("date", value.text)
+    if not re.match(r"\d{4}-\d{2}-\d{2}", norm):
+        return [] if norm.startswith("----") else []
+    month, day = norm[5:7], norm[8:10]
+    keys = [("md", f"{month}-{day}")]
+    if norm.endswith("~"):
+        keys.append(("md", f"{day}-{month}"))
+    return keys
 
 
 # --- Standing instructions ---------------------------------------------------------------------------------------
-# A user's sentence gives a standing instruction when it has a scope marker (how long the order holds) and is an
-# order: it opens with the marker, or with a verb rather than a subject, or it tells "you" or "we" what to do.
-# A question never is one, and neither is a statement about what happened ("I never saw it", "CI always fails").
-SCOPE_MARKERS = re.compile(r"\b(from now on|from here on|going forward|for the rest of|for the remainder of|"
-                           r"until further notice|until i|always|never|every time|whenever|at all times)\b",
-                           re.IGNORECASE)
+SENTENCE_SPLIT = re.compile(r"(?<!\b(?:Dr|Mr|Ms|St|vs|Jr|Sr|No)\.)(?<!\bMrs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
+                            r"(?<=[.!?])\s+|\n+")
 
-FILLERS = ("and", "also", "but", "so", "ok", "okay", "oh", "then", "one", "more", "thing", "please", "just")
+EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of it)|no exceptions?|period|"
+                      r"every (?:single )?time|at all|anywhere)[.!]*$", re.IGNORECASE)
 
-SUBJECTS = frozenset("""i it this that these those the a an they he she there my our your his her their its some all
-each every nobody everyone someone something people which what who when where if because while since although though
-as how why nothing no yes""".split())
+SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|for the rest of|for the remainder of|"
+                   r"until further notice|until i (?:say|tell|confirm)|for this (?:session|ticket|customer|repo|"
+                   r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for this|always|never|"
+                   r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any circumstances|"
+                   r"in (?:all|every|any) \w+|every \w+|each \w+|for (?:anything|everything|any|all)\b|"
+                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place)\b",
+                   re.IGNORECASE)
+
+ORDER_START = re.compile(r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more thing:?\s+)*"
+                         r"(?:(?:from now on|from here on|from this point|going forward|for the rest of [\w ]+|"
+                         r"until i [^,]+|until further notice|"
+                         r"(?P<cond>whenever [^,]+|when [^,]+|if [^,]+|even if [^,]+|unless [^,]+)|for anything [^,]+|"
+                         r"rule for this \w+:)[,:]?\s*(?:please\s+)?)*(?:don't|do not|never(?!-)|always(?!-)|no\b(?!,)|"
+                         r"stop|keep|"
+                         r"use|stick|treat|write|log|reply|answer|"
+                         r"address|quote|show|ask|tell|run|push|commit|deploy|delete|send|email|cc|round|tabs|"
+                         r"spaces|make|be|put|add|avoid|prefer|only|check|test|open|leave|call|wait|refund|follow|"
+                         r"limit|include|mention|sign|respond|confirm|note|record|report|escalate|[a-z]+ only\b)",
+                         re.IGNORECASE)
 
 ADDRESSED = re.compile(r"\b(?:you|we)\b(?:[\s,]+\w+){0,3}?[\s,]+(?:should|must|need to|have to|are to|will|shall|"
-                       r"always|never)\b|\b(?:i want you to|i need you to|i'd like you to|please)\b|"
-                       r"\b(?:you|we)(?:'ll| will)\b", re.IGNORECASE)
+                       r"always|never|don't|do not)\b|\b(?:i want you to|i need you to|i'd like you to|could you "
+                       r"always|can you always)\b|\bshould be\b|\byou can\b[^.]*\bnow\b", re.IGNORECASE)
 
-SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# Verbs of an order about how things are done (in what form, with what, to whom), which holds beyond the next
+# step unless the sentence says it is for now: "Use British spelling in all replies", "Keep replies short",
+# "Treat the staging database as read-only"; not "Keep going", "Use the staging key for this one call".
+POLICY_VERBS = frozenset("use stick treat reply answer address quote prefer avoid follow limit include mention sign "
+                         "respond round cc log write keep".split())
 
-STOPWORDS = frozenset("""a an the and or but if then so to of in on at by for with from into onto about as is are was
-were be been being do does did done don't not no yes this that these those it its it's i me my we our you your they
-them their he she his her there here what which who whom when where why how all any each every some such only own
-same than too very can could will would should must may might shall just also please now ever always never until
-rest remainder further notice going forward time times whenever sure make remember keep use let before after again
-more most other another one two first last next new ok okay thing things way really want need like i'd i'm you're
-we're that's let's get got have has had otherwise say tell anything something everything nothing whole
-without within via per too""".split())
+POLITE_ORDER = re.compile(r"^(?:could|can|would|will) you(?: please)? (?:always|never|from now on)\b|"
+                          r"^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going forward|from here on)\b",
+                          re.IGNORECASE)
+
+NOT_AN_ORDER = re.compile(r"^\w+s (?:always|never)\b|\b(never mind|don't worry|do not worry|no worries|no need|"
+                          r"not now|never heard|"
+                          r"says?\b[^.]*\balways|say never|i (?:always|never)|it (?:always|never)|"
+                          r"(?:ci|build|tests?|it|this|that|he|she|they|the \w+) (?:always|never) \w+s\b)",
+                          re.IGNORECASE)
+
+CODE_TO_BUILD = re.compile(r"^(?:please\s+)?(?:add|write|make|create|implement|build|change)\b[^.]*\b(?:rule|function|"
+                           r"parser|app|endpoint|method|class|test|check|validator|script|job|code)\b[^.]*\b(?:always|"
+                           r"never|every)\b|^(?:please\s+)?(?:make|have) (?:the|it|this) \w+ (?:always|never)\b",
+                           re.IGNORECASE)
+
+NARRATIVE = re.compile(r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've|i've|i|she|he|they|customer|"
+                       r"everyone|nobody)\b(?![^.]*\b(?:should|must|need|has to|have to|goes to|go to|always|only)\b)",
+                       re.IGNORECASE)
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_SPLIT.split(text or "") if s.strip()]
+    """A turn's sentences; a fragment that only stresses the one before ("Ever.", "For everything.") is joined to
+    it."""
+    out: list[str] = []
+    for sentence in (s.strip() for s in SENTENCE_SPLIT.split(text or "")):
+        if sentence and out and EMPHASIS.match(sentence):
+            out[-1] += " " + sentence
+        elif sentence:
+            out.append(sentence)
+    return out
 
 
 def is_standing_instruction(sentence: str) -> bool:
-    """Whether a user's sentence gives a standing instruction (see the rule above)."""
-    text = sentence.strip()
-    if not text or text.endswith("?") or not SCOPE_MARKERS.search(text):
+    """Whether a user's sentence gives a standing instruction: an order, prohibition or permission meant to hold
+    beyond the next step (a scope word, or the form of a rule), not a question, a one-off request, a story, a
+    dismissal, a rule quoted from elsewhere or a description of code to build (SESSIONS.md section 3.2)."""
+    text = sentence.strip().strip('"').strip()
+    if not text or text.endswith("?") and not POLITE_ORDER.search(text) or text.startswith(">") or \
+            NOT_AN_ORDER.search(text) or CODE_TO_BUILD.search(text) or \
+            re.search(r"\b(?:readme|policy|docs?|wiki|guide|it|ticket|page|contributing(?:\.md)?) (?:says|said|reads|"
+                      r"states)\b|\bpolicy says\b", text, re.IGNORECASE):
         return False
-    words = re.findall(r"[A-Za-z']+", text)
-    while words and words[0].lower() in FILLERS:
-        words = words[1:]
-    if not words:
+    if re.search(r"\b(?:just|only) (?:this|for this) (?:once|one)\b|\bthis one (?:call|time)\b|\bjust this once\b",
+                 text, re.IGNORECASE):
         return False
-    opening = " ".join(words[:4]).lower()
-    if SCOPE_MARKERS.match(opening) or opening.startswith(("do not", "don't", "make sure", "be sure")):
+    start = ORDER_START.search(text)
+    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|today|going|ahead|again|"
+                        r"next|them|these|those)\b", text, re.I)
+    verb = start.group(0).split()[-1].lower() if start else ""
+    if start and (start.group("cond") or verb in ("no", "never", "don't", "not") or verb in POLICY_VERBS) and \
+            not one_off:
+        return True         # a conditional order, a prohibition, an order about how things are done: standing
+    if POLITE_ORDER.search(text):
         return True
-    first = words[0]
-    verb_first = (first.lower() not in SUBJECTS and not (first.isupper() and len(first) > 1) and
-                  not re.search(r"(?:ed|[^s]s)$", first.lower()))
-    return verb_first or bool(ADDRESSED.search(text))
+    order = bool(start or ADDRESSED.search(text) or
+                 re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b", text, re.I))
+    if not order:
+        if NARRATIVE.search(text):
+            return False
+        order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to be|stays?)\b", text, re.I)
+                     and SCOPE.search(text))
+    return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in french|in german|"
+                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I))
+
+
+REVOKES = re.compile(r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my (?:earlier|last|"
+                     r"previous) \w+))?(?: (?:about|on|regarding))?(?P<what>[^.;,]+)|(?P<thing>[^.;,]+?) no longer "
+                     r"applies|you (?:don't|do not) need to (?P<need>[^.;,]+?)(?: any ?more)?(?=[.;,]|$)|(?:you can|feel free "
+                     r"to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b", re.IGNORECASE)
+
+
+CORRECTS = re.compile(r"\b(?:not|instead of|rather than)\s+(?P<old>[^\s,;.]+(?:\.\d+)*)", re.IGNORECASE)
+
+
+def corrected(sentence: str, earlier: list[dict]) -> list[dict]:
+    """The earlier standing instructions whose value a user's sentence corrects ("Actually the port is 8443, not
+    8080" after "Use port 8080 from now on"): those that give the value it says is not the one."""
+    olds = [v.text for m in CORRECTS.finditer(sentence) for v in extract_values(m.group("old"))]
+    return [i for i in earlier if not i.get("revoked_turn") and any(
+        v.text in olds for v in extract_values(i["text"]))] if olds else []
+
+
+def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
+    """The earlier standing instructions a user's sentence withdraws or replaces ("forget what I said about pnpm",
+    "you don't need to ask about /tmp anymore", "you can reply in English now"): those that share a word of what it
+    names. A one-off exception ("just this once") withdraws nothing."""
+    if re.search(r"\bjust this once\b|\bthis one\b|\bonly this time\b", sentence, re.IGNORECASE):
+        return []
+    match = REVOKES.search(sentence)
+    if not match:
+        return []
+    what = next(g for g in match.groups() if g)
+    named = terms(what)
+    narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)   # "in /tmp": an exception
+    return [i for i in earlier if not i.get("revoked_turn") and named & set(terms(i["text"])) and
+            all(v in i["text"] for v in narrower)]
 
 
 def key_terms(instruction: str, limit: int = 2) -> list[str]:
-    """The terms the retention rule looks for: the instruction's exact values, then its longest content words (not
+    """The terms the presence rule looks for: the instruction's exact values, then its longest content words (not
     a stopword, not an -ly adverb), each cut to a stem of at most six letters so that `committing` finds `commit`."""
-    found = extract_values(instruction)
-    words_text = re.sub(r"\buntil i \w+|" + SCOPE_MARKERS.pattern[2:-2], " ", instruction, flags=re.IGNORECASE)
-    found = [f for f in found if f[1] in words_text]
-    found = [(k, v, words_text.find(v), words_text.find(v) + len(v)) for k, v, _, _ in found]
-    for _, _, start, end in found:
-        words_text = words_text[:start] + " " * (end - start) + words_text[end:]
+    olds = {v.text for m in CORRECTS.finditer(instruction) for v in extract_values(m.group("old"))}
+    found = [f for f in extract_values(instruction) if f.text not in olds]     # not the value it corrects away
+    words_text = re.sub(r"\buntil i \w+|" + SCOPE.pattern[2:-2], " ", instruction, flags=re.IGNORECASE)
+    for old in olds:
+        words_text = words_text.replace(old, " ")
+    found = [f for f in found if f.text in words_text]
+    for value in found:
+        at = words_text.find(value.text)
+        words_text = words_text[:at] + " " * len(value.text) + words_text[at + len(value.text):]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", words_text)]
-    content = [w for w in dict.fromkeys(words) if w not in STOPWORDS and len(w) >= 3 and not w.endswith("ly")]
+    content = [w for w in dict.fromkeys(words) if w not in STOP and len(w) >= 3 and not w.endswith("ly")]
     ranked = sorted(content, key=lambda w: (-len(w), content.index(w)))
     stems = [re.sub(r"(?:ing|ed|er|es|s)$", "", w)[:6] if len(w) > 4 else w for w in ranked]
-    return list(dict.fromkeys([v for _, v, _, _ in found] + stems))[:limit] or [instruction.strip()[:40]]
+    return list(dict.fromkeys([v.text for v in found] + stems))[:limit] or [instruction.strip()[:40]]
+
+
+def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
+    """The standing instructions of the user's turns, in order, each with the terms the presence rule looks for;
+    one the user later withdrew, replaced or corrected carries the turn that did so (a revocation is a rule, not a
+    guess), and a correction of one is itself a standing instruction in its place."""
+    found: list[dict] = []
+    seen: set[str] = set()
+    for t, turn in enumerate(turns):
+        if turn["role"] != "user":
+            continue
+        for sentence in split_sentences(turn["text"]):
+            fixed, withdrawn = corrected(sentence, found), revoked_by(sentence, found)
+            for old in withdrawn + fixed:
+                old.update(revoked_turn=t + 1, revoked_by=sentence[:400])
+            replaced = bool(withdrawn) and bool(ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
+            if (fixed or replaced or is_standing_instruction(sentence)) and sentence not in seen:
+                seen.add(sentence)
+                found.append({"id": len(found) + 1, "text": sentence[:400], "key_terms": key_terms(sentence),
+                              "turn": t + 1, "segment": segment_of[t] if segment_of else 1, "revoked_turn": None,
+                              "revoked_by": None})
+    return found
 
 
 # --- Failed and denied steps -------------------------------------------------------------------------------------
-DENIED = re.compile(r"\bpermission denied\b|\baccess denied\b|\b(?:was |been |is )?(?:denied|declined|rejected|"
-                    r"forbidden|not permitted|not allowed|unauthori[sz]ed)\b|doesn't want to proceed|"
-                    r"\b403\b", re.IGNORECASE)
+# Denied: the user or the harness refused the call (permission not granted, a declined or rejected call, a deny rule,
+# a policy or sandbox block, a human approver's no). A refusal by the operating system or a remote service (a file's
+# `Permission denied`, HTTP 403, AccessDenied, branch protection) is a failure of the call, not a denial: amendment
+# of 2026-12-03 in SESSIONS.md.
+DENIED = re.compile(
+    r"requested permissions? to use|haven't granted|has not granted|permission (?:was )?not granted|"
+    r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't want to proceed|"
+    r"chose not)|\byou (?:declined|rejected|denied|chose: ?don't)|\brejected this (?:edit|change|call|tool)|"
+    r"\bdid not allow\b|\bnot allowed in the current session\b|\bturned off for this agent\b|"
+    r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ )?(?:policy|hook|settings|sandbox|"
+    r"administrator|harness)|\bdeny rule\b|\bplan mode\b|\bhook (?:blocked|denied|refused)|"
+    r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|\bapproval (?:was )?(?:denied|declined)\b|"
+    r"^not run:|\bnot permitted by (?:the )?(?:settings|harness|policy|user)", re.IGNORECASE | re.MULTILINE)
 
-FAILED = re.compile(r"^\s*(?:error|fatal|exception|failed|failure)\b\s*[:!\[]|Traceback \(most recent call last\)|"
-                    r"\b[1-9]\d* (?:failed|errors?)\b|(?-i:\bFAILED\b)|\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|"
-                    r"command not found|No such file or directory|\btimed out\b|\bnon-zero exit\b|\bunavailable\b|"
-                    r"\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b|"
-                    r"\b(?:could not|couldn't|cannot|can't|unable to) \w+", re.IGNORECASE | re.MULTILINE)
+FAILED = re.compile(
+    r"^\s*(?:error|fatal|exception|failed|failure|panic)\b\s*[:!\[(]|^\s*[\w.]*(?:Error|Exception)\b:|"
+    r"Traceback \(most recent call last\)|\bnpm ERR!|\b[1-9]\d* (?:failed|errors?|failures?)\b|"
+    r"\b[1-9]\d* of \d+ \w+ failed\b|\b[1-9]\d* Error\(s\)|(?-i:\bFAILED\b|\bFAIL\b)|"
+    r"\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|\bexit code:? [1-9]|\bcommand not found\b|"
+    r"No such file or directory|\btimed out\b|\bETIMEDOUT\b|\bnon-zero exit\b|\bSegmentation fault\b|"
+    r"\bcore dumped\b|\bout of memory\b|\bOOMKilled\b|\bKilled\b|\bConnection refused\b|"
+    r"\bHTTP(?:/[\d.]+)? [45]\d\d\b|\b[45]\d\d (?:Bad|Not|Internal|Forbidden|Unauthorized|Service|Gateway)\b|"
+    r"\"(?:status|state)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|^\s*\{\s*\"error\":|"
+    r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|\bauthentication failed\b|"
+    r"\bdid not match any\b|\bdoes not exist\b|\bnot found\b|\balready exists\b|\bCONFLICT\b|\bconflict\b|"
+    r"\bremote rejected\b|\bprotected branch\b|\bpermission to \S+ denied\b|\bhook failed\b|\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b|"
+    r"\b(?:could not|couldn't|cannot|can't|unable to) \w+|\bupload failed\b|\bintegrity checksum failed\b",
+    re.IGNORECASE | re.MULTILINE)
+
+CONTENT_TOOLS = re.compile(r"^(?:read|webfetch|websearch|grep|glob|ls|fetch|search\w*|get_\w+|lookup\w*|find\w*|"
+                           r"list\w*|query\w*|view\w*|open\w*|task|agent)$", re.IGNORECASE)
+
+CONTENT_COMMANDS = re.compile(r"^\s*(?:cat|head|tail|less|grep|rg|ag|find|ls|journalctl|git (?:log|show|diff|blame|"
+                              r"status)|kubectl (?:logs|describe|get)|docker (?:logs|ps)|echo|sed -n|awk|wc|"
+                              r"systemctl status)\b")
 
 
-def step_outcome(result_text: str, is_error: bool = False) -> str:
-    """A tool result's outcome: denied (refused for want of permission or approval), failed (an error the log marks,
-    or one the text reports), or ok."""
-    if DENIED.search(result_text or ""):
+def call_command(arguments: Any) -> str:
+    """A call's command-like argument (command, cmd, query, code ...), '' when it has none."""
+    if not isinstance(arguments, dict):
+        return ""
+    return next((v for k, v in arguments.items() if k in ("command", "cmd", "query", "sql", "code", "script")
+                 and isinstance(v, str)), "")
+
+
+def step_outcome(result_text: str, is_error: bool | None = False, tool: str = "", arguments: Any = None) -> str:
+    """A tool result's outcome: denied (refused by the user or the harness), failed (the log marks it as an error,
+    or its text reports one: a non-zero exit, a traceback, a failing test, an error status or body, a refusal by the
+    system or a remote), or ok. Failure words in what a reading tool returned (a log that was read, a page, grep's
+    hits) are its content, not its outcome."""
+    text = result_text or ""
+    head = text[:20000]
+    if DENIED.search(head):
         return "denied"
-    if is_error or FAILED.search(result_text or ""):
+    if is_error:
         return "failed"
-    return "ok"
+    reads = CONTENT_TOOLS.match(tool or "") or CONTENT_COMMANDS.match(call_command(arguments))
+    if reads:
+        first = next((line for line in head.splitlines() if line.strip()), "")
+        own = re.match(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|^\s*\w+: cannot",
+                       first, re.IGNORECASE)
+        return "failed" if own else "ok"
+    bare = re.sub(r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b", " ", head,
+                  flags=re.IGNORECASE)
+    return "failed" if FAILED.search(bare) else "ok"
 
 
-# --- Secrets -----------------------------------------------------------------------------------------------------
-# Matched by pattern and shown masked in every report, CSV and printed line (raw/ keeps what was sent). A known
-# prefix (sk-, ghp_, AKIA) is kept, since it says what kind of key it was and is no secret itself.
-SECRET_PATTERNS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"),
-    re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}"),
-    re.compile(r"\b(AKIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\b(AIza)[0-9A-Za-z_-]{30,}"),
-    re.compile(r"\b(glpat-)[A-Za-z0-9_-]{20,}"),
-    re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"),
-    re.compile(r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=-]{12,}"),
-    re.compile(r"(?i)(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),
-    re.compile(r"(?i)(?:\b|_)(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|"
-               r"private[_-]?key|client[_-]?secret|auth)\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{4,})"),
-)
-
-MASK = "[masked]"
+def turn_outcome(turn: dict) -> str:
+    """A tool result's outcome under the step rules, with what the log itself marks: a refusal the log marks (a
+    permission not granted, a command rejected, a call cancelled or not approved) is denied whatever its words, a
+    failure it marks (an exit code, an error status) is failed."""
+    marked = turn.get("marked")
+    if marked == "denied":
+        return "denied"
+    return step_outcome(turn["text"], turn["error"] or marked == "failed", turn["tool"],
+                        (turn.get("call") or {}).get("input"))
 
 
-def secret_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, kept prefix) of every secret in text."""
-    spans = []
-    for pattern in SECRET_PATTERNS:
-        for match in pattern.finditer(text or ""):
-            if "value" in pattern.groupindex:
-                spans.append((match.start("value"), match.end("value"), ""))
-            else:
-                prefix = match.group(1) if pattern.groups and match.group(1) else ""
-                spans.append((match.start(), match.end(), prefix))
-    return spans
+NAMING_KINDS = ("path", "url", "email", "identifier", "digest", "version", "amount", "number")
+
+# Arguments that carry what a call writes or says, not what it acts on: their values do not name the step.
+CONTENT_ARGUMENTS = frozenset({"content", "body", "text", "message", "new_string", "old_string", "patch", "diff", "row",
+                               "rows", "data", "values", "description", "prompt", "notes", "comment", "subject"})
+
+MAX_RESOLVERS = 64                      # later successes of a tool looked at per failed call (keeps the rule linear)
 
 
-SECRET_LIKE = re.compile(r"[\w+/=.~-]{4,}")
+def render_arguments(arguments: Any) -> str:
+    """A call's arguments as text, one `name: value` line each."""
+    if not isinstance(arguments, dict):
+        return str(arguments)
+    return "\n".join(f"{k}: {v}" for k, v in arguments.items())
 
 
-def mask_secrets(text: str, known: Iterable[str] = ()) -> str:
-    """text with every secret a pattern finds, every known secret value, and every word within two edits of a known
-    secret of six characters or more (a key with a digit altered is still the key) replaced by its prefix and
-    [masked]."""
-    if not text:
-        return text
-    spans = secret_spans(text)
-    known = [secret for secret in known if len(secret) >= 4]
-    for secret in known:
-        spans += [(m.start(), m.end(), "") for m in re.finditer(re.escape(secret), text)]
-    near = [secret for secret in known if len(secret) >= 6]
-    if near:
-        spans += [(m.start(), m.end(), "") for m in SECRET_LIKE.finditer(text)
-                  if any(edit_distance(m.group(0), secret, 2) <= 2 for secret in near)]
-    out, position = [], 0
-    for start, end, prefix in sorted(spans, key=lambda span: (span[0], -span[1])):
-        if start < position:
+def argument_values(call: dict | None) -> set[str]:
+    """Every exact value a call's arguments give, in normal form, amounts and counts included: a refund of 500 does
+    not resolve a refund of 1,249 on the same order."""
+    if not call:
+        return set()
+    return {f"{v.kind}:{normalize_value(v.kind, v.text)}" for v in extract_values(render_arguments(call["input"]))}
+
+
+def step_match_terms(call: dict | None, tool: str, shared: collections.Counter) -> list[str]:
+    """How a state may name a step: the values of its arguments that no other call of the same tool gives; else
+    its command (a one-line `command`, `query`, `path` ... argument); else the tool's name."""
+    if not call:
+        return [tool] if tool != "tool" else []
+    arguments = call["input"]
+    acting = {k: v for k, v in arguments.items() if k not in CONTENT_ARGUMENTS} if isinstance(arguments, dict) \
+        else arguments
+    mine = [v.text for v in extract_values(render_arguments(acting)) if v.kind in NAMING_KINDS and
+            (v.kind != "number" or len(re.sub(r"\D", "", v.text)) >= 3)]
+    terms_ = [v for v in dict.fromkeys(mine) if shared[v] <= 1]
+    if not terms_ and isinstance(call["input"], dict):
+        terms_ = [v.strip() for k, v in call["input"].items() if k in ("command", "cmd", "query", "sql", "url", "path",
+                                                                       "file_path") and isinstance(v, str) and
+                  "\n" not in v.strip() and 4 <= len(v.strip()) <= 120]
+    return list(dict.fromkeys(terms_))[:4] or [tool]
+
+
+def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
+    """Every tool call whose result failed or was denied, with its outcome at the end of the session: done (the
+    turn as its receipt) when a later call of the same tool succeeded that gives every value the failed one gave
+    (the same file, id, digest, amount ...), or, for a call that gives none, runs the same command; else failed or
+    denied. One pass over the calls, and at most MAX_RESOLVERS later successes looked at per failure."""
+    calls = [(t, turn) for t, turn in enumerate(turns) if turn["role"] == "tool"]
+    outcomes = [turn_outcome(turn) for _, turn in calls]
+    values = [argument_values(turn.get("call")) for _, turn in calls]
+    named: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    successes: dict[tuple, list[int]] = collections.defaultdict(list)   # (tool, value or command) -> positions
+    for position, (_, turn) in enumerate(calls):
+        call = turn.get("call")
+        if call:
+            for v in dict.fromkeys(x.text for x in extract_values(render_arguments(call["input"]))):
+                named[turn["tool"]][v] += 1
+        if outcomes[position] == "ok":
+            keys = values[position] or {"command:" + call_command((call or {}).get("input"))}
+            for key in keys:
+                successes[(turn["tool"], key)].append(position)
+    steps = []
+    for position, (t, turn) in enumerate(calls):
+        if outcomes[position] == "ok":
             continue
-        out += [text[position:start], prefix + MASK]
-        position = end
-    return "".join(out) + text[position:]
+        call = turn.get("call")
+        keys = values[position] or {"command:" + call_command((call or {}).get("input"))}
+        rarest = min((successes.get((turn["tool"], key), []) for key in keys), key=len)
+        first = _first_after(rarest, position)
+        later = [p for p in rarest[first:first + MAX_RESOLVERS]
+                 if keys <= (values[p] or {"command:" + call_command((calls[p][1].get("call") or {}).get("input"))})]
+        resolved = calls[later[0]][0] if later else None
+        detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()), "")[:160]
+        steps.append({"id": len(steps) + 1, "tool": turn["tool"], "outcome": outcomes[position],
+                      "status": "done" if resolved is not None else outcomes[position],
+                      "match": step_match_terms(call, turn["tool"], named[turn["tool"]]) or [detail[:40] or "tool"],
+                      "detail": detail, "turn": t + 1, "segment": segment_of[t] if segment_of else 1,
+                      "resolved_turn": resolved + 1 if resolved is not None else None})
+    return steps
 
 
-def is_secret(start: int, end: int, spans: list[tuple[int, int, str]]) -> bool:
-    """Whether a value at [start, end) lies inside a secret's span."""
-    return any(s <= start and end <= e or (s < end and start < e) for s, e, _ in spans)
+def _first_after(positions: list[int], position: int) -> int:
+    low, high = 0, len(positions)
+    while low < high:
+        middle = (low + high) // 2
+        if positions[middle] <= position:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+# --- The ground truth of a transcript ----------------------------------------------------------------------------
+def plain_parts(turn: dict) -> list[tuple[str, str]]:
+    """A turn as (where it was said, its text), when no rendering is given."""
+    if turn["role"] == "user":
+        return [("user", turn["text"])]
+    if turn["role"] == "assistant":
+        return [("assistant", turn["text"])] * bool(turn["text"]) + \
+            [("tool call", render_arguments(call["input"])) for call in turn.get("calls", [])]
+    return [("tool result", turn["text"])]
+
+
+def ground_truth(turns: list[dict], segment_of: list[int] | None = None,
+                 render: Callable[[dict], list[tuple[str, str]]] = plain_parts,
+                 parts: list[list[tuple[str, str]]] | None = None) -> dict:
+    """The ground truth of a transcript's turns ({role, text, calls | tool, error, call}, as the session readers give
+    them): its values, standing instructions and failed or denied steps. render (or parts, already rendered) gives
+    each turn's parts as the compactor saw them (values are read from what it saw); segment_of, each turn's
+    segment."""
+    parts = parts if parts is not None else [render(turn) for turn in turns]
+    return {"values": session_values(parts, segment_of or []),
+            "instructions": session_instructions(turns, segment_of or []),
+            "steps": session_steps(turns, segment_of or [])}
+
+
+# --- Judging a state against the ground truth --------------------------------------------------------------------
+NEAR_WORDS = 6                          # words either side of a value in which its referent must stand
+
+
+def beside_referent(state: str, value: Value, referent: list[str], found: list[Value], sentences: Sentences) -> bool:
+    """Whether a value of a state stands beside a word of its referent: within NEAR_WORDS words of it, in its
+    clause, with no other value between (a value moved to another name does not)."""
+    left, right = sentences.bounds(value.start, value.end)
+    for other in found:                                  # another value bounds the window
+        if other.end <= value.start:
+            left = max(left, other.end)
+        elif other.start >= value.end:
+            right = min(right, other.start)
+    before = re.split(r"[;,|\n]", state[left:value.start])[-1]
+    after = re.split(r"[;,|\n]", state[value.end:right])[0]
+    words = re.findall(r"[A-Za-z][A-Za-z-]+", before.replace("_", " "))[-NEAR_WORDS:] + \
+        re.findall(r"[A-Za-z][A-Za-z-]+", after.replace("_", " "))[:NEAR_WORDS]
+    return bool({stem(w.lower()) for w in words} & set(referent))
+
+
+def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
+    """Each fact of the session in a state: kept (one of the session's spellings written as a whole value of the
+    state), reformatted (the same value written otherwise), changed (the closest value of its kind in the state that
+    neither the session nor the regime's own prompt gives and that reads as it with a small change), or dropped;
+    with, for a kept or reformatted value, whether it stands beside its referent."""
+    found = extract_values(state or "")
+    sentences = Sentences(state or "")
+    by_text: dict[str, list[Value]] = collections.defaultdict(list)
+    by_key: dict[tuple, list[Value]] = collections.defaultdict(list)
+    for value in found:
+        by_text[value.text].append(value)
+        by_key[value_key(value)].append(value)
+    given = {value_key(Value(f["kind"], form, 0, 0)) for f in facts for form in [f["text"], *f["forms"]]}
+    given |= {value_key(v) for v in extract_values(prompt)}
+    novel = collections.defaultdict(list)
+    for value in found:
+        if value_key(value) not in given:
+            novel[value.kind].append(value)
+    out = []
+    for fact in facts:
+        spellings = [fact["text"], *fact["forms"]]
+        kept = [v for form in spellings for v in by_text.get(form, ())]
+        same = [v for form in spellings for v in by_key.get(value_key(Value(fact["kind"], form, 0, 0)), ())]
+        status, at = ("kept", kept) if kept else ("reformatted", same) if same else ("dropped", [])
+        if not at:
+            norm = normalize_value(fact["kind"], fact["text"])
+            close = [(edit_distance(norm, normalize_value(v.kind, v.text), 8), v.start, v) for v in novel[fact["kind"]]
+                     if is_close(fact["kind"], norm, normalize_value(v.kind, v.text))]
+            if close:
+                status, at = "changed", [min(close)[2]]
+        beside = None
+        if at and status != "changed" and fact["referent"]:
+            beside = any(beside_referent(state, v, fact["referent"], found, sentences) for v in at)
+        out.append({"id": fact["id"], "status": status, "beside": beside,
+                    "instead": None if status in ("kept", "dropped") else at[0].text,
+                    "state_sentence": sentences.around(at[0].start, at[0].end) if at else None})
+    return out
+
+
+def state_units(state: str) -> list[str]:
+    """A state's sentences and lines."""
+    return [u.strip() for line in (state or "").splitlines() for u in re.split(r"(?<=[.!?;])\s+", line) if u.strip()]
+
+
+def judge_instructions(instructions: list[dict], units: list[str], state: str, written: bool = True) -> list[dict]:
+    """Each standing instruction still in force: contradicted (a sentence of a written state says the opposite: a
+    prohibition stated, planned or granted as done, the order lifted), present (every key term in the state: the
+    terms are present, which is not proof the meaning is), or absent. A withdrawn instruction is not judged. The
+    transcript's own turns kept verbatim (a Recent-k regime) state nothing: an attempted push to main there is what
+    happened, not a claim, so they are never read as contradicting."""
+    out = []
+    for instruction in instructions:
+        if instruction.get("revoked_turn"):
+            continue
+        against = next((u for u in units if contradicts(u, instruction["text"])), None) if written else None
+        if against is not None:
+            out.append({"id": instruction["id"], "status": "contradicted", "state_sentence": against[:240]})
+            continue
+        present = carries_instruction(state or "", instruction["key_terms"])
+        term = instruction["key_terms"][0].lower()
+        where = next((u for u in units if term in u.lower()), None) if present else None
+        out.append({"id": instruction["id"], "status": "present" if present else "absent",
+                    "state_sentence": where[:240] if where else None})
+    return out
+
+
+def judge_steps(steps: list[dict], units: list[str]) -> list[dict]:
+    """Each step still failed or denied: claimed done (a sentence that names it says it was done, passed, sent ...,
+    and reports no failure), reported (a sentence that names it says it failed, was denied, refused, not done), or
+    absent (never named, or named without its outcome). A sentence names a step by its match terms, and not where
+    it gives another value of the same kind in their place (claims.names_item)."""
+    out = []
+    for step in steps:
+        if step["status"] == "done":
+            continue
+        naming = [u for u in units if any(names_item(u, m) for m in step["match"])]
+        done = next((u for u in naming if claim(u, True) and not says_not_done(u)), None)
+        told = next((u for u in naming if reports_failure(u)), None)
+        status, where = ("claimed done", done) if done else ("reported", told) if told else ("absent", None)
+        out.append({"id": step["id"], "status": status, "state_sentence": where[:240] if where else None})
+    return out
+
+
+def judge_state(truth: dict, state: str, prompt: str = "", written: bool = True) -> dict:
+    """A state against the ground truth of its transcript: per value, instruction in force and step still failed or
+    denied, its status and the state's sentence where there is one (the transcript's sentence is the item's own).
+    prompt: the regime's own prompt text, whose values (a word limit) are no change of the session's; written:
+    False for the transcript's last turns kept verbatim, which claim nothing."""
+    units = state_units(state)
+    return {"values": judge_values(truth["values"], state, prompt),
+            "instructions": judge_instructions(truth["instructions"], units, state, written),
+            "steps": judge_steps(truth["steps"], units)}

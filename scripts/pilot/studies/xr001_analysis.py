@@ -324,7 +324,7 @@ def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] 
         mcnemar.update(paired_test(primary, "R1", "R2", models, informative))
     guards = analyze_guards(results, models, regimes)
     budget = analyze_budget(results, models, guards)
-    guard = budget_guard(budget, regimes)
+    guard = budget_guard(budget, regimes, informative or models)
     reasons = label_reasons(results, coverage, task_set, regimes)
     if guard and guard["status"] in ("unmatched", "unknown"):
         # the falsifier is about a matched budget (amendment of 2026-12-01): unmatched or unchecked, it is not read
@@ -334,7 +334,6 @@ def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] 
         failing = ", ".join(f"{m} {pct(c['r0_rate'])}" for m, c in ceiling.items())
         reasons.insert(0, f"no model passed the ceiling check (R0 corruption above "
                           f"{pct(CEILING_MAX_R0_CORRUPTION)}: {failing})")
-    ratio = budget["ratio"]
     return {
         "models": models, "regimes": regimes, "coverage": coverage,
         "complete": not coverage["partial_cells"] and not coverage["duplicates"],
@@ -344,7 +343,7 @@ def analyze(results: dict, task_set: dict | None = None, table: dict[str, list] 
         "task_set": None if task_set is None else {k: task_set[k] for k in ("kind", "sha256", "path")},
         "n_episodes": len(coverage["bank_episodes"]), "cells": results.get("cells", {}),
         "ceiling": ceiling, "informative_models": informative, "omissions": omissions,
-        "budget_in_band": None if ratio is None else BUDGET_RATIO_BAND[0] <= ratio <= BUDGET_RATIO_BAND[1],
+        "budget_in_band": None if not guard or guard["status"] == "unknown" else guard["status"] != "unmatched",
         "budget_guard": guard,
         "corruption": corruption, "pooled": pooled, "classes": classes, "classes_by_model": classes_by_model,
         "multihop": multihop, "mcnemar": mcnemar, "budget": budget,
@@ -580,38 +579,55 @@ def analyze_budget(results: dict, models: list[str], guards: dict | None = None)
         m1 = (r1.get("by_model") or {}).get(model, {}).get("mean")
         m2 = (r2.get("by_model") or {}).get(model, {}).get("mean")
         budget["ratio_by_model"][model] = m1 / m2 if m1 and m2 else None
+    if len(models) == 1 and budget["ratio_by_model"].get(models[0]) is None:
+        budget["ratio_by_model"][models[0]] = budget["ratio"]      # a bank without per-model counts: its one model
     if guards:
         budget["at_cap"] = {regime: {"k": sum(guards["by_cell"][f"{m}|{regime}"]["compaction_at_cap"] for m in models),
                                      "n": sum(guards["by_cell"][f"{m}|{regime}"]["compaction_calls"] for m in models)}
                             for regime in ("R1", "R2") if all(f"{m}|{regime}" in guards["by_cell"] for m in models)}
+        budget["at_cap_by_model"] = {m: {regime: {k: guards["by_cell"][f"{m}|{regime}"][f"compaction_{k}"]
+                                                  for k in ("at_cap", "calls")} for regime in ("R1", "R2")
+                                         if f"{m}|{regime}" in guards["by_cell"]} for m in models}
     return budget
 
 
-def budget_guard(budget: dict, regimes: list[str]) -> dict | None:
-    """The matched-budget guard (PROTOCOL.md section 5): "matched", "unmatched" (the R1/R2 ratio outside the pinned
-    band), "unknown" (no token counts) or "capped" (inside the band, but most compactions of R1 or of R2 stopped at
-    their cap, so the budgets match because the states were cut); with the line that says so. None without R1 and
-    R2."""
+def budget_guard(budget: dict, regimes: list[str], read_on: list[str]) -> dict | None:
+    """The matched-budget guard (PROTOCOL.md section 5, amendment of 2026-12-03), applied to each model the falsifier
+    is read on (the informative ones), never to a pool that holds models the ceiling check left out: "matched",
+    "unmatched" (a model's R1/R2 ratio outside the pinned band), "unknown" (a model without token counts) or "capped"
+    (inside the band, but most of a model's compactions of R1 or of R2 stopped at their cap, so the budgets match
+    because the states were cut); with the line that says so. None without R1 and R2."""
     if not {"R1", "R2"} <= set(regimes):
         return None
-    ratio, band = budget["ratio"], BUDGET_RATIO_BAND
-    if ratio is None:
-        return {"status": "unknown", "text": "the matched budget was not checked: the bank holds no compaction "
-                                             "token counts for R1 or R2"}
-    if not band[0] <= ratio <= band[1]:
+    band = BUDGET_RATIO_BAND
+    ratios = {m: budget["ratio_by_model"].get(m) for m in read_on}
+    shown = "; ".join(f"{m} {r:.3f}" for m, r in ratios.items() if r is not None)
+    unknown = [m for m, r in ratios.items() if r is None]
+    if unknown:
+        return {"status": "unknown", "text": f"the matched budget was not checked: the bank holds no compaction token "
+                                             f"counts for R1 or R2 of {', '.join(unknown)}", "ratios": ratios}
+    outside = [m for m, r in ratios.items() if not band[0] <= r <= band[1]]
+    if outside:
         return {"status": "unmatched", "text": f"the budgets were not matched: the realized R1/R2 ratio of mean "
-                                               f"compaction tokens, {ratio:.3f}, is outside the pinned band "
-                                               f"[{band[0]}, {band[1]}]"}
-    at_cap = budget.get("at_cap") or {}
-    shares = {r: c["k"] / c["n"] for r, c in at_cap.items() if c["n"]}
-    if any(share > MOSTLY_AT_CAP for share in shares.values()):
-        counts = ", ".join(f"{r} {at_cap[r]['k']}/{at_cap[r]['n']}" for r in ("R1", "R2") if r in shares)
-        return {"status": "capped", "text": f"the R1/R2 ratio {ratio:.3f} is inside the pinned band only because most "
-                                            f"compactions stopped at their {COMPACTION_NUM_PREDICT}-token cap "
-                                            f"({counts}): states cut at the same cap match whatever each format "
-                                            f"needed"}
-    return {"status": "matched", "text": f"the realized R1/R2 ratio of mean compaction tokens, {ratio:.3f}, is inside "
-                                         f"the pinned band [{band[0]}, {band[1]}]"}
+                                               f"compaction tokens is outside the pinned band [{band[0]}, {band[1]}] for "
+                                               f"{', '.join(f'{m} ({ratios[m]:.3f})' for m in outside)}",
+                "ratios": ratios}
+    capped = {}
+    for m in read_on:
+        at_cap = (budget.get("at_cap_by_model") or {}).get(m) or {}
+        over = [f"{r} {c['at_cap']}/{c['calls']}" for r, c in at_cap.items()
+                if c["calls"] and c["at_cap"] / c["calls"] > MOSTLY_AT_CAP]
+        if over:
+            capped[m] = over
+    if capped:
+        return {"status": "capped", "text": f"the R1/R2 ratio ({shown}) is inside the pinned band only because most "
+                                            f"compactions stopped at their {COMPACTION_NUM_PREDICT}-token cap ("
+                                            + "; ".join(f"{m}: {', '.join(c)}" for m, c in capped.items()) +
+                                            "): states cut at the same cap match whatever each format needed",
+                "ratios": ratios}
+    return {"status": "matched", "text": f"the realized R1/R2 ratio of mean compaction tokens ({shown}) is inside "
+                                         f"the pinned band [{band[0]}, {band[1]}] for every model the falsifier is "
+                                         f"read on", "ratios": ratios}
 
 
 def analyze_retention(results: dict, models: list[str], definitions: dict | None = None) -> dict:
@@ -727,11 +743,16 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
                          "verdict": "confirmed" if all_hold else "not confirmed",
                          "evidence": checks + excluded_note, "guards": ceiling_guard})
     if {"R1", "R2"} <= set(regimes):
-        sig1, sig2 = analysis["classes"]["R1"]["signature"], analysis["classes"]["R2"]["signature"]
+        # read on the informative models, as P1 and F are (amendment of 2026-12-03)
+        by_model = analysis["classes_by_model"]
+        sig1, sig2 = (sum(by_model[m][r]["off_by_one"] + by_model[m][r]["conflation"] for m in informative)
+                      for r in ("R1", "R2"))
         verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is more frequent "
-                         "under prose (R1) than under typed state (R2), pooled",
-                         "verdict": "confirmed" if sig1 > sig2 else "not confirmed",
-                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (pooled probe counts)"], "guards": []})
+                         "under prose (R1) than under typed state (R2), pooled over the informative models",
+                         "verdict": "confirmed" if informative and sig1 > sig2 else "not confirmed",
+                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (probe counts pooled over "
+                                      f"{', '.join(informative) or 'no model'})"] + excluded_note,
+                         "guards": ceiling_guard})
         p3 = evaluate_p3(analysis["retention"]["by_regime"])
         if p3:
             verdicts.append(p3)
@@ -739,15 +760,23 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
         rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
         directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
                       for m, s in analysis["mcnemar"]["by_model"].items() if m in informative]
+        # the direction is checked per model (amendment of 2026-12-03): an informative model significantly better
+        # under prose is a reversal, and the hypothesis is not supported for it, whatever the pool says
+        reversals = [f"{m} is significantly better under prose (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
+                     for m, s in analysis["mcnemar"]["by_model"].items()
+                     if m in informative and s["p"] < ALPHA and s["direction"] == "R1 better"]
         guard = analysis.get("budget_guard") or {"status": "matched"}
         verdict = "rejected" if rejected else "not rejected"
         test = f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, {pooled['direction']}"
+        if reversals:
+            verdict = "not rejected: " + "; ".join(reversals)
         if guard["status"] == "unmatched":
             verdict, test = "not judged: the budgets were not matched", test + " (at unmatched budgets)"
         elif guard["status"] == "unknown":
             verdict = "not judged: the matched budget was not checked"
         verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at matched budget "
-                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA})", "verdict": verdict,
+                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA}; a model significantly better under "
+                         f"prose keeps it from being rejected)", "verdict": verdict,
                          "evidence": [test] + directions + excluded_note +
                                      ([guard["text"]] if guard["status"] != "matched" else []),
                          "guards": ceiling_guard + ([guard["text"]] if guard["status"] != "matched" else [])})

@@ -248,17 +248,24 @@ def render_validity_section(analysis: dict) -> list[str]:
 
 
 def matched_budget_line(analysis: dict) -> str:
-    """The matched-budget guard: the R1/R2 ratio against the pinned band, with the share of compactions that stopped
-    at their cap beside it, and what the guard does to the label and the falsifier."""
-    guard, ratio, band = analysis.get("budget_guard"), analysis["budget"]["ratio"], BUDGET_RATIO_BAND
+    """The matched-budget guard: the R1/R2 ratio of each model the falsifier is read on against the pinned band, with
+    the share of compactions that stopped at their cap beside it, and what the guard does to the label and the
+    falsifier."""
+    guard, band = analysis.get("budget_guard"), BUDGET_RATIO_BAND
     if guard is None:
         return "Matched budget: not checked, the bank lacks R1 or R2."
     if guard["status"] == "unknown":
-        return ("Matched budget: the R1/R2 ratio of realized compaction tokens is unknown (no token counts), so "
-                "the matched budget was not checked: the label is NON-CONFIRMATORY and the falsifier is not judged.")
-    text = f"Matched budget: realized R1/R2 ratio of mean compaction tokens {ratio:.3f}, "
+        return (f"Matched budget: {guard['text']}, so the label is NON-CONFIRMATORY and the falsifier is not "
+                f"judged.")
+    ratios = guard.get("ratios") or {}
+    per_model = "; ".join(f"{m} {r:.3f}" + ("" if band[0] <= r <= band[1] else " (OUTSIDE)")
+                          for m, r in ratios.items() if r is not None)
+    pooled = analysis["budget"]["ratio"]
+    text = (f"Matched budget: realized R1/R2 ratio of mean compaction tokens, per model the falsifier is read on: "
+            f"{per_model}" + (f" (pooled over every model: {pooled:.3f})" if pooled is not None and
+                              len(analysis["models"]) > 1 else "") + "; ")
     if guard["status"] == "unmatched":
-        text += (f"OUTSIDE the pinned band [{band[0]}, {band[1]}], so the budgets were not matched: the label is "
+        text += (f"outside the pinned band [{band[0]}, {band[1]}], so the budgets were not matched: the label is "
                  f"NON-CONFIRMATORY and the falsifier is not judged.")
     else:
         text += f"inside the pinned band [{band[0]}, {band[1]}]."
