@@ -1,4 +1,4 @@
-"""XR-S1, the audit (protocol/SESSIONS.md, amendment of 2026-12-03 on `audit`): the compactions an agent already made
+"""XR-S1, the audit (protocol/SESSIONS.md section 9, the amendment for issue 32): the compactions an agent already made
 and recorded in its own logs, each summary scored against the transcript it replaced, with no model call.
 
 A log folder is walked once (links, pipes, devices and files over the readers' size limit are skipped with one line
