@@ -96,7 +96,7 @@ def command_audit(args) -> int:
             print(f"skipped {name}: {why}", file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
-                                  f"({len(files)} log files, {len(skipped)} skipped); give the folder your agent "
+                                  f"({len(files)} log file{'s' * (len(files) != 1)}, {len(skipped)} skipped); give the folder your agent "
                                   f"keeps its logs in (run `audit` alone to see where)")
         records = audit_sessions(sessions, progress_printer(args.quiet))
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)
