@@ -188,12 +188,32 @@ def compaction_events(sessions: list[dict]):
 
 
 # --- Scoring one summary ------------------------------------------------------------------------------------------
+def span_truth(turns: list[dict]) -> tuple[dict, str]:
+    """The ground truth of the turns a summary replaced (sessions_truth.ground_truth), and their text as the gate's
+    source."""
+    return ground_truth(turns), "\n\n".join(text for turn in turns for _, text in plain_parts(turn))
+
+
 def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
     """One summary against the turns it replaced: the rows (one per value, instruction in force, failed or denied
-    step, and each finding of the release gate: an instruction or a claim the summary invents), every secret masked, and the span's counts."""
-    truth = ground_truth(turns)
+    step, and each finding of the release gate: an instruction or a claim the summary invents), every secret
+    masked, and the span's counts."""
+    truth, source = span_truth(turns)
+    return judge_summary(truth, source, summary), span_counts(turns, truth)
+
+
+def span_counts(turns: list[dict], truth: dict) -> dict:
+    return {"turns": len(turns), "values": len(truth["values"]),
+            "instructions": sum(not i.get("revoked_turn") for i in truth["instructions"]),
+            "withdrawn": sum(bool(i.get("revoked_turn")) for i in truth["instructions"]),
+            "steps": sum(s["status"] != "done" for s in truth["steps"]),
+            "resolved_steps": sum(s["status"] == "done" for s in truth["steps"])}
+
+
+def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
+    """The summary judged once (sessions_truth.judge_state) and gated once (gate.check_state, with the study's
+    ledger of the span): its rows, every secret masked."""
     judged = judge_state(truth, summary)
-    source = "\n\n".join(text for turn in turns for _, text in plain_parts(turn))
     findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
 
@@ -220,10 +240,7 @@ def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
     for f in findings:
         rows.append({"type": "gate", "kind": f["category"], "item": mask(f["detail"]), "status": "found",
                      "beside": None, "instead": None, "source_sentence": None, "summary_sentence": mask(f["text"])})
-    counts = {"turns": len(turns), "values": len(truth["values"]), "instructions": len(judged["instructions"]),
-              "withdrawn": sum(bool(i.get("revoked_turn")) for i in truth["instructions"]),
-              "steps": len(judged["steps"]), "resolved_steps": sum(s["status"] == "done" for s in truth["steps"])}
-    return rows, counts
+    return rows
 
 
 def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
