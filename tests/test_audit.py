@@ -154,6 +154,13 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("Skipped, 3, each with why", (out / "analysis.md").read_text(encoding="utf-8"))
         self.assertEqual({Path(r["file"]).name for r in rows_of(out)}, {"good.jsonl", "deeper.jsonl"})
 
+    def test_a_missing_path_beside_others_is_skipped_with_one_line(self):
+        missing = self.make_tmp() / "no-codex-here"
+        code, _, stderr, out = self.audit(str(missing), str(EXAMPLE))
+        self.assertEqual(code, 0)
+        self.assertEqual(stderr.strip().splitlines(), [f"skipped {missing}: cannot be read (No such file or directory)"])
+        self.assertEqual(len({r["file"] for r in rows_of(out)}), 4)
+
     def test_no_path_prints_where_the_logs_are_and_reads_nothing(self):
         with mock.patch.object(sessions_audit, "read_session_file") as reader:
             code, stdout, _ = run_main(["audit"])

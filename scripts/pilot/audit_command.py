@@ -60,15 +60,16 @@ def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
     return audit_pair(sessions[0], text), read
 
 
-def progress_printer(quiet: bool):
+def progress_printer(quiet: bool, what: str):
+    """A progress line on stderr at most every 2 seconds (and none with --quiet)."""
     last = [time.monotonic()]
 
     def show(done: int, total: int, size: int | None = None) -> None:
         now = time.monotonic()
-        if not quiet and (now - last[0] >= 2 or done == total and total > 50):
+        if not quiet and now - last[0] >= 2:
             last[0] = now
-            what = f" ({size / 2 ** 20:.1f} MB)" if size is not None else ""
-            print(f"  {done:,}/{total:,}{what}", file=sys.stderr, flush=True)
+            read = f" ({size / 2 ** 20:.1f} MB)" if size is not None else ""
+            print(f"  {what}: {done:,} of {total:,}{read}", file=sys.stderr, flush=True)
     return show
 
 
@@ -91,14 +92,14 @@ def command_audit(args) -> int:
         files, skipped, passed = log_files(paths)
         if not args.quiet and len(files) > 50:
             print(f"reading {len(files):,} log files ...", file=sys.stderr, flush=True)
-        sessions, read = read_logs(files, skipped, progress_printer(args.quiet))
+        sessions, read = read_logs(files, skipped, progress_printer(args.quiet, "log files read"))
         for name, why in skipped:
             print(f"skipped {name}: {why}", file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
                                   f"({len(files)} log file{'s' * (len(files) != 1)}, {len(skipped)} skipped); give the folder your agent "
                                   f"keeps its logs in (run `audit` alone to see where)")
-        records = audit_sessions(sessions, progress_printer(args.quiet))
+        records = audit_sessions(sessions, progress_printer(args.quiet, "compactions scored"))
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)
     analysis = analyze_audit(records, read)
     if out_dir is None:

@@ -31,18 +31,18 @@ from .sessions_truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLAS
 # --- Where each agent keeps its logs ------------------------------------------------------------------------------
 # agent -> (Linux and macOS, Windows, a note); the formats and their sources are in tasks/sessions/README.md
 LOG_PLACES = (
-    ("Claude Code", "~/.claude/projects/<project>/<session id>.jsonl", r"%USERPROFILE%\.claude\projects\<project>\\",
+    ("Claude Code", "~/.claude/projects/<project>/<session id>.jsonl", r"%USERPROFILE%\.claude\projects\<project>\<session id>.jsonl",
      "CLAUDE_CONFIG_DIR moves ~/.claude; sessions older than cleanupPeriodDays (30 by default) are deleted"),
-    ("Codex CLI", "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl", r"%USERPROFILE%\.codex\sessions\\",
+    ("Codex CLI", "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl", r"%USERPROFILE%\.codex\sessions\YYYY\MM\DD\rollout-*.jsonl",
      "CODEX_HOME moves ~/.codex; archived sessions in ~/.codex/archived_sessions/"),
-    ("Gemini CLI", "~/.gemini/tmp/<project id>/chats/session-*.jsonl", r"%USERPROFILE%\.gemini\tmp\\",
+    ("Gemini CLI", "~/.gemini/tmp/<project id>/chats/session-*.jsonl", r"%USERPROFILE%\.gemini\tmp\<project id>\chats\session-*.jsonl",
      "a compaction is recorded in the JSONL sessions (from May 2026) only"),
     ("Cline", "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/ (macOS: ~/Library/Application "
-     "Support/Code/User/globalStorage/...)", r"%APPDATA%\Code\User\globalStorage\saoudrizwan.claude-dev\tasks\\",
+     "Support/Code/User/globalStorage/...)", r"%APPDATA%\Code\User\globalStorage\saoudrizwan.claude-dev\tasks",
      "each task's api_conversation_history.json"),
     ("Roo Code", "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/ (macOS: ~/Library/"
      "Application Support/Code/User/globalStorage/...)",
-     r"%APPDATA%\Code\User\globalStorage\rooveterinaryinc.roo-cline\tasks\\", "or its customStoragePath"),
+     r"%APPDATA%\Code\User\globalStorage\rooveterinaryinc.roo-cline\tasks", "or its customStoragePath"),
     ("OpenHands", "a trajectory export (save_trajectory_path)", "the same", "one JSON list of events"),
     ("inspect_ai", "./logs/*.json or *.eval (INSPECT_LOG_DIR)", "the same", "each sample is a session"),
 )
@@ -73,16 +73,18 @@ class AuditInputError(SessionFileError):
 def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str, str]], int]:
     """The files to read under the paths given (a file, or a folder walked without following links), each with the
     name it is shown by; what was skipped with why (a link, a pipe or device, a file too large, an unprintable
-    name); and how many other files (not a log's suffix) were passed over."""
+    name, a path given that does not exist: refused only when none of them does); and how many other files (not a
+    log's suffix) were passed over."""
     files: list[tuple[Path, str]] = []
     skipped: list[tuple[str, str]] = []
-    passed = 0
+    passed, missing = 0, []
     for given in paths:
         try:
             mode = os.lstat(given).st_mode
         except OSError as err:
-            raise AuditInputError(f"no logs at {given} ({err.strerror}); give a log file or a folder of them, or run "
-                                  f"`audit` alone to see where each agent keeps its logs") from None
+            missing.append(f"{given} ({err.strerror})")
+            skipped.append((str(given), f"cannot be read ({err.strerror})"))
+            continue
         if stat.S_ISLNK(mode):
             skipped.append((str(given), "a link (never followed)"))
         elif stat.S_ISREG(mode):
@@ -93,6 +95,9 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
             passed += walk(given, files, skipped)
         if len(files) > MAX_FILES:
             raise AuditInputError(f"more than {MAX_FILES:,} log files under the paths given; audit fewer at a time")
+    if len(missing) == len(paths):
+        raise AuditInputError(f"no logs at {', '.join(missing)}; give a log file or a folder of them, or run `audit` "
+                              f"alone to see where each agent keeps its logs")
     return files, skipped, passed
 
 
