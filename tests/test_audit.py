@@ -85,6 +85,19 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("The queue is https://queue.example.test/v3/invoices with a retry limit of 7.", sentences)
         self.assertNotIn("retry_limit: 7", sentences)                       # the tool result the first one replaced
 
+    def test_every_format_that_records_a_readable_summary_is_scored(self):
+        """The readers' fixtures (tests/fixtures/sessions/): a compaction scored in each format whose log holds its
+        summary; the encrypted ones listed as not scored, with why."""
+        code, _, _, out = self.audit(str(REPO / "tests" / "fixtures" / "sessions"))
+        self.assertEqual(code, 0)
+        scored = {r["format"] for r in rows_of(out)}
+        self.assertEqual(scored, {"claude-code", "codex", "gemini-cli-jsonl", "cline", "roo-code", "openhands",
+                                  "inspect-ai"})
+        report = (out / "analysis.md").read_text(encoding="utf-8").split("## Compactions not scored")[1]
+        self.assertIn("codex-proxy-remote.jsonl, compaction 1 (compacted): remote compaction", report)
+        self.assertIn("responses-refund-after-compact.json, compaction 1 (compaction item): the summary is encrypted",
+                      report)
+
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
         for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),
