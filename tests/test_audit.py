@@ -98,6 +98,21 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("responses-refund-after-compact.json, compaction 1 (compaction item): the summary is encrypted",
                       report)
 
+    def test_intervals_only_from_ten_sessions_on(self):
+        folder = self.make_tmp()
+        for k in range(10):
+            story = [(kind, payload.replace("2,500", f"2,{500 + k}") if isinstance(payload, str) else payload)
+                     for kind, payload in fx.STORY]
+            fx.write(folder / f"s{k}.jsonl", fx.claude_lines(story, fx.LOSSY if k % 2 else fx.CLEAN))
+        _, _, _, few = self.audit(str(EXAMPLE))
+        _, _, _, ten = self.audit(str(folder))
+        table = (ten / "analysis.md").read_text(encoding="utf-8").split("## Per item type")[1].split("##")[0]
+        self.assertRegex(table, r"\| value \| .* \| \d+/\d+ = [\d.]+% \[[\d.]+, [\d.]+\] \|")
+        self.assertNotIn("no interval is printed", (ten / "analysis.md").read_text(encoding="utf-8").split("\n")[2])
+        text = (few / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
+        self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
+
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
         for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),
