@@ -170,16 +170,17 @@ class AuditTest(TempDirMixin, unittest.TestCase):
             handle.truncate(sessions_audit.MAX_FILE_BYTES + 1)
         (folder / "sub").mkdir()
         fx.write(folder / "sub" / "deeper.jsonl", fx.codex_lines(fx.STORY, fx.CLEAN))
+        os.symlink(folder / "sub", folder / "linked-folder")
         code, _, stderr, out = self.audit(str(folder))
         self.assertEqual(code, 0)
         for name, why in (("link.jsonl", "a link"), ("pipe.jsonl", "not a regular file"),
-                          ("huge.jsonl", "larger than")):
+                          ("huge.jsonl", "larger than"), ("linked-folder", "a link")):
             with self.subTest(name):
                 lines = [line for line in stderr.splitlines() if name in line]
                 self.assertEqual(len(lines), 1)
                 self.assertIn(why, lines[0])
-        self.assertEqual(len(stderr.splitlines()), 3)
-        self.assertIn("Skipped, 3, each with why", (out / "analysis.md").read_text(encoding="utf-8"))
+        self.assertEqual(len(stderr.splitlines()), 4)
+        self.assertIn("Skipped, 4, each with why", (out / "analysis.md").read_text(encoding="utf-8"))
         self.assertEqual({Path(r["file"]).name for r in rows_of(out)}, {"good.jsonl", "deeper.jsonl"})
 
     def test_a_missing_path_beside_others_is_skipped_with_one_line(self):

@@ -88,13 +88,11 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
         if stat.S_ISLNK(mode):
             skipped.append((str(given), "a link (never followed)"))
         elif stat.S_ISREG(mode):
-            take(given, str(given), mode, files, skipped)
+            take(given, str(given), os.lstat(given).st_size, files, skipped)
         elif not stat.S_ISDIR(mode):
             skipped.append((str(given), "not a regular file or folder (a pipe, device or socket)"))
         else:
             passed += walk(given, files, skipped)
-        if len(files) > MAX_FILES:
-            raise AuditInputError(f"more than {MAX_FILES:,} log files under the paths given; audit fewer at a time")
     if len(missing) == len(paths):
         raise AuditInputError(f"no logs at {', '.join(missing)}; give a log file or a folder of them, or run `audit` "
                               f"alone to see where each agent keeps its logs")
@@ -102,46 +100,52 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
 
 
 def walk(root: Path, files: list, skipped: list) -> int:
-    """A folder's log files, its subfolders included (MAX_DEPTH levels), in name order; links are not followed."""
+    """A folder's log files, its subfolders included (MAX_DEPTH levels), in name order; a link, to a file or a
+    folder, is skipped with one line and never followed. Returns how many other files were passed over."""
     passed, stack = 0, [(root, 0)]
     while stack:
         folder, depth = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as err:
             skipped.append((str(folder), f"cannot be listed ({err.strerror})"))
             continue
         below = []
-        for entry in reversed(entries):
+        for entry in entries:
             shown = os.path.relpath(entry.path, root.parent) if root.parent != root else entry.path
             if entry.name.startswith(".") and not entry.name.endswith("chat.history.md"):
                 continue
             try:
-                mode = entry.stat(follow_symlinks=False).st_mode
+                info = entry.stat(follow_symlinks=False)
             except OSError as err:
                 skipped.append((shown, f"cannot be read ({err.strerror})"))
                 continue
-            if stat.S_ISDIR(mode):
+            if stat.S_ISLNK(info.st_mode):
+                skipped.append((shown, "a link (never followed)"))
+            elif stat.S_ISDIR(info.st_mode):
                 if depth + 1 < MAX_DEPTH:
                     below.append((Path(entry.path), depth + 1))
-                continue
-            if not wanted(entry.name):
+                else:
+                    skipped.append((shown, f"a folder more than {MAX_DEPTH} levels down (not read)"))
+            elif not wanted(entry.name):
                 passed += 1
-            elif stat.S_ISLNK(mode):
-                skipped.append((shown, "a link (never followed)"))
-            elif not stat.S_ISREG(mode):
+            elif not stat.S_ISREG(info.st_mode):
                 skipped.append((shown, "not a regular file (a pipe, device or socket)"))
             else:
-                take(Path(entry.path), shown, mode, files, skipped)
+                take(Path(entry.path), shown, info.st_size, files, skipped)
         stack += reversed(below)
     return passed
 
 
-def take(path: Path, shown: str, mode: int, files: list, skipped: list) -> None:
+def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
+    """A log file to read, unless its name cannot be shown or it is over the readers' size limit."""
     if not printable_name(shown):
         skipped.append((repr(shown)[1:-1], "a name that is not printable UTF-8"))
-    elif os.stat(path, follow_symlinks=False).st_size > MAX_FILE_BYTES:
+    elif size > MAX_FILE_BYTES:
         skipped.append((shown, f"larger than {MAX_FILE_BYTES // 2 ** 20} MiB (cut it into smaller files)"))
+    elif len(files) >= MAX_FILES:
+        raise AuditInputError(f"more than {MAX_FILES:,} log files under the paths given; audit fewer at a time")
     else:
         files.append((path, shown))
 
