@@ -49,53 +49,54 @@ def summary_of(rng: random.Random, k: int) -> str:
     return "\n".join(lines)
 
 
+def compacted(lines, rng: random.Random, is_reply, compaction):
+    """bench_sessions' log lines with its own compactions left out and ours put in after every
+    ROUNDS_PER_COMPACTION-th reply of the assistant (the end of a round)."""
+    rounds = 0
+    for line in lines:
+        record = json.loads(line)
+        if record.get("type") == "system" or record.get("isCompactSummary"):
+            continue
+        yield line
+        if is_reply(record):
+            rounds += 1
+            if rounds % ROUNDS_PER_COMPACTION == 0:
+                yield from compaction(rng, rounds)
+
+
+def claude_reply(record: dict) -> bool:
+    content = (record.get("message") or {}).get("content")
+    return record.get("type") == "assistant" and isinstance(content, list) and \
+        all(part.get("type") == "text" for part in content)
+
+
+def claude_compaction(rng: random.Random, k: int):
+    yield json.dumps({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+                      "compactMetadata": {"trigger": rng.choice(("auto", "manual")),
+                                          "preTokens": rng.randint(60_000, 190_000)}})
+    yield json.dumps({"type": "user", "isCompactSummary": True,
+                      "message": {"role": "user", "content": summary_of(rng, k)}})
+
+
+def codex_reply(record: dict) -> bool:
+    payload = record.get("payload") or {}
+    return payload.get("type") == "message" and payload.get("role") == "assistant"
+
+
+def codex_compaction(rng: random.Random, k: int):
+    tokens = rng.randint(60_000, 250_000)
+    yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {
+        "type": "token_count", "info": {"total_token_usage": {"total_tokens": tokens}}}})
+    yield json.dumps({"timestamp": "t", "type": "compacted", "payload": {"message": summary_of(rng, k)}})
+    yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "context_compacted"}})
+
+
 def claude_log(rng: random.Random, target: int):
-    written, k, n = 0, 0, 0
-    while written < target:
-        for kind, payload in bench_sessions.turns_of(rng, k):
-            n += 1
-            base = {"uuid": f"u{n}", "sessionId": "bench", "timestamp": "2026-03-14T09:12:08.000Z",
-                    "isSidechain": False}
-            if kind == "user":
-                line = {**base, "type": "user", "message": {"role": "user", "content": payload}}
-            elif kind == "call":
-                line = {**base, "type": "assistant", "message": {"id": f"m{n}", "role": "assistant", "content": [
-                    {"type": "text", "text": payload[0]},
-                    {"type": "tool_use", "id": f"t{n}", "name": payload[1], "input": payload[2]}]}}
-            elif kind == "result":
-                line = {**base, "type": "user", "message": {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{n - 1}", "content": payload[0],
-                     "is_error": payload[1]}]}}
-            else:
-                line = {**base, "type": "assistant", "message": {"id": f"m{n}", "role": "assistant",
-                                                                   "content": [{"type": "text", "text": payload}]}}
-            text = json.dumps(line)
-            written += len(text) + 1
-            yield text
-        k += 1
-        if k % ROUNDS_PER_COMPACTION == 0:
-            yield json.dumps({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-                              "compactMetadata": {"trigger": rng.choice(("auto", "manual")),
-                                                  "preTokens": rng.randint(60_000, 190_000)}})
-            yield json.dumps({"type": "user", "isCompactSummary": True,
-                              "message": {"role": "user", "content": summary_of(rng, k)}})
+    return compacted(bench_sessions.claude_lines(rng, target), rng, claude_reply, claude_compaction)
 
 
 def codex_log(rng: random.Random, target: int):
-    written, k = 0, 0
-    for line in bench_sessions.codex_lines(rng, target):
-        written += len(line) + 1
-        yield line
-        record = json.loads(line)
-        payload = record.get("payload") or {}
-        if payload.get("role") == "assistant" and payload.get("type") == "message":
-            k += 1
-            if k % ROUNDS_PER_COMPACTION == 0:
-                yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {
-                    "type": "token_count", "info": {"total_token_usage": {"total_tokens": rng.randint(60_000,
-                                                                                                       250_000)}}}})
-                yield json.dumps({"timestamp": "t", "type": "compacted", "payload": {"message": summary_of(rng, k)}})
-                yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "context_compacted"}})
+    return compacted(bench_sessions.codex_lines(rng, target), rng, codex_reply, codex_compaction)
 
 
 def write_logs(folder: Path, megabytes: float, seed: int = 32) -> int:
