@@ -58,6 +58,9 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 for status in ("changed", "dropped", "contradicted", "claimed done", "--skip-validation"):
                     self.assertIn(status, section)
                 self.assertIn(f"{file}, compaction 1", page)
+        worst = [line for line in report.splitlines() if line.startswith("### ")]
+        self.assertEqual([w.split("/")[1].split(",")[0] for w in worst[:2]],
+                         ["claude-code-lossy.jsonl", "codex-lossy.jsonl"])          # the worst first
         self.assertTrue(report.startswith("# Audit"))
         self.assertIn("**EXPLORATORY**", report.splitlines()[2])
         self.assertIn("- Across 5 compactions in 4 sessions, the summaries dropped or changed", report)

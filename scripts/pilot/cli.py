@@ -416,12 +416,17 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "audit":
+        parser.epilog = ("No model is called, no connection is opened and nothing is written beside the logs; keys "
+                         "and passwords are masked in every output. Exit codes: 0 done; 2 bad input. The walkthrough: "
+                         "tasks/sessions/README.md, \"7. Audit the compactions your agent already made\"")
         parser.add_argument("paths", metavar="PATH", nargs="*",
                             help="agent log files or folders (read only; subfolders read, links never followed); "
                                  "none: print where each agent keeps its logs and read nothing")
-        parser.add_argument("--source", help="a transcript in any format the sessions study reads (with --summary)")
-        parser.add_argument("--summary", help="a summary made of --source by any compactor (UTF-8 text)")
-        parser.add_argument("--out", type=folder_argument("--out"),
+        parser.add_argument("--source", metavar="TRANSCRIPT",
+                            help="a transcript in any format the sessions study reads (with --summary)")
+        parser.add_argument("--summary", metavar="FILE",
+                            help="a summary made of the transcript by any compactor (UTF-8 text)")
+        parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
                             help="folder for audit.csv, analysis.md and report.html (default: results/audit-<the "
                                  "digest of what was read>)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
