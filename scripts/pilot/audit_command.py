@@ -39,15 +39,17 @@ def check_out(out_dir: Path) -> None:
         raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with --out DIR")
 
 
-def read_regular(path: Path, what: str) -> None:
+def refuse_irregular(path: Path, what: str) -> None:
+    """--source and --summary name files themselves: not a link, a folder or a device."""
     if path.is_symlink() or not path.is_file():
         raise AuditInputError(f"{what} {path} is not a regular file (missing, a link, a folder or a device); give the "
                               f"file itself")
 
 
 def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
-    read_regular(source, "--source")
-    read_regular(summary, "--summary")
+    """--source/--summary: the summary scored as one compaction of the whole transcript, and what was read."""
+    refuse_irregular(source, "--source")
+    refuse_irregular(summary, "--summary")
     sessions = read_session_file(source, source.name)
     if len(sessions) != 1:
         raise AuditInputError(f"--source {source} holds {len(sessions)} sessions; give a file of one session")
