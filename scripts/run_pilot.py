@@ -39,6 +39,7 @@ The code lives in the package beside this file, scripts/pilot/, in pipeline orde
     launch           the options become the study, run folder, regimes, backend and Settings, once
     commands         run, score, analyze, the whole pilot, figures and report
     folder_commands  status, plan, verify, gate, merge, generate
+    audit_command    audit: the compactions an agent already made, scored from its logs (no model call)
     cli              the parser, the demo and main(argv)
 """
 import sys

@@ -20,7 +20,7 @@ PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "states", "bankfile",
         "bank", "prompts", "runner", "reports", "values", "claims", "gate", "svg", "demo", "episodes",
         "pages")                                                                                  # in pipeline order
-ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "cli")
+ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .audit_command import command_audit
 from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
 from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
@@ -108,6 +109,8 @@ COMMAND_HELP = {
             "gate --selftest",
     "adversarial": "the adversarial compaction study (protocol/ADVERSARIAL.md): R2 and the gated G2 on sessions that "
                    "try to corrupt the state; --regenerate K",
+    "audit": "score the compactions your agent already made, from its logs (no model call): audit PATH..., "
+             "audit --source TRANSCRIPT --summary FILE, or audit alone for where the logs are",
     "demo": f"see it work with no model: a short SIMULATED pilot on a built-in stand-in model, into "
             f"results/{DEMO_RUN_NAME}/ in seconds",
 }
@@ -412,6 +415,21 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="write tasks/adversarial.json from the generator (it must be the committed one)")
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
+    elif command == "audit":
+        parser.epilog = ("No model is called, no connection is opened and nothing is written beside the logs; keys "
+                         "and passwords are masked in every output. Exit codes: 0 done; 2 bad input. The walkthrough: "
+                         "tasks/sessions/README.md, \"7. Audit the compactions your agent already made\"")
+        parser.add_argument("paths", metavar="PATH", nargs="*",
+                            help="agent log files or folders (read only; subfolders read, links never followed); "
+                                 "none: print where each agent keeps its logs and read nothing")
+        parser.add_argument("--source", metavar="TRANSCRIPT",
+                            help="a transcript in any format the sessions study reads (with --summary)")
+        parser.add_argument("--summary", metavar="FILE",
+                            help="a summary made of the transcript by any compactor (UTF-8 text)")
+        parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
+                            help="folder for audit.csv, analysis.md and report.html (default: results/audit-<the "
+                                 "digest of what was read>)")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
                             help="a new or empty folder for the merged run")
@@ -424,7 +442,8 @@ BANK_COMMANDS = ("score", "analyze", "merge", "gate")   # they read and analyse 
 
 COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
             "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
-            "merge": command_merge, "demo": command_demo, "gate": command_gate, "adversarial": command_adversarial}
+            "merge": command_merge, "demo": command_demo, "gate": command_gate, "adversarial": command_adversarial,
+            "audit": command_audit}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -143,7 +143,7 @@ def refuse_unsafe_folder(run_dir: Path, elsewhere: str = ELSEWHERE) -> None:
 
 # What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never counted.
 OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures", "RESULTS.md",
-                "report.html", "gate.csv", "quarantine")
+                "report.html", "gate.csv", "quarantine", "audit.csv")
 
 
 def folder_writable(folder: Path) -> bool:

@@ -1,0 +1,242 @@
+"""`audit` (scripts/pilot/audit_command.py, studies/sessions_audit.py): the compactions an agent recorded in its own
+logs, each summary scored against the history it replaced by the sessions study's rules and the release gate, with no
+model call; --source/--summary for a summary made anywhere; unsafe and broken files skipped with one line each."""
+import csv
+import io
+import os
+import socket
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import audit_fixtures as fx
+from helpers import REPO, TempDirMixin, run_main
+from pilot.studies import sessions_audit
+
+EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
+
+
+def rows_of(out: Path) -> list[dict]:
+    return list(csv.DictReader(io.StringIO((out / "audit.csv").read_text(encoding="utf-8"))))
+
+
+def status_of(rows: list[dict], file: str, item_type: str, item: str, compaction: str = "1") -> list[str]:
+    return [r["status"] for r in rows if r["file"].endswith(file) and r["compaction"] == compaction and
+            r["item_type"] == item_type and item in r["item"]]
+
+
+class AuditTest(TempDirMixin, unittest.TestCase):
+    def audit(self, *argv: str) -> tuple[int, str, str, Path]:
+        out = self.make_tmp() / "audit"
+        code, stdout, stderr = run_main(["audit", *argv, "--out", str(out), "--quiet"])
+        return code, stdout, stderr, out
+
+    def test_the_example_is_the_fixtures_as_written(self):
+        folder = self.make_tmp()
+        for path in fx.write_example(folder):
+            self.assertEqual(path.read_bytes(), (EXAMPLE / path.name).read_bytes(), path.name)
+
+    def test_each_loss_is_reported_with_its_status_in_both_formats(self):
+        code, stdout, _, out = self.audit(str(EXAMPLE))
+        self.assertEqual(code, 0)
+        rows = rows_of(out)
+        report = (out / "analysis.md").read_text(encoding="utf-8")
+        page = (out / "report.html").read_text(encoding="utf-8")
+        for file, tool in (("claude-code-lossy.jsonl", "Bash"), ("codex-lossy.jsonl", "shell")):
+            with self.subTest(file):
+                self.assertEqual(status_of(rows, file, "value", "2,500"), ["changed"])
+                self.assertEqual([r["summary_wrote"] for r in rows if r["file"].endswith(file) and
+                                  r["item"] == "2,500"], ["2,000"])
+                self.assertEqual(status_of(rows, file, "value", "02:15"), ["dropped"])
+                self.assertEqual(status_of(rows, file, "instruction", "Never push to main"), ["contradicted"])
+                self.assertEqual(status_of(rows, file, "step", f"{tool}: feat/queue-export"), ["claimed done"])
+                invented = [r for r in rows if r["file"].endswith(file) and r["item_type"] == "gate" and
+                            "--skip-validation" in r["summary_sentence"]]
+                self.assertEqual([r["kind"] for r in invented], ["obligation"])
+                self.assertIn("no source in the transcript", invented[0]["item"])
+                section = report.split(f"{file}, compaction 1")[1].split("###")[0]
+                for status in ("changed", "dropped", "contradicted", "claimed done", "--skip-validation"):
+                    self.assertIn(status, section)
+                self.assertIn(f"{file}, compaction 1", page)
+        worst = [line for line in report.splitlines() if line.startswith("### ")]
+        self.assertEqual([w.split("/")[1].split(",")[0] for w in worst[:2]],
+                         ["claude-code-lossy.jsonl", "codex-lossy.jsonl"])          # the worst first
+        self.assertTrue(report.startswith("# Audit"))
+        self.assertIn("**EXPLORATORY**", report.splitlines()[2])
+        self.assertIn("- Across 5 compactions in 4 sessions, the summaries dropped or changed", report)
+        self.assertIn('class="label label-warn">EXPLORATORY', page)
+
+    def test_a_clean_summary_reports_none_of_them(self):
+        _, _, _, out = self.audit(str(EXAMPLE))
+        rows = rows_of(out)
+        for file in ("claude-code-clean.jsonl", "codex-clean.jsonl"):
+            with self.subTest(file):
+                mine = [r for r in rows if r["file"].endswith(file) and r["compaction"] == "1"]
+                self.assertTrue(mine)
+                bad = [r for r in mine if r["status"] in ("changed", "contradicted", "claimed done", "absent")
+                       or r["item_type"] == "gate"]
+                self.assertEqual(bad, [])
+                self.assertEqual(status_of(rows, file, "step", "feat/queue-export"), ["reported"])
+                self.assertEqual(status_of(rows, file, "value", "02:15"), ["kept"])
+
+    def test_the_second_compaction_is_scored_from_the_first_summary_on(self):
+        _, _, _, out = self.audit(str(EXAMPLE))
+        second = [r for r in rows_of(out) if r["file"].endswith("claude-code-clean.jsonl") and r["compaction"] == "2"]
+        self.assertEqual({r["trigger"] for r in second}, {"manual"})
+        sentences = {r["source_sentence"] for r in second}
+        self.assertIn("12 passed in 0.84s", sentences)                      # a turn after the first summary
+        self.assertIn("The queue is https://queue.example.test/v3/invoices with a retry limit of 7.", sentences)
+        self.assertNotIn("retry_limit: 7", sentences)                       # the tool result the first one replaced
+
+    def test_every_format_that_records_a_readable_summary_is_scored(self):
+        """The readers' fixtures (tests/fixtures/sessions/): a compaction scored in each format whose log holds its
+        summary; the encrypted ones listed as not scored, with why."""
+        code, _, _, out = self.audit(str(REPO / "tests" / "fixtures" / "sessions"))
+        self.assertEqual(code, 0)
+        scored = {r["format"] for r in rows_of(out)}
+        self.assertEqual(scored, {"claude-code", "codex", "gemini-cli-jsonl", "cline", "roo-code", "openhands",
+                                  "inspect-ai"})
+        report = (out / "analysis.md").read_text(encoding="utf-8").split("## Compactions not scored")[1]
+        self.assertIn("codex-proxy-remote.jsonl, compaction 1 (compacted): remote compaction", report)
+        self.assertIn("responses-refund-after-compact.json, compaction 1 (compaction item): the summary is encrypted",
+                      report)
+
+    def test_intervals_only_from_ten_sessions_on(self):
+        folder = self.make_tmp()
+        for k in range(10):
+            story = [(kind, payload.replace("2,500", f"2,{500 + k}") if isinstance(payload, str) else payload)
+                     for kind, payload in fx.STORY]
+            fx.write(folder / f"s{k}.jsonl", fx.claude_lines(story, fx.LOSSY if k % 2 else fx.CLEAN))
+        _, _, _, few = self.audit(str(EXAMPLE))
+        _, _, _, ten = self.audit(str(folder))
+        table = (ten / "analysis.md").read_text(encoding="utf-8").split("## Per item type")[1].split("##")[0]
+        self.assertRegex(table, r"\| value \| .* \| \d+/\d+ = [\d.]+% \[[\d.]+, [\d.]+\] \|")
+        self.assertNotIn("no interval is printed", (ten / "analysis.md").read_text(encoding="utf-8").split("\n")[2])
+        text = (few / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
+        self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
+
+    def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
+        folder = self.make_tmp()
+        for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),
+                            ("codex.jsonl", fx.codex_lines(fx.STORY, None))):
+            with self.subTest(name):
+                source = fx.write(folder / name, lines)
+                summary = folder / "summary.txt"
+                summary.write_text(fx.LOSSY, encoding="utf-8")
+                code, _, _, out = self.audit("--source", str(source), "--summary", str(summary))
+                self.assertEqual(code, 0)
+                log = "claude-code-lossy.jsonl" if name.startswith("claude") else "codex-lossy.jsonl"
+                _, _, _, whole = self.audit(str(EXAMPLE / log))
+                fields = ("item_type", "kind", "item", "status", "beside_referent", "summary_wrote",
+                          "source_sentence", "summary_sentence")
+                pair = [[r[f] for f in fields] for r in rows_of(out)]
+                self.assertEqual(pair, [[r[f] for f in fields] for r in rows_of(whole)])
+                self.assertIn("contradicted", {r[3] for r in pair})
+
+    def test_secrets_are_masked_in_every_output(self):
+        _, _, _, out = self.audit(str(EXAMPLE))
+        self.assertIn(fx.KEY, (EXAMPLE / "claude-code-lossy.jsonl").read_text(encoding="utf-8"))
+        for name in ("audit.csv", "analysis.md", "report.html"):
+            with self.subTest(name):
+                text = (out / name).read_text(encoding="utf-8")
+                self.assertNotIn(fx.KEY[8:], text)
+        self.assertIn("sk-proj-[masked]", (out / "audit.csv").read_text(encoding="utf-8"))
+
+    def test_no_connection_is_made(self):
+        def refuse(*args, **kwargs):
+            raise AssertionError("audit touched the network")
+        with mock.patch.object(socket.socket, "connect", refuse), \
+                mock.patch.object(socket, "create_connection", refuse), \
+                mock.patch.object(socket, "getaddrinfo", refuse):
+            code, _, _, out = self.audit(str(EXAMPLE))
+        self.assertEqual(code, 0)
+        self.assertEqual(sorted(os.listdir(out)), ["analysis.md", "audit.csv", "report.html"])
+
+    def test_a_malformed_file_never_stops_the_others(self):
+        folder = self.make_tmp()
+        lines = fx.claude_lines(fx.STORY, fx.LOSSY)
+        fx.write(folder / "a-broken.jsonl", lines[:3] + ["{not json"] + lines[3:])
+        fx.write(folder / "b-good.jsonl", lines)
+        code, _, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 0)
+        self.assertEqual(len([line for line in stderr.splitlines() if "a-broken.jsonl" in line]), 1)
+        self.assertEqual({r["file"] for r in rows_of(out)}, {f"{folder.name}/b-good.jsonl"})
+        self.assertIn("a-broken.jsonl", (out / "analysis.md").read_text(encoding="utf-8"))
+
+    def test_links_pipes_and_oversized_files_are_skipped_with_one_line_each(self):
+        folder = self.make_tmp()
+        fx.write(folder / "good.jsonl", fx.claude_lines(fx.STORY, fx.LOSSY))
+        os.symlink(folder / "good.jsonl", folder / "link.jsonl")
+        os.mkfifo(folder / "pipe.jsonl")
+        with open(folder / "huge.jsonl", "wb") as handle:
+            handle.truncate(sessions_audit.MAX_FILE_BYTES + 1)
+        (folder / "sub").mkdir()
+        fx.write(folder / "sub" / "deeper.jsonl", fx.codex_lines(fx.STORY, fx.CLEAN))
+        os.symlink(folder / "sub", folder / "linked-folder")
+        code, _, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 0)
+        for name, why in (("link.jsonl", "a link"), ("pipe.jsonl", "not a regular file"),
+                          ("huge.jsonl", "larger than"), ("linked-folder", "a link")):
+            with self.subTest(name):
+                lines = [line for line in stderr.splitlines() if name in line]
+                self.assertEqual(len(lines), 1)
+                self.assertIn(why, lines[0])
+        self.assertEqual(len(stderr.splitlines()), 4)
+        self.assertIn("Skipped, 4, each with why", (out / "analysis.md").read_text(encoding="utf-8"))
+        self.assertEqual({Path(r["file"]).name for r in rows_of(out)}, {"good.jsonl", "deeper.jsonl"})
+
+    def test_a_missing_path_beside_others_is_skipped_with_one_line(self):
+        missing = self.make_tmp() / "no-codex-here"
+        code, _, stderr, out = self.audit(str(missing), str(EXAMPLE))
+        self.assertEqual(code, 0)
+        self.assertEqual(stderr.strip().splitlines(), [f"skipped {missing}: cannot be read (No such file or directory)"])
+        self.assertEqual(len({r["file"] for r in rows_of(out)}), 4)
+
+    def test_no_path_prints_where_the_logs_are_and_reads_nothing(self):
+        with mock.patch.object(sessions_audit, "read_session_file") as reader:
+            code, stdout, _ = run_main(["audit"])
+        self.assertEqual(code, 0)
+        reader.assert_not_called()
+        for place in ("~/.claude/projects", "~/.codex/sessions", "Windows", "Nothing was read"):
+            self.assertIn(place, stdout)
+
+    def test_bad_inputs_give_one_line_and_exit_2(self):
+        folder = self.make_tmp()
+        (folder / "notes.txt").write_text("hello", encoding="utf-8")
+        (folder / "file").write_text("x", encoding="utf-8")
+        for argv in (["audit", str(folder / "missing")], ["audit", "--source", str(folder / "notes.txt")],
+                     ["audit", str(folder), "--out", str(folder / "file")],
+                     ["audit", str(EXAMPLE), "--out", str(folder)],
+                     ["audit", "--source", str(folder / "notes.txt"), "--summary", str(folder / "notes.txt")],
+                     ["audit", str(folder)]):
+            with self.subTest(argv=argv[1:]):
+                code, _, stderr = run_main(argv)
+                self.assertEqual(code, 2)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertNotIn("Traceback", stderr)
+
+    def test_a_link_at_an_output_is_refused_and_nothing_is_written(self):
+        out = self.make_tmp() / "audit"
+        out.mkdir()
+        target = self.make_tmp() / "elsewhere.csv"
+        target.write_text("mine", encoding="utf-8")
+        os.symlink(target, out / "audit.csv")
+        code, _, stderr = run_main(["audit", str(EXAMPLE), "--out", str(out)])
+        self.assertEqual(code, 2)
+        self.assertIn("link", stderr)
+        self.assertEqual(target.read_text(encoding="utf-8"), "mine")
+        self.assertEqual(sorted(os.listdir(out)), ["audit.csv"])
+
+    def test_the_committed_report_is_made_again_byte_for_byte(self):
+        out = self.make_tmp() / "audit-example"
+        code, _, _ = run_main(["audit", str(EXAMPLE), "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0)
+        for name in ("audit.csv", "analysis.md", "report.html"):
+            with self.subTest(name):
+                self.assertEqual((out / name).read_bytes(),
+                                 (REPO / "results" / "audit-example" / name).read_bytes())
+
+
+if __name__ == "__main__":
+    unittest.main()
