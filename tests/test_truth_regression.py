@@ -1,0 +1,132 @@
+"""The sessions study's ground truth and the judging of a state, on a varied generated session, against what the rules
+found before they were made fast (tests/fixtures/truth_regression.jsonl, written by the rules of commit 8975ff1):
+speed work must not change what they find.
+
+    python3 tests/test_truth_regression.py --write     # rewrite the fixture, only where a rule's change is meant
+
+The session is the speed benchmark's synthetic log (its Claude Code format, read by the study's reader and rendered as
+the compactor sees it) followed by every snippet of the labelled sets as a turn of its own: user requests and
+instructions, replies, tool calls with their arguments and results (failures, refusals, listings, secrets, dates,
+amounts ...). The states judged are each gate scenario's sentences, one state a scenario, and a state written from
+the session's own values, some kept, some changed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts"))
+
+import bench_sessions  # noqa: E402
+import pilot.studies  # noqa: E402,F401  (registers the studies)
+from pilot.studies import sessions as ss, sessions_formats as formats  # noqa: E402
+from pilot.studies.sessions_truth import ground_truth, judge_state  # noqa: E402
+
+FIXTURE = HERE / "fixtures" / "truth_regression.jsonl"
+LABELLED = HERE / "labelled"
+
+
+def labelled(name: str) -> list[dict]:
+    return json.loads((LABELLED / name).read_text(encoding="utf-8"))["snippets"]
+
+
+def labelled_turns() -> list[dict]:
+    """Every labelled snippet as a turn (a tool step as its call and its result)."""
+    turns = []
+    for s in labelled("values.json"):
+        role = {"tool_result": "tool"}.get(s["role"], s["role"])
+        turns.append({"role": role, "text": s["text"], "calls": [], "tool": s["tool"] or "tool", "error": False,
+                      "call": None})
+    for s in labelled("instructions.json"):
+        for before in s.get("context") or []:
+            turns.append({"role": "user", "text": before if isinstance(before, str) else json.dumps(before),
+                          "calls": []})
+        turns.append({"role": "user", "text": s["text"], "calls": []})
+    for n, s in enumerate(labelled("failed_steps.json")):
+        call = {"id": f"f{n}", "name": s["tool"], "input": s["arguments"]}
+        turns.append({"role": "assistant", "text": "", "calls": [call]})
+        turns.append({"role": "tool", "text": s["result"], "tool": s["tool"], "error": bool(s["is_error"]),
+                      "call": call})
+    return turns
+
+
+def session() -> tuple[list[dict], list[list[tuple[str, str]]], list[int]]:
+    """The varied session: its turns, their parts as the compactor sees them, and each turn's segment."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.jsonl"
+        bench_sessions.write_log(path, 0.08, "claude-code", seed=7)
+        (read,) = formats.read_session_file(path, path.name)
+    turns = read["turns"] + labelled_turns()
+    parts = [ss.turn_parts(turn) for turn in turns]
+    segment_of = [1 + 3 * t // len(turns) for t in range(len(turns))]
+    return turns, parts, segment_of
+
+
+def states(truth: dict) -> list[str]:
+    by_scenario: dict[str, list[str]] = {}
+    for s in labelled("state_claims.json"):
+        by_scenario.setdefault(s["scenario"], []).append(s["sentence"])
+    out = [" ".join(sentences) for sentences in by_scenario.values()]
+    values = truth["values"]
+    lines = []
+    for n, fact in enumerate(values[::7]):
+        text = fact["text"] if n % 3 else fact["text"].replace("1", "7", 1)
+        lines.append(f"- {' '.join(fact['referent'][:2]) or 'value'}: {text}")
+    out.append("Current state.\n" + "\n".join(lines) + "\nTests pass; pushed to main. Never use npm.")
+    return out
+
+
+def outputs() -> dict:
+    turns, parts, segment_of = session()
+    truth = ground_truth(turns, segment_of, parts=parts)
+    judged = []
+    for state in states(truth):
+        verdicts = judge_state(truth, state)          # (the dropped and absent items kept as their ids only)
+        judged.append({key: [item if item["status"] not in ("dropped", "absent") else item["id"] for item in items]
+                       for key, items in verdicts.items()})
+    return {"turns": len(turns), "truth": truth, "judged": judged}
+
+
+def read_fixture() -> dict:
+    """The fixture: a JSON line of counts, then one line per item of the truth and one per judged state."""
+    lines = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+    out = {**lines[0], "truth": {"values": [], "instructions": [], "steps": []}, "judged": []}
+    for line in lines[1:]:
+        if "truth" in line:
+            out["truth"][line["truth"]].append(line["item"])
+        else:
+            out["judged"].append({k: v for k, v in line.items() if k != "judged"})
+    return out
+
+
+class TruthRegressionTest(unittest.TestCase):
+    def test_ground_truth_and_judging_find_what_they_found(self):
+        expected = read_fixture()
+        got = json.loads(json.dumps(outputs()))
+        self.assertEqual(expected["turns"], got["turns"])
+        for key in ("values", "instructions", "steps"):
+            with self.subTest(key=key):
+                self.assertEqual(len(expected["truth"][key]), len(got["truth"][key]))
+                for want, have in zip(expected["truth"][key], got["truth"][key]):
+                    self.assertEqual(want, have)
+        for n, (want, have) in enumerate(zip(expected["judged"], got["judged"])):
+            with self.subTest(state=n):
+                self.assertEqual(want, have)
+        self.assertEqual(len(expected["judged"]), len(got["judged"]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        found = outputs()
+        lines = [json.dumps({k: v for k, v in found.items() if k not in ("truth", "judged")})]
+        lines += [json.dumps({"truth": key, "item": item}, ensure_ascii=False)
+                  for key, items in found["truth"].items() for item in items]
+        lines += [json.dumps({"judged": n, **verdicts}, ensure_ascii=False) for n, verdicts in enumerate(found["judged"])]
+        FIXTURE.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {FIXTURE}")
+    else:
+        unittest.main()
