@@ -12,6 +12,7 @@ the session's own values, some kept, some changed.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import tempfile
@@ -24,6 +25,8 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 import bench_sessions  # noqa: E402
 import pilot.studies  # noqa: E402,F401  (registers the studies)
 from pilot.studies import sessions as ss, sessions_formats as formats  # noqa: E402
+from pilot import values  # noqa: E402
+from pilot.studies import sessions_truth  # noqa: E402
 from pilot.studies.sessions_truth import ground_truth, judge_state  # noqa: E402
 
 FIXTURE = HERE / "fixtures" / "truth_regression.jsonl"
@@ -54,6 +57,7 @@ def labelled_turns() -> list[dict]:
     return turns
 
 
+@functools.lru_cache(maxsize=1)
 def session() -> tuple[list[dict], list[list[tuple[str, str]]], list[int]]:
     """The varied session: its turns, their parts as the compactor sees them, and each turn's segment."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,6 +121,52 @@ class TruthRegressionTest(unittest.TestCase):
             with self.subTest(state=n):
                 self.assertEqual(want, have)
         self.assertEqual(len(expected["judged"]), len(got["judged"]))
+
+
+def all_texts() -> list[str]:
+    """Every text of the session, every labelled snippet and state sentence, and every fixture file."""
+    turns, parts, _ = session()
+    texts = [text for turn in parts for _, text in turn]
+    for name, key in (("values.json", "text"), ("failed_steps.json", "result"), ("instructions.json", "text"),
+                      ("state_claims.json", "sentence"), ("state_claims.json", "source")):
+        texts += [s[key] for s in labelled(name)]
+    for path in sorted((HERE / "fixtures").rglob("*")):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".txt") and path != FIXTURE and \
+                path.stat().st_size < 2 ** 18:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return texts + ["Kelvin \u212a and long \u017f: pa\u017f\u017fword=hunter22 Bearer abcdefghijklmnop Exit code 1 "
+                    "\u212ailled", "x" * 3 + "a.a.a.a.a-" * 50 + " 2026-12-03 12:00 v1.2.3"]
+
+
+class FastRulesTest(unittest.TestCase):
+    """The rules as they run (a guard before each pattern, strings a text must hold before a pattern runs over it,
+    the failed and denied patterns as alternatives) find what the patterns as written find."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.texts = all_texts()
+
+    def spans(self, pattern, text, valid=None):
+        return [(m.span(), m.groups()) for m in pattern.finditer(text)
+                if valid is None or valid(m, text[m.start():m.end()])]
+
+    def test_each_value_rule_finds_what_its_pattern_finds(self):
+        for (kind, pattern, valid, _), (_, fast, needs, _, _) in zip(values.RULES, values.FAST_RULES):
+            with self.subTest(kind=kind, pattern=pattern.pattern[:40]):
+                check = valid if pattern is values.IDENTIFIER else None     # (refused identifiers are not matched)
+                for text in self.texts:
+                    self.assertEqual(self.spans(pattern, text, check), self.spans(fast, text, check))
+                    if needs is not None and pattern.search(text):
+                        self.assertTrue(any(need in text for need in needs))
+        for text in self.texts:
+            self.assertEqual(self.spans(values.NOT_VALUES, text), self.spans(values.FAST_NOT_VALUES, text))
+
+    def test_secret_spans_and_step_patterns_find_what_the_whole_patterns_find(self):
+        for text in self.texts:
+            whole = [(m.span(), n) for n, p in enumerate(values.SECRET_PATTERNS) for m in p.finditer(text)]
+            self.assertEqual(len(whole), len(values.secret_spans(text)))
+            for alternatives in (sessions_truth.FAILED, sessions_truth.DENIED):
+                self.assertEqual(bool(alternatives.pattern.search(text)), alternatives.search(text))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import decimal
+import functools
 import re
 from typing import Iterable, NamedTuple
 
@@ -50,11 +51,26 @@ URL_CREDENTIALS = SECRET_PATTERNS[11]   # a URL that carries a password is one v
 MASK = "[masked]"
 
 
+# What every match of each secret pattern holds (in the text as written, or lower-cased where the pattern ignores
+# case): a pattern runs only over a text that holds one of them, which most texts do not.
+SECRET_NEEDS = (("-----BEGIN ",), ("sk-",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("github_pat_",), ("xox",),
+                ("AKIA",), ("AIza",), ("glpat-",), ("hf_",), ("eyJ",), ("bearer ",), ("://",),
+                ("pass", "pwd", "secret", "token", "api", "access", "private", "client", "auth"))
+
+SECRET_LOWER = frozenset({10, 12})     # the patterns that ignore case, looked for in the lower-cased text (in an
+                                       # ASCII text only: outside it a letter such as the Kelvin sign matches `k`)
+
+
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kept prefix) of every secret in text."""
     spans = []
-    for pattern in SECRET_PATTERNS:
-        for match in pattern.finditer(text or ""):
+    text = text or ""
+    lower = text.lower() if text.isascii() else None
+    for n, pattern in enumerate(SECRET_PATTERNS):
+        seen = (lower if n in SECRET_LOWER else text)
+        if seen is not None and not any(need in seen for need in SECRET_NEEDS[n]):
+            continue
+        for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
                 spans.append((match.start("value"), match.end("value"), ""))
             else:
@@ -241,10 +257,14 @@ NAME_WITH_DIGITS = re.compile(r"[A-Za-z]+\d{1,3}|\d[A-Za-z]{1,3}")   # python3, 
 FIELD_NAME = re.compile(r"[a-z]+\d{0,3}(?:_[a-z]+\d{0,3})+")      # p50_ms, retry_count2: a field's name
 
 
+HAS_DIGIT = re.compile(r"\d").search
+
 INSTANCE_TYPE, QUANTITY = re.compile(r"[a-z]\d+\.[a-z]+"), re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,5}")
 
 
 def _valid_identifier(match: re.Match, text: str) -> bool:
+    if not HAS_DIGIT(text):                  # (most words: the cheapest of the conditions below that they fail)
+        return False
     if "." in text and not INSTANCE_TYPE.fullmatch(text):          # m5.xlarge, not a.b.c
         return False
     if FIELD_NAME.fullmatch(text):
@@ -314,11 +334,57 @@ RULES = (
 )
 
 
+def _guarded(guard: str, pattern: re.Pattern) -> re.Pattern:
+    """pattern behind a guard that every position a match of it can start at passes (a character it can start with,
+    and a word's start where it looks behind for no word character before one), so that the other positions are
+    passed over at once: the same matches, found several times faster."""
+    return re.compile(f"(?:{guard})(?:{pattern.pattern})", pattern.flags)
+
+
+# Each rule as it runs: its pattern behind its guard, and the strings of which a text holds one wherever the pattern
+# can match at all (None: no such string), so that most rules never run over most texts. tests/test_truth_regression.py
+# compares these with the patterns as written.
+CURRENCY_INITIALS = "".join(sorted({code[0] for code in CURRENCY_CODES}))
+
+RULE_GUARDS = {URL: (r"\b(?=[hsgfwpmra])", ("://",)), EMAIL: (r"\b(?=[A-Za-z0-9])", ("@",)),
+               PACKAGE: (r"(?=@)|\b(?=[a-z0-9])", ("@", ":")), PATH: (r"(?=[/~.])|\b(?=\w)", ("/", "\\", ".")),
+               HOST: (r"\b(?=[a-z0-9])", (".",)), SLUG: (r"\b(?=[A-Za-z])", ("/",)), HEX_DIGEST: (r"\b(?=[0-9a-f])", None),
+               DATETIME: (r"\b(?=[MTWFS])", (":",)), DATE: (r"\b(?=[\dJFMASOND])", None), TIME: (r"\b(?=\d)", None),
+               IPV4: (r"\b(?=\d)", (".",)), PHONE: (r"(?=\+)", ("+",)), ADDRESS: (r"\b(?=\d)", (", ",)),
+               IBAN: (r"\b(?=[A-Z])", None), VERSION: (r"\b(?=[vVr\d])", None),
+               AMOUNT: (r"(?=[\-$€£¥₹])|\b(?=[\d" + CURRENCY_INITIALS + "])", None),
+               NUMBERED: (r"(?=#)|\b(?=\d)", None), IDENTIFIER: (r"\b(?=[A-Za-z0-9])", None),
+               NUMBER: (r"(?=-)|\b(?=\d)", None)}
+
+# An identifier needs a digit (_valid_identifier): one without is not matched at all, rather than matched and refused
+# (a word's other positions are never a match's start, so the matches found are the same, with no word of prose
+# among them). The look for a digit stands after the look behind, so that it reads each word once.
+DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace("(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)", 1))
+
+FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
+                    RULE_GUARDS[pattern][1], valid, trim) for kind, pattern, valid, trim in RULES)
+
+FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
+
+
+CACHED_CHARS = 4096                     # texts up to this long keep their values (a state's sentences, a call's
+                                        # arguments and a step's match terms are read again and again)
+
+
 def extract_values(text: str) -> list[Value]:
     """Every exact value in text as Value(kind, text, start, end), in the order they appear; each character belongs
     to at most one value, given to the first rule (RULES order) that takes it. Keys and tokens, stack positions,
     process ids and the like are never values (a URL that carries a password is one, masked where it is shown)."""
     text = text or ""
+    return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _values_cached(text: str) -> tuple[Value, ...]:
+    return _values(text)
+
+
+def _values(text: str) -> tuple[Value, ...]:
     taken = bytearray(len(text))                      # 1 where a character is already part of a value or a non-value
 
     def free(start: int, end: int) -> bool:
@@ -331,11 +397,13 @@ def extract_values(text: str) -> list[Value]:
     for start, end, _ in secret_spans(text):
         if (start, end) not in in_urls:
             take(start, end)
-    for match in NOT_VALUES.finditer(text):
+    for match in FAST_NOT_VALUES.finditer(text):
         group = next((g for g in ("skip", "links", "frame") if match.group(g)), 0)
         take(*match.span(group))
     found = []
-    for kind, pattern, valid, trim in RULES:
+    for kind, pattern, needs, valid, trim in FAST_RULES:
+        if needs is not None and not any(need in text for need in needs):
+            continue
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
             if trim:
@@ -347,7 +415,7 @@ def extract_values(text: str) -> list[Value]:
             take(start, end)
             found.append(Value(kind, text[start:end], start, end))
     found.sort(key=lambda value: value.start)
-    return found
+    return tuple(found)
 
 
 # --- Sentences ---------------------------------------------------------------------------------------------------
@@ -398,6 +466,7 @@ def _plain(number: decimal.Decimal) -> str:
 MULTIPLIERS = {"k": 1000, "thousand": 1000, "m": 10 ** 6, "million": 10 ** 6, "bn": 10 ** 9, "billion": 10 ** 9}
 
 
+@functools.lru_cache(maxsize=65536)
 def amount_parts(value: str) -> tuple[str, decimal.Decimal | None]:
     """(currency code, amount) of an amount as written."""
     code = next((c for s, c in CURRENCY_SYMBOLS.items() if s in value), None)
@@ -421,6 +490,7 @@ UNIT_FORMS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", 
 NUMBER_AND_UNIT = re.compile(r"(-?[\d,]*\d(?:\.\d+)?)\s?(%|[A-Za-z]+)?")
 
 
+@functools.lru_cache(maxsize=65536)
 def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     """(number, unit in a normal form) of a number as written: `30s` and `30 seconds` alike."""
     match = NUMBER_AND_UNIT.fullmatch(value.strip())
@@ -430,6 +500,7 @@ def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     return _decimal(match.group(1)), UNIT_FORMS.get(unit, unit)
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_value(kind: str, value: str) -> str:
     """A value's form for comparison: the same value written another way normalizes alike (1,250 and 1250, $48
     and USD 48.00, v2.3.1 and 2.3.1, an ISO date and 12 March 2025 are not: see the date rule)."""
@@ -466,6 +537,7 @@ def normalize_value(kind: str, value: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_date(text: str) -> str:
     """A date as YYYY-MM-DD (and THH:MM[:SS]); a month-name date without a year as ----MM-DD; a numeric date whose day
     and month could be either way round keeps both numbers in the order written, marked with ~."""
@@ -488,6 +560,7 @@ def normalize_date(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=65536)
 def numeric_key(kind: str, value: str) -> decimal.Decimal | None:
     """The number an amount or a number stands for (its currency and unit aside), for telling one fact written as
     `$1,249.00` and `1249.0` apart from two; None for other kinds, numbers with a unit and numbers of fewer than
