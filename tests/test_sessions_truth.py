@@ -180,8 +180,9 @@ class InstructionTest(unittest.TestCase):
                "For the rest of this session, answer in English.", "Don't ever touch prod, always use staging.",
                "Please always ask before deleting files.", "Whenever a test fails, stop and tell me.",
                "Tabs, not spaces, in this repo.", "If the build fails, don't retry more than twice.",
-               "Could you always log the request id from now on?"]
-        no = ["I never push on Fridays.", "The build always fails on CI.", "Does it always fail?",
+               "Could you always log the request id from now on?",
+               "Don't deploy anything today.", "No force-pushes today."]      # a day is a stretch of the session
+        no = ["Refund $1,249.00 today.", "I never push on Fridays.", "The build always fails on CI.", "Does it always fail?",
               "It kept failing for the rest of the day.", "Tests always fail on CI.", "CI always fails.",
               "Push the branch.", "Wait until it finishes.", "We deployed it on Friday.",
               "Never mind, I fixed it myself.", "From now on it should work, I restarted the VPN.",

@@ -244,7 +244,7 @@ def is_standing_instruction(sentence: str) -> bool:
                  text, re.IGNORECASE):
         return False
     start = ORDER_START.search(text)
-    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|today|going|ahead|again|"
+    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|going|ahead|again|"
                         r"next|them|these|those)\b", text, re.I)
     verb = start.group(0).split()[-1].lower() if start else ""
     if start and (start.group("cond") or verb in ("no", "never", "don't", "not") or verb in POLICY_VERBS) and \
