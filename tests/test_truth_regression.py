@@ -151,13 +151,15 @@ class FastRulesTest(unittest.TestCase):
                 if valid is None or valid(m, text[m.start():m.end()])]
 
     def test_each_value_rule_finds_what_its_pattern_finds(self):
-        for (kind, pattern, valid, _), (_, fast, needs, _, _) in zip(values.RULES, values.FAST_RULES):
+        for (kind, pattern, valid, _), (_, fast, needs, need_digit, _, _) in zip(values.RULES, values.FAST_RULES):
             with self.subTest(kind=kind, pattern=pattern.pattern[:40]):
                 check = valid if pattern is values.IDENTIFIER else None     # (refused identifiers are not matched)
                 for text in self.texts:
                     self.assertEqual(self.spans(pattern, text, check), self.spans(fast, text, check))
                     if needs is not None and pattern.search(text):
                         self.assertTrue(any(need in text for need in needs))
+                    if need_digit and not any(c.isdigit() for c in text):
+                        self.assertEqual([], self.spans(pattern, text, valid or (lambda m, t: True)))
         for text in self.texts:
             self.assertEqual(self.spans(values.NOT_VALUES, text), self.spans(values.FAST_NOT_VALUES, text))
 

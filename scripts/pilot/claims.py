@@ -90,6 +90,10 @@ def stem(word: str) -> str:
     return SAME_ACTION.get(word, word)[:6]
 
 
+UNDERSCORED_NAME = re.compile(r"\b\w+_\w+\b")
+
+
+@functools.lru_cache(maxsize=16384)
 def without_values(text: str, names: bool = True) -> str:
     """text with every exact value (and, with names, every name_with_underscores) blanked: a claim word inside a
     path, a name or an id (`notes/done-list`, `completed_orders`, `verified_at`) is no claim."""
@@ -97,7 +101,7 @@ def without_values(text: str, names: bool = True) -> str:
     for value in extract_values(text):
         out[value.start:value.end] = " " * (value.end - value.start)
     out = "".join(out)
-    return re.sub(r"\b\w+_\w+\b", lambda m: " " * len(m.group(0)), out) if names else out
+    return UNDERSCORED_NAME.sub(lambda m: " " * len(m.group(0)), out) if names else out
 
 
 def terms(text: str) -> set[str]:
@@ -143,19 +147,29 @@ CLAIM_STOPWORDS = frozenset(
 def claim_terms(text: str) -> set[str]:
     """What a clause is about: its words (the claim, failure and negation words and the little words left out),
     stemmed; numbers of two digits or more count."""
+    return set(_claim_terms(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _claim_terms(text: str) -> frozenset[str]:
     for pattern in (*CLAIM_FAMILIES.values(), FAILURE_EVENT, NOT_DONE):
         text = pattern.sub(" ", text)
-    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())
-            if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)}
+    return frozenset({stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())
+                      if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)})
 
 
 def event_terms(text: str) -> set[str]:
     """What a clause of a state or a source is about: its words (claim and failure words aside), stemmed, and its
     exact values as written."""
+    return set(_event_terms(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _event_terms(text: str) -> frozenset[str]:
     found = extract_values(text)
     pieces = {p for v in found for p in re.split(r"[@/:^~]+", v.text.lower()) if re.search(r"\d", p)}
-    return claim_terms(without_values(text)) | claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
-                                                                      for v in found)) | \
+    return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
+                                                                        for v in found)) | \
         {v.text.lower() for v in found} | pieces
 
 

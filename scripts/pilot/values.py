@@ -361,8 +361,13 @@ RULE_GUARDS = {URL: (r"\b(?=[hsgfwpmra])", ("://",)), EMAIL: (r"\b(?=[A-Za-z0-9]
 # among them). The look for a digit stands after the look behind, so that it reads each word once.
 DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace("(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)", 1))
 
+# The rules that find nothing in a text without a digit (each of their matches holds one, or their check refuses a
+# match without one): a prose sentence runs only the others.
+NEED_A_DIGIT = frozenset({PACKAGE, HEX_DIGEST, DATETIME, DATE, TIME, IPV4, PHONE, ADDRESS, IBAN, VERSION, AMOUNT,
+                          NUMBERED, IDENTIFIER, NUMBER})
+
 FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
-                    RULE_GUARDS[pattern][1], valid, trim) for kind, pattern, valid, trim in RULES)
+                    RULE_GUARDS[pattern][1], pattern in NEED_A_DIGIT, valid, trim) for kind, pattern, valid, trim in RULES)
 
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
 
@@ -401,8 +406,9 @@ def _values(text: str) -> tuple[Value, ...]:
         group = next((g for g in ("skip", "links", "frame") if match.group(g)), 0)
         take(*match.span(group))
     found = []
-    for kind, pattern, needs, valid, trim in FAST_RULES:
-        if needs is not None and not any(need in text for need in needs):
+    digits = HAS_DIGIT(text) is not None
+    for kind, pattern, needs, need_digit, valid, trim in FAST_RULES:
+        if needs is not None and not any(need in text for need in needs) or need_digit and not digits:
             continue
         for match in pattern.finditer(text):
             start, end = match.start(), match.end()
