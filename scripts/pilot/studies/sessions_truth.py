@@ -56,6 +56,9 @@ FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|o
                     r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
 
+EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$", re.IGNORECASE)
+
+
 def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
     """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key = value`, else
     the last two content words before it in its clause and the first one after it (`refund of $1,249.00` ->
@@ -120,6 +123,8 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
         for source, text in turn:
             secrets, sentences = secret_spans(text), Sentences(text)
             for value in extract_values(text):
+                if EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
+                    continue                     # an example of a form, not a fact of the session
                 key, plain = value_key(value), bare_key(value)
                 fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind == "date" else None) or \
                     (bare.get(plain) if plain else None)
@@ -173,7 +178,8 @@ SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|f
                    r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for this|always|never|"
                    r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any circumstances|"
                    r"in (?:all|every|any) \w+|every \w+|each \w+|for (?:anything|everything|any|all)\b|"
-                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place)\b",
+                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place|alone|untouched|"
+                   r"as it is|as is)\b",
                    re.IGNORECASE)
 
 ORDER_START = re.compile(r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more thing:?\s+)*"
@@ -218,6 +224,16 @@ NARRATIVE = re.compile(r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've
                        re.IGNORECASE)
 
 
+# A rule stated of every member of a kind ("Every PR needs a changelog entry", "All prices go in EUR", "No secrets
+# should be logged"): standing, however it is worded.
+RULE_FOR_ALL = re.compile(r"^(?:every|each|all|any|no)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs?|must|should|go(?:es)? "
+                          r"(?:in|to|into|through)|has to|have to|stays?|(?:is|are) to)\b", re.IGNORECASE)
+
+# An order tied to what is done each time ("Check with me before deleting anything", "Run the linter before you
+# push"): it holds whenever that is done, not only once.
+BEFORE_EACH = re.compile(r"\bbefore (?:you |we )\w+|\bbefore \w+ing\b", re.IGNORECASE)
+
+
 def split_sentences(text: str) -> list[str]:
     """A turn's sentences; a fragment that only stresses the one before ("Ever.", "For everything.") is joined to
     it."""
@@ -250,7 +266,7 @@ def is_standing_instruction(sentence: str) -> bool:
     if start and (start.group("cond") or verb in ("no", "never", "don't", "not") or verb in POLICY_VERBS) and \
             not one_off:
         return True         # a conditional order, a prohibition, an order about how things are done: standing
-    if POLITE_ORDER.search(text):
+    if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):
         return True
     order = bool(start or ADDRESSED.search(text) or
                  re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b", text, re.I))
@@ -260,7 +276,8 @@ def is_standing_instruction(sentence: str) -> bool:
         order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to be|stays?)\b", text, re.I)
                      and SCOPE.search(text))
     return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in french|in german|"
-                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I))
+                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I) or
+                          BEFORE_EACH.search(text))
 
 
 REVOKES = re.compile(r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my (?:earlier|last|"
