@@ -342,24 +342,41 @@ def _guarded(guard: str, pattern: re.Pattern) -> re.Pattern:
 
 
 # Each rule as it runs: its pattern behind its guard, and the strings of which a text holds one wherever the pattern
-# can match at all (None: no such string), so that most rules never run over most texts. tests/test_truth_regression.py
+# can match at all (or a quick pattern every match holds; None: no such thing), so that most rules never run over
+# most texts. tests/test_truth_regression.py
 # compares these with the patterns as written.
 CURRENCY_INITIALS = "".join(sorted({code[0] for code in CURRENCY_CODES}))
 
-RULE_GUARDS = {URL: (r"\b(?=[hsgfwpmra])", ("://",)), EMAIL: (r"\b(?=[A-Za-z0-9])", ("@",)),
-               PACKAGE: (r"(?=@)|\b(?=[a-z0-9])", ("@", ":")), PATH: (r"(?=[/~.])|\b(?=\w)", ("/", "\\", ".")),
-               HOST: (r"\b(?=[a-z0-9])", (".",)), SLUG: (r"\b(?=[A-Za-z])", ("/",)), HEX_DIGEST: (r"\b(?=[0-9a-f])", None),
-               DATETIME: (r"\b(?=[MTWFS])", (":",)), DATE: (r"\b(?=[\dJFMASOND])", None), TIME: (r"\b(?=\d)", None),
-               IPV4: (r"\b(?=\d)", (".",)), PHONE: (r"(?=\+)", ("+",)), ADDRESS: (r"\b(?=\d)", (", ",)),
-               IBAN: (r"\b(?=[A-Z])", None), VERSION: (r"\b(?=[vVr\d])", None),
-               AMOUNT: (r"(?=[\-$€£¥₹])|\b(?=[\d" + CURRENCY_INITIALS + "])", None),
-               NUMBERED: (r"(?=#)|\b(?=\d)", None), IDENTIFIER: (r"\b(?=[A-Za-z0-9])", None),
-               NUMBER: (r"(?=-)|\b(?=\d)", None)}
+HOST_ENDS = tuple("." + end for end in ("internal", "local", "lan", "corp", "io", "com", "net", "org", "dev", "cloud",
+                                         "app", "example", "test"))
 
-# An identifier needs a digit (_valid_identifier): one without is not matched at all, rather than matched and refused
-# (a word's other positions are never a match's start, so the matches found are the same, with no word of prose
-# among them). The look for a digit stands after the look behind, so that it reads each word once.
-DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace("(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)", 1))
+RULE_GUARDS = {
+    URL: (r"\b(?=[hsgfwpmra])", ("://",)),
+    EMAIL: (r"\b(?=[A-Za-z0-9])", ("@",)),
+    PACKAGE: (r"(?=@)|\b(?=[a-z0-9])", re.compile(r"@|:[\w.-]*\d")),
+    PATH: (r"(?=[/~.])|\b(?=\w)", ("/", "\\", ".")),
+    HOST: (r"\b(?=[a-z0-9])", HOST_ENDS),
+    SLUG: (r"\b(?=[A-Za-z])", ("/",)),
+    HEX_DIGEST: (r"\b(?=[0-9a-f])", None),
+    DATETIME: (r"\b(?=[MTWFS])", ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    DATE: (r"\b(?=[\dJFMASOND])", re.compile(r"\d[-/.]\d|the \d|" + MONTH)),
+    TIME: (r"\b(?=\d)", re.compile(r"\d:\d|\d\s?[AaPp]\.?[Mm]")),
+    IPV4: (r"\b(?=\d)", re.compile(r"\d\.\d")),
+    PHONE: (r"(?=\+)", ("+",)),
+    ADDRESS: (r"\b(?=\d)", (", ",)),
+    IBAN: (r"\b(?=[A-Z])", None),
+    VERSION: (r"\b(?=[vVr\d])", re.compile(r"\d\.\d|rc\.")),
+    AMOUNT: (r"(?=[\-$€£¥₹])|\b(?=[\d" + CURRENCY_INITIALS + "])", (*CURRENCY_SYMBOLS, *CURRENCY_CODES, *CURRENCY_WORDS)),
+    NUMBERED: (r"(?=#)|\b(?=\d)", re.compile(r"#\d|\d-\d")),
+    IDENTIFIER: (r"\b(?=[A-Za-z0-9])", None),
+    NUMBER: (r"(?=-)|\b(?=\d)", None)}
+
+# An identifier needs a digit and a letter (_valid_identifier): one without is not matched at all, rather than
+# matched and refused (a word's other positions are never a match's start, so the matches found are the same, with
+# no word of prose and no bare number among them). The looks stand after the look behind, so that they read each
+# word once.
+DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace(
+    "(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)(?=[0-9_.-]*[A-Za-z])", 1))
 
 # The rules that find nothing in a text without a digit (each of their matches holds one, or their check refuses a
 # match without one): a prose sentence runs only the others.
@@ -392,13 +409,11 @@ def _values_cached(text: str) -> tuple[Value, ...]:
 def _values(text: str) -> tuple[Value, ...]:
     taken = bytearray(len(text))                      # 1 where a character is already part of a value or a non-value
 
-    def free(start: int, end: int) -> bool:
-        return taken.find(1, start, end) < 0
-
     def take(start: int, end: int) -> None:
         taken[start:end] = b"\x01" * (end - start)
 
-    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)}     # (a URL's password stays inside its URL)
+    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)} if "://" in text else set()   # (a URL's password
+                                                                                                # stays inside it)
     for start, end, _ in secret_spans(text):
         if (start, end) not in in_urls:
             take(start, end)
@@ -408,18 +423,20 @@ def _values(text: str) -> tuple[Value, ...]:
     found = []
     digits = HAS_DIGIT(text) is not None
     for kind, pattern, needs, need_digit, valid, trim in FAST_RULES:
-        if needs is not None and not any(need in text for need in needs) or need_digit and not digits:
+        if need_digit and not digits or needs is not None and not (
+                needs.search(text) if isinstance(needs, re.Pattern) else any(need in text for need in needs)):
             continue
         for match in pattern.finditer(text):
-            start, end = match.start(), match.end()
+            start, end = match.span()
             if trim:
                 end = _trim(text, start, end)
-            if end <= start or not free(start, end):
+            if end <= start or taken.find(1, start, end) >= 0:
                 continue
-            if valid is not None and not valid(match, text[start:end]):
+            written = text[start:end]
+            if valid is not None and not valid(match, written):
                 continue
-            take(start, end)
-            found.append(Value(kind, text[start:end], start, end))
+            taken[start:end] = b"\x01" * (end - start)
+            found.append(Value(kind, written, start, end))
     found.sort(key=lambda value: value.start)
     return tuple(found)
 

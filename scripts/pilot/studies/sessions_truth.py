@@ -56,6 +56,8 @@ FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|o
                     r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
 
+EXAMPLE_WORDS = re.compile(r"such as|e\.g\.|for example|for instance", re.IGNORECASE)   # (a text without them has none)
+
 EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$", re.IGNORECASE)
 
 
@@ -105,10 +107,13 @@ def _value_key(kind: str, text: str) -> tuple:
 def bare_key(value: Value) -> tuple | None:
     """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms": 38`): one
     fact; None for anything else, and for a single digit."""
-    if value.kind != "number":
-        return None
-    number, _ = number_parts(value.text)
-    return ("bare", number) if number is not None and len(re.sub(r"\D", "", value.text)) >= 2 else None
+    return _bare_key(value.text) if value.kind == "number" else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _bare_key(text: str) -> tuple | None:
+    number, _ = number_parts(text)
+    return ("bare", number) if number is not None and len(re.sub(r"\D", "", text)) >= 2 else None
 
 
 def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
@@ -122,8 +127,9 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
     for t, turn in enumerate(parts):
         for source, text in turn:
             secrets, sentences = secret_spans(text), Sentences(text)
+            examples = EXAMPLE_WORDS.search(text) is not None
             for value in extract_values(text):
-                if EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
+                if examples and EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
                     continue                     # an example of a form, not a fact of the session
                 key, plain = value_key(value), bare_key(value)
                 fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind == "date" else None) or \
