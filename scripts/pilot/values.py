@@ -57,6 +57,8 @@ SECRET_NEEDS = (("-----BEGIN ",), ("sk-",), ("ghp_", "gho_", "ghu_", "ghs_", "gh
                 ("AKIA",), ("AIza",), ("glpat-",), ("hf_",), ("eyJ",), ("bearer ",), ("://",),
                 ("pass", "pwd", "secret", "token", "api", "access", "private", "client", "auth"))
 
+SECRET_HINTS = tuple(re.compile("|".join(re.escape(need) for need in needs)) for needs in SECRET_NEEDS)
+
 SECRET_LOWER = frozenset({10, 12})     # the patterns that ignore case, looked for in the lower-cased text (in an
                                        # ASCII text only: outside it a letter such as the Kelvin sign matches `k`)
 
@@ -68,7 +70,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     lower = text.lower() if text.isascii() else None
     for n, pattern in enumerate(SECRET_PATTERNS):
         seen = (lower if n in SECRET_LOWER else text)
-        if seen is not None and not any(need in seen for need in SECRET_NEEDS[n]):
+        if seen is not None and not SECRET_HINTS[n].search(seen):
             continue
         for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
@@ -383,8 +385,16 @@ DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace(
 NEED_A_DIGIT = frozenset({PACKAGE, HEX_DIGEST, DATETIME, DATE, TIME, IPV4, PHONE, ADDRESS, IBAN, VERSION, AMOUNT,
                           NUMBERED, IDENTIFIER, NUMBER})
 
+def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
+    """What a text must hold as one pattern (one call, where a loop over the strings costs more on short texts)."""
+    if needs is None or isinstance(needs, re.Pattern):
+        return needs
+    return re.compile("|".join(re.escape(need) for need in needs))
+
+
 FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
-                    RULE_GUARDS[pattern][1], pattern in NEED_A_DIGIT, valid, trim) for kind, pattern, valid, trim in RULES)
+                    _any_of(RULE_GUARDS[pattern][1]), pattern in NEED_A_DIGIT, valid, trim)
+                   for kind, pattern, valid, trim in RULES)
 
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
 
@@ -423,8 +433,7 @@ def _values(text: str) -> tuple[Value, ...]:
     found = []
     digits = HAS_DIGIT(text) is not None
     for kind, pattern, needs, need_digit, valid, trim in FAST_RULES:
-        if need_digit and not digits or needs is not None and not (
-                needs.search(text) if isinstance(needs, re.Pattern) else any(need in text for need in needs)):
+        if need_digit and not digits or needs is not None and not needs.search(text):
             continue
         for match in pattern.finditer(text):
             start, end = match.span()
