@@ -11,7 +11,9 @@ then times, in a child process of its own (so that a stage that runs too long ca
 runs: reading the file into turns; rendering the turns and cutting them into segments that fit the context window
 (the size checks); and the ground truth (exact values, standing instructions, failed and denied steps). It prints
 MB/s for each stage and for reading plus ground truth, and the seconds per MB at every size, which stay level when
-the time is linear in the size. The study's own progress line shows on stderr while a large log is read.
+the time is linear in the size; and the CPU seconds of reading plus ground truth (on a machine others share, the
+wall-clock figures grow with their load; the CPU seconds much less). The study's own progress line shows on stderr
+while a large log is read.
 
 The ground-truth rules are sessions_truth.py's, as they are in this checkout; the figures in scripts/BENCHMARKS.md
 say which rules they were measured with.
@@ -152,20 +154,21 @@ def measure(path: Path, window: int) -> None:
     moment each stage ends (so that a stage stopped for its time leaves the ones before it measured)."""
     import pilot.studies  # noqa: F401  (registers the studies)
     from pilot.studies import sessions as ss, sessions_formats as formats
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     (session,) = formats.read_session_file(path, path.name)
-    read = time.perf_counter()
-    print(json.dumps({"read_s": read - started, "turns": len(session["turns"]),
+    read, read_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"read_s": read - started, "read_cpu_s": read_cpu - cpu, "turns": len(session["turns"]),
                       "compactions": len(session["compactions"])}), flush=True)
     parts = [ss.turn_parts(turn) for turn in session["turns"]]
     rendered = ["\n".join(text for _, text in turn) for turn in parts]
     cut = ss.plan_segments(session, rendered, ss.DEFAULT_SEGMENTS, window, "even", [])
-    sized = time.perf_counter()
-    print(json.dumps({"size_s": sized - read, "segments": len(cut["starts"])}), flush=True)
-    episode = ss.build_episode(0, session, parts, rendered, cut, [])
-    truth = time.perf_counter()
-    print(json.dumps({"truth_s": truth - sized, "values": len(episode["values"]), "steps": len(episode["steps"])}),
+    sized, sized_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"size_s": sized - read, "size_cpu_s": sized_cpu - read_cpu, "segments": len(cut["starts"])}),
           flush=True)
+    episode = ss.build_episode(0, session, parts, rendered, cut, [])
+    truth, truth_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"truth_s": truth - sized, "truth_cpu_s": truth_cpu - sized_cpu, "values": len(episode["values"]),
+                      "steps": len(episode["steps"])}), flush=True)
 
 
 def child(path: Path, window: int, max_s: float) -> dict:
@@ -220,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((size, result))
             os.remove(path)
     print("\n| MB | turns | values | failed or denied steps | read s (MB/s) | render and size checks s (MB/s) | "
-          "ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB | read + ground truth, CPU s (MB/s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for size, r in rows:
         if "error" in r:
             print(f"| {size:.1f} | {r['error']} | | | | | | | |")
@@ -234,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         if "truth_s" in r:
             total = r["read_s"] + r["size_s"] + r["truth_s"]
             cells += [f"{total:.2f} ({rate(size, total)})", f"{total / size:.3f}"]
+            cpu = sum(r.get(k, 0) for k in ("read_cpu_s", "size_cpu_s", "truth_cpu_s"))
+            cells.append(f"{cpu:.2f} ({rate(size, cpu)})" if "truth_cpu_s" in r else "-")
         else:
-            cells += [stopped, f"{(r.get('read_s', 0) + r.get('size_s', 0)) / size:.3f} (reading only)"]
+            cells += [stopped, f"{(r.get('read_s', 0) + r.get('size_s', 0)) / size:.3f} (reading only)", "-"]
         print("| " + " | ".join(cells) + " |")
     return 0
 
