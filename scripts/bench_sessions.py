@@ -210,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:
-        parser.error(f"--sizes takes numbers separated by commas (got {args.sizes!r})")
+        sizes = []
+    if not sizes or not all(0 < size <= 10_000 for size in sizes):         # (nan and inf fail this too)
+        parser.error(f"--sizes takes sizes in MB above 0 and up to 10000, separated by commas (got {args.sizes!r})")
     print(f"format {args.format}, context window {args.context_window:,} tokens, one child process per size "
           f"(stopped after {args.max_seconds:g} s)", flush=True)
     rows = []

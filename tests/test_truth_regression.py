@@ -12,7 +12,9 @@ the session's own values, some kept, some changed.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import sys
 import tempfile
@@ -169,6 +171,16 @@ class FastRulesTest(unittest.TestCase):
             self.assertEqual(len(whole), len(values.secret_spans(text)))
             for alternatives in (sessions_truth.FAILED, sessions_truth.DENIED):
                 self.assertEqual(bool(alternatives.pattern.search(text)), alternatives.search(text))
+
+
+class BenchArgumentsTest(unittest.TestCase):
+    def test_a_size_that_is_no_size_is_refused_in_one_line(self):
+        for sizes in ("0", "-1", "nan", "inf", "", "1,,x"):
+            with self.subTest(sizes=sizes), contextlib.redirect_stderr(io.StringIO()) as err:
+                with self.assertRaises(SystemExit) as stop:
+                    bench_sessions.main([f"--sizes={sizes}"])
+                self.assertEqual(stop.exception.code, 2)
+                self.assertIn("--sizes takes sizes in MB above 0", err.getvalue())
 
 
 if __name__ == "__main__":
