@@ -153,11 +153,15 @@ class FastRulesTest(unittest.TestCase):
                 if valid is None or valid(m, text[m.start():m.end()])]
 
     def test_each_value_rule_finds_what_its_pattern_finds(self):
-        for (kind, pattern, valid, _), (_, fast, needs, need_digit, _, _) in zip(values.RULES, values.FAST_RULES):
+        for (kind, pattern, valid, _), (_, fast, finder, needs, need_digit, _, _) in zip(values.RULES,
+                                                                                          values.FAST_RULES):
             with self.subTest(kind=kind, pattern=pattern.pattern[:40]):
                 check = valid if pattern is values.IDENTIFIER else None     # (refused identifiers are not matched)
                 for text in self.texts:
                     self.assertEqual(self.spans(pattern, text, check), self.spans(fast, text, check))
+                    self.assertEqual(self.spans(pattern, text, check), [
+                        (m.span(), m.groups()) for m in values.matches(fast, finder, text)
+                        if check is None or check(m, text[m.start():m.end()])])
                     if needs is not None and pattern.search(text):
                         self.assertTrue(needs.search(text))
                     if need_digit and not any(c.isdigit() for c in text):

@@ -392,8 +392,43 @@ def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
     return re.compile("|".join(re.escape(need) for need in needs))
 
 
+def _finder(anywhere: str, word_start: str) -> re.Pattern:
+    """A pattern that finds, one by one, the positions where a match of a rule can start: a character of `anywhere`,
+    or one of `word_start` with no word character before it. It opens with the characters it consumes, so that `re`
+    skips to them in C; a rule whose matches start at few of a text's positions is then tried only there."""
+    checks = ([f"(?<=[{anywhere}])"] if anywhere else []) + ([r"(?<!\w.)"] if word_start else [])
+    return re.compile(f"[{anywhere}{word_start}](?:{'|'.join(checks)})")
+
+
+# The rules whose matches start at few positions (digits and a few letters or signs at a word's start), with the
+# finder of those positions (RULE_GUARDS says the same in the guard's words).
+FINDERS = {TIME: _finder("", r"\d"), IPV4: _finder("", r"\d"), ADDRESS: _finder("", r"\d"),
+           NUMBER: _finder(r"\-", r"\d"), NUMBERED: _finder("#", r"\d"), VERSION: _finder("", r"vVr\d"),
+           DATE: _finder("", r"\dJFMASOND"), AMOUNT: _finder(r"\-$€£¥₹", r"\d" + CURRENCY_INITIALS),
+           IBAN: _finder("", "A-Z"), DATETIME: _finder("", "MTWFS"), PHONE: _finder(r"+", ""),
+           HEX_DIGEST: _finder("", "0-9a-f")}
+
+
+def matches(pattern: re.Pattern, finder: re.Pattern | None, text: str):
+    """pattern.finditer(text), trying the pattern only where finder finds a position a match can start at: the same
+    matches in the same order (no rule matches an empty span), since finditer tries each position in turn and goes on
+    after each match's end."""
+    if finder is None:
+        yield from pattern.finditer(text)
+        return
+    end = 0
+    for candidate in finder.finditer(text):
+        start = candidate.start()
+        if start < end:
+            continue
+        match = pattern.match(text, start)
+        if match:
+            end = match.end()
+            yield match
+
+
 FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
-                    _any_of(RULE_GUARDS[pattern][1]), pattern in NEED_A_DIGIT, valid, trim)
+                    FINDERS.get(pattern), _any_of(RULE_GUARDS[pattern][1]), pattern in NEED_A_DIGIT, valid, trim)
                    for kind, pattern, valid, trim in RULES)
 
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
@@ -432,10 +467,10 @@ def _values(text: str) -> tuple[Value, ...]:
         take(*match.span(group))
     found = []
     digits = HAS_DIGIT(text) is not None
-    for kind, pattern, needs, need_digit, valid, trim in FAST_RULES:
+    for kind, pattern, finder, needs, need_digit, valid, trim in FAST_RULES:
         if need_digit and not digits or needs is not None and not needs.search(text):
             continue
-        for match in pattern.finditer(text):
+        for match in matches(pattern, finder, text):
             start, end = match.span()
             if trim:
                 end = _trim(text, start, end)
