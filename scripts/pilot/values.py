@@ -5,7 +5,9 @@ changed. Pure functions of text: no model, no file, no clock. The sessions study
 and the release gate checks a state's values against its source with them.
 
 Every rule is linear in the text: each pattern runs once over it, and a character already taken by an earlier rule
-is looked up in a mask, not in a list of spans.
+is looked up in a mask, not in a list of spans. The patterns are written as the rules read; they run behind guards,
+over the texts that can hold a match and from the positions where one can start (FAST_RULES), which find the same
+matches faster (tests/test_truth_regression.py checks that they do).
 """
 from __future__ import annotations
 
