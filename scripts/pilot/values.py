@@ -448,7 +448,7 @@ def extract_values(text: str) -> list[Value]:
     return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)                      # (at most 16 MB of texts)
 def _values_cached(text: str) -> tuple[Value, ...]:
     return _values(text)
 
