@@ -411,6 +411,9 @@ FINDERS = {TIME: _finder("", r"\d"), IPV4: _finder("", r"\d"), ADDRESS: _finder(
            HEX_DIGEST: _finder("", "0-9a-f")}
 
 
+FINDER_CHARS = 200                      # a shorter text is scanned whole: the finder would cost more than it saves
+
+
 def matches(pattern: re.Pattern, finder: re.Pattern | None, text: str):
     """pattern.finditer(text), trying the pattern only where finder finds a position a match can start at: the same
     matches in the same order (no rule matches an empty span), since finditer tries each position in turn and goes on
@@ -436,8 +439,8 @@ FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER i
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
 
 
-CACHED_CHARS = 4096                     # texts up to this long keep their values (a state's sentences, a call's
-                                        # arguments and a step's match terms are read again and again)
+CACHED_CHARS = 1024                     # texts up to this long keep their values (a state's sentences, a call's
+                                        # arguments, a step's match terms, a source's lines are read again and again)
 
 
 def extract_values(text: str) -> list[Value]:
@@ -448,7 +451,7 @@ def extract_values(text: str) -> list[Value]:
     return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
 
 
-@functools.lru_cache(maxsize=4096)                      # (at most 16 MB of texts)
+@functools.lru_cache(maxsize=32768)                     # (at most 32 MB of texts)
 def _values_cached(text: str) -> tuple[Value, ...]:
     return _values(text)
 
@@ -469,10 +472,11 @@ def _values(text: str) -> tuple[Value, ...]:
         take(*match.span(group))
     found = []
     digits = HAS_DIGIT(text) is not None
+    long = len(text) > FINDER_CHARS
     for kind, pattern, finder, needs, need_digit, valid, trim in FAST_RULES:
         if need_digit and not digits or needs is not None and not needs.search(text):
             continue
-        for match in matches(pattern, finder, text):
+        for match in matches(pattern, finder if long else None, text):
             start, end = match.span()
             if trim:
                 end = _trim(text, start, end)
