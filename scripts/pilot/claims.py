@@ -158,6 +158,11 @@ def _claim_terms(text: str) -> frozenset[str]:
                       if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)})
 
 
+# A name qualified by what holds it (billing.0042_add_invoice_index, app.migrations.0007_auto): its parts that hold a
+# digit name the same thing as the whole, as a state may write them alone.
+QUALIFIED_NAME = re.compile(r"(?<![\w.])[a-z_]\w*(?:\.\w+)+")
+
+
 def event_terms(text: str) -> set[str]:
     """What a clause of a state or a source is about: its words (claim and failure words aside), stemmed, and its
     exact values as written."""
@@ -168,6 +173,7 @@ def event_terms(text: str) -> set[str]:
 def _event_terms(text: str) -> frozenset[str]:
     found = extract_values(text)
     pieces = {p for v in found for p in re.split(r"[@/:^~]+", v.text.lower()) if re.search(r"\d", p)}
+    pieces |= {p for name in QUALIFIED_NAME.findall(text.lower()) for p in name.split(".") if re.search(r"\d", p)}
     return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
                                                                         for v in found)) | \
         {v.text.lower() for v in found} | pieces
