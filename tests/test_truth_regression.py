@@ -178,6 +178,13 @@ class FastRulesTest(unittest.TestCase):
 
 
 class BenchArgumentsTest(unittest.TestCase):
+    def test_the_benchmark_times_judging_and_the_gate_when_asked(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(bench_sessions.main(["--sizes", "0.02", "--judge", "--max-seconds", "120"]), 0)
+        table = out.getvalue().split("| judge_state, CPU s |")[1]
+        self.assertRegex(table, r"\| 0\.0 \| 0\.0 \| \d+\.\d\d \| \d+\.\d\d \(")
+
     def test_a_size_that_is_no_size_is_refused_in_one_line(self):
         for sizes in ("0", "-1", "nan", "inf", "", "1,,x"):
             with self.subTest(sizes=sizes), contextlib.redirect_stderr(io.StringIO()) as err:
