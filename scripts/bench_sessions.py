@@ -3,6 +3,7 @@
 
     python3 scripts/bench_sessions.py                      # 5, 20 and 50 MB Claude Code logs
     python3 scripts/bench_sessions.py --sizes 5,20 --format codex --max-seconds 120
+    python3 scripts/bench_sessions.py --sizes 1,5 --judge        # and judging a state, and the gate over it
 
 For each size it writes a synthetic log of that many megabytes in the chosen format (a seeded coding session: the
 user's requests with ids, amounts and versions, the assistant's replies and tool calls, file listings and test runs
@@ -11,7 +12,10 @@ then times, in a child process of its own (so that a stage that runs too long ca
 runs: reading the file into turns; rendering the turns and cutting them into segments that fit the context window
 (the size checks); and the ground truth (exact values, standing instructions, failed and denied steps). It prints
 MB/s for each stage and for reading plus ground truth, and the seconds per MB at every size, which stay level when
-the time is linear in the size. The study's own progress line shows on stderr while a large log is read.
+the time is linear in the size; and the CPU seconds of reading plus ground truth (on a machine others share, the
+wall-clock figures grow with their load; the CPU seconds much less). With --judge it also times, in CPU seconds,
+judging a state against the ground truth and the release gate over it with the whole transcript as its source, as
+an audit of a compaction runs them. The study's own progress line shows on stderr while a large log is read.
 
 The ground-truth rules are sessions_truth.py's, as they are in this checkout; the figures in scripts/BENCHMARKS.md
 say which rules they were measured with.
@@ -147,30 +151,53 @@ def write_log(path: Path, megabytes: float, fmt: str, seed: int = 35) -> int:
 
 
 # --- The measured stages (in a child process) ---------------------------------------------------------------------
-def measure(path: Path, window: int) -> None:
+def measure(path: Path, window: int, judge: bool = False) -> None:
     """Seconds for each stage the study runs on one file, as read_sessions runs them, printed as a JSON line the
     moment each stage ends (so that a stage stopped for its time leaves the ones before it measured)."""
     import pilot.studies  # noqa: F401  (registers the studies)
     from pilot.studies import sessions as ss, sessions_formats as formats
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     (session,) = formats.read_session_file(path, path.name)
-    read = time.perf_counter()
-    print(json.dumps({"read_s": read - started, "turns": len(session["turns"]),
+    read, read_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"read_s": read - started, "read_cpu_s": read_cpu - cpu, "turns": len(session["turns"]),
                       "compactions": len(session["compactions"])}), flush=True)
     parts = [ss.turn_parts(turn) for turn in session["turns"]]
     rendered = ["\n".join(text for _, text in turn) for turn in parts]
     cut = ss.plan_segments(session, rendered, ss.DEFAULT_SEGMENTS, window, "even", [])
-    sized = time.perf_counter()
-    print(json.dumps({"size_s": sized - read, "segments": len(cut["starts"])}), flush=True)
-    episode = ss.build_episode(0, session, parts, rendered, cut, [])
-    truth = time.perf_counter()
-    print(json.dumps({"truth_s": truth - sized, "values": len(episode["values"]), "steps": len(episode["steps"])}),
+    sized, sized_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"size_s": sized - read, "size_cpu_s": sized_cpu - read_cpu, "segments": len(cut["starts"])}),
           flush=True)
+    episode = ss.build_episode(0, session, parts, rendered, cut, [])
+    truth, truth_cpu = time.perf_counter(), time.process_time()
+    print(json.dumps({"truth_s": truth - sized, "truth_cpu_s": truth_cpu - sized_cpu, "values": len(episode["values"]),
+                      "steps": len(episode["steps"])}), flush=True)
+    if judge:
+        judge_and_gate(episode, rendered)
 
 
-def child(path: Path, window: int, max_s: float) -> dict:
+def judge_and_gate(episode: dict, rendered: list[str]) -> None:
+    """CPU seconds of judging one state against the ground truth (judge_state) and of the release gate over it with
+    the whole transcript as its source (gate.check_state), as an audit of a compaction runs them: the state gives
+    every 50th value, one changed, and claims the tests passed."""
+    from pilot import gate
+    from pilot.studies.sessions_truth import judge_state
+    facts = episode["values"][::50]
+    lines = [f"- {' '.join(f['referent'][:2]) or 'value'}: {f['text']}" for f in facts]
+    state = "## Progress\n" + "\n".join(lines) + "\nTests pass; pushed the fix.\nAlways run the tests before you commit."
+    truth = {key: episode[key] for key in ("values", "instructions", "steps")}
+    started = time.process_time()
+    judge_state(truth, state)
+    judged = time.process_time()
+    ledger = gate.normalize_ledger({"entities": {}, "items": [], "name_pattern": r"(?!)", "accepted_instructions": []})
+    gate.check_state(state, ledger, "\n".join(rendered))
+    print(json.dumps({"judge_cpu_s": judged - started, "gate_cpu_s": time.process_time() - judged,
+                      "source_mb": sum(len(text) + 1 for text in rendered) / 2 ** 20}), flush=True)
+
+
+def child(path: Path, window: int, max_s: float, judge: bool = False) -> dict:
     """measure() in a process of its own, stopped after max_s seconds; the stages it finished."""
     command = [sys.executable, str(Path(__file__).resolve()), "--measure", str(path), "--context-window", str(window)]
+    command += ["--judge"] * judge
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=max_s)
         out, err, stopped = done.stdout, done.stderr, None
@@ -199,15 +226,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-window", type=int, default=DEFAULT_WINDOW)
     parser.add_argument("--max-seconds", type=float, default=600.0,
                         help="stop a size's measurement after this many seconds (default 600)")
+    parser.add_argument("--judge", action="store_true",
+                        help="also time judging a state and the release gate over it with the transcript as its source")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        measure(Path(args.measure), args.context_window)
+        measure(Path(args.measure), args.context_window, args.judge)
         return 0
     try:
         sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:
-        parser.error(f"--sizes takes numbers separated by commas (got {args.sizes!r})")
+        sizes = []
+    if not sizes or not all(0 < size <= 10_000 for size in sizes):         # (nan and inf fail this too)
+        parser.error(f"--sizes takes sizes in MB above 0 and up to 10000, separated by commas (got {args.sizes!r})")
     print(f"format {args.format}, context window {args.context_window:,} tokens, one child process per size "
           f"(stopped after {args.max_seconds:g} s)", flush=True)
     rows = []
@@ -216,12 +247,12 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"session-{megabytes:g}mb.{'jsonl'}"
             size = write_log(path, megabytes, args.format) / 2 ** 20
             print(f"{size:.1f} MB written ({path.name}); measuring ...", flush=True)
-            result = child(path, args.context_window, args.max_seconds)
+            result = child(path, args.context_window, args.max_seconds, args.judge)
             rows.append((size, result))
             os.remove(path)
     print("\n| MB | turns | values | failed or denied steps | read s (MB/s) | render and size checks s (MB/s) | "
-          "ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB | read + ground truth, CPU s (MB/s) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for size, r in rows:
         if "error" in r:
             print(f"| {size:.1f} | {r['error']} | | | | | | | |")
@@ -234,9 +265,20 @@ def main(argv: list[str] | None = None) -> int:
         if "truth_s" in r:
             total = r["read_s"] + r["size_s"] + r["truth_s"]
             cells += [f"{total:.2f} ({rate(size, total)})", f"{total / size:.3f}"]
+            cpu = sum(r.get(k, 0) for k in ("read_cpu_s", "size_cpu_s", "truth_cpu_s"))
+            cells.append(f"{cpu:.2f} ({rate(size, cpu)})" if "truth_cpu_s" in r else "-")
         else:
-            cells += [stopped, f"{(r.get('read_s', 0) + r.get('size_s', 0)) / size:.3f} (reading only)"]
+            cells += [stopped, f"{(r.get('read_s', 0) + r.get('size_s', 0)) / size:.3f} (reading only)", "-"]
         print("| " + " | ".join(cells) + " |")
+    if args.judge:
+        print("\n| MB | transcript MB | judge_state, CPU s | gate over the transcript, CPU s (MB/s) |")
+        print("| --- | --- | --- | --- |")
+        for size, r in rows:
+            if "gate_cpu_s" in r:
+                print(f"| {size:.1f} | {r['source_mb']:.1f} | {r['judge_cpu_s']:.2f} | {r['gate_cpu_s']:.2f} "
+                      f"({rate(r['source_mb'], r['gate_cpu_s'])}) |")
+            else:
+                print(f"| {size:.1f} | - | {r.get('error') or 'stopped'} | |")
     return 0
 
 

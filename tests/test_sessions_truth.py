@@ -116,6 +116,10 @@ class OneFactOneValueTest(unittest.TestCase):
         host = facts('connection to server at "db-stage-04.internal" (10.20.4.17), port 5432 failed', role="tool")
         self.assertEqual([f["text"] for f in host], ["db-stage-04.internal", "10.20.4.17", "5432"])
 
+    def test_an_example_of_a_form_is_no_value(self):
+        found = facts("The form accepts 7-digit numbers such as 555-0142, e.g. 555-0199; ours is 555-01428.")
+        self.assertEqual([f["text"] for f in found], ["555-01428"])
+
     def test_a_value_given_as_a_former_one_is_marked_so(self):
         found = {f["text"]: f["current"] for f in facts("Median latency dropped from 840 ms to 310 ms.",
                                                         "The meeting moved to 9:30 am (it was 11:00).")}
@@ -180,8 +184,12 @@ class InstructionTest(unittest.TestCase):
                "For the rest of this session, answer in English.", "Don't ever touch prod, always use staging.",
                "Please always ask before deleting files.", "Whenever a test fails, stop and tell me.",
                "Tabs, not spaces, in this repo.", "If the build fails, don't retry more than twice.",
-               "Could you always log the request id from now on?"]
-        no = ["I never push on Fridays.", "The build always fails on CI.", "Does it always fail?",
+               "Could you always log the request id from now on?",
+               "Don't deploy anything today.", "No force-pushes today.",     # a day is a stretch of the session
+               "All prices go in EUR.", "Every PR needs a changelog entry.", "Check with me before deleting anything.",
+               "Run the linter before you push.", "Leave the legacy tests alone."]
+        no = ["Refund $1,249.00 today.", "All tests pass now.", "Every time I open the dashboard it logs me out.",
+              "I never push on Fridays.", "The build always fails on CI.", "Does it always fail?",
               "It kept failing for the rest of the day.", "Tests always fail on CI.", "CI always fails.",
               "Push the branch.", "Wait until it finishes.", "We deployed it on Friday.",
               "Never mind, I fixed it myself.", "From now on it should work, I restarted the VPN.",
@@ -308,6 +316,13 @@ class LinearTest(unittest.TestCase):
         found = truth.extract_values(text)
         self.assertEqual(len(found), 6000)
         self.assertEqual(len(truth.ground_truth(user(text))["values"]), 6000)
+
+    def test_a_cron_line_starts_where_its_run_of_fields_starts(self):
+        """A crafted run of cron characters (`1-2-1-2-...`) was read from every position of the run again, quadratic:
+        100 KB took about 40 s. A cron line now starts only where its first field starts."""
+        self.assertEqual(values.NOT_VALUES.search("cron: 30 2 * * * run").group(0), "30 2 * * *")
+        self.assertIsNone(values.NOT_VALUES.search("a-1 2 3 4 *"))          # not from inside a run of fields
+        self.assertEqual(truth.extract_values("1-2-" * 5000), [])
 
 
 class SecretTest(unittest.TestCase):

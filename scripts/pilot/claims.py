@@ -8,6 +8,7 @@ of one action made one (`e-mail` and `email`, `remove` and `delete`, `PR` and `p
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from .values import extract_values, normalize_value, numeric_key
@@ -77,6 +78,7 @@ SAME_ACTION = {"e-mail": "email", "e-mails": "email", "emails": "email", "mail":
                "specs": "test", "check with": "ask", "confirm with": "ask"}
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     word = SAME_ACTION.get(word, word)
     if word.endswith(("ied", "ies")) and len(word) > 4:          # applied, replies
@@ -88,6 +90,10 @@ def stem(word: str) -> str:
     return SAME_ACTION.get(word, word)[:6]
 
 
+UNDERSCORED_NAME = re.compile(r"\b\w+_\w+\b")
+
+
+@functools.lru_cache(maxsize=16384)
 def without_values(text: str, names: bool = True) -> str:
     """text with every exact value (and, with names, every name_with_underscores) blanked: a claim word inside a
     path, a name or an id (`notes/done-list`, `completed_orders`, `verified_at`) is no claim."""
@@ -95,16 +101,21 @@ def without_values(text: str, names: bool = True) -> str:
     for value in extract_values(text):
         out[value.start:value.end] = " " * (value.end - value.start)
     out = "".join(out)
-    return re.sub(r"\b\w+_\w+\b", lambda m: " " * len(m.group(0)), out) if names else out
+    return UNDERSCORED_NAME.sub(lambda m: " " * len(m.group(0)), out) if names else out
 
 
 def terms(text: str) -> set[str]:
     """What a clause is about: its content words, stemmed."""
+    return set(_terms(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _terms(text: str) -> frozenset[str]:
     low = text.lower()
     for phrase in ("pull request", "check with", "confirm with"):
         low = low.replace(phrase, SAME_ACTION[phrase])
-    return {stem(w) for w in re.findall(r"[a-z][a-z0-9-]*[a-z0-9]|[a-z]", low)
-            if w not in STOPWORDS and len(w) >= 2} - {""}
+    return frozenset({stem(w) for w in re.findall(r"[a-z][a-z0-9-]*[a-z0-9]|[a-z]", low)
+                      if w not in STOPWORDS and len(w) >= 2} - {""})
 
 
 def claim(clause: str, status: bool = False) -> tuple[str, str] | None:
@@ -136,19 +147,35 @@ CLAIM_STOPWORDS = frozenset(
 def claim_terms(text: str) -> set[str]:
     """What a clause is about: its words (the claim, failure and negation words and the little words left out),
     stemmed; numbers of two digits or more count."""
+    return set(_claim_terms(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _claim_terms(text: str) -> frozenset[str]:
     for pattern in (*CLAIM_FAMILIES.values(), FAILURE_EVENT, NOT_DONE):
         text = pattern.sub(" ", text)
-    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())
-            if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)}
+    return frozenset({stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())
+                      if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)})
+
+
+# A name qualified by what holds it (billing.0042_add_invoice_index, app.migrations.0007_auto): its parts that hold a
+# digit name the same thing as the whole, as a state may write them alone.
+QUALIFIED_NAME = re.compile(r"(?<![\w.])[a-z_]\w*(?:\.\w+)+")
 
 
 def event_terms(text: str) -> set[str]:
     """What a clause of a state or a source is about: its words (claim and failure words aside), stemmed, and its
     exact values as written."""
+    return set(_event_terms(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _event_terms(text: str) -> frozenset[str]:
     found = extract_values(text)
     pieces = {p for v in found for p in re.split(r"[@/:^~]+", v.text.lower()) if re.search(r"\d", p)}
-    return claim_terms(without_values(text)) | claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
-                                                                      for v in found)) | \
+    pieces |= {p for name in QUALIFIED_NAME.findall(text.lower()) for p in name.split(".") if re.search(r"\d", p)}
+    return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
+                                                                        for v in found)) | \
         {v.text.lower() for v in found} | pieces
 
 
@@ -190,21 +217,33 @@ def contradicts(unit: str, instruction: str) -> bool:
     terms of one of the instruction's orders (two at least), with the opposite sign (a prohibition stated, planned
     or granted as done, or an order stated as lifted), or with the order of events turned round; or it gives as
     current a value the instruction corrected away ("8080" after "the port is 8443, not 8080")."""
-    olds = {v.text for m in CORRECTED_AWAY.finditer(instruction) for v in extract_values(m.group("old"))}
+    olds, orders = _instruction_orders(instruction)
     for value in extract_values(unit) if olds else ():
         if value.text in olds and not FORMER_MARK.search(unit[:value.start]) and \
                 not re.match(r"\s*\((?:was|old|former)", unit[value.end:]):
             return True
-    orders = rule_clauses(instruction)
-    for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b", without_values(unit, names=False)):
-        mine, negated = terms(part), forbids(part)
-        turned = bool(re.search(r"\bafterwards?\b|\blater\b", part, re.IGNORECASE))
+    for mine, negated, turned in _unit_clauses(unit):
         for words, forbidden, order in orders:
             shared = words & mine
             if len(shared) >= min(2, len(words)) and len(shared) * 2 >= len(words) and \
                     (forbidden != negated or order == "before" and turned and not negated):
                 return True
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _instruction_orders(instruction: str) -> tuple[frozenset[str], tuple]:
+    """An instruction's values corrected away and its orders (rule_clauses), read once however many sentences of
+    however many states are compared with it."""
+    olds = frozenset(v.text for m in CORRECTED_AWAY.finditer(instruction) for v in extract_values(m.group("old")))
+    return olds, tuple(rule_clauses(instruction))
+
+
+@functools.lru_cache(maxsize=16384)
+def _unit_clauses(unit: str) -> tuple[tuple[frozenset[str], bool, bool], ...]:
+    """A state's sentence cut into clauses, each as (terms, whether it forbids, whether it puts its action later)."""
+    return tuple((frozenset(terms(part)), forbids(part), bool(re.search(r"\bafterwards?\b|\blater\b", part, re.IGNORECASE)))
+                 for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b", without_values(unit, names=False)))
 
 
 # --- Naming a step -----------------------------------------------------------------------------------------------
@@ -219,17 +258,35 @@ def names_item(unit: str, match: str) -> bool:
     command (`git push origin main`), every word of the command that says what it does to what (push, main) and
     every value it names, with no other value of the same kind in its place (a refund of 500 is not the refund of
     1,249)."""
-    if re.search(r"(?<![\w])" + re.escape(match) + r"(?![\w])", unit, re.IGNORECASE):
+    written, words, named = _match_parts(match)
+    if written.search(unit):
         return True
+    if words is None:
+        return False
+    unit_words, theirs = _unit_parts(unit)
+    if not words <= unit_words:
+        return False
+    return all(key in theirs or text in unit or number is not None and number in theirs for key, text, number in named)
+
+
+@functools.lru_cache(maxsize=8192)
+def _match_parts(match: str) -> tuple[re.Pattern, frozenset[str] | None, tuple]:
+    """A match term read once: the pattern that finds it written, the words of its command (None when it has too
+    few to name a step by), and its values as ((kind, normal form), text, number)."""
+    written = re.compile(r"(?<![\w])" + re.escape(match) + r"(?![\w])", re.IGNORECASE)
     named = extract_values(match)
     bare = re.sub(r"(?<!\S)-{1,2}[\w-]+", " ", without_values(match, names=False))        # flags say how, not what
-    words = {stem(w) for w in re.findall(r"[a-z]+|\d+", bare.lower()) if w not in COMMAND_FILLER} - {""}
+    words = frozenset({stem(w) for w in re.findall(r"[a-z]+|\d+", bare.lower()) if w not in COMMAND_FILLER} - {""})
     if not named and len(words) < 2 and not re.search(r"\s", match.strip()):
-        return False
-    if not words <= terms(unit) | set(re.findall(r"\d+", unit)):
-        return False
+        words = None
+    return written, words, tuple(((v.kind, normalize_value(v.kind, v.text)), v.text, numeric_key(v.kind, v.text))
+                                 for v in named)
+
+
+@functools.lru_cache(maxsize=16384)
+def _unit_parts(unit: str) -> tuple[frozenset[str], frozenset]:
+    """A state's sentence read once: its terms and numbers, and the (kind, normal form) and number of its values."""
     theirs = set()
     for value in extract_values(unit):
         theirs |= {(value.kind, normalize_value(value.kind, value.text)), numeric_key(value.kind, value.text)}
-    return all((v.kind, normalize_value(v.kind, v.text)) in theirs or v.text in unit or
-               numeric_key(v.kind, v.text) not in (None,) and numeric_key(v.kind, v.text) in theirs for v in named)
+    return frozenset(_terms(unit) | set(re.findall(r"\d+", unit))), frozenset(theirs)

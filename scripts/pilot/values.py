@@ -5,12 +5,15 @@ changed. Pure functions of text: no model, no file, no clock. The sessions study
 and the release gate checks a state's values against its source with them.
 
 Every rule is linear in the text: each pattern runs once over it, and a character already taken by an earlier rule
-is looked up in a mask, not in a list of spans.
+is looked up in a mask, not in a list of spans. The patterns are written as the rules read; they run behind guards,
+over the texts that can hold a match and from the positions where one can start (FAST_RULES), which find the same
+matches faster (tests/test_truth_regression.py checks that they do).
 """
 from __future__ import annotations
 
 import bisect
 import decimal
+import functools
 import re
 from typing import Iterable, NamedTuple
 
@@ -50,11 +53,28 @@ URL_CREDENTIALS = SECRET_PATTERNS[11]   # a URL that carries a password is one v
 MASK = "[masked]"
 
 
+# What every match of each secret pattern holds (in the text as written, or lower-cased where the pattern ignores
+# case): a pattern runs only over a text that holds one of them, which most texts do not.
+SECRET_NEEDS = (("-----BEGIN ",), ("sk-",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("github_pat_",), ("xox",),
+                ("AKIA",), ("AIza",), ("glpat-",), ("hf_",), ("eyJ",), ("bearer ",), ("://",),
+                ("pass", "pwd", "secret", "token", "api", "access", "private", "client", "auth"))
+
+SECRET_HINTS = tuple(re.compile("|".join(re.escape(need) for need in needs)) for needs in SECRET_NEEDS)
+
+SECRET_LOWER = frozenset({10, 12})     # the patterns that ignore case, looked for in the lower-cased text (in an
+                                       # ASCII text only: outside it a letter such as the Kelvin sign matches `k`)
+
+
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kept prefix) of every secret in text."""
     spans = []
-    for pattern in SECRET_PATTERNS:
-        for match in pattern.finditer(text or ""):
+    text = text or ""
+    lower = text.lower() if text.isascii() else None
+    for n, pattern in enumerate(SECRET_PATTERNS):
+        seen = (lower if n in SECRET_LOWER else text)
+        if seen is not None and not SECRET_HINTS[n].search(seen):
+            continue
+        for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
                 spans.append((match.start("value"), match.end("value"), ""))
             else:
@@ -191,7 +211,7 @@ NOT_VALUES = re.compile(
     r"|\b(?:in|took|after) \d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?|m|min)(?=\s*(?:=|$|\)))"
     r"|\(\d+(?:\.\d+)?\s?m?s\)|\bready in \d+(?:\.\d+)?\s?m?s\b|\bUp \d+ \w+"
     r"|\(\d+ rows?\)"
-    r"|(?<![\w*])(?:[\d*/,-]+ ){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*])(?:[\d*/,-]+ ){4}[\d*/,-]+(?= *`)"
+    r"|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]+(?= *`)"
     r"|^[-dlcbps][rwxsStT-]{9}[.@+]?\s+(?P<links>\d+)"
     r"|(?<=\d )(?:" + MONTH + r")\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4})(?= \S+$)"
     r"|^\s*\d+ files? changed(?:, \d+ insertions?\(\+\))?(?:, \d+ deletions?\(-\))?"
@@ -241,10 +261,14 @@ NAME_WITH_DIGITS = re.compile(r"[A-Za-z]+\d{1,3}|\d[A-Za-z]{1,3}")   # python3, 
 FIELD_NAME = re.compile(r"[a-z]+\d{0,3}(?:_[a-z]+\d{0,3})+")      # p50_ms, retry_count2: a field's name
 
 
+HAS_DIGIT = re.compile(r"\d").search
+
 INSTANCE_TYPE, QUANTITY = re.compile(r"[a-z]\d+\.[a-z]+"), re.compile(r"\d+(?:\.\d+)?[A-Za-z]{1,5}")
 
 
 def _valid_identifier(match: re.Match, text: str) -> bool:
+    if not HAS_DIGIT(text):                  # (most words: the cheapest of the conditions below that they fail)
+        return False
     if "." in text and not INSTANCE_TYPE.fullmatch(text):          # m5.xlarge, not a.b.c
         return False
     if FIELD_NAME.fullmatch(text):
@@ -314,40 +338,157 @@ RULES = (
 )
 
 
+def _guarded(guard: str, pattern: re.Pattern) -> re.Pattern:
+    """pattern behind a guard that every position a match of it can start at passes (a character it can start with,
+    and a word's start where it looks behind for no word character before one), so that the other positions are
+    passed over at once: the same matches, found several times faster."""
+    return re.compile(f"(?:{guard})(?:{pattern.pattern})", pattern.flags)
+
+
+# Each rule as it runs: its pattern behind its guard, and the strings of which a text holds one wherever the pattern
+# can match at all (or a quick pattern every match holds; None: no such thing), so that most rules never run over
+# most texts. tests/test_truth_regression.py
+# compares these with the patterns as written.
+CURRENCY_INITIALS = "".join(sorted({code[0] for code in CURRENCY_CODES}))
+
+HOST_ENDS = tuple("." + end for end in ("internal", "local", "lan", "corp", "io", "com", "net", "org", "dev", "cloud",
+                                         "app", "example", "test"))
+
+RULE_GUARDS = {
+    URL: (r"\b(?=[hsgfwpmra])", ("://",)),
+    EMAIL: (r"\b(?=[A-Za-z0-9])", ("@",)),
+    PACKAGE: (r"(?=@)|\b(?=[a-z0-9])", re.compile(r"@|:[\w.-]*\d")),
+    PATH: (r"(?=[/~.])|\b(?=\w)", re.compile(r"[/\\]|\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")),
+    HOST: (r"\b(?=[a-z0-9])", HOST_ENDS),
+    SLUG: (r"\b(?=[A-Za-z])", ("/",)),
+    HEX_DIGEST: (r"\b(?=[0-9a-f])", None),
+    DATETIME: (r"\b(?=[MTWFS])", ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
+    DATE: (r"\b(?=[\dJFMASOND])", re.compile(r"\d{4}-\d\d-\d|\d[/.]\d\d?[/.]\d|the \d|\b" + MONTH + r"(?!\w)")),
+    TIME: (r"\b(?=\d)", re.compile(r"\d:\d|\d\s?[AaPp]\.?[Mm]")),
+    IPV4: (r"\b(?=\d)", re.compile(r"\d\.\d")),
+    PHONE: (r"(?=\+)", ("+",)),
+    ADDRESS: (r"\b(?=\d)", (", ",)),
+    IBAN: (r"\b(?=[A-Z])", None),
+    VERSION: (r"\b(?=[vVr\d])", re.compile(r"\d\.\d|rc\.")),
+    AMOUNT: (r"(?=[\-$€£¥₹])|\b(?=[\d" + CURRENCY_INITIALS + "])", (*CURRENCY_SYMBOLS, *CURRENCY_CODES, *CURRENCY_WORDS)),
+    NUMBERED: (r"(?=#)|\b(?=\d)", re.compile(r"#\d|\d-\d")),
+    IDENTIFIER: (r"\b(?=[A-Za-z0-9])", None),
+    NUMBER: (r"(?=-)|\b(?=\d)", None)}
+
+# An identifier needs a digit and a letter (_valid_identifier): one without is not matched at all, rather than
+# matched and refused (a word's other positions are never a match's start, so the matches found are the same, with
+# no word of prose and no bare number among them). The looks stand after the look behind, so that they read each
+# word once.
+DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace(
+    "(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)(?=[0-9_.-]*[A-Za-z])", 1))
+
+# The rules that find nothing in a text without a digit (each of their matches holds one, or their check refuses a
+# match without one): a prose sentence runs only the others.
+NEED_A_DIGIT = frozenset({PACKAGE, HEX_DIGEST, DATETIME, DATE, TIME, IPV4, PHONE, ADDRESS, IBAN, VERSION, AMOUNT,
+                          NUMBERED, IDENTIFIER, NUMBER})
+
+def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
+    """What a text must hold as one pattern (one call, where a loop over the strings costs more on short texts)."""
+    if needs is None or isinstance(needs, re.Pattern):
+        return needs
+    return re.compile("|".join(re.escape(need) for need in needs))
+
+
+def _finder(anywhere: str, word_start: str) -> re.Pattern:
+    """A pattern that finds, one by one, the positions where a match of a rule can start: a character of `anywhere`,
+    or one of `word_start` with no word character before it. It opens with the characters it consumes, so that `re`
+    skips to them in C; a rule whose matches start at few of a text's positions is then tried only there."""
+    checks = ([f"(?<=[{anywhere}])"] if anywhere else []) + ([r"(?<!\w.)"] if word_start else [])
+    return re.compile(f"[{anywhere}{word_start}](?:{'|'.join(checks)})")
+
+
+# The rules whose matches start at few positions (digits and a few letters or signs at a word's start), with the
+# finder of those positions (RULE_GUARDS says the same in the guard's words).
+FINDERS = {TIME: _finder("", r"\d"), IPV4: _finder("", r"\d"), ADDRESS: _finder("", r"\d"),
+           NUMBER: _finder(r"\-", r"\d"), NUMBERED: _finder("#", r"\d"), VERSION: _finder("", r"vVr\d"),
+           DATE: _finder("", r"\dJFMASOND"), AMOUNT: _finder(r"\-$€£¥₹", r"\d" + CURRENCY_INITIALS),
+           IBAN: _finder("", "A-Z"), DATETIME: _finder("", "MTWFS"), PHONE: _finder(r"+", ""),
+           HEX_DIGEST: _finder("", "0-9a-f")}
+
+
+FINDER_CHARS = 200                      # a shorter text is scanned whole: the finder would cost more than it saves
+
+
+def matches(pattern: re.Pattern, finder: re.Pattern | None, text: str):
+    """pattern.finditer(text), trying the pattern only where finder finds a position a match can start at: the same
+    matches in the same order (no rule matches an empty span), since finditer tries each position in turn and goes on
+    after each match's end."""
+    if finder is None:
+        yield from pattern.finditer(text)
+        return
+    end = 0
+    for candidate in finder.finditer(text):
+        start = candidate.start()
+        if start < end:
+            continue
+        match = pattern.match(text, start)
+        if match:
+            end = match.end()
+            yield match
+
+
+FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
+                    FINDERS.get(pattern), _any_of(RULE_GUARDS[pattern][1]), pattern in NEED_A_DIGIT, valid, trim)
+                   for kind, pattern, valid, trim in RULES)
+
+FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
+
+
+CACHED_CHARS = 1024                     # texts up to this long keep their values (a state's sentences, a call's
+                                        # arguments, a step's match terms, a source's lines are read again and again)
+
+
 def extract_values(text: str) -> list[Value]:
     """Every exact value in text as Value(kind, text, start, end), in the order they appear; each character belongs
     to at most one value, given to the first rule (RULES order) that takes it. Keys and tokens, stack positions,
     process ids and the like are never values (a URL that carries a password is one, masked where it is shown)."""
     text = text or ""
-    taken = bytearray(len(text))                      # 1 where a character is already part of a value or a non-value
+    return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
 
-    def free(start: int, end: int) -> bool:
-        return taken.find(1, start, end) < 0
+
+@functools.lru_cache(maxsize=32768)                     # (at most 32 MB of texts)
+def _values_cached(text: str) -> tuple[Value, ...]:
+    return _values(text)
+
+
+def _values(text: str) -> tuple[Value, ...]:
+    taken = bytearray(len(text))                      # 1 where a character is already part of a value or a non-value
 
     def take(start: int, end: int) -> None:
         taken[start:end] = b"\x01" * (end - start)
 
-    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)}     # (a URL's password stays inside its URL)
+    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)} if "://" in text else set()   # (a URL's password
+                                                                                                # stays inside it)
     for start, end, _ in secret_spans(text):
         if (start, end) not in in_urls:
             take(start, end)
-    for match in NOT_VALUES.finditer(text):
+    for match in FAST_NOT_VALUES.finditer(text):
         group = next((g for g in ("skip", "links", "frame") if match.group(g)), 0)
         take(*match.span(group))
     found = []
-    for kind, pattern, valid, trim in RULES:
-        for match in pattern.finditer(text):
-            start, end = match.start(), match.end()
+    digits = HAS_DIGIT(text) is not None
+    long = len(text) > FINDER_CHARS
+    for kind, pattern, finder, needs, need_digit, valid, trim in FAST_RULES:
+        if need_digit and not digits or needs is not None and not needs.search(text):
+            continue
+        for match in matches(pattern, finder if long else None, text):
+            start, end = match.span()
             if trim:
                 end = _trim(text, start, end)
-            if end <= start or not free(start, end):
+            if end <= start or taken.find(1, start, end) >= 0:
                 continue
-            if valid is not None and not valid(match, text[start:end]):
+            written = text[start:end]
+            if valid is not None and not valid(match, written):
                 continue
-            take(start, end)
-            found.append(Value(kind, text[start:end], start, end))
+            taken[start:end] = b"\x01" * (end - start)
+            found.append(Value(kind, written, start, end))
     found.sort(key=lambda value: value.start)
-    return found
+    return tuple(found)
 
 
 # --- Sentences ---------------------------------------------------------------------------------------------------
@@ -398,6 +539,7 @@ def _plain(number: decimal.Decimal) -> str:
 MULTIPLIERS = {"k": 1000, "thousand": 1000, "m": 10 ** 6, "million": 10 ** 6, "bn": 10 ** 9, "billion": 10 ** 9}
 
 
+@functools.lru_cache(maxsize=65536)
 def amount_parts(value: str) -> tuple[str, decimal.Decimal | None]:
     """(currency code, amount) of an amount as written."""
     code = next((c for s, c in CURRENCY_SYMBOLS.items() if s in value), None)
@@ -421,6 +563,7 @@ UNIT_FORMS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", 
 NUMBER_AND_UNIT = re.compile(r"(-?[\d,]*\d(?:\.\d+)?)\s?(%|[A-Za-z]+)?")
 
 
+@functools.lru_cache(maxsize=65536)
 def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     """(number, unit in a normal form) of a number as written: `30s` and `30 seconds` alike."""
     match = NUMBER_AND_UNIT.fullmatch(value.strip())
@@ -430,6 +573,7 @@ def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     return _decimal(match.group(1)), UNIT_FORMS.get(unit, unit)
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_value(kind: str, value: str) -> str:
     """A value's form for comparison: the same value written another way normalizes alike (1,250 and 1250, $48
     and USD 48.00, v2.3.1 and 2.3.1, an ISO date and 12 March 2025 are not: see the date rule)."""
@@ -466,6 +610,7 @@ def normalize_value(kind: str, value: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_date(text: str) -> str:
     """A date as YYYY-MM-DD (and THH:MM[:SS]); a month-name date without a year as ----MM-DD; a numeric date whose day
     and month could be either way round keeps both numbers in the order written, marked with ~."""
@@ -488,6 +633,7 @@ def normalize_date(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=65536)
 def numeric_key(kind: str, value: str) -> decimal.Decimal | None:
     """The number an amount or a number stands for (its currency and unit aside), for telling one fact written as
     `$1,249.00` and `1249.0` apart from two; None for other kinds, numbers with a unit and numbers of fewer than

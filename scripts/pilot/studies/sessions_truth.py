@@ -17,6 +17,7 @@ claims with the same words). tests/labelled/ holds the hand-labelled sets these 
 from __future__ import annotations
 
 import collections
+import functools
 import re
 from typing import Any, Callable
 
@@ -55,6 +56,11 @@ FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|o
                     r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
 
+EXAMPLE_WORDS = re.compile(r"such as|e\.g\.|for example|for instance", re.IGNORECASE)   # (a text without them has none)
+
+EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$", re.IGNORECASE)
+
+
 def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
     """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key = value`, else
     the last two content words before it in its clause and the first one after it (`refund of $1,249.00` ->
@@ -87,19 +93,27 @@ def superseded(text: str, start: int, end: int) -> bool:
 def value_key(value: Value) -> tuple:
     """What makes two spellings one fact: the same kind and normal form; for amounts and numbers of three digits or
     more (or with a decimal part), the same number (`$1,249.00`, `1249.00` and `1249.0`)."""
-    number = numeric_key(value.kind, value.text)
+    return _value_key(value.kind, value.text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _value_key(kind: str, text: str) -> tuple:
+    number = numeric_key(kind, text)
     if number is not None:
         return ("number", number)
-    return (value.kind, normalize_value(value.kind, value.text))
+    return (kind, normalize_value(kind, text))
 
 
 def bare_key(value: Value) -> tuple | None:
     """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms": 38`): one
     fact; None for anything else, and for a single digit."""
-    if value.kind != "number":
-        return None
-    number, _ = number_parts(value.text)
-    return ("bare", number) if number is not None and len(re.sub(r"\D", "", value.text)) >= 2 else None
+    return _bare_key(value.text) if value.kind == "number" else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _bare_key(text: str) -> tuple | None:
+    number, _ = number_parts(text)
+    return ("bare", number) if number is not None and len(re.sub(r"\D", "", text)) >= 2 else None
 
 
 def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
@@ -113,7 +127,10 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
     for t, turn in enumerate(parts):
         for source, text in turn:
             secrets, sentences = secret_spans(text), Sentences(text)
+            examples = EXAMPLE_WORDS.search(text) is not None
             for value in extract_values(text):
+                if examples and EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
+                    continue                     # an example of a form, not a fact of the session
                 key, plain = value_key(value), bare_key(value)
                 fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind == "date" else None) or \
                     (bare.get(plain) if plain else None)
@@ -167,7 +184,8 @@ SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|f
                    r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for this|always|never|"
                    r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any circumstances|"
                    r"in (?:all|every|any) \w+|every \w+|each \w+|for (?:anything|everything|any|all)\b|"
-                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place)\b",
+                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place|alone|untouched|"
+                   r"as it is|as is)\b",
                    re.IGNORECASE)
 
 ORDER_START = re.compile(r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more thing:?\s+)*"
@@ -212,6 +230,16 @@ NARRATIVE = re.compile(r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've
                        re.IGNORECASE)
 
 
+# A rule stated of every member of a kind ("Every PR needs a changelog entry", "All prices go in EUR", "No secrets
+# should be logged"): standing, however it is worded.
+RULE_FOR_ALL = re.compile(r"^(?:every|each|all|any|no)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs?|must|should|go(?:es)? "
+                          r"(?:in|to|into|through)|has to|have to|stays?|(?:is|are) to)\b", re.IGNORECASE)
+
+# An order tied to what is done each time ("Check with me before deleting anything", "Run the linter before you
+# push"): it holds whenever that is done, not only once.
+BEFORE_EACH = re.compile(r"\bbefore (?:you |we )\w+|\bbefore \w+ing\b", re.IGNORECASE)
+
+
 def split_sentences(text: str) -> list[str]:
     """A turn's sentences; a fragment that only stresses the one before ("Ever.", "For everything.") is joined to
     it."""
@@ -238,13 +266,13 @@ def is_standing_instruction(sentence: str) -> bool:
                  text, re.IGNORECASE):
         return False
     start = ORDER_START.search(text)
-    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|today|going|ahead|again|"
+    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|going|ahead|again|"
                         r"next|them|these|those)\b", text, re.I)
     verb = start.group(0).split()[-1].lower() if start else ""
     if start and (start.group("cond") or verb in ("no", "never", "don't", "not") or verb in POLICY_VERBS) and \
             not one_off:
         return True         # a conditional order, a prohibition, an order about how things are done: standing
-    if POLITE_ORDER.search(text):
+    if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):
         return True
     order = bool(start or ADDRESSED.search(text) or
                  re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b", text, re.I))
@@ -254,7 +282,8 @@ def is_standing_instruction(sentence: str) -> bool:
         order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to be|stays?)\b", text, re.I)
                      and SCOPE.search(text))
     return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in french|in german|"
-                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I))
+                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I) or
+                          BEFORE_EACH.search(text))
 
 
 REVOKES = re.compile(r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my (?:earlier|last|"
@@ -336,30 +365,68 @@ def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]
 # a policy or sandbox block, a human approver's no). A refusal by the operating system or a remote service (a file's
 # `Permission denied`, HTTP 403, AccessDenied, branch protection) is a failure of the call, not a denial: amendment
 # of 2026-12-03 in SESSIONS.md.
-DENIED = re.compile(
-    r"requested permissions? to use|haven't granted|has not granted|permission (?:was )?not granted|"
-    r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't want to proceed|"
-    r"chose not)|\byou (?:declined|rejected|denied|chose: ?don't)|\brejected this (?:edit|change|call|tool)|"
-    r"\bdid not allow\b|\bnot allowed in the current session\b|\bturned off for this agent\b|"
-    r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ )?(?:policy|hook|settings|sandbox|"
-    r"administrator|harness)|\bdeny rule\b|\bplan mode\b|\bhook (?:blocked|denied|refused)|"
-    r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|\bapproval (?:was )?(?:denied|declined)\b|"
-    r"^not run:|\bnot permitted by (?:the )?(?:settings|harness|policy|user)", re.IGNORECASE | re.MULTILINE)
+class Alternatives:
+    """A pattern written as its alternatives, each with the lower-case strings of which a text holds one wherever that
+    alternative can match (None: no such string). search(text) says whether the whole pattern matches anywhere in
+    text, as `pattern.search` would, running only the alternatives whose strings an ASCII text holds (a text with
+    other characters is searched with the whole pattern: a letter such as the Kelvin sign matches `k`)."""
 
-FAILED = re.compile(
-    r"^\s*(?:error|fatal|exception|failed|failure|panic)\b\s*[:!\[(]|^\s*[\w.]*(?:Error|Exception)\b:|"
-    r"Traceback \(most recent call last\)|\bnpm ERR!|\b[1-9]\d* (?:failed|errors?|failures?)\b|"
-    r"\b[1-9]\d* of \d+ \w+ failed\b|\b[1-9]\d* Error\(s\)|(?-i:\bFAILED\b|\bFAIL\b)|"
-    r"\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|\bexit code:? [1-9]|\bcommand not found\b|"
-    r"No such file or directory|\btimed out\b|\bETIMEDOUT\b|\bnon-zero exit\b|\bSegmentation fault\b|"
-    r"\bcore dumped\b|\bout of memory\b|\bOOMKilled\b|\bKilled\b|\bConnection refused\b|"
-    r"\bHTTP(?:/[\d.]+)? [45]\d\d\b|\b[45]\d\d (?:Bad|Not|Internal|Forbidden|Unauthorized|Service|Gateway)\b|"
-    r"\"(?:status|state)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|^\s*\{\s*\"error\":|"
-    r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|\bauthentication failed\b|"
-    r"\bdid not match any\b|\bdoes not exist\b|\bnot found\b|\balready exists\b|\bCONFLICT\b|\bconflict\b|"
-    r"\bremote rejected\b|\bprotected branch\b|\bpermission to \S+ denied\b|\bhook failed\b|\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b|"
-    r"\b(?:could not|couldn't|cannot|can't|unable to) \w+|\bupload failed\b|\bintegrity checksum failed\b",
-    re.IGNORECASE | re.MULTILINE)
+    def __init__(self, alternatives: list[tuple[tuple[str, ...] | None, str]], flags: int):
+        self.pattern = re.compile("|".join(alternative for _, alternative in alternatives), flags)
+        self.alternatives = [(needs, re.compile(alternative, flags)) for needs, alternative in alternatives]
+
+    def search(self, text: str) -> bool:
+        if not text.isascii():
+            return bool(self.pattern.search(text))
+        lower = text.lower()
+        return any(pattern.search(text) for needs, pattern in self.alternatives
+                   if needs is None or any(need in lower for need in needs))
+
+
+DENIED = Alternatives([
+    (("requested permission",), r"requested permissions? to use"),
+    (("not granted", "haven't granted", "has not granted"), r"haven't granted|has not granted|"
+                                                            r"permission (?:was )?not granted"),
+    (("user ",), r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't want to proceed|"
+                 r"chose not)"),
+    (("you ",), r"\byou (?:declined|rejected|denied|chose: ?don't)"),
+    (("rejected this",), r"\brejected this (?:edit|change|call|tool)"),
+    (("did not allow", "not allowed in", "turned off for"), r"\bdid not allow\b|\bnot allowed in the current session\b|"
+                                                            r"\bturned off for this agent\b"),
+    ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ )?(?:policy|hook|settings|sandbox|"
+               r"administrator|harness)"),
+    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode\b|\bhook (?:blocked|denied|refused)"),
+    (("declined", "denied"), r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|"
+                             r"\bapproval (?:was )?(?:denied|declined)\b"),
+    (("not run:", "not permitted by"), r"^not run:|\bnot permitted by (?:the )?(?:settings|harness|policy|user)"),
+], re.IGNORECASE | re.MULTILINE)
+
+FAILED = Alternatives([
+    (None, r"^\s*(?:error|fatal|exception|failed|failure|panic)\b\s*[:!\[(]|^\s*[\w.]*(?:Error|Exception)\b:"),
+    (("traceback (most recent call last)", "npm err!"), r"Traceback \(most recent call last\)|\bnpm ERR!"),
+    (("fail", "error"), r"\b[1-9]\d* (?:failed|errors?|failures?)\b|\b[1-9]\d* of \d+ \w+ failed\b|"
+                        r"\b[1-9]\d* Error\(s\)|(?-i:\bFAILED\b|\bFAIL\b)"),
+    (("exit",), r"\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|\bexit code:? [1-9]|\bnon-zero exit\b"),
+    (("command not found", "no such file or directory", "timed out", "etimedout"),
+     r"\bcommand not found\b|No such file or directory|\btimed out\b|\bETIMEDOUT\b"),
+    (("segmentation fault", "core dumped", "out of memory", "killed", "connection refused"),
+     r"\bSegmentation fault\b|\bcore dumped\b|\bout of memory\b|\bOOMKilled\b|\bKilled\b|\bConnection refused\b"),
+    (("http",), r"\bHTTP(?:/[\d.]+)? [45]\d\d\b"),
+    ((" bad", " not", " internal", " forbidden", " unauthorized", " service", " gateway"),
+     r"\b[45]\d\d (?:Bad|Not|Internal|Forbidden|Unauthorized|Service|Gateway)\b"),
+    (('"status"', '"state"', '"ok"', '"success"', '"error"'),
+     r"\"(?:status|state)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|^\s*\{\s*\"error\":"),
+    (("denied", "forbidden", "authentication failed"),
+     r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|\bauthentication failed\b"),
+    (("did not match any", "does not exist", "not found", "already exists", "conflict"),
+     r"\bdid not match any\b|\bdoes not exist\b|\bnot found\b|\balready exists\b|\bCONFLICT\b|\bconflict\b"),
+    (("remote rejected", "protected branch", "permission to ", "hook failed"),
+     r"\bremote rejected\b|\bprotected branch\b|\bpermission to \S+ denied\b|\bhook failed\b"),
+    (("error",), r"\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b"),
+    (("could not", "couldn't", "cannot", "can't", "unable to"), r"\b(?:could not|couldn't|cannot|can't|unable to) \w+"),
+    (("upload failed", "integrity checksum failed"), r"\bupload failed\b|\bintegrity checksum failed\b"),
+], re.IGNORECASE | re.MULTILINE)
+
 
 CONTENT_TOOLS = re.compile(r"^(?:read|webfetch|websearch|grep|glob|ls|fetch|search\w*|get_\w+|lookup\w*|find\w*|"
                            r"list\w*|query\w*|view\w*|open\w*|task|agent)$", re.IGNORECASE)
