@@ -7,17 +7,59 @@ import csv
 import html
 import io
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .records import SIMULATED_STAMP, study_named
 
 
+class Answer(NamedTuple):
+    """What a report says first, after its label: one plain sentence per question the study asks, computed from
+    its analysis, and the file name of the one figure that shows it (one of its figures; None: it has none)."""
+
+    sentences: list[str]
+    figure: str | None = None
+
+
+def study_answer(analysis: dict) -> Answer | None:
+    """The answer of the study an analysis records (its Report.answer hook), or None for a study without one."""
+    hook = study_named(analysis.get("study")).report.answer
+    return hook(analysis) if hook is not None else None
+
+
 def render_analysis_md(analysis: dict) -> str:
-    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, and
-    a stopped run's partial view said before the study's text."""
+    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, a
+    stopped run's partial view said before the study's text, and the study's answer (its sentences and headline
+    figure) after its title and label, before its first section."""
     note = partial_note(analysis)
     text = (f"**{note}**\n\n" if note else "") + study_named(analysis.get("study")).render_md(analysis)
+    answer = study_answer(analysis)
+    if answer is not None:
+        text = before_first_section(text, answer_md(answer.sentences, figure_link(answer)))
     return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
+
+
+def figure_link(answer: Answer, folder: str = "figures") -> tuple[str, str] | None:
+    """(alt text, relative path) of an answer's headline figure, as a markdown page beside figures/ links it."""
+    return ("the headline figure", f"{folder}/{answer.figure}") if answer.figure else None
+
+
+def before_first_section(markdown: str, insert: str) -> str:
+    """The markdown with `insert` placed before its first section heading (## ...) or first table, whichever comes
+    first: a report's title and label stay on top, everything else follows the answer."""
+    lines = markdown.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.startswith("## ") or line.startswith("|")), len(lines))
+    return "\n".join(lines[:at] + insert.rstrip("\n").split("\n") + [""] + lines[at:])
+
+
+def answer_md(sentences: list[str], figure: tuple[str, str] | None = None, label: str | None = None) -> str:
+    """The opening of any markdown report after its title: the label line (where the caller has not written it
+    already), one sentence per question as a list, then the headline figure ((alt text, relative path) or None).
+    The audit and every study's analysis.md and RESULTS.md open with it."""
+    out = [f"**{label}**", ""] if label else []
+    out += ["## The answer", ""] + [f"- {sentence}" for sentence in sentences] + [""]
+    if figure:
+        out += [f"![{figure[0]}]({figure[1]})", ""]
+    return "\n".join(out)
 
 
 def render_headline(analysis: dict) -> str:
@@ -186,14 +228,18 @@ def md_tables_to_html(markdown: str) -> str:
 
 
 REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
-                "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.1em;"
+                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0;max-width:100%}"
+                "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top;font-size:0.9em;"
+                "overflow-wrap:anywhere}th{background:#f0f0f0}code,pre{overflow-wrap:anywhere}.headline{font-size:1.1em;"
                 "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
                 ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"
-                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}"
-                ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
-                "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
-                "figcaption{color:#555;font-size:0.85em}")
+                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}.answer h2{margin:0.8em 0 0.3em}"
+                ".answer ul{margin:0.3em 0;padding-left:1.3em}.answer li{margin:0.25em 0;font-size:1.05em}"
+                "figure svg{width:100%;height:auto}.headline-figure{margin:0.8em 0}.headline-figure svg{max-height:46vh}"
+                ".states{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1em}.states pre{"
+                "white-space:pre-wrap;background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}"
+                "mark.kept{background:#cdeccd}mark.changed{background:#ffe08a}del.dropped{color:#B00000}"
+                "figure{margin:1.5em 0}figcaption{color:#555;font-size:0.85em}")
 
 
 def report_head(title: str, heading: str) -> list[str]:
@@ -202,22 +248,49 @@ def report_head(title: str, heading: str) -> list[str]:
             f"<style>{REPORT_STYLE}</style></head><body>", f"<h1>{html.escape(heading)}</h1>"]
 
 
-def label_block(label: str, simulated: bool, why: str, verdicts: str) -> str:
+def label_block(label: str, simulated: bool, why: str, verdicts: str = "") -> str:
     """The one place a report states its label and the SIMULATED mark: the marks, why and what they mean, then
-    the verdicts."""
+    the verdicts (where there is a line of them)."""
     marks = ("SIMULATED · " if simulated else "") + label
     tone = "label-ok" if label == "CONFIRMATORY" and not simulated else "label-warn"
     why = why[:1].upper() + why[1:]
     return (f'<div class="headline"><p class="label {tone}">{html.escape(marks)}</p>'
             + (f'<p class="why">{inline_html(why)}</p>' if why else "")
-            + f'<p class="verdicts">{inline_html(verdicts)}</p></div>')
+            + (f'<p class="verdicts">{inline_html(verdicts)}</p>' if verdicts else "") + "</div>")
 
 
-def figures_html(figures: list) -> list[str]:
-    """The figures ((file name, caption, svg) each), each captioned with its number and its file (the title is the
-    figure's own)."""
-    parts = ["<h2>Figures</h2>"]
-    for number, (name, _, svg) in enumerate(figures, 1):
+def answer_html(label: str, simulated: bool, why: str, sentences: list[str], figure_svg: str | None = None,
+                figure_file: str | None = None) -> str:
+    """The opening of any HTML report, in this order: the label box (label, SIMULATED, why), one plain sentence per
+    question, then the headline figure at the page's width (its SVG, and its file under figures/ where it has one).
+    Every study's report.html and the audit's open with it."""
+    parts = [label_block(label, simulated, why),
+             '<div class="answer"><h2>The answer</h2><ul>'
+             + "".join(f"<li>{inline_html(sentence)}</li>" for sentence in sentences) + "</ul></div>"]
+    if figure_svg:
+        link = (f'<figcaption>file: <a href="figures/{html.escape(figure_file)}">figures/{html.escape(figure_file)}'
+                f"</a></figcaption>" if figure_file else "")
+        parts.append(f'<figure class="headline-figure">{figure_svg}{link}</figure>')
+    return "\n".join(parts)
+
+
+def report_opening_html(analysis: dict, why: str, figures: list) -> str:
+    """A study's report.html opening (answer_html) from its analysis: its label, its answer's sentences and its
+    headline figure, found by name among the figures drawn for the page."""
+    answer = study_answer(analysis) or Answer([])
+    svg = next((figure.svg for figure in figures if figure.name == answer.figure), None)
+    return answer_html(analysis["label"], bool(analysis.get("simulated")), why, answer.sentences, svg,
+                       answer.figure if svg else None)
+
+
+def figures_html(figures: list, headline: str | None = None) -> list[str]:
+    """The figures ((file name, caption, svg) each) but the headline one the page opens with, each captioned with its
+    number and its file (the title is the figure's own)."""
+    figures = [figure for figure in figures if figure[0] != headline]
+    if not figures:
+        return []
+    parts = ["<h2>More figures</h2>" if headline else "<h2>Figures</h2>"]
+    for number, (name, _, svg) in enumerate(figures, 2 if headline else 1):
         parts.append(f'<figure>{svg}<figcaption>Figure {number} · file: <a href="figures/{name}">'
                      f"figures/{name}</a></figcaption></figure>")
     return parts

@@ -46,7 +46,7 @@ from ..cells import cascade_plan
 from ..episodes import gate_bank
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
 from . import adversarial, adversarial_analysis, constraints, constraints_analysis, constraints_figures
-from . import sessions, sessions_analysis, xr001, xr001_analysis, xr001_figures, xr001_report
+from . import sessions, sessions_analysis, sessions_figures, xr001, xr001_analysis, xr001_figures, xr001_report
 
 register_study(Study(
     name="xr001",
@@ -69,7 +69,7 @@ register_study(Study(
     headline=xr001_report.render_headline,
     run_order=xr001_analysis.in_run_order,
     gate_rows=gate_bank,
-    report=Report(figures=xr001_figures.figures, results_md=xr001_figures.results_md,
+    report=Report(answer=xr001_report.answer, figures=xr001_figures.figures, results_md=xr001_figures.results_md,
                   report_html=xr001_figures.report_html),
     demo=Demo(stand_in=xr001.stand_in),
 ))
@@ -96,7 +96,7 @@ register_study(Study(
     render_md=constraints_analysis.render_md,
     headline=constraints_analysis.render_headline,
     gate_rows=gate_bank,
-    report=Report(figures=constraints_figures.figures, report_html=constraints_figures.report_html),
+    report=Report(answer=constraints_figures.answer, figures=constraints_figures.figures, report_html=constraints_figures.report_html),
     command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
                              generate_options=constraints.GENERATE_OPTIONS),
     design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
@@ -153,7 +153,8 @@ register_study(Study(
     headline=sessions_analysis.render_headline,
     check_bank=sessions_analysis.check_bank,
     write_outputs=sessions_analysis.write_outputs,
-    report=Report(report_html=sessions_analysis.report_html),
+    report=Report(answer=sessions_figures.answer, figures=sessions_figures.figures,
+                  report_html=sessions_analysis.report_html),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions, task_warnings=sessions.task_warnings),
