@@ -26,13 +26,13 @@ def study_answer(analysis: dict) -> Answer | None:
     return hook(analysis) if hook is not None else None
 
 
-def render_analysis_md(analysis: dict) -> str:
+def render_analysis_md(analysis: dict, with_answer: bool = True) -> str:
     """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, a
     stopped run's partial view said before the study's text, and the study's answer (its sentences and headline
     figure) after its title and label, before its first section."""
     note = partial_note(analysis)
     text = (f"**{note}**\n\n" if note else "") + study_named(analysis.get("study")).render_md(analysis)
-    answer = study_answer(analysis)
+    answer = study_answer(analysis) if with_answer else None
     if answer is not None:
         text = before_first_section(text, answer_md(answer.sentences, figure_link(answer)))
     return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
@@ -155,8 +155,13 @@ def confirmatory_note(analysis: dict) -> str | None:
     return f"{SIMULATED_STAMP}; {note}" if analysis.get("simulated") else note
 
 
+LABEL_WORDS = ("EXPLORATORY", "CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")   # the labels label_consequence says
+
+
 def label_consequence(label: str) -> str:
-    return {"CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
+    return {"EXPLORATORY": "No test was pre-registered for these numbers: they describe this run, this model and "
+                           "these prompts, and support no confirmatory claim.",
+            "CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
             "NON-CONFIRMATORY": "The verdicts below are descriptive only; no claim may rest on these numbers.",
             "UNINFORMATIVE": "The verdicts are withheld: a model that fails its own ceiling cannot say whether "
                              "the format of the compacted state matters."}[label]

@@ -45,7 +45,8 @@ from __future__ import annotations
 from ..cells import cascade_plan
 from ..episodes import gate_bank
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
-from . import adversarial, adversarial_analysis, constraints, constraints_analysis, constraints_figures
+from . import adversarial, adversarial_analysis, adversarial_figures, constraints, constraints_analysis
+from . import constraints_figures
 from . import sessions, sessions_analysis, sessions_figures, xr001, xr001_analysis, xr001_figures, xr001_report
 
 register_study(Study(
@@ -126,6 +127,7 @@ register_study(Study(
     headline=adversarial_analysis.render_headline,
     check_bank=adversarial_analysis.check_bank,
     write_outputs=adversarial_analysis.write_outputs,
+    report=Report(answer=adversarial_figures.answer, figures=adversarial_figures.figures),
     command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
     design=Design(max_models=1, variants=False, state_after=adversarial.gated_state, partial_label="PARTIAL"),
 ))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import csv
-import html
 import io
 from pathlib import Path
 
