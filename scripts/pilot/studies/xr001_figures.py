@@ -4,6 +4,7 @@ from the analysis alone (and, for the token histogram, results.json's call recor
 from __future__ import annotations
 
 import html
+import re
 
 from ..bank import CLASSES, call_stage, is_primary
 from ..inputs import budget_words
@@ -352,22 +353,52 @@ def render_report(results: dict, analysis: dict, figures: list[Figure]) -> str:
     parts.append(report_opening_html(analysis, label_explanation(analysis), figures))
     parts.append(md_tables_to_html(render_body(analysis, labelled=False)))
     parts += figures_html(figures, HEADLINE_FIGURE)
-    parts.append("<h2>What was lost: final states side by side</h2>")
+    parts.append("<h2 id=\"states\">What was lost: final states side by side</h2>")
     examples = results.get("example_states") or []
     if not examples:
         parts.append("<p>This results.json carries no final states (the reference format does not).</p>")
-    index = {(e["model"], e["regime"], e["episode"]): e["final_state"] for e in examples}
+    index = {(e["model"], e["regime"], e["episode"]): e for e in examples}
+    if any("values" in e for e in examples):
+        parts.append('<p>Each pinned value as the analysis scored it (P3\'s readers): <mark class="kept">kept</mark>, '
+                     '<mark class="changed">changed</mark> (the value written instead beside it), '
+                     '<del class="dropped">dropped</del> (listed under the state).</p>')
     for model in analysis["models"]:
         episodes = sorted({e["episode"] for e in examples if e["model"] == model})
         for episode in episodes:
-            prose, typed = index.get((model, "R1", episode)), index.get((model, "R2", episode))
             parts.append(f"<h3>{html.escape(model)}, episode {episode}</h3><div class=\"states\">")
-            for name, state in (("R1 prose", prose), ("R2 typed block", typed)):
-                body = html.escape(state) if state is not None else "(not in this bank)"
-                parts.append(f"<div><h4>{name}</h4><pre>{body}</pre></div>")
+            for regime, name in (("R1", "R1 prose"), ("R2", "R2 typed block")):
+                parts.append(f"<div><h4>{name}</h4>{marked_state(index.get((model, regime, episode)))}</div>")
             parts.append("</div>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def marked_state(example: dict | None) -> str:
+    """A final state as HTML: each pinned value the scoring found kept or changed marked at its name, and the
+    dropped ones listed under it; a bank scored before states carried their values shows the text alone."""
+    if example is None:
+        return "<pre>(not in this bank)</pre>"
+    values = example.get("values") or []
+    marks = {v["name"]: v for v in values if v["class"] != "dropped"}
+    body = html.escape(example["final_state"])
+    if marks:
+        names = re.compile(r"\b(" + "|".join(re.escape(html.escape(n)) for n in sorted(marks, key=len, reverse=True))
+                           + r")\b")
+
+        def mark(match: re.Match) -> str:
+            value = marks[html.unescape(match.group(1))]
+            said = f"kept: {value['value']}" if value["class"] == "kept" else \
+                f"changed: {value['found']}, not {value['value']}"
+            return f'<mark class="{value["class"]}" title="{said}">{match.group(1)}</mark>'
+        body = names.sub(mark, body)
+    dropped = [v for v in values if v["class"] == "dropped"]
+    counts = ", ".join(f"{sum(v['class'] == c for v in values)} {c}" for c in ("kept", "changed", "dropped"))
+    summary = (f"<p>{counts} of {len(values)}" + (": " + ", ".join(
+        f'<del class="dropped">{html.escape(v["name"])} = {v["value"]}</del>' for v in dropped) if dropped else "")
+        + (("; changed: " + ", ".join(f"{html.escape(v['name'])} {v['found']} (was {v['value']})"
+                                      for v in values if v["class"] == "changed")) if any(
+            v["class"] == "changed" for v in values) else "") + "</p>") if values else ""
+    return f"<pre>{body}</pre>{summary}"
 
 
 def figures(results: dict, analysis: dict, stamped: bool = True) -> list[Figure]:
