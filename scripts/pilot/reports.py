@@ -70,6 +70,45 @@ def render_headline(analysis: dict) -> str:
     return stamped(text, analysis, f"{SIMULATED_STAMP}\n")
 
 
+def render_closing(analysis: dict) -> str:
+    """What a run prints when it ends, as plain text (no markdown): the label once (SIMULATED first where it must
+    be), a stopped run's partial view, then the study's answer sentences; a study without an answer gives its
+    headline instead, its markup taken out. The caller adds the report's path."""
+    answer = study_answer(analysis)
+    if answer is None:
+        return plain_text(render_headline(analysis))
+    marks = ("SIMULATED (stand-in model, not a result) · " if analysis.get("simulated") else "") + analysis["label"]
+    reasons = [r for r in analysis.get("label_reasons") or analysis.get("reasons") or []
+               if not (analysis.get("simulated") and r.startswith("simulated"))]
+    marks += (": " + "; ".join(reasons)) if reasons and analysis["label"] != "CONFIRMATORY" else ""
+    note = partial_note(analysis)
+    return "\n".join([marks] + ([plain_text(note)] if note else []) + [f"- {plain_text(s)}" for s in answer.sentences])
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown as a terminal shows it: **strong** and `code` without their marks, pipe tables as aligned columns
+    (their |---| rule dropped), headings without their #."""
+    out, table = [], []
+
+    def flush():
+        if table:
+            rows = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in table
+                    if not re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*", line.strip())]
+            widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows)))]
+            out.extend("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("|"):
+            table.append(INLINE_CODE.sub(r"\1", INLINE_STRONG.sub(r"\1", line)))
+            continue
+        flush()
+        out.append(INLINE_CODE.sub(r"\1", INLINE_STRONG.sub(r"\1", line.lstrip("#").strip() if line.startswith("#")
+                                                                   else line)))
+    flush()
+    return "\n".join(out)
+
+
 def partial_note(analysis: dict) -> str | None:
     """The line that opens the analysis of a run not yet finished (bank.score_run scores it over its complete
     episodes alone; analysis["partial"]); None for a finished run, or where the study's own label is

@@ -104,18 +104,20 @@ def answer(analysis: dict) -> Answer:
     """The study's answer in plain sentences (how often each condition complied, the pre-registered test and its
     verdict, how many final states still carry the instruction) and its headline figure, compliance."""
     groups, regimes, defs = analysis["groups"], analysis["regimes"], analysis.get("regime_definitions", {})
-    named = lambda r: f"{r} ({condition_name(r, defs.get(r) or {})})"      # noqa: E731
+    named = lambda r: f"{r} [{condition_name(r, defs.get(r) or {})}]"      # noqa: E731
     sentences = []
     complied = pooled_rates(analysis["compliance"], groups, regimes)
     if complied:
         sentences.append("Replies that followed the standing instruction: " + ", ".join(
             f"{named(r)} {pct(k / n)} of {n}" for r, (k, n) in complied.items()) + ".")
     test = analysis["confirmatory_test"]
+    said_p = "p =" in test["verdict"]          # a verdict that gives its p already is not given it twice
     if test["test"]:
         t = test["test"]
         sentences.append(f"On the same instances, {test['second']} complied where {test['first']} did not {t['c']} "
-                         f"times and the reverse happened {t['b']} times (exact McNemar p = {fmt_p(t['p'])}); "
-                         f"the pre-registered test says: {test['verdict']}.")
+                         f"times and the reverse happened {t['b']} times"
+                         + ("" if said_p else f" (exact McNemar p = {fmt_p(t['p'])})")
+                         + f"; the pre-registered test says: {test['verdict']}.")
     else:
         sentences.append(f"The pre-registered test, {test['second']} against {test['first']}: {test['verdict']}.")
     carried = pooled_rates({g: {r: e["carried"] for r, e in analysis["retention"].get(g, {}).items()}
