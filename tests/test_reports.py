@@ -12,7 +12,9 @@ import unittest
 
 from helpers import REPO, TempDirMixin, load_tasks, reference_results
 from pilot import bank, pages, reports
+from pilot.episodes import segment_entities
 from pilot.records import study_named
+from pilot.studies import xr001_analysis, xr001_figures
 
 EXAMPLES = REPO / "results"
 PUBLISHED = REPO / "paper" / "published"
@@ -116,6 +118,36 @@ class PublishedBankTest(TempDirMixin, unittest.TestCase):
         self.assertIn("python3 paper/make_figures.py paper/published/results.json", readme)
         self.assertIn("python3 scripts/run_pilot.py --models gemma3:4b --episodes 2", readme)
         self.assertLessEqual(len(readme.splitlines()), 160)
+
+
+class LostValuesMarkedTest(TempDirMixin, unittest.TestCase):
+    """XR-001's final states side by side mark each pinned value kept, changed or dropped, as the scoring reads it."""
+
+    def test_state_values_read_as_the_scoring_reads(self):
+        episode = load_tasks()["episodes"][0]
+        truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
+        (kept, value), (changed, old), (dropped, _) = list(truths.items())[:3]
+        state = f"values:\n{kept} = {value}\n{changed} = {old + 1}\n"
+        typed = study_named("xr001").regimes["R2"]
+        classes = {v["name"]: (v["class"], v["found"]) for v in xr001_analysis.state_values(typed, state, episode)}
+        self.assertEqual(classes[kept], ("kept", value))
+        self.assertEqual(classes[changed], ("changed", old + 1))
+        self.assertEqual(classes[dropped], ("dropped", None))
+        self.assertEqual(len(classes), len(truths))
+
+    def test_the_report_marks_them(self):
+        results, analysis = committed("smollm2-135m-llamacpp")
+        page = xr001_figures.report_html(results, analysis, xr001_figures.figures(results, analysis, False))
+        states = page[page.index('id="states"'):]
+        example = results["example_states"][0]
+        self.assertTrue(example["values"])
+        for value in example["values"]:
+            with self.subTest(value=value["name"], cls=value["class"]):
+                if value["class"] == "dropped":
+                    self.assertIn(f'<del class="dropped">{value["name"]} = {value["value"]}</del>', states)
+                elif value["name"] in example["final_state"]:
+                    self.assertIn(f'<mark class="{value["class"]}"', states)
+                    self.assertRegex(states, f'<mark class="{value["class"]}" title="[^"]*">{value["name"]}</mark>')
 
 
 class FitsThePageTest(TempDirMixin, unittest.TestCase):

@@ -38,6 +38,18 @@ def render_analysis_md(analysis: dict, with_answer: bool = True) -> str:
     return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
 
 
+def rates_in_words(rates: list[tuple[str, int, int]]) -> str:
+    """(name, k, n) each as "name 12.5%", the count once where every n is the same ("(of 8 each)"), else beside
+    each; a name with no count says so. For the answer's sentences."""
+    counted = [(name, k, n) for name, k, n in rates if n]
+    if not counted:
+        return "none"
+    text = ", ".join(f"{name} {pct(k / n)}" if n else f"{name} none" for name, k, n in rates)
+    if len({n for _, _, n in counted}) == 1 and len(counted) == len(rates):
+        return text + (f" (of {counted[0][2]} each)" if len(rates) > 1 else f" of {counted[0][2]}")
+    return ", ".join(f"{name} {pct(k / n)} of {n}" if n else f"{name} none" for name, k, n in rates)
+
+
 def figure_link(answer: Answer, folder: str = "figures") -> tuple[str, str] | None:
     """(alt text, relative path) of an answer's headline figure, as a markdown page beside figures/ links it."""
     return ("the headline figure", f"{folder}/{answer.figure}") if answer.figure else None
@@ -273,7 +285,7 @@ def md_tables_to_html(markdown: str) -> str:
 
 REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
                 "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0;max-width:100%}"
-                "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top;font-size:0.9em;"
+                "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top;font-size:0.9em;min-width:4.5em;"
                 "overflow-wrap:anywhere}th{background:#f0f0f0}code,pre{overflow-wrap:anywhere}.headline{font-size:1.1em;"
                 "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
                 ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"

@@ -22,9 +22,13 @@ protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through t
    registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or "choice"), so that
    `analyze` accepts the banks the pilot makes.
 4. Optionally, where it has them:
-   - its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own RESULTS.md or
-     report.html: records.Report(figures, results_md, report_html); without them its bank gets no figures, and
-     the shared RESULTS.md and report.html made of its headline and analysis.md (pilot/pages.py);
+   - its answer, its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own
+     RESULTS.md or report.html: records.Report(answer, figures, results_md, report_html). answer(analysis) ->
+     reports.Answer(sentences, headline figure's file name): one plain sentence per question, from the analysis's
+     counts, which every page opens with after the label (reports.answer_md and answer_html lay it out, the same
+     for every study; a report.html of its own opens with reports.report_opening_html). Without them its bank gets
+     no answer and no figures, and the shared RESULTS.md and report.html made of its label and analysis.md
+     (pilot/pages.py);
    - its own command-line options: records.CommandLine (records.Option entries for run, the pilot and plan, how
      they are read into the lock, options of `generate`, files the user brings with an option of its own); an
      option of one study given to another is refused;

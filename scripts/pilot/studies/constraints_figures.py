@@ -2,8 +2,8 @@
 the instruction, and report.html, from the analysis alone (RESULTS.md is the shared one)."""
 from __future__ import annotations
 
-from ..reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, report_head,
-    report_opening_html)
+from ..reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, rates_in_words,
+    report_head, report_opening_html)
 from ..svg import Figure, bars_position, group_room, grouped_bars, make_look
 from .constraints import PROTOCOL_ID
 from .constraints_analysis import INFORMATIVE_MIN_FULL, condition_name, render_body, uninformative_explanation
@@ -108,8 +108,8 @@ def answer(analysis: dict) -> Answer:
     sentences = []
     complied = pooled_rates(analysis["compliance"], groups, regimes)
     if complied:
-        sentences.append("Replies that followed the standing instruction: " + ", ".join(
-            f"{named(r)} {pct(k / n)} of {n}" for r, (k, n) in complied.items()) + ".")
+        sentences.append("Replies that followed the standing instruction: "
+                         + rates_in_words([(named(r), k, n) for r, (k, n) in complied.items()]) + ".")
     test = analysis["confirmatory_test"]
     said_p = "p =" in test["verdict"]          # a verdict that gives its p already is not given it twice
     if test["test"]:
@@ -123,6 +123,6 @@ def answer(analysis: dict) -> Answer:
     carried = pooled_rates({g: {r: e["carried"] for r, e in analysis["retention"].get(g, {}).items()}
                             for g in groups}, groups, regimes)
     if carried:
-        sentences.append("Final states that still carry every key term of the instruction: " + ", ".join(
-            f"{r} {pct(k / n)} of {n}" for r, (k, n) in carried.items()) + ".")
+        sentences.append("Final states that still carry every key term of the instruction: "
+                         + rates_in_words([(r, k, n) for r, (k, n) in carried.items()]) + ".")
     return Answer(sentences, CONSTRAINT_FIGURES[0][0])

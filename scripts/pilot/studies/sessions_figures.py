@@ -3,7 +3,7 @@ sessions' exact values, per regime, in plain sentences and one figure, from the 
 from __future__ import annotations
 
 from ..records import SIMULATED_STAMP
-from ..reports import Answer, pct
+from ..reports import Answer, rates_in_words
 from ..stats import rate_summary
 from ..svg import Figure, Look, grouped_bars
 from .sessions_truth import VALUE_CLASSES
@@ -38,14 +38,9 @@ def figures(results: dict, analysis: dict, stamped: bool = True) -> list[Figure]
 
 
 def shares(by_regime: dict, regimes: list[str]) -> str:
-    """Each regime's share, with its count once where every regime has the same count, else beside each."""
-    summaries = [by_regime.get(r) or rate_summary(0, 0) for r in regimes]
-    counts = {s["n"] for s in summaries}
-    if len(counts) == 1:
-        n = counts.pop()
-        return ", ".join(f"{r} {pct(s['rate'])}" for r, s in zip(regimes, summaries)) + f" (of {n} each)" if n \
-            else "none"
-    return ", ".join(f"{r} {pct(s['rate'])} of {s['n']}" if s["n"] else f"{r} none" for r, s in zip(regimes, summaries))
+    """Each regime's share in words (reports.rates_in_words)."""
+    summaries = [(r, by_regime.get(r) or rate_summary(0, 0)) for r in regimes]
+    return rates_in_words([(r, s["k"], s["n"]) for r, s in summaries])
 
 
 def answer(analysis: dict) -> Answer:
