@@ -475,6 +475,8 @@ def answer(analysis: dict) -> Answer:
         sentences.append("Prose and the typed block are not compared: no model passed the ceiling check.")
     for v in evaluate_predictions(analysis):
         sentences.append(prediction_sentence(v, analysis))
+    # what qualifies every verdict goes with them, wherever they are read (the terminal has no label box)
+    sentences += [note.strip() for note in (replaced_prompts_note(analysis), recheck_note(analysis)) if note]
     return Answer(sentences, HEADLINE_FIGURE)
 
 
