@@ -79,6 +79,13 @@ class AnswerFirstTest(TempDirMixin, unittest.TestCase):
         changed = dict(analysis, pooled={**analysis["pooled"], "R2": {**analysis["pooled"]["R2"], "rate": 0.5}})
         self.assertIn("the typed state block (R2) 50.0%", reports.study_answer(changed).sentences[0])
 
+    def test_withheld_verdicts_are_said_once(self):
+        """An UNINFORMATIVE bank withholds every verdict for one reason: one sentence, not one per prediction."""
+        results, analysis = committed("smollm2-135m-llamacpp")
+        self.assertEqual(analysis["label"], "UNINFORMATIVE")
+        sentences = reports.study_answer(analysis).sentences
+        self.assertEqual(sum("withheld" in s for s in sentences), 1, sentences)
+
     def test_a_study_without_an_answer_keeps_its_pages(self):
         """The shared layout takes a study with no answer hook (a new study's first version) as it is."""
         study = study_named("xr001")

@@ -165,7 +165,7 @@ def render_body(analysis: dict, labelled: bool = True) -> str:
     """analysis.md after its title and label banner; labelled=False also leaves out what repeats the label (its
     note before the verdicts, and a withheld verdict's reason): report.html states the label once, at its top."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    out = []                # a changed determinism probe is said in the answer, above, and beside the verdicts
     out += [task_set_line(analysis), ""]
     out += render_regimes_section(analysis)
     out += ["## Numeric-corruption rate", "",
@@ -473,8 +473,11 @@ def answer(analysis: dict) -> Answer:
                          f"p = {fmt_p(p['p'])}; models: {', '.join(mc['models'])}).")
     elif mc.get("pooled"):
         sentences.append("Prose and the typed block are not compared: no model passed the ceiling check.")
-    for v in evaluate_predictions(analysis):
-        sentences.append(prediction_sentence(v, analysis))
+    verdicts = evaluate_predictions(analysis)
+    if verdicts and all(v["verdict"] == "withheld" for v in verdicts):
+        sentences.append("Every prediction and the falsifier are withheld: no model passed the ceiling check.")
+    else:
+        sentences += [prediction_sentence(v, analysis) for v in verdicts]
     # what qualifies every verdict goes with them, wherever they are read (the terminal has no label box)
     sentences += [note.strip() for note in (replaced_prompts_note(analysis), recheck_note(analysis)) if note]
     return Answer(sentences, HEADLINE_FIGURE)
