@@ -85,7 +85,18 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         lines = self.stdout.splitlines()
         self.assertTrue(lines[0].startswith("SIMULATED"), lines[0])
         headline = next(line for line in lines if "NON-CONFIRMATORY" in line)
-        self.assertTrue(headline.startswith("**SIMULATED**"), headline)
+        self.assertTrue(headline.startswith("SIMULATED"), headline)
+
+    def test_the_closing_lines_are_plain_text_with_the_label_once_and_the_reports_path(self):
+        """After the progress: no markdown (** or backticks, no pipe table), SIMULATED and the label said once, the
+        answer's sentences, and the report's path."""
+        closing = self.stdout.split("\n", 1)[1]             # after the demo's opening line
+        for mark in ("**", "`", "|---"):
+            self.assertNotIn(mark, closing)
+        self.assertEqual(closing.count("SIMULATED"), 1, closing)
+        self.assertEqual(closing.count("NON-CONFIRMATORY"), 1, closing)
+        self.assertIn("- Prose summaries (R1) corrupted", closing)
+        self.assertIn(f"Open the report: {self.out / 'report.html'}", closing)
 
     def test_analysis_md_says_simulated_first(self):
         lines = [line for line in (self.out / "analysis.md").read_text().splitlines() if line.strip()]
@@ -261,8 +272,10 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
         listed = re.search(r"files in [^\n]*:\n((?:  .*\n)+)", self.stdout).group(1).split()
         for name in ("report.html", "lost.csv", "analysis.md"):        # the study's own files (write_outputs) too
             self.assertIn(str(self.out / name), listed)
-        on_disk = sorted(str(self.out / p.name) for p in self.out.iterdir() if not p.name.startswith("."))
-        self.assertEqual(sorted(listed), on_disk)
+        on_disk = sorted(str(self.out / p.name) for p in self.out.iterdir()
+                         if not p.name.startswith(".") and p.name != "figures")
+        on_disk += [str(p) for p in sorted((self.out / "figures").iterdir())]
+        self.assertEqual(sorted(listed), sorted(on_disk))
         self.assertIn("a 6-session pilot of XR-S1", self.stdout)
 
     def test_the_next_commands_are_its_status_and_a_run_on_your_own_sessions(self):
@@ -278,18 +291,23 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
                       "read, and how to export yours: tasks/sessions/README.md)", self.stdout)
         self.assertTrue((REPO / "tasks" / "sessions" / "README.md").is_file())
 
-    def test_its_report_is_made_through_its_study_record_with_no_figures(self):
-        """The sessions study draws no figures; its report.html is its own (Study.report.report_html) and its
-        RESULTS.md the shared one, written by the figures script as every study's are, and again by analyze."""
+    def test_its_report_is_made_through_its_study_record_with_its_headline_figure(self):
+        """The sessions study draws one figure (its values kept, reformatted, changed or dropped per regime); its
+        report.html is its own (Study.report.report_html), opening with the label box, the answer and that figure,
+        and its RESULTS.md the shared one, written by the figures script as every study's are, and again by
+        analyze."""
         self.assertEqual(len(self.started), 1)
-        self.assertFalse((self.out / "figures").exists())
+        self.assertEqual([p.name for p in (self.out / "figures").iterdir()], ["fig_s_values.svg"])
         report = (self.out / "report.html").read_text()
         self.assertIn("<h1>SIMULATED (stand-in model, not a result): XR-S1", report)
+        self.assertIn('<p class="label label-warn">SIMULATED · EXPLORATORY</p>', report)
+        self.assertLess(report.index('class="headline-figure"'), report.index("<table"))
         self.assertTrue((self.out / "RESULTS.md").read_text().startswith("# SIMULATED Results: XR-S1"))
         elsewhere = self.make_tmp() / "elsewhere"
         code, _, err = run_main(["analyze", "--results", str(self.out / "results.json"), "--out", str(elsewhere)])
         self.assertEqual(code, 0, err)
-        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), ["RESULTS.md", "analysis.md", "report.html"])
+        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), ["RESULTS.md", "analysis.md", "figures",
+                                                                       "report.html"])
         self.assertEqual((elsewhere / "report.html").read_text(), report)
 
 

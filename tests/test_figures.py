@@ -375,7 +375,9 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(report.count("<svg"), 5)
         self.assertNotIn("<script", report)
         self.assertNotIn("http://", report.replace("http://www.w3.org/2000/svg", ""))
-        self.assertIn("Falsifier rejected", report)
+        self.assertIn("Falsifier: prose is as good as the typed state block at a matched budget: rejected.", report)
+        self.assertIn("Prose summaries (R1) corrupted 36.4% of answers, the typed state block (R2) 9.4%", report)
+        self.assertIn("prose was worse 108 times and better 11 (exact McNemar p = 3.524e-21", report)
 
     def test_from_a_lone_results_json_of_a_real_run(self):
         from fake_servers import FakeOllama
@@ -426,7 +428,7 @@ class RegenerateTest(TempDirMixin, unittest.TestCase):
         analysis = bank.analyze_bank(complete)
         text = headline(xr001_figures.report_html(complete, analysis, xr001_figures.figures(complete, analysis, False)))
         self.assertTrue(text.startswith(analysis.get("label", "CONFIRMATORY")), text)
-        self.assertIn("Falsifier rejected", text)
+        self.assertNotIn("Falsifier", text)          # the verdicts are the answer's sentences, under the box
         partial = synthetic_results(["m"], complete=False)
         analysis = xr001_analysis.analyze(partial, synthetic_task_set())
         text = headline(xr001_figures.report_html(partial, analysis, xr001_figures.figures(partial, analysis, False)))
@@ -553,7 +555,7 @@ class ReportAtAGlanceTest(TempDirMixin, unittest.TestCase):
         results, analysis = simulated_smoke_bank()
         pages = [self.xr001_report(results, analysis), constraints_report(*committed_constraints(), self.make_tmp())[0]]
         for page in pages:
-            figures = re.findall(r"<figure>(.*?)</figure>", page, re.S)
+            figures = re.findall(r"<figure[^>]*>(.*?)</figure>", page, re.S)
             self.assertGreaterEqual(len(figures), 2)
             for figure in figures:
                 title = parse(re.search(r"<svg .*?</svg>", figure, re.S).group(0)).find(SVG + "title").text
@@ -829,7 +831,7 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
         with read_only(run):
             code, stdout, err = run_main(["--models", "m:1", "--out", str(run), "--episodes", "1", "--quiet"])
             self.assertEqual(code, 0, err)
-            self.assertIn("numeric-corruption rate", stdout)
+            self.assertIn("- Prose summaries (R1) corrupted", stdout)
             self.assertIn("is read-only", stdout)
             self.assertIn(f"analyze --results {run / 'results.json'} --out DIR", stdout)
             code, stdout, err = run_main(["analyze", "--out", str(run)])

@@ -210,7 +210,8 @@ class StudyWordsTest(TempDirMixin, unittest.TestCase):
         self.assertIn("results.json holds 0/5 complete cells (the 0 of 1 sessions complete in every model and regime; "
                       "4 complete cells of unfinished sessions wait for them); the analysis below covers them, marked "
                       "PARTIAL", err)
-        self.assertIn("XR-S1 (EXPLORATORY, PARTIAL: 0 of 5 cells)", printed)
+        self.assertIn("EXPLORATORY\nPARTIAL VIEW: the run is not finished; this compares the regimes over the 0 of its "
+                      "1 sessions", printed)
         self.assertIn(f"Open the report: {out / 'report.html'}", printed)
         analysis_md = (out / "analysis.md").read_text()
         self.assertIn("PARTIAL VIEW: the run is not finished; this compares the regimes over the 0 of its 1 sessions",

@@ -40,7 +40,7 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
         for name in ("manifest.json", "results.json", "analysis.md", "probes.csv", "raw/gemma3_4b_R0.jsonl",
                      "raw/gemma3_4b_R1.jsonl", "raw/gemma3_4b_R2.jsonl", "raw/qwen3_14b_R2.jsonl"):
             self.assertTrue((out / name).exists(), name)
-        self.assertIn("numeric-corruption rate", stdout)
+        self.assertIn("- Prose summaries (R1) corrupted", stdout)
         self.assertIn(str(out / "analysis.md"), stdout)
         # it closes, as the demo does, with the report to open and the folder's status command, which works
         self.assertIn(f"\nOpen the report: {out / 'report.html'}\n", stdout)
@@ -110,7 +110,7 @@ class FullPilotTest(TempDirMixin, unittest.TestCase):
                                       "--out", str(out), *FAST])
         self.assertEqual(code, 0)
         self.assertEqual(self.server.chat_count(), before)
-        self.assertIn("numeric-corruption rate", stdout)
+        self.assertIn("- Prose summaries (R1) corrupted", stdout)
 
         code, out_text, _ = run_main(["status", "--out", str(out)])
         self.assertEqual(code, 0)

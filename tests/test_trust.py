@@ -235,7 +235,7 @@ class CeilingCheckTest(TempDirMixin, unittest.TestCase):
         with FakeOllama(models=[MODEL], behaviour={"answer_style": "plain"}) as server:
             code, stdout, err = run_main(["--models", MODEL, "--host", server.url, "--out", str(out), *FAST])
         self.assertEqual(code, 0, err)
-        self.assertIn("**UNINFORMATIVE**: no model passed the ceiling check", stdout)
+        self.assertIn("UNINFORMATIVE: no model passed the ceiling check", stdout)
         analysis = (out / "analysis.md").read_text()
         self.assertIn("**F** (falsifier", analysis)
         self.assertIn("**withheld**", analysis)

@@ -2,6 +2,7 @@
 sentence that names an entity, the matched-budget guard and the share of compactions at their cap, the retention
 counts the figures read, and the pooled test when no model passes the ceiling."""
 import json
+import re
 import unittest
 
 from fake_servers import FakeOllama, read_facts
@@ -127,7 +128,11 @@ class MatchedBudgetTest(unittest.TestCase):
         self.assertIn("### F: not judged: the budgets were not matched [the realized R1/R2 ratio", narrative)
         self.assertNotIn("### F: rejected", narrative)
         report = xr001_figures.report_html(results, analysis, xr001_figures.figures(results, analysis, False))
-        self.assertIn("Falsifier not judged: the budgets were not matched", report)
+        # the report's answer says it once, in one sentence, with the ratio that failed (it said it three times)
+        sentence = re.search(r"<li>(Falsifier: [^<]*)</li>", report).group(1)
+        self.assertIn("at a matched budget: not judged, because the budgets were not matched: the realized R1/R2 "
+                      "ratio", sentence)
+        self.assertEqual(sentence.count("not matched"), 1, sentence)
         # the published bank itself is untouched: matched, confirmatory, the falsifier rejected
         published = bank.analyze_bank(reference_results(load_tasks()))
         self.assertEqual((published["label"], published["budget_guard"]["status"]), ("CONFIRMATORY", "matched"))

@@ -55,12 +55,12 @@ def command_demo(args) -> int:
         code = command_run(run_args, then_analyze=True)
     if code == EXIT_OK:
         report = run_dir / "report.html"      # a closing line names only files that exist
-        print(f"\n{SIMULATED_STAMP}: the demo took {time.monotonic() - started:.1f} s." +
+        print(f"\nThe demo took {time.monotonic() - started:.1f} s." +
               (f" Open the report: {report}" if report.is_file() else ""))
         print(f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}")
         source = study.command_line.source_option
         mine = f" on your own {source}" if source else ""
-        print(f"Next, on a real model{mine} (Ollama running, the model pulled with `ollama pull gemma3:4b`):\n"
+        print(f"Next, on a real model{mine} (Ollama running, the model pulled with: ollama pull gemma3:4b):\n"
               f"  {real_run_command(study)}")
         if source:                      # what PATH is: the study's own examples, and the README beside them
             readme = study.tasks_path.parent / "README.md"

@@ -25,7 +25,7 @@ from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DI
     FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings,
     Study, TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical,
     sha256_text, study_named, utc_now)
-from .reports import render_analysis_md, render_headline, render_probes_csv
+from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
@@ -326,7 +326,7 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
     if not folder_writable(run_dir):
         # A finished run in a read-only folder: report it from memory and say where its files can go.
         analysis = gated_analysis(score_run(manifest.data, tasks, Journal(run_dir), models), options.allow_partial)
-        print(render_headline(analysis))
+        print(render_closing(analysis))
         if (run_dir / "results.json").is_file():
             where = (f"python3 scripts/run_pilot.py analyze --results {shlex.quote(str(run_dir / 'results.json'))} "
                      f"--out DIR")
@@ -349,7 +349,7 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
               f"finish the rest.", file=sys.stderr)
     analysis = write_analysis(run_dir, results, options.allow_partial or design.partial_by_default)
     outputs = write_figures_and_report(run_dir, handover=(results, analysis))
-    print(render_headline(analysis))
+    print(render_closing(analysis))
     print_file_list(run_dir, outputs)
     if not is_simulated(manifest.data):        # the demo closes with its own lines, as these
         print()

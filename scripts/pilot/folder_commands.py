@@ -26,7 +26,7 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_C
     EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
     folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
     sha256_bytes, sha256_text, study_named, utc_now)
-from .reports import md_table, render_analysis_md, render_headline
+from .reports import md_table, plain_text, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
     is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
     refuse_unsafe_folder, variant_suffix, write_atomic)
@@ -151,7 +151,8 @@ def partial_comparison(run_dir: Path, data: dict, tasks: dict, journal: Journal)
                  if n > 1 else ""))
     analysis = analyze_bank(results, run_tasks_path(data))
     shown = shlex.quote(display_path(run_dir))
-    return (f"so far, over the complete {noun}s:\n{render_headline(analysis)}\n\nthe whole analysis so far: "
+    headline = plain_text(render_headline(analysis))
+    return (f"so far, over the complete {noun}s:\n{headline}\n\nthe whole analysis so far: "
             f"python3 scripts/run_pilot.py score --out {shown}, then analyze --out {shown} --allow-partial")
 
 
@@ -645,7 +646,7 @@ def write_merged_folder(staging: Path, shards: list[tuple], cells: dict,
         return lines, None
     analysis = write_analysis(staging, results, allow_partial=False)
     outputs = write_figures_and_report(staging, handover=(results, analysis))
-    return lines + [render_headline(analysis)], outputs
+    return lines + [plain_text(render_headline(analysis))], outputs
 
 
 def install_merged_folder(staging: Path, out: Path) -> None:

@@ -414,10 +414,12 @@ class Demo:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """What shows a study's bank besides analysis.md: its figures, RESULTS.md and report.html (pilot/pages.py writes
-    them). A hook left out is the shared one: no figures; a RESULTS.md and a report.html made of the headline and
-    analysis.md (and the figures, where there are any)."""
+    """What shows a study's bank besides analysis.md: its answer, its figures, RESULTS.md and report.html
+    (pilot/pages.py writes them). A hook left out is the shared one: no answer, no figures; a RESULTS.md and a
+    report.html made of the label, analysis.md (and the figures, where there are any). Every report opens with the
+    answer: the label, then answer's sentences and its headline figure (reports.answer_md and answer_html)."""
 
+    answer: Callable | None = None      # (analysis) -> reports.Answer(sentences, headline figure's file name or None)
     figures: Callable | None = None     # (results, analysis, stamped) -> [svg.Figure(file name, caption, svg)]
     results_md: Callable | None = None  # (analysis, figures, source) -> RESULTS.md
     report_html: Callable | None = None  # (results, analysis, figures drawn with stamped=False) -> report.html

@@ -7,17 +7,71 @@ import csv
 import html
 import io
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .records import SIMULATED_STAMP, study_named
 
 
-def render_analysis_md(analysis: dict) -> str:
-    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, and
-    a stopped run's partial view said before the study's text."""
+class Answer(NamedTuple):
+    """What a report says first, after its label: one plain sentence per question the study asks, computed from
+    its analysis, and the file name of the one figure that shows it (one of its figures; None: it has none)."""
+
+    sentences: list[str]
+    figure: str | None = None
+
+
+def study_answer(analysis: dict) -> Answer | None:
+    """The answer of the study an analysis records (its Report.answer hook), or None for a study without one."""
+    hook = study_named(analysis.get("study")).report.answer
+    return hook(analysis) if hook is not None else None
+
+
+def render_analysis_md(analysis: dict, with_answer: bool = True) -> str:
+    """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, a
+    stopped run's partial view said before the study's text, and the study's answer (its sentences and headline
+    figure) after its title and label, before its first section."""
     note = partial_note(analysis)
     text = (f"**{note}**\n\n" if note else "") + study_named(analysis.get("study")).render_md(analysis)
+    answer = study_answer(analysis) if with_answer else None
+    if answer is not None:
+        text = before_first_section(text, answer_md(answer.sentences, figure_link(answer)))
     return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
+
+
+def rates_in_words(rates: list[tuple[str, int, int]]) -> str:
+    """(name, k, n) each as "name 12.5%", the count once where every n is the same ("(of 8 each)"), else beside
+    each; a name with no count says so. For the answer's sentences."""
+    counted = [(name, k, n) for name, k, n in rates if n]
+    if not counted:
+        return "none"
+    text = ", ".join(f"{name} {pct(k / n)}" if n else f"{name} none" for name, k, n in rates)
+    if len({n for _, _, n in counted}) == 1 and len(counted) == len(rates):
+        return text + (f" (of {counted[0][2]} each)" if len(rates) > 1 else f" of {counted[0][2]}")
+    return ", ".join(f"{name} {pct(k / n)} of {n}" if n else f"{name} none" for name, k, n in rates)
+
+
+def figure_link(answer: Answer, folder: str = "figures") -> tuple[str, str] | None:
+    """(alt text, relative path) of an answer's headline figure, as a markdown page beside figures/ links it."""
+    return ("the headline figure", f"{folder}/{answer.figure}") if answer.figure else None
+
+
+def before_first_section(markdown: str, insert: str) -> str:
+    """The markdown with `insert` placed before its first section heading (## ...) or first table, whichever comes
+    first: a report's title and label stay on top, everything else follows the answer."""
+    lines = markdown.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.startswith("## ") or line.startswith("|")), len(lines))
+    return "\n".join(lines[:at] + insert.rstrip("\n").split("\n") + [""] + lines[at:])
+
+
+def answer_md(sentences: list[str], figure: tuple[str, str] | None = None, label: str | None = None) -> str:
+    """The opening of any markdown report after its title: the label line (where the caller has not written it
+    already), one sentence per question as a list, then the headline figure ((alt text, relative path) or None).
+    The audit and every study's analysis.md and RESULTS.md open with it."""
+    out = [f"**{label}**", ""] if label else []
+    out += ["## The answer", ""] + [f"- {sentence}" for sentence in sentences] + [""]
+    if figure:
+        out += [f"![{figure[0]}]({figure[1]})", ""]
+    return "\n".join(out)
 
 
 def render_headline(analysis: dict) -> str:
@@ -26,6 +80,45 @@ def render_headline(analysis: dict) -> str:
     note = partial_note(analysis)
     text = (f"{note}\n" if note else "") + study_named(analysis.get("study")).headline(analysis)
     return stamped(text, analysis, f"{SIMULATED_STAMP}\n")
+
+
+def render_closing(analysis: dict) -> str:
+    """What a run prints when it ends, as plain text (no markdown): the label once (SIMULATED first where it must
+    be), a stopped run's partial view, then the study's answer sentences; a study without an answer gives its
+    headline instead, its markup taken out. The caller adds the report's path."""
+    answer = study_answer(analysis)
+    if answer is None:
+        return plain_text(render_headline(analysis))
+    marks = ("SIMULATED (stand-in model, not a result) · " if analysis.get("simulated") else "") + analysis["label"]
+    reasons = [r for r in analysis.get("label_reasons") or analysis.get("reasons") or []
+               if not (analysis.get("simulated") and r.startswith("simulated"))]
+    marks += (": " + "; ".join(reasons)) if reasons and analysis["label"] != "CONFIRMATORY" else ""
+    note = partial_note(analysis)
+    return "\n".join([marks] + ([plain_text(note)] if note else []) + [f"- {plain_text(s)}" for s in answer.sentences])
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown as a terminal shows it: **strong** and `code` without their marks, pipe tables as aligned columns
+    (their |---| rule dropped), headings without their #."""
+    out, table = [], []
+
+    def flush():
+        if table:
+            rows = [[c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))] for line in table
+                    if not re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*", line.strip())]
+            widths = [max(len(row[i]) for row in rows if i < len(row)) for i in range(max(map(len, rows)))]
+            out.extend("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)
+            table.clear()
+
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("|"):
+            table.append(INLINE_CODE.sub(r"\1", INLINE_STRONG.sub(r"\1", line)))
+            continue
+        flush()
+        out.append(INLINE_CODE.sub(r"\1", INLINE_STRONG.sub(r"\1", line.lstrip("#").strip() if line.startswith("#")
+                                                                   else line)))
+    flush()
+    return "\n".join(out)
 
 
 def partial_note(analysis: dict) -> str | None:
@@ -113,8 +206,13 @@ def confirmatory_note(analysis: dict) -> str | None:
     return f"{SIMULATED_STAMP}; {note}" if analysis.get("simulated") else note
 
 
+LABEL_WORDS = ("EXPLORATORY", "CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")   # the labels label_consequence says
+
+
 def label_consequence(label: str) -> str:
-    return {"CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
+    return {"EXPLORATORY": "No test was pre-registered for these numbers: they describe this run, this model and "
+                           "these prompts, and support no confirmatory claim.",
+            "CONFIRMATORY": "The pre-registered verdicts below may be reported as confirmatory.",
             "NON-CONFIRMATORY": "The verdicts below are descriptive only; no claim may rest on these numbers.",
             "UNINFORMATIVE": "The verdicts are withheld: a model that fails its own ceiling cannot say whether "
                              "the format of the compacted state matters."}[label]
@@ -186,14 +284,18 @@ def md_tables_to_html(markdown: str) -> str:
 
 
 REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
-                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0}td,th{border:1px solid #bbb;"
-                "padding:3px 8px;text-align:left;font-size:0.9em}th{background:#f0f0f0}.headline{font-size:1.1em;"
+                "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0;max-width:100%}"
+                "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top;font-size:0.9em;min-width:4.5em;"
+                "overflow-wrap:anywhere}th{background:#f0f0f0}code,pre{overflow-wrap:anywhere}.headline{font-size:1.1em;"
                 "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
                 ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"
-                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}"
-                ".states{display:grid;grid-template-columns:1fr 1fr;gap:1em}.states pre{white-space:pre-wrap;"
-                "background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}figure{margin:1.5em 0}"
-                "figcaption{color:#555;font-size:0.85em}")
+                ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}.answer h2{margin:0.8em 0 0.3em}"
+                ".answer ul{margin:0.3em 0;padding-left:1.3em}.answer li{margin:0.25em 0;font-size:1.05em}"
+                "figure svg{width:100%;height:auto}.headline-figure{margin:0.8em 0}.headline-figure svg{max-height:46vh}"
+                ".states{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1em}.states pre{"
+                "white-space:pre-wrap;background:#fafafa;border:1px solid #ddd;padding:0.6em;font-size:0.85em}"
+                "mark.kept{background:#cdeccd}mark.changed{background:#ffe08a}del.dropped{color:#B00000}"
+                "figure{margin:1.5em 0}figcaption{color:#555;font-size:0.85em}")
 
 
 def report_head(title: str, heading: str) -> list[str]:
@@ -202,22 +304,49 @@ def report_head(title: str, heading: str) -> list[str]:
             f"<style>{REPORT_STYLE}</style></head><body>", f"<h1>{html.escape(heading)}</h1>"]
 
 
-def label_block(label: str, simulated: bool, why: str, verdicts: str) -> str:
+def label_block(label: str, simulated: bool, why: str, verdicts: str = "") -> str:
     """The one place a report states its label and the SIMULATED mark: the marks, why and what they mean, then
-    the verdicts."""
+    the verdicts (where there is a line of them)."""
     marks = ("SIMULATED · " if simulated else "") + label
     tone = "label-ok" if label == "CONFIRMATORY" and not simulated else "label-warn"
     why = why[:1].upper() + why[1:]
     return (f'<div class="headline"><p class="label {tone}">{html.escape(marks)}</p>'
             + (f'<p class="why">{inline_html(why)}</p>' if why else "")
-            + f'<p class="verdicts">{inline_html(verdicts)}</p></div>')
+            + (f'<p class="verdicts">{inline_html(verdicts)}</p>' if verdicts else "") + "</div>")
 
 
-def figures_html(figures: list) -> list[str]:
-    """The figures ((file name, caption, svg) each), each captioned with its number and its file (the title is the
-    figure's own)."""
-    parts = ["<h2>Figures</h2>"]
-    for number, (name, _, svg) in enumerate(figures, 1):
+def answer_html(label: str, simulated: bool, why: str, sentences: list[str], figure_svg: str | None = None,
+                figure_file: str | None = None) -> str:
+    """The opening of any HTML report, in this order: the label box (label, SIMULATED, why), one plain sentence per
+    question, then the headline figure at the page's width (its SVG, and its file under figures/ where it has one).
+    Every study's report.html and the audit's open with it."""
+    parts = [label_block(label, simulated, why),
+             '<div class="answer"><h2>The answer</h2><ul>'
+             + "".join(f"<li>{inline_html(sentence)}</li>" for sentence in sentences) + "</ul></div>"]
+    if figure_svg:
+        link = (f'<figcaption>file: <a href="figures/{html.escape(figure_file)}">figures/{html.escape(figure_file)}'
+                f"</a></figcaption>" if figure_file else "")
+        parts.append(f'<figure class="headline-figure">{figure_svg}{link}</figure>')
+    return "\n".join(parts)
+
+
+def report_opening_html(analysis: dict, why: str, figures: list) -> str:
+    """A study's report.html opening (answer_html) from its analysis: its label, its answer's sentences and its
+    headline figure, found by name among the figures drawn for the page."""
+    answer = study_answer(analysis) or Answer([])
+    svg = next((figure.svg for figure in figures if figure.name == answer.figure), None)
+    return answer_html(analysis["label"], bool(analysis.get("simulated")), why, answer.sentences, svg,
+                       answer.figure if svg else None)
+
+
+def figures_html(figures: list, headline: str | None = None) -> list[str]:
+    """The figures ((file name, caption, svg) each) but the headline one the page opens with, each captioned with its
+    number and its file (the title is the figure's own)."""
+    figures = [figure for figure in figures if figure[0] != headline]
+    if not figures:
+        return []
+    parts = ["<h2>More figures</h2>" if headline else "<h2>Figures</h2>"]
+    for number, (name, _, svg) in enumerate(figures, 2 if headline else 1):
         parts.append(f'<figure>{svg}<figcaption>Figure {number} · file: <a href="figures/{name}">'
                      f"figures/{name}</a></figcaption></figure>")
     return parts

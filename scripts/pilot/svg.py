@@ -259,7 +259,7 @@ def percent_label(rate: float) -> str:
 
 def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str], cells: dict, y_label: str,
                  look: Look, with_errors: bool = True, beside: dict | None = None, beside_label: str = "",
-                 footnotes: list[str] = (), why: str | None = None) -> str:
+                 footnotes: list[str] = (), why: str | None = None, x_label: str = "model") -> str:
     """Bars per (group, regime) with optional Wilson error bars; cells[(group, regime)] = rate summary. `beside`
     draws a second, outlined bar right of each (another count of the same cell, named by beside_label in the
     legend); a cell whose summary carries "flag" gets a ! before its value, and footnotes go under the plot."""
@@ -319,7 +319,7 @@ def grouped_bars(title: str, subtitle: str, groups: list[str], regimes: list[str
         centre = x0 + slot_w * len(regimes) / 2
         svg.line(centre, base, centre, base + 4)
         svg.text(centre, base + 17, labels[g], size=11, anchor="middle", cls="category")
-    svg.text((LEFT + right) / 2, base + 40, "model", size=11, anchor="middle")
+    svg.text((LEFT + right) / 2, base + 40, x_label, size=11, anchor="middle")
     bottom = base + 40
     if key:
         room = width - LEFT - MARGIN

@@ -22,9 +22,13 @@ protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through t
    registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or "choice"), so that
    `analyze` accepts the banks the pilot makes.
 4. Optionally, where it has them:
-   - its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own RESULTS.md or
-     report.html: records.Report(figures, results_md, report_html); without them its bank gets no figures, and
-     the shared RESULTS.md and report.html made of its headline and analysis.md (pilot/pages.py);
+   - its answer, its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own
+     RESULTS.md or report.html: records.Report(answer, figures, results_md, report_html). answer(analysis) ->
+     reports.Answer(sentences, headline figure's file name): one plain sentence per question, from the analysis's
+     counts, which every page opens with after the label (reports.answer_md and answer_html lay it out, the same
+     for every study; a report.html of its own opens with reports.report_opening_html). Without them its bank gets
+     no answer and no figures, and the shared RESULTS.md and report.html made of its label and analysis.md
+     (pilot/pages.py);
    - its own command-line options: records.CommandLine (records.Option entries for run, the pilot and plan, how
      they are read into the lock, options of `generate`, files the user brings with an option of its own); an
      option of one study given to another is refused;
@@ -45,8 +49,9 @@ from __future__ import annotations
 from ..cells import cascade_plan
 from ..episodes import gate_bank
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
-from . import adversarial, adversarial_analysis, constraints, constraints_analysis, constraints_figures
-from . import sessions, sessions_analysis, xr001, xr001_analysis, xr001_figures, xr001_report
+from . import adversarial, adversarial_analysis, adversarial_figures, constraints, constraints_analysis
+from . import constraints_figures
+from . import sessions, sessions_analysis, sessions_figures, xr001, xr001_analysis, xr001_figures, xr001_report
 
 register_study(Study(
     name="xr001",
@@ -69,7 +74,7 @@ register_study(Study(
     headline=xr001_report.render_headline,
     run_order=xr001_analysis.in_run_order,
     gate_rows=gate_bank,
-    report=Report(figures=xr001_figures.figures, results_md=xr001_figures.results_md,
+    report=Report(answer=xr001_report.answer, figures=xr001_figures.figures, results_md=xr001_figures.results_md,
                   report_html=xr001_figures.report_html),
     demo=Demo(stand_in=xr001.stand_in),
 ))
@@ -96,7 +101,7 @@ register_study(Study(
     render_md=constraints_analysis.render_md,
     headline=constraints_analysis.render_headline,
     gate_rows=gate_bank,
-    report=Report(figures=constraints_figures.figures, report_html=constraints_figures.report_html),
+    report=Report(answer=constraints_figures.answer, figures=constraints_figures.figures, report_html=constraints_figures.report_html),
     command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
                              generate_options=constraints.GENERATE_OPTIONS),
     design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
@@ -126,6 +131,7 @@ register_study(Study(
     headline=adversarial_analysis.render_headline,
     check_bank=adversarial_analysis.check_bank,
     write_outputs=adversarial_analysis.write_outputs,
+    report=Report(answer=adversarial_figures.answer, figures=adversarial_figures.figures),
     command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
     design=Design(max_models=1, variants=False, state_after=adversarial.gated_state, partial_label="PARTIAL"),
 ))
@@ -153,7 +159,8 @@ register_study(Study(
     headline=sessions_analysis.render_headline,
     check_bank=sessions_analysis.check_bank,
     write_outputs=sessions_analysis.write_outputs,
-    report=Report(report_html=sessions_analysis.report_html),
+    report=Report(answer=sessions_figures.answer, figures=sessions_figures.figures,
+                  report_html=sessions_analysis.report_html),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions, task_warnings=sessions.task_warnings),

@@ -2,7 +2,8 @@
 the instruction, and report.html, from the analysis alone (RESULTS.md is the shared one)."""
 from __future__ import annotations
 
-from ..reports import figures_html, label_block, label_consequence, md_tables_to_html, pct, report_head
+from ..reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, rates_in_words,
+    report_head, report_opening_html)
 from ..svg import Figure, bars_position, group_room, grouped_bars, make_look
 from .constraints import PROTOCOL_ID
 from .constraints_analysis import INFORMATIVE_MIN_FULL, condition_name, render_body, uninformative_explanation
@@ -80,11 +81,48 @@ def report_html(results: dict, analysis: dict, figures: list[Figure]) -> str:
     """report.html: the label and the confirmatory test's verdict once, at the top, the tables, then the figures
     (drawn with stamped=False)."""
     lead = "SIMULATED " if analysis.get("simulated") else ""
-    test = analysis["confirmatory_test"]
     parts = report_head(f"{lead}{PROTOCOL_ID} report", f"{PROTOCOL_ID}: do standing instructions survive compaction?")
-    parts.append(label_block(analysis["label"], bool(analysis.get("simulated")), constraints_label_why(analysis),
-                             f"Confirmatory test, {test['second']} vs {test['first']}: {test['verdict']}."))
+    parts.append(report_opening_html(analysis, constraints_label_why(analysis), figures))
     parts.append(md_tables_to_html(render_body(analysis)))
-    parts += figures_html(figures)
+    parts += figures_html(figures, CONSTRAINT_FIGURES[0][0])
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def pooled_rates(by_group: dict, groups: list[str], regimes: list[str]) -> dict[str, tuple[int, int]]:
+    """(k, n) per regime summed over the groups, from each group's rate summaries."""
+    out = {}
+    for r in regimes:
+        cells = [by_group.get(g, {}).get(r) for g in groups]
+        cells = [c for c in cells if c and c["n"]]
+        if cells:
+            out[r] = (sum(c["k"] for c in cells), sum(c["n"] for c in cells))
+    return out
+
+
+def answer(analysis: dict) -> Answer:
+    """The study's answer in plain sentences (how often each condition complied, the pre-registered test and its
+    verdict, how many final states still carry the instruction) and its headline figure, compliance."""
+    groups, regimes, defs = analysis["groups"], analysis["regimes"], analysis.get("regime_definitions", {})
+    named = lambda r: f"{r} [{condition_name(r, defs.get(r) or {})}]"      # noqa: E731
+    sentences = []
+    complied = pooled_rates(analysis["compliance"], groups, regimes)
+    if complied:
+        sentences.append("Replies that followed the standing instruction: "
+                         + rates_in_words([(named(r), k, n) for r, (k, n) in complied.items()]) + ".")
+    test = analysis["confirmatory_test"]
+    said_p = "p =" in test["verdict"]          # a verdict that gives its p already is not given it twice
+    if test["test"]:
+        t = test["test"]
+        sentences.append(f"On the same instances, {test['second']} complied where {test['first']} did not {t['c']} "
+                         f"times and the reverse happened {t['b']} times"
+                         + ("" if said_p else f" (exact McNemar p = {fmt_p(t['p'])})")
+                         + f"; the pre-registered test says: {test['verdict']}.")
+    else:
+        sentences.append(f"The pre-registered test, {test['second']} against {test['first']}: {test['verdict']}.")
+    carried = pooled_rates({g: {r: e["carried"] for r, e in analysis["retention"].get(g, {}).items()}
+                            for g in groups}, groups, regimes)
+    if carried:
+        sentences.append("Final states that still carry every key term of the instruction: "
+                         + rates_in_words([(r, k, n) for r, (k, n) in carried.items()]) + ".")
+    return Answer(sentences, CONSTRAINT_FIGURES[0][0])

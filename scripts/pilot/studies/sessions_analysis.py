@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import csv
-import html
 import io
 from pathlib import Path
 
@@ -18,10 +17,12 @@ from ..bank import ScoredRun, cell_final_state, score_probe
 from ..gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
 from ..inputs import budget_words
 from ..records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
-from ..reports import fmt_p, inline_html, md_table, pct, render_recheck_section, spreadsheet_safe
+from ..reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head, report_opening_html,
+    spreadsheet_safe)
 from ..runfolder import write_atomic
 from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
+from .sessions_figures import figures
 from .sessions_truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS, judge_state,
     mask_secrets)
 
@@ -493,15 +494,20 @@ def intervals_note(a: dict) -> str:
             (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n < least else ""))
 
 
+def label_why(a: dict) -> str:
+    """Why the study's report is EXPLORATORY (and PARTIAL, while cells are missing), as its label box says."""
+    cov = a["coverage"]
+    return ("No protocol was registered before these sessions were chosen, so nothing here is a confirmatory "
+            "result: the rates describe these sessions, this model and these prompts. "
+            + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} cells are "
+                                        f"complete; rerun the same command to finish."))
+
+
 def report_blocks(a: dict) -> list[tuple]:
     """The report as blocks: ("h1"|"h2"|"p", text), ("table", header, rows), ("list", items)."""
     title = f"{PROTOCOL_ID}: what compaction lost from your sessions"
     blocks: list[tuple] = [("h1", (f"{SIMULATED_STAMP}: " if a["simulated"] else "") + title)]
-    cov = a["coverage"]
-    blocks.append(("p", "EXPLORATORY. No protocol was registered before these sessions were chosen, so nothing here "
-                        "is a confirmatory result: the rates describe these sessions, this model and these prompts. "
-                        + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} "
-                                                    f"cells are complete; rerun the same command to finish.")))
+    blocks.append(("p", "**EXPLORATORY**. " + label_why(a)))
     blocks.append(("h2", "Sessions read"))
     blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments", "values",
                              "instructions", "failed steps", "probes"],
@@ -638,17 +644,9 @@ def render_blocks_md(blocks: list[tuple]) -> str:
     return "\n".join(out)
 
 
-HTML_STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-              "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}td,th{border:1px solid #ccc;"
-              "padding:.25em .5em;vertical-align:top;text-align:left}th{background:#f2f2f2}h1{font-size:1.5em}"
-              "code{background:#f4f4f4}")
-
-
 def render_blocks_html(blocks: list[tuple]) -> str:
     """The blocks as HTML, their markdown (`code`, **strong**) rendered as analysis.md's reader would see it."""
-    text = inline_html
-    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-           f"<title>{html.escape(blocks[0][1])}</title><style>{HTML_STYLE}</style></head><body>"]
+    text, out = inline_html, []
     for block in blocks:
         kind = block[0]
         if kind in ("h1", "h2", "h3"):
@@ -661,7 +659,7 @@ def render_blocks_html(blocks: list[tuple]) -> str:
                        + "</table>")
         elif kind == "list":
             out.append("<ul>" + "".join(f"<li>{text(item)}</li>" for item in block[1]) + "</ul>")
-    return "\n".join(out + ["</body></html>", ""])
+    return "\n".join(out)
 
 
 def render_md(analysis: dict) -> str:
@@ -701,9 +699,13 @@ def render_lost_csv(analysis: dict) -> str:
     return buffer.getvalue()
 
 
-def report_html(results: dict, analysis: dict, figures: list) -> str:
-    """report.html (Study.report.report_html): the same blocks as analysis.md, as HTML."""
-    return render_blocks_html(report_blocks(analysis))
+def report_html(results: dict, analysis: dict, drawn: list) -> str:
+    """report.html (Study.report.report_html): the label, the answer and its figure (drawn with stamped=False), then
+    the same blocks as analysis.md after its title and label, as HTML."""
+    blocks = report_blocks(analysis)
+    parts = report_head(blocks[0][1], blocks[0][1]) + [report_opening_html(analysis, label_why(analysis), drawn),
+                                                        render_blocks_html(blocks[2:]), "</body></html>"]
+    return "\n".join(parts) + "\n"
 
 
 def write_outputs(run_dir: Path, results: dict) -> list[Path]:
@@ -711,6 +713,7 @@ def write_outputs(run_dir: Path, results: dict) -> list[Path]:
     (marked PARTIAL while cells are missing), as protocol/SESSIONS.md section 6 says; the report is the one its
     Report writes again when the bank is analysed."""
     analysis = analyze(results)
-    write_atomic(run_dir / "report.html", report_html(results, analysis, []).encode("utf-8"))
+    write_atomic(run_dir / "report.html", report_html(results, analysis, figures(results, analysis, False))
+                 .encode("utf-8"))
     write_atomic(run_dir / "lost.csv", render_lost_csv(analysis).encode("utf-8"))
     return [run_dir / "report.html", run_dir / "lost.csv"]

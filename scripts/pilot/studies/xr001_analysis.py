@@ -49,6 +49,23 @@ def score_retention(regime: Regime, state: str, episode: dict) -> dict:
             "n_entities": len(truths), "method": reader, **loose}
 
 
+def state_values(regime: Regime, state: str, episode: dict) -> list[dict]:
+    """Each pinned entity value of the episode as a final state holds it, read as P3 reads it (a typed block by its
+    exact `NAME = N` lines, a prose state by the sentence that names the entity): kept (the value written), changed
+    (another value, in "found") or dropped (the name absent, or no value beside it). The report marks them."""
+    truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
+    reader = regime.state_reader
+    if reader == "typed":
+        found = read_typed_state(state)
+    elif reader.startswith("section:"):
+        found = read_typed_state(read_section(state, reader[len("section:"):]))
+    else:
+        found = read_prose_state_by_sentence(state, truths)
+    return [{"name": name, "value": value, "found": found.get(name),
+             "class": "kept" if found.get(name) == value else "changed" if found.get(name) is not None else "dropped"}
+            for name, value in truths.items()]
+
+
 def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
     """One complete cell: its probes, every call's guards (cap hits, token counts, thinking), the write-time retention
     of its final state and, for the first two episodes, the final state itself. Probes, states and calls away from
@@ -73,7 +90,9 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
         if regime.state_reader != "none":
             stage.append({**score_retention(regime, final_state, episode), **base})
         if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
-            examples.append({**base, "final_state": final_state})
+            examples.append({**base, "final_state": final_state,
+                             **({"values": state_values(regime, final_state, episode)}
+                                if regime.state_reader != "none" else {})})
     return {"probes": probes, "compaction_stage": stage, "calls": guards, "example_states": examples}
 
 

@@ -5,7 +5,7 @@ from ..bank import CLASSES
 from ..gate import render_gate_section
 from ..inputs import budget_words
 from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
-from ..reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
+from ..reports import (Answer, confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
     render_recheck_section)
 from .xr001 import PROTOCOL_ID
 from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
@@ -165,7 +165,7 @@ def render_body(analysis: dict, labelled: bool = True) -> str:
     """analysis.md after its title and label banner; labelled=False also leaves out what repeats the label (its
     note before the verdicts, and a withheld verdict's reason): report.html states the label once, at its top."""
     regimes, models = analysis["regimes"], analysis["models"]
-    out = [recheck_note(analysis), ""] if recheck_note(analysis) else []
+    out = []                # a changed determinism probe is said in the answer, above, and beside the verdicts
     out += [task_set_line(analysis), ""]
     out += render_regimes_section(analysis)
     out += ["## Numeric-corruption rate", "",
@@ -441,3 +441,62 @@ def verdict_with_guards(verdict: dict, sep: str = " ") -> str:
                 for g in verdict["guards"]]
         text += " [" + "; ".join(said) + "]"
     return text
+
+
+# The answer every report opens with (reports.answer_md, answer_html): plain sentences from the analysis's counts.
+REGIME_WORDS = {"R0": "the full transcript", "R1": "prose summaries", "R2": "the typed state block"}
+PREDICTION_WORDS = {
+    "P1": "the full transcript corrupts no more answers than the typed state block, and the typed block fewer "
+          "than prose, in every model",
+    "P2": "prose makes more off-by-one and swapped-value errors (the incident signature) than the typed state block",
+    "P3": "exploratory: the typed final states keep more entity values right than the prose ones",
+    "F": "falsifier: prose is as good as the typed state block at a matched budget"}
+HEADLINE_FIGURE = "fig_a_corruption.svg"
+
+
+def answer(analysis: dict) -> Answer:
+    """The study's answer in plain sentences (how often each regime corrupted an answer, the paired comparison,
+    each prediction by what it says and its verdict) and its headline figure, the corruption rates."""
+    pooled, regimes = analysis["pooled"], analysis["regimes"]
+    order = [r for r in ("R1", "R2") if r in regimes] + [r for r in regimes if r not in ("R1", "R2")]
+    rates = [f"{REGIME_WORDS.get(r, 'regime ' + r)} ({r}) {pct(pooled[r]['rate'])}" for r in order if pooled[r]["n"]]
+    sentences = []
+    if rates:
+        first, *rest = rates
+        lead, rate = first.rsplit(" ", 1)
+        sentences.append(f"{lead[:1].upper()}{lead[1:]} corrupted {rate} of answers"
+                         + (", " + ", ".join(rest) if rest else "") + ".")
+    mc = analysis["mcnemar"]
+    if mc.get("pooled") and mc.get("models"):
+        p = mc["pooled"]
+        sentences.append(f"On the same probes prose was worse {p['c']} times and better {p['b']} (exact McNemar "
+                         f"p = {fmt_p(p['p'])}; models: {', '.join(mc['models'])}).")
+    elif mc.get("pooled"):
+        sentences.append("Prose and the typed block are not compared: no model passed the ceiling check.")
+    verdicts = evaluate_predictions(analysis)
+    if verdicts and all(v["verdict"] == "withheld" for v in verdicts):
+        sentences.append("Every prediction and the falsifier are withheld: no model passed the ceiling check.")
+    else:
+        sentences += [prediction_sentence(v, analysis) for v in verdicts]
+    # what qualifies every verdict goes with them, wherever they are read (the terminal has no label box)
+    sentences += [note.strip() for note in (replaced_prompts_note(analysis), recheck_note(analysis)) if note]
+    return Answer(sentences, HEADLINE_FIGURE)
+
+
+def prediction_sentence(verdict: dict, analysis: dict) -> str:
+    """One prediction by what it says, then its verdict; a verdict not judged says why once, and a model left out
+    by the ceiling check is named."""
+    words = PREDICTION_WORDS.get(verdict["id"], verdict["claim"])
+    said = verdict["verdict"]
+    guard = analysis.get("budget_guard") or {}
+    if verdict["id"] == "F" and guard.get("status") in ("unmatched", "unknown") and said != "withheld":
+        said = "not judged, because " + guard["text"]
+    elif verdict["id"] == "F" and guard.get("status", "matched") != "matched" and said != "withheld":
+        said += f" ({guard['text']})"
+    elif said == "withheld":
+        said = "withheld (no model passed the ceiling check)"
+    left_out = [g for g in verdict.get("guards", []) if "ceiling check" in g]
+    kind, _, words = words.rpartition(": ")
+    lead = "Falsifier" if verdict["id"] == "F" else "Prediction" + (f" ({kind})" if kind else "")
+    return f"{lead}: {words}: {said}" + \
+        (f" ({'; '.join(left_out)})" if left_out else "") + "."
