@@ -151,7 +151,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 mock.patch.object(socket, "getaddrinfo", refuse):
             code, _, _, out = self.audit(str(EXAMPLE))
         self.assertEqual(code, 0)
-        self.assertEqual(sorted(os.listdir(out)), ["analysis.md", "audit.csv", "report.html"])
+        self.assertEqual(sorted(os.listdir(out)), ["analysis.md", "audit.csv", "figures", "report.html"])
 
     def test_a_malformed_file_never_stops_the_others(self):
         folder = self.make_tmp()
@@ -232,10 +232,35 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         out = self.make_tmp() / "audit-example"
         code, _, _ = run_main(["audit", str(EXAMPLE), "--out", str(out), "--quiet"])
         self.assertEqual(code, 0)
-        for name in ("audit.csv", "analysis.md", "report.html"):
+        for name in ("audit.csv", "analysis.md", "report.html", "figures/fig_audit.svg"):
             with self.subTest(name):
                 self.assertEqual((out / name).read_bytes(),
                                  (REPO / "results" / "audit-example" / name).read_bytes())
+
+    def test_the_report_opens_with_the_label_the_answer_and_its_figure(self):
+        """Issue 33 in the audit: the label, the answer's sentences and the headline figure before the first table,
+        in analysis.md and report.html, and the terminal's lines plain, with the report's path."""
+        out = self.make_tmp() / "opening"
+        code, printed, _ = run_main(["audit", str(EXAMPLE), "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0)
+        report = (out / "report.html").read_text(encoding="utf-8")
+        first = "Across 5 compactions in 4 sessions"
+        self.assertLess(report.index('<div class="headline">'), report.index(first))
+        self.assertLess(report.index(first), report.index('<figure class="headline-figure">'))
+        self.assertLess(report.index('<figure class="headline-figure">'), report.index("<table"))
+        self.assertIn('href="figures/fig_audit.svg"', report)
+        markdown = (out / "analysis.md").read_text(encoding="utf-8")
+        table = markdown.index("\n|")
+        self.assertLess(markdown.index("**EXPLORATORY**"), markdown.index(first))
+        self.assertLess(markdown.index(first), markdown.index("(figures/fig_audit.svg)"))
+        self.assertLess(markdown.index("(figures/fig_audit.svg)"), table)
+        svg = (out / "figures" / "fig_audit.svg").read_text(encoding="utf-8")
+        self.assertIn('data-group="value" data-series="said wrong"', svg)
+        self.assertIn('data-value="5"', svg)                  # 2 of 40 values changed
+        self.assertNotIn("**", printed)
+        self.assertNotIn("`", printed)
+        self.assertEqual(printed.count("EXPLORATORY"), 1)
+        self.assertIn(f"Open the report: {out / 'report.html'}", printed)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`audit`: the compactions an agent already recorded in its logs, each summary scored against the history it replaced
 (pilot/studies/sessions_audit.py), or one summary made by any compactor against its transcript (--source/--summary).
-No model is called and nothing is sent anywhere; the logs are only read, and audit.csv, analysis.md and report.html
-go to --out (default: results/audit-<the first 12 hex digits of the digest of what was read>).
+No model is called and nothing is sent anywhere; the logs are only read, and audit.csv, analysis.md, report.html and
+figures/fig_audit.svg go to --out (default: results/audit-<the first 12 hex digits of the digest of what was read>).
 """
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 from .records import EXIT_OK, PilotError, RESULTS_ROOT, display_path
-from .runfolder import folder_writable, refuse_foreign_folder, write_atomic
+from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .studies.sessions_audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair, audit_sessions, log_files,
     read_logs)
-from .studies.sessions_audit_report import render_audit_csv, render_audit_headline, render_audit_html, render_audit_md
+from .studies.sessions_audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv, render_audit_headline,
+    render_audit_html, render_audit_md)
 from .studies.sessions_formats import read_file_text, read_session_file
 
 OUTPUTS = ("audit.csv", "analysis.md", "report.html")
@@ -108,11 +109,20 @@ def command_audit(args) -> int:
         out_dir = RESULTS_ROOT / f"audit-{read['sha256'][:12]}"
         check_out(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in zip(OUTPUTS, (render_audit_csv(records), render_audit_md(analysis),
-                                    render_audit_html(analysis))):
+    figure = audit_figure(analysis)
+    outputs = dict(zip(OUTPUTS, (render_audit_csv(records), render_audit_md(analysis),
+                                 render_audit_html(analysis, figure))))
+    if figure is not None:
+        outputs[f"figures/{AUDIT_FIGURE[0]}"] = figure
+    for name in outputs:                    # every output checked before any is written: no link, no non-file
+        refuse_unsafe(out_dir / name)
+    if figure is not None:
+        (out_dir / "figures").mkdir(exist_ok=True)
+    for name, text in outputs.items():
         write_atomic(out_dir / name, text.encode("utf-8"))
     print(render_audit_headline(analysis))
-    print(f"wrote {', '.join(display_path(out_dir / n) for n in OUTPUTS)} in {time.monotonic() - started:.1f} s; "
+    print(f"wrote {', '.join(display_path(out_dir / n) for n in outputs)} in {time.monotonic() - started:.1f} s; "
           f"no model was called and nothing was written beside the logs")
+    print(f"Open the report: {display_path(out_dir / 'report.html')}")
     return EXIT_OK
 

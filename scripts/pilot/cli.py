@@ -427,7 +427,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--summary", metavar="FILE",
                             help="a summary made of the transcript by any compactor (UTF-8 text)")
         parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
-                            help="folder for audit.csv, analysis.md and report.html (default: results/audit-<the "
+                            help="folder for audit.csv, analysis.md, report.html and figures/ (default: results/audit-<the "
                                  "digest of what was read>)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":

@@ -165,8 +165,8 @@ def refuse_foreign_folder(folder: Path) -> None:
     if not folder.is_dir():
         return
     refuse_unsafe_folder(folder)
-    if (folder / "manifest.json").exists() or (folder / "results.json").exists():
-        return
+    if any((folder / name).exists() for name in ("manifest.json", "results.json", "audit.csv")):
+        return                          # a run folder or an audit's: ours to write again (a README beside is kept)
     foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES and not p.name.startswith("."))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")

@@ -8,13 +8,26 @@ from __future__ import annotations
 import csv
 import io
 
-from ..reports import label_block, md_tables_to_html, pct, report_head, spreadsheet_safe
+from ..reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
+from ..stats import rate_summary
+from ..svg import Look, grouped_bars
 from .sessions_analysis import fmt_interval, render_blocks_md
 from .sessions_audit import CLASSES, GATE_MEANS, LOST
 
 TITLE = "Audit: what your agent's own compactions lost"
 
 MAX_WORST = 20                          # compactions listed in full, worst first (every row is in audit.csv)
+
+AUDIT_FIGURE = ("fig_audit.svg", "What the summaries did with the history they replaced")
+
+# Each item type's classes as three outcomes the figure draws side by side: kept (a value kept verbatim or
+# reformatted, an instruction present, a step reported with its outcome), said wrong (changed, contradicted, claimed
+# done) and missing (dropped, absent).
+OUTCOMES = {"kept": {"value": ("kept", "reformatted"), "instruction": ("present",), "step": ("reported",)},
+            "said wrong": {"value": ("changed",), "instruction": ("contradicted",), "step": ("claimed done",)},
+            "missing": {"value": ("dropped",), "instruction": ("absent",), "step": ("absent",)}}
+OUTCOME_COLOURS = {"kept": "#009E73", "said wrong": "#E69F00", "missing": "#B00000"}
+ITEM_NAMES = {"value": "values", "instruction": "instructions", "step": "failed steps"}
 
 MAX_ITEMS_SHOWN = 30                    # items listed per compaction
 
@@ -69,6 +82,25 @@ def answers(a: dict) -> list[str]:
                + (": " + "; ".join(f"{n:,} {k} ({GATE_MEANS.get(k, 'see the gate')})" for k, n in a["gate"].items())
                   + "." if flagged else ": none invents an instruction or a claim."))
     return out
+
+
+def audit_figure(a: dict) -> str | None:
+    """The headline figure: per item type, the share of its items the summaries kept, said wrong or left out, pooled
+    over compactions (no intervals: the items of one session are not independent); None when nothing was scored."""
+    types = [t for t in CLASSES if sum(a["classes"][t].values())]
+    if not a["n_scored"] or not types:
+        return None
+    cells = {}
+    for t in types:
+        total = sum(a["classes"][t].values())
+        for outcome, classes in OUTCOMES.items():
+            cells[(t, outcome)] = rate_summary(sum(a["classes"][t][c] for c in classes[t]), total)
+    look = Look(None, {o: o for o in OUTCOMES}, OUTCOME_COLOURS,
+                {t: f"{ITEM_NAMES[t]} ({sum(a['classes'][t].values()):,})" for t in types}, [])
+    return grouped_bars(AUDIT_FIGURE[1], f"{plural(a['n_scored'], 'compaction')} in {plural(a['n_sessions'], 'session')}"
+                        f"; kept: a value verbatim or reformatted, an instruction present, a step reported with its "
+                        f"outcome; said wrong: changed, contradicted, claimed done", types, list(OUTCOMES), cells,
+                        "share of items (%)", look, with_errors=False, x_label="item type")
 
 
 def rate_cell(a: dict, name: str, key: str) -> str:
@@ -144,16 +176,17 @@ def unscored_blocks(a: dict) -> list[tuple]:
 
 
 def render_audit_md(a: dict) -> str:
+    figure = (AUDIT_FIGURE[1], f"figures/{AUDIT_FIGURE[0]}") if audit_figure(a) else None
     opening = [f"# {TITLE}", "", f"**{a['label']}**: " + "; ".join(a["reasons"]) + ".", ""]
-    opening += [f"- {sentence}" for sentence in answers(a)] + [""]
-    return "\n".join(opening) + "\n" + render_blocks_md(report_blocks(a))
+    return "\n".join(opening) + answer_md(answers(a), figure) + "\n" + render_blocks_md(report_blocks(a))
 
 
-def render_audit_html(a: dict) -> str:
+def render_audit_html(a: dict, figure_svg: str | None = None) -> str:
     head = report_head(TITLE, TITLE)
-    box = label_block(a["label"], False, "; ".join(a["reasons"]) + ".", " ".join(answers(a)))
+    opening = answer_html(a["label"], False, "; ".join(a["reasons"]) + ".", answers(a), figure_svg,
+                          AUDIT_FIGURE[0] if figure_svg else None)
     body = md_tables_to_html(render_blocks_md(report_blocks(a)))
-    return "\n".join(head + [box, body, "</body></html>", ""])
+    return "\n".join(head + [opening, body, "</body></html>", ""])
 
 
 def render_audit_headline(a: dict) -> str:
