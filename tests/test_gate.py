@@ -548,3 +548,48 @@ class AdversarialTasksTest(unittest.TestCase):
                 self.assertIn(episode["planted"], {f["category"] for f in bad if f["blocking"]}, bad)
 
 
+
+
+class SourceReadAsNeededTest(unittest.TestCase):
+    """check_state reads the source only for a state that makes a claim, passes over a source clause without any
+    claim word's letters before reading its values, and reads the source's plain line pairs only for a claim of done
+    no clause supports: the same findings, less work."""
+
+    def texts(self) -> list[str]:
+        repo = Path(__file__).resolve().parent.parent
+        found = []
+        for name in ("state_claims.json", "failed_steps.json", "instructions.json", "values.json"):
+            found += [json.dumps(item, ensure_ascii=False) for item in
+                      json.loads((repo / "tests" / "labelled" / name).read_text(encoding="utf-8"))]
+        found += [line for path in sorted((repo / "tests" / "fixtures" / "sessions").rglob("*.json*"))
+                  for line in path.read_text(encoding="utf-8").splitlines()]
+        return found
+
+    def test_a_clause_without_claim_letters_makes_no_claim(self):
+        from pilot.claims import CLAIM_FAMILIES, without_values
+        checked = 0
+        for text in self.texts():
+            for clause in gate.state_clauses(text.replace("\\n", "\n")):
+                bare = without_values(clause)
+                if any(pattern.search(bare) for pattern in CLAIM_FAMILIES.values()):
+                    checked += 1
+                    self.assertTrue(gate.CLAIM_WORD_LETTERS.search(clause), clause)
+        self.assertGreater(checked, 100)
+        for pattern in CLAIM_FAMILIES.values():            # every alternative's words, as the family writes them
+            for word in ("done", "completed", "complete", "successfully", "went through", "passing", "passes",
+                         "e-mailed", "cleaned up", "rolled back", "read back", "cross-checked", "authorised",
+                         "authorized", "signed off", "underway", "wrote", "green"):
+                if pattern.search(word):
+                    self.assertTrue(gate.CLAIM_WORD_LETTERS.search(word), word)
+
+    def test_no_claim_no_reading_of_the_source(self):
+        from unittest import mock
+        ledger = gate.normalize_ledger({"entities": {}})
+        with mock.patch.object(gate, "source_events", side_effect=AssertionError("source read")), \
+                mock.patch.object(gate, "plain_events", side_effect=AssertionError("source read")):
+            gate.check_state("The queue holds 3 jobs. Next: review the export.", ledger, "ran the export\nok")
+        with mock.patch.object(gate, "plain_events", side_effect=AssertionError("plain pairs read")):
+            found = gate.check_state("The export was verified.", ledger, "We verified the export against the ledger.")
+        self.assertEqual([f for f in found if f["category"] == "status"], [])
+        found = gate.check_state("The export was pushed.", ledger, "git push origin export\nEverything up-to-date")
+        self.assertEqual([f for f in found if f["category"] == "status"], [])
