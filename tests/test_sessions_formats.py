@@ -205,6 +205,19 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             with self.assertRaisesRegex(formats.SessionFileError, "larger than"):
                 self.read("big.json", json.dumps(CHAT))
 
+    def test_a_folder_of_subfolders_names_the_one_to_give(self):
+        """Codex keeps its rollouts in sessions/YYYY/MM/DD and Cline a folder per task: a folder whose sessions are
+        all below it is refused in one line that names a subfolder holding one (links never followed)."""
+        tree = self.tmp / "sessions" / "2026" / "03" / "14"
+        tree.mkdir(parents=True)
+        (tree / "rollout-1.jsonl").write_text(json.dumps(CHAT[1]) + "\n")
+        os.symlink(tree, self.tmp / "sessions" / "2026" / "a-link")       # (a link below is never followed)
+        code, _, err = run_main(["plan", "--study", "sessions", "--sessions", str(self.tmp / "sessions")])
+        self.assertEqual(code, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(f"holds no session file itself, and the study reads no subfolder; {tree} holds one", err)
+        self.assertNotIn("a-link", err)
+
     def test_a_folder_reads_its_json_and_jsonl_files_and_names_what_it_left_out(self):
         folder = self.tmp / "logs"
         folder.mkdir()

@@ -128,12 +128,46 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
         else:
             files.append((entry, entry.name))
     if not files:
+        below = files_below(path)
+        if below:
+            raise refuse(str(path), f"holds no session file itself, and the study reads no subfolder; {below[0]} "
+                         f"holds one" + (f" ({len(below)} subfolders do)" if len(below) > 1 else ""),
+                         f"give that subfolder or a file in it with --sessions, or copy the sessions you want into "
+                         f"one folder (`audit` reads a whole tree of logs: tasks/sessions/README.md)")
         raise refuse(str(path), "holds no session file (.json, .jsonl, .traj, .eval or .aider.chat.history.md)",
                      f"put session files there ({FORMATS_READ})")
     if len(files) > MAX_FILES:
         raise refuse(str(path), f"holds {len(files)} session files, more than the {MAX_FILES} one run reads",
                      "split them into several folders")
     return files, left_out
+
+
+def files_below(path: Path, depth: int = 4, most: int = 20) -> list[Path]:
+    """Subfolders under path (links never followed, hidden ones passed over, at most `depth` levels down) that hold
+    a session file themselves: what to name when a folder holds none (at most `most` of them)."""
+    found: list[Path] = []
+    level = [path]
+    for _ in range(depth):
+        deeper = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir(), key=lambda p: p.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
+                    continue
+                try:
+                    holds = any(wanted(f.name) and f.is_file() and not f.is_symlink() for f in entry.iterdir())
+                except OSError:
+                    continue
+                if holds:
+                    found.append(entry)
+                    if len(found) >= most:
+                        return found
+                deeper.append(entry)
+        level = deeper
+    return found
 
 
 def read_file_bytes(path: Path, shown: str) -> bytes:
