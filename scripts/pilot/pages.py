@@ -112,7 +112,9 @@ def read_results(path: Path) -> tuple[dict, dict]:
         problems = results_shape_problems(results, table)
         problem = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
     if problem:
-        raise InputError(f"{path} is not a results file these figures can be made from: {problem}")
+        raise InputError(f"{path} is not a results file these figures can be made from: {problem}; point at the "
+                         f"results.json of a run of this runner (a worked example's README names the command that "
+                         f"makes its outputs again)")
     return results, table
 
 
