@@ -286,7 +286,7 @@ def md_tables_to_html(markdown: str) -> str:
 REPORT_STYLE = ("body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;"
                 "padding:0 1em;color:#111}table{border-collapse:collapse;margin:0.6em 0;max-width:100%}"
                 "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left;vertical-align:top;font-size:0.9em;min-width:4.5em;"
-                "overflow-wrap:anywhere}th{background:#f0f0f0}code,pre{overflow-wrap:anywhere}.headline{font-size:1.1em;"
+                "overflow-wrap:anywhere}th{background:#f0f0f0;overflow-wrap:normal;hyphens:auto}code,pre{overflow-wrap:anywhere}.headline{font-size:1.1em;"
                 "padding:0.2em 0.9em;border-left:5px solid #0072B2;background:#f4f8fb}.headline p{margin:0.6em 0}"
                 ".headline .label{font-weight:bold;letter-spacing:0.03em;font-size:1.1em}.label-ok{color:#0072B2}"
                 ".label-warn{color:#B00000}.headline .verdicts{font-weight:bold}.answer h2{margin:0.8em 0 0.3em}"
