@@ -332,7 +332,15 @@ class FormerFolderTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         for name in ("analysis.md", "gate.csv", "results.json"):
             self.assertEqual((folder / name).read_bytes(), (self.EXAMPLE / name).read_bytes(), name)
-        self.assertEqual(out, (self.EXAMPLE / "analysis.md").read_text() + "\n")
+        # the terminal: plain text, the label once, the answer's sentences, where the analysis is (issue 33)
+        self.assertTrue(out.startswith("EXPLORATORY: a pilot of the release gate"), out[:100])
+        self.assertEqual(out.count("EXPLORATORY"), 1)
+        self.assertNotIn("**", out)
+        self.assertNotIn("|", out)
+        self.assertIn(f"Open the analysis: {folder / 'analysis.md'}", out)
+        analysis = (folder / "analysis.md").read_text()
+        self.assertLess(analysis.index("**EXPLORATORY**"), analysis.index("- Under R2:"))
+        self.assertLess(analysis.index("- Under R2:"), analysis.index("\n|"))
         self.assertIs(records.folder_study(json.loads((folder / "manifest.json").read_text())).name, "adversarial")
 
     def test_the_example_readme_says_what_its_analysis_shows(self):

@@ -15,7 +15,7 @@ from ..bank import ScoredRun, parse_answer
 from ..gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_prediction, gate_verdict
 from ..inputs import load_task_set
 from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
-from ..reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
+from ..reports import answer_md, fmt_rate, md_table, pct, plain_text, render_recheck_section, spreadsheet_safe
 from ..runfolder import FORMER_RUNNERS, FormerRunner, parse_record_line, refuse_unsafe, write_atomic
 from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
@@ -569,8 +569,28 @@ def regate_former_folder(run_dir: Path, manifest: dict, tasks: dict) -> dict:
     results = {"study": PROTOCOL_ID, "lock": lock, "summary": summary, "states": scored["states"],
                "probes": scored["probes"]}
     write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_atomic(run_dir / "analysis.md", render_summary_md(summary, lock).encode("utf-8"))
+    write_atomic(run_dir / "analysis.md", render_former_md(summary, lock).encode("utf-8"))
     return summary
+
+
+def former_label(summary: dict, lock: dict) -> str:
+    """The label of a former runner's folder, from its counts: EXPLORATORY (a pilot of the gate), PARTIAL while
+    sessions are missing, SIMULATED first for a stand-in model."""
+    return ("SIMULATED · " if lock.get("backend") == SIMULATED_BACKEND else "") + "EXPLORATORY" + \
+        ("" if summary["complete_sessions"] == lock.get("n_episodes") else ", PARTIAL")
+
+
+def former_answer(summary: dict) -> list[str]:
+    """The study's answer sentences (adversarial_figures.answer) for a former runner's summary."""
+    from .adversarial_figures import answer          # (the figures module reads this one's constants)
+    return answer({"summary": summary}).sentences
+
+
+def render_former_md(summary: dict, lock: dict) -> str:
+    """A former runner's analysis.md, opening as every report does: its title, the label, the answer's sentences
+    (it has no figure), then the tables."""
+    title, _, rest = render_summary_md(summary, lock).partition("\n")
+    return title + "\n\n" + answer_md(former_answer(summary), None, former_label(summary, lock)) + rest
 
 
 def regate_former(run_dir: Path, manifest: dict) -> tuple[str, dict]:
@@ -579,7 +599,9 @@ def regate_former(run_dir: Path, manifest: dict) -> tuple[str, dict]:
     if task_set["sha256"] != manifest["lock"].get("tasks_sha256"):
         raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
     summary = regate_former_folder(run_dir, manifest, task_set["tasks"])
-    return render_summary_md(summary, manifest["lock"]), summary
+    lines = [former_label(summary, manifest["lock"]) + ": a pilot of the release gate, not a confirmatory test"] + [f"- {plain_text(s)}" for s in former_answer(summary)]
+    return "\n".join(lines + [f"Open the analysis: {display_path(run_dir / 'analysis.md')} (and gate.csv beside it)"]), \
+        summary
 
 
 FORMER_RUNNERS[PROTOCOL_ID] = FormerRunner(former_folder_message, regate_former)
