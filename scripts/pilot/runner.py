@@ -355,7 +355,6 @@ def call_priority(ctx: RunContext, cell: Cell, spec: CallSpec) -> tuple[int, boo
 
 
 def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict]) -> dict:
-    from . import transport
     temperature = ctx.config.temperature if spec.temperature is None else spec.temperature
     seed = sample_seed(cell.sample) if spec.seed is None else spec.seed
     request = ChatRequest(model=cell.model, messages=tuple(messages), max_output_tokens=spec.max_output_tokens,
@@ -389,6 +388,7 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
         ctx.template.check(response.text)            # journalled first: the evidence is kept
     except RunAborted:
         if not ctx.stop.is_set():   # at once, so that no other thread sends a call once the run is judged
+            from . import transport
             ctx.stop.set()
             sys.stderr.write(f"\nstopping: the server's chat template does not match the model; no new calls will "
                              f"be sent; waiting up to {transport.STOP_GRACE_S:g} s for the calls in flight\n")
