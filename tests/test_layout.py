@@ -251,6 +251,19 @@ class StartUpTest(TempDirMixin, unittest.TestCase):
                 self.assertIn("pilot.folder_commands", self.assert_lean(["plan", "--study", study, "--models", "m"], 0,
                                                                       NOT_FOR_PLAN))
 
+    def test_analyze_imports_the_gate_only_for_a_gated_bank(self):
+        """analyze of a bank with no gate block does not compile the gate's patterns (its section would be empty)."""
+        results = json.loads((REPO / "results" / "smollm2-135m-gate" / "results.json").read_text(encoding="utf-8"))
+        results.pop("gate")
+        bank_path = self.make_tmp() / "results.json"
+        bank_path.write_text(json.dumps(results), encoding="utf-8")
+        out = self.make_tmp() / "analysis"
+        got, modules = modules_imported_by(["analyze", "--results", str(bank_path), "--out", str(out)],
+                                           self.make_tmp())
+        self.assertEqual(got, 0)
+        self.assertTrue((out / "analysis.md").is_file())
+        self.assertNotIn("pilot.gate", modules)
+
     def test_a_hook_imports_its_module_on_first_call(self):
         """The registry's hooks call the analysis modules' own functions (a patch of one is seen), and a probe kind
         that a study's analysis registers is there when a probe of that kind is first read."""
