@@ -36,7 +36,9 @@ protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through t
    protocol_id, protocol_path), its tasks, its calls, its results, then the optional hooks and sub-records. Import
    only the shared core and its own modules (a helper two studies share moves into the core):
    tests/test_layout.py refuses an import of another study's module, and checks that it fills every required
-   field and that its entry keeps this order.
+   field and that its entry keeps this order. Its design module is imported at the top; its analysis, figures and
+   report are named with later(".KEY_analysis", "analyze") and imported on their first call, so that a command
+   imports only what it uses (a probe kind its analysis registers is named with bank.register_probe_kind_module).
 Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal, lock, retries,
 resume, status, plan, verify, shards, figures, report and demo.
 """
