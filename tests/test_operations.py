@@ -727,10 +727,12 @@ class PortableLockTest(TempDirMixin, unittest.TestCase):
     def run_without_fcntl(self, module, argv):
         import contextlib
         out, err = io.StringIO(), io.StringIO()
-        # the fresh package in place while it runs: a command imports its modules when it runs (the command line's
-        # lazy imports), and they must be the fresh package's, which has no fcntl, not this process's
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch.dict(sys.modules, {**module.package, "fcntl": None, "msvcrt": None}):
+        # the fresh package alone in place while it runs (sys.modules as it was restored after): a command imports
+        # its modules when it runs, and they must be the fresh package's, which has no fcntl, not this process's
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), mock.patch.dict(sys.modules):
+            for name in [n for n in sys.modules if n == "pilot" or n.startswith("pilot.")]:
+                del sys.modules[name]
+            sys.modules.update({**module.package, "fcntl": None, "msvcrt": None})
             code = module.main(argv)
         return code, err.getvalue()
 
