@@ -59,6 +59,7 @@ Usage: python scripts/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 1
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -169,6 +170,9 @@ def traced_run(trace_path: Path, runner: Path, argv: list[str]) -> int:
     sys.path.insert(0, str(runner.parent))
     from pilot import cli, runfolder, runner as pilot_runner
     import pilot.studies  # noqa: F401  (registers the studies, as run_pilot.py does)
+    # the slots' classes: in the runner's namespace, or (since the runner imports its transport where it sends, not
+    # when it is imported) in the transport's
+    slots_home = pilot_runner if hasattr(pilot_runner, "CallSlots") else importlib.import_module("pilot.transport")
 
     clock = time.monotonic
     calls: list[dict] = []
@@ -215,7 +219,7 @@ def traced_run(trace_path: Path, runner: Path, argv: list[str]) -> int:
         return fsync
 
     wrap(pilot_runner, "make_call", call_started, call_done)
-    hold = getattr(pilot_runner, "SlotHold", None)
+    hold = getattr(slots_home, "SlotHold", None)
     if hold is not None and hasattr(hold, "sending"):
         # the request is written once the call holds a slot, by its own thread or by the one that freed the slot
         sending = hold.sending
@@ -236,9 +240,9 @@ def traced_run(trace_path: Path, runner: Path, argv: list[str]) -> int:
             return sending(self, traced_send)
         hold.sending = traced_sending
     else:                                   # the runner before issue 24: the slot, then the request, in one thread
-        wrap(pilot_runner.CallSlots, "acquire", lambda: mark("slot_asked"), lambda: mark("slot_got"))
+        wrap(slots_home.CallSlots, "acquire", lambda: mark("slot_asked"), lambda: mark("slot_got"))
         wrap(http.client.HTTPConnection, "request", None, lambda: mark("sent"))
-    wrap(pilot_runner.CallSlots, "release", lambda: mark("released"))
+    wrap(slots_home.CallSlots, "release", lambda: mark("released"))
     wrap(http.client.HTTPConnection, "getresponse", None, lambda: mark("headers"))
     wrap(http.client.HTTPResponse, "read", None, lambda: mark("body"))
     wrap(runfolder.Journal, "append", lambda: mark("journal_start"), lambda: mark("journal_end"))

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import re
 import shutil
+import subprocess
+import sys
 import unittest
 from pathlib import Path
 from unittest import mock
 
 from helpers import REPO, TempDirMixin
-from pilot import records, runfolder
+from pilot import bank, records, runfolder
 import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
@@ -186,6 +189,97 @@ class CodeLockTest(TempDirMixin, unittest.TestCase):
                     self.assertEqual(runfolder.runner_sha256(), before)
             (scripts / "pilot" / "studies" / "new_study.py").write_text('"""a new module"""\n')
             self.assertNotEqual(runfolder.runner_sha256(), before)
+
+
+# What `plan` needs none of: the transport, the gate and its rules, the pages and figures, the sessions study's readers
+# and ground truth (and every study's analysis); `--help` needs none of the commands, the runner or the reports either.
+NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.gate", "pilot.claims", "pilot.values", "pilot.pages",
+                "pilot.svg", "pilot.studies.sessions_formats", "pilot.studies.sessions_truth")
+NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.commands", "pilot.folder_commands", "pilot.runner", "pilot.reports")
+
+IMPORTED_BY = """import contextlib, io, json, sys
+sys.path.insert(0, sys.argv[1])
+from pilot.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    code = main(sys.argv[2:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The package modules a module imports when it is imported (not those its functions import when called)."""
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = (node.module or "").split(".")
+            found |= {".".join(filter(None, base + ([a.name] if not node.module else []))) for a in node.names}
+    return found
+
+
+def modules_imported_by(argv: list[str], cwd: Path) -> tuple[int, set[str]]:
+    """The exit code and the modules a fresh process imported to run the command line `argv`."""
+    done = subprocess.run([sys.executable, "-c", IMPORTED_BY, str(REPO / "scripts"), *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    found = json.loads(done.stdout)
+    return found["code"], set(found["modules"])
+
+
+class StartUpTest(TempDirMixin, unittest.TestCase):
+    """Each command imports what it needs: `--help`, a bad option and `plan` import none of the modules above, and
+    no study's analysis, figures or report (a study's hooks import them on their first call). Measured, not timed:
+    the start-up's time is scripts/bench_runner.py's."""
+
+    def assert_lean(self, argv: list[str], code: int, unneeded: tuple) -> set[str]:
+        """What the command imported, none of `unneeded` among it but those a study's design module imports itself
+        (the registry imports every study's design: a study may choose to, the shared code never does)."""
+        got, modules = modules_imported_by(argv, self.make_tmp())
+        self.assertEqual(got, code)
+        chosen = {f"pilot.{name}" for path in (PACKAGE / "studies").glob("*.py") if "_" not in path.stem
+                  for name in top_level_imports(path)}
+        self.assertEqual(sorted(modules & (set(unneeded) - chosen)), [])
+        self.assertEqual(sorted(m for m in modules if m.startswith("pilot.studies.") and
+                                m.rsplit("_", 1)[-1] in ("analysis", "figures", "report")), [])
+        return modules
+
+    def test_help_and_a_bad_option_import_no_command(self):
+        self.assert_lean(["--help"], 0, NOT_FOR_HELP)
+        self.assert_lean(["status", "--no-such-option"], 2, NOT_FOR_HELP)
+
+    def test_plan_imports_no_analysis_gate_or_transport(self):
+        for study in ("xr001", "constraints", "adversarial"):
+            with self.subTest(study):
+                self.assertIn("pilot.folder_commands", self.assert_lean(["plan", "--study", study, "--models", "m"], 0,
+                                                                      NOT_FOR_PLAN))
+
+    def test_analyze_imports_the_gate_only_for_a_gated_bank(self):
+        """analyze of a bank with no gate block does not compile the gate's patterns (its section would be empty)."""
+        from test_figures import synthetic_results         # an XR-001 bank with no gate block
+        results = synthetic_results(["m:1"])
+        self.assertNotIn("gate", results)
+        bank_path = self.make_tmp() / "results.json"
+        bank_path.write_text(json.dumps(results), encoding="utf-8")
+        out = self.make_tmp() / "analysis"
+        got, modules = modules_imported_by(["analyze", "--results", str(bank_path), "--out", str(out)],
+                                           self.make_tmp())
+        self.assertEqual(got, 0)
+        self.assertTrue((out / "analysis.md").is_file())
+        self.assertNotIn("pilot.gate", modules)
+
+    def test_a_hook_imports_its_module_on_first_call(self):
+        """The registry's hooks call the analysis modules' own functions (a patch of one is seen), and a probe kind
+        that a study's analysis registers is there when a probe of that kind is first read."""
+        from pilot.studies import xr001_analysis
+        with mock.patch.object(xr001_analysis, "in_run_order", return_value="ordered") as in_run_order:
+            self.assertEqual(records.study_named("xr001").run_order("rows"), "ordered")
+        in_run_order.assert_called_once_with("rows")
+        script = ("import sys; sys.path.insert(0, sys.argv[1]); import pilot.studies; from pilot import bank; "
+                  "before = 'pilot.studies.constraints_analysis' in sys.modules; "
+                  "print(before, bank.PROBE_KINDS['forced_choice'].answer_type)")
+        done = subprocess.run([sys.executable, "-c", script, str(REPO / "scripts")], capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(done.stdout.split(), ["False", "choice"])
+        with self.assertRaises(KeyError):
+            bank.PROBE_KINDS["no such kind"]
 
 
 class SizeTest(unittest.TestCase):

@@ -716,17 +716,23 @@ class PortableLockTest(TempDirMixin, unittest.TestCase):
             with mock.patch.dict(sys.modules, {"fcntl": None, "msvcrt": None}):
                 fresh = {name: importlib.import_module(f"pilot.{name}") for name in ("cli", "runfolder", "records")}
                 importlib.import_module("pilot.studies")
+                package = {name: m for name, m in sys.modules.items() if ours(name)}
         finally:
             for name in [n for n in sys.modules if ours(n)]:
                 del sys.modules[name]
             sys.modules.update(saved)
         return types.SimpleNamespace(main=fresh["cli"].main, RunLock=fresh["runfolder"].RunLock,
-                                     PilotError=fresh["records"].PilotError)
+                                     PilotError=fresh["records"].PilotError, package=package)
 
     def run_without_fcntl(self, module, argv):
         import contextlib
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        # the fresh package alone in place while it runs (sys.modules as it was restored after): a command imports
+        # its modules when it runs, and they must be the fresh package's, which has no fcntl, not this process's
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), mock.patch.dict(sys.modules):
+            for name in [n for n in sys.modules if n == "pilot" or n.startswith("pilot.")]:
+                del sys.modules[name]
+            sys.modules.update({**module.package, "fcntl": None, "msvcrt": None})
             code = module.main(argv)
         return code, err.getvalue()
 

@@ -200,7 +200,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
     def test_call_slots_bound_the_calls_and_give_a_freed_slot_to_the_earliest_cell(self):
         # a waiting call's priority is its cell's place in the schedule, then a compaction before an answer
         # (runner.call_priority): the lowest goes first, whatever the order they came in
-        slots = runner.CallSlots(1)
+        slots = transport.CallSlots(1)
         order = []
         slots.acquire((0, False))
 
@@ -226,7 +226,7 @@ class ConcurrencyTest(TempDirMixin, unittest.TestCase):
     def test_a_freed_slot_writes_the_waiting_calls_request_from_the_thread_that_freed_it(self):
         # the next request goes out without waiting for its own thread to wake; what writing it raised is raised in
         # the waiting call's thread, which then holds the slot until it gives it back
-        slots = runner.CallSlots(1)
+        slots = transport.CallSlots(1)
         slots.acquire()
         written, raised = [], []
 

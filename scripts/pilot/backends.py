@@ -16,9 +16,10 @@ import sys
 import time
 import urllib.parse
 
+# the transport (http.client, ssl) is imported where a backend is made: a command that calls no server never
+# imports it
 from .records import (BackendOptions, CALL_SEED, ChatRequest, ChatResponse, FatalCallError, NUM_CTX,
     PREFLIGHT_TIMEOUT_S, PilotError, TEMPERATURE, TransientError, known_count)
-from .transport import HttpClient, redact_url
 
 
 DEFAULT_OLLAMA_HOST = "http://localhost:11434"
@@ -34,6 +35,7 @@ class OllamaBackend:
 
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
                  reply_deadline: float | None = None):
+        from .transport import HttpClient
         self.base_url = normalize_ollama_url(base_url)
         self.http = HttpClient(self.base_url, connect_timeout, read_timeout, reply_deadline=reply_deadline)
         # one connection policy for both: the check's requests are the first calls that measure it
@@ -200,6 +202,7 @@ class OpenAIBackend:
     def __init__(self, base_url: str, connect_timeout: float, read_timeout: float, api_key: str | None = None,
                  thinking_control: str = "both", api_key_env: str = DEFAULT_API_KEY_ENV,
                  reply_deadline: float | None = None):
+        from .transport import HttpClient
         self.base_url = normalize_openai_url(base_url)
         self.api_key_env = api_key_env
         self.key_sent = bool(api_key)
@@ -400,6 +403,7 @@ PREFLIGHT_LOADING_WAIT_S = 300.0       # how long the check waits for a server t
 
 def server_info_when_loaded(backend, wait_s: float = PREFLIGHT_LOADING_WAIT_S, poll_s: float = 2.0) -> dict:
     """The server's description; a server that answers that it is still loading a model is waited for."""
+    from .transport import redact_url
     deadline = time.monotonic() + wait_s
     told = False
     while True:
@@ -418,6 +422,7 @@ def server_info_when_loaded(backend, wait_s: float = PREFLIGHT_LOADING_WAIT_S, p
 def preflight(backend, models: list[str], demo_command: str = "python3 scripts/run_pilot.py demo") -> dict:
     """Server reachable, every model present; returns what the manifest locks per model. With no server, the
     message ends with `demo_command` (the demo of the study being run)."""
+    from .transport import redact_url
     try:
         server = server_info_when_loaded(backend)
     except TransientError as err:

@@ -110,7 +110,25 @@ def integer_classes(answer: Any, question: dict, conflation: list) -> str:
 ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
                "no explanation.")
 
-PROBE_KINDS: dict = {}                  # name -> ProbeKind; a study registers its own with register_probe_kind
+class ProbeKinds(dict):
+    """name -> ProbeKind; a kind registered by a module not yet imported is imported where it is first looked up."""
+
+    def __missing__(self, name: str) -> ProbeKind:
+        load = PROBE_KIND_MODULES.pop(name, None)
+        if load is None:
+            raise KeyError(name)
+        load()
+        return self[name]
+
+
+PROBE_KINDS = ProbeKinds()              # a study registers its own kinds with register_probe_kind
+PROBE_KIND_MODULES: dict = {}           # name -> what imports the module that registers it (a study's analysis)
+
+
+def register_probe_kind_module(name: str, load: Callable[[], Any]) -> None:
+    """Say which module registers the probe kind `name`, to be imported when a probe of that kind is first read."""
+    if name not in PROBE_KINDS:
+        PROBE_KIND_MODULES[name] = load
 
 
 def register_probe_kind(kind: ProbeKind) -> ProbeKind:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import math
 import os
 import shlex
@@ -11,21 +12,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .audit_command import command_audit
 from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
 from .bank import collector_paused, end_process
-from .commands import command_adversarial, command_analyze, command_pilot, command_run, command_score
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
-from .folder_commands import (command_gate, command_generate, command_merge, command_plan, command_status,
-    command_verify)
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
-    EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES,
-    MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT, SIMULATED_BACKEND,
-    SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
-from .runner import DEFAULT_RECHECK
+    DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL,
+    EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES,
+    MAX_SAMPLES, MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT,
+    SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
 from .studies.xr001 import N_EPISODES
 
 
@@ -52,7 +48,7 @@ def command_demo(args) -> int:
             + ([] if default else ["--study", study.name]) + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
         run_args.argv = args.argv
-        code = command_run(run_args, then_analyze=True)
+        code = importlib.import_module(".commands", __package__).command_run(run_args, then_analyze=True)
     if code == EXIT_OK:
         report = run_dir / "report.html"      # a closing line names only files that exist
         print(f"\nThe demo took {time.monotonic() - started:.1f} s." +
@@ -440,10 +436,15 @@ def build_parser(command: str) -> argparse.ArgumentParser:
 
 BANK_COMMANDS = ("score", "analyze", "merge", "gate")   # they read and analyse a bank, and make no model calls
 
-COMMANDS = {"pilot": command_pilot, "generate": command_generate, "run": command_run, "score": command_score,
-            "analyze": command_analyze, "status": command_status, "plan": command_plan, "verify": command_verify,
-            "merge": command_merge, "demo": command_demo, "gate": command_gate, "adversarial": command_adversarial,
-            "audit": command_audit}
+# each command's module is imported when it runs: `--help` and a bad option import none of them
+COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands", "score": "commands",
+            "analyze": "commands", "status": "folder_commands", "plan": "folder_commands", "verify": "folder_commands",
+            "merge": "folder_commands", "demo": "cli", "gate": "folder_commands", "adversarial": "commands",
+            "audit": "audit_command"}
+
+
+def command_named(command: str) -> Callable:
+    return getattr(importlib.import_module(f".{COMMANDS[command]}", __package__), f"command_{command}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = original_argv
     try:
         with collector_paused() if command in BANK_COMMANDS else contextlib.nullcontext():
-            return COMMANDS[command](args)
+            return command_named(command)(args)
     except PilotError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code

@@ -16,21 +16,17 @@ from .backends import check_context_window, preflight
 from .bank import (analyze_bank, call_stage, collector_paused, hold_until_exit, read_bank, results_shape_problems,
     score_run)
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
-from .gate import gate_summary, render_gate_csv
 from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, missing_run_hint, read_run_options,
     resolve_run_dir, run_settings, study_of)
-from .progress import Progress
-from .records import (Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK,
-    FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone, Settings,
-    Study, TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated, read_canonical,
-    sha256_text, study_named, utc_now)
+from .records import (Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL,
+    EXIT_INTERRUPTED, EXIT_OK, FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY,
+    ServerGone, Settings, Study, TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated,
+    read_canonical, sha256_text, study_named, utc_now)
 from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
-from .runner import (DEFAULT_RECHECK, RECHECK_FILE, RunContext, StopOnSignal, TemplateMismatch, flagged_cells,
-    lost_records, recheck_pending, repair_journal, run_cells, run_recheck)
 from .studies.xr001 import N_EPISODES
 
 
@@ -110,6 +106,10 @@ def demo_command(study: Study) -> str:
 
 def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[str], todo: list,
                 total_cells: int) -> int:
+    # the runner and its transport are imported by the commands that run cells: status, plan and analyze do not
+    from .progress import Progress
+    from .runner import (RECHECK_FILE, RunContext, StopOnSignal, TemplateMismatch, recheck_pending, repair_journal,
+        run_cells, run_recheck)
     run_dir, regimes, resume = options.run_dir, options.regimes, resume_command(options.argv)
     backend = make_backend(options.backend)
     model_info = preflight(backend, models, demo_command(options.study))     # before any folder is created
@@ -235,6 +235,7 @@ def command_run(args, then_analyze: bool = False) -> int:
 
 def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     """Run (or resume) every cell of a run; with then_analyze, score and analyze it and write the figures."""
+    from .runner import recheck_pending
     study, run_dir, tasks_path, regimes = options.study, options.run_dir, options.tasks_path, options.regimes
     refuse_foreign_folder(run_dir)
     if (run_dir / "manifest.json").exists():
@@ -363,6 +364,7 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
 def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cell], bool]:
     """What a run must repair in a folder's journal, found without writing anything: the complete cells whose
     log lost a record, and whether a log holds an unreadable line."""
+    from .runner import flagged_cells, lost_records
     journal = Journal(run_dir)
     lost = {cell for cell, _ in lost_records(journal, manifest, tasks)}
     if manifest.get("template_stop"):          # the run stopped for a template mismatch: its flagged replies
@@ -371,6 +373,7 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
+    from .gate import gate_summary, render_gate_csv      # the gate is imported by the commands that gate states
     study = folder_study(manifest)
     journal = Journal(run_dir)
     flagged = total = 0

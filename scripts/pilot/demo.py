@@ -7,7 +7,6 @@ is the study's own (Study.demo: a `reply(prompt) -> text` object its module make
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -91,6 +90,7 @@ class StandInServer:
 
     def _handler_class(self):
         import http.server
+        import socket
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

@@ -13,8 +13,6 @@ from typing import Any
 from .bank import score_probe
 from .cells import all_cells, run_budgets, run_regimes, run_samples
 from .demo import STAND_IN_PROSE_FORGETS, STAND_IN_SEED
-from .gate import (GATE_CATEGORIES, RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, check_state, gate_verdict,
-    normalize_ledger)
 from .prompts import FORMAT_SECTIONS
 from .records import Regime
 from .runfolder import Journal, is_complete
@@ -317,6 +315,7 @@ def session_event_items(segments: list[dict]) -> list[dict]:
 def episode_ledger(episode: dict, checkpoint: int, regime: Regime) -> dict:
     """The authoritative ledger of one checkpoint: the values and combined values of segments 1..checkpoint, and
     the status of every event they report."""
+    from .gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger   # gating imports the gate
     segments = episode["segments"][:checkpoint]
     reader = regime.state_reader if regime.state_reader in FORMAT_SECTIONS else \
         "section:critical values" if regime.state_reader.startswith("section:") else None
@@ -333,6 +332,7 @@ def episode_source(episode: dict, checkpoint: int) -> str:
 
 
 def gate_state_row(base: dict, checkpoint: int, final: bool, state: str, episode: dict, regime: Regime) -> dict:
+    from .gate import GATE_CATEGORIES, check_state, gate_verdict
     findings = check_state(state, episode_ledger(episode, checkpoint, regime), episode_source(episode, checkpoint))
     counts = {c: sum(1 for f in findings if f["category"] == c and f["blocking"]) for c in GATE_CATEGORIES}
     omitted = next((int(f["detail"].split()[0]) for f in findings if f["category"] == "omission"), 0)
@@ -380,18 +380,22 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
 
 
 # The stand-in model of the demo (a demonstration device, never a subject; every output it makes is SIMULATED).
-STAND_IN_NAME = re.compile(RUN_GATE_NAME_PATTERN)
-
 STAND_IN_NUMBER = re.compile(r"-?\d+")
 
 STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
+
+
+def stand_in_names(text: str) -> list[str]:
+    """The entity names in text, as the run's gate finds them (its pattern; the gate is imported when first used)."""
+    from .gate import RUN_GATE_NAME_PATTERN
+    return re.findall(RUN_GATE_NAME_PATTERN, text)
 
 
 def stand_in_facts(text: str) -> tuple[dict, dict, list]:
     """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own states."""
     values, combined, relations = {}, {}, []
     for unit in re.split(r"(?<=[.!?])\s+|\n", text):
-        names, numbers = STAND_IN_NAME.findall(unit), STAND_IN_NUMBER.findall(unit)
+        names, numbers = stand_in_names(unit), STAND_IN_NUMBER.findall(unit)
         related = len(names) == 2 and STAND_IN_RELATION.search(unit)
         if related and (names[0], names[1]) not in relations:
             relations.append((names[0], names[1]))      # the neighbor is named before its base
@@ -444,7 +448,7 @@ class SessionStandIn:
         context, _, question = prompt.rpartition("Question:")
         question = question.split("\n", 1)[0]
         values, combined, _ = stand_in_facts(context)
-        names = STAND_IN_NAME.findall(question)
+        names = stand_in_names(question)
         result = None
         if "combined" in question and len(names) == 2:
             result = combined.get((names[0], names[1]))

@@ -16,13 +16,11 @@ from .bank import analyze_bank, score_run
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
 from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs, run_tasks_path,
     scored_what, warn, write_analysis, write_figures_and_report, write_results)
-from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
-    render_gate_section, run_gate_selftest)
 from .inputs import load_tasks, read_json, task_file_study
 from .launch import (check_study_design, chosen_regimes, context_window_of, given_source, missing_run_hint,
     parse_models, resolve_run_dir, study_of)
 from .prompts import build_messages
-from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
+from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull, EXIT_CELLS_FAILED, EXIT_OK,
     EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY, SURROGATE_ESCAPE, Study, canonical_json, display_path,
     folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
     sha256_bytes, sha256_text, study_named, utc_now)
@@ -30,7 +28,6 @@ from .reports import md_table, plain_text, render_analysis_md, render_headline
 from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
     is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
     refuse_unsafe_folder, variant_suffix, write_atomic)
-from .runner import DEFAULT_RECHECK, flagged_cells, lost_records, merge_rechecks, planned_kinds, recheck_pending
 
 
 def command_generate(args) -> int:
@@ -83,6 +80,7 @@ def is_task_file(path: Path) -> bool:
 
 
 def command_status(args) -> int:
+    from .runner import flagged_cells, lost_records
     run_dir = resolve_run_dir(args)
     manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
     journal = Journal(run_dir)
@@ -157,6 +155,7 @@ def partial_comparison(run_dir: Path, data: dict, tasks: dict, journal: Journal)
 
 
 def command_plan(args) -> int:
+    from .runner import recheck_pending
     regimes = {r.name: r for r in chosen_regimes(args)}
     run_dir = resolve_run_dir(args)
     manifest = Manifest.load(run_dir / "manifest.json") if (run_dir / "manifest.json").exists() else None
@@ -313,6 +312,7 @@ def measured_rate(journal: Journal, manifest: dict) -> float | None:
 def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
     """Every way the raw logs disagree with the manifest: missing, extra, altered, duplicated, torn. Without the
     task set (the user's sessions moved, say), each complete cell is checked against the plan its entry recorded."""
+    from .runner import planned_kinds
     problems = []
     journal = Journal(run_dir)
     kinds_of = planned_kinds(manifest, tasks)
@@ -400,6 +400,7 @@ def command_verify(args) -> int:
 
 
 def read_gate_input(path: str, what: str) -> str:
+    from .gate import GateInputError
     if Path(path).exists() and not Path(path).is_file():
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
                              f"UTF-8 text file")
@@ -420,6 +421,8 @@ def read_gate_input(path: str, what: str) -> str:
 
 def command_gate(args) -> int:
     """`gate STATE --ledger L [--source T]`, `gate RUN_DIR`, or `gate --selftest`: 0 pass, 1 fail, 2 bad input."""
+    from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
+        run_gate_selftest)
     if args.selftest:
         outcomes = run_gate_selftest()
         if args.json:
@@ -468,6 +471,7 @@ def command_gate(args) -> int:
 
 def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     """Gate every compacted state of a run: gate.csv, results.json, the analysis.md section and the report."""
+    from .gate import GateInputError
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
@@ -489,6 +493,7 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 
 def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bool) -> int:
     """gate RUN_DIR on a folder whose lock it holds: results, gate.csv, analysis, figures and report written."""
+    from .gate import GateInputError, render_gate_section
     results = write_results(run_dir, manifest.data, tasks)
     if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
         if folder_writable(run_dir):
@@ -693,6 +698,7 @@ def refuse_merge_target(out: Path) -> None:
 def write_merged_run(out: Path, shards: list[tuple], cells: dict, models: list[str]) -> Manifest:
     """The merged raw logs, checked against the merged manifest before it is saved: the folder becomes a run
     only once all of it is written and verifies."""
+    from .runner import merge_rechecks
     (out / "raw").mkdir(exist_ok=True)
     journal = Journal(out)
     regimes, study = run_regimes(shards[0][1]), folder_study(shards[0][1])

@@ -17,9 +17,7 @@ from .inputs import STATE_READERS, load_task_set, protocol_sha256, read_json, re
 from .prompts import PROMPTS, REGIMES
 from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, NUM_CTX, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
-from .runner import RetryPolicy
 from .studies.xr001 import N_EPISODES
-from .transport import redact_url
 
 
 RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}
@@ -424,6 +422,7 @@ def design_settings(options: RunOptions, tasks_sha: str, n_episodes: int) -> dic
 
 
 def run_settings(backend, options: RunOptions, tasks_sha: str, n_episodes: int) -> Settings:
+    from .transport import redact_url
     return Settings(backend=backend.name, base_url=redact_url(backend.base_url),
                     options={"compaction": backend.wire_options(DEFAULT_BUDGET, options.temperature,
                                                                 options.context_window),
@@ -463,6 +462,7 @@ class RunOptions:
 def refuse_address_of_the_other_backend(args) -> None:
     """--host is Ollama's address and --base-url an OpenAI-compatible server's: the one the backend does not read
     is refused, not ignored (else the run would go to the default address and say no server answers there)."""
+    from .transport import redact_url
     if args.backend == "ollama" and args.base_url:
         raise PilotError(f"--base-url is the address of an OpenAI-compatible server; add --backend openai to use "
                          f"{redact_url(args.base_url)}, or give an Ollama server as --host {redact_url(args.base_url)}")
@@ -473,6 +473,7 @@ def refuse_address_of_the_other_backend(args) -> None:
 
 def read_run_options(args) -> RunOptions:
     """The options of `run`, the pilot and `adversarial`, checked and made into one record."""
+    from .runner import RetryPolicy     # here: the commands that only read a folder never import the runner
     study = study_of(args)
     refuse_address_of_the_other_backend(args)
     return RunOptions(

@@ -47,6 +47,8 @@ EXIT_OK, EXIT_VERIFY_FAILED, EXIT_USAGE, EXIT_CELLS_FAILED, EXIT_DISK_FULL, EXIT
 # Retry policy defaults (shown in --help): capped exponential backoff with full jitter.
 DEFAULT_RETRIES = 6
 
+DEFAULT_RECHECK = 8          # calls re-sent by the runner's determinism probe after the cells finish
+
 DEFAULT_BACKOFF_BASE_S = 2.0
 
 DEFAULT_BACKOFF_CAP_S = 60.0

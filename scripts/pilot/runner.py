@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from .bank import call_stage
@@ -18,13 +17,11 @@ from .cells import journal_streams, run_regimes
 from .progress import Progress
 from .prompts import build_messages
 from .records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, Cell, ChatRequest, ChatResponse,
-    DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RETRIES, DiskFull,
-    FatalCallError, MAX_RETRY_AFTER_S, PilotError, RunInterrupted, ServerGone, Settings, Study,
-    TransientError, folder_study, utc_now)
+    DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_RECHECK,
+    DEFAULT_RETRIES, DiskFull, FatalCallError, MAX_RETRY_AFTER_S, PilotError, RunInterrupted, ServerGone, Settings,
+    Study, TransientError, folder_study, utc_now)
 from .runfolder import (Journal, Manifest, cell_key, is_complete, parse_record_line, record_variant, records_digest,
     variant_suffix)
-from . import transport
-from .transport import DEADLINE_REASON, WAIT_NAMES, CallSlots, SlotHold, redact_url
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +194,7 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
     --give-up-after seconds; then the run stops (ServerGone) and the cell is left unfinished, not FAILED.
     `priority` orders the calls waiting for a --concurrency slot (lowest first; see call_priority).
     """
+    from .transport import DEADLINE_REASON, SlotHold, redact_url   # the transport is imported by a run, not by plan
     policy = ctx.policy
     attempt = 0
     try:
@@ -251,6 +249,7 @@ def record_connection_choice(ctx: RunContext, choice: dict) -> None:
     """How calls reach the server, as the first calls decided it: into the manifest's `connections` (outside the
     lock: it shapes no output, and a resume may choose otherwise), and said once on stderr where it is not the
     usual kept-alive connection."""
+    from .transport import WAIT_NAMES, redact_url
     server = redact_url(ctx.backend.base_url)
     entry = {"server": server, "connections": choice["connections"], "why": choice["why"],
              "body_wait_ms": choice["body_wait_ms"], "calls_measured": choice["calls_measured"], "at": utc_now()}
@@ -335,6 +334,7 @@ def set_cell(ctx: RunContext, key: str, entry: dict) -> None:
 def fan_out(ctx: RunContext, call: Callable[[CallSpec], dict], specs: list[CallSpec]) -> None:
     """Run independent calls of one cell at once on the shared answer pool (one by one without it); every call
     is waited for, then the first failure in plan order is raised, so a cell fails the same way at every N."""
+    from concurrent.futures import wait
     if ctx.answer_pool is None or len(specs) < 2:
         for spec in specs:
             call(spec)
@@ -388,14 +388,13 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
         ctx.template.check(response.text)            # journalled first: the evidence is kept
     except RunAborted:
         if not ctx.stop.is_set():   # at once, so that no other thread sends a call once the run is judged
+            from . import transport
             ctx.stop.set()
             sys.stderr.write(f"\nstopping: the server's chat template does not match the model; no new calls will "
                              f"be sent; waiting up to {transport.STOP_GRACE_S:g} s for the calls in flight\n")
         raise
     return record
 
-
-DEFAULT_RECHECK = 8                     # journalled calls re-sent by the determinism probe after the cells finish
 
 RECHECK_SEED = CALL_SEED                # which ones: chosen by this seed among the calls of the complete cells
 
@@ -424,6 +423,8 @@ def run_recheck(ctx: RunContext, cells: list, k: int, concurrency: int = 1) -> d
     were sent, up to `concurrency` at once (the run's, so that the server sees them as it saw the run's calls),
     and write each new reply beside the old one in raw/recheck.jsonl as it comes (the cell logs are never touched);
     how many replies changed goes into the manifest. Calls already re-checked are not sent again."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+    from .transport import CallSlots
     candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
     chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
     path = ctx.journal.raw_dir / RECHECK_FILE
@@ -637,6 +638,8 @@ def schedule(ctx: RunContext, cells: list[Cell], concurrency: int = 1) -> list[C
 def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     """Run the given cells, up to `concurrency` calls at once, in the order of `schedule`; calls within a cell
     stay in order."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    from .transport import CallSlots
     outcome = {"COMPLETE": 0, "FAILED": 0}
     pending = schedule(ctx, cells, concurrency)
     rank = {cell: place for place, cell in enumerate(pending)}
@@ -692,6 +695,7 @@ class StopOnSignal:
         self.previous: dict = {}
 
     def _handle(self, signum, frame):
+        from . import transport
         if self.stop.is_set():
             self.on_hard_stop()
             return

@@ -40,18 +40,37 @@ protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through t
    protocol_id, protocol_path), its tasks, its calls, its results, then the optional hooks and sub-records. Import
    only the shared core and its own modules (a helper two studies share moves into the core):
    tests/test_layout.py refuses an import of another study's module, and checks that it fills every required
-   field and that its entry keeps this order.
+   field and that its entry keeps this order. Its design module is imported at the top; its analysis, figures and
+   report are named with later(".KEY_analysis", "analyze") and imported on their first call, so that a command
+   imports only what it uses (a probe kind its analysis registers is named with bank.register_probe_kind_module).
 Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal, lock, retries,
 resume, status, plan, verify, shards, figures, report and demo.
 """
 from __future__ import annotations
 
+import importlib
+
+from ..bank import register_probe_kind_module
 from ..cells import cascade_plan
-from ..episodes import gate_bank
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
-from . import adversarial, adversarial_analysis, adversarial_figures, constraints, constraints_analysis
-from . import constraints_figures
-from . import sessions, sessions_analysis, sessions_figures, xr001, xr001_analysis, xr001_figures, xr001_report
+from ..runfolder import FORMER_RUNNERS, FormerRunner
+from . import adversarial, constraints, sessions, xr001
+
+
+def later(module: str, name: str):
+    """A study's hook that imports its module on the first call: a command imports the analyses, figures and
+    reports it uses and no others (`--help` and `plan` none of them)."""
+    def hook(*args, **kwargs):
+        return getattr(importlib.import_module(module, __name__), name)(*args, **kwargs)
+    hook.__name__ = hook.__qualname__ = f"{module.lstrip('.')}.{name}"
+    return hook
+
+
+# a probe kind registered by a study's analysis is imported where a probe of that kind is first read
+register_probe_kind_module("forced_choice", lambda: importlib.import_module(".constraints_analysis", __name__))
+# folders of the adversarial study's former runner: its analysis says so and re-gates them
+FORMER_RUNNERS[adversarial.PROTOCOL_ID] = FormerRunner(later(".adversarial_analysis", "former_folder_message"),
+                                                      later(".adversarial_analysis", "regate_former"))
 
 register_study(Study(
     name="xr001",
@@ -67,15 +86,15 @@ register_study(Study(
     prompts_sha256=xr001.prompts_sha256,
     plan_calls=cascade_plan,
     call_text=xr001.call_text,
-    score_cell=xr001_analysis.score_cell,
-    score_fields=xr001_analysis.score_fields,
-    analyze=xr001_analysis.analyze,
-    render_md=xr001_report.render_md,
-    headline=xr001_report.render_headline,
-    run_order=xr001_analysis.in_run_order,
-    gate_rows=gate_bank,
-    report=Report(answer=xr001_report.answer, figures=xr001_figures.figures, results_md=xr001_figures.results_md,
-                  report_html=xr001_figures.report_html),
+    score_cell=later(".xr001_analysis", "score_cell"),
+    score_fields=later(".xr001_analysis", "score_fields"),
+    analyze=later(".xr001_analysis", "analyze"),
+    render_md=later(".xr001_report", "render_md"),
+    headline=later(".xr001_report", "render_headline"),
+    run_order=later(".xr001_analysis", "in_run_order"),
+    gate_rows=later("..episodes", "gate_bank"),
+    report=Report(answer=later(".xr001_report", "answer"), figures=later(".xr001_figures", "figures"),
+                  results_md=later(".xr001_figures", "results_md"), report_html=later(".xr001_figures", "report_html")),
     demo=Demo(stand_in=xr001.stand_in),
 ))
 
@@ -95,13 +114,14 @@ register_study(Study(
     plan_calls=constraints.plan_calls,
     call_text=constraints.call_text,
     probe_kind="forced_choice",
-    score_cell=constraints_analysis.score_cell,
-    score_fields=constraints_analysis.score_fields,
-    analyze=constraints_analysis.analyze,
-    render_md=constraints_analysis.render_md,
-    headline=constraints_analysis.render_headline,
-    gate_rows=gate_bank,
-    report=Report(answer=constraints_figures.answer, figures=constraints_figures.figures, report_html=constraints_figures.report_html),
+    score_cell=later(".constraints_analysis", "score_cell"),
+    score_fields=later(".constraints_analysis", "score_fields"),
+    analyze=later(".constraints_analysis", "analyze"),
+    render_md=later(".constraints_analysis", "render_md"),
+    headline=later(".constraints_analysis", "render_headline"),
+    gate_rows=later("..episodes", "gate_bank"),
+    report=Report(answer=later(".constraints_figures", "answer"), figures=later(".constraints_figures", "figures"),
+                  report_html=later(".constraints_figures", "report_html")),
     command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
                              generate_options=constraints.GENERATE_OPTIONS),
     design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
@@ -124,14 +144,14 @@ register_study(Study(
     prompts_sha256=adversarial.prompts_sha256,
     plan_calls=adversarial.plan_calls,
     call_text=adversarial.call_text,
-    score_cell=adversarial_analysis.score_cell,
-    score_fields=adversarial_analysis.score_fields,
-    analyze=adversarial_analysis.analyze,
-    render_md=adversarial_analysis.render_md,
-    headline=adversarial_analysis.render_headline,
-    check_bank=adversarial_analysis.check_bank,
-    write_outputs=adversarial_analysis.write_outputs,
-    report=Report(answer=adversarial_figures.answer, figures=adversarial_figures.figures),
+    score_cell=later(".adversarial_analysis", "score_cell"),
+    score_fields=later(".adversarial_analysis", "score_fields"),
+    analyze=later(".adversarial_analysis", "analyze"),
+    render_md=later(".adversarial_analysis", "render_md"),
+    headline=later(".adversarial_analysis", "render_headline"),
+    check_bank=later(".adversarial_analysis", "check_bank"),
+    write_outputs=later(".adversarial_analysis", "write_outputs"),
+    report=Report(answer=later(".adversarial_figures", "answer"), figures=later(".adversarial_figures", "figures")),
     command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
     design=Design(max_models=1, variants=False, state_after=adversarial.gated_state, partial_label="PARTIAL"),
 ))
@@ -152,15 +172,15 @@ register_study(Study(
     plan_calls=cascade_plan,
     call_text=sessions.call_text,
     probe_kind="exact",
-    score_cell=sessions_analysis.score_cell,
-    score_fields=sessions_analysis.score_fields,
-    analyze=sessions_analysis.analyze,
-    render_md=sessions_analysis.render_md,
-    headline=sessions_analysis.render_headline,
-    check_bank=sessions_analysis.check_bank,
-    write_outputs=sessions_analysis.write_outputs,
-    report=Report(answer=sessions_figures.answer, figures=sessions_figures.figures,
-                  report_html=sessions_analysis.report_html),
+    score_cell=later(".sessions_analysis", "score_cell"),
+    score_fields=later(".sessions_analysis", "score_fields"),
+    analyze=later(".sessions_analysis", "analyze"),
+    render_md=later(".sessions_analysis", "render_md"),
+    headline=later(".sessions_analysis", "render_headline"),
+    check_bank=later(".sessions_analysis", "check_bank"),
+    write_outputs=later(".sessions_analysis", "write_outputs"),
+    report=Report(answer=later(".sessions_figures", "answer"), figures=later(".sessions_figures", "figures"),
+                  report_html=later(".sessions_analysis", "report_html")),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions, task_warnings=sessions.task_warnings),

@@ -16,7 +16,7 @@ from ..gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_pre
 from ..inputs import load_task_set
 from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
 from ..reports import answer_md, fmt_rate, md_table, pct, plain_text, render_recheck_section, spreadsheet_safe
-from ..runfolder import FORMER_RUNNERS, FormerRunner, parse_record_line, refuse_unsafe, write_atomic
+from ..runfolder import parse_record_line, refuse_unsafe, write_atomic
 from ..states import INT_PATTERN, to_int
 from ..stats import rate_summary
 from .adversarial import (CASES, DEFAULT_REGIMES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, REGIMES,
@@ -599,9 +599,7 @@ def regate_former(run_dir: Path, manifest: dict) -> tuple[str, dict]:
     if task_set["sha256"] != manifest["lock"].get("tasks_sha256"):
         raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
     summary = regate_former_folder(run_dir, manifest, task_set["tasks"])
-    lines = [former_label(summary, manifest["lock"]) + ": a pilot of the release gate, not a confirmatory test"] + [f"- {plain_text(s)}" for s in former_answer(summary)]
-    return "\n".join(lines + [f"Open the analysis: {display_path(run_dir / 'analysis.md')} (and gate.csv beside it)"]), \
-        summary
-
-
-FORMER_RUNNERS[PROTOCOL_ID] = FormerRunner(former_folder_message, regate_former)
+    lines = [former_label(summary, manifest["lock"]) + ": a pilot of the release gate, not a confirmatory test"]
+    lines += [f"- {plain_text(s)}" for s in former_answer(summary)]
+    lines.append(f"Open the analysis: {display_path(run_dir / 'analysis.md')} (and gate.csv beside it)")
+    return "\n".join(lines), summary

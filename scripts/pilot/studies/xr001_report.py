@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from ..bank import CLASSES
-from ..gate import render_gate_section
 from ..inputs import budget_words
 from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
 from ..reports import (Answer, confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
@@ -200,7 +199,9 @@ def render_body(analysis: dict, labelled: bool = True) -> str:
     out += render_guards_section(analysis)
     out += render_server_work_section(analysis)
     out += render_recheck_section(analysis)
-    out += render_gate_section(analysis)
+    if analysis.get("gate"):            # the gate (its patterns compiled at import) only for a gated bank
+        from ..gate import render_gate_section
+        out += render_gate_section(analysis)
     verdicts = evaluate_predictions(analysis)
     if verdicts:
         out += ["## Pre-registered predictions", ""]
