@@ -8,6 +8,7 @@ of one action made one (`e-mail` and `email`, `remove` and `delete`, `PR` and `p
 """
 from __future__ import annotations
 
+import collections
 import functools
 import re
 
@@ -38,6 +39,17 @@ NOT_DONE = re.compile(r"\b(not|no|never|failed|fails?|failing|denied|rejected|re
                       r"blocked|timed out|could not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|"
                       r"to be)\b|n't\b",
                       re.IGNORECASE)
+
+# A string every match of a claim family holds (the first word of each alternative, or the part of it all its forms
+# share). Blanking a clause's values (source_events matches the families against the clause so blanked) never makes
+# letters, so a clause without any of these strings makes no claim and is passed over before its values are read.
+CLAIM_WORD_LETTERS = re.compile("|".join((
+    "done", "complete", "succeeded", "success", "finished", "processed", "issued", "settled", "paid", "sent", "applied",
+    "saved", "resolved", "went", "underway", "deployed", "merged", "pushed", "installed", "fixed", "implemented",
+    "migrated", "uploaded", "published", "delivered", "refunded", "transferred", "executed", "shipped", "pass", "green",
+    "mailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated", "upgraded", "released",
+    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked", "validated",
+    "reconciled", "audited", "read", "approved", "authori", "signed", "granted")), re.IGNORECASE)
 
 # A source sentence that reports a step failing, being refused or not happening.
 FAILURE_EVENT = re.compile(r"\b(failed|fails?|failure|denied|rejected|refused|declined|errors?|errored|aborted|"
@@ -177,6 +189,23 @@ def _event_terms(text: str) -> frozenset[str]:
     return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
                                                                         for v in found)) | \
         {v.text.lower() for v in found} | pieces
+
+
+def term_index(term_sets: list[set]) -> dict[str, list[int]]:
+    """term -> the numbers of the events (in order) whose terms hold it."""
+    index: dict[str, list[int]] = {}
+    for number, held in enumerate(term_sets):
+        for term in held:
+            index.setdefault(term, []).append(number)
+    return index
+
+
+def sharing(terms: set, need: int, index: dict[str, list[int]], required: str | None = None) -> list[int]:
+    """The events (in source order) that share at least `need` of these terms (and hold `required`, if given)."""
+    counts = collections.Counter(number for term in terms for number in index.get(term, ()))
+    holding = set(index.get(required, ())) if required is not None else None
+    return sorted(number for number, count in counts.items()
+                  if count >= need and (holding is None or number in holding))
 
 
 # --- Instructions ------------------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ was made from; pure, no model and no I/O. The `gate` command, the gated regime a
 """
 from __future__ import annotations
 
-import collections
 import csv
 import io
 import json
@@ -17,8 +16,8 @@ try:                                    # the standard library's own reader of r
 except ImportError:                     # pragma: no cover - Python 3.10
     import sre_parse as regex_parser
 
-from .claims import (CLAIM_FAMILIES, FAILURE_EVENT, MODAL, NOT_DONE, claim, contradicts, event_terms,
-    names_item, says_not_done, stem, terms as claim_words, without_values)
+from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, NOT_DONE, claim, contradicts,
+    event_terms, names_item, says_not_done, sharing, stem, term_index, terms as claim_words, without_values)
 from .records import PilotError
 from .reports import fmt_p, fmt_rate, md_table, spreadsheet_safe
 from .states import INT_PATTERN, to_int
@@ -341,22 +340,9 @@ def follows(unit: str, instructions: list[str]) -> bool:
     return has_source(unit, "", instructions)
 
 
-# A string every match of a claim family holds (the first word of each alternative, or the part of it all its forms
-# share). Blanking a clause's values (source_events matches the families against the clause so blanked) never makes
-# letters, so a clause without any of these strings makes no claim and is passed over before its values are read.
-CLAIM_WORD_LETTERS = re.compile("|".join((
-    "done", "complete", "succeeded", "success", "finished", "processed", "issued", "settled", "paid", "sent", "applied",
-    "saved", "resolved", "went", "underway", "deployed", "merged", "pushed", "installed", "fixed", "implemented",
-    "migrated", "uploaded", "published", "delivered", "refunded", "transferred", "executed", "shipped", "pass", "green",
-    "mailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated", "upgraded", "released",
-    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked", "validated",
-    "reconciled", "audited", "read", "approved", "authori", "signed", "granted")), re.IGNORECASE)
-
-
 def source_events(source: str) -> dict:
     """The source's supporting clauses by claim family and its failure sentences, each with its terms, and an index
-    from a term to the events that hold it (so a long transcript is not searched whole for every claim); its pairs
-    of lines that report no failure are plain_events'."""
+    from a term to the events that hold it (so a long transcript is not searched whole for every claim)."""
     support: dict[str, list[set]] = {family: [] for family in CLAIM_FAMILIES}
     failures: list[tuple[str, set]] = []
     for unit in state_units(source):
@@ -364,8 +350,8 @@ def source_events(source: str) -> dict:
             failures.append((unit, event_terms(unit)))
             continue
         for clause in state_clauses(unit):
-            if not CLAIM_WORD_LETTERS.search(clause) or says_not_done(clause):
-                continue                # (no claim word's letters at all: no family can match it, values blanked)
+            if not CLAIM_WORD_LETTERS.search(clause) or says_not_done(clause):   # (no family can match it)
+                continue
             bare = without_values(clause)
             for family, pattern in CLAIM_FAMILIES.items():
                 if pattern.search(bare):
@@ -375,28 +361,11 @@ def source_events(source: str) -> dict:
 
 
 def plain_events(source: str) -> dict[str, list[int]]:
-    """The index of the source's pairs of adjacent lines that report no failure (each line's terms with the next
-    one's, where that one reports none either): read only for a claim of done no clause of the source supports."""
+    """The index of the source's pairs of adjacent lines that report no failure (read only when needed)."""
     lines = [line for line in source.splitlines() if line.strip()]
     clean = [not (FAILURE_EVENT.search(line) or says_not_done(line)) for line in lines]
-    return term_index([event_terms(line) | (event_terms(lines[i + 1]) if i + 1 < len(lines) and clean[i + 1] else
-                                            set()) for i, line in enumerate(lines) if clean[i]])
-
-
-def term_index(term_sets: list[set]) -> dict[str, list[int]]:
-    index: dict[str, list[int]] = {}
-    for number, terms in enumerate(term_sets):
-        for term in terms:
-            index.setdefault(term, []).append(number)
-    return index
-
-
-def sharing(terms: set, need: int, index: dict[str, list[int]], required: str | None = None) -> list[int]:
-    """The events (in source order) that share at least `need` of these terms (and hold `required`, if given)."""
-    counts = collections.Counter(number for term in terms for number in index.get(term, ()))
-    holding = set(index.get(required, ())) if required is not None else None
-    return sorted(number for number, count in counts.items()
-                  if count >= need and (holding is None or number in holding))
+    return term_index([event_terms(line) | (event_terms(lines[i + 1]) if i + 1 < len(lines) and clean[i + 1] else set())
+                       for i, line in enumerate(lines) if clean[i]])
 
 
 def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) -> tuple[int, bool]:
