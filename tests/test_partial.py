@@ -127,7 +127,9 @@ class PartialViewTest(TempDirMixin, unittest.TestCase):
 
     def test_every_study_compares_a_stopped_run_over_its_complete_episodes(self):
         for study, extra, stop_at in (("constraints", ["--study", "constraints"], 120),
-                                      ("adversarial", ["--study", "adversarial"], 40),
+                                      # (G2's cells gate every state between calls, on the CPU: on a loaded
+                                      # machine they trail R2's, so its run is stopped at 40% of its 140 calls)
+                                      ("adversarial", ["--study", "adversarial"], 56),
                                       ("sessions", ["--study", "sessions"], 30)):
             with self.subTest(study=study), FakeOllama(models=[MODEL], latency_s=0.003) as server:
                 out = self.stopped_run(server, stop_at, extra)
