@@ -44,8 +44,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 import helpers  # noqa: E402,F401  (puts the runner's package on the path, as the tests do)
-from pilot import bank as results_bank, episodes as sessions, inputs, records, stats  # noqa: E402
-from pilot.studies import xr001, xr001_analysis  # noqa: E402
+from pilot import bank as results_bank, inputs, records, stats  # noqa: E402
+from pilot.studies import episodes as sessions
+from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis  # noqa: E402
 
 CORRECT_RATE = {"R0": 0.95, "R1": 0.64, "R2": 0.90}     # the published rates, roughly
 SWEEP_BUDGETS = [128, 256, 512, 1024]

@@ -121,7 +121,7 @@ def measure(folder: Path, out: Path) -> None:
     import pilot.studies  # noqa: F401  (registers the studies)
     from pilot.audit_command import OUTPUTS
     from pilot.runfolder import write_atomic
-    from pilot.studies import sessions_audit as audit, sessions_audit_report as report
+    from pilot.studies.sessions import audit, audit_report as report
     started = time.perf_counter()
     files, skipped, passed = audit.log_files([folder])
     sessions, read = audit.read_logs(files, skipped)

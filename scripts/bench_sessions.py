@@ -155,7 +155,7 @@ def measure(path: Path, window: int, judge: bool = False) -> None:
     """Seconds for each stage the study runs on one file, as read_sessions runs them, printed as a JSON line the
     moment each stage ends (so that a stage stopped for its time leaves the ones before it measured)."""
     import pilot.studies  # noqa: F401  (registers the studies)
-    from pilot.studies import sessions as ss, sessions_formats as formats
+    from pilot.studies.sessions import design as ss, readers as formats
     started, cpu = time.perf_counter(), time.process_time()
     (session,) = formats.read_session_file(path, path.name)
     read, read_cpu = time.perf_counter(), time.process_time()
@@ -179,8 +179,8 @@ def judge_and_gate(episode: dict, rendered: list[str]) -> None:
     """CPU seconds of judging one state against the ground truth (judge_state) and of the release gate over it with
     the whole transcript as its source (gate.check_state), as an audit of a compaction runs them: the state gives
     every 50th value, one changed, and claims the tests passed."""
-    from pilot import gate
-    from pilot.studies.sessions_truth import judge_state
+    from pilot.rules import gate
+    from pilot.studies.sessions.truth import judge_state
     facts = episode["values"][::50]
     lines = [f"- {' '.join(f['referent'][:2]) or 'value'}: {f['text']}" for f in facts]
     state = "## Progress\n" + "\n".join(lines) + "\nTests pass; pushed the fix.\nAlways run the tests before you commit."

@@ -33,8 +33,8 @@ sys.dont_write_bytecode = True
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-from pilot import gate  # noqa: E402
-from pilot.studies import sessions_truth as truth  # noqa: E402
+from pilot.rules import gate  # noqa: E402
+from pilot.studies.sessions import truth  # noqa: E402
 
 LABELLED = REPO / "tests" / "labelled"
 

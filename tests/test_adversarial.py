@@ -11,7 +11,7 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
 from pilot import records, runfolder
-from pilot.studies import adversarial, adversarial_analysis
+from pilot.studies.adversarial import design as adversarial, analysis as adversarial_analysis
 
 MODEL = "gemma3:4b"
 SESSIONS = ["--episodes", "7"]

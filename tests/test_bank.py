@@ -5,8 +5,9 @@ import unittest
 from unittest import mock
 
 from helpers import REPO, TempDirMixin, run_main  # noqa: F401  (also puts the runner's package on the path)
-from pilot import bank, bankfile, episodes, records
-from pilot.studies import xr001, xr001_analysis
+from pilot import bank, bankfile, records
+from pilot.studies import episodes
+from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis
 
 CONFLATION_SET = [150, 151, 300, 450, 612]
 

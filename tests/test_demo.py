@@ -14,8 +14,9 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_tasks, run_main
-from pilot import bank, cli, commands, demo, episodes, records, reports
-from pilot.studies import xr001, xr001_figures, xr001_report
+from pilot import bank, cli, commands, demo, records, reports
+from pilot.studies import episodes
+from pilot.studies.xr001 import design as xr001, figures as xr001_figures, report as xr001_report
 
 DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
 FIGURES = [name for name, _ in xr001_figures.FIGURES]

@@ -21,7 +21,7 @@ from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
 from pilot import bank, commands, folder_commands, pages, reports, runfolder, svg
-from pilot.studies import xr001_analysis, xr001_figures
+from pilot.studies.xr001 import analysis as xr001_analysis, figures as xr001_figures
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"

@@ -13,7 +13,8 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import commands, gate, pages, records, reports, runfolder
+from pilot import commands, pages, records, reports, runfolder
+from pilot.rules import gate
 
 ONE_LINE = 1
 

@@ -12,9 +12,9 @@ import unittest
 
 from helpers import REPO, TempDirMixin, load_tasks, reference_results
 from pilot import bank, pages, reports
-from pilot.episodes import segment_entities
+from pilot.studies.episodes import segment_entities
 from pilot.records import study_named
-from pilot.studies import xr001_analysis, xr001_figures
+from pilot.studies.xr001 import analysis as xr001_analysis, figures as xr001_figures
 
 EXAMPLES = REPO / "results"
 PUBLISHED = REPO / "paper" / "published"

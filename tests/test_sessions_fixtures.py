@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot.studies import sessions as ss, sessions_formats as formats
+from pilot.studies.sessions import design as ss, readers as formats
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from .records import EXIT_OK, PilotError, RESULTS_ROOT, display_path
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
-from .studies.sessions_audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair, audit_sessions, log_files,
+from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair, audit_sessions, log_files,
     read_logs)
-from .studies.sessions_audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv, render_audit_headline,
+from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv, render_audit_headline,
     render_audit_html, render_audit_md)
-from .studies.sessions_formats import read_file_text, read_session_file
+from .studies.sessions.readers import read_file_text, read_session_file
 
 OUTPUTS = ("audit.csv", "analysis.md", "report.html")
 

@@ -22,7 +22,7 @@ from .records import (ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, CallSpec, Cell
     MAX_SAMPLES, MAX_TOKEN_COUNT, NUM_CTX, PilotError, REPO_ROOT, Regime, Study, TEMPERATURE, folder_study,
     is_simulated, study_named)
 from .runfolder import Journal, cell_key, is_complete, record_variant, records_digest
-from .states import to_int
+from .rules.states import to_int
 
 
 CLASSES = ("correct", "off_by_one", "conflation", "other_wrong", "omission")

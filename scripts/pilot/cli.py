@@ -17,12 +17,13 @@ from .bank import collector_paused, end_process
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
+from .rules import RuleInputError
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL,
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES,
     MAX_SAMPLES, MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT,
     SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
-from .studies.xr001 import N_EPISODES
+from .studies.xr001.design import N_EPISODES
 
 
 def command_demo(args) -> int:
@@ -463,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with collector_paused() if command in BANK_COMMANDS else contextlib.nullcontext():
             return command_named(command)(args)
-    except PilotError as err:
+    except (PilotError, RuleInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
     except BrokenPipeError:

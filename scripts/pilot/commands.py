@@ -27,7 +27,7 @@ from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
-from .studies.xr001 import N_EPISODES
+from .studies.xr001.design import N_EPISODES
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str], shard,
@@ -373,7 +373,7 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict, models: list[str] | None = None) -> dict:
-    from .gate import gate_summary, render_gate_csv      # the gate is imported by the commands that gate states
+    from .gate_report import gate_summary, render_gate_csv      # the gate is imported by the commands that gate states
     study = folder_study(manifest)
     journal = Journal(run_dir)
     flagged = total = 0

@@ -400,7 +400,7 @@ def command_verify(args) -> int:
 
 
 def read_gate_input(path: str, what: str) -> str:
-    from .gate import GateInputError
+    from .rules.gate import GateInputError
     if Path(path).exists() and not Path(path).is_file():
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or folder); give a "
                              f"UTF-8 text file")
@@ -421,7 +421,7 @@ def read_gate_input(path: str, what: str) -> str:
 
 def command_gate(args) -> int:
     """`gate STATE --ledger L [--source T]`, `gate RUN_DIR`, or `gate --selftest`: 0 pass, 1 fail, 2 bad input."""
-    from .gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
+    from .rules.gate import (GateInputError, check_state, gate_verdict, normalize_ledger, render_gate_findings,
         run_gate_selftest)
     if args.selftest:
         outcomes = run_gate_selftest()
@@ -471,7 +471,7 @@ def command_gate(args) -> int:
 
 def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     """Gate every compacted state of a run: gate.csv, results.json, the analysis.md section and the report."""
-    from .gate import GateInputError
+    from .rules.gate import GateInputError
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
@@ -493,7 +493,8 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
 
 def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bool) -> int:
     """gate RUN_DIR on a folder whose lock it holds: results, gate.csv, analysis, figures and report written."""
-    from .gate import GateInputError, render_gate_section
+    from .gate_report import render_gate_section
+    from .rules.gate import GateInputError
     results = write_results(run_dir, manifest.data, tasks)
     if folder_study(manifest.data).gate_rows is None:   # the study gates its states as it scores them
         if folder_writable(run_dir):

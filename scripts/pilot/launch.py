@@ -12,12 +12,11 @@ from typing import Any, Iterable
 
 from .backends import BACKENDS
 from .demo import StandInBackend
-from .episodes import N_SEGMENTS
 from .inputs import STATE_READERS, load_task_set, protocol_sha256, read_json, regimes_sha256
 from .prompts import PROMPTS, REGIMES
-from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, NUM_CTX, PilotError, RESULTS_ROOT, Regime,
+from .records import (ANSWER_NUM_PREDICT, BackendOptions, DEFAULT_BUDGET, N_SEGMENTS, NUM_CTX, PilotError, RESULTS_ROOT, Regime,
     SIMULATED_BACKEND, STUDY_REGISTRY, Settings, Study, TEMPERATURE, display_path, file_sha256, study_named)
-from .studies.xr001 import N_EPISODES
+from .studies.xr001.design import N_EPISODES
 
 
 RESERVED_REGIME_NAMES = frozenset(REGIMES) | {"pooled", "all"}

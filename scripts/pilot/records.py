@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-MAX_EPISODES = 10_000                  # the largest task file `generate` makes
+N_SEGMENTS = 4                         # segments of a pseudoword episode: the most a recent regime can keep
 
 MAX_STATE_WORDS = 120                  # instructed compaction length, both regimes
 

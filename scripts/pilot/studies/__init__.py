@@ -54,7 +54,10 @@ from ..bank import register_probe_kind_module
 from ..cells import cascade_plan
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
 from ..runfolder import FORMER_RUNNERS, FormerRunner
-from . import adversarial, constraints, sessions, xr001
+from .adversarial import design as adversarial
+from .constraints import design as constraints
+from .sessions import design as sessions
+from .xr001 import design as xr001
 
 
 def later(module: str, name: str):
@@ -67,10 +70,10 @@ def later(module: str, name: str):
 
 
 # a probe kind registered by a study's analysis is imported where a probe of that kind is first read
-register_probe_kind_module("forced_choice", lambda: importlib.import_module(".constraints_analysis", __name__))
+register_probe_kind_module("forced_choice", lambda: importlib.import_module(".constraints.analysis", __name__))
 # folders of the adversarial study's former runner: its analysis says so and re-gates them
-FORMER_RUNNERS[adversarial.PROTOCOL_ID] = FormerRunner(later(".adversarial_analysis", "former_folder_message"),
-                                                      later(".adversarial_analysis", "regate_former"))
+FORMER_RUNNERS[adversarial.PROTOCOL_ID] = FormerRunner(later(".adversarial.analysis", "former_folder_message"),
+                                                      later(".adversarial.analysis", "regate_former"))
 
 register_study(Study(
     name="xr001",
@@ -86,15 +89,15 @@ register_study(Study(
     prompts_sha256=xr001.prompts_sha256,
     plan_calls=cascade_plan,
     call_text=xr001.call_text,
-    score_cell=later(".xr001_analysis", "score_cell"),
-    score_fields=later(".xr001_analysis", "score_fields"),
-    analyze=later(".xr001_analysis", "analyze"),
-    render_md=later(".xr001_report", "render_md"),
-    headline=later(".xr001_report", "render_headline"),
-    run_order=later(".xr001_analysis", "in_run_order"),
-    gate_rows=later("..episodes", "gate_bank"),
-    report=Report(answer=later(".xr001_report", "answer"), figures=later(".xr001_figures", "figures"),
-                  results_md=later(".xr001_figures", "results_md"), report_html=later(".xr001_figures", "report_html")),
+    score_cell=later(".xr001.analysis", "score_cell"),
+    score_fields=later(".xr001.analysis", "score_fields"),
+    analyze=later(".xr001.analysis", "analyze"),
+    render_md=later(".xr001.report", "render_md"),
+    headline=later(".xr001.report", "render_headline"),
+    run_order=later(".xr001.analysis", "in_run_order"),
+    gate_rows=later(".episodes", "gate_bank"),
+    report=Report(answer=later(".xr001.report", "answer"), figures=later(".xr001.figures", "figures"),
+                  results_md=later(".xr001.figures", "results_md"), report_html=later(".xr001.figures", "report_html")),
     demo=Demo(stand_in=xr001.stand_in),
 ))
 
@@ -114,14 +117,14 @@ register_study(Study(
     plan_calls=constraints.plan_calls,
     call_text=constraints.call_text,
     probe_kind="forced_choice",
-    score_cell=later(".constraints_analysis", "score_cell"),
-    score_fields=later(".constraints_analysis", "score_fields"),
-    analyze=later(".constraints_analysis", "analyze"),
-    render_md=later(".constraints_analysis", "render_md"),
-    headline=later(".constraints_analysis", "render_headline"),
-    gate_rows=later("..episodes", "gate_bank"),
-    report=Report(answer=later(".constraints_figures", "answer"), figures=later(".constraints_figures", "figures"),
-                  report_html=later(".constraints_figures", "report_html")),
+    score_cell=later(".constraints.analysis", "score_cell"),
+    score_fields=later(".constraints.analysis", "score_fields"),
+    analyze=later(".constraints.analysis", "analyze"),
+    render_md=later(".constraints.analysis", "render_md"),
+    headline=later(".constraints.analysis", "render_headline"),
+    gate_rows=later(".episodes", "gate_bank"),
+    report=Report(answer=later(".constraints.figures", "answer"), figures=later(".constraints.figures", "figures"),
+                  report_html=later(".constraints.figures", "report_html")),
     command_line=CommandLine(options=constraints.OPTIONS, adjust_regimes=constraints.adjust_regimes,
                              generate_options=constraints.GENERATE_OPTIONS),
     design=Design(declared_variants_only=True, user_regimes=constraints.user_regimes,
@@ -144,14 +147,14 @@ register_study(Study(
     prompts_sha256=adversarial.prompts_sha256,
     plan_calls=adversarial.plan_calls,
     call_text=adversarial.call_text,
-    score_cell=later(".adversarial_analysis", "score_cell"),
-    score_fields=later(".adversarial_analysis", "score_fields"),
-    analyze=later(".adversarial_analysis", "analyze"),
-    render_md=later(".adversarial_analysis", "render_md"),
-    headline=later(".adversarial_analysis", "render_headline"),
-    check_bank=later(".adversarial_analysis", "check_bank"),
-    write_outputs=later(".adversarial_analysis", "write_outputs"),
-    report=Report(answer=later(".adversarial_figures", "answer"), figures=later(".adversarial_figures", "figures")),
+    score_cell=later(".adversarial.analysis", "score_cell"),
+    score_fields=later(".adversarial.analysis", "score_fields"),
+    analyze=later(".adversarial.analysis", "analyze"),
+    render_md=later(".adversarial.analysis", "render_md"),
+    headline=later(".adversarial.analysis", "render_headline"),
+    check_bank=later(".adversarial.analysis", "check_bank"),
+    write_outputs=later(".adversarial.analysis", "write_outputs"),
+    report=Report(answer=later(".adversarial.figures", "answer"), figures=later(".adversarial.figures", "figures")),
     command_line=CommandLine(options=adversarial.OPTIONS, read_options=adversarial.read_options),
     design=Design(max_models=1, variants=False, state_after=adversarial.gated_state, partial_label="PARTIAL"),
 ))
@@ -172,15 +175,15 @@ register_study(Study(
     plan_calls=cascade_plan,
     call_text=sessions.call_text,
     probe_kind="exact",
-    score_cell=later(".sessions_analysis", "score_cell"),
-    score_fields=later(".sessions_analysis", "score_fields"),
-    analyze=later(".sessions_analysis", "analyze"),
-    render_md=later(".sessions_analysis", "render_md"),
-    headline=later(".sessions_analysis", "render_headline"),
-    check_bank=later(".sessions_analysis", "check_bank"),
-    write_outputs=later(".sessions_analysis", "write_outputs"),
-    report=Report(answer=later(".sessions_figures", "answer"), figures=later(".sessions_figures", "figures"),
-                  report_html=later(".sessions_analysis", "report_html")),
+    score_cell=later(".sessions.analysis", "score_cell"),
+    score_fields=later(".sessions.analysis", "score_fields"),
+    analyze=later(".sessions.analysis", "analyze"),
+    render_md=later(".sessions.analysis", "render_md"),
+    headline=later(".sessions.analysis", "render_headline"),
+    check_bank=later(".sessions.analysis", "check_bank"),
+    write_outputs=later(".sessions.analysis", "write_outputs"),
+    report=Report(answer=later(".sessions.figures", "answer"), figures=later(".sessions.figures", "figures"),
+                  report_html=later(".sessions.analysis", "report_html")),
     command_line=CommandLine(options=sessions.OPTIONS, read_options=sessions.read_options,
                              source_option="sessions", read_source=sessions.read_sessions,
                              describe_tasks=sessions.describe_sessions, task_warnings=sessions.task_warnings),

@@ -7,14 +7,14 @@ import random
 import re
 from typing import Iterable
 
-from ..bank import (ProbeKind, ScoredRun, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement,
+from ...bank import (ProbeKind, ScoredRun, bank_variants, cell_coverage, cell_final_state, cells_block_disagreement,
     in_design, is_primary, register_probe_kind, score_probe, task_questions)
-from ..inputs import task_set_summary
-from ..records import Cell, DEFAULT_BUDGET, Regime, TEMPERATURE, is_simulated, known_count
-from ..reports import fmt_p, fmt_rate, md_table, pct
-from ..states import carries_instruction
-from ..stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
-from .constraints import (CHOICE_RULE, CONFIRMATORY, EXTRACT_NUM_PREDICT, HEADING_CONTROL, PROTOCOL_ID,
+from ...inputs import task_set_summary
+from ...records import Cell, DEFAULT_BUDGET, Regime, TEMPERATURE, is_simulated, known_count
+from ...reports import fmt_p, fmt_rate, md_table, pct
+from ...rules.states import carries_instruction
+from ...stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
+from .design import (CHOICE_RULE, CONFIRMATORY, EXTRACT_NUM_PREDICT, HEADING_CONTROL, PROTOCOL_ID,
     SIDECAR_PAIRS, upper_bound_of)
 
 

@@ -2,11 +2,11 @@
 the instruction, and report.html, from the analysis alone (RESULTS.md is the shared one)."""
 from __future__ import annotations
 
-from ..reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, rates_in_words,
+from ...reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, rates_in_words,
     report_head, report_opening_html)
-from ..svg import Figure, bars_position, group_room, grouped_bars, make_look
-from .constraints import PROTOCOL_ID
-from .constraints_analysis import INFORMATIVE_MIN_FULL, condition_name, render_body, uninformative_explanation
+from ...svg import Figure, bars_position, group_room, grouped_bars, make_look
+from .design import PROTOCOL_ID
+from .analysis import INFORMATIVE_MIN_FULL, condition_name, render_body, uninformative_explanation
 
 
 CONSTRAINT_FIGURES = (("fig_c_compliance.svg", "Compliance with the standing instruction per condition"),

@@ -10,17 +10,15 @@ import random
 import re
 from typing import Any
 
-from .bank import score_probe
-from .cells import all_cells, run_budgets, run_regimes, run_samples
-from .demo import STAND_IN_PROSE_FORGETS, STAND_IN_SEED
-from .prompts import FORMAT_SECTIONS
-from .records import Regime
-from .runfolder import Journal, is_complete
+from ..bank import score_probe
+from ..cells import all_cells, run_budgets, run_regimes, run_samples
+from ..demo import STAND_IN_PROSE_FORGETS, STAND_IN_SEED
+from ..prompts import FORMAT_SECTIONS
+from ..records import N_SEGMENTS, Regime
+from ..runfolder import Journal, is_complete
 
 
 BASE_SEED = 77001                      # episode seed = BASE_SEED + episode index
-
-N_SEGMENTS = 4
 
 VALUE_RANGE = (101, 987)
 
@@ -315,7 +313,7 @@ def session_event_items(segments: list[dict]) -> list[dict]:
 def episode_ledger(episode: dict, checkpoint: int, regime: Regime) -> dict:
     """The authoritative ledger of one checkpoint: the values and combined values of segments 1..checkpoint, and
     the status of every event they report."""
-    from .gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger   # gating imports the gate
+    from ..rules.gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger   # gating imports the gate
     segments = episode["segments"][:checkpoint]
     reader = regime.state_reader if regime.state_reader in FORMAT_SECTIONS else \
         "section:critical values" if regime.state_reader.startswith("section:") else None
@@ -332,7 +330,7 @@ def episode_source(episode: dict, checkpoint: int) -> str:
 
 
 def gate_state_row(base: dict, checkpoint: int, final: bool, state: str, episode: dict, regime: Regime) -> dict:
-    from .gate import GATE_CATEGORIES, check_state, gate_verdict
+    from ..rules.gate import GATE_CATEGORIES, check_state, gate_verdict
     findings = check_state(state, episode_ledger(episode, checkpoint, regime), episode_source(episode, checkpoint))
     counts = {c: sum(1 for f in findings if f["category"] == c and f["blocking"]) for c in GATE_CATEGORIES}
     omitted = next((int(f["detail"].split()[0]) for f in findings if f["category"] == "omission"), 0)
@@ -387,7 +385,7 @@ STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
 
 def stand_in_names(text: str) -> list[str]:
     """The entity names in text, as the run's gate finds them (its pattern; the gate is imported when first used)."""
-    from .gate import RUN_GATE_NAME_PATTERN
+    from ..rules.gate import RUN_GATE_NAME_PATTERN
     return re.findall(RUN_GATE_NAME_PATTERN, text)
 
 

@@ -11,13 +11,13 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..cells import cascade_plan
+from ...cells import cascade_plan
 from ..episodes import BASE_SEED as SESSION_BASE_SEED, N_SEGMENTS, SessionStandIn, generate_episode, segment_problems
-from ..inputs import design_check_failure, tasks_to_bytes
-from ..prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS as BUILT_IN_PROMPTS, CallText
-from ..records import (CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
+from ...inputs import design_check_failure, tasks_to_bytes
+from ...prompts import COMPACTION_FRAME, FORMAT_PARAGRAPHS, PROMPTS as BUILT_IN_PROMPTS, CallText
+from ...records import (CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path,
     sha256_text)
-from ..states import key_terms_in
+from ...rules.states import key_terms_in
 
 
 # SC-001: a standing instruction ("from now on, never do X") is said in one or more segments of an XR-001 session,

@@ -21,10 +21,10 @@ import os
 import stat
 from pathlib import Path
 
-from ..gate import check_state
-from .sessions_analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
-from .sessions_formats import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
-from .sessions_truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth, judge_state,
+from ...rules.gate import check_state
+from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
+from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
+from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth, judge_state,
     mask_secrets, plain_parts)
 
 

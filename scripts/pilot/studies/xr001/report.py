@@ -1,13 +1,13 @@
 """XR-001, report (protocol/PROTOCOL.md section 5): analysis.md and the headline, from the analysis record only."""
 from __future__ import annotations
 
-from ..bank import CLASSES
-from ..inputs import budget_words
-from ..records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
-from ..reports import (Answer, confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
+from ...bank import CLASSES
+from ...inputs import budget_words
+from ...records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
+from ...reports import (Answer, confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
     render_recheck_section)
-from .xr001 import PROTOCOL_ID
-from .xr001_analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
+from .design import PROTOCOL_ID
+from .analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
 
 
 def task_set_line(analysis: dict) -> str:
@@ -200,7 +200,7 @@ def render_body(analysis: dict, labelled: bool = True) -> str:
     out += render_server_work_section(analysis)
     out += render_recheck_section(analysis)
     if analysis.get("gate"):            # the gate (its patterns compiled at import) only for a gated bank
-        from ..gate import render_gate_section
+        from ...gate_report import render_gate_section
         out += render_gate_section(analysis)
     verdicts = evaluate_predictions(analysis)
     if verdicts:

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from .sessions_turns import SessionBuilder, as_text, key_of, text_of
+from .turns import SessionBuilder, as_text, key_of, text_of
 
 
 # --- Cline and Roo Code: .../globalStorage/<extension>/tasks/<task id>/api_conversation_history.json -------------

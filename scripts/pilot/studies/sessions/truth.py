@@ -21,9 +21,9 @@ import functools
 import re
 from typing import Any, Callable
 
-from ..claims import claim, contradicts, names_item, reports_failure, says_not_done, stem, terms
-from ..states import carries_instruction
-from ..values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values, is_close, is_secret,
+from ...rules.claims import claim, contradicts, names_item, reports_failure, says_not_done, stem, terms
+from ...rules.states import carries_instruction
+from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values, is_close, is_secret,
     mask_secrets, normalize_value, number_parts, numeric_key, secret_spans)
 
 __all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES", "extract_values",

@@ -10,10 +10,10 @@ from typing import Any
 
 from ..episodes import (BASE_SEED, N_SEGMENTS, QUESTION_PLAN, SEGMENT_WORDS, VALUE_RANGE, SessionStandIn,
     generate_episode, make_question, segment_entities, values_are_valid)
-from ..inputs import design_check_failure, tasks_to_bytes
-from ..prompts import PROMPTS, REGIMES, CallText, render_transcript
-from ..records import CallSpec, MAX_EPISODES, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_text
-from ..states import INT_PATTERN, to_int
+from ...inputs import design_check_failure, tasks_to_bytes
+from ...prompts import PROMPTS, REGIMES, CallText, render_transcript
+from ...records import CallSpec, MAX_EPISODES, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_text
+from ...rules.states import INT_PATTERN, to_int
 
 
 PROTOCOL_ID = "XR-001"

@@ -3,10 +3,10 @@ states handed to the successor carried the category's defect under each regime, 
 analysis alone (RESULTS.md and report.html are the shared pages)."""
 from __future__ import annotations
 
-from ..reports import Answer, pct
-from ..records import SIMULATED_STAMP
-from ..svg import REGIME_LABELS, Figure, Look, group_labels, group_room, grouped_bars, regime_colours
-from .adversarial import THRESHOLDS
+from ...reports import Answer, pct
+from ...records import SIMULATED_STAMP
+from ...svg import REGIME_LABELS, Figure, Look, group_labels, group_room, grouped_bars, regime_colours
+from .design import THRESHOLDS
 
 REGIME_NAMES = {"G2": "G2 typed state block, gated"}
 RELEASE_FIGURE = ("fig_g_release.svg", "Final states handed to the successor that carry each category's defect")

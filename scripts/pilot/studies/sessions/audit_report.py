@@ -8,11 +8,11 @@ from __future__ import annotations
 import csv
 import io
 
-from ..reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
-from ..stats import rate_summary
-from ..svg import Look, grouped_bars
-from .sessions_analysis import fmt_interval, render_blocks_md
-from .sessions_audit import CLASSES, GATE_MEANS, LOST
+from ...reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
+from ...stats import rate_summary
+from ...svg import Look, grouped_bars
+from .analysis import fmt_interval, render_blocks_md
+from .audit import CLASSES, GATE_MEANS, LOST
 
 TITLE = "Audit: what your agent's own compactions lost"
 

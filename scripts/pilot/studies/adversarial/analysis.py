@@ -11,15 +11,16 @@ import json
 import re
 from pathlib import Path
 
-from ..bank import ScoredRun, parse_answer
-from ..gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_prediction, gate_verdict
-from ..inputs import load_task_set
-from ..records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
-from ..reports import answer_md, fmt_rate, md_table, pct, plain_text, render_recheck_section, spreadsheet_safe
-from ..runfolder import parse_record_line, refuse_unsafe, write_atomic
-from ..states import INT_PATTERN, to_int
-from ..stats import rate_summary
-from .adversarial import (CASES, DEFAULT_REGIMES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, REGIMES,
+from ...bank import ScoredRun, parse_answer
+from ...gate_report import gate_prediction
+from ...rules.gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_verdict
+from ...inputs import load_task_set
+from ...records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
+from ...reports import answer_md, fmt_rate, md_table, pct, plain_text, render_recheck_section, spreadsheet_safe
+from ...runfolder import parse_record_line, refuse_unsafe, write_atomic
+from ...rules.states import INT_PATTERN, to_int
+from ...stats import rate_summary
+from .design import (CASES, DEFAULT_REGIMES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, REGIMES,
     TASKS_PATH, THRESHOLDS, adversarial_ledger, adversarial_source, former_folder_message, planted_marks, word_grams)
 
 
@@ -582,7 +583,7 @@ def former_label(summary: dict, lock: dict) -> str:
 
 def former_answer(summary: dict) -> list[str]:
     """The study's answer sentences (adversarial_figures.answer) for a former runner's summary."""
-    from .adversarial_figures import answer          # (the figures module reads this one's constants)
+    from .figures import answer          # (the figures module reads this one's constants)
     return answer({"summary": summary}).sentences
 
 

@@ -17,14 +17,14 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
-from ..inputs import NOT_JSON, TaskSetError, parse_json
-from ..records import sha256_bytes
-from .sessions_agent_logs import (CODEX_LINE_TYPES, is_claude_line, is_codex_legacy_item, is_codex_line,
+from ....inputs import NOT_JSON, TaskSetError, parse_json
+from ....records import sha256_bytes
+from .agent_logs import (CODEX_LINE_TYPES, is_claude_line, is_codex_legacy_item, is_codex_line,
     is_gemini_message, read_claude_code, read_codex, read_codex_legacy, read_gemini_json, read_gemini_jsonl)
-from .sessions_ide_logs import is_aider_history, is_cline_history, read_aider, read_cline
-from .sessions_run_logs import (is_chat_message, is_swe_agent, openhands_events, read_chat, read_inspect,
+from .ide_logs import is_aider_history, is_cline_history, read_aider, read_cline
+from .run_logs import (is_chat_message, is_swe_agent, openhands_events, read_chat, read_inspect,
     read_openhands, read_responses, read_swe_agent, responses_items)
-from .sessions_turns import MAX_ARGUMENT_DEPTH, NestedTooDeep
+from .turns import MAX_ARGUMENT_DEPTH, NestedTooDeep
 
 
 # --- The formats read --------------------------------------------------------------------------------------------

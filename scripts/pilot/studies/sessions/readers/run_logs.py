@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from .sessions_turns import SessionBuilder, as_text, exit_code_in, json_error, key_of, text_of
+from .turns import SessionBuilder, as_text, exit_code_in, json_error, key_of, text_of
 
 
 # --- OpenAI-style chat messages ----------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from ..episodes import FILLER_SENTENCES, VALUE_RANGE, VALUE_SENTENCES, draw_names, session_event_items
-from ..inputs import design_check_failure, tasks_to_bytes
-from ..prompts import FORMAT_SECTIONS, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
-from ..records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime,
+from ...inputs import design_check_failure, tasks_to_bytes
+from ...prompts import FORMAT_SECTIONS, PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
+from ...records import (ANSWER_NUM_PREDICT, CALL_SEED, CallSpec, DEFAULT_BUDGET, Option, PilotError, REPO_ROOT, Regime,
     canonical_json, display_path, sha256_text)
 
 
@@ -158,7 +158,7 @@ def generate_adversarial_tasks(variants: int = VARIANTS, base_seed: int = BASE_S
 
 def adversarial_ledger(episode: dict, checkpoint: int) -> dict:
     """What is authoritative after segment `checkpoint`: values as corrected by then, items raised by then."""
-    from ..gate import RUN_GATE_NAME_PATTERN, normalize_ledger     # the gate is imported where it is first used
+    from ...rules.gate import RUN_GATE_NAME_PATTERN, normalize_ledger     # the gate is imported where it is first used
     entities = {}
     for e in episode["entities"]:
         if e["segment"] > checkpoint:
@@ -202,7 +202,7 @@ def planted_text(episode: dict) -> tuple[str, int] | None:
 
 
 def word_grams(text: str) -> set[str]:
-    from ..gate import words_of
+    from ...rules.gate import words_of
     words = words_of(text)
     return {" ".join(words[i:i + 3]) for i in range(len(words) - 2)}
 
@@ -212,7 +212,7 @@ def planted_marks(episode: dict, checkpoint: int) -> dict | None:
     name, an item the case raises and leaves unfinished, the target's name dropped (the long tool output), or
     three words in a row found only in the planted text (not elsewhere in the session or the prompts). None
     before the session holds the planted text."""
-    from ..gate import GOOD_STATUSES
+    from ...rules.gate import GOOD_STATUSES
     planted = planted_text(episode)
     target = episode["probes"][1]
     if checkpoint < (planted[1] if planted else len(episode["segments"])):
@@ -277,7 +277,7 @@ def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registr
 def gated_state(regime: Regime, episode: dict, candidates: list[str]) -> str:
     """The state G2's cascade holds after these candidates: each is gated against the ledger and source of its
     checkpoint; one that passes becomes the state, one that fails is quarantined and the raw segment carried."""
-    from ..gate import check_state, gate_verdict
+    from ...rules.gate import check_state, gate_verdict
     if not regime.gated:
         return candidates[-1] if candidates else ""
     context, last_passing, raw = "", "", []

@@ -6,16 +6,16 @@ from __future__ import annotations
 import html
 import re
 
-from ..bank import CLASSES, call_stage, is_primary
-from ..inputs import budget_words
-from ..records import COMPACTION_NUM_PREDICT
-from ..reports import (answer_md, confirmatory_note, figures_html, fmt_rate, md_tables_to_html, pct, report_head,
+from ...bank import CLASSES, call_stage, is_primary
+from ...inputs import budget_words
+from ...records import COMPACTION_NUM_PREDICT
+from ...reports import (answer_md, confirmatory_note, figures_html, fmt_rate, md_tables_to_html, pct, report_head,
     report_opening_html)
-from ..svg import (LEFT, MARGIN, PLOT_HEIGHT, Figure, Look, Svg, bars_position, group_room, grouped_bars, header,
+from ...svg import (LEFT, MARGIN, PLOT_HEIGHT, Figure, Look, Svg, bars_position, group_room, grouped_bars, header,
     legend, legend_width, make_look, num, text_width, y_axis)
-from .xr001 import PROTOCOL_ID
-from .xr001_analysis import CEILING_MAX_R0_CORRUPTION, evaluate_predictions
-from .xr001_report import (HEADLINE_FIGURE, answer, label_explanation, render_body, render_corruption_table, status_banner,
+from .design import PROTOCOL_ID
+from .analysis import CEILING_MAX_R0_CORRUPTION, evaluate_predictions
+from .report import (HEADLINE_FIGURE, answer, label_explanation, render_body, render_corruption_table, status_banner,
     verdict_with_guards)
 
 

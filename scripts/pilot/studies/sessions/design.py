@@ -15,12 +15,12 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ..bank import ProbeKind, register_probe_kind
-from ..inputs import TaskSetError, parse_json
-from ..prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
-from ..records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, NUM_CTX,
+from ...bank import ProbeKind, register_probe_kind
+from ...inputs import TaskSetError, parse_json
+from ...prompts import COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES, CallText
+from ...records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_CONTEXT_WINDOW, MIN_CONTEXT_WINDOW, NUM_CTX,
     Option, PilotError, REPO_ROOT, Regime, canonical_json, display_path, sha256_bytes, sha256_text)
-from .sessions_segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative, cut_points, estimated_tokens,
+from .segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative, cut_points, estimated_tokens,
     even_cut, largest, segments_of)
 # the readers (sessions_formats) and the ground truth (sessions_truth) are imported by the functions that use them:
 # `--help`, and every command on another study, import neither
@@ -29,7 +29,7 @@ from .sessions_segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative
 def __getattr__(name: str):
     """The readers' and the ground truth's names, read through this module as before (sessions.ground_truth)."""
     import importlib
-    for module in (".sessions_truth", ".sessions_formats"):
+    for module in (".truth", ".readers"):
         found = getattr(importlib.import_module(module, __package__), name, None)
         if found is not None:
             return found
@@ -167,7 +167,7 @@ def parse_exact_lenient(reply: str) -> str | None:
 def classify_exact(answer: str | None, question: dict, conflation: list) -> str:
     """correct only for the exact text; reformatted for the same value written otherwise; changed for a close one
     (is_close); other_wrong; omission."""
-    from .sessions_truth import VALUE_KINDS, is_close, normalize_value
+    from .truth import VALUE_KINDS, is_close, normalize_value
     if answer is None:
         return "omission"
     truth, kind = str(question["truth"]), question.get("type", "identifier")
@@ -279,7 +279,7 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
     """One session as a task: its rendered turns cut into segments, its values, instructions, failed steps and
     probes, what the reader read of its file, how it fits the context window and the compactions its agent
     recorded (events, never turns: `after_turn`, `segment`, the summary and what the log says of it)."""
-    from .sessions_truth import ground_truth
+    from .truth import ground_truth
     segments = segments_of(rendered, cut["starts"])
     segment_of = [seg["index"] for seg in segments for _ in range(*seg["turns"])]
     compactions = [{**event, "segment": segment_of[event["after_turn"] - 1] if event["after_turn"] else 0}
@@ -302,8 +302,8 @@ PROBE_FIELDS = ("session", "question", "answer", "kind")
 def read_probe_file(path: Path, names: list[str]) -> tuple[bytes, dict[str, list[dict]]]:
     """--probes FILE: a JSON list (or {"probes": [...]}) of {session, question, answer, kind}; session may be left
     out when one session is read; kind (a value kind) is inferred from the answer when left out."""
-    from .sessions_truth import VALUE_KINDS, extract_values
-    from .sessions_formats import check_tree, read_file_text
+    from .truth import VALUE_KINDS, extract_values
+    from .readers import check_tree, read_file_text
     shown = display_path(path)
     if path.is_symlink() or not path.is_file():
         raise TaskSetError(f"no probes file at {shown} (or it is a link, a folder or a device); give a JSON file of "
@@ -360,7 +360,7 @@ def read_sessions(path: Path, segments: int = DEFAULT_SEGMENTS, probes: str | No
     truth, before any call; the bytes hashed are the listing of each file's name and sha256 (and the probes
     file's). A command reads its task set several times (to name its folder, to check the lock, to plan): an
     unchanged reading is done once."""
-    from .sessions_formats import session_files
+    from .readers import session_files
     files, left_out = session_files(path)
     probe_path = resolve_option_path(probes) if probes else None
     stamps = [(name, file.stat().st_size, file.stat().st_mtime_ns) for file, name in files]
@@ -404,7 +404,7 @@ class ReadProgress:
 def read_sessions_now(path: Path, files: list, left_out: dict, segments: int, probe_path: Path | None,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth last."""
-    from .sessions_formats import MAX_TOTAL_BYTES, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, read_session_file, refuse
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the {MAX_TOTAL_BYTES // 2 ** 20} "
@@ -522,7 +522,7 @@ def folder_notes(tasks: dict) -> list[str]:
 def task_warnings(tasks: dict) -> list[str]:
     """What a run says on its console about the sessions it read (plan says more): a file whose items the reader
     largely did not understand, sessions cut finer than asked, a folder of sub-agent logs only."""
-    from .sessions_formats import FORMATS
+    from .readers import FORMATS
     warnings = []
     for e in tasks["episodes"]:
         read = e["read"]
@@ -643,7 +643,7 @@ class SessionsStandIn:
     @staticmethod
     def new_facts(segment: str) -> tuple[list, list, list]:
         """(value, words) of each value in a segment, the user's standing instructions, and the failed steps."""
-        from .sessions_truth import extract_values, is_standing_instruction, split_sentences, step_outcome
+        from .truth import extract_values, is_standing_instruction, split_sentences, step_outcome
         facts, rules, steps = [], [], []
         for line in segment.splitlines():
             found = extract_values(line)
@@ -691,7 +691,7 @@ class SessionsStandIn:
         return " ".join(["The session so far."] + outcomes + said)[:STAND_IN_STATE_CHARS]
 
     def answer(self, prompt: str) -> str:
-        from .sessions_truth import extract_values
+        from .truth import extract_values
         context, _, question = prompt.rpartition("\nQuestion: ")
         question = question.split("\n", 1)[0].lower()
         wanted = [kind for kind, words in KIND_WORDS.items() if any(w in question for w in words)]

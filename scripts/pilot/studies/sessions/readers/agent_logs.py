@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .sessions_run_logs import ResponseItems
-from .sessions_turns import SessionBuilder, as_text, exit_code_in, key_of, text_of
+from .run_logs import ResponseItems
+from .turns import SessionBuilder, as_text, exit_code_in, key_of, text_of
 
 
 # --- Claude Code: ~/.claude/projects/<project>/<session>.jsonl ---------------------------------------------------

@@ -13,17 +13,17 @@ import csv
 import io
 from pathlib import Path
 
-from ..bank import ScoredRun, cell_final_state, score_probe
-from ..gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
-from ..inputs import budget_words
-from ..records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
-from ..reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head, report_opening_html,
+from ...bank import ScoredRun, cell_final_state, score_probe
+from ...rules.gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
+from ...inputs import budget_words
+from ...records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
+from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head, report_opening_html,
     spreadsheet_safe)
-from ..runfolder import write_atomic
-from ..stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
-from .sessions import PROTOCOL_ID, STUDY_KEY, recent_context
-from .sessions_figures import figures
-from .sessions_truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS, judge_state,
+from ...runfolder import write_atomic
+from ...stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
+from .design import PROTOCOL_ID, STUDY_KEY, recent_context
+from .figures import figures
+from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS, judge_state,
     mask_secrets)
 
 

@@ -8,20 +8,20 @@ import itertools
 import operator
 from typing import Iterable
 
-from ..bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state, cells_block_disagreement,
+from ...bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state, cells_block_disagreement,
     class_tallies, distinct_probes, equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
     regime_summary, rows_where, score_probe, summarize_compaction_tokens, table_where)
 from ..episodes import QUESTION_PLAN, segment_entities
-from ..prompts import REGIMES
-from ..records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE, is_simulated,
+from ...prompts import REGIMES
+from ...records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE, is_simulated,
     known_count)
-from ..reports import fmt_p, pct
-from ..runfolder import cell_key
-from ..states import (read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state,
+from ...reports import fmt_p, pct
+from ...runfolder import cell_key
+from ...rules.states import (read_prose_state, read_prose_state_by_sentence, read_section, read_typed_state,
     read_typed_state_loose)
-from ..stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
+from ...stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust, mcnemar_counts,
     rate_summary)
-from .xr001 import DEFAULT_REGIMES, N_EPISODES
+from .design import DEFAULT_REGIMES, N_EPISODES
 
 
 def score_retention(regime: Regime, state: str, episode: dict) -> dict:

@@ -2,11 +2,11 @@
 sessions' exact values, per regime, in plain sentences and one figure, from the analysis alone."""
 from __future__ import annotations
 
-from ..records import SIMULATED_STAMP
-from ..reports import Answer, rates_in_words
-from ..stats import rate_summary
-from ..svg import Figure, Look, grouped_bars
-from .sessions_truth import VALUE_CLASSES
+from ...records import SIMULATED_STAMP
+from ...reports import Answer, rates_in_words
+from ...stats import rate_summary
+from ...svg import Figure, Look, grouped_bars
+from .truth import VALUE_CLASSES
 
 VALUES_FIGURE = ("fig_s_values.svg", "What the final state did with each exact value of the sessions, per regime")
 CLASS_COLOURS = {"kept": "#009E73", "reformatted": "#56B4E9", "changed": "#E69F00", "dropped": "#B00000"}
