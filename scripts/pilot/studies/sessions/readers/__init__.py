@@ -1,62 +1,32 @@
-"""XR-S1, reading (protocol/SESSIONS.md section 2): the session files a user brings, in the formats agents write,
-read into sessions: who said what, in order, with tool names, arguments and results linked to their calls, the
-compactions the agent recorded, and every item left out counted with why. The readers are in sessions_agent_logs
-(Claude Code, Codex CLI, Gemini CLI), sessions_ide_logs (Cline, Roo Code, aider) and sessions_run_logs (chat
-messages, the Responses API, SWE-agent, OpenHands, inspect_ai); the record they fill is sessions_turns'.
+"""XR-S1, reading (protocol/SESSIONS.md section 2): the session files a user brings, in the
+formats agents write, read into sessions: who said what, in order, with tool names, arguments and
+results linked to their calls, the compactions the agent recorded, and every item left out counted
+with why. Each format has one module here and one entry in registry.py's READERS, whose docstring
+says how to add one; the record every reader fills is turns.py's.
 
-The files are untrusted input: a link, a device or pipe, a file too large (checked before it is read), JSON nested
-too deeply, bytes that are not UTF-8, a lone surrogate, or a file that is none of the formats is refused in one line,
-before anything is sent to a model; a refusal names the closest format and what it lacks. The format is decided
-from the content, never from the file name.
+The files are untrusted input: a link, a device or pipe, a file too large (checked before it is
+read), JSON nested too deeply, bytes that are not UTF-8, a lone surrogate, or a file that is none of
+the formats is refused in one line, before anything is sent to a model; a refusal names the closest
+format and what it lacks. The format is decided from the content, never from the file name: the
+file is parsed as JSON, JSONL or text, and the first entry of that layout whose checks all pass
+reads it.
 """
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ....inputs import NOT_JSON, TaskSetError, parse_json
 from ....records import sha256_bytes
-from .agent_logs import (CODEX_LINE_TYPES, is_claude_line, is_codex_legacy_item, is_codex_line,
-    is_gemini_message, read_claude_code, read_codex, read_codex_legacy, read_gemini_json, read_gemini_jsonl)
-from .ide_logs import is_aider_history, is_cline_history, read_aider, read_cline
-from .run_logs import (is_chat_message, is_swe_agent, openhands_events, read_chat, read_inspect,
-    read_openhands, read_responses, read_swe_agent, responses_items)
-from .turns import MAX_ARGUMENT_DEPTH, NestedTooDeep
+from .registry import FORMATS, FORMATS_READ, READERS, Reader
+from .turns import MAX_ARGUMENT_DEPTH, MAX_FILE_BYTES, NestedTooDeep, Refused
 
 
-# --- The formats read --------------------------------------------------------------------------------------------
-# name -> what it is (tasks/sessions/README.md lists where each tool keeps these files and the source each shape
-# was checked against)
-FORMATS = {
-    "claude-code": "Claude Code's JSONL transcript (lines with a `type` and a `message` of content blocks)",
-    "codex": "a Codex CLI rollout (JSONL lines of {timestamp, type, payload})",
-    "codex-legacy": "an older Codex CLI rollout (a first line with the session's id, then bare response items)",
-    "gemini-cli": "a Gemini CLI session file (JSON with `sessionId` and `messages` of type user and gemini)",
-    "gemini-cli-jsonl": "a Gemini CLI JSONL session (a metadata line, message records and `$set` patches)",
-    "openai-responses": "an OpenAI Responses API input list (message, function_call, function_call_output and "
-                        "reasoning items)",
-    "cline": "Cline's api_conversation_history.json",
-    "roo-code": "Roo Code's api_conversation_history.json",
-    "aider": "aider's .aider.chat.history.md",
-    "swe-agent": "a SWE-agent trajectory (.traj, with `history` and `trajectory`)",
-    "openhands": "an OpenHands event list (events with `source` and an `action` or `observation`)",
-    "inspect-ai": "an inspect_ai eval log (.json with `eval` and `samples`, or a .eval zip), each sample a session",
-    "chat-json": "a JSON list of chat messages or an object with a `messages` list (OpenAI style, tool calls and "
-                 "tool results included)",
-    "chat-jsonl": "JSONL with one chat message per line",
-}
-
-FORMATS_READ = ("Claude Code, Codex CLI, Gemini CLI, Cline, Roo Code, aider, SWE-agent, OpenHands and inspect_ai "
-                "logs, OpenAI Responses input lists and chat messages (JSON or JSONL); see tasks/sessions/README.md")
-
+# --- Files ------------------------------------------------------------------------------------
 SESSION_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")   # in a folder, the files read (and aider's history files)
 
 AIDER_NAME = "chat.history.md"          # .aider.chat.history.md, or a --chat-history-file named like it
-
-MAX_FILE_BYTES = 64 * 2 ** 20
 
 MAX_TOTAL_BYTES = 256 * 2 ** 20
 
@@ -65,8 +35,6 @@ MAX_FILES = 1000
 MAX_DEPTH = 64                          # JSON nesting a session may have (content blocks sit 5 or 6 deep)
 
 MAX_TURNS = 250_000
-
-MAX_ZIP_MEMBERS = 20_000
 
 
 class SessionFileError(TaskSetError):
@@ -77,7 +45,6 @@ def refuse(where: str, why: str, hint: str = "") -> SessionFileError:
     return SessionFileError(f"{where} {why}; " + (hint or f"the sessions study reads {FORMATS_READ}"))
 
 
-# --- Files -------------------------------------------------------------------------------------------------------
 def printable_name(name: str) -> bool:
     """A file name the lock, the manifest and the reports can write: UTF-8 (not bytes the file system only keeps
     as escapes) and printable."""
@@ -256,165 +223,73 @@ def jsonl_lines(text: str, shown: str) -> JsonLines | None:
     return lines
 
 
-# --- Deciding the format -----------------------------------------------------------------------------------------
-def first(items: list, test: Callable, limit: int = 500) -> bool:
-    return any(test(item) for item in items[:limit])
+# --- Deciding the format (registry.py: each format's checks, in the order they are tried) ---------
+ZIP_MAGIC = b"PK\x03\x04"
 
 
-def values_of(lines: list) -> list:
-    return [value for _, value in lines]
+def candidates(layout: str, value: Any) -> list[tuple[Reader, list[tuple[bool, str]]]]:
+    """Each format of a layout that has checks, with its checks on the value: (passed, what it
+    needs)."""
+    return [(reader, reader.checks(value)) for reader in READERS
+            if reader.layout == layout and reader.checks is not None]
 
 
-def json_candidates(value: Any) -> list[tuple[str, list[tuple[bool, str]], Callable]]:
-    """Each JSON format with its checks (passed, what it needs) and its reader, in the order they are tried."""
-    obj, lst = isinstance(value, dict), isinstance(value, list)
-    messages = value.get("messages") if obj else None
-    items = responses_items(value)
-    events = openhands_events(value)
-    history = value.get("history") if obj else None
-    return [
-        ("inspect-ai", [(obj, "an object"), (obj and isinstance(value.get("eval"), dict), "an `eval` object"),
-                        (obj and isinstance(value.get("samples"), list) and bool(value["samples"]),
-                         "a `samples` list (inspect writes it with --log-samples)")],
-         lambda v: read_inspect(v)),
-        ("swe-agent", [(obj, "an object"), (obj and (isinstance(history, list) or "attempts" in value),
-                                            "a `history` list"),
-                       (obj and isinstance(value.get("trajectory"), list) or obj and "attempts" in value,
-                        "a `trajectory` list"), (is_swe_agent(value), "history messages with a `role`")],
-         lambda v: read_swe_agent(v)),
-        ("gemini-cli", [(obj, "an object"), (obj and "sessionId" in value, "a `sessionId`"),
-                        (isinstance(messages, list), "a `messages` list"),
-                        (isinstance(messages, list) and first(messages, is_gemini_message),
-                         "messages with an `id` and a `type` of user or gemini")],
-         lambda v: read_gemini_json(v)),
-        ("openhands", [(obj or lst, "a list of events"), (events is not None,
-                                                         "events with a `source` and an `action` or `observation`")],
-         lambda v: read_openhands(openhands_events(v))),
-        ("openai-responses", [(obj or lst, "a list of items"),
-                              (items is not None, "items with a `type` such as function_call or function_call_output")],
-         lambda v: read_responses(responses_items(v))),
-        ("cline", [(lst, "a list of messages"), (lst and first(value, is_chat_message), "messages with a `role`"),
-                   (is_cline_history(value), "Cline's or Roo Code's marks (<task>, <user_message>, "
-                                             "<environment_details>, `[tool] Result:` blocks)")],
-         lambda v: read_cline(v)),
-        ("chat-json", [(lst or isinstance(messages, list), "a list of messages or an object with a `messages` list"),
-                       (first(value if lst else messages if isinstance(messages, list) else [], is_chat_message),
-                        "messages with a `role`")],
-         lambda v: read_chat(v if isinstance(v, list) else v["messages"], "chat-json", "messages")),
-    ]
+def passes(checks: list[tuple[bool, str]]) -> bool:
+    return all(ok for ok, _ in checks)
 
 
-def jsonl_candidates(lines: list) -> list[tuple[str, list[tuple[bool, str]], Callable]]:
-    values = values_of(lines)
-    objects = bool(values) and first(values, lambda v: isinstance(v, dict))
-    head = values[0] if values else None
-    return [
-        ("codex", [(objects, "JSON objects, one a line"),
-                   (first(values, lambda v: isinstance(v, dict) and v.get("type") in CODEX_LINE_TYPES),
-                    "lines with a `type` of session_meta, response_item, event_msg, turn_context or compacted"),
-                   (first(values, is_codex_line), "a `payload` object on those lines")],
-         lambda ls: read_codex(ls)),
-        ("claude-code", [(objects, "JSON objects, one a line"),
-                         (first(values, lambda v: isinstance(v, dict) and v.get("type") in ("user", "assistant")),
-                          "lines with a `type` of user or assistant"),
-                         (first(values, is_claude_line), "a `message` object on those lines")],
-         lambda ls: read_claude_code(ls)),
-        ("gemini-cli-jsonl", [(isinstance(head, dict) and "sessionId" in head and "type" not in head,
-                               "a first line with the session's `sessionId`"),
-                              (first(values[1:], lambda v: is_gemini_message(v) or isinstance(v, dict) and
-                                     ("$set" in v or "$rewindTo" in v)), "message records or `$set` lines")],
-         lambda ls: read_gemini_jsonl(ls)),
-        ("codex-legacy", [(isinstance(head, dict) and "id" in head and "timestamp" in head and "type" not in head,
-                           "a first line with the session's `id` and `timestamp`"),
-                          (first(values[1:], is_codex_legacy_item), "response items (message, function_call ...)")],
-         lambda ls: read_codex_legacy(ls)),
-        ("chat-jsonl", [(objects, "JSON objects, one a line"), (first(values, is_chat_message),
-                                                                "messages with a `role`")],
-         lambda ls: read_chat(values_of(ls), "chat-jsonl", "lines", [n for n, _ in ls])),
-    ]
-
-
-def choose(candidates: list, shown: str, what: str):
-    """The first format whose checks all pass; else a refusal naming the closest one (the most of its checks beyond
-    the first, which only asks for a list or an object) and what it lacks."""
-    for name, checks, reader in candidates:
-        if all(ok for ok, _ in checks):
-            return name, reader
-    name, checks, _ = max(candidates, key=lambda c: sum(ok for ok, _ in c[1][1:]) / max(1, len(c[1]) - 1))
+def choose(tried: list, shown: str, what: str) -> Reader:
+    """The first format whose checks all pass; else a refusal naming the closest one (the most of
+    its checks beyond the first, which only asks for a list or an object) and what it lacks."""
+    for reader, checks in tried:
+        if passes(checks):
+            return reader
+    reader, checks = max(tried, key=lambda c: sum(ok for ok, _ in c[1][1:]) / max(1, len(c[1]) - 1))
     if not any(ok for ok, _ in checks[1:]):
         raise refuse(shown, f"is {what}, but none of the session formats")
     missing = next(need for ok, need in checks if not ok)
-    raise refuse(shown, f"is {what}, but none of the session formats: the closest is {name} ({FORMATS[name]}), "
-                        f"and it lacks {missing}")
+    raise refuse(shown, f"is {what}, but none of the session formats: the closest is {reader.name} "
+                        f"({reader.about}), and it lacks {missing}")
 
 
 def read_sessions_in(data: bytes, shown: str) -> tuple[str, list]:
     """(format, [SessionBuilder]) of one file's bytes."""
-    if data[:4] == b"PK\x03\x04":
-        return "inspect-ai", read_inspect(inspect_zip(data, shown))
+    zipped = next((reader for reader in READERS if reader.unzip is not None), None)
+    if data[:4] == ZIP_MAGIC and zipped is not None:
+        value = zipped.unzip(data, lambda text, part: parse_session_json(text, f"{shown} ({part})"))
+        return zipped.name, zipped.read(value)
     text = decode_text(data, shown)
     if not text.strip():
         raise refuse(shown, "is empty")
     whole = parse_session_json(text, shown) if text.lstrip()[:1] in "[{" else NOT_JSON
     if isinstance(whole, (dict, list)):
-        candidates = json_candidates(whole)
+        tried = candidates("json", whole)
         one_line = JsonLines()
         one_line.append((1, whole))
-        if isinstance(whole, dict) and not any(all(ok for ok, _ in c[1]) for c in candidates):
-            candidates += jsonl_candidates(one_line)        # a JSONL file of one line
-        name, reader = choose(candidates, shown, f"JSON ({type(whole).__name__})")
-        return name, reader(one_line if name in JSONL_FORMATS else whole)
+        if isinstance(whole, dict) and not any(passes(checks) for _, checks in tried):
+            tried += candidates("jsonl", [whole])                # a JSONL file of one line
+        reader = choose(tried, shown, f"JSON ({type(whole).__name__})")
+        return reader.name, reader.read(one_line if reader.layout == "jsonl" else whole)
     if whole is not NOT_JSON:
         raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")
     lines = jsonl_lines(text, shown)
     if lines is not None and lines:
-        name, reader = choose(jsonl_candidates(lines), shown, "JSONL")
-        builders = reader(lines)
+        reader = choose(candidates("jsonl", [value for _, value in lines]), shown, "JSONL")
+        builders = reader.read(lines)
         for builder in builders:
             for why, n in lines.skipped.items():
                 builder.skip(why, n)
             builder.read += lines.torn
-        return name, builders
-    if is_aider_history(text):
-        return "aider", read_aider(text)
-    raise refuse(shown, "is neither JSON nor JSONL, nor an aider chat history (`#### ` prompt lines)")
+        return reader.name, builders
+    tried = candidates("text", text)
+    reader = next((reader for reader, checks in tried if passes(checks)), None)
+    if reader is not None:
+        return reader.name, reader.read(text)
+    raise refuse(shown, "is neither JSON nor JSONL, nor " +
+                 " nor ".join(checks[0][1] for _, checks in tried))
 
 
-JSONL_FORMATS = ("codex", "claude-code", "gemini-cli-jsonl", "codex-legacy", "chat-jsonl")
-
-
-def inspect_zip(data: bytes, shown: str) -> dict:
-    """An inspect_ai .eval file (a zip of header.json and one JSON file per sample) as the .json log's shape; its
-    members' sizes are checked before any is read."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError):
-        raise refuse(shown, "is a zip file, but not one this reader can open",
-                     "an inspect_ai .eval log must be a whole zip; or convert it with `inspect log convert --to json`")
-    if len(members) > MAX_ZIP_MEMBERS or sum(m.file_size for m in members) > 4 * MAX_FILE_BYTES:
-        raise refuse(shown, "unpacks to more than this reader takes", "convert the samples you need to .json")
-    names = {m.filename for m in members}
-    if "header.json" not in names:
-        raise refuse(shown, "is a zip file, but not an inspect_ai .eval log (it has no header.json)")
-    header = zip_json(archive, "header.json", shown)
-    samples = [zip_json(archive, name, shown) for name in sorted(names) if name.startswith("samples/") and
-               name.endswith(".json")]
-    return {"eval": header.get("eval") if isinstance(header, dict) else None, "samples": samples}
-
-
-def zip_json(archive: zipfile.ZipFile, name: str, shown: str) -> Any:
-    try:
-        text = archive.read(name).decode("utf-8")
-    except (zipfile.BadZipFile, OSError, UnicodeDecodeError, RuntimeError, ValueError):
-        raise refuse(shown, f"holds a part ({name}) that cannot be read as UTF-8") from None
-    value = parse_session_json(text, f"{shown} ({name})")
-    if value is NOT_JSON:
-        raise refuse(shown, f"holds a part ({name}) that is not JSON")
-    return value
-
-
-# --- One file ----------------------------------------------------------------------------------------------------
+# --- One file ---------------------------------------------------------------------------------
 def read_session_file(path: Path, shown: str) -> list[dict]:
     """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of several), "source",
     "format", "sha256", "bytes", "turns", "compactions", "kind", "notes", "read"}."""
@@ -424,6 +299,8 @@ def read_session_file(path: Path, shown: str) -> list[dict]:
     except NestedTooDeep:
         raise refuse(shown, "holds a tool call whose arguments are nested more than "
                      f"{MAX_ARGUMENT_DEPTH} levels deep", "no session format nests so deeply") from None
+    except Refused as err:
+        raise refuse(shown, err.why, err.hint) from None
     sessions = [b.session() for b in builders]
     empty = [s for s in sessions if not s["turns"]]
     sessions = [s for s in sessions if s["turns"]]

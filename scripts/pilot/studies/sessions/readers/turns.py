@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
+
+from ....inputs import NOT_JSON  # noqa: F401  (the readers' sentinel for text that is not JSON)
 
 
 TEXT_PARTS = ("text", "input_text", "output_text")
@@ -32,7 +34,6 @@ THINKING_PARTS = ("thinking", "redacted_thinking", "reasoning")
 
 MAX_ID_CHARS = 200                      # a call id longer than this is not an id any agent writes
 
-NOT_JSON = object()
 
 
 class NestedTooDeep(ValueError):
@@ -40,6 +41,17 @@ class NestedTooDeep(ValueError):
 
 
 MAX_ARGUMENT_DEPTH = 48
+
+MAX_FILE_BYTES = 64 * 2 ** 20           # a session file's size (checked before it is read)
+
+
+class Refused(ValueError):
+    """A reader's refusal of the file it reads, in one line: why (said after the file's name) and
+    what to do (empty: the list of formats read); read_session_file names the file."""
+
+    def __init__(self, why: str, hint: str = ""):
+        super().__init__(why)
+        self.why, self.hint = why, hint
 
 
 def parse_arguments(text: str) -> Any:
@@ -138,6 +150,16 @@ def json_error(text: str) -> str | None:
     if value.get("is_error") is True or value.get("success") is False or value.get("status") in ("error", "failed"):
         return "the output's JSON status"
     return None
+
+
+def first(items: list, test: Callable, limit: int = 500) -> bool:
+    """Whether one of the first `limit` items passes test: what a format's checks look at."""
+    return any(test(item) for item in items[:limit])
+
+
+def one_object_a_line(values: list) -> tuple[bool, str]:
+    """The check a JSONL format of objects opens with (values: the lines' values)."""
+    return bool(values) and first(values, lambda v: isinstance(v, dict)), "JSON objects, one a line"
 
 
 def key_of(value: Any) -> Any:
