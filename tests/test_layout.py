@@ -98,6 +98,76 @@ class CoreTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(resolved_imports(path, path.parent), {"studies", "cli", "records", "commands"})
 
 
+# What a study's analysis says that the core reads: only records.verdict_of reads these keys of it,
+# and only it calls a study's Report.answer hook; everything else reads the Verdict (issue 39).
+VERDICT_KEYS = ("study", "label", "label_reasons", "reasons", "complete", "coverage", "simulated",
+                "partial")
+
+
+def verdict_read(node: ast.AST) -> str | None:
+    """The expression, where a node reads a Verdict key of an analysis itself (a subscript or a .get
+    of an expression that names an analysis; writing one is the core's own) or reaches the answer
+    hook (`.report.answer`); None where it does neither."""
+    if isinstance(node, ast.Attribute) and node.attr == "answer" and \
+            isinstance(node.value, ast.Attribute) and node.value.attr == "report":
+        return ast.unparse(node)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        target, key = node.value, node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "get" and node.args:
+        target, key = node.func.value, node.args[0]
+    else:
+        return None
+    named = isinstance(key, ast.Constant) and key.value in VERDICT_KEYS
+    return ast.unparse(node) if named and "analysis" in ast.unparse(target) else None
+
+
+def analysis_reads(source: str) -> list[str]:
+    """Every `function: expression` of a module that reads what its Verdict holds off an analysis,
+    outside records.verdict_of."""
+    found = []
+
+    def visit(node: ast.AST, function: str):
+        for child in ast.iter_child_nodes(node):
+            defined = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            inside = child.name if defined else function
+            if inside == "verdict_of":
+                continue
+            read = verdict_read(child)
+            found.extend([f"{inside}: {read}"] if read else [])
+            visit(child, inside)
+
+    visit(ast.parse(source), "<module>")
+    return found
+
+
+class VerdictLayoutTest(unittest.TestCase):
+    def test_the_core_reads_an_analysis_only_through_its_verdict(self):
+        """No module of pilot/ itself reads the label, reasons, completeness, coverage, study,
+        SIMULATED mark or partial view off a study's analysis, nor calls its answer hook: it reads
+        records.Verdict, which verdict_of alone makes."""
+        for path in sorted(PACKAGE.glob("*.py")):
+            with self.subTest(path.stem):
+                self.assertEqual(analysis_reads(path.read_text(encoding="utf-8")), [])
+
+    def test_the_checker_finds_a_key_read_off_an_analysis(self):
+        sample = (
+            "def render(analysis, results, data, study):\n"
+            "    analysis['simulated'] = True\n"
+            "    label = analysis['label']\n"
+            "    why = analysis.get('reasons') or analysis.get('label_reasons')\n"
+            "    handed = data['analysis'].get('label')\n"
+            "    key = results.get('study')\n"
+            "    said = study.report.answer(analysis)\n"
+            "    return analysis['summary']\n"
+            "def verdict_of(analysis):\n"
+            "    return analysis['label'], analysis.get('coverage')\n")
+        self.assertEqual(analysis_reads(sample),
+                         ["render: analysis['label']", "render: analysis.get('reasons')",
+                          "render: analysis.get('label_reasons')",
+                          "render: data['analysis'].get('label')", "render: study.report.answer"])
+
+
 def study_of(name: str) -> str | None:
     """The study a module of studies/ belongs to (`studies.xr001.analysis`: xr001; a flat studies/KEY.py: KEY);
     None for the registry and for studies/episodes.py, which several studies share."""

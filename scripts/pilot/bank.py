@@ -507,7 +507,8 @@ def analyze_bank(results: dict, tasks_path: Path | None = None, table: dict[str,
     """The study's analysis of a bank, with the task set its probes are checked against: the file given, else the one
     the bank records (when it is still there with the recorded hash), else the pre-registered one. `table` is
     bank_table(results), when the caller has it already. Whether the bank comes from the demo's stand-in model is
-    the core's to say (analysis["simulated"]), so that every output of such a bank is marked SIMULATED."""
+    the core's to say (its Verdict's simulated), so that every output of such a bank is marked
+    SIMULATED."""
     study = study_named(results.get("study"))
     recorded = results.get("task_set") if isinstance(results.get("task_set"), dict) else {}
     task_set = None

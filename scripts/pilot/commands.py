@@ -22,7 +22,7 @@ from .launch import (RunOptions, check_study_design, design_settings, make_backe
 from .records import (Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull, EXIT_CELLS_FAILED, EXIT_DISK_FULL,
     EXIT_INTERRUPTED, EXIT_OK, FatalCallError, NUM_CTX, PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY,
     ServerGone, Settings, Study, TEMPERATURE, TransientError, canonical_json, display_path, folder_study, is_simulated,
-    read_canonical, sha256_text, study_named, utc_now)
+    read_canonical, sha256_text, study_named, utc_now, verdict_of)
 from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
     lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
@@ -404,18 +404,21 @@ def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None =
                    table: dict[str, list] | None = None) -> dict:
     """The analysis, refused for an incomplete bank unless the user allowed a NON-CONFIRMATORY one."""
     analysis = analyze_bank(results, tasks_path, table)
+    verdict = verdict_of(analysis)
     design = study_named(results.get("study")).design
-    partial = analysis.get("partial")
+    partial = verdict.partial
     if partial and not allow_partial and not design.partial_by_default:
-        noun = study_named(analysis.get("study") or results.get("study")).episode_noun
-        raise PilotError(f"the bank is of a run not yet finished (scored over the {partial['episodes_complete']} of "
-                         f"{partial['episodes']} {noun}s complete in every model and regime); finish the run, or pass "
-                         f"--allow-partial for an analysis of those marked {design.partial_label}")
-    if not analysis["complete"] and not allow_partial and not design.partial_by_default:
-        cov = analysis["coverage"]
-        raise PilotError(f"the bank is incomplete ({cov['complete_cells']}/{cov['expected_cells']} cells have all "
-                         f"their probes); finish the run, or pass --allow-partial for an analysis marked "
-                         f"{design.partial_label}")
+        noun = study_named(verdict.study or results.get("study")).episode_noun
+        raise PilotError(
+            f"the bank is of a run not yet finished (scored over the "
+            f"{partial['episodes_complete']} of {partial['episodes']} {noun}s complete in every "
+            f"model and regime); finish the run, or pass --allow-partial for an analysis of those "
+            f"marked {design.partial_label}")
+    if not verdict.complete and not allow_partial and not design.partial_by_default:
+        raise PilotError(
+            f"the bank is incomplete ({verdict.complete_cells}/{verdict.expected_cells} cells have "
+            f"all their probes); finish the run, or pass --allow-partial for an analysis marked "
+            f"{design.partial_label}")
     return analysis
 
 

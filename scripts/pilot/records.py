@@ -1,10 +1,11 @@
 """Records and errors: the runner's pinned call settings, its exit codes and errors, the record types every
 module passes around (ChatRequest, ChatResponse, Regime, CallSpec, Cell, Settings), hashing, and the Study record
-with its registry.
+with its registry and the Verdict the core reads of a study's analysis.
 
 Errors are raised inside and turned into exit codes only by the command line (cli.main). A study reaches the
 shared code only through its Study record: the core looks a study up by the key a run folder records
-(study_named, folder_study) and never names one.
+(study_named, folder_study) and never names one; the label, answer and completeness of its analysis
+the core reads only as a Verdict (verdict_of).
 """
 from __future__ import annotations
 
@@ -415,13 +416,64 @@ class Demo:
 
 
 @dataclasses.dataclass(frozen=True)
+class Answer:
+    """What a study says of its own analysis, made by its Report.answer hook from the analysis's
+    counts (in its own keys): what every report says first after the label, and why the label is
+    what it is. The core reads it only inside the analysis's Verdict (verdict_of below).
+    - sentences: one plain sentence per question the study asks (reports.answer_md and answer_html
+      lay them out);
+    - figure: the file name of the one figure that shows them, one of its figures (None: it has
+      none);
+    - reasons: why its label is not CONFIRMATORY, in its words (empty: it gives none); the closing
+      lines of a run say them after the label, and a figure's note says the first."""
+
+    sentences: tuple[str, ...]
+    figure: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What the shared core reads of a study's analysis to say it: its label, answer, completeness,
+    SIMULATED mark and partial view. The analysis stays the study's own dict (its analysis.md,
+    headline and figures read it, and it is handed to the figures as it is); verdict_of makes this
+    record of it, the one place the core reads these keys of an analysis. Each field, who fills it
+    and who reads it:
+    - study: the study's key (or protocol id) the analysis records, None where it records none (the
+      default study); from the analysis's "study"; read to find the study (its render_md, headline
+      and pages);
+    - label: CONFIRMATORY, NON-CONFIRMATORY, UNINFORMATIVE or EXPLORATORY, from the analysis's
+      "label" (the study computes it from the probes); read by every report's opening, the closing
+      lines and the figures' notes;
+    - complete, complete_cells, expected_cells: whether every expected cell has all its probes, and
+      how many do of how many, from the analysis's "complete" and "coverage"; read by the commands,
+      which refuse the analysis of an incomplete bank unless --allow-partial;
+    - answer: the study's Answer (sentences, headline figure, reasons), from its Report.answer hook;
+      None for a study without one; read by analysis.md, RESULTS.md, report.html and the closing
+      lines;
+    - simulated, partial: the two fields the core fills (bank.analyze_bank): whether the bank comes
+      from the demo's stand-in model, and a stopped run's partial view (bank.partial_view:
+      "episodes_complete", "episodes", "cells_left_out"; None for a finished run); read by the
+      SIMULATED stamp of every output and the note that opens the analysis of an unfinished run."""
+
+    study: str | None
+    label: str
+    complete: bool
+    complete_cells: int
+    expected_cells: int
+    answer: Answer | None = None
+    simulated: bool = False
+    partial: dict | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Report:
     """What shows a study's bank besides analysis.md: its answer, its figures, RESULTS.md and report.html
     (pilot/pages.py writes them). A hook left out is the shared one: no answer, no figures; a RESULTS.md and a
     report.html made of the label, analysis.md (and the figures, where there are any). Every report opens with the
     answer: the label, then answer's sentences and its headline figure (reports.answer_md and answer_html)."""
 
-    answer: Callable | None = None      # (analysis) -> reports.Answer(sentences, headline figure's file name or None)
+    answer: Callable | None = None      # (analysis) -> Answer(sentences, headline figure, reasons)
     figures: Callable | None = None     # (results, analysis, stamped) -> [svg.Figure(file name, caption, svg)]
     results_md: Callable | None = None  # (analysis, figures, source) -> RESULTS.md
     report_html: Callable | None = None  # (results, analysis, figures drawn with stamped=False) -> report.html
@@ -447,7 +499,8 @@ class Study:
       writes them between the header every bank shares ("study", "models", "regimes", "n_episodes", "task_set",
       "cells": {"complete", "not_complete", "expected"} ...) and the run's settings; analyze(results, task_set,
       table) -> the analysis, with "study", "label", "complete" and "coverage": {"complete_cells",
-      "expected_cells"}, computed from the probes themselves; render_md and headline read only the analysis;
+      "expected_cells"}, computed from the probes themselves: the keys the core
+      reads, through verdict_of alone; render_md and headline read only the analysis;
     - the optional hooks and sub-records: a fast path for banks in run order, its own bank check, its gate rows,
       files beside results.json, its figures and pages (Report), its own command-line options (CommandLine), its
       design (Design) and its demo (Demo); `options` holds the options of the run at hand (with_options)."""
@@ -529,3 +582,17 @@ def folder_study(manifest: dict) -> Study:
     study = study_named(manifest.get("study") or (manifest.get("lock") or {}).get("study"))
     options = (manifest.get("lock") or {}).get("study_options")
     return study.with_options(options) if isinstance(options, dict) and options else study
+
+
+def verdict_of(analysis: dict) -> Verdict:
+    """What the core reads of a study's analysis: the keys every analysis holds (Study.analyze),
+    the study's Report.answer hook and the keys bank.analyze_bank adds. No label: no analysis."""
+    if not isinstance(analysis, dict) or not analysis.get("label"):
+        raise PilotError("this is no study's analysis: it records no label")
+    answer = study_named(analysis.get("study")).report.answer
+    coverage = analysis["coverage"]
+    return Verdict(study=analysis.get("study"), label=analysis["label"],
+                   complete=analysis["complete"], complete_cells=coverage["complete_cells"],
+                   expected_cells=coverage["expected_cells"],
+                   answer=answer(analysis) if answer is not None else None,
+                   simulated=bool(analysis.get("simulated")), partial=analysis.get("partial"))

@@ -7,35 +7,27 @@ import csv
 import html
 import io
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
-from .records import SIMULATED_STAMP, study_named
-
-
-class Answer(NamedTuple):
-    """What a report says first, after its label: one plain sentence per question the study asks, computed from
-    its analysis, and the file name of the one figure that shows it (one of its figures; None: it has none)."""
-
-    sentences: list[str]
-    figure: str | None = None
+from .records import SIMULATED_STAMP, Answer, Verdict, study_named, verdict_of
 
 
 def study_answer(analysis: dict) -> Answer | None:
     """The answer of the study an analysis records (its Report.answer hook), or None for a study without one."""
-    hook = study_named(analysis.get("study")).report.answer
-    return hook(analysis) if hook is not None else None
+    return verdict_of(analysis).answer
 
 
 def render_analysis_md(analysis: dict, with_answer: bool = True) -> str:
     """analysis.md of any study's analysis, by the study it records, marked SIMULATED first where it must be, a
     stopped run's partial view said before the study's text, and the study's answer (its sentences and headline
     figure) after its title and label, before its first section."""
-    note = partial_note(analysis)
-    text = (f"**{note}**\n\n" if note else "") + study_named(analysis.get("study")).render_md(analysis)
-    answer = study_answer(analysis) if with_answer else None
+    verdict = verdict_of(analysis)
+    note = partial_note(verdict)
+    text = (f"**{note}**\n\n" if note else "") + study_named(verdict.study).render_md(analysis)
+    answer = verdict.answer if with_answer else None
     if answer is not None:
         text = before_first_section(text, answer_md(answer.sentences, figure_link(answer)))
-    return stamped(text, analysis, f"# {SIMULATED_STAMP}\n\n")
+    return stamped(text, verdict, f"# {SIMULATED_STAMP}\n\n")
 
 
 def rates_in_words(rates: list[tuple[str, int, int]]) -> str:
@@ -63,7 +55,8 @@ def before_first_section(markdown: str, insert: str) -> str:
     return "\n".join(lines[:at] + insert.rstrip("\n").split("\n") + [""] + lines[at:])
 
 
-def answer_md(sentences: list[str], figure: tuple[str, str] | None = None, label: str | None = None) -> str:
+def answer_md(sentences: list[str] | tuple[str, ...], figure: tuple[str, str] | None = None,
+              label: str | None = None) -> str:
     """The opening of any markdown report after its title: the label line (where the caller has not written it
     already), one sentence per question as a list, then the headline figure ((alt text, relative path) or None).
     The audit and every study's analysis.md and RESULTS.md open with it."""
@@ -77,24 +70,27 @@ def answer_md(sentences: list[str], figure: tuple[str, str] | None = None, label
 def render_headline(analysis: dict) -> str:
     """The short table printed at the end of a run, by the study its analysis records, marked SIMULATED first where
     it must be, and a stopped run's partial view said before the study's table."""
-    note = partial_note(analysis)
-    text = (f"{note}\n" if note else "") + study_named(analysis.get("study")).headline(analysis)
-    return stamped(text, analysis, f"{SIMULATED_STAMP}\n")
+    verdict = verdict_of(analysis)
+    note = partial_note(verdict)
+    text = (f"{note}\n" if note else "") + study_named(verdict.study).headline(analysis)
+    return stamped(text, verdict, f"{SIMULATED_STAMP}\n")
 
 
 def render_closing(analysis: dict) -> str:
     """What a run prints when it ends, as plain text (no markdown): the label once (SIMULATED first where it must
     be), a stopped run's partial view, then the study's answer sentences; a study without an answer gives its
     headline instead, its markup taken out. The caller adds the report's path."""
-    answer = study_answer(analysis)
+    verdict = verdict_of(analysis)
+    answer = verdict.answer
     if answer is None:
         return plain_text(render_headline(analysis))
-    marks = ("SIMULATED (stand-in model, not a result) · " if analysis.get("simulated") else "") + analysis["label"]
-    reasons = [r for r in analysis.get("label_reasons") or analysis.get("reasons") or []
-               if not (analysis.get("simulated") and r.startswith("simulated"))]
-    marks += (": " + "; ".join(reasons)) if reasons and analysis["label"] != "CONFIRMATORY" else ""
-    note = partial_note(analysis)
-    return "\n".join([marks] + ([plain_text(note)] if note else []) + [f"- {plain_text(s)}" for s in answer.sentences])
+    simulated = "SIMULATED (stand-in model, not a result) · " if verdict.simulated else ""
+    marks = simulated + verdict.label
+    reasons = [r for r in answer.reasons if not (verdict.simulated and r.startswith("simulated"))]
+    marks += (": " + "; ".join(reasons)) if reasons and verdict.label != "CONFIRMATORY" else ""
+    note = partial_note(verdict)
+    return "\n".join([marks] + ([plain_text(note)] if note else [])
+                     + [f"- {plain_text(s)}" for s in answer.sentences])
 
 
 def plain_text(markdown: str) -> str:
@@ -121,14 +117,15 @@ def plain_text(markdown: str) -> str:
     return "\n".join(out)
 
 
-def partial_note(analysis: dict) -> str | None:
-    """The line that opens the analysis of a run not yet finished (bank.score_run scores it over its complete
-    episodes alone; analysis["partial"]); None for a finished run, or where the study's own label is
-    CONFIRMATORY (the label comes from the probes, never from the file's word)."""
-    partial = analysis.get("partial")
-    if not partial or analysis.get("label") == "CONFIRMATORY":
+def partial_note(verdict: Verdict) -> str | None:
+    """The line that opens the analysis of a run not yet finished (bank.score_run scores it over its
+    complete episodes alone; the verdict's partial view); None for a finished run, or where the
+    study's own label is CONFIRMATORY (the label comes from the probes, never from the file's
+    word)."""
+    partial = verdict.partial
+    if not partial or verdict.label == "CONFIRMATORY":
         return None
-    study = study_named(analysis.get("study"))
+    study = study_named(verdict.study)
     left, noun, label = partial["cells_left_out"], study.episode_noun, study.design.partial_label
     view = "PARTIAL VIEW" if label == "PARTIAL" else f"PARTIAL VIEW, {label}"    # a study with no confirmatory test
     return (f"{view}: the run is not finished; this compares the regimes over the "
@@ -137,11 +134,11 @@ def partial_note(analysis: dict) -> str | None:
                if left else "") + ".")
 
 
-def stamped(text: str, analysis: dict, stamp: str) -> str:
+def stamped(text: str, verdict: Verdict, stamp: str) -> str:
     """A study's text of a simulated bank (the demo's stand-in model), with the SIMULATED stamp in front of it
     unless its first line already says so: no study can leave it out."""
     first = next((line for line in text.splitlines() if line.strip()), "")
-    return stamp + text if analysis.get("simulated") and "SIMULATED" not in first else text
+    return stamp + text if verdict.simulated and "SIMULATED" not in first else text
 
 
 def pct(x: float | None) -> str:
@@ -197,13 +194,14 @@ def inline_html(text: str) -> str:
 
 def confirmatory_note(analysis: dict) -> str | None:
     """None for a confirmatory bank; otherwise its label and the main reason, short enough for a figure."""
-    if analysis["label"] == "CONFIRMATORY":
+    verdict = verdict_of(analysis)
+    if verdict.label == "CONFIRMATORY":
         return None
-    if analysis["label"] == "UNINFORMATIVE":
+    if verdict.label == "UNINFORMATIVE":
         note = "UNINFORMATIVE: no model passed the ceiling check"
     else:
-        note = f"NON-CONFIRMATORY: {analysis['label_reasons'][0].split(':')[0]}"
-    return f"{SIMULATED_STAMP}; {note}" if analysis.get("simulated") else note
+        note = f"NON-CONFIRMATORY: {verdict.answer.reasons[0].split(':')[0]}"
+    return f"{SIMULATED_STAMP}; {note}" if verdict.simulated else note
 
 
 LABEL_WORDS = ("EXPLORATORY", "CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")   # the labels label_consequence says
@@ -315,8 +313,8 @@ def label_block(label: str, simulated: bool, why: str, verdicts: str = "") -> st
             + (f'<p class="verdicts">{inline_html(verdicts)}</p>' if verdicts else "") + "</div>")
 
 
-def answer_html(label: str, simulated: bool, why: str, sentences: list[str], figure_svg: str | None = None,
-                figure_file: str | None = None) -> str:
+def answer_html(label: str, simulated: bool, why: str, sentences: list[str] | tuple[str, ...],
+                figure_svg: str | None = None, figure_file: str | None = None) -> str:
     """The opening of any HTML report, in this order: the label box (label, SIMULATED, why), one plain sentence per
     question, then the headline figure at the page's width (its SVG, and its file under figures/ where it has one).
     Every study's report.html and the audit's open with it."""
@@ -333,9 +331,10 @@ def answer_html(label: str, simulated: bool, why: str, sentences: list[str], fig
 def report_opening_html(analysis: dict, why: str, figures: list) -> str:
     """A study's report.html opening (answer_html) from its analysis: its label, its answer's sentences and its
     headline figure, found by name among the figures drawn for the page."""
-    answer = study_answer(analysis) or Answer([])
+    verdict = verdict_of(analysis)
+    answer = verdict.answer or Answer(())
     svg = next((figure.svg for figure in figures if figure.name == answer.figure), None)
-    return answer_html(analysis["label"], bool(analysis.get("simulated")), why, answer.sentences, svg,
+    return answer_html(verdict.label, verdict.simulated, why, answer.sentences, svg,
                        answer.figure if svg else None)
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import html
 from typing import Callable, NamedTuple
 
-from .records import SIMULATED_STAMP
+from .records import SIMULATED_STAMP, verdict_of
 from .reports import fmt_rate
 
 
@@ -217,7 +217,7 @@ def make_look(analysis: dict, stamp: str | None, rooms: list[float], stamped: bo
     study's note says."""
     groups = analysis.get("groups") or analysis["models"]
     names, key = group_labels(groups, min(rooms))
-    if stamped and analysis.get("simulated") and "SIMULATED" not in (stamp or ""):
+    if stamped and verdict_of(analysis).simulated and "SIMULATED" not in (stamp or ""):
         stamp = SIMULATED_STAMP + (f"; {stamp}" if stamp else "")
     return Look(stamp if stamped else None, regime_labels(analysis, name_of), regime_colours(analysis["regimes"]),
                 dict(zip(groups, names)), key)

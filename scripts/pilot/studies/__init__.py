@@ -17,18 +17,21 @@ protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through t
    complete cell into named lists of rows (the shared scoring, bank.score_run, checks each cell against the
    manifest, gathers the rows and writes the header every results.json opens with), score_fields(run, rows), if
    it needs one, makes its fields of results.json of them; analyze(results, task_set, table) -> the analysis (its
-   "label" computed from the probes themselves), and render_md and render_headline of that analysis. Answers are
+   "label" computed from the probes themselves, "study", "complete" and "coverage": all the shared
+   code reads of it, through records.verdict_of), and render_md and render_headline of that
+   analysis. Answers are
    parsed and classified by a probe kind: the shared "integer" kind (`ANSWER: <integer>`), or one of its own
    registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or "choice"), so that
    `analyze` accepts the banks the pilot makes.
 4. Optionally, where it has them:
    - its answer, its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and its own
      RESULTS.md or report.html: records.Report(answer, figures, results_md, report_html). answer(analysis) ->
-     reports.Answer(sentences, headline figure's file name): one plain sentence per question, from the analysis's
-     counts, which every page opens with after the label (reports.answer_md and answer_html lay it out, the same
-     for every study; a report.html of its own opens with reports.report_opening_html). Without them its bank gets
-     no answer and no figures, and the shared RESULTS.md and report.html made of its label and analysis.md
-     (pilot/pages.py);
+     records.Answer(sentences, headline figure's file name, reasons): one plain sentence per
+     question, from the analysis's counts, which every page opens with after the label
+     (reports.answer_md and answer_html lay it out, the same for every study; a report.html of its
+     own opens with reports.report_opening_html), and why its label is not CONFIRMATORY. Without
+     them its bank gets no answer and no figures, and the shared RESULTS.md and report.html made of
+     its label and analysis.md (pilot/pages.py);
    - its own command-line options: records.CommandLine (records.Option entries for run, the pilot and plan, how
      they are read into the lock, options of `generate`, files the user brings with an option of its own); an
      option of one study given to another is refused;

@@ -3,8 +3,8 @@ states handed to the successor carried the category's defect under each regime, 
 analysis alone (RESULTS.md and report.html are the shared pages)."""
 from __future__ import annotations
 
-from ...reports import Answer, pct
-from ...records import SIMULATED_STAMP
+from ...reports import pct
+from ...records import SIMULATED_STAMP, Answer
 from ...svg import REGIME_LABELS, Figure, Look, group_labels, group_room, grouped_bars, regime_colours
 from .design import THRESHOLDS
 
@@ -40,4 +40,4 @@ def answer(analysis: dict) -> Answer:
                          + (f"; not judged: {', '.join(unjudged)}" if unjudged else "") + ".")
     if summary.get("quarantined") is not None:
         sentences.append(f"The gate quarantined {summary['quarantined']} candidate states.")
-    return Answer(sentences, RELEASE_FIGURE[0])
+    return Answer(tuple(sentences), RELEASE_FIGURE[0])

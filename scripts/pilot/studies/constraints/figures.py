@@ -2,8 +2,9 @@
 the instruction, and report.html, from the analysis alone (RESULTS.md is the shared one)."""
 from __future__ import annotations
 
-from ...reports import (Answer, figures_html, fmt_p, label_consequence, md_tables_to_html, pct, rates_in_words,
-    report_head, report_opening_html)
+from ...records import Answer
+from ...reports import (figures_html, fmt_p, label_consequence, md_tables_to_html, pct,
+    rates_in_words, report_head, report_opening_html)
 from ...svg import Figure, bars_position, group_room, grouped_bars, make_look
 from .design import PROTOCOL_ID
 from .analysis import INFORMATIVE_MIN_FULL, condition_name, render_body, uninformative_explanation
@@ -102,7 +103,8 @@ def pooled_rates(by_group: dict, groups: list[str], regimes: list[str]) -> dict[
 
 def answer(analysis: dict) -> Answer:
     """The study's answer in plain sentences (how often each condition complied, the pre-registered test and its
-    verdict, how many final states still carry the instruction) and its headline figure, compliance."""
+    verdict, how many final states still carry the instruction), its headline figure,
+    compliance, and its label's reasons."""
     groups, regimes, defs = analysis["groups"], analysis["regimes"], analysis.get("regime_definitions", {})
     named = lambda r: f"{r} [{condition_name(r, defs.get(r) or {})}]"      # noqa: E731
     sentences = []
@@ -125,4 +127,4 @@ def answer(analysis: dict) -> Answer:
     if carried:
         sentences.append("Final states that still carry every key term of the instruction: "
                          + rates_in_words([(r, k, n) for r, (k, n) in carried.items()]) + ".")
-    return Answer(sentences, CONSTRAINT_FIGURES[0][0])
+    return Answer(tuple(sentences), CONSTRAINT_FIGURES[0][0], tuple(analysis["reasons"]))

@@ -2,8 +2,8 @@
 sessions' exact values, per regime, in plain sentences and one figure, from the analysis alone."""
 from __future__ import annotations
 
-from ...records import SIMULATED_STAMP
-from ...reports import Answer, rates_in_words
+from ...records import SIMULATED_STAMP, Answer
+from ...reports import rates_in_words
 from ...stats import rate_summary
 from ...svg import Figure, Look, grouped_bars
 from .truth import VALUE_CLASSES
@@ -62,4 +62,4 @@ def answer(analysis: dict) -> Answer:
     if analysis["gate"]:
         sentences.append("The release gate failed " + ", ".join(f"{g['fail']} of {g['states']} final states of {r}"
                                                                 for r, g in analysis["gate"].items()) + ".")
-    return Answer(sentences, VALUES_FIGURE[0])
+    return Answer(tuple(sentences), VALUES_FIGURE[0])

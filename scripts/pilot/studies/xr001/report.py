@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from ...bank import CLASSES
 from ...inputs import budget_words
-from ...records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT
-from ...reports import (Answer, confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table, pct,
-    render_recheck_section)
+from ...records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, Answer
+from ...reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table,
+    pct, render_recheck_section)
 from .design import PROTOCOL_ID
 from .analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS, evaluate_predictions
 
@@ -457,7 +457,8 @@ HEADLINE_FIGURE = "fig_a_corruption.svg"
 
 def answer(analysis: dict) -> Answer:
     """The study's answer in plain sentences (how often each regime corrupted an answer, the paired comparison,
-    each prediction by what it says and its verdict) and its headline figure, the corruption rates."""
+    each prediction by what it says and its verdict), its headline figure, the corruption rates,
+    and its label's reasons."""
     pooled, regimes = analysis["pooled"], analysis["regimes"]
     order = [r for r in ("R1", "R2") if r in regimes] + [r for r in regimes if r not in ("R1", "R2")]
     rates = [f"{REGIME_WORDS.get(r, 'regime ' + r)} ({r}) {pct(pooled[r]['rate'])}" for r in order if pooled[r]["n"]]
@@ -481,7 +482,7 @@ def answer(analysis: dict) -> Answer:
         sentences += [prediction_sentence(v, analysis) for v in verdicts]
     # what qualifies every verdict goes with them, wherever they are read (the terminal has no label box)
     sentences += [note.strip() for note in (replaced_prompts_note(analysis), recheck_note(analysis)) if note]
-    return Answer(sentences, HEADLINE_FIGURE)
+    return Answer(tuple(sentences), HEADLINE_FIGURE, tuple(analysis["label_reasons"]))
 
 
 def prediction_sentence(verdict: dict, analysis: dict) -> str:
