@@ -282,7 +282,7 @@ def modules_imported_by(argv: list[str], cwd: Path) -> tuple[int, set[str]]:
 class StartUpTest(TempDirMixin, unittest.TestCase):
     """Each command imports what it needs: `--help`, a bad option and `plan` import none of the modules above, and
     no study's analysis, figures or report (a study's hooks import them on their first call). Measured, not timed:
-    the start-up's time is scripts/bench_runner.py's."""
+    the start-up's time is scripts/bench/bench_runner.py's."""
 
     def assert_lean(self, argv: list[str], code: int, unneeded: tuple) -> set[str]:
         """What the command imported, none of `unneeded` among it but those a study's design module imports itself
