@@ -21,7 +21,8 @@ import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
-        "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo", "pages")       # in pipeline order
+        "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+        "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
