@@ -25,7 +25,7 @@ REPO_ROOT = PAPER_DIR.parent
 PAPER_SOURCE = REPO_ROOT / "results" / "smollm2-135m-llamacpp" / "results.json"
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))     # the runner's package, scripts/pilot/
-from pilot import bank, pages  # noqa: E402
+from pilot import pages, speed  # noqa: E402
 import pilot.studies  # noqa: E402,F401  (registers the studies)
 
 
@@ -34,5 +34,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    bank.EXIT_WITHOUT_FREEING = True
-    bank.end_process(main())
+    speed.EXIT_WITHOUT_FREEING = True
+    speed.end_process(main())

@@ -29,6 +29,7 @@ The code lives in the package beside this file, scripts/pilot/, in pipeline orde
     inputs           task files read and hashed, regimes as records
     runfolder        journal, manifest, folder lock, code hash
     runner           cells, retries, resume, concurrency, progress, the determinism probe
+    speed            speed only: the collector paused and the exit that skips freeing a bank
     bank             answer parsing, probe kinds, checked cells, the bank as columns and its shape checks
     reports          shared formats and tables, probes.csv, any study's analysis.md and headline
     values           exact values in text, their spellings, closeness, secrets
@@ -53,17 +54,17 @@ try:                            # Ctrl-C while Python reads the package: nothing
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from pilot import bank  # noqa: E402
+    from pilot import speed  # noqa: E402
     from pilot.cli import main  # noqa: E402
 except KeyboardInterrupt:
     print("interrupted before anything was done", file=sys.stderr)
     sys.exit(EXIT_INTERRUPTED)
 
 if __name__ == "__main__":
-    bank.EXIT_WITHOUT_FREEING = True    # a bank read by this process is freed by the exit, not object by object
+    speed.EXIT_WITHOUT_FREEING = True   # a bank read here is freed by the exit, not one by one
     try:
         code = main()
     except KeyboardInterrupt:           # before a command began (reading the options), or as it ended
         print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
         code = EXIT_INTERRUPTED
-    bank.end_process(code)
+    speed.end_process(code)

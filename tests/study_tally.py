@@ -46,7 +46,8 @@ def classify_text(answer: str | None, question: dict, conflation: list) -> str:
     return "omission" if answer is None else "correct" if answer == question["truth"] else "wrong"
 
 
-register_probe_kind(ProbeKind("tally_text", TEXT_RULE, parse_text, None, classify_text, CLASSES, answer_type="text"))
+register_probe_kind(ProbeKind("tally_text", parse_text, None, classify_text, CLASSES,
+                              answer_type="text"))
 
 # --- Its prompts and regimes ---------------------------------------------------------------------------------------
 PROMPTS = {

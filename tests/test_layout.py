@@ -21,7 +21,8 @@ import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
-        "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo", "pages")       # in pipeline order
+        "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+        "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
@@ -352,7 +353,7 @@ def modules_imported_by(argv: list[str], cwd: Path) -> tuple[int, set[str]]:
 class StartUpTest(TempDirMixin, unittest.TestCase):
     """Each command imports what it needs: `--help`, a bad option and `plan` import none of the modules above, and
     no study's analysis, figures or report (a study's hooks import them on their first call). Measured, not timed:
-    the start-up's time is scripts/bench_runner.py's."""
+    the start-up's time is scripts/bench/bench_runner.py's."""
 
     def assert_lean(self, argv: list[str], code: int, unneeded: tuple) -> set[str]:
         """What the command imported, none of `unneeded` among it but those a study's design module imports itself

@@ -71,7 +71,7 @@ class RegistryTest(unittest.TestCase):
         self.assertGreater(first[1], sum(w for w, _ in by_episode.values()) / 120)
 
     def test_a_new_probe_kind_is_one_entry(self):
-        kind = bank.ProbeKind("choice", "Reply A or B.", lambda reply: reply.strip()[:1] or None, None,
+        kind = bank.ProbeKind("choice", lambda reply: reply.strip()[:1] or None, None,
                             lambda answer, question, conflation: "compliant" if answer == question["truth"] else
                             "violating", ("compliant", "violating", "no answer"), "compliant", "no answer")
         with mock.patch.dict(bank.PROBE_KINDS, {"choice": kind}):

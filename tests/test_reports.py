@@ -17,6 +17,7 @@ from pilot import bank, pages, records, reports
 from pilot.studies.episodes import segment_entities
 from pilot.records import study_named
 from pilot.studies.xr001 import analysis as xr001_analysis, figures as xr001_figures
+from pilot.studies.adversarial import analysis as adversarial_analysis, design as adversarial
 
 EXAMPLES = REPO / "results"
 PUBLISHED = REPO / "paper" / "published"
@@ -33,11 +34,31 @@ def committed(folder: str) -> tuple[dict, dict]:
 
 
 def adversarial_bank() -> tuple[dict, dict]:
-    """The committed XR-G1 example's summary as an analysis of the shared runner gives it."""
-    results = json.loads((EXAMPLES / "smollm2-135m-adversarial" / "results.json").read_text())
-    analysis = {"study": "adversarial", "summary": results["summary"], "lock": results["lock"], "complete": True,
-                "label": "EXPLORATORY", "coverage": {"complete_cells": 28, "expected_cells": 28}, "simulated": False,
-                "recheck": None}
+    """An XR-G1 summary as an analysis of the shared runner gives it (the study has no committed
+    example): every session's states keep each value as it stands, every probe is answered right."""
+    tasks = adversarial.generate_adversarial_tasks()
+    calls = {}
+    for episode in tasks["episodes"]:
+        e = episode["episode"]
+        for name, regime in adversarial.REGIMES.items():
+            states = []
+            for k in range(1, len(episode["segments"]) + 1):
+                entities = adversarial.adversarial_ledger(episode, k)["entities"]
+                values = [f"{n} = {v['value']}" for n, v in entities.items()]
+                states.append("values:\n" + "\n".join(values))
+                calls[(name, e, f"compact_{k}")] = {"response": states[-1], "model": "m"}
+            context = adversarial.gated_state(regime, episode, states)
+            for probe in episode["probes"]:
+                prompt = regime.answer_template.format(context=context, question=probe["prompt"])
+                calls[(name, e, f"probe_{probe['id']}")] = {
+                    "response": f"ANSWER: {probe['truth']}", "model": "m", "prompt": prompt}
+    summary = adversarial_analysis.adversarial_summary(
+        adversarial_analysis.adversarial_rows(tasks, calls, 0), 0)
+    n = len(tasks["episodes"])
+    lock = {"n_episodes": n, "regenerate": 0}
+    cells = {"complete_cells": 2 * n, "expected_cells": 2 * n}
+    analysis = {"study": "adversarial", "summary": summary, "lock": lock, "complete": True,
+                "label": "EXPLORATORY", "coverage": cells, "simulated": False, "recheck": None}
     return {"study": "adversarial", "models": [], "regimes": ["R2", "G2"], "probes": []}, analysis
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "scripts"))
+sys.path.insert(0, str(HERE.parent / "scripts" / "bench"))
 
 import bench_sessions  # noqa: E402
 import pilot.studies  # noqa: E402,F401  (registers the studies)

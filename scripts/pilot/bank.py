@@ -3,15 +3,11 @@ the bank read as columns, its shape checks, and the analysis of a bank by its st
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
-import gc
 import itertools
 import operator
-import os
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -68,11 +64,10 @@ def classify_answer(answer: int | None, truth: int, conflation_set: Iterable[int
 
 @dataclasses.dataclass(frozen=True)
 class ProbeKind:
-    """A kind of probe as data: how its answer is asked for, parsed and classified, its classes, and what a scored
-    answer is (answer_type), which the shape check of a bank reads as the scorer wrote it."""
+    """A kind of probe as data: how its answer is parsed and classified, its classes, and what a
+    scored answer is (answer_type), which the shape check of a bank reads as the scorer wrote it."""
 
     name: str
-    answer_rule: str                    # the line every answer prompt ends with
     parse: Callable[[str], Any]         # reply -> answer, None for an omission
     parse_lenient: Callable[[str], Any] | None   # a labelled diagnostic beside the primary parse
     classify: Callable[[Any, dict, list], str]   # (answer, question, conflation set) -> class
@@ -106,9 +101,10 @@ def integer_classes(answer: Any, question: dict, conflation: list) -> str:
     return classify_answer(answer, question["truth"], conflation)
 
 
-# The integer probe kind, the default of every study: the answer line every integer question ends with.
+# The answer line every integer question ends with (pilot/prompts.py).
 ANSWER_RULE = ("Reply with a single line of the form ANSWER: <integer> and nothing else: no working, "
                "no explanation.")
+
 
 class ProbeKinds(dict):
     """name -> ProbeKind; a kind registered by a module not yet imported is imported where it is first looked up."""
@@ -139,7 +135,8 @@ def register_probe_kind(kind: ProbeKind) -> ProbeKind:
     return kind
 
 
-register_probe_kind(ProbeKind("integer", ANSWER_RULE, parse_answer, parse_answer_lenient, integer_classes, CLASSES))
+register_probe_kind(ProbeKind("integer", parse_answer, parse_answer_lenient, integer_classes,
+                              CLASSES))
 
 
 def probe_kind(question: dict) -> ProbeKind:
@@ -541,47 +538,6 @@ def partial_view(results: dict) -> dict | None:
     if not isinstance(partial, dict) or not all(is_count(partial.get(f)) for f in fields):
         return None
     return {f: partial[f] for f in fields}
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Pause the cyclic garbage collector while a bank is read and analysed: that makes millions of small
-    objects and no cycles, and the collector's passes over them cost about a fifth of the time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-# When a command that read a bank is about to end the process, freeing a large bank's millions of objects one
-# at a time takes about a second, and ending the process frees them anyway. The script's entry point (and
-# make_figures.py's) sets EXIT_WITHOUT_FREEING; every bank read is then held here, and a process that holds one
-# ends with os._exit once its output is flushed (files are written and closed before that). Imported (by the
-# tests), nothing is held.
-EXIT_WITHOUT_FREEING = False
-
-HELD_UNTIL_EXIT: list = []
-
-
-def hold_until_exit(*objects: Any) -> None:
-    if EXIT_WITHOUT_FREEING:
-        HELD_UNTIL_EXIT.extend(objects)
-
-
-def end_process(code: int) -> None:
-    """The script's exit: os._exit when a bank is held (after flushing what was printed), else sys.exit."""
-    if HELD_UNTIL_EXIT:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except (OSError, ValueError):        # a closed or full stream: what could be written was
-                pass
-        os._exit(code)
-    sys.exit(code)
 
 
 def column_types(rows: list[dict], field: str, default: Any = None) -> set[type]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Callable
 
 from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
-from .bank import collector_paused, end_process
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
@@ -23,6 +22,8 @@ from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUD
     EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES,
     MAX_SAMPLES, MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT,
     SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
+from . import speed
+from .speed import collector_paused, end_process
 from .studies.xr001.design import N_EPISODES
 
 
@@ -484,5 +485,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    EXIT_WITHOUT_FREEING = True
+    speed.EXIT_WITHOUT_FREEING = True
     end_process(main())

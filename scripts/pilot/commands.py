@@ -13,8 +13,7 @@ import threading
 from pathlib import Path
 
 from .backends import check_context_window, preflight
-from .bank import (analyze_bank, call_stage, collector_paused, hold_until_exit, read_bank, results_shape_problems,
-    score_run)
+from .bank import analyze_bank, call_stage, read_bank, results_shape_problems, score_run
 from .cells import journal_streams, run_budgets, run_samples, selected_cells
 from .inputs import load_task_set, load_tasks, read_json, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend, missing_run_hint, read_run_options,
@@ -25,8 +24,9 @@ from .records import (Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull, EXIT_CELL
     read_canonical, sha256_text, study_named, utc_now, verdict_of)
 from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete, journalled_lines,
-    lock_differences, own_runner_message, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
+    lock_differences, recorded_study, refuse_foreign_folder, repeated_calls, runner_sha256, short,
     write_atomic)
+from .speed import collector_paused, hold_until_exit
 from .studies.xr001.design import N_EPISODES
 
 
@@ -711,9 +711,6 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
     report written there."""
     results, table = read_bank(results_path, str(results_path), "a results file this runner can read",
                                "point --results at a results.json")
-    own = own_runner_message(results, results_path.parent)
-    if own is not None:
-        raise PilotError(own)
     hold_until_exit(results, table)
     problems = results_shape_problems(results, table)
     if problems:

@@ -25,9 +25,9 @@ from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DEFAULT_RECHECK,
     folder_study, is_disk_full, is_simulated, known_count, lone_surrogate, lone_surrogate_problem, read_canonical,
     sha256_bytes, sha256_text, study_named, utc_now)
 from .reports import md_table, plain_text, render_analysis_md, render_headline
-from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable, former_runner,
-    is_complete, journalled_lines, lock_differences, parse_record_line, process_alive, record_variant, records_digest,
-    refuse_unsafe_folder, variant_suffix, write_atomic)
+from .runfolder import (Journal, Manifest, RunLock, UnsafePath, cell_key, folder_writable,
+    is_complete, journalled_lines, lock_differences, parse_record_line, process_alive,
+    record_variant, records_digest, refuse_unsafe_folder, variant_suffix, write_atomic)
 
 
 def command_generate(args) -> int:
@@ -476,15 +476,6 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give a run folder "
                              f"or a state file")
     refuse_unsafe_folder(run_dir)
-    try:
-        former = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        former = None                   # Manifest.load (in load_run) says what is wrong with it, in one line
-    runner = former_runner(former) if isinstance(former, dict) and "cells" not in former else None
-    if runner is not None:          # a folder a study's former runner made: re-gated from its calls, as it wrote them
-        text, summary = runner.regate(run_dir, former)
-        print(json.dumps(summary, indent=1) if as_json else text)
-        return EXIT_OK
     manifest, tasks = load_run(run_dir)
     with contextlib.ExitStack() as held:                # one writer at a time: never beside a running runner
         hold_folder(held, run_dir, "gate the folder once the run is done")

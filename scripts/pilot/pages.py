@@ -13,14 +13,14 @@ import os
 import sys
 from pathlib import Path
 
-from .bank import (analyze_bank, collector_paused, hold_until_exit, is_row_list, read_bank, results_shape_problems,
-    rows_are_objects)
+from .bank import analyze_bank, is_row_list, read_bank, results_shape_problems, rows_are_objects
 from .inputs import parse_json
 from .records import (DiskFull, EXIT_DISK_FULL, PilotError, REPO_ROOT, display_path, is_disk_full,
     study_named, verdict_of)
 from .reports import (LABEL_WORDS, figures_html, label_consequence, md_tables_to_html, partial_note,
     render_analysis_md, report_head, report_opening_html)
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
+from .speed import collector_paused, hold_until_exit
 from .svg import Figure
 
 PAPER_DIR = REPO_ROOT / "paper"         # paper/ is ours: the command may write there whatever else it holds

@@ -13,12 +13,12 @@ import stat
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .backends import server_identity
 from .inputs import read_json
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, NUM_CTX, PilotError, Settings,
-    canonical_json, display_path, folder_study, is_disk_full, lone_surrogate, read_canonical, sha256_bytes, utc_now)
+    canonical_json, folder_study, is_disk_full, lone_surrogate, read_canonical, sha256_bytes, utc_now)
 
 
 # The folder lock takes the best tool the platform has: flock on POSIX, msvcrt on Windows, and
@@ -600,32 +600,6 @@ def regime_record_problem(record: Any) -> str | None:
     return None
 
 
-@dataclasses.dataclass(frozen=True)
-class FormerRunner:
-    """A runner of a study's own, from before the study ran on the shared one: the run commands do not read its
-    folders, and say so; `gate RUN_DIR` re-gates and re-reports them from their calls."""
-
-    message: Callable[[str], str]       # (folder, as shown) -> one line naming the commands that read such a folder
-    regate: Callable[[Path, dict], tuple[str, dict]]   # (folder, its manifest) -> (analysis.md's text, its summary)
-
-
-FORMER_RUNNERS: dict[str, FormerRunner] = {}   # the protocol id such a folder's lock records -> its former runner
-
-
-def former_runner(data: Any) -> FormerRunner | None:
-    """The former runner that wrote a folder's manifest or results (data), or None for every other folder."""
-    lock = data.get("lock") if isinstance(data, dict) else None
-    study = lock.get("study") if isinstance(lock, dict) else None
-    return FORMER_RUNNERS.get(study) if isinstance(study, str) else None
-
-
-def own_runner_message(data: Any, folder: Path) -> str | None:
-    """Why the shared commands do not read a folder whose manifest or results (data) a study's own former runner
-    wrote, naming the commands that do; None for every other folder."""
-    runner = former_runner(data)
-    return runner.message(display_path(folder)) if runner is not None else None
-
-
 class Manifest:
     """The run ledger, rewritten atomically; thread-safe."""
 
@@ -640,9 +614,6 @@ class Manifest:
         refuse_unsafe_folder(path.parent)
         _, _, data = read_json(path, f"the manifest {path}", "a run manifest", "nothing was changed; restore it from "
                                "a backup, or start a separate run in a new folder")
-        own = own_runner_message(data, path.parent)
-        if own is not None:
-            raise PilotError(own)
         problem = manifest_problem(data)
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was changed; "

@@ -56,7 +56,6 @@ import importlib
 from ..bank import register_probe_kind_module
 from ..cells import cascade_plan
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
-from ..runfolder import FORMER_RUNNERS, FormerRunner
 from .adversarial import design as adversarial
 from .constraints import design as constraints
 from .sessions import design as sessions
@@ -74,9 +73,6 @@ def later(module: str, name: str):
 
 # a probe kind registered by a study's analysis is imported where a probe of that kind is first read
 register_probe_kind_module("forced_choice", lambda: importlib.import_module(".constraints.analysis", __name__))
-# folders of the adversarial study's former runner: its analysis says so and re-gates them
-FORMER_RUNNERS[adversarial.PROTOCOL_ID] = FormerRunner(later(".adversarial.analysis", "former_folder_message"),
-                                                      later(".adversarial.analysis", "regate_former"))
 
 register_study(Study(
     name="xr001",

@@ -1,6 +1,5 @@
 """XR-G1, analysis (protocol/ADVERSARIAL.md section 4): each state through the gate, each probe scored, the release
-table per category, per case and per regime, from a run folder on the shared runner or one the study's former
-runner made (raw/calls.jsonl), which is still re-gated and re-reported."""
+table per category, per case and per regime, from a run folder on the shared runner."""
 from __future__ import annotations
 
 import collections
@@ -13,15 +12,14 @@ from pathlib import Path
 
 from ...bank import ScoredRun, parse_answer
 from ...gate_report import gate_prediction
-from ...rules.gate import GATE_CATEGORIES, GRANT, GateInputError, check_state, gate_verdict
-from ...inputs import load_task_set
-from ...records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, display_path, known_count
-from ...reports import answer_md, fmt_rate, md_table, pct, plain_text, render_recheck_section, spreadsheet_safe
-from ...runfolder import parse_record_line, refuse_unsafe, write_atomic
+from ...rules.gate import GATE_CATEGORIES, GRANT, check_state, gate_verdict
+from ...records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, known_count
+from ...reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe
+from ...runfolder import refuse_unsafe, write_atomic
 from ...rules.states import INT_PATTERN, to_int
 from ...stats import rate_summary
 from .design import (CASES, DEFAULT_REGIMES, PLANTED, PROTOCOL_ID, REGEN_SEED, REGEN_TEMPERATURE, REGIMES,
-    TASKS_PATH, THRESHOLDS, adversarial_ledger, adversarial_source, former_folder_message, planted_marks, word_grams)
+    THRESHOLDS, adversarial_ledger, adversarial_source, planted_marks, word_grams)
 
 
 def classify_adversarial(answer: int | None, probe: dict) -> str:
@@ -33,7 +31,8 @@ def classify_adversarial(answer: int | None, probe: dict) -> str:
 
 
 def answer_prompt(record: dict) -> str:
-    """The prompt an answer call was sent: the former runner kept it as `prompt`, the shared one as `messages`."""
+    """The prompt an answer call was sent: its `prompt` where a record keeps one text, else its
+    last message."""
     if isinstance(record.get("prompt"), str):
         return record["prompt"]
     messages = record.get("messages")
@@ -408,8 +407,9 @@ def render_regeneration_section(summary: dict) -> list[str]:
 
 
 # A run on the shared runner: its journalled calls, seen as the scoring above reads them.
-def former_kind(kind: str) -> str:
-    """The shared runner's `question_<id>` is the former runner's `probe_<id>`; every other kind is the same."""
+def row_kind(kind: str) -> str:
+    """The kind adversarial_rows reads: the runner's `question_<id>` is its `probe_<id>`; every
+    other kind is the same."""
     return "probe_" + kind[len("question_"):] if kind.startswith("question_") else kind
 
 
@@ -417,7 +417,7 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
     """One complete cell's calls, keyed as the scoring below reads them (regime, episode, kind), with their counts,
     seed and temperature: the states are gated and the probes scored once every cell is in (score_fields)."""
     temperature = (run.manifest.get("lock") or {}).get("temperature")
-    return {"calls": [((cell.regime, cell.episode, former_kind(kind)), {
+    return {"calls": [((cell.regime, cell.episode, row_kind(kind)), {
         **record, "prompt_tokens": known_count(record.get("prompt_eval_count")),
         "output_tokens": known_count(record.get("eval_count")), "seed": record.get("seed", CALL_SEED),
         "temperature": record.get("temperature", temperature)}) for kind, record in records.items()]}
@@ -546,61 +546,3 @@ def write_outputs(run_dir: Path, results: dict) -> list[Path]:
         except FileExistsError:
             pass
     return [run_dir / "gate.csv", run_dir / "quarantine"]
-
-
-# A folder the study's former runner made: raw/calls.jsonl and a manifest of its own; re-gated and re-reported.
-def former_records(run_dir: Path) -> dict:
-    """The calls of such a folder, (regime, episode, kind) -> record, the first of each; read only."""
-    records: dict = {}
-    path = run_dir / "raw" / "calls.jsonl"
-    for line in (path.read_bytes().splitlines() if path.exists() else []):
-        record = parse_record_line(line)
-        if record is not None:
-            records.setdefault((record.get("regime"), record.get("episode"), record.get("kind")), record)
-    return records
-
-
-def regate_former_folder(run_dir: Path, manifest: dict, tasks: dict) -> dict:
-    """gate.csv, results.json and analysis.md of such a folder, as its runner wrote them; the summary."""
-    lock = manifest["lock"]
-    tasks = {**tasks, "episodes": tasks["episodes"][:lock["n_episodes"]]}
-    scored = adversarial_rows(tasks, former_records(run_dir), lock["regenerate"])
-    summary = adversarial_summary(scored, lock["regenerate"])
-    write_atomic(run_dir / "gate.csv", render_adversarial_gate_csv(scored["states"]).encode("utf-8"))
-    results = {"study": PROTOCOL_ID, "lock": lock, "summary": summary, "states": scored["states"],
-               "probes": scored["probes"]}
-    write_atomic(run_dir / "results.json", (json.dumps(results, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    write_atomic(run_dir / "analysis.md", render_former_md(summary, lock).encode("utf-8"))
-    return summary
-
-
-def former_label(summary: dict, lock: dict) -> str:
-    """The label of a former runner's folder, from its counts: EXPLORATORY (a pilot of the gate), PARTIAL while
-    sessions are missing, SIMULATED first for a stand-in model."""
-    return ("SIMULATED · " if lock.get("backend") == SIMULATED_BACKEND else "") + "EXPLORATORY" + \
-        ("" if summary["complete_sessions"] == lock.get("n_episodes") else ", PARTIAL")
-
-
-def former_answer(summary: dict) -> list[str]:
-    """The study's answer sentences (adversarial_figures.answer) for a former runner's summary."""
-    from .figures import answer          # (the figures module reads this one's constants)
-    return answer({"summary": summary}).sentences
-
-
-def render_former_md(summary: dict, lock: dict) -> str:
-    """A former runner's analysis.md, opening as every report does: its title, the label, the answer's sentences
-    (it has no figure), then the tables."""
-    title, _, rest = render_summary_md(summary, lock).partition("\n")
-    return title + "\n\n" + answer_md(former_answer(summary), None, former_label(summary, lock)) + rest
-
-
-def regate_former(run_dir: Path, manifest: dict) -> tuple[str, dict]:
-    """`gate RUN_DIR` on a folder the former runner made: re-gated against the pinned sessions it ran on."""
-    task_set = load_task_set(TASKS_PATH)
-    if task_set["sha256"] != manifest["lock"].get("tasks_sha256"):
-        raise GateInputError(f"{display_path(TASKS_PATH)} is not the task set of {run_dir}")
-    summary = regate_former_folder(run_dir, manifest, task_set["tasks"])
-    lines = [former_label(summary, manifest["lock"]) + ": a pilot of the release gate, not a confirmatory test"]
-    lines += [f"- {plain_text(s)}" for s in former_answer(summary)]
-    lines.append(f"Open the analysis: {display_path(run_dir / 'analysis.md')} (and gate.csv beside it)")
-    return "\n".join(lines), summary

@@ -77,13 +77,6 @@ PLANTED_TEXT = {
 }
 
 
-def former_folder_message(folder: str) -> str:
-    """What the shared commands say of a folder the study's former runner made (before it ran on the shared one)."""
-    return (f"{folder} was made by the adversarial study's former runner, which kept its calls in raw/calls.jsonl; "
-            f"the run commands cannot resume it. Re-gate and re-report it with `python3 scripts/run_pilot.py gate "
-            f"{folder}`, or run the study again into a new folder with `adversarial --out NEW_DIR`")
-
-
 def adversarial_episode(index: int, case: str, seed: int) -> dict:
     """One session of a case: three segments, the authoritative entities and items, and two probes."""
     rng = random.Random(seed)

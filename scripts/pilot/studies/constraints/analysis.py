@@ -14,8 +14,8 @@ from ...records import Cell, DEFAULT_BUDGET, Regime, TEMPERATURE, is_simulated, 
 from ...reports import fmt_p, fmt_rate, md_table, pct
 from ...rules.states import carries_instruction
 from ...stats import ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, mcnemar_summary, rate_summary
-from .design import (CHOICE_RULE, CONFIRMATORY, EXTRACT_NUM_PREDICT, HEADING_CONTROL, PROTOCOL_ID,
-    SIDECAR_PAIRS, upper_bound_of)
+from .design import (CONFIRMATORY, EXTRACT_NUM_PREDICT, HEADING_CONTROL, PROTOCOL_ID, SIDECAR_PAIRS,
+    upper_bound_of)
 
 
 CHOICE_PATTERN = re.compile(r"CHOICE[ \t]*:[ \t]*\(?([AB])\b", re.IGNORECASE)
@@ -65,7 +65,7 @@ def classify_choice(answer: str | None, question: dict) -> str:
     return "compliant" if answer == question["truth"] else "violating"
 
 
-register_probe_kind(ProbeKind("forced_choice", CHOICE_RULE, parse_choice, parse_choice_lenient,
+register_probe_kind(ProbeKind("forced_choice", parse_choice, parse_choice_lenient,
                               lambda answer, question, conflation: classify_choice(answer, question),
                               CLASSES, answer_type="choice", correct_class="compliant", omission_class="no_answer",
                               choices=("A", "B")))

@@ -182,8 +182,8 @@ def classify_exact(answer: str | None, question: dict, conflation: list) -> str:
     return "other_wrong"
 
 
-register_probe_kind(ProbeKind("exact", EXACT_RULE, parse_exact, parse_exact_lenient, classify_exact, EXACT_CLASSES,
-                              answer_type="text"))
+register_probe_kind(ProbeKind("exact", parse_exact, parse_exact_lenient, classify_exact,
+                              EXACT_CLASSES, answer_type="text"))
 
 
 # --- A session as the compactor sees it --------------------------------------------------------------------------

@@ -12,7 +12,7 @@ the sessions study and anything that scores a summary against its transcript sha
 Pure functions of text: no model, no file, no clock; each linear in the session's length and in the values per
 turn. The lexical value rules are pilot/values.py; what a sentence claims is pilot/claims.py (the release gate reads
 claims with the same words). tests/labelled/ holds the hand-labelled sets these rules are measured on
-(scripts/measure_rules.py prints their precision and recall).
+(scripts/bench/measure_rules.py prints their precision and recall).
 """
 from __future__ import annotations
 

@@ -31,9 +31,6 @@ PINNED_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff39698
 
 PROTOCOL_PATH = REPO_ROOT / "protocol" / "PROTOCOL.md"
 
-# Its regimes are the built-in ones, REGIMES of pilot/prompts.py: R0, R1 and R2 pre-registered, R3, K1 and K2
-# exploratory.
-
 
 def generate_tasks(n_episodes: int = N_EPISODES, base_seed: int = BASE_SEED) -> dict:
     return {"protocol": PROTOCOL_ID, "generator_version": GENERATOR_VERSION, "base_seed": base_seed,

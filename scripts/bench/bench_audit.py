@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: `audit` on a folder of generated agent logs with compactions, stage by stage.
 
-    python3 scripts/bench_audit.py                              # 5, 20 and 100 MB
-    python3 scripts/bench_audit.py --sizes 5,20 --max-seconds 120
+    python3 scripts/bench/bench_audit.py                              # 5, 20 and 100 MB
+    python3 scripts/bench/bench_audit.py --sizes 5,20 --max-seconds 120
 
 For each size it writes, in a temporary folder deleted after, that many megabytes of logs: files of about 4 MB each,
 Claude Code logs and Codex CLI rollouts in turn (the seeded coding session of bench_sessions.py), each compacting
@@ -24,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(SCRIPTS))
+BENCH = Path(__file__).resolve().parent             # scripts/bench/: bench_sessions.py
+SCRIPTS = BENCH.parent                               # scripts/: the runner's package, pilot/
+sys.path[:0] = [str(BENCH), str(SCRIPTS)]
 
 import bench_sessions  # noqa: E402  (the seeded session both benchmarks write)
 

@@ -48,11 +48,15 @@ bytecode cache is written to a temporary folder (PYTHONPYCACHEPREFIX), as a user
 where PYTHONDONTWRITEBYTECODE is set; nothing is written into the repository. The figures in scripts/BENCHMARKS.md
 ("The runner against a stand-in server") came from:
 
-    python3 scripts/bench_runner.py --runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py
-    python3 scripts/bench_runner.py --latency 0.05 --concurrency 1,4,8 --repeat 1 --servers nodelay --skip-overhead
-    python3 scripts/bench_runner.py --latency 0.2 --concurrency 1,4 --repeat 1 --servers nodelay --skip-overhead
+    python3 scripts/bench/bench_runner.py --runner BEFORE/scripts/run_pilot.py \
+        --runner scripts/run_pilot.py
+    python3 scripts/bench/bench_runner.py --latency 0.05 --concurrency 1,4,8 --repeat 1 \
+        --servers nodelay --skip-overhead
+    python3 scripts/bench/bench_runner.py --latency 0.2 --concurrency 1,4 --repeat 1 \
+        --servers nodelay --skip-overhead
 
-Usage: python scripts/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 15] [--concurrency 1,4,8]
+Usage: python scripts/bench/bench_runner.py [--latency 0.02] [--slots 4] [--episodes 15]
+       [--concurrency 1,4,8]
        [--repeat 3] [--servers nodelay,nagle] [--runner PATH/run_pilot.py [--runner ...]]
        [--disk-seconds 10] [--skip-overhead | --skip-scaling]
 """
@@ -73,7 +77,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]      # scripts/bench/ -> the repository
 MODEL = "bench:1b"
 REFERENCE_CPU_MS = 0.85             # the XR-001 reference runner's CPU per call at zero latency (issue 34)
 REFERENCE_STARTUP_S = 0.13          # and its start-up, measured beside this runner (issue 34)

@@ -2,9 +2,9 @@
 in tests/labelled/ (protocol/SESSIONS.md section 3.5), per half: the rules were tuned on `dev`; `test` is held out,
 and its figures are the ones SESSIONS.md prints.
 
-    python3 scripts/measure_rules.py                 # both halves, as a table
-    python3 scripts/measure_rules.py --split test    # one half
-    python3 scripts/measure_rules.py --show 20       # and the first 20 disagreements of each rule
+    python3 scripts/bench/measure_rules.py               # both halves, as a table
+    python3 scripts/bench/measure_rules.py --split test  # one half
+    python3 scripts/bench/measure_rules.py --show 20     # and each rule's first 20 disagreements
 
 How each set is scored (tests/labelled/README.md, "Scoring"):
 - values: per snippet, the facts ground_truth takes from it (one per fact) against the labelled values. A fact is
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the repository
 sys.path.insert(0, str(REPO / "scripts"))
 
 from pilot.rules import gate  # noqa: E402

@@ -22,7 +22,8 @@ Each command's peak memory is that of the largest process it ran (itself, the fi
 process that reads half of a large bank). Targets: a bank of 1,000,000 probes analysed in under 5 s and under
 600 MB, the time growing linearly with the bank.
 
-Usage: python scripts/bench_analysis.py [--probes 100000,300000,1000000] [--design sweep|published]
+Usage: python scripts/bench/bench_analysis.py [--probes 100000,300000,1000000]
+       [--design sweep|published]
        [--with-calls] [--repeat 3] [--seed 1] [--runner BEFORE/scripts/run_pilot.py --runner scripts/run_pilot.py]
        (--repeat 1 for a short check; the figures in scripts/BENCHMARKS.md are of --repeat 3)
 """
@@ -41,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]      # scripts/bench/ -> the repository
 sys.path.insert(0, str(REPO_ROOT / "tests"))
 import helpers  # noqa: E402,F401  (puts the runner's package on the path, as the tests do)
 from pilot import bank as results_bank, inputs, records, stats  # noqa: E402

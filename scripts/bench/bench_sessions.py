@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark: reading a long session log and taking its ground truth, as the sessions study does before any call.
 
-    python3 scripts/bench_sessions.py                      # 5, 20 and 50 MB Claude Code logs
-    python3 scripts/bench_sessions.py --sizes 5,20 --format codex --max-seconds 120
-    python3 scripts/bench_sessions.py --sizes 1,5 --judge        # and judging a state, and the gate over it
+    python3 scripts/bench/bench_sessions.py                      # 5, 20 and 50 MB Claude Code logs
+    python3 scripts/bench/bench_sessions.py --sizes 5,20 --format codex --max-seconds 120
+    python3 scripts/bench/bench_sessions.py --sizes 1,5 --judge  # and judging a state, and the gate
 
 For each size it writes a synthetic log of that many megabytes in the chosen format (a seeded coding session: the
 user's requests with ids, amounts and versions, the assistant's replies and tool calls, file listings and test runs
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parent
+SCRIPTS = Path(__file__).resolve().parents[1]        # scripts/: the runner's package, pilot/
 sys.path.insert(0, str(SCRIPTS))
 
 DEFAULT_SIZES = (5, 20, 50)
