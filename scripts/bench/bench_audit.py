@@ -4,15 +4,15 @@
     python3 scripts/bench/bench_audit.py                              # 5, 20 and 100 MB
     python3 scripts/bench/bench_audit.py --sizes 5,20 --max-seconds 120
 
-For each size it writes, in a temporary folder deleted after, that many megabytes of logs: files of about 4 MB each,
-Claude Code logs and Codex CLI rollouts in turn (the seeded coding session of bench_sessions.py), each compacting
-every 20 rounds with a summary that keeps some of the values of the rounds it replaces, changes one, states the
-standing instruction and claims its last step done. Then, in a child process of its own (stopped after
---max-seconds), it times the audit's stages as `audit` runs them: reading (walking the folder and reading every file
-into sessions, once), ground truth (of each compaction's replaced turns, once), judging (each summary judged and
-gated, once) and writing (the analysis, audit.csv, analysis.md and report.html). It prints seconds and MB/s per stage
-and seconds per MB at every size, which stay level when the time is linear in the size.
-"""
+For each size it writes, in a temporary folder deleted after, that many megabytes of logs: files of
+about 4 MB each, Claude Code logs and Codex CLI rollouts in turn (the seeded coding session of
+bench_sessions.py), each compacting every 20 rounds with a summary that keeps some of the values of
+the rounds it replaces, changes one, states the standing instruction and claims its last step done.
+Then, in a child process of its own (stopped after --max-seconds), it times the audit's stages as
+`audit` runs them: reading (walking the folder and reading every file into sessions, once), ground
+truth (of each compaction's replaced turns, once), judging (each summary judged and gated, once) and
+writing (the analysis, audit.csv, analysis.md and report.html). It prints seconds and MB/s per stage
+and seconds per MB at every size, which stay level when the time is linear in the size. """
 from __future__ import annotations
 
 import argparse
@@ -36,14 +36,17 @@ FILE_MB = 4                             # the size of each generated log
 
 ROUNDS_PER_COMPACTION = 20
 
-STAGES = (("read_s", "reading"), ("truth_s", "ground truth"), ("judge_s", "judging"), ("write_s", "writing"))
+STAGES = (("read_s", "reading"), ("truth_s", "ground truth"), ("judge_s", "judging"),
+          ("write_s", "writing"))
 
 
-# --- Generated logs -----------------------------------------------------------------------------------------------
+# --- Generated logs -------------------------------------------------------------------------------
 def summary_of(rng: random.Random, k: int) -> str:
-    """A summary of rounds up to k: some of their values kept, one amount changed, the rule kept, a step claimed."""
+    """A summary of rounds up to k: some of their values kept, one amount changed, the rule kept, a
+    step claimed."""
     kept = [bench_sessions.story_values(rng, j) for j in range(max(0, k - 6), k)]
-    lines = [f"Ticket {v['ticket']} for tenant {v['tenant']}: fixed in {v['path']} at release {v['version']}."
+    lines = [f"Ticket {v['ticket']} for tenant {v['tenant']}: fixed in {v['path']} at release "
+             f"{v['version']}."
              for v in kept[:4]]
     lines.append(f"The ledger was off by $1{rng.randint(0, 9)},000.00 on the last ticket.")
     lines.append("Always run the tests before you commit. The last test run passed.")
@@ -72,7 +75,8 @@ def claude_reply(record: dict) -> bool:
 
 
 def claude_compaction(rng: random.Random, k: int):
-    yield json.dumps({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
+    yield json.dumps({"type": "system", "subtype": "compact_boundary",
+                      "content": "Conversation compacted",
                       "compactMetadata": {"trigger": rng.choice(("auto", "manual")),
                                           "preTokens": rng.randint(60_000, 190_000)}})
     yield json.dumps({"type": "user", "isCompactSummary": True,
@@ -88,8 +92,10 @@ def codex_compaction(rng: random.Random, k: int):
     tokens = rng.randint(60_000, 250_000)
     yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {
         "type": "token_count", "info": {"total_token_usage": {"total_tokens": tokens}}}})
-    yield json.dumps({"timestamp": "t", "type": "compacted", "payload": {"message": summary_of(rng, k)}})
-    yield json.dumps({"timestamp": "t", "type": "event_msg", "payload": {"type": "context_compacted"}})
+    yield json.dumps({"timestamp": "t", "type": "compacted",
+                      "payload": {"message": summary_of(rng, k)}})
+    yield json.dumps({"timestamp": "t", "type": "event_msg",
+                      "payload": {"type": "context_compacted"}})
 
 
 def claude_log(rng: random.Random, target: int):
@@ -116,7 +122,7 @@ def write_logs(folder: Path, megabytes: float, seed: int = 32) -> int:
     return total
 
 
-# --- The measured stages (in a child process) ---------------------------------------------------------------------
+# --- The measured stages (in a child process) -----------------------------------------------------
 def measure(folder: Path, out: Path) -> None:
     """Each stage's seconds, printed as a JSON line the moment it ends."""
     import pilot.studies  # noqa: F401  (registers the studies)
@@ -128,8 +134,10 @@ def measure(folder: Path, out: Path) -> None:
     sessions, read = audit.read_logs(files, skipped)
     read.update(sessions=len(sessions), passed=passed, skipped=skipped)
     now = time.perf_counter()
-    print(json.dumps({"read_s": now - started, "files": len(files), "sessions": len(sessions)}), flush=True)
-    spans = [(s, session, k, audit.replaced_turns(session, k)) for s, session, k in audit.compaction_events(sessions)]
+    print(json.dumps({"read_s": now - started, "files": len(files), "sessions": len(sessions)}),
+          flush=True)
+    spans = [(s, session, k, audit.replaced_turns(session, k)) for s, session,
+             k in audit.compaction_events(sessions)]
     truths = [audit.span_truth(turns) for *_, turns in spans]
     then, now = now, time.perf_counter()
     print(json.dumps({"truth_s": now - then, "compactions": len(spans),
@@ -137,16 +145,20 @@ def measure(folder: Path, out: Path) -> None:
     records = []
     for (s, session, k, turns), (truth, source) in zip(spans, truths):
         event = session["compactions"][k]
-        records.append({"session": s + 1, "file": session["file"], "format": session["format"], "n": event["n"],
+        records.append({"session": s + 1, "file": session["file"], "format": session["format"],
+                        "n": event["n"],
                         "trigger": event["trigger"], "tokens_before": event["tokens_before"],
-                        "tokens_after": event["tokens_after"], "source": event["source"], "kept_turns": 0,
+                        "tokens_after": event["tokens_after"], "source": event["source"],
+                        "kept_turns": 0,
                         "scored": True, "why": None, "counts": audit.span_counts(turns, truth),
                         "rows": audit.judge_summary(truth, source, event["summary"])})
     then, now = now, time.perf_counter()
-    print(json.dumps({"judge_s": now - then, "rows": sum(len(r["rows"]) for r in records)}), flush=True)
+    print(json.dumps({"judge_s": now - then, "rows": sum(len(r["rows"]) for r in records)}),
+          flush=True)
     analysis = audit.analyze_audit(records, read)
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in zip(OUTPUTS, (report.render_audit_csv(records), report.render_audit_md(analysis),
+    for name, text in zip(OUTPUTS, (report.render_audit_csv(records),
+                                    report.render_audit_md(analysis),
                                     report.render_audit_html(analysis))):
         write_atomic(out / name, text.encode("utf-8"))
     then, now = now, time.perf_counter()
@@ -154,14 +166,16 @@ def measure(folder: Path, out: Path) -> None:
 
 
 def child(folder: Path, out: Path, max_s: float) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--measure", str(folder), "--out", str(out)]
+    command = [sys.executable, str(Path(__file__).resolve()), "--measure", str(folder), "--out",
+               str(out)]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=max_s)
         lines, stopped = done.stdout, None
         if done.returncode != 0:
             return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
     except subprocess.TimeoutExpired as timeout:
-        lines = timeout.stdout.decode() if isinstance(timeout.stdout, bytes) else timeout.stdout or ""
+        lines = timeout.stdout.decode() if isinstance(timeout.stdout,
+                                                      bytes) else timeout.stdout or ""
         stopped = max_s
     result = {"stopped_after_s": stopped} if stopped else {}
     for line in lines.splitlines():
@@ -188,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     if not sizes or min(sizes) <= 0:
         parser.error("--sizes takes positive numbers")
     print(f"logs of about {FILE_MB} MB each, Claude Code and Codex in turn, a compaction every "
-          f"{ROUNDS_PER_COMPACTION} rounds; one child process per size (stopped after {args.max_seconds:g} s)",
+          f"{ROUNDS_PER_COMPACTION} rounds; one child process per size (stopped after "
+          f"{args.max_seconds:g} s)",
           flush=True)
     rows = []
     for megabytes in sizes:
@@ -198,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             size = write_logs(logs, megabytes) / 2 ** 20
             print(f"{size:.1f} MB written; measuring ...", flush=True)
             rows.append((size, child(logs, Path(tmp) / "out", args.max_seconds)))
-    print("\n| MB | files | compactions | values | rows | " + " | ".join(f"{name} s (MB/s)" for _, name in STAGES)
+    print("\n| MB | files | compactions | values | rows | " + " | ".join(f"{name} s (MB/s)" for _,
+        name in STAGES)
           + " | total s (MB/s) | s per MB |")
     print("| --- " * (7 + len(STAGES)) + "|")
     for size, r in rows:
@@ -206,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {size:.1f} | {r['error']} |" + " |" * (6 + len(STAGES)))
             continue
         stopped = f"stopped after {r['stopped_after_s']:g} s" if r.get("stopped_after_s") else "-"
-        cells = [f"{size:.1f}"] + [f"{r[k]:,}" if k in r else "-" for k in ("files", "compactions", "values", "rows")]
+        cells = [f"{size:.1f}"] + [f"{r[k]:,}" if k in r else "-" for k in ("files", "compactions",
+            "values", "rows")]
         cells += [f"{r[k]:.2f} ({size / r[k]:.1f})" if k in r else stopped for k, _ in STAGES]
         total = sum(r.get(k, 0) for k, _ in STAGES)
         done = all(k in r for k, _ in STAGES)

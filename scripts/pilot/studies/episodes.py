@@ -1,8 +1,9 @@
-"""Pseudoword sessions (PROTOCOL.md section 2): the seeded session material several studies are built on, and
-what follows from it alone: six-letter pseudoword names, values with no accidental structure, fact sentences in
-filler, the fixed question plan, the events the filler reports, the gate ledger of a checkpoint and the gate rows of
-a run, and the stand-in model the demo answers these sessions with. Pure functions of an explicit
-random.Random(seed), except gate_bank, which reads a run's journal."""
+"""Pseudoword sessions (PROTOCOL.md section 2): the seeded session material several studies are
+built on, and what follows from it alone: six-letter pseudoword names, values with no accidental
+structure, fact sentences in filler, the fixed question plan, the events the filler reports, the
+gate ledger of a checkpoint and the gate rows of a run, and the stand-in model the demo answers
+these sessions with. Pure functions of an explicit random.Random(seed), except gate_bank, which
+reads a run's journal."""
 from __future__ import annotations
 
 import hashlib
@@ -82,7 +83,8 @@ VALUE_SENTENCES = (
 )
 
 # The neighbor's sentence names its base and the designed relation (one above it), as the
-# combined value's sentence names its two parts: the trap is stated, not merely implied by the values.
+# combined value's sentence names its two parts: the trap is stated, not merely implied by the
+# values.
 NEIGHBOR_SENTENCES = (
     "{name} sits one above {base}, at {value}.",
     "{name} was logged at {value}, one more than {base}.",
@@ -222,9 +224,10 @@ def generate_episode(index: int, base_seed: int = BASE_SEED) -> dict:
 
 
 def segment_problems(segment: Any) -> list[str]:
-    """What a segment lacks of what a run reads of it besides its text (the gate's ledger of a checkpoint, the
-    demo's stand-in): its entities (base, partner and neighbor, and a list of distractors, each a name and a whole
-    number) and its combined value (two names and a whole number); empty when it has them."""
+    """What a segment lacks of what a run reads of it besides its text (the gate's ledger of a
+    checkpoint, the demo's stand-in): its entities (base, partner and neighbor, and a list of
+    distractors, each a name and a whole number) and its combined value (two names and a whole
+    number); empty when it has them."""
     if not isinstance(segment, dict):
         return ["not an object"]
 
@@ -238,12 +241,17 @@ def segment_problems(segment: Any) -> list[str]:
                                                  ("base", "partner", "neighbor")) or \
             not isinstance(entities.get("distractors"), list) or \
             not all(named_number(d) for d in entities["distractors"]):
-        problems.append("`entities` must hold base, partner and neighbor, and a list of distractors, each with a name "
+        problems.append("`entities` must hold base, partner and neighbor, and a list of "
+                        "distractors, each with a name "
                         "and a whole-number value")
     combined = segment.get("combined")
-    if not isinstance(combined, dict) or not isinstance(combined.get("names"), list) or \
-            len(combined["names"]) != 2 or not all(isinstance(n, str) for n in combined["names"]) or \
-            not named_number({"name": "", "value": combined.get("value")}):
+    if (
+        not isinstance(combined, dict)
+        or not isinstance(combined.get("names"), list)
+        or len(combined["names"]) != 2
+        or not all(isinstance(n, str) for n in combined["names"])
+        or not named_number({"name": "", "value": combined.get("value")})
+    ):
         problems.append("`combined` must hold two `names` and a whole-number `value`")
     return problems
 
@@ -271,16 +279,20 @@ def make_question(qid: int, qtype: str, refs: tuple, segments: list[dict]) -> di
             "prompt": QUESTION_TEMPLATES[qtype].format(a=entity["name"]), "truth": entity["value"]}
 
 
-# The filler sentences that report an event, and the event's status as the session leaves it: a state that says
-# the survey sheets were scanned or the final summary shared claims what the session never did. (sentences that
+# The filler sentences that report an event, and the event's status as the session leaves it: a
+# state that says
+# the survey sheets were scanned or the final summary shared claims what the session never did.
+# (sentences that
 # raise the item, the item; the receipt of a done one is the segment that says so)
 SESSION_EVENTS = (
     (("One of the visitors asked whether the survey sheets had been scanned yet.",
       "The answer was that scanning would wait until the whole batch was reconciled."),
-     {"name": "scanning of the survey sheets", "match": ["survey sheets", "scanning"], "status": "pending",
+     {"name": "scanning of the survey sheets", "match": ["survey sheets", "scanning"],
+      "status": "pending",
       "claimed_by": ["scanned", "done", "completed", "complete", "finished"]}),
     (("The answer was that scanning would wait until the whole batch was reconciled.",),
-     {"name": "reconciliation of the batch", "match": ["batch", "reconciliation", "reconciled"], "status": "pending",
+     {"name": "reconciliation of the batch", "match": ["batch", "reconciliation", "reconciled"],
+      "status": "pending",
       "claimed_by": ["reconciled", "done", "completed", "complete", "finished"]}),
     (("The analyst flagged the page for a second reading later in the afternoon.",),
      {"name": "second reading of the page", "match": ["second reading"], "status": "pending",
@@ -291,35 +303,42 @@ SESSION_EVENTS = (
     (("Everyone initialled the page once the entries had been read back correctly.",),
      {"name": "read-back of the entries", "match": ["read back", "read-back"], "status": "done"}),
     (("The room went quiet while the ledger was checked line by line against the source.",),
-     {"name": "check of the ledger against the source", "match": ["ledger was checked", "ledger checked",
-                                                                  "checked line by line"], "status": "verified"}),
+     {"name": "check of the ledger against the source", "match": ["ledger was checked",
+     "ledger checked",
+                                                                  "checked line by line"],
+                                                                  "status": "verified"}),
     (("The recorder noted the time and moved the finished sheet to the done pile.",),
      {"name": "the finished sheet", "match": ["finished sheet", "done pile"], "status": "done"}),
 )
 
 
 def session_event_items(segments: list[dict]) -> list[dict]:
-    """The ledger items of the events these segments report: pending ones with no receipt, done ones with the
-    segment that says so as their receipt."""
+    """The ledger items of the events these segments report: pending ones with no receipt, done ones
+    with the segment that says so as their receipt."""
     items = []
     for sentences, item in SESSION_EVENTS:
-        said = [seg["index"] for seg in segments if any(sentence in seg["text"] for sentence in sentences)]
+        said = [seg["index"] for seg in segments
+                if any(sentence in seg["text"] for sentence in sentences)]
         if said:
-            items.append({**item, "receipt": None if item["status"] == "pending" else f"segment {said[0]}"})
+            items.append({**item, "receipt": None if item["status"]
+                          == "pending" else f"segment {said[0]}"})
     return items
 
 
-# Gating a run: every checkpoint of every compacting cell, against the entities its segments have named so far.
+# Gating a run: every checkpoint of every compacting cell, against the entities its segments have
+# named so far.
 def episode_ledger(episode: dict, checkpoint: int, regime: Regime) -> dict:
-    """The authoritative ledger of one checkpoint: the values and combined values of segments 1..checkpoint, and
-    the status of every event they report."""
-    from ..rules.gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger   # gating imports the gate
+    """The authoritative ledger of one checkpoint: the values and combined values of segments
+    1..checkpoint, and the status of every event they report."""
+    # gating imports the gate
+    from ..rules.gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger
     segments = episode["segments"][:checkpoint]
     reader = regime.state_reader if regime.state_reader in FORMAT_SECTIONS else \
         "section:critical values" if regime.state_reader.startswith("section:") else None
     return normalize_ledger({
         "entities": {e["name"]: e["value"] for seg in segments for e in segment_entities(seg)},
-        "combined": [{"parts": seg["combined"]["names"], "value": seg["combined"]["value"]} for seg in segments],
+        "combined": [{"parts": seg["combined"]["names"],
+                      "value": seg["combined"]["value"]} for seg in segments],
         "items": session_event_items(segments),
         "allowed_sections": list(FORMAT_SECTIONS[reader]) if reader else None,
         "name_pattern": RUN_GATE_NAME_PATTERN, "max_omissions": RUN_GATE_MAX_OMISSIONS})
@@ -329,24 +348,32 @@ def episode_source(episode: dict, checkpoint: int) -> str:
     return "\n\n".join(seg["text"] for seg in episode["segments"][:checkpoint])
 
 
-def gate_state_row(base: dict, checkpoint: int, final: bool, state: str, episode: dict, regime: Regime) -> dict:
+def gate_state_row(base: dict, checkpoint: int, final: bool, state: str, episode: dict,
+                   regime: Regime) -> dict:
     from ..rules.gate import GATE_CATEGORIES, check_state, gate_verdict
-    findings = check_state(state, episode_ledger(episode, checkpoint, regime), episode_source(episode, checkpoint))
-    counts = {c: sum(1 for f in findings if f["category"] == c and f["blocking"]) for c in GATE_CATEGORIES}
-    omitted = next((int(f["detail"].split()[0]) for f in findings if f["category"] == "omission"), 0)
+    findings = check_state(state, episode_ledger(episode, checkpoint, regime),
+                           episode_source(episode, checkpoint))
+    counts = {c: sum(1 for f in findings if f["category"]
+                     == c and f["blocking"]) for c in GATE_CATEGORIES}
+    omitted = next((int(f["detail"].split()[0]) for f in findings if f["category"] == "omission"),
+                   0)
     first = next((f for f in findings if f["blocking"]), None)
     return {**base, "checkpoint": checkpoint, "final": final, "verdict": gate_verdict(findings),
-            "blocking": sum(counts.values()), **counts, "omitted": omitted, "downstream_corrupted": None,
+            "blocking": sum(counts.values()), **counts, "omitted": omitted,
+            "downstream_corrupted": None,
             "first_finding": f"{first['category']}: {first['detail']}" if first else ""}
 
 
-def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] | None = None) -> list[dict]:
-    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a state is
-    gated whether or not its answers have come back. A final state's row says whether at least one of the cell's
-    answers was corrupted: yes at the first wrong answer, no once all are in and right, empty until then."""
+def gate_bank(manifest: dict, tasks: dict, journal: Journal,
+              models: list[str] | None = None) -> list[dict]:
+    """One gate row per journalled compacted state (every checkpoint), unfinished cells included: a
+    state is gated whether or not its answers have come back. A final state's row says whether at
+    least one of the cell's answers was corrupted: yes at the first wrong answer, no once all are in
+    and right, empty until then."""
     regimes = run_regimes(manifest)
     rows, logs = [], {}
-    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"], run_budgets(manifest),
+    for cell in all_cells(models or manifest["models"], list(regimes), manifest["n_episodes"],
+                          run_budgets(manifest),
                           run_samples(manifest)):
         regime = regimes[cell.regime]
         if not regime.compacts:
@@ -356,7 +383,8 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
         if stream not in logs:
             logs[stream] = journal.cell_records(*stream)
         records = logs[stream].get(cell.episode, {})
-        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode, "budget": cell.budget,
+        base = {"model": cell.model, "regime": cell.regime, "episode": cell.episode,
+                "budget": cell.budget,
                 "sample": cell.sample}
         n = len(episode["segments"])
         for k in range(1, n + 1):
@@ -365,7 +393,8 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
                 continue
             row = gate_state_row(base, k, k == n, record.get("response", ""), episode, regime)
             if k == n:
-                # "at least one answer corrupted" is settled by the first wrong answer, even in an unfinished
+                # "at least one answer corrupted" is settled by the first wrong answer, even in an
+                # unfinished
                 # cell; "none corrupted" only once every answer is in
                 probes = [score_probe(records[f"question_{q['id']}"], q, episode["conflation_set"])
                           for q in episode["questions"] if f"question_{q['id']}" in records]
@@ -377,20 +406,23 @@ def gate_bank(manifest: dict, tasks: dict, journal: Journal, models: list[str] |
     return rows
 
 
-# The stand-in model of the demo (a demonstration device, never a subject; every output it makes is SIMULATED).
+# The stand-in model of the demo (a demonstration device, never a subject; every output it makes is
+# SIMULATED).
 STAND_IN_NUMBER = re.compile(r"-?\d+")
 
 STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
 
 
 def stand_in_names(text: str) -> list[str]:
-    """The entity names in text, as the run's gate finds them (its pattern; the gate is imported when first used)."""
+    """The entity names in text, as the run's gate finds them (its pattern; the gate is imported
+    when first used)."""
     from ..rules.gate import RUN_GATE_NAME_PATTERN
     return re.findall(RUN_GATE_NAME_PATTERN, text)
 
 
 def stand_in_facts(text: str) -> tuple[dict, dict, list]:
-    """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own states."""
+    """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own
+    states."""
     values, combined, relations = {}, {}, []
     for unit in re.split(r"(?<=[.!?])\s+|\n", text):
         names, numbers = stand_in_names(unit), STAND_IN_NUMBER.findall(unit)
@@ -407,16 +439,17 @@ def stand_in_facts(text: str) -> tuple[dict, dict, list]:
 
 
 def stand_in_forgets(*names: str) -> bool:
-    """The seeded choice of the facts a prose state drops: a hash of the fact's names, under the share."""
+    """The seeded choice of the facts a prose state drops: a hash of the fact's names, under the
+    share."""
     digest = hashlib.sha256(f"{STAND_IN_SEED}:{'+'.join(names)}".encode("ascii")).digest()
     return int.from_bytes(digest[:4], "big") < STAND_IN_PROSE_FORGETS * 2 ** 32
 
 
 class SessionStandIn:
-    """The stand-in model of the demo for these sessions: it writes compaction states and answers from the facts in
-    its prompt (segment sentences, or the state it wrote before), deterministically; a prose state forgets a seeded
-    share of the facts (STAND_IN_PROSE_FORGETS, chosen by a hash of their names), so that R0 and R2 stay at the
-    ceiling and R1 loses."""
+    """The stand-in model of the demo for these sessions: it writes compaction states and answers
+    from the facts in its prompt (segment sentences, or the state it wrote before),
+    deterministically; a prose state forgets a seeded share of the facts (STAND_IN_PROSE_FORGETS,
+    chosen by a hash of their names), so that R0 and R2 stay at the ceiling and R1 loses."""
 
     def reply(self, prompt: str) -> str:
         if "PREVIOUS STATE:" in prompt and "NEW SEGMENT:" in prompt:

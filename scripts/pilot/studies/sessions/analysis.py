@@ -1,11 +1,11 @@
-"""XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state judged against its transcript
-(sessions_truth.judge_state: every exact value kept, reformatted, changed or dropped, and whether it stands beside its
-referent; each standing instruction present, contradicted or absent; each failed or denied step reported with its
-outcome, claimed done or absent; the release gate's findings), the user's probes, the tables per kind, regime and
-session, with intervals and tests only where the number of sessions can support them (section 6), and the listing of
-what was lost, rendered as analysis.md, report.html and lost.csv. Every secret-looking value is masked in all of
-them. EXPLORATORY throughout.
-"""
+"""XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state judged against its
+transcript (sessions_truth.judge_state: every exact value kept, reformatted, changed or dropped, and
+whether it stands beside its referent; each standing instruction present, contradicted or absent;
+each failed or denied step reported with its outcome, claimed done or absent; the release gate's
+findings), the user's probes, the tables per kind, regime and session, with intervals and tests only
+where the number of sessions can support them (section 6), and the listing of what was lost,
+rendered as analysis.md, report.html and lost.csv. Every secret-looking value is masked in all of
+them. EXPLORATORY throughout. """
 from __future__ import annotations
 
 import collections
@@ -17,59 +17,70 @@ from ...bank import ScoredRun, cell_final_state, score_probe
 from ...rules.gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
 from ...inputs import budget_words
 from ...records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
-from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head, report_opening_html,
-    spreadsheet_safe)
+from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head,
+                        report_opening_html, spreadsheet_safe)
 from ...runfolder import write_atomic
 from ...stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary
 from .design import PROTOCOL_ID, STUDY_KEY, recent_context
 from .figures import figures
-from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS, judge_state,
-    mask_secrets)
+from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, VALUE_KINDS,
+                    judge_state, mask_secrets)
 
 
-NO_NAMES = r"(?!)"                       # the gate's name pattern here: it matches no word (see session_ledger)
+# the gate's name pattern here: it matches no word (see session_ledger)
+NO_NAMES = r"(?!)"
 
 MAX_FINDINGS_KEPT = 12                  # findings kept per state in results.json
 
 MAX_STATE_KEPT = 4000                   # characters of each final state kept in results.json
 
-MAX_LOST_SHOWN = 40                     # lost values listed per regime in analysis.md and report.html (all: lost.csv)
+# lost values listed per regime in analysis.md and report.html (all: lost.csv)
+MAX_LOST_SHOWN = 40
 
 GATE_SHOWN = ("obligation", "status", "schema")   # what the gate can find against a transcript here
 
 
-# --- Scoring one final state -------------------------------------------------------------------------------------
+# --- Scoring one final state ----------------------------------------------------------------------
 def session_ledger(episode: dict) -> dict:
-    """The gate's ledger of a session: no named entities (a name pattern that matches no word keeps `name = value`
-    lines from being read as invented entities; the gate then checks the state's values against the transcript),
-    one item per failed or denied step with its status (done, with the turn as receipt, when a later call resolved
-    it), and the user's standing instructions still in force as accepted ones (a withdrawn one is not)."""
-    items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"], "status": s["status"],
-              "receipt": f"turn {s['resolved_turn']}" if s["status"] == "done" else None} for s in episode["steps"]]
-    return normalize_ledger({"entities": {}, "items": items, "allowed_sections": None, "name_pattern": NO_NAMES,
+    """The gate's ledger of a session: no named entities (a name pattern that matches no word keeps
+    `name = value` lines from being read as invented entities; the gate then checks the state's
+    values against the transcript), one item per failed or denied step with its status (done, with
+    the turn as receipt, when a later call resolved it), and the user's standing instructions still
+    in force as accepted ones (a withdrawn one is not)."""
+    items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"],
+              "status": s["status"],
+              "receipt": f"turn {s['resolved_turn']}" if s["status"]
+              == "done" else None} for s in episode["steps"]]
+    return normalize_ledger({"entities": {}, "items": items, "allowed_sections": None,
+                             "name_pattern": NO_NAMES,
                              "accepted_instructions": [i["text"] for i in episode["instructions"]
                                                        if not i.get("revoked_turn")],
                              "max_omissions": 0})
 
 
 def session_source(episode: dict, prompt: str = "") -> str:
-    """The transcript as the compactor saw it (and the regime's own prompt, whose values are no change of it)."""
+    """The transcript as the compactor saw it (and the regime's own prompt, whose values are no
+    change of it)."""
     return "\n\n".join([seg["text"] for seg in episode["segments"]] + ([prompt] if prompt else []))
 
 
 def prompt_text(regime: Regime, budget: int) -> str:
-    """A compacting regime's prompt with its word limit and no state or segment: the values it gives itself."""
+    """A compacting regime's prompt with its word limit and no state or segment: the values it gives
+    itself."""
     if not regime.compacts:
         return ""
-    return regime.compaction_template.format(max_words=budget_words(budget), previous_state="", segment="")
+    return regime.compaction_template.format(max_words=budget_words(budget), previous_state="",
+                                             segment="")
 
 
 def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = "") -> dict:
-    """One final state against its session (sessions_truth.judge_state) and, for a compacted state, the gate's
-    findings (a Recent-k regime's verbatim segments are not a written state, so they are not gated)."""
+    """One final state against its session (sessions_truth.judge_state) and, for a compacted state,
+    the gate's findings (a Recent-k regime's verbatim segments are not a written state, so they are
+    not gated)."""
     judged = judge_state(episode, state, prompt, written=compacted)
     secret = {v["id"] for v in episode["values"] if v["secret"]}
-    scored = {"values": [{**j, "instead": None if j["instead"] is None else MASK if j["id"] in secret else
+    scored = {"values": [{**j, "instead": None if j["instead"] is None else MASK
+                          if j["id"] in secret else
                           mask(j["instead"])} for j in judged["values"]],
               "instructions": judged["instructions"], "steps": judged["steps"]}
     if compacted:
@@ -77,8 +88,10 @@ def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = 
         blocking = [f for f in findings if f["blocking"]]
         scored["gate"] = {"verdict": gate_verdict(findings),
                           "counts": {c: sum(1 for f in blocking if f["category"] == c) for c in
-                                     dict.fromkeys([*GATE_CATEGORIES, *(f["category"] for f in blocking)])},
-                          "findings": [{"category": f["category"], "detail": mask(f["detail"]), "text": mask(f["text"])}
+                                     dict.fromkeys([*GATE_CATEGORIES,
+                                                    *(f["category"] for f in blocking)])},
+                          "findings": [{"category": f["category"], "detail": mask(f["detail"]),
+                                        "text": mask(f["text"])}
                                        for f in blocking[:MAX_FINDINGS_KEPT]]}
     return scored
 
@@ -95,26 +108,36 @@ def session_summary(episode: dict, mask) -> dict:
     """What results.json keeps of a session: how it was read, and its ground truth, masked."""
     return {"episode": episode["episode"], "file": episode["file"], "format": episode["format"],
             "read": episode["read"], "segments": len(episode["segments"]),
-            "values": [{"id": v["id"], "kind": v["kind"], "text": mask_value(v), "source": v["source"],
-                        "sentence": mask(v["sentence"]), "segment": v["segment"], "secret": v["secret"],
+            "values": [{"id": v["id"], "kind": v["kind"], "text": mask_value(v),
+                        "source": v["source"],
+                        "sentence": mask(v["sentence"]), "segment": v["segment"],
+                        "secret": v["secret"],
                         "referent": v["referent"], "current": v["current"],
-                        "forms": [MASK if v["secret"] else mask(f) for f in v["forms"]]} for v in episode["values"]],
-            "instructions": [{"id": i["id"], "text": mask(i["text"]), "key_terms": [mask(t) for t in i["key_terms"]],
-                              "segment": i["segment"], "revoked_by": mask(i["revoked_by"] or "") or None}
+                        "forms": [MASK if v["secret"]
+                                  else mask(f) for f in v["forms"]]} for v in episode["values"]],
+            "instructions": [{"id": i["id"], "text": mask(i["text"]),
+                              "key_terms": [mask(t) for t in i["key_terms"]],
+                              "segment": i["segment"], "revoked_by": mask(i["revoked_by"] or "")
+                              or None}
                              for i in episode["instructions"]],
-            "steps": [{"id": s["id"], "tool": s["tool"], "outcome": s["outcome"], "status": s["status"],
-                       "detail": mask(s["detail"]), "match": [mask(m) for m in s["match"]], "segment": s["segment"]}
+            "steps": [{"id": s["id"], "tool": s["tool"], "outcome": s["outcome"],
+                       "status": s["status"],
+                       "detail": mask(s["detail"]), "match": [mask(m) for m in s["match"]],
+                       "segment": s["segment"]}
                       for s in episode["steps"]],
-            "probes": [{"id": q["id"], "type": q["type"], "prompt": mask(q["prompt"]), "truth": mask(q["truth"])}
+            "probes": [{"id": q["id"], "type": q["type"], "prompt": mask(q["prompt"]),
+                        "truth": mask(q["truth"])}
                        for q in episode["questions"]]}
 
 
 ROWS = ("values", "instructions", "steps", "states", "probes")
 
 
-def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str, list]:
-    """One complete cell: its final state scored against its session (each value, instruction and failed step, and
-    the gate's findings), its probes, and each call's token counts; every secret of the session masked."""
+def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str,
+    list]:
+    """One complete cell: its final state scored against its session (each value, instruction and
+    failed step, and the gate's findings), its probes, and each call's token counts; every secret of
+    the session masked."""
     regime, episode = run.regimes[cell.regime], run.tasks["episodes"][cell.episode]
     secrets = [v["text"] for v in episode["values"] if v["secret"]]
 
@@ -125,15 +148,20 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
     scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
     rows = {"values": [{**base, "value": v["id"], "class": v["status"],
                         **({"beside": v["beside"]} if v["beside"] is not None else {}),
-                        **({"instead": v["instead"]} if v["instead"] else {})} for v in scored["values"]],
+                        **({"instead": v["instead"]} if v["instead"]
+                           else {})} for v in scored["values"]],
             "instructions": [{**base, "instruction": i["id"], "status": i["status"],
-                              **({"state_sentence": mask(i["state_sentence"])} if i["state_sentence"] else {})}
+                              **({"state_sentence": mask(i["state_sentence"])}
+                                 if i["state_sentence"] else {})}
                              for i in scored["instructions"]],
             "steps": [{**base, "step": s["id"], "status": s["status"],
-                       **({"state_sentence": mask(s["state_sentence"])} if s["state_sentence"] else {})}
+                       **({"state_sentence": mask(s["state_sentence"])} if s["state_sentence"]
+                          else {})}
                       for s in scored["steps"]],
-            "states": [{**base, "compacted": regime.compacts, "chars": len(state), "words": len(state.split()),
-                        **({"gate": scored["gate"]} if "gate" in scored else {}), "state": mask(state)[:MAX_STATE_KEPT]}],
+            "states": [{**base, "compacted": regime.compacts, "chars": len(state),
+                        "words": len(state.split()),
+                        **({"gate": scored["gate"]} if "gate" in scored else {}),
+                        "state": mask(state)[:MAX_STATE_KEPT]}],
             "probes": [], "call_counts": []}
     for spec in plan:
         record = records[spec.kind]
@@ -150,9 +178,10 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
 
 
 def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
-    """results.json's fields of this study: its label, how the sessions were read and their ground truth (masked),
-    the scored rows of every complete cell, and each regime's cost."""
-    costs: dict = {name: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "unknown": 0} for name in run.regimes}
+    """results.json's fields of this study: its label, how the sessions were read and their ground
+    truth (masked), the scored rows of every complete cell, and each regime's cost."""
+    costs: dict = {name: {"calls": 0, "prompt_tokens": 0, "output_tokens": 0,
+                          "unknown": 0} for name in run.regimes}
     for regime, prompt, output in rows.get("call_counts", []):
         cost = costs[regime]
         cost["calls"] += 1
@@ -160,18 +189,21 @@ def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
         cost["output_tokens"] += output or 0
         cost["unknown"] += prompt is None or output is None
     tasks = run.tasks
-    return {"label": "EXPLORATORY", "segments": tasks.get("segments"), "left_out": tasks.get("left_out", {}),
+    return {"label": "EXPLORATORY", "segments": tasks.get("segments"),
+            "left_out": tasks.get("left_out", {}),
             "sessions": [session_summary(e, lambda text, e=e: mask_secrets(
                 text, [v["text"] for v in e["values"] if v["secret"]])) for e in tasks["episodes"]],
             **{name: rows.get(name, []) for name in ROWS}, "costs": costs}
 
 
-# --- The bank's shape --------------------------------------------------------------------------------------------
-ROW_FIELDS = {"values": {"value": int, "class": str}, "instructions": {"instruction": int, "status": str},
+# --- The bank's shape -----------------------------------------------------------------------------
+ROW_FIELDS = {"values": {"value": int, "class": str}, "instructions": {"instruction": int,
+    "status": str},
               "steps": {"step": int, "status": str}, "states": {"compacted": bool, "chars": int},
               "probes": {"question_id": int, "class": str}}
 
-ROW_ITEM = {"values": "value", "instructions": "instruction", "steps": "step", "states": None, "probes": "question_id"}
+ROW_ITEM = {"values": "value", "instructions": "instruction", "steps": "step", "states": None,
+            "probes": "question_id"}
 
 ROW_CLASSES = {"values": VALUE_CLASSES, "instructions": INSTRUCTION_CLASSES, "steps": STEP_CLASSES}
 
@@ -183,8 +215,9 @@ def row_key(field: str, row: dict) -> tuple:
 
 
 def check_bank(results: dict) -> list[str]:
-    """Every way a results file is not one this study's analysis reads: fields missing or of the wrong type, a row
-    for an item its session does not hold or in a status the rules do not give, and a row given twice."""
+    """Every way a results file is not one this study's analysis reads: fields missing or of the
+    wrong type, a row for an item its session does not hold or in a status the rules do not give,
+    and a row given twice."""
     problems = []
     for field in ("models", "regimes"):
         if not isinstance(results.get(field), list) or not results[field] or \
@@ -192,41 +225,53 @@ def check_bank(results: dict) -> list[str]:
             problems.append(f"`{field}` is not a list of names")
     for field in ("sessions", *ROW_FIELDS):
         if not isinstance(results.get(field), list):
-            problems.append(f"`{field}` is " + ("missing" if field not in results else "not a list"))
-    if not isinstance(results.get("regime_definitions"), dict) or not isinstance(results.get("costs"), dict):
+            problems.append(f"`{field}` is " + ("missing" if field not in results
+                                                else "not a list"))
+    if not isinstance(results.get("regime_definitions"),
+                      dict) or not isinstance(results.get("costs"), dict):
         problems.append("`regime_definitions` or `costs` is not an object")
     if problems:
         return problems
     sessions = results["sessions"]
-    if not all(isinstance(s, dict) and isinstance(s.get("episode"), int) and isinstance(s.get("file"), str) and
-               all(isinstance(s.get(f), list) for f in ("values", "instructions", "steps")) for s in sessions):
-        problems.append("`sessions` is not a list of sessions with an episode, a file, values, instructions and steps")
+    if not all(isinstance(s, dict) and isinstance(s.get("episode"),
+                                                  int) and isinstance(s.get("file"), str) and
+               all(isinstance(s.get(f), list) for f in ("values", "instructions",
+                                                        "steps")) for s in sessions):
+        problems.append("`sessions` is not a list of sessions with an episode, a file, values, "
+                        "instructions and steps")
         return problems
-    known = {field: {(s["episode"], x.get("id")) for s in sessions for x in s[field] if isinstance(x, dict)}
+    known = {field: {(s["episode"], x.get("id")) for s in sessions for x in s[field]
+                     if isinstance(x, dict)}
              for field in ("values", "instructions", "steps")}
     for field, types in ROW_FIELDS.items():
         base = {"model": str, "regime": str, "episode": int, **types}
         seen: set = set()
         for number, row in enumerate(results[field], 1):
-            bad = not isinstance(row, dict) or any(not isinstance(row.get(f), t) or isinstance(row.get(f), bool) and
+            bad = not isinstance(row, dict) or any(not isinstance(row.get(f),
+                t) or isinstance(row.get(f), bool) and
                                                    t is int for f, t in base.items())
             if bad or row["regime"] not in results["regimes"]:
                 old = field in ("instructions", "steps") and isinstance(row, dict) and \
                     ("retained" in row or "reported" in row)
-                problems.append(f"{field} row {number} lacks one of {', '.join(base)}, has it of the wrong type, or "
+                problems.append(f"{field} row {number} lacks one of {', '.join(base)}, has it of "
+                                "the wrong type, or "
                                 f"names a regime `regimes` does not list" +
-                                ("; the bank was scored by an earlier version of the rules: score its run folder "
+                                ("; the bank was scored by an earlier version of the rules: score "
+                                 "its run folder "
                                  "again (`score --out DIR`)" if old else ""))
                 break
             item = ROW_ITEM[field]
             status = row["class"] if field == "values" else row.get("status")
-            if field in known and ((row["episode"], row[item]) not in known[field] or status not in ROW_CLASSES[field]):
-                problems.append(f"{field} row {number} names an item its session does not hold or a status the "
+            if field in known and ((row["episode"], row[item]) not in known[field]
+                                   or status not in ROW_CLASSES[field]):
+                problems.append(f"{field} row {number} names an item its session does not hold or "
+                                "a status the "
                                 f"rules do not give ({', '.join(ROW_CLASSES[field])})")
                 break
             key = row_key(field, row)
             if key in seen:
-                problems.append(f"{field} row {number} repeats an earlier row (the same model, regime, session, "
+                problems.append(f"{field} row {number} repeats an earlier row (the same model, "
+                                "regime, session, "
                                 f"budget, sample and item): a bank holds each once")
                 break
             seen.add(key)
@@ -234,27 +279,33 @@ def check_bank(results: dict) -> list[str]:
 
 
 def coverage(results: dict) -> dict:
-    """What the rows themselves cover, never the file's `cells` block: a cell (model x regime x session x budget x
-    sample the bank declares) is complete when it has its state and one row for each value of its session, each
-    instruction in force, each step still failed or denied and each probe."""
+    """What the rows themselves cover, never the file's `cells` block: a cell (model x regime x
+    session x budget x sample the bank declares) is complete when it has its state and one row for
+    each value of its session, each instruction in force, each step still failed or denied and each
+    probe."""
     sessions = {s["episode"]: s for s in results["sessions"]}
     budgets = results.get("budgets") or [DEFAULT_BUDGET]
     samples = range(results.get("samples") or 1)
-    cells = [(m, r, e, b, k) for m in results["models"] for r in results["regimes"] for e in sessions
+    cells = [(m, r, e, b,
+              k) for m in results["models"] for r in results["regimes"] for e in sessions
              for b in budgets for k in samples]
-    counts = {field: collections.Counter(row_key(field, row)[:5] for row in results[field]) for field in ROW_FIELDS}
+    counts = {
+        field: collections.Counter(row_key(field, row)[:5] for row in results[field])
+        for field in ROW_FIELDS
+    }
 
     def complete(cell: tuple) -> bool:
         s = sessions[cell[2]]
         need = {"states": 1, "values": len(s["values"]),
                 "instructions": sum(1 for i in s["instructions"] if not i.get("revoked_by")),
-                "steps": sum(1 for x in s["steps"] if x.get("status") != "done"), "probes": len(s.get("probes", []))}
+                "steps": sum(1 for x in s["steps"] if x.get("status") != "done"),
+                "probes": len(s.get("probes", []))}
         return all(counts[field][cell] == n for field, n in need.items())
     done = [cell for cell in cells if complete(cell)]
     return {"complete_cells": len(done), "expected_cells": len(cells)}
 
 
-# --- The analysis ------------------------------------------------------------------------------------------------
+# --- The analysis ---------------------------------------------------------------------------------
 def variant(row: dict) -> tuple:
     return row.get("budget", DEFAULT_BUDGET), row.get("sample", 0)
 
@@ -269,9 +320,12 @@ def tally_by_session(rows: list[dict], group, success) -> dict:
     return {key: {e: tuple(v) for e, v in by_episode.items()} for key, by_episode in counts.items()}
 
 
-# Sessions needed before an interval or a p-value is printed (SESSIONS.md section 6). Values, instructions and steps
-# of one session are not independent: the session is the unit. A percentile bootstrap over fewer sessions covers
-# the truth far less often than it says (about 57% with 2 sessions, 78% with 3, 87% with 6), and a two-sided exact
+# Sessions needed before an interval or a p-value is printed (SESSIONS.md section 6). Values,
+# instructions and steps
+# of one session are not independent: the session is the unit. A percentile bootstrap over fewer
+# sessions covers
+# the truth far less often than it says (about 57% with 2 sessions, 78% with 3, 87% with 6), and a
+# two-sided exact
 # sign test over sessions cannot reach p < 0.05 below 6 (its smallest p is 2 / 2^n).
 MIN_SESSIONS_FOR_INTERVAL = 10
 
@@ -279,13 +333,15 @@ MIN_SESSIONS_FOR_TEST = 6
 
 
 def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
-    """Every named tally (tally_by_session) as rates per group key, k/n, with a 95% interval only from
-    MIN_SESSIONS_FOR_INTERVAL sessions on: the session-clustered bootstrap (every model, budget and sample of a
-    session drawn together), widened to hold the binomial (Wilson) interval of k/n, so that it is never narrower
-    (equal session rates give the bootstrap no width). Drawn in one pass."""
+    """Every named tally (tally_by_session) as rates per group key, k/n, with a 95% interval only
+    from MIN_SESSIONS_FOR_INTERVAL sessions on: the session-clustered bootstrap (every model, budget
+    and sample of a session drawn together), widened to hold the binomial (Wilson) interval of k/n,
+    so that it is never narrower (equal session rates give the bootstrap no width). Drawn in one
+    pass."""
     keys = [(name, key) for name, tally in tallies.items() for key, by_episode in tally.items()]
     drawn = [tallies[name][key] for name, key in keys]
-    resampled = [i for i, by_episode in enumerate(drawn) if len(by_episode) >= MIN_SESSIONS_FOR_INTERVAL]
+    resampled = [i for i, by_episode in enumerate(drawn) if len(by_episode)
+                 >= MIN_SESSIONS_FOR_INTERVAL]
     intervals = dict(zip(resampled, clustered_bootstraps([drawn[i] for i in resampled])))
     out: dict = {name: {} for name in tallies}
     for i, (name, key) in enumerate(keys):
@@ -293,18 +349,21 @@ def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
         summary = rate_summary(k, n)
         summary["clusters"] = len(drawn[i])
         if i in intervals:
-            summary.update(lo=min(summary["lo"], intervals[i][0]), hi=max(summary["hi"], intervals[i][1]),
+            summary.update(lo=min(summary["lo"], intervals[i][0]),
+                           hi=max(summary["hi"], intervals[i][1]),
                            interval=True)
         out[name][key] = summary
     return out
 
 
 def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> list[dict]:
-    """Each user regime against each built-in one, at the session level: per session, the share of its values kept
-    verbatim under each (paired on the same value, model, budget and sample); b = sessions where yours kept more,
-    c = where the built-in one did; an exact two-sided sign test on b and c, Holm-adjusted over the family, only
-    from MIN_SESSIONS_FOR_TEST sessions on (exploratory)."""
-    kept = {(r["model"], r["regime"], r["episode"], r["value"], variant(r)): r["class"] == "kept" for r in values}
+    """Each user regime against each built-in one, at the session level: per session, the share of
+    its values kept verbatim under each (paired on the same value, model, budget and sample); b =
+    sessions where yours kept more, c = where the built-in one did; an exact two-sided sign test on
+    b and c, Holm-adjusted over the family, only from MIN_SESSIONS_FOR_TEST sessions on
+    (exploratory)."""
+    kept = {(r["model"], r["regime"], r["episode"], r["value"],
+             variant(r)): r["class"] == "kept" for r in values}
     tests = []
     for mine in user:
         for other in built_in:
@@ -319,8 +378,10 @@ def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> li
             c = sum(1 for a, x, _ in per_session.values() if x > a)
             test = {"yours": mine, "built_in": other, "sessions": len(per_session),
                     "pairs": sum(n for _, _, n in per_session.values()), "b": b, "c": c,
-                    "direction": f"{other} better" if c > b else f"{mine} better" if b > c else "no difference"}
-            test["p"] = mcnemar_counts(b, c, b + c)["p"] if len(per_session) >= MIN_SESSIONS_FOR_TEST else None
+                    "direction": f"{other} better" if c > b else f"{mine} better" if b
+                    > c else "no difference"}
+            test["p"] = (mcnemar_counts(b, c, b + c)["p"] if len(per_session)
+                         >= MIN_SESSIONS_FOR_TEST else None)
             tests.append(test)
     testable = [t for t in tests if t["p"] is not None]
     for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
@@ -329,7 +390,8 @@ def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> li
 
 
 def lost_listing(results: dict, value_of: dict, file_of: dict) -> dict:
-    """Per regime, every dropped or changed value with the sentence it came from and what the state wrote instead."""
+    """Per regime, every dropped or changed value with the sentence it came from and what the state
+    wrote instead."""
     many_models = len(results["models"]) > 1
     listing: dict = {r: [] for r in results["regimes"]}
     for row in results["values"]:
@@ -337,35 +399,44 @@ def lost_listing(results: dict, value_of: dict, file_of: dict) -> dict:
             continue
         value = value_of[(row["episode"], row["value"])]
         listing[row["regime"]].append({
-            "session": file_of[row["episode"]], "kind": value["kind"], "value": value["text"], "class": row["class"],
-            "instead": row.get("instead") or "", "sentence": value["sentence"], "source": value["source"],
+            "session": file_of[row["episode"]], "kind": value["kind"], "value": value["text"],
+            "class": row["class"],
+            "instead": row.get("instead") or "", "sentence": value["sentence"],
+            "source": value["source"],
             "segment": value["segment"], "model": row["model"] if many_models else None,
-            "variant": None if variant(row) == (DEFAULT_BUDGET, 0) else f"b{variant(row)[0]} s{variant(row)[1]}"})
+            "variant": None if variant(row) == (DEFAULT_BUDGET, 0) else f"b{variant(row)[0]} "
+            f"s{variant(row)[1]}"})
     return listing
 
 
 def said_wrong(results: dict, file_of: dict) -> list[dict]:
-    """Every instruction a final state contradicts and every failed or denied step it claims done, with the state's
-    sentence."""
-    text = {(s["episode"], field, x["id"]): x.get("text") or f"{x.get('tool')}: {(x.get('match') or [''])[0]}"
+    """Every instruction a final state contradicts and every failed or denied step it claims done,
+    with the state's sentence."""
+    text = {(s["episode"], field, x["id"]): x.get("text") or f"{x.get('tool')}: "
+            f"{(x.get('match') or [''])[0]}"
             for s in results["sessions"] for field in ("instructions", "steps") for x in s[field]}
     out = []
     for field, status, what in (("instructions", "contradicted", "contradicts the instruction"),
                                 ("steps", "claimed done", "claims done the step")):
         for row in results[field]:
             if row["status"] == status:
-                out.append({"regime": row["regime"], "what": what, "session": file_of[row["episode"]],
-                            "item": text.get((row["episode"], field, row[ROW_ITEM[field]]), "?")[:120],
+                out.append({"regime": row["regime"], "what": what,
+                            "session": file_of[row["episode"]],
+                            "item": text.get((row["episode"], field, row[ROW_ITEM[field]]),
+                                             "?")[:120],
                             "state": (row.get("state_sentence") or "")[:200]})
     return out
 
 
-LAST_ANALYSIS: list = []                # (results, analysis): scoring writes report.html from the same bank that
-                                        # analysis.md is written from next; its bootstrap is drawn once, not twice
+# (results, analysis): scoring writes report.html from the same bank that
+LAST_ANALYSIS: list = []
+                                        # analysis.md is written from next; its bootstrap is drawn
+                                        # once, not twice
 
 
 def analyze(results: dict, task_set: dict | None = None, table: dict | None = None) -> dict:
-    """Every table of the report, computed from the rows themselves (the same bank object is analysed once)."""
+    """Every table of the report, computed from the rows themselves (the same bank object is
+    analysed once)."""
     if LAST_ANALYSIS and LAST_ANALYSIS[0][0] is results:
         return LAST_ANALYSIS[0][1]
     analysis = compute_analysis(results)
@@ -381,65 +452,143 @@ def compute_analysis(results: dict) -> dict:
     value_of = {(s["episode"], v["id"]): v for s in results["sessions"] for v in s["values"]}
     file_of = {s["episode"]: s["file"] for s in results["sessions"]}
     values = results["values"]
-    classes = {r: collections.Counter(row["class"] for row in values if row["regime"] == r) for r in regimes}
+    classes = {r: collections.Counter(row["class"] for row in values if row["regime"]
+                                      == r) for r in regimes}
     states = results["states"]
     covered = coverage(results)
     gate = {}
     for r in compacting:
         gated = [s["gate"] for s in states if s["regime"] == r and "gate" in s]
-        shown = list(dict.fromkeys([*GATE_SHOWN, *(c for g in gated for c, n in g["counts"].items() if n)]))
+        shown = list(dict.fromkeys([*GATE_SHOWN, *(c for g in gated for c,
+                                                   n in g["counts"].items() if n)]))
         gate[r] = {"states": len(gated), "fail": sum(g["verdict"] == "FAIL" for g in gated),
                    "by_category": {c: sum(1 for g in gated if g["counts"].get(c)) for c in shown},
                    "examples": [f for g in gated for f in g["findings"]][:6]}
     probes = results["probes"]
     return {
-        "study": STUDY_KEY, "protocol": PROTOCOL_ID, "label": "EXPLORATORY",
+        "study": STUDY_KEY,
+        "protocol": PROTOCOL_ID,
+        "label": "EXPLORATORY",
         "complete": covered["complete_cells"] == covered["expected_cells"],
-        "coverage": covered, "n_sessions": len(results["sessions"]),
+        "coverage": covered,
+        "n_sessions": len(results["sessions"]),
         "min_sessions": {"interval": MIN_SESSIONS_FOR_INTERVAL, "test": MIN_SESSIONS_FOR_TEST},
         "simulated": bool((results.get("run") or {}).get("simulated")),
-        "models": results["models"], "regimes": regimes, "user_regimes": user, "compacting": compacting,
+        "models": results["models"],
+        "regimes": regimes,
+        "user_regimes": user,
+        "compacting": compacting,
         "descriptions": {r: (defs.get(r) or {}).get("description", "") for r in regimes},
-        "segments": results.get("segments"), "budgets": results.get("budgets"), "samples": results.get("samples"),
-        "sessions": [{k: s[k] for k in ("episode", "file", "format", "read", "segments")} |
-                     {"values": len(s["values"]),
-                      "instructions": sum(not i.get("revoked_by") for i in s["instructions"]),
-                      "withdrawn": sum(bool(i.get("revoked_by")) for i in s["instructions"]),
-                      "steps": sum(st["status"] != "done" for st in s["steps"]), "probes": len(s["probes"]),
-                      "kinds": dict(collections.Counter(v["kind"] for v in s["values"]))}
-                     for s in results["sessions"]],
+        "segments": results.get("segments"),
+        "budgets": results.get("budgets"),
+        "samples": results.get("samples"),
+        "sessions": [
+            {k: s[k] for k in ("episode", "file", "format", "read", "segments")}
+            | {
+                "values": len(s["values"]),
+                "instructions": sum(not i.get("revoked_by") for i in s["instructions"]),
+                "withdrawn": sum(bool(i.get("revoked_by")) for i in s["instructions"]),
+                "steps": sum(st["status"] != "done" for st in s["steps"]),
+                "probes": len(s["probes"]),
+                "kinds": dict(collections.Counter(v["kind"] for v in s["values"])),
+            }
+            for s in results["sessions"]
+        ],
         "left_out": results.get("left_out", {}),
         "classes": {r: {c: classes[r][c] for c in VALUE_CLASSES} for r in regimes},
-        "instruction_classes": {r: {c: sum(1 for row in results["instructions"] if row["regime"] == r and
-                                           row["status"] == c) for c in INSTRUCTION_CLASSES} for r in regimes},
-        "step_classes": {r: {c: sum(1 for row in results["steps"] if row["regime"] == r and row["status"] == c)
-                             for c in STEP_CLASSES} for r in regimes},
-        **{name: nested(rates) if name.startswith("kept_by") else rates for name, rates in clustered_rates({
-            "kept": tally_by_session(values, lambda row: row["regime"], lambda row: row["class"] == "kept"),
-            "lost": tally_by_session(values, lambda row: row["regime"],
-                                     lambda row: row["class"] in ("changed", "dropped")),
-            "kept_by_kind": tally_by_session(values, lambda row: (value_of[(row["episode"], row["value"])]["kind"],
-                                                                  row["regime"]), lambda row: row["class"] == "kept"),
-            "kept_by_source": tally_by_session(values, lambda row: (value_of[(row["episode"], row["value"])]["source"],
-                                                                    row["regime"]), lambda row: row["class"] == "kept"),
-            "beside": tally_by_session([row for row in values if "beside" in row], lambda row: row["regime"],
-                                       lambda row: row["beside"]),
-            "instructions": tally_by_session(results["instructions"], lambda row: row["regime"],
-                                             lambda row: row["status"] == "present"),
-            "contradicted": tally_by_session(results["instructions"], lambda row: row["regime"],
-                                             lambda row: row["status"] == "contradicted"),
-            "steps": tally_by_session(results["steps"], lambda row: row["regime"],
-                                      lambda row: row["status"] == "reported"),
-            "claimed_done": tally_by_session(results["steps"], lambda row: row["regime"],
-                                             lambda row: row["status"] == "claimed done"),
-            "probes": tally_by_session(probes, lambda row: row["regime"], lambda row: row["class"] == "correct"),
-        }).items()},
-        "kept_by_session": nested({(file_of[e], r): rate_summary(sum(row["class"] == "kept" for row in rows), len(rows))
-                                   for (e, r), rows in group_rows(values, lambda row: (row["episode"],
-                                                                                       row["regime"])).items()}),
+        "instruction_classes": {
+            r: {
+                c: sum(
+                    1
+                    for row in results["instructions"]
+                    if row["regime"] == r and row["status"] == c
+                )
+                for c in INSTRUCTION_CLASSES
+            }
+            for r in regimes
+        },
+        "step_classes": {
+            r: {
+                c: sum(1 for row in results["steps"] if row["regime"] == r and row["status"] == c)
+                for c in STEP_CLASSES
+            }
+            for r in regimes
+        },
+        **{
+            name: nested(rates) if name.startswith("kept_by") else rates
+            for name, rates in clustered_rates(
+                {
+                    "kept": tally_by_session(
+                        values, lambda row: row["regime"], lambda row: row["class"] == "kept"
+                    ),
+                    "lost": tally_by_session(
+                        values,
+                        lambda row: row["regime"],
+                        lambda row: row["class"] in ("changed", "dropped"),
+                    ),
+                    "kept_by_kind": tally_by_session(
+                        values,
+                        lambda row: (
+                            value_of[(row["episode"], row["value"])]["kind"],
+                            row["regime"],
+                        ),
+                        lambda row: row["class"] == "kept",
+                    ),
+                    "kept_by_source": tally_by_session(
+                        values,
+                        lambda row: (
+                            value_of[(row["episode"], row["value"])]["source"],
+                            row["regime"],
+                        ),
+                        lambda row: row["class"] == "kept",
+                    ),
+                    "beside": tally_by_session(
+                        [row for row in values if "beside" in row],
+                        lambda row: row["regime"],
+                        lambda row: row["beside"],
+                    ),
+                    "instructions": tally_by_session(
+                        results["instructions"],
+                        lambda row: row["regime"],
+                        lambda row: row["status"] == "present",
+                    ),
+                    "contradicted": tally_by_session(
+                        results["instructions"],
+                        lambda row: row["regime"],
+                        lambda row: row["status"] == "contradicted",
+                    ),
+                    "steps": tally_by_session(
+                        results["steps"],
+                        lambda row: row["regime"],
+                        lambda row: row["status"] == "reported",
+                    ),
+                    "claimed_done": tally_by_session(
+                        results["steps"],
+                        lambda row: row["regime"],
+                        lambda row: row["status"] == "claimed done",
+                    ),
+                    "probes": tally_by_session(
+                        probes, lambda row: row["regime"], lambda row: row["class"] == "correct"
+                    ),
+                }
+            ).items()
+        },
+        "kept_by_session": nested(
+            {
+                (file_of[e], r): rate_summary(
+                    sum(row["class"] == "kept" for row in rows), len(rows)
+                )
+                for (e, r), rows in group_rows(
+                    values, lambda row: (row["episode"], row["regime"])
+                ).items()
+            }
+        ),
         "tests": paired_tests(values, user, built_in),
         "gate": gate,
-        "probe_classes": {r: dict(collections.Counter(p["class"] for p in probes if p["regime"] == r)) for r in regimes},
+        "probe_classes": {
+            r: dict(collections.Counter(p["class"] for p in probes if p["regime"] == r))
+            for r in regimes
+        },
         "costs": results["costs"],
         "lost_values": lost_listing(results, value_of, file_of),
         "said_wrong": said_wrong(results, file_of),
@@ -464,19 +613,23 @@ def group_rows(rows: list[dict], key) -> dict:
 
 
 def typed_against_yours(values: list[dict], user: list[str], value_of: dict, file_of: dict) -> dict:
-    """Per user regime: the values the typed block (R2) kept verbatim that the user's regime lost."""
+    """Per user regime: the values the typed block (R2) kept verbatim that the user's regime
+    lost."""
     kept_by_typed = {(r["model"], r["episode"], r["value"], variant(r)) for r in values
                      if r["regime"] == "R2" and r["class"] == "kept"}
     out = {}
     for mine in user:
-        lost = [r for r in values if r["regime"] == mine and r["class"] in ("changed", "dropped") and
+        lost = [r for r in values if r["regime"] == mine and r["class"] in ("changed",
+            "dropped") and
                 (r["model"], r["episode"], r["value"], variant(r)) in kept_by_typed]
-        out[mine] = [{"session": file_of[r["episode"]], "kind": value_of[(r["episode"], r["value"])]["kind"],
-                      "value": value_of[(r["episode"], r["value"])]["text"], "class": r["class"]} for r in lost]
+        out[mine] = [{"session": file_of[r["episode"]], "kind": value_of[(r["episode"],
+            r["value"])]["kind"],
+                      "value": value_of[(r["episode"], r["value"])]["text"],
+                      "class": r["class"]} for r in lost]
     return out
 
 
-# --- Rendering: one list of blocks, written as markdown (analysis.md) and as HTML (report.html) ----------------------
+# --- Rendering: one list of blocks, written as markdown (analysis.md) and as HTML (report.html) ---
 def fmt_interval(summary: dict) -> str:
     if not summary["n"]:
         return "none"
@@ -488,18 +641,24 @@ def fmt_interval(summary: dict) -> str:
 
 def intervals_note(a: dict) -> str:
     n, least = a["n_sessions"], a["min_sessions"]["interval"]
-    return (f"Intervals: 95%, from the session-clustered bootstrap widened to hold the binomial (Wilson) interval, "
-            f"printed only from {least} sessions on (values, instructions and steps of one session are not "
+    return ("Intervals: 95%, from the session-clustered bootstrap widened to hold the binomial "
+            "(Wilson) interval, "
+            f"printed only from {least} sessions on (values, instructions and steps of one session "
+            "are not "
             f"independent; fewer sessions cannot support an interval). " +
-            (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n < least else ""))
+            (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n
+             < least else ""))
 
 
 def label_why(a: dict) -> str:
-    """Why the study's report is EXPLORATORY (and PARTIAL, while cells are missing), as its label box says."""
+    """Why the study's report is EXPLORATORY (and PARTIAL, while cells are missing), as its label
+    box says."""
     cov = a["coverage"]
-    return ("No protocol was registered before these sessions were chosen, so nothing here is a confirmatory "
+    return ("No protocol was registered before these sessions were chosen, so nothing here is a "
+            "confirmatory "
             "result: the rates describe these sessions, this model and these prompts. "
-            + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} cells are "
+            + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of "
+               f"{cov['expected_cells']} cells are "
                                         f"complete; rerun the same command to finish."))
 
 
@@ -509,34 +668,49 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks: list[tuple] = [("h1", (f"{SIMULATED_STAMP}: " if a["simulated"] else "") + title)]
     blocks.append(("p", "**EXPLORATORY**. " + label_why(a)))
     blocks.append(("h2", "Sessions read"))
-    blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments", "values",
+    blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments",
+                             "values",
                              "instructions", "failed steps", "probes"],
                    [[s["file"], s["format"], f"{s['read']['read']} {s['read']['unit']}",
                      "; ".join(f"{n} {why}" for why, n in s["read"]["skipped"].items()) or "none",
-                     s["read"]["turns"], s["segments"], s["values"], s["instructions"], s["steps"], s["probes"]]
+                     s["read"]["turns"], s["segments"], s["values"], s["instructions"], s["steps"],
+                     s["probes"]]
                     for s in a["sessions"]]))
     if a["left_out"]:
-        blocks.append(("p", "Left out of the folder: " + "; ".join(f"{n} ({why})" for n, why in a["left_out"].items())))
-    blocks.append(("p", "Regimes: " + "; ".join(f"{r}: {a['descriptions'][r]}" for r in a["regimes"])))
+        blocks.append(("p", "Left out of the folder: " + "; ".join(f"{n} ({why})" for n,
+            why in a["left_out"].items())))
+    blocks.append(("p",
+                   "Regimes: " + "; ".join(f"{r}: {a['descriptions'][r]}" for r in a["regimes"])))
     blocks.append(("h2", "Exact values in the final state"))
-    blocks.append(("p", "Each fact of a session written as an exact value (amounts, counts and other numbers, dates, "
-                        "times, versions, digests, identifiers, paths, URLs, e-mail addresses; one fact once, however "
-                        "often it is spelled) against the final state: kept (one of the session's spellings written "
-                        "in the state as a whole value of its kind: `12` is not kept by `12:30`, `ORD-12` or "
-                        "`12/03/2025`), reformatted (the same value written otherwise), changed (a close value of the "
-                        "same kind that the session never gives), or dropped. Beside its referent: of the values kept "
-                        "or reformatted whose session says what they are the value of, those written within six words "
-                        "of one of those words (a value moved to another name, XR-001's signature error, is not). " +
+    blocks.append(("p", "Each fact of a session written as an exact value (amounts, counts and "
+                   "other numbers, dates, "
+                        "times, versions, digests, identifiers, paths, URLs, e-mail addresses; one "
+                        "fact once, however "
+                        "often it is spelled) against the final state: kept (one of the session's "
+                        "spellings written "
+                        "in the state as a whole value of its kind: `12` is not kept by `12:30`, "
+                        "`ORD-12` or "
+                        "`12/03/2025`), reformatted (the same value written otherwise), changed (a "
+                        "close value of the "
+                        "same kind that the session never gives), or dropped. Beside its referent: "
+                        "of the values kept "
+                        "or reformatted whose session says what they are the value of, those "
+                        "written within six words "
+                        "of one of those words (a value moved to another name, XR-001's signature "
+                        "error, is not). " +
                         intervals_note(a)))
-    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped", "lost (changed or dropped)",
+    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped",
+                             "lost (changed or dropped)",
                              "beside its referent"],
-                   [[r, fmt_interval(a["kept"].get(r, rate_summary(0, 0))), a["classes"][r]["reformatted"],
+                   [[r, fmt_interval(a["kept"].get(r, rate_summary(0, 0))),
+                     a["classes"][r]["reformatted"],
                      a["classes"][r]["changed"], a["classes"][r]["dropped"],
                      fmt_interval(a["lost"].get(r, rate_summary(0, 0))),
                      fmt_interval(a["beside"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
     none = rate_summary(0, 0)
     for title, field, order in (("per kind of value", "kept_by_kind", VALUE_KINDS),
-                                ("per where the value was said", "kept_by_source", ("user", "assistant", "tool call",
+                                ("per where the value was said", "kept_by_source",
+                                 ("user", "assistant", "tool call",
                                                                                     "tool result")),
                                 ("per session", "kept_by_session", list(a["kept_by_session"]))):
         blocks.append(("p", f"Kept verbatim, {title}:"))
@@ -546,83 +720,129 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(("h2", "Your regime against each built-in one"))
     if a["tests"]:
         least = a["min_sessions"]["test"]
-        blocks.append(("p", "A sign test over sessions on `kept`: per session, the share of its values kept by each "
-                            "regime (paired on the same value, model, budget and sample); b = sessions where yours kept "
-                            "more, c = sessions where the built-in one did; exact two-sided binomial p, Holm-adjusted "
-                            "over the family. The values of one session are not independent, so the session is the "
-                            f"unit; below {least} sessions the test cannot reach p < 0.05 and no p is printed. "
+        blocks.append(("p", "A sign test over sessions on `kept`: per session, the share of its "
+                       "values kept by each "
+                            "regime (paired on the same value, model, budget and sample); b = "
+                            "sessions where yours kept "
+                            "more, c = sessions where the built-in one did; exact two-sided "
+                            "binomial p, Holm-adjusted "
+                            "over the family. The values of one session are not independent, so "
+                            "the session is the "
+                            f"unit; below {least} sessions the test cannot reach p < 0.05 and no p "
+                            "is printed. "
                             "Exploratory: no test here was planned before the sessions were seen."))
-        blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p", "p (Holm)",
+        blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p",
+                                 "p (Holm)",
                                  "direction"],
                        [[t["yours"], t["built_in"], t["sessions"], t["pairs"], t["b"], t["c"],
-                         fmt_p(t["p"]) if t["p"] is not None else f"none: {t['sessions']} of {least} sessions",
-                         fmt_p(t["p_holm"]) if t["p"] is not None else "-", t["direction"]] for t in a["tests"]]))
+                         fmt_p(t["p"]) if t["p"] is not None else f"none: {t['sessions']} of "
+                         f"{least} sessions",
+                         fmt_p(t["p_holm"]) if t["p"] is not None else "-",
+                         t["direction"]] for t in a["tests"]]))
     else:
-        blocks.append(("p", "No regime of your own was run: add your compaction prompt with `--regime-file FILE.json` "
-                            "(tasks/regimes.example.json shows the format) to compare it with each built-in regime."))
+        blocks.append(("p", "No regime of your own was run: add your compaction prompt with "
+                       "`--regime-file FILE.json` "
+                            "(tasks/regimes.example.json shows the format) to compare it with "
+                            "each built-in regime."))
     blocks.append(("h2", "Standing instructions and failed steps"))
-    blocks.append(("p", "Each standing instruction still in force (one the user withdrew is not counted) is "
-                        "contradicted when a sentence of the final state says its opposite (a prohibition stated, "
-                        "planned or granted as done, the order lifted), else present when every one of its key terms "
-                        "is in the state (terms present: the constraints study's rule, which misses a paraphrase "
-                        "without them and is no proof the meaning is kept), else absent. Each step still failed or "
-                        "denied is claimed done when a sentence that names it says it was done, passed or sent and "
-                        "reports no failure, reported when such a sentence gives its outcome (failed, denied, "
+    blocks.append(("p", "Each standing instruction still in force (one the user withdrew is not "
+                   "counted) is "
+                        "contradicted when a sentence of the final state says its opposite (a "
+                        "prohibition stated, "
+                        "planned or granted as done, the order lifted), else present when every "
+                        "one of its key terms "
+                        "is in the state (terms present: the constraints study's rule, which "
+                        "misses a paraphrase "
+                        "without them and is no proof the meaning is kept), else absent. Each step "
+                        "still failed or "
+                        "denied is claimed done when a sentence that names it says it was done, "
+                        "passed or sent and "
+                        "reports no failure, reported when such a sentence gives its outcome "
+                        "(failed, denied, "
                         "refused, not done), else absent."))
     blocks.append(("table", ["regime", "instructions present", "contradicted", "absent",
-                             "failed or denied steps reported with their outcome", "claimed done", "absent"],
+                             "failed or denied steps reported with their outcome", "claimed done",
+                             "absent"],
                    [[r, fmt_interval(a["instructions"].get(r, rate_summary(0, 0))),
-                     a["instruction_classes"][r]["contradicted"], a["instruction_classes"][r]["absent"],
-                     fmt_interval(a["steps"].get(r, rate_summary(0, 0))), a["step_classes"][r]["claimed done"],
+                     a["instruction_classes"][r]["contradicted"],
+                     a["instruction_classes"][r]["absent"],
+                     fmt_interval(a["steps"].get(r, rate_summary(0, 0))),
+                     a["step_classes"][r]["claimed done"],
                      a["step_classes"][r]["absent"]] for r in a["regimes"]]))
-    wrong = [f"{x['regime']}: {x['what']} `{x['item']}` ({x['session']}): the state says \"{x['state']}\""
+    wrong = [f"{x['regime']}: {x['what']} `{x['item']}` ({x['session']}): the state says "
+             f"\"{x['state']}\""
              for x in a["said_wrong"]]
     if wrong:
-        blocks.append(("p", "Instructions contradicted and steps claimed done, with the state's sentence:"))
+        blocks.append(("p", "Instructions contradicted and steps claimed done, with the state's "
+                       "sentence:"))
         blocks.append(("list", wrong[:MAX_LOST_SHOWN]))
     blocks.append(("h2", "The release gate against the transcript"))
-    blocks.append(("p", "Each compacted final state through the release gate (scripts/pilot/gate.py) with the session "
-                        "and the regime's own prompt as its source, and a ledger of the failed or denied steps and the "
-                        "user's standing instructions in force: obligation = instruction-like text that is none of the "
-                        "user's instructions, one that sets rules aside, or a sentence that says the opposite of one of "
-                        "them; status = a failed or denied step presented as done, or never reported; value = a value "
-                        "the session never gives that reads as one it gives, changed; schema = a field that steers the "
-                        "successor. Counts are final states with at least one blocking finding of the kind."))
+    blocks.append(("p", "Each compacted final state through the release gate "
+                   "(scripts/pilot/gate.py) with the session "
+                        "and the regime's own prompt as its source, and a ledger of the failed or "
+                        "denied steps and the "
+                        "user's standing instructions in force: obligation = instruction-like text "
+                        "that is none of the "
+                        "user's instructions, one that sets rules aside, or a sentence that says "
+                        "the opposite of one of "
+                        "them; status = a failed or denied step presented as done, or never "
+                        "reported; value = a value "
+                        "the session never gives that reads as one it gives, changed; schema = a "
+                        "field that steers the "
+                        "successor. Counts are final states with at least one blocking finding of "
+                        "the kind."))
     categories = list(dict.fromkeys(c for g in a["gate"].values() for c in g["by_category"]))
     blocks.append(("table", ["regime", "states", "fail", *categories],
                    [[r, g["states"], g["fail"], *(g["by_category"].get(c, 0) for c in categories)]
                     for r, g in a["gate"].items()]))
-    examples = [f"{r}: {f['category']}: {f['detail']} :: {f['text']}" for r, g in a["gate"].items() for f in
+    examples = [f"{r}: {f['category']}: {f['detail']} :: {f['text']}" for r,
+                g in a["gate"].items() for f in
                 g["examples"][:2]]
     if examples:
         blocks.append(("list", examples))
     blocks.append(("h2", "Your probes"))
     if any(a["probes"].get(r, {}).get("n") for r in a["regimes"]):
-        blocks.append(("p", "Asked of the resumed model after the final checkpoint; correct only for the exact text "
+        blocks.append(("p", "Asked of the resumed model after the final checkpoint; correct only "
+                       "for the exact text "
                             "on an `ANSWER:` line."))
         blocks.append(("table", ["regime", "correct", "classes"],
                        [[r, fmt_interval(a["probes"].get(r, rate_summary(0, 0))),
                          ", ".join(f"{c} {n}" for c, n in sorted(a["probe_classes"][r].items()))]
                         for r in a["regimes"]]))
     else:
-        blocks.append(("p", "No probes file was given (`--probes FILE`), so no question was asked; none is invented."))
+        blocks.append(("p", "No probes file was given (`--probes FILE`), so no question was "
+                       "asked; none is invented."))
     blocks.append(("h2", "What was lost, regime by regime"))
-    blocks.append(("p", f"Each dropped or changed value with the sentence it came from and what the state wrote "
-                        f"instead (at most {MAX_LOST_SHOWN} per regime here; every one is in lost.csv)."))
+    blocks.append(("p", "Each dropped or changed value with the sentence it came from and what "
+                   "the state wrote "
+                        f"instead (at most {MAX_LOST_SHOWN} per regime here; every one is in "
+                        "lost.csv)."))
     for r in a["regimes"]:
         lost = a["lost_values"][r]
         blocks.append(("h3", f"{r}: {len(lost)} lost"))
         if lost:
-            blocks.append(("table", ["session", "kind", "value", "lost as", "the state wrote", "said in", "sentence"],
-                           [[" ".join(filter(None, (x["session"], x["model"], x["variant"]))), x["kind"], x["value"],
-                             x["class"], x["instead"] or "-", f"{x['source']}, segment {x['segment']}", x["sentence"]]
+            blocks.append(("table", ["session", "kind", "value", "lost as", "the state wrote",
+                                     "said in", "sentence"],
+                           [[" ".join(filter(None, (x["session"], x["model"], x["variant"]))),
+                             x["kind"], x["value"],
+                             x["class"], x["instead"] or "-", f"{x['source']}, segment "
+                             f"{x['segment']}", x["sentence"]]
                             for x in lost[:MAX_LOST_SHOWN]]))
     for mine, lost in a["typed_kept_yours_lost"].items() if "R2" in a["regimes"] else ():
-        blocks.append(("p", f"Kept verbatim by the typed block R2 but lost by {mine}: " +
-                            (", ".join(f"{x['value']} ({x['kind']}, {x['session']})" for x in lost[:30]) or "none")))
+        blocks.append(
+            (
+                "p",
+                f"Kept verbatim by the typed block R2 but lost by {mine}: "
+                + (
+                    ", ".join(f"{x['value']} ({x['kind']}, {x['session']})" for x in lost[:30])
+                    or "none"
+                ),
+            )
+        )
     blocks.append(("h2", "Cost"))
     blocks.append(("table", ["regime", "calls", "prompt tokens", "output tokens"],
-                   [[r, c["calls"], c["prompt_tokens"], c["output_tokens"]] for r, c in a["costs"].items()]))
+                   [[r, c["calls"], c["prompt_tokens"], c["output_tokens"]] for r,
+                    c in a["costs"].items()]))
     recheck = render_recheck_section(a)
     blocks.append(("h2", recheck[0].lstrip("# ")))
     blocks += [("p", line) for line in recheck[1:] if line.strip()]
@@ -645,7 +865,8 @@ def render_blocks_md(blocks: list[tuple]) -> str:
 
 
 def render_blocks_html(blocks: list[tuple]) -> str:
-    """The blocks as HTML, their markdown (`code`, **strong**) rendered as analysis.md's reader would see it."""
+    """The blocks as HTML, their markdown (`code`, **strong**) rendered as analysis.md's reader
+    would see it."""
     text, out = inline_html, []
     for block in blocks:
         kind = block[0]
@@ -655,7 +876,8 @@ def render_blocks_html(blocks: list[tuple]) -> str:
             out.append(f"<p>{text(block[1])}</p>")
         elif kind == "table":
             out.append("<table><tr>" + "".join(f"<th>{text(h)}</th>" for h in block[1]) + "</tr>" +
-                       "".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in row) + "</tr>" for row in block[2])
+                       "".join("<tr>" + "".join(f"<td>{text(c)}</td>" for c in row)
+                               + "</tr>" for row in block[2])
                        + "</table>")
         elif kind == "list":
             out.append("<ul>" + "".join(f"<li>{text(item)}</li>" for item in block[1]) + "</ul>")
@@ -667,23 +889,30 @@ def render_md(analysis: dict) -> str:
 
 
 def render_headline(analysis: dict) -> str:
-    """The lines printed at the end of a run: values kept, instructions present or contradicted, steps claimed done
-    and gate failures per regime."""
+    """The lines printed at the end of a run: values kept, instructions present or contradicted,
+    steps claimed done and gate failures per regime."""
     cov = analysis["coverage"]
-    partial = "" if analysis["complete"] else f", PARTIAL: {cov['complete_cells']} of {cov['expected_cells']} cells"
-    lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "") + partial + "): "
-             f"{len(analysis['sessions'])} sessions, {sum(s['values'] for s in analysis['sessions'])} exact values"]
+    partial = ("" if analysis["complete"] else f", PARTIAL: {cov['complete_cells']} of "
+               f"{cov['expected_cells']} cells")
+    lines = [f"{PROTOCOL_ID} (EXPLORATORY" + (", SIMULATED" if analysis["simulated"] else "")
+             + partial + "): "
+             f"{len(analysis['sessions'])} sessions, "
+             f"{sum(s['values'] for s in analysis['sessions'])} exact values"]
     for r in analysis["regimes"]:
-        kept, ins = analysis["kept"].get(r, rate_summary(0, 0)), analysis["instructions"].get(r, rate_summary(0, 0))
+        kept, ins = analysis["kept"].get(r, rate_summary(0, 0)), analysis["instructions"].get(r,
+            rate_summary(0, 0))
         gate = analysis["gate"].get(r)
-        lines.append(f"  {r}: values kept {fmt_interval(kept)}; instructions present (terms present) "
-                     f"{fmt_interval(ins)}, contradicted {analysis['instruction_classes'][r]['contradicted']}; "
+        lines.append(f"  {r}: values kept {fmt_interval(kept)}; instructions present (terms "
+                     "present) "
+                     f"{fmt_interval(ins)}, contradicted "
+                     f"{analysis['instruction_classes'][r]['contradicted']}; "
                      f"steps claimed done {analysis['step_classes'][r]['claimed done']}" +
                      (f"; gate fails {gate['fail']}/{gate['states']} states" if gate else ""))
     return "\n".join(lines)
 
 
-LOST_CSV_FIELDS = ("regime", "model", "variant", "session", "kind", "value", "lost as", "the state wrote", "said in",
+LOST_CSV_FIELDS = ("regime", "model", "variant", "session", "kind", "value", "lost as",
+                   "the state wrote", "said in",
                    "segment", "sentence")
 
 
@@ -694,26 +923,30 @@ def render_lost_csv(analysis: dict) -> str:
     for regime, rows in analysis["lost_values"].items():
         for x in rows:
             writer.writerow([spreadsheet_safe("" if v is None else v) for v in (
-                regime, x["model"], x["variant"], x["session"], x["kind"], x["value"], x["class"], x["instead"],
+                regime, x["model"], x["variant"], x["session"], x["kind"], x["value"], x["class"],
+                x["instead"],
                 x["source"], x["segment"], x["sentence"])])
     return buffer.getvalue()
 
 
 def report_html(results: dict, analysis: dict, drawn: list) -> str:
-    """report.html (Study.report.report_html): the label, the answer and its figure (drawn with stamped=False), then
-    the same blocks as analysis.md after its title and label, as HTML."""
+    """report.html (Study.report.report_html): the label, the answer and its figure (drawn with
+    stamped=False), then the same blocks as analysis.md after its title and label, as HTML."""
     blocks = report_blocks(analysis)
-    parts = report_head(blocks[0][1], blocks[0][1]) + [report_opening_html(analysis, label_why(analysis), drawn),
-                                                        render_blocks_html(blocks[2:]), "</body></html>"]
+    parts = report_head(blocks[0][1], blocks[0][1]) + [report_opening_html(analysis,
+        label_why(analysis), drawn),
+                                                        render_blocks_html(blocks[2:]),
+                                                        "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
 def write_outputs(run_dir: Path, results: dict) -> list[Path]:
-    """report.html and lost.csv beside results.json when the bank is scored, from the analysis of this same bank
-    (marked PARTIAL while cells are missing), as protocol/SESSIONS.md section 6 says; the report is the one its
-    Report writes again when the bank is analysed."""
+    """report.html and lost.csv beside results.json when the bank is scored, from the analysis of
+    this same bank (marked PARTIAL while cells are missing), as protocol/SESSIONS.md section 6 says;
+    the report is the one its Report writes again when the bank is analysed."""
     analysis = analyze(results)
-    write_atomic(run_dir / "report.html", report_html(results, analysis, figures(results, analysis, False))
+    write_atomic(run_dir / "report.html", report_html(results, analysis,
+                                                      figures(results, analysis, False))
                  .encode("utf-8"))
     write_atomic(run_dir / "lost.csv", render_lost_csv(analysis).encode("utf-8"))
     return [run_dir / "report.html", run_dir / "lost.csv"]

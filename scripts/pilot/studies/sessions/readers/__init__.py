@@ -24,15 +24,18 @@ from .turns import MAX_ARGUMENT_DEPTH, MAX_FILE_BYTES, NestedTooDeep, Refused
 
 
 # --- Files ------------------------------------------------------------------------------------
-SESSION_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")   # in a folder, the files read (and aider's history files)
+# in a folder, the files read (and aider's history files)
+SESSION_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 
-AIDER_NAME = "chat.history.md"          # .aider.chat.history.md, or a --chat-history-file named like it
+# .aider.chat.history.md, or a --chat-history-file named like it
+AIDER_NAME = "chat.history.md"
 
 MAX_TOTAL_BYTES = 256 * 2 ** 20
 
 MAX_FILES = 1000
 
-MAX_DEPTH = 64                          # JSON nesting a session may have (content blocks sit 5 or 6 deep)
+# JSON nesting a session may have (content blocks sit 5 or 6 deep)
+MAX_DEPTH = 64
 
 MAX_TURNS = 250_000
 
@@ -42,12 +45,13 @@ class SessionFileError(TaskSetError):
 
 
 def refuse(where: str, why: str, hint: str = "") -> SessionFileError:
-    return SessionFileError(f"{where} {why}; " + (hint or f"the sessions study reads {FORMATS_READ}"))
+    return SessionFileError(f"{where} {why}; "
+                            + (hint or f"the sessions study reads {FORMATS_READ}"))
 
 
 def printable_name(name: str) -> bool:
-    """A file name the lock, the manifest and the reports can write: UTF-8 (not bytes the file system only keeps
-    as escapes) and printable."""
+    """A file name the lock, the manifest and the reports can write: UTF-8 (not bytes the file
+    system only keeps as escapes) and printable."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -61,17 +65,20 @@ def wanted(name: str) -> bool:
 
 
 def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
-    """The files to read under path (a file, or a folder's session files, not its subfolders) with the name each is
-    shown by, and the folder entries left out with why."""
+    """The files to read under path (a file, or a folder's session files, not its subfolders) with
+    the name each is shown by, and the folder entries left out with why."""
     if path.is_symlink():
         raise refuse(str(path), "is a link", "give the session file or folder itself")
     if not path.exists():
-        raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder of them with "
-                     "--sessions PATH (the formats read: tasks/sessions/README.md), or leave --sessions out to run "
+        raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder "
+                     "of them with "
+                     "--sessions PATH (the formats read: tasks/sessions/README.md), or leave "
+                     "--sessions out to run "
                      "the example sessions")
     if path.is_file():
         if not printable_name(path.name):
-            raise refuse(repr(str(path))[1:-1], "has a name that is not printable UTF-8 (the lock and every report "
+            raise refuse(repr(str(path))[1:-1], "has a name that is not printable UTF-8 (the lock "
+                         "and every report "
                          "name each file)", "rename the file")
         return [(path, path.name)], {}
     if not path.is_dir():
@@ -80,38 +87,48 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
     files, left_out = [], {}
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         if not printable_name(entry.name):
-            raise refuse(repr(str(entry))[1:-1], "has a name that is not printable UTF-8 (the lock and every report "
+            raise refuse(repr(str(entry))[1:-1], "has a name that is not printable UTF-8 (the lock "
+                         "and every report "
                          "name each file)", "rename the file, or move it out of the folder")
         if entry.name.startswith(".") and not entry.name.lower().endswith(AIDER_NAME):
             left_out[entry.name] = "hidden"
         elif entry.is_symlink():
-            raise refuse(str(entry), "is a link", "copy the session file itself into the folder, or remove the link")
+            raise refuse(str(entry), "is a link", "copy the session file itself into the folder, "
+                         "or remove the link")
         elif entry.is_dir():
             left_out[entry.name] = "a folder (not read)"
         elif not wanted(entry.name):
             left_out[entry.name] = "not .json, .jsonl, .traj, .eval or a chat.history.md"
         elif not entry.is_file():
-            raise refuse(str(entry), "is not a regular file (a device, pipe or socket)", "remove it from the folder")
+            raise refuse(str(entry), "is not a regular file (a device, pipe or socket)",
+                         "remove it from the folder")
         else:
             files.append((entry, entry.name))
     if not files:
         below = files_below(path)
         if below:
-            raise refuse(str(path), f"holds no session file itself, and the study reads no subfolder; {below[0]} "
-                         f"holds one" + (f" ({len(below)} subfolders do)" if len(below) > 1 else ""),
-                         f"give that subfolder or a file in it with --sessions, or copy the sessions you want into "
-                         f"one folder (`audit` reads a whole tree of logs: tasks/sessions/README.md)")
-        raise refuse(str(path), "holds no session file (.json, .jsonl, .traj, .eval or .aider.chat.history.md)",
+            raise refuse(str(path), "holds no session file itself, and the study reads no "
+                         f"subfolder; {below[0]} "
+                         f"holds one" + (f" ({len(below)} subfolders do)" if len(below)
+                                         > 1 else ""),
+                         "give that subfolder or a file in it with --sessions, or copy the "
+                         "sessions you want into "
+                         "one folder (`audit` reads a whole tree of logs: "
+                         "tasks/sessions/README.md)")
+        raise refuse(str(path), "holds no session file (.json, .jsonl, .traj, .eval or "
+                     ".aider.chat.history.md)",
                      f"put session files there ({FORMATS_READ})")
     if len(files) > MAX_FILES:
-        raise refuse(str(path), f"holds {len(files)} session files, more than the {MAX_FILES} one run reads",
+        raise refuse(str(path), f"holds {len(files)} session files, more than the {MAX_FILES} one "
+                     "run reads",
                      "split them into several folders")
     return files, left_out
 
 
 def files_below(path: Path, depth: int = 4, most: int = 20) -> list[Path]:
-    """Subfolders under path (links never followed, hidden ones passed over, at most `depth` levels down) that hold
-    a session file themselves: what to name when a folder holds none (at most `most` of them)."""
+    """Subfolders under path (links never followed, hidden ones passed over, at most `depth` levels
+    down) that hold a session file themselves: what to name when a folder holds none (at most `most`
+    of them)."""
     found: list[Path] = []
     level = [path]
     for _ in range(depth):
@@ -125,7 +142,8 @@ def files_below(path: Path, depth: int = 4, most: int = 20) -> list[Path]:
                 if entry.name.startswith(".") or entry.is_symlink() or not entry.is_dir():
                     continue
                 try:
-                    holds = any(wanted(f.name) and f.is_file() and not f.is_symlink() for f in entry.iterdir())
+                    holds = any(wanted(f.name) and f.is_file()
+                                and not f.is_symlink() for f in entry.iterdir())
                 except OSError:
                     continue
                 if holds:
@@ -138,12 +156,14 @@ def files_below(path: Path, depth: int = 4, most: int = 20) -> list[Path]:
 
 
 def read_file_bytes(path: Path, shown: str) -> bytes:
-    """A session file's bytes; its size is checked before any of it is read (at most MAX_FILE_BYTES)."""
+    """A session file's bytes; its size is checked before any of it is read (at most
+    MAX_FILE_BYTES)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as err:
-        raise refuse(shown, f"cannot be opened ({err.strerror})", "check the file and its permissions") from None
+        raise refuse(shown, f"cannot be opened ({err.strerror})", "check the file and its "
+                     "permissions") from None
     with os.fdopen(fd, "rb") as handle:
         if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
             raise too_large(shown)
@@ -175,12 +195,14 @@ def read_file_text(path: Path, shown: str) -> tuple[bytes, str]:
 
 
 def check_tree(value: Any, shown: str) -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH (lone surrogates are refused by the shared JSON reader)."""
+    """Refuse JSON nested deeper than MAX_DEPTH (lone surrogates are refused by the shared JSON
+    reader)."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise refuse(shown, f"is nested more than {MAX_DEPTH} levels deep", "no session format nests so deeply")
+            raise refuse(shown, f"is nested more than {MAX_DEPTH} levels deep",
+                         "no session format nests so deeply")
         if isinstance(item, dict):
             stack += [(v, depth + 1) for v in item.values() if isinstance(v, (dict, list))]
         elif isinstance(item, list):
@@ -188,11 +210,16 @@ def check_tree(value: Any, shown: str) -> None:
 
 
 def parse_session_json(text: str, shown: str) -> Any:
-    """A session file's JSON value (through the shared reader of JSON inputs, and no deeper than MAX_DEPTH), or
-    NOT_JSON when the text is not JSON at all (JSONL, say)."""
-    value = parse_json(text, shown, "a session", f"the sessions study reads {FORMATS_READ}", error=SessionFileError,
+    """A session file's JSON value (through the shared reader of JSON inputs, and no deeper than
+    MAX_DEPTH), or NOT_JSON when the text is not JSON at all (JSONL, say)."""
+    value = parse_json(text, shown, "a session", f"the sessions study reads {FORMATS_READ}",
+                       error=SessionFileError,
                        or_not_json=True)
-    if value is not NOT_JSON and isinstance(value, (dict, list)) and text.count("[") + text.count("{") > MAX_DEPTH:
+    if (
+        value is not NOT_JSON
+        and isinstance(value, (dict, list))
+        and text.count("[") + text.count("{") > MAX_DEPTH
+    ):
         check_tree(value, shown)                # fewer brackets than MAX_DEPTH cannot nest deeper
     return value
 
@@ -207,8 +234,8 @@ class JsonLines(list):
 
 
 def jsonl_lines(text: str, shown: str) -> JsonLines | None:
-    """Every non-blank line parsed; a last line cut short (a log written when the agent was killed) is counted and
-    left out. None when another line is not JSON: the text is not JSONL."""
+    """Every non-blank line parsed; a last line cut short (a log written when the agent was killed)
+    is counted and left out. None when another line is not JSON: the text is not JSONL."""
     lines = JsonLines()
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     for position, (number, line) in enumerate(numbered):
@@ -291,14 +318,16 @@ def read_sessions_in(data: bytes, shown: str) -> tuple[str, list]:
 
 # --- One file ---------------------------------------------------------------------------------
 def read_session_file(path: Path, shown: str) -> list[dict]:
-    """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of several), "source",
-    "format", "sha256", "bytes", "turns", "compactions", "kind", "notes", "read"}."""
+    """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of
+    several), "source", "format", "sha256", "bytes", "turns", "compactions", "kind", "notes",
+    "read"}."""
     data = read_file_bytes(path, shown)
     try:
         fmt, builders = read_sessions_in(data, shown)
     except NestedTooDeep:
         raise refuse(shown, "holds a tool call whose arguments are nested more than "
-                     f"{MAX_ARGUMENT_DEPTH} levels deep", "no session format nests so deeply") from None
+                     f"{MAX_ARGUMENT_DEPTH} levels deep",
+                     "no session format nests so deeply") from None
     except Refused as err:
         raise refuse(shown, err.why, err.hint) from None
     sessions = [b.session() for b in builders]
@@ -311,13 +340,15 @@ def read_session_file(path: Path, shown: str) -> list[dict]:
     out, names = [], set()
     for k, session in enumerate(sessions, 1):
         if len(session["turns"]) > MAX_TURNS:
-            raise refuse(shown, f"holds {len(session['turns'])} turns, more than the {MAX_TURNS} one session may "
+            raise refuse(shown, f"holds {len(session['turns'])} turns, more than the {MAX_TURNS} "
+                         "one session may "
                          f"have", "cut it into smaller sessions")
         name = shown if len(sessions) == 1 else f"{shown}#{printable_label(session['label']) or k}"
         name = f"{name} ({k})" if name in names else name
         names.add(name)
         if empty and k == 1:
-            session["notes"].append(f"{len(empty)} other session(s) in the file hold no turn and are left out")
+            session["notes"].append(f"{len(empty)} other session(s) in the file hold no turn and "
+                                    "are left out")
         out.append({"file": name, "source": shown, "sha256": sha, "bytes": len(data), **session})
     return out
 

@@ -34,11 +34,12 @@ def is_aider_history(text: str) -> bool:
 
 
 def read_aider(text: str) -> list[SessionBuilder]:
-    """aider's chat history: `#### ` lines are the user's (a slash command such as /test or /run also runs a
-    command), the plain markdown after them the assistant's reply (its SEARCH/REPLACE blocks are edits, its shell
-    blocks suggested commands), `> ` lines the tool's own: applied edits, commits, the shell commands run or
-    declined. A command's output and exit code are not written to this file; `/test` adds its output to the chat
-    only when the tests fail. Each `# aider chat started at` line opens a session of its own."""
+    """aider's chat history: `#### ` lines are the user's (a slash command such as /test or /run
+    also runs a command), the plain markdown after them the assistant's reply (its SEARCH/REPLACE
+    blocks are edits, its shell blocks suggested commands), `> ` lines the tool's own: applied
+    edits, commits, the shell commands run or declined. A command's output and exit code are not
+    written to this file; `/test` adds its output to the chat only when the tests fail. Each `#
+    aider chat started at` line opens a session of its own."""
     builders: list[SessionBuilder] = []
     reader, blank = None, 0
     for number, line in enumerate(text.splitlines(), 1):
@@ -71,8 +72,10 @@ class AiderReader:
         self.prompt: list[tuple[int, str]] = []
         self.reply: list[tuple[int, str]] = []
         self.echoes: list[tuple[int, str]] = []        # `> command` lines before a confirmation
-        self.command: dict | None = None               # the user's /test, /run or /commit waiting for its result
-        self.runs: dict[str, dict] = {}                # accepted shell commands waiting for `> Running`
+        # the user's /test, /run or /commit waiting for its result
+        self.command: dict | None = None
+        # accepted shell commands waiting for `> Running`
+        self.runs: dict[str, dict] = {}
 
     def line(self, line: str, number: int) -> None:
         b = self.builder
@@ -134,7 +137,8 @@ class AiderReader:
             for at, command in self.echoes:
                 call = self.shell_call(command)
                 if answer.startswith(("n", "d")):
-                    b.result(call, f"{command}: declined", at, name=None if call else "shell", marked="denied",
+                    b.result(call, f"{command}: declined", at, name=None if call else "shell",
+                             marked="denied",
                              evidence="the confirmation was answered no")
                 elif call is not None:
                     self.runs[command] = call
@@ -152,7 +156,8 @@ class AiderReader:
         elif applied:
             b.result(self.edit_call(applied.group(1).strip()), text, number, name="edit")
         elif commit:
-            call = self.command if self.command is not None and self.command["name"] == "/commit" else None
+            call = (self.command if self.command is not None and self.command["name"]
+                    == "/commit" else None)
             self.command = None if call is not None else self.command
             b.result(call, text, number, name=None if call else "git commit")
         elif text.startswith(("Tokens:", "Cost:")):
@@ -168,7 +173,8 @@ class AiderReader:
             call, self.command = self.command, None
             failed = call["name"] in ("/test", "/lint")
             b.result(call, text, number, marked="failed" if failed else None,
-                     evidence=f"{call['name']} added its output to the chat (it does so only on a non-zero exit)"
+                     evidence=f"{call['name']} added its output to the chat (it does so only on a "
+                     "non-zero exit)"
                      if failed else None)
         elif b.turns and b.turns[-1]["role"] == "tool":
             b.turns[-1]["text"] += "\n" + text
@@ -181,16 +187,20 @@ class AiderReader:
     def shell_call(self, command: str) -> dict | None:
         for turn in reversed(self.builder.turns):
             if turn["role"] == "assistant":
-                return next((c for c in turn["calls"] if c["name"] == "shell" and c["input"]["command"] == command
+                return next((c for c in turn["calls"] if c["name"]
+                             == "shell" and c["input"]["command"] == command
                              and id(c) not in self.builder.answered), None)
         return None
 
     def edit_call(self, path: str) -> dict | None:
         for turn in reversed(self.builder.turns):
             if turn["role"] == "assistant":
-                edits = [c for c in turn["calls"] if c["name"] == "edit" and id(c) not in self.builder.answered]
-                return next((c for c in edits if c["input"]["path"] == path or path.endswith("/" + c["input"]["path"])
-                             or c["input"]["path"].endswith("/" + path)), edits[0] if edits else None)
+                edits = [c for c in turn["calls"] if c["name"] == "edit"
+                         and id(c) not in self.builder.answered]
+                return next((c for c in edits if c["input"]["path"]
+                             == path or path.endswith("/" + c["input"]["path"])
+                             or c["input"]["path"].endswith("/" + path)),
+                             edits[0] if edits else None)
         return None
 
     def finish(self) -> SessionBuilder:

@@ -14,10 +14,11 @@ def is_chat_message(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("role"), str)
 
 
-def read_chat(messages: list, fmt: str, unit: str, positions: list | None = None) -> list[SessionBuilder]:
-    """Chat messages: user, assistant (text, `tool_calls` or a `function_call`, content blocks with tool_use),
-    tool or function results linked by tool_call_id (or tool_result blocks by tool_use_id); system and developer
-    messages and reasoning left out."""
+def read_chat(messages: list, fmt: str, unit: str, positions: list
+              | None = None) -> list[SessionBuilder]:
+    """Chat messages: user, assistant (text, `tool_calls` or a `function_call`, content blocks with
+    tool_use), tool or function results linked by tool_call_id (or tool_result blocks by
+    tool_use_id); system and developer messages and reasoning left out."""
     b = SessionBuilder(fmt, unit)
     for k, message in enumerate(messages):
         at = positions[k] if positions else k
@@ -33,12 +34,14 @@ def read_chat(messages: list, fmt: str, unit: str, positions: list | None = None
         elif role == "assistant":
             chat_assistant(b, message, at)
         elif role in ("tool", "function"):
-            text = text_of(message.get("content"), b.skip) if not isinstance(message.get("content"), str) else \
+            text = text_of(message.get("content"), b.skip) if not isinstance(message.get("content"),
+                str) else \
                 message["content"]
             error = message.get("is_error") is True
             found = json_error(text)
             b.result(message.get("tool_call_id"), text, at, name=message.get("name") if isinstance(
-                message.get("name"), str) else None, error=error, marked="failed" if error or found else None,
+                message.get("name"), str) else None, error=error,
+                marked="failed" if error or found else None,
                 evidence="is_error" if error else found)
         else:
             b.skip(f"role {role[:20]!r} (not user, assistant or tool)", unread=True)
@@ -58,7 +61,8 @@ def chat_user(b: SessionBuilder, content: Any, at: Any) -> None:
         if kind == "tool_result":
             text = text_of(part.get("content"), b.skip)
             error = part.get("is_error") is True
-            b.result(part.get("tool_use_id"), text, at, error=error, marked="failed" if error else None,
+            b.result(part.get("tool_use_id"), text, at, error=error,
+                     marked="failed" if error else None,
                      evidence="is_error" if error else None)
         elif kind == "tool_use":
             b.skip("tool call in a user turn", unread=True)
@@ -70,7 +74,8 @@ def chat_user(b: SessionBuilder, content: Any, at: Any) -> None:
 def chat_assistant(b: SessionBuilder, message: dict, at: Any) -> None:
     content = message.get("content")
     texts, calls = [], []
-    if isinstance(message.get("reasoning_content"), str) or isinstance(message.get("reasoning"), str):
+    if isinstance(message.get("reasoning_content"), str) or isinstance(message.get("reasoning"),
+        str):
         b.skip("thinking left out")
     for part in content if isinstance(content, list) else []:
         if isinstance(part, dict) and part.get("type") == "tool_use":
@@ -99,13 +104,16 @@ def json_checks(value: Any) -> list[tuple[bool, str]]:
     """A list of messages with a `role`, or an object with such a `messages` list."""
     lst = isinstance(value, list)
     messages = value.get("messages") if isinstance(value, dict) else None
-    return [(lst or isinstance(messages, list), "a list of messages or an object with a `messages` list"),
-            (first(value if lst else messages if isinstance(messages, list) else [], is_chat_message),
+    return [(lst or isinstance(messages, list), "a list of messages or an object with a "
+             "`messages` list"),
+            (first(value if lst else messages if isinstance(messages, list) else [],
+                   is_chat_message),
              "messages with a `role`")]
 
 
 def read_json(value: Any) -> list[SessionBuilder]:
-    return read_chat(value if isinstance(value, list) else value["messages"], "chat-json", "messages")
+    return read_chat(value if isinstance(value, list) else value["messages"], "chat-json",
+                     "messages")
 
 
 def jsonl_checks(values: list) -> list[tuple[bool, str]]:

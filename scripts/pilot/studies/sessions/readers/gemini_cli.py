@@ -1,8 +1,7 @@
-"""XR-S1, reading (protocol/SESSIONS.md section 2.1): Gemini CLI sessions, the JSON file (gemini-cli)
-and the JSONL layout (gemini-cli-jsonl), read into SessionBuilder records (the shapes checked against
-the tool: tasks/sessions/README.md, "The formats"); positions are indices in the JSON file's
-`messages` and line numbers in the JSONL one.
-"""
+"""XR-S1, reading (protocol/SESSIONS.md section 2.1): Gemini CLI sessions, the JSON file
+(gemini-cli) and the JSONL layout (gemini-cli-jsonl), read into SessionBuilder records (the shapes
+checked against the tool: tasks/sessions/README.md, "The formats"); positions are indices in the
+JSON file's `messages` and line numbers in the JSONL one. """
 from __future__ import annotations
 
 from typing import Any
@@ -17,13 +16,14 @@ STATE_SNAPSHOT = "<state_snapshot>"
 
 
 def is_gemini_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") in ("user", "gemini", *GEMINI_NOTICES) and "id" in item
+    return isinstance(item, dict) and item.get("type") in ("user", "gemini",
+                                                           *GEMINI_NOTICES) and "id" in item
 
 
 def read_gemini_json(value: dict) -> list[SessionBuilder]:
-    """A Gemini CLI session file: `messages` of user and gemini records, each gemini record one reply with its tool
-    calls and their results; thoughts and UI notices (info, error, warning) left out; the top-level `summary` is the
-    session's title, not a compaction."""
+    """A Gemini CLI session file: `messages` of user and gemini records, each gemini record one
+    reply with its tool calls and their results; thoughts and UI notices (info, error, warning) left
+    out; the top-level `summary` is the session's title, not a compaction."""
     builder = SessionBuilder("gemini-cli", "messages")
     for index, message in enumerate(value["messages"]):
         builder.read += 1
@@ -47,7 +47,8 @@ def gemini_message(builder: SessionBuilder, message: Any, at: Any, where: Any) -
         if isinstance(thoughts, list) and thoughts:
             builder.skip("thinking left out")
         calls, results = [], []
-        for k, tool in enumerate(message.get("toolCalls") or [] if isinstance(message.get("toolCalls"), list) else []):
+        for k, tool in enumerate(message.get("toolCalls") or []
+                                 if isinstance(message.get("toolCalls"), list) else []):
             if not isinstance(tool, dict):
                 builder.skip("tool call that is not an object", unread=True)
                 continue
@@ -90,18 +91,21 @@ def gemini_result(builder: SessionBuilder, call: dict, tool: dict, at: str) -> N
         code = exit_code_in(text)
         if code:
             marked, evidence = "failed", f"`Exit Code: {code}` in the shell output (status success)"
-    builder.result(call, text, at, error=error or status == "error", marked=marked, evidence=evidence)
+    builder.result(call, text, at, error=error or status == "error", marked=marked,
+                   evidence=evidence)
 
 
 def read_gemini_jsonl(lines: list) -> list[SessionBuilder]:
-    """The Gemini CLI JSONL layout: a metadata line, then message records (re-appended with the same id when tool
-    calls or tokens are added: the last record of an id wins, in the order ids first appear), `$set` patches
-    (`messages` replaces the whole list: a checkpoint; one that holds a <state_snapshot> is a compaction, the messages
-    it keeps are the kept turns) and `$rewindTo` (drops a message and everything after it)."""
+    """The Gemini CLI JSONL layout: a metadata line, then message records (re-appended with the same
+    id when tool calls or tokens are added: the last record of an id wins, in the order ids first
+    appear), `$set` patches (`messages` replaces the whole list: a checkpoint; one that holds a
+    <state_snapshot> is a compaction, the messages it keeps are the kept turns) and `$rewindTo`
+    (drops a message and everything after it)."""
     builder = SessionBuilder("gemini-cli-jsonl", "lines")
     order: list[str] = []
     records: dict[str, tuple[int, dict]] = {}
-    checkpoints: list[tuple[int, int, list]] = []      # (messages before it, line, the checkpoint's messages)
+    # (messages before it, line, the checkpoint's messages)
+    checkpoints: list[tuple[int, int, list]] = []
     for position, (n, line) in enumerate(lines):
         builder.read += 1
         if not isinstance(line, dict):
@@ -140,10 +144,12 @@ def read_gemini_jsonl(lines: list) -> list[SessionBuilder]:
     return [builder]
 
 
-def gemini_checkpoint(builder: SessionBuilder, before: int, n: int, messages: list, records: dict, order: list,
+def gemini_checkpoint(builder: SessionBuilder, before: int, n: int, messages: list, records: dict,
+                      order: list,
                       start_ids: set) -> None:
-    """A `$set.messages` checkpoint: at the start, the CLI's environment context (its first message; any others are
-    a migrated history, read as turns); later, a compaction when it holds a <state_snapshot> summary."""
+    """A `$set.messages` checkpoint: at the start, the CLI's environment context (its first message;
+    any others are a migrated history, read as turns); later, a compaction when it holds a
+    <state_snapshot> summary."""
     if before == 0 and not builder.turns:
         for k, message in enumerate(messages):
             if not isinstance(message, dict):
@@ -152,12 +158,14 @@ def gemini_checkpoint(builder: SessionBuilder, before: int, n: int, messages: li
             if k == 0:
                 builder.skip("start-up context (the CLI's environment context)")
             else:
-                gemini_message(builder, message, f"{n}:$set.messages[{k}]", f"{n}:$set.messages[{k}]")
+                gemini_message(builder, message, f"{n}:$set.messages[{k}]",
+                               f"{n}:$set.messages[{k}]")
         return
     kept_lines = {records[key_of(m.get("id"))][0] for m in messages if isinstance(m, dict) and
                   key_of(m.get("id")) in records}
     kept = [k for k, turn in enumerate(builder.turns, 1) if line_of(turn["at"]) in kept_lines]
-    snapshot = next(((k, m) for k, m in enumerate(messages) if isinstance(m, dict) and m.get("type") == "user" and
+    snapshot = next(((k, m) for k, m in enumerate(messages) if isinstance(m,
+        dict) and m.get("type") == "user" and
                      STATE_SNAPSHOT in text_of(m.get("content"))), None)
     if snapshot is None:
         builder.skip("message-list checkpoint with no summary (a restart or masked tool output)")
@@ -166,7 +174,8 @@ def gemini_checkpoint(builder: SessionBuilder, before: int, n: int, messages: li
     previous = builder.compactions[-1] if builder.compactions else None
     candidates = range(previous["after_turn"] + 1 if previous else 1, len(builder.turns) + 1)
     replaced = sorted(set(candidates).union(previous["kept_turns"] if previous else ()) - set(kept))
-    builder.compaction(n, text_of(message.get("content")), source="$set.messages checkpoint with <state_snapshot>",
+    builder.compaction(n, text_of(message.get("content")), source="$set.messages checkpoint with "
+                       "<state_snapshot>",
                        summary_at=f"{n}:$set.messages[{k}]",
                        replaces=[replaced[0], replaced[-1]] if replaced else None, kept_turns=kept)
     builder.skip("compaction record (kept as a compaction event, not a turn)")

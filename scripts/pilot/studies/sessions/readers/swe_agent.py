@@ -1,5 +1,5 @@
-"""XR-S1, reading (protocol/SESSIONS.md section 2.1): SWE-agent trajectories (`.traj`, the 1.x layout
-and the older one), read into a SessionBuilder record; positions are indices in `history`.
+"""XR-S1, reading (protocol/SESSIONS.md section 2.1): SWE-agent trajectories (`.traj`, the 1.x
+layout and the older one), read into a SessionBuilder record; positions are indices in `history`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from .turns import SessionBuilder, text_of
 # --- SWE-agent: trajectories/<user>/<run>/<instance>/<instance>.traj ------------------------------
 OBSERVATION_PREFIX = re.compile(r"^OBSERVATION:\s*\n?")
 
-FOOTER = re.compile(r"\n?\(Open file: [^\n]*\)\s*\n\(Current directory: [^\n]*\)\s*\n?(?:bash-\$\s*)?$")
+FOOTER = re.compile(r"\n?\(Open file: [^\n]*\)\s*\n\(Current directory: "
+                    r"[^\n]*\)\s*\n?(?:bash-\$\s*)?$")
 
 
 def is_swe_agent(value: Any) -> bool:
@@ -27,13 +28,15 @@ def is_swe_agent(value: Any) -> bool:
 
 
 def read_swe_agent(value: dict) -> list[SessionBuilder]:
-    """A SWE-agent trajectory: `history` is the session (the system prompt and demonstrations left out); 1.x links
-    each observation to its action by tool_call_ids, 0.x by position (an observation is the user message after an
-    action). A step that is in `trajectory` but not in `history` was blocked by the environment and re-asked."""
+    """A SWE-agent trajectory: `history` is the session (the system prompt and demonstrations left
+    out); 1.x links each observation to its action by tool_call_ids, 0.x by position (an observation
+    is the user message after an action). A step that is in `trajectory` but not in `history` was
+    blocked by the environment and re-asked."""
     if "history" not in value and isinstance(value.get("attempts"), list) and value["attempts"]:
         value = value["attempts"][-1]
     history = value.get("history") if isinstance(value.get("history"), list) else []
-    legacy = not any(isinstance(m, dict) and (m.get("tool_calls") or m.get("tool_call_ids")) for m in history)
+    legacy = not any(isinstance(m, dict) and (m.get("tool_calls")
+                                              or m.get("tool_call_ids")) for m in history)
     b = SessionBuilder("swe-agent", "messages")
     actions = []
     for k, message in enumerate(history):
@@ -52,7 +55,8 @@ def read_swe_agent(value: dict) -> list[SessionBuilder]:
             functions = [(c, c.get("function") if isinstance(c.get("function"), dict) else {})
                          for c in message.get("tool_calls") or [] if isinstance(c, dict)] \
                 if isinstance(message.get("tool_calls"), list) else []
-            calls = [b.call(c.get("id"), f.get("name"), f.get("arguments"), k) for c, f in functions]
+            calls = [b.call(c.get("id"), f.get("name"), f.get("arguments"), k) for c,
+                     f in functions]
             words = message.get("thought") if isinstance(message.get("thought"), str) else text
             if not calls and action and action.strip():
                 calls = [b.call(None, action.split()[0], {"command": action.strip()}, k)]
@@ -61,7 +65,8 @@ def read_swe_agent(value: dict) -> list[SessionBuilder]:
             b.assistant(words, calls, k)
         elif role == "tool" or (legacy and role == "user" and b.pending() is not None):
             ids = message.get("tool_call_ids")
-            call = b.calls.get(ids[0]) if isinstance(ids, list) and ids and isinstance(ids[0], str) else b.pending()
+            call = b.calls.get(ids[0]) if isinstance(ids, list) and ids and isinstance(ids[0],
+                str) else b.pending()
             b.result(call, FOOTER.sub("", OBSERVATION_PREFIX.sub("", text)).strip(), k)
         elif role == "user":
             b.user(text, k)
@@ -82,7 +87,8 @@ def read_swe_agent(value: dict) -> list[SessionBuilder]:
 
 # --- Recognised from the content: the checks its registry entry names ----------------------------
 def checks(value: Any) -> list[tuple[bool, str]]:
-    """An object with a `history` of messages and a `trajectory` of steps (or `attempts` of them)."""
+    """An object with a `history` of messages and a `trajectory` of steps (or `attempts` of
+    them)."""
     obj = isinstance(value, dict)
     history = value.get("history") if obj else None
     return [(obj, "an object"),

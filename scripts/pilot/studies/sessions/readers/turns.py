@@ -1,23 +1,25 @@
-"""XR-S1, reading (protocol/SESSIONS.md section 2): the record every session format is read into, whatever agent
-wrote it. A session is its turns in order (who said what: the user's words, the assistant's text and tool calls, each
-tool result linked to its call by the call's id, or by position where the format has no ids), the compactions the
-agent itself recorded (as events between turns, never as turns), and a count of every item the reader left out and
-why, with the items it did not understand counted apart.
+"""XR-S1, reading (protocol/SESSIONS.md section 2): the record every session format is read into,
+whatever agent wrote it. A session is its turns in order (who said what: the user's words, the
+assistant's text and tool calls, each tool result linked to its call by the call's id, or by
+position where the format has no ids), the compactions the agent itself recorded (as events between
+turns, never as turns), and a count of every item the reader left out and why, with the items it did
+not understand counted apart.
 
-A tool result carries what the log itself says about it: `error` where the log flags an error (Claude Code's
-is_error, Gemini's status error, inspect_ai's error, a non-zero exit code in a structured field), and `marked`
-(failed or denied) with the `evidence` that decided it where the log marks a failure or a refusal (Codex's `exec
-command rejected by user`, Gemini's cancelled status, OpenHands' user_rejected, an MCP approval refused, an exit code
-the tool writes in a fixed place). The ground-truth rules (sessions_truth.py) read the text and these marks.
+A tool result carries what the log itself says about it: `error` where the log flags an error
+(Claude Code's is_error, Gemini's status error, inspect_ai's error, a non-zero exit code in a
+structured field), and `marked` (failed or denied) with the `evidence` that decided it where the log
+marks a failure or a refusal (Codex's `exec command rejected by user`, Gemini's cancelled status,
+OpenHands' user_rejected, an MCP approval refused, an exit code the tool writes in a fixed place).
+The ground-truth rules (sessions_truth.py) read the text and these marks.
 
-A compaction event is one record for every format, so that the sessions study can cut its checkpoints where the
-agent compacted and `audit` can score each summary against what it replaced:
-    n, after_turn (the event sits after this many turns), at (where in the file), source (the record that holds
-    it), summary (its text, None when the log holds none or it cannot be read), readable, why_unreadable,
-    summary_at, trigger (auto, manual, threshold ... as the log says; None where it does not), tokens_before,
-    tokens_after (None where not recorded), replaces ([first, last] turn numbers, 1-based, of the history the
-    summary replaced; None when the replaced history is not in the file) and kept_turns (turns the agent kept
-    verbatim beside the summary).
+A compaction event is one record for every format, so that the sessions study can cut its
+checkpoints where the agent compacted and `audit` can score each summary against what it replaced:
+    n, after_turn (the event sits after this many turns), at (where in the file), source (the record
+    that holds it), summary (its text, None when the log holds none or it cannot be read), readable,
+    why_unreadable, summary_at, trigger (auto, manual, threshold ... as the log says; None where it
+    does not), tokens_before, tokens_after (None where not recorded), replaces ([first, last] turn
+    numbers, 1-based, of the history the summary replaced; None when the replaced history is not in
+    the file) and kept_turns (turns the agent kept verbatim beside the summary).
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ MAX_ID_CHARS = 200                      # a call id longer than this is not an i
 
 
 class NestedTooDeep(ValueError):
-    """A tool call's arguments, given as a JSON string, nested deeper than any session format nests."""
+    """A tool call's arguments, given as a JSON string, nested deeper than any session format
+    nests."""
 
 
 MAX_ARGUMENT_DEPTH = 48
@@ -55,8 +58,9 @@ class Refused(ValueError):
 
 
 def parse_arguments(text: str) -> Any:
-    """A tool call's arguments given as a JSON string: the value, or the text under `arguments` when it is not
-    JSON; NestedTooDeep when it nests deeper than MAX_ARGUMENT_DEPTH (the file is refused)."""
+    """A tool call's arguments given as a JSON string: the value, or the text under `arguments` when
+    it is not JSON; NestedTooDeep when it nests deeper than MAX_ARGUMENT_DEPTH (the file is
+    refused)."""
     if not text.strip():
         return {}
     try:
@@ -94,7 +98,8 @@ def as_text(value: Any) -> str:
 
 
 def text_of(content: Any, skip=None) -> str:
-    """The text of a message's content: a string, or the text of its text parts (`skip(why)` counts the others)."""
+    """The text of a message's content: a string, or the text of its text parts (`skip(why)` counts
+    the others)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -105,7 +110,8 @@ def text_of(content: Any, skip=None) -> str:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, dict) and (part.get("type") in TEXT_PARTS or part.get("type") is None) and \
+        elif isinstance(part, dict) and (part.get("type") in TEXT_PARTS
+                                         or part.get("type") is None) and \
                 isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif isinstance(part, dict) and part.get("type") in THINKING_PARTS:
@@ -113,7 +119,8 @@ def text_of(content: Any, skip=None) -> str:
                 skip("thinking left out")
         elif skip:
             kind = part.get("type") if isinstance(part, dict) else None
-            skip(f"{str(kind)[:30]} part (not text)" if isinstance(kind, str) else "a part of no known type",
+            skip(f"{str(kind)[:30]} part (not text)" if isinstance(kind,
+                str) else "a part of no known type",
                  unread=not isinstance(kind, str))
     return "\n".join(t for t in texts if t.strip())
 
@@ -121,12 +128,13 @@ def text_of(content: Any, skip=None) -> str:
 EXIT_CODE_LINE = re.compile(r"^\s*Exit code:?\s*(-?\d+)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
-HEAD_CHARS = 2000                       # how far into a long result its fixed header or footer lines are looked for
+# how far into a long result its fixed header or footer lines are looked for
+HEAD_CHARS = 2000
 
 
 def exit_code_in(text: str) -> int | None:
-    """The exit code a tool writes on a line of its own (`Exit code: 1`, `Exit Code: 28`) at the head or the foot
-    of its output, None when there is none."""
+    """The exit code a tool writes on a line of its own (`Exit code: 1`, `Exit Code: 28`) at the
+    head or the foot of its output, None when there is none."""
     text = text or ""
     match = EXIT_CODE_LINE.search(text if len(text) <= 2 * HEAD_CHARS else text[:HEAD_CHARS]) or \
         (EXIT_CODE_LINE.search(text[-HEAD_CHARS:]) if len(text) > 2 * HEAD_CHARS else None)
@@ -134,8 +142,9 @@ def exit_code_in(text: str) -> int | None:
 
 
 def json_error(text: str) -> str | None:
-    """The error a tool's JSON output reports in a field of its own ({"error": ...}, {"is_error": true}, {"success":
-    false}, {"status": "error"}): a tool convention, read from the output text. None when there is none."""
+    """The error a tool's JSON output reports in a field of its own ({"error": ...}, {"is_error":
+    true}, {"success": false}, {"status": "error"}): a tool convention, read from the output text.
+    None when there is none."""
     stripped = (text or "").strip()
     if not (stripped.startswith("{") and stripped.endswith("}")) or len(stripped) > 200_000:
         return None
@@ -147,7 +156,11 @@ def json_error(text: str) -> str | None:
         return None
     if value.get("error") not in (None, "", False, {}, []):
         return "a JSON `error` field in the output"
-    if value.get("is_error") is True or value.get("success") is False or value.get("status") in ("error", "failed"):
+    if (
+        value.get("is_error") is True
+        or value.get("success") is False
+        or value.get("status") in ("error", "failed")
+    ):
         return "the output's JSON status"
     return None
 
@@ -163,8 +176,8 @@ def one_object_a_line(values: list) -> tuple[bool, str]:
 
 
 def key_of(value: Any) -> Any:
-    """A value a reader may look up or compare by (a text, a whole number, None); anything else (a list, an object)
-    is None, so that a malformed field never stops the reading."""
+    """A value a reader may look up or compare by (a text, a whole number, None); anything else (a
+    list, an object) is None, so that a malformed field never stops the reading."""
     return value if value is None or isinstance(value, (str, int, float)) else None
 
 
@@ -173,7 +186,8 @@ def clean_id(value: Any) -> str | None:
 
 
 class SessionBuilder:
-    """Turns, tool links and compaction events from any format, counting what is left out and why."""
+    """Turns, tool links and compaction events from any format, counting what is left out and
+    why."""
 
     def __init__(self, fmt: str, unit: str):
         self.format, self.unit = fmt, unit
@@ -184,12 +198,16 @@ class SessionBuilder:
         self.unread: dict[str, int] = {}        # the reasons of items the reader did not understand
         self.calls: dict[str, dict] = {}        # tool call id -> the call
         self.answered: set[int] = set()         # id() of the calls that have a result
-        self.made: set[int] = set()             # id() of the calls this builder made (a dict from the file is not one)
+        # id() of the calls this builder made (a dict from the file is not one)
+        self.made: set[int] = set()
         self.call_count = 0
         self.orphans = 0                        # results that name a call the file does not hold
-        self.joinable = False                   # the last turn is an assistant turn that may take more items
-        self.kind: str | None = None            # "sub-agent" for a file that holds only a side conversation
-        self.label: str | None = None           # which session of a file that holds several (a sample, a date)
+        # the last turn is an assistant turn that may take more items
+        self.joinable = False
+        # "sub-agent" for a file that holds only a side conversation
+        self.kind: str | None = None
+        # which session of a file that holds several (a sample, a date)
+        self.label: str | None = None
         self.notes: list[str] = []
 
     # --- what is left out ---
@@ -206,10 +224,12 @@ class SessionBuilder:
         self.joinable = False
 
     def call(self, call_id: Any, name: Any, arguments: Any, at: Any) -> dict:
-        """A tool call (not yet in a turn): its id, the tool's name and its arguments (a JSON string is parsed)."""
+        """A tool call (not yet in a turn): its id, the tool's name and its arguments (a JSON string
+        is parsed)."""
         if isinstance(arguments, str):
             arguments = parse_arguments(arguments)
-        call = {"id": clean_id(call_id), "name": name if isinstance(name, str) and name.strip() else "tool",
+        call = {"id": clean_id(call_id), "name": name if isinstance(name,
+            str) and name.strip() else "tool",
                 "input": arguments, "at": at}
         if call["id"] is not None:
             self.calls[call["id"]] = call
@@ -219,14 +239,15 @@ class SessionBuilder:
 
     def assistant(self, text: str, calls: list[dict], at: Any, message_id: str | None = None,
                   join: bool = False) -> None:
-        """One model reply; join: it continues the assistant turn before it when nothing came between (a reply
-        written as several items); message_id: it continues the turn with the same message id (a reply split over
-        several lines)."""
+        """One model reply; join: it continues the assistant turn before it when nothing came
+        between (a reply written as several items); message_id: it continues the turn with the same
+        message id (a reply split over several lines)."""
         text = (text or "").strip()
         if not text and not calls:
             return
         last = self.turns[-1] if self.turns else None
-        same_message = message_id and last and last["role"] == "assistant" and last.get("message_id") == message_id
+        same_message = (message_id and last and last["role"]
+                        == "assistant" and last.get("message_id") == message_id)
         if same_message or (join and self.joinable and last and last["role"] == "assistant"):
             last["text"] = "\n\n".join(filter(None, [last["text"], text]))
             last["calls"] += calls
@@ -238,10 +259,11 @@ class SessionBuilder:
         self.turns.append(turn)
         self.joinable = True
 
-    def result(self, call: dict | str | None, text: str, at: Any, *, name: str | None = None, error: bool = False,
+    def result(self, call: dict | str | None, text: str, at: Any, *, name: str | None = None,
+               error: bool = False,
                marked: str | None = None, evidence: str | None = None) -> None:
-        """A tool result: `call` is the call it answers (or its id); marked: failed or denied where the log says
-        so, with the evidence."""
+        """A tool result: `call` is the call it answers (or its id); marked: failed or denied where
+        the log says so, with the evidence."""
         if not (isinstance(call, dict) and id(call) in self.made):
             found = self.calls.get(call) if isinstance(call, str) else None
             if found is None:
@@ -257,8 +279,8 @@ class SessionBuilder:
         self.joinable = False
 
     def pending(self, name: str | None = None) -> dict | None:
-        """The oldest call of the last assistant turn (of this tool, when named) that has no result yet: how
-        formats without ids link a result to its call."""
+        """The oldest call of the last assistant turn (of this tool, when named) that has no result
+        yet: how formats without ids link a result to its call."""
         for turn in reversed(self.turns):
             if turn["role"] == "assistant":
                 return next((c for c in turn["calls"] if id(c) not in self.answered and
@@ -266,12 +288,13 @@ class SessionBuilder:
         return None
 
     # --- the agent's own compactions ---
-    def compaction(self, at: Any, summary: str | None, *, source: str, why_unreadable: str | None = None,
+    def compaction(self, at: Any, summary: str | None, *, source: str,
+                   why_unreadable: str | None = None,
                    summary_at: Any = None, trigger: str | None = None, tokens_before: Any = None,
                    tokens_after: Any = None, replaces: list | None | str = "since-last",
                    kept_turns: list[int] = ()) -> dict:
-        """A compaction the log records, placed after the turns read so far. replaces: the turns it replaced
-        (default: every turn since the previous compaction, or the start)."""
+        """A compaction the log records, placed after the turns read so far. replaces: the turns it
+        replaced (default: every turn since the previous compaction, or the start)."""
         after = len(self.turns)
         if replaces == "since-last":
             first = self.compactions[-1]["after_turn"] + 1 if self.compactions else 1
@@ -279,16 +302,18 @@ class SessionBuilder:
         summary = summary.strip() if isinstance(summary, str) and summary.strip() else None
         event = {"n": len(self.compactions) + 1, "after_turn": after, "at": at, "source": source,
                  "summary": summary, "readable": summary is not None,
-                 "why_unreadable": None if summary is not None else why_unreadable or "the log holds no summary text",
+                 "why_unreadable": None if summary is not None else why_unreadable
+                 or "the log holds no summary text",
                  "summary_at": summary_at if summary is not None else None, "trigger": trigger,
-                 "tokens_before": count_or_none(tokens_before), "tokens_after": count_or_none(tokens_after),
+                 "tokens_before": count_or_none(tokens_before),
+                 "tokens_after": count_or_none(tokens_after),
                  "replaces": replaces, "kept_turns": sorted(set(kept_turns))}
         self.compactions.append(event)
         return event
 
     def summary_for_last(self, summary: str, at: Any, source: str) -> bool:
-        """Give the last compaction, recorded without its text, the summary that follows it; False when there is
-        no such compaction."""
+        """Give the last compaction, recorded without its text, the summary that follows it; False
+        when there is no such compaction."""
         last = self.compactions[-1] if self.compactions else None
         if last is None or last["summary"] is not None or last["after_turn"] != len(self.turns) or \
                 not summary.strip():
@@ -301,13 +326,17 @@ class SessionBuilder:
     def session(self) -> dict:
         unanswered = sum(1 for t in self.turns if t["role"] == "assistant" for c in t["calls"]
                          if id(c) not in self.answered)
-        return {"format": self.format, "turns": self.turns, "compactions": self.compactions, "kind": self.kind,
+        return {"format": self.format, "turns": self.turns, "compactions": self.compactions,
+                "kind": self.kind,
                 "label": self.label, "notes": self.notes,
-                "read": {"unit": self.unit, "read": self.read, "skipped": dict(sorted(self.skipped.items())),
+                "read": {"unit": self.unit, "read": self.read,
+                         "skipped": dict(sorted(self.skipped.items())),
                          "joined": self.joined, "not_understood": dict(sorted(self.unread.items())),
                          "calls_without_result": unanswered, "results_without_call": self.orphans,
                          "agent_compactions": len(self.compactions)}}
 
 
 def count_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100_000_000 else None
+    return (value if isinstance(value, int) and not isinstance(value,
+                                                               bool) and 0 <= value <= 100_000_000
+            else None)
