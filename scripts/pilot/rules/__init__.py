@@ -2,8 +2,10 @@
 above nothing (they import no other module of the package).
 
 - values.py: the exact values a text holds (numbers, versions, paths, ids, dates, money) and whether two are one.
-- claims.py: the claim words (done, approved, failed, must) and what a clause claims of an item.
-- states.py: reading a compacted state (its typed lines, its sections, whether it carries an instruction).
+- claims.py: the claim words (done, approved, failed, must), what a clause claims of an item,
+  and the one revocation rule (a sentence that withdraws or corrects an instruction).
+- states.py: where a sentence ends (the one splitter) and reading a compacted state (its typed
+  lines, its sections, whether it carries an instruction).
 - gate.py: the release gate, check_state(state, ledger, source), and the ledger it reads.
 
 A rule takes text and returns values: no I/O, no clock, no model. Input it cannot read raises RuleInputError (or a

@@ -1,10 +1,13 @@
-"""What a sentence of a state claims (protocol/SESSIONS.md section 5, scripts/README.md "What it checks"): that a step
-was done or that it failed, that something must or must not be done, and whether it says the opposite of an
-instruction. Pure functions of text, shared by the release gate (gate.py) and the sessions study's scoring
-(studies/sessions_truth.py), so that the two read a claim alike.
+"""What a sentence of a state claims (protocol/SESSIONS.md section 5, scripts/README.md "What it
+checks"): that a step was done or that it failed, that something must or must not be done, and
+whether it says the opposite of an instruction; and when a sentence withdraws or corrects an
+instruction (the one revocation rule: withdrawn, corrected_away). Pure functions of text, shared by
+the release gate (gate.py) and the sessions study's scoring (studies/sessions/truth.py), so that
+the two read a claim alike.
 
-Words are compared as stems (the first six letters of a word with a common suffix taken off), with a few spellings
-of one action made one (`e-mail` and `email`, `remove` and `delete`, `PR` and `pull request`).
+Words are compared as stems (the first six letters of a word with a common suffix taken off), with
+a few spellings of one action made one (`e-mail` and `email`, `remove` and `delete`, `PR` and `pull
+request`).
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import collections
 import functools
 import re
 
+from .states import ORDER_END, split_units
 from .values import extract_values, normalize_value, numeric_key
 
 # --- Words -------------------------------------------------------------------------------------------------------
@@ -73,16 +77,18 @@ NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|neither|nor|without|
 DID_NOT_HAPPEN = re.compile(r"\b(refused|denied|declined|rejected|blocked|failed|withdr[ae]wn?|withdrew|revoked|"
                             r"dropped|lifted|cancell?ed|kept|not granted)\b", re.IGNORECASE)
 
-REVOKING = re.compile(r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my (?:earlier|last|"
-                      r"previous) \w+))?(?: (?:about|on|regarding))?(?P<what>[^.;,]+)", re.IGNORECASE)
+# Words that carry no subject when a claim is matched with a source event.
+CLAIM_STOPWORDS = frozenset(
+    "the a an of to for and or in on at by with was were is are be been being has have had it its "
+    "this that these those all every each any now as from into against after before than then also "
+    "still so but which who whom there their our we they he she i you me my your them his her us "
+    "per via out up over under about again once since while where when what how".split())
 
-STOPWORDS = frozenset(
-    "the a an of to for and or in on at by with was were is are be been being has have had it its this that these "
-    "those all every each any now as from into against after before than then also still so but which who whom "
-    "there their our we they he she i you me my your them his her us per via out up over under about again once "
-    "since while where when what how user user's users always never from now forward going here rule rules "
-    "please instruction instructions standing session rest until ever just only do does did don't not no "
-    "let lets let's make sure keep next time one same".split())
+# And, in what an instruction or a clause is about (terms), the words every instruction may hold.
+STOPWORDS = CLAIM_STOPWORDS | frozenset(
+    "user user's users always never from now forward going here rule rules please instruction "
+    "instructions standing session rest until ever just only do does did don't not no let lets "
+    "let's make sure keep next time one same".split())
 
 SAME_ACTION = {"e-mail": "email", "e-mails": "email", "emails": "email", "mail": "email", "remove": "delete",
                "removed": "delete", "rm": "delete", "pr": "pull", "prs": "pull", "pull request": "pull",
@@ -149,13 +155,6 @@ def reports_failure(clause: str) -> bool:
     return bool(FAILURE_EVENT.search(without_values(clause)) or NOT_DONE.search(without_values(clause)))
 
 
-# Words that carry no subject when a claim is matched with a source event.
-CLAIM_STOPWORDS = frozenset(
-    "the a an of to for and or in on at by with was were is are be been being has have had it its this that these "
-    "those all every each any now as from into against after before than then also still so but which who whom "
-    "there their our we they he she i you me my your them his her us per via out up over under about again once "
-    "since while where when what how".split())
-
 def claim_terms(text: str) -> set[str]:
     """What a clause is about: its words (the claim, failure and negation words and the little words left out),
     stemmed; numbers of two digits or more count."""
@@ -209,8 +208,48 @@ def sharing(terms: set, need: int, index: dict[str, list[int]], required: str | 
 
 
 # --- Instructions ------------------------------------------------------------------------------------------------
-CLAUSE_SPLIT = re.compile(r"[;:]\s+|\.\s+|,\s*(?=(?:and|but|then|instead|so)\b)|\band\b(?=\s+(?:i|we|you)\b)",
-                          re.IGNORECASE)
+# Within an order (states.ORDER_END), a clause starts at a joining word after a comma, and at `and`
+# before a person.
+ORDER_JOIN = re.compile(r",\s*(?=(?:and|but|then|instead|so)\b)|\band\b(?=\s+(?:i|we|you)\b)",
+                        re.IGNORECASE)
+
+# The one revocation rule: the words that withdraw an earlier instruction, naming what they
+# withdraw ("forget what I said about pnpm", "the staging rule no longer applies", "you don't need
+# to ask about /tmp anymore", "you can reply in English now"). An instruction's own orders read
+# only its first form (rule_clauses: "forget what I said about pnpm" forbids pnpm); a user's
+# sentence, every form (withdrawn).
+FORGET = (r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b"
+          r"(?: (?:what i said|my (?:earlier|last|previous) \w+))?(?: (?:about|on|regarding))?"
+          r"(?P<what>[^.;,]+)")
+
+REVOKING = re.compile(FORGET, re.IGNORECASE)
+
+REVOKES = re.compile(FORGET + r"|(?P<thing>[^.;,]+?) no longer applies"
+                     r"|you (?:don't|do not) need to (?P<need>[^.;,]+?)(?: any ?more)?(?=[.;,]|$)"
+                     r"|(?:you can|feel free to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b",
+                     re.IGNORECASE)
+
+ONE_OFF = re.compile(r"\bjust this once\b|\bthis one\b|\bonly this time\b", re.IGNORECASE)
+
+
+def withdrawn(sentence: str) -> str | None:
+    """The words naming what a sentence withdraws, None when it withdraws nothing: a one-off
+    exception ("just this once") withdraws nothing."""
+    if ONE_OFF.search(sentence):
+        return None
+    match = REVOKES.search(sentence)
+    return next(g for g in match.groups() if g) if match else None
+
+
+# A correction: the value after `not`, `instead of` or `rather than` is the one it corrects away
+# ("the port is 8443, not 8080").
+CORRECTED_AWAY = re.compile(r"\b(?:not|instead of|rather than)\s+(?P<old>[^\s,;.]+(?:\.\d+)*)",
+                            re.IGNORECASE)
+
+
+def corrected_away(text: str) -> list[str]:
+    """The values a text says are not the ones, as written."""
+    return [v.text for m in CORRECTED_AWAY.finditer(text) for v in extract_values(m.group("old"))]
 
 
 def forbids(clause: str) -> bool:
@@ -223,7 +262,8 @@ def rule_clauses(instruction: str) -> list[tuple[set[str], bool, str]]:
     that has terms of its own: "Don't email customers directly; draft the replies" is a prohibition about email and
     customers and an order about drafting replies; "forget what I said about pnpm" forbids pnpm."""
     out = []
-    for part in CLAUSE_SPLIT.split(instruction):
+    orders = split_units(instruction, ORDER_END)
+    for part in (part for order in orders for part in ORDER_JOIN.split(order)):
         revoked = REVOKING.search(part)
         if revoked:
             out.append((terms(revoked.group("what")), True, ""))
@@ -234,8 +274,6 @@ def rule_clauses(instruction: str) -> list[tuple[set[str], bool, str]]:
             out.append((words, forbids(part), order))
     return out
 
-
-CORRECTED_AWAY = re.compile(r"\b(?:not|instead of|rather than)\s+(?P<old>[^\s,;.]+(?:\.\d+)*)", re.IGNORECASE)
 
 FORMER_MARK = re.compile(r"\b(?:not|was|from|formerly|previously|old|instead of|rather than|corrected from|"
                          r"replac\w*|no longer)\s*[:=(]?\s*$", re.IGNORECASE)
@@ -264,10 +302,12 @@ def contradicts(unit: str, instruction: str) -> bool:
 def _instruction_orders(instruction: str) -> tuple[frozenset[str], tuple]:
     """An instruction's values corrected away and its orders (rule_clauses), read once however many sentences of
     however many states are compared with it."""
-    olds = frozenset(v.text for m in CORRECTED_AWAY.finditer(instruction) for v in extract_values(m.group("old")))
+    olds = frozenset(corrected_away(instruction))
     return olds, tuple(rule_clauses(instruction))
 
 
+# A clause cut within a state's unit (states.state_units): at a comma, semicolon or colon before a
+# space, at a dash between spaces and at `but`, empty clauses kept (the rule as it was measured).
 @functools.lru_cache(maxsize=16384)
 def _unit_clauses(unit: str) -> tuple[tuple[frozenset[str], bool, bool], ...]:
     """A state's sentence cut into clauses, each as (terms, whether it forbids, whether it puts its action later)."""

@@ -16,7 +16,7 @@ except ImportError:                     # pragma: no cover - Python 3.10
 
 from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, NOT_DONE, claim, contradicts,
     event_terms, names_item, says_not_done, sharing, stem, term_index, terms as claim_words, without_values)
-from .states import INT_PATTERN, to_int
+from .states import INT_PATTERN, state_units, to_int
 from .values import changed_values
 from . import RuleInputError
 
@@ -312,16 +312,9 @@ def has_source(unit: str, source_words: str, accepted: list[str]) -> bool:
     return False
 
 
-def state_units(text: str) -> list[str]:
-    """Sentences and lines: the units values and claims are read from."""
-    units = []
-    for line in text.splitlines():
-        units += [u.strip() for u in re.split(r"(?<=[.!?;])\s+", line) if u.strip()]
-    return units
-
-
 def state_clauses(text: str) -> list[str]:
-    """Each unit cut at commas and joining words: a clause makes at most one claim about one thing."""
+    """Each unit (states.state_units) cut at commas and joining words: a clause makes at most one
+    claim about one thing."""
     return [c.strip() for u in state_units(text) for c in re.split(r",|\band\b|\bbut\b|\bwhile\b", u) if c.strip()]
 
 

@@ -4,10 +4,12 @@ with digits, keys and tokens), how two spellings of one value compare, and when 
 changed. Pure functions of text: no model, no file, no clock. The sessions study takes its ground truth with them,
 and the release gate checks a state's values against its source with them.
 
-Every rule is linear in the text: each pattern runs once over it, and a character already taken by an earlier rule
-is looked up in a mask, not in a list of spans. The patterns are written as the rules read; they run behind guards,
-over the texts that can hold a match and from the positions where one can start (FAST_RULES), which find the same
-matches faster (tests/test_truth_regression.py checks that they do).
+Every rule is linear in the text: each pattern runs once over it, and a character already taken by
+an earlier rule is looked up in a mask, not in a list of spans. Each rule is one record of
+VALUE_RULES (a secret's, of SECRET_RULES): its pattern as the rule reads, and what lets it run
+fast, from which the rules as they run (FAST_RULES) are derived: behind guards, over the texts that
+can hold a match and from the positions where one can start, finding the same matches faster
+(tests/test_truth_regression.py checks that they do).
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import bisect
 import decimal
 import functools
 import re
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
+
+from .states import SENTENCE_END
 
 
 class Value(NamedTuple):
@@ -29,40 +33,58 @@ class Value(NamedTuple):
 # URL is not a number, the date in a file name is part of the path).
 VALUE_KINDS = ("url", "email", "path", "digest", "date", "time", "version", "amount", "identifier", "number")
 
-# --- Keys and tokens: never values, and masked in every report ----------------------------------------------------
-# A known prefix (sk-, ghp_, AKIA) is kept when masked, since it says what kind of key it was and is no secret itself.
-SECRET_PATTERNS = (
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"),
-    re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}"),
-    re.compile(r"\b(AKIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\b(AIza)[0-9A-Za-z_-]{30,}"),
-    re.compile(r"\b(glpat-)[A-Za-z0-9_-]{20,}"),
-    re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"),
-    re.compile(r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=-]{12,}"),
-    re.compile(r"(?i)(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),
-    re.compile(r"(?i)(?:\b|_)(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key|"
-               r"private[_-]?key|client[_-]?secret|auth)\b[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{4,})"),
+# --- Keys and tokens: never values, and masked in every report ---------------------------------
+# A known prefix (sk-, ghp_, AKIA) is kept when masked, since it says what kind of key it was and is
+# no secret itself.
+class SecretRule(NamedTuple):
+    """A secret's pattern, and the strings of which every match holds one (in the text as written,
+    or, with lower, in the lower-cased text, where the pattern ignores case): the pattern runs only
+    over a text that holds one of them, which most texts do not."""
+    pattern: re.Pattern
+    needs: tuple[str, ...]
+    lower: bool = False         # looked for in the lower-cased text (in an ASCII text only: outside
+                                # it a letter such as the Kelvin sign matches `k`)
+
+
+def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
+    """What a text must hold as one pattern (one call, where a loop over the strings costs more on
+    short texts)."""
+    if needs is None or isinstance(needs, re.Pattern):
+        return needs
+    return re.compile("|".join(re.escape(need) for need in needs))
+
+
+# A URL that carries a password is one value, shown masked.
+URL_CREDENTIALS = re.compile(r"(?i)(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")
+
+SECRET_RULES = (
+    SecretRule(re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?"
+                          r"(?:-----END [A-Z ]*PRIVATE KEY-----|$)"), ("-----BEGIN ",)),
+    SecretRule(re.compile(r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_-]{16,}"), ("sk-",)),
+    SecretRule(re.compile(r"\b(gh[pousr]_)[A-Za-z0-9]{20,}"),
+               ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    SecretRule(re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), ("github_pat_",)),
+    SecretRule(re.compile(r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}"), ("xox",)),
+    SecretRule(re.compile(r"\b(AKIA)[0-9A-Z]{16}\b"), ("AKIA",)),
+    SecretRule(re.compile(r"\b(AIza)[0-9A-Za-z_-]{30,}"), ("AIza",)),
+    SecretRule(re.compile(r"\b(glpat-)[A-Za-z0-9_-]{20,}"), ("glpat-",)),
+    SecretRule(re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"), ("hf_",)),
+    SecretRule(re.compile(r"\b(eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+               ("eyJ",)),
+    SecretRule(re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=-]{12,}"), ("bearer ",), lower=True),
+    SecretRule(URL_CREDENTIALS, ("://",)),
+    SecretRule(re.compile(r"(?i)(?:\b|_)(?:password|passwd|pwd|passphrase|secret|token|"
+                          r"api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth)\b"
+                          r"[\"']?\s*[:=]\s*[\"']?(?P<value>[^\s\"',;]{4,})"),
+               ("pass", "pwd", "secret", "token", "api", "access", "private", "client", "auth"),
+               lower=True),
 )
 
-URL_CREDENTIALS = SECRET_PATTERNS[11]   # a URL that carries a password is one value, shown masked
+SECRET_PATTERNS = tuple(rule.pattern for rule in SECRET_RULES)
+
+SECRET_HINTS = tuple((rule.pattern, _any_of(rule.needs), rule.lower) for rule in SECRET_RULES)
 
 MASK = "[masked]"
-
-
-# What every match of each secret pattern holds (in the text as written, or lower-cased where the pattern ignores
-# case): a pattern runs only over a text that holds one of them, which most texts do not.
-SECRET_NEEDS = (("-----BEGIN ",), ("sk-",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ("github_pat_",), ("xox",),
-                ("AKIA",), ("AIza",), ("glpat-",), ("hf_",), ("eyJ",), ("bearer ",), ("://",),
-                ("pass", "pwd", "secret", "token", "api", "access", "private", "client", "auth"))
-
-SECRET_HINTS = tuple(re.compile("|".join(re.escape(need) for need in needs)) for needs in SECRET_NEEDS)
-
-SECRET_LOWER = frozenset({10, 12})     # the patterns that ignore case, looked for in the lower-cased text (in an
-                                       # ASCII text only: outside it a letter such as the Kelvin sign matches `k`)
 
 
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
@@ -70,9 +92,9 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     spans = []
     text = text or ""
     lower = text.lower() if text.isascii() else None
-    for n, pattern in enumerate(SECRET_PATTERNS):
-        seen = (lower if n in SECRET_LOWER else text)
-        if seen is not None and not SECRET_HINTS[n].search(seen):
+    for pattern, hint, in_lower in SECRET_HINTS:
+        seen = (lower if in_lower else text)
+        if seen is not None and not hint.search(seen):
             continue
         for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
@@ -314,110 +336,111 @@ def _valid_package(match: re.Match, text: str) -> bool:
     return "@" in text or ("/" in name or "." in tag or "-" in tag) and not re.fullmatch(r"\d+", name)
 
 
-# (kind, pattern, validity check, whether trailing punctuation is trimmed)
-RULES = (
-    ("url", URL, None, True),
-    ("email", EMAIL, None, False),
-    ("identifier", PACKAGE, _valid_package, False),
-    ("path", PATH, _valid_path, True),
-    ("identifier", HOST, None, False),
-    ("identifier", SLUG, None, False),
-    ("digest", HEX_DIGEST, _valid_digest, False),
-    ("date", DATETIME, None, False),
-    ("date", DATE, _valid_date, False),
-    ("time", TIME, _valid_time, False),
-    ("identifier", IPV4, _valid_ipv4, False),         # a network address is an identifier, not a version
-    ("identifier", PHONE, None, False),
-    ("identifier", ADDRESS, None, False),
-    ("identifier", IBAN, None, False),
-    ("version", VERSION, None, False),
-    ("amount", AMOUNT, None, False),
-    ("identifier", NUMBERED, None, False),
-    ("identifier", IDENTIFIER, _valid_identifier, False),
-    ("number", NUMBER, _valid_number, False),
-)
-
-
-def _guarded(guard: str, pattern: re.Pattern) -> re.Pattern:
-    """pattern behind a guard that every position a match of it can start at passes (a character it can start with,
-    and a word's start where it looks behind for no word character before one), so that the other positions are
-    passed over at once: the same matches, found several times faster."""
-    return re.compile(f"(?:{guard})(?:{pattern.pattern})", pattern.flags)
-
-
-# Each rule as it runs: its pattern behind its guard, and the strings of which a text holds one wherever the pattern
-# can match at all (or a quick pattern every match holds; None: no such thing), so that most rules never run over
-# most texts. tests/test_truth_regression.py
-# compares these with the patterns as written.
-CURRENCY_INITIALS = "".join(sorted({code[0] for code in CURRENCY_CODES}))
-
-HOST_ENDS = tuple("." + end for end in ("internal", "local", "lan", "corp", "io", "com", "net", "org", "dev", "cloud",
-                                         "app", "example", "test"))
-
-RULE_GUARDS = {
-    URL: (r"\b(?=[hsgfwpmra])", ("://",)),
-    EMAIL: (r"\b(?=[A-Za-z0-9])", ("@",)),
-    PACKAGE: (r"(?=@)|\b(?=[a-z0-9])", re.compile(r"@|:[\w.-]*\d")),
-    PATH: (r"(?=[/~.])|\b(?=\w)", re.compile(r"[/\\]|\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")),
-    HOST: (r"\b(?=[a-z0-9])", HOST_ENDS),
-    SLUG: (r"\b(?=[A-Za-z])", ("/",)),
-    HEX_DIGEST: (r"\b(?=[0-9a-f])", None),
-    DATETIME: (r"\b(?=[MTWFS])", ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")),
-    DATE: (r"\b(?=[\dJFMASOND])", re.compile(r"\d{4}-\d\d-\d|\d[/.]\d\d?[/.]\d|the \d|\b" + MONTH + r"(?!\w)")),
-    TIME: (r"\b(?=\d)", re.compile(r"\d:\d|\d\s?[AaPp]\.?[Mm]")),
-    IPV4: (r"\b(?=\d)", re.compile(r"\d\.\d")),
-    PHONE: (r"(?=\+)", ("+",)),
-    ADDRESS: (r"\b(?=\d)", (", ",)),
-    IBAN: (r"\b(?=[A-Z])", None),
-    VERSION: (r"\b(?=[vVr\d])", re.compile(r"\d\.\d|rc\.")),
-    AMOUNT: (r"(?=[\-$€£¥₹])|\b(?=[\d" + CURRENCY_INITIALS + "])", (*CURRENCY_SYMBOLS, *CURRENCY_CODES, *CURRENCY_WORDS)),
-    NUMBERED: (r"(?=#)|\b(?=\d)", re.compile(r"#\d|\d-\d")),
-    IDENTIFIER: (r"\b(?=[A-Za-z0-9])", None),
-    NUMBER: (r"(?=-)|\b(?=\d)", None)}
-
-# An identifier needs a digit and a letter (_valid_identifier): one without is not matched at all, rather than
-# matched and refused (a word's other positions are never a match's start, so the matches found are the same, with
-# no word of prose and no bare number among them). The looks stand after the look behind, so that they read each
-# word once.
+# An identifier needs a digit and a letter (_valid_identifier): one without is not matched at all,
+# rather than matched and refused (a word's other positions are never a match's start, so the
+# matches found are the same, with no word of prose and no bare number among them). The looks stand
+# after the look behind, so that they read each word once.
 DIGITED_IDENTIFIER = re.compile(IDENTIFIER.pattern.replace(
     "(?<![\\w.@/-])", "(?<![\\w.@/-])(?=[A-Za-z0-9_.-]*\\d)(?=[0-9_.-]*[A-Za-z])", 1))
 
-# The rules that find nothing in a text without a digit (each of their matches holds one, or their check refuses a
-# match without one): a prose sentence runs only the others.
-NEED_A_DIGIT = frozenset({PACKAGE, HEX_DIGEST, DATETIME, DATE, TIME, IPV4, PHONE, ADDRESS, IBAN, VERSION, AMOUNT,
-                          NUMBERED, IDENTIFIER, NUMBER})
+CURRENCY_INITIALS = "".join(sorted({code[0] for code in CURRENCY_CODES}))
 
-def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
-    """What a text must hold as one pattern (one call, where a loop over the strings costs more on short texts)."""
-    if needs is None or isinstance(needs, re.Pattern):
-        return needs
-    return re.compile("|".join(re.escape(need) for need in needs))
+HOST_ENDS = tuple("." + end for end in ("internal", "local", "lan", "corp", "io", "com", "net",
+                                         "org", "dev", "cloud", "app", "example", "test"))
+
+
+class ValueRule(NamedTuple):
+    """A value rule, written once: its kind, its pattern as the rule reads, the check a match must
+    pass and whether the sentence's punctuation after it is trimmed; then what lets it run fast
+    while finding the same matches (tests/test_truth_regression.py checks that it does):
+    - anywhere, word_start: the characters a match can start with (one of `word_start` only with
+      no word character before it);
+    - needs: the strings of which a text holds one wherever the pattern can match (or a quick
+      pattern every match holds; None: no such thing);
+    - digit: a text without a digit holds no match (each match holds one, or the check refuses
+      one without);
+    - sparse: its matches start at so few of a text's positions that a finder looks for them;
+    - runs_as: the pattern it runs as, where that is not the one written."""
+    kind: str
+    pattern: re.Pattern
+    valid: Callable[[re.Match, str], bool] | None = None
+    trim: bool = False
+    anywhere: str = ""
+    word_start: str = ""
+    needs: tuple[str, ...] | re.Pattern | None = None
+    digit: bool = False
+    sparse: bool = False
+    runs_as: re.Pattern | None = None
+
+
+# The rules in the order they run (VALUE_KINDS says why the order matters).
+VALUE_RULES = (
+    ValueRule("url", URL, trim=True, word_start="hsgfwpmra", needs=("://",)),
+    ValueRule("email", EMAIL, word_start="A-Za-z0-9", needs=("@",)),
+    ValueRule("identifier", PACKAGE, _valid_package, anywhere="@", word_start="a-z0-9",
+              needs=re.compile(r"@|:[\w.-]*\d"), digit=True),
+    ValueRule("path", PATH, _valid_path, trim=True, anywhere="/~.", word_start=r"\w",
+              needs=re.compile(r"[/\\]|\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")),
+    ValueRule("identifier", HOST, word_start="a-z0-9", needs=HOST_ENDS),
+    ValueRule("identifier", SLUG, word_start="A-Za-z", needs=("/",)),
+    ValueRule("digest", HEX_DIGEST, _valid_digest, word_start="0-9a-f", digit=True, sparse=True),
+    ValueRule("date", DATETIME, word_start="MTWFS",
+              needs=("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"), digit=True, sparse=True),
+    ValueRule("date", DATE, _valid_date, word_start=r"\dJFMASOND",
+              needs=re.compile(r"\d{4}-\d\d-\d|\d[/.]\d\d?[/.]\d|the \d|\b" + MONTH + r"(?!\w)"),
+              digit=True, sparse=True),
+    ValueRule("time", TIME, _valid_time, word_start=r"\d",
+              needs=re.compile(r"\d:\d|\d\s?[AaPp]\.?[Mm]"), digit=True, sparse=True),
+    # (a network address is an identifier, not a version)
+    ValueRule("identifier", IPV4, _valid_ipv4, word_start=r"\d", needs=re.compile(r"\d\.\d"),
+              digit=True, sparse=True),
+    ValueRule("identifier", PHONE, anywhere="+", needs=("+",), digit=True, sparse=True),
+    ValueRule("identifier", ADDRESS, word_start=r"\d", needs=(", ",), digit=True, sparse=True),
+    ValueRule("identifier", IBAN, word_start="A-Z", digit=True, sparse=True),
+    ValueRule("version", VERSION, word_start=r"vVr\d", needs=re.compile(r"\d\.\d|rc\."),
+              digit=True, sparse=True),
+    ValueRule("amount", AMOUNT, anywhere=r"\-$€£¥₹", word_start=r"\d" + CURRENCY_INITIALS,
+              needs=(*CURRENCY_SYMBOLS, *CURRENCY_CODES, *CURRENCY_WORDS), digit=True, sparse=True),
+    ValueRule("identifier", NUMBERED, anywhere="#", word_start=r"\d",
+              needs=re.compile(r"#\d|\d-\d"), digit=True, sparse=True),
+    ValueRule("identifier", IDENTIFIER, _valid_identifier, word_start="A-Za-z0-9", digit=True,
+              runs_as=DIGITED_IDENTIFIER),
+    ValueRule("number", NUMBER, _valid_number, anywhere=r"\-", word_start=r"\d", digit=True,
+              sparse=True),
+)
+
+
+# --- The rules as they run: derived from VALUE_RULES -------------------------------------------
+def _guard(anywhere: str, word_start: str) -> str:
+    """The guard a rule's pattern runs behind: a character of `anywhere`, or one of `word_start` at
+    a word's start (where the pattern looks behind for no word character before one)."""
+    return "|".join(([f"(?=[{anywhere}])"] if anywhere else []) +
+                    ([rf"\b(?=[{word_start}])"] if word_start else []))
+
+
+def _guarded(guard: str, pattern: re.Pattern) -> re.Pattern:
+    """pattern behind a guard that every position a match of it can start at passes, so that the
+    other positions are passed over at once: the same matches, found several times faster."""
+    return re.compile(f"(?:{guard})(?:{pattern.pattern})", pattern.flags)
 
 
 def _finder(anywhere: str, word_start: str) -> re.Pattern:
-    """A pattern that finds, one by one, the positions where a match of a rule can start: a character of `anywhere`,
-    or one of `word_start` with no word character before it. It opens with the characters it consumes, so that `re`
-    skips to them in C; a rule whose matches start at few of a text's positions is then tried only there."""
+    """A pattern that finds, one by one, the positions where a match of a rule can start: a
+    character of `anywhere`, or one of `word_start` with no word character before it. It opens
+    with the characters it consumes, so that `re` skips to them in C; a rule whose matches start at
+    few of a text's positions is then tried only there."""
     checks = ([f"(?<=[{anywhere}])"] if anywhere else []) + ([r"(?<!\w.)"] if word_start else [])
     return re.compile(f"[{anywhere}{word_start}](?:{'|'.join(checks)})")
 
 
-# The rules whose matches start at few positions (digits and a few letters or signs at a word's start), with the
-# finder of those positions (RULE_GUARDS says the same in the guard's words).
-FINDERS = {TIME: _finder("", r"\d"), IPV4: _finder("", r"\d"), ADDRESS: _finder("", r"\d"),
-           NUMBER: _finder(r"\-", r"\d"), NUMBERED: _finder("#", r"\d"), VERSION: _finder("", r"vVr\d"),
-           DATE: _finder("", r"\dJFMASOND"), AMOUNT: _finder(r"\-$€£¥₹", r"\d" + CURRENCY_INITIALS),
-           IBAN: _finder("", "A-Z"), DATETIME: _finder("", "MTWFS"), PHONE: _finder(r"+", ""),
-           HEX_DIGEST: _finder("", "0-9a-f")}
-
-
-FINDER_CHARS = 200                      # a shorter text is scanned whole: the finder would cost more than it saves
+FINDER_CHARS = 200              # a shorter text is scanned whole: the finder would cost more than
+                                # it saves
 
 
 def matches(pattern: re.Pattern, finder: re.Pattern | None, text: str):
-    """pattern.finditer(text), trying the pattern only where finder finds a position a match can start at: the same
-    matches in the same order (no rule matches an empty span), since finditer tries each position in turn and goes on
-    after each match's end."""
+    """pattern.finditer(text), trying the pattern only where finder finds a position a match can
+    start at: the same matches in the same order (no rule matches an empty span), since finditer
+    tries each position in turn and goes on after each match's end."""
     if finder is None:
         yield from pattern.finditer(text)
         return
@@ -432,9 +455,16 @@ def matches(pattern: re.Pattern, finder: re.Pattern | None, text: str):
             yield match
 
 
-FAST_RULES = tuple((kind, _guarded(RULE_GUARDS[pattern][0], DIGITED_IDENTIFIER if pattern is IDENTIFIER else pattern),
-                    FINDERS.get(pattern), _any_of(RULE_GUARDS[pattern][1]), pattern in NEED_A_DIGIT, valid, trim)
-                   for kind, pattern, valid, trim in RULES)
+# Each rule as written, (kind, pattern, check, trim), and as it runs: (kind, its pattern behind its
+# guard, its finder or None, what a text must hold or None, whether a text needs a digit, check,
+# trim).
+RULES = tuple((rule.kind, rule.pattern, rule.valid, rule.trim) for rule in VALUE_RULES)
+
+FAST_RULES = tuple((rule.kind, _guarded(_guard(rule.anywhere, rule.word_start),
+                                        rule.runs_as or rule.pattern),
+                    _finder(rule.anywhere, rule.word_start) if rule.sparse else None,
+                    _any_of(rule.needs), rule.digit, rule.valid, rule.trim)
+                   for rule in VALUE_RULES)
 
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
 
@@ -492,12 +522,10 @@ def _values(text: str) -> tuple[Value, ...]:
 
 
 # --- Sentences ---------------------------------------------------------------------------------------------------
-SENTENCE_END = re.compile(r"\n|[.!?](?=\s)")
-
-
 class Sentences:
-    """Where each sentence (or line) of a text starts and ends, found once, so that the sentence around any span is
-    a lookup (sentence_around for each of many values of a long text stays linear)."""
+    """Where each sentence (or line) of a text starts and ends (states.SENTENCE_END), found once,
+    so that the sentence around any span is a lookup (sentence_around for each of many values of a
+    long text stays linear)."""
 
     def __init__(self, text: str):
         self.text = text

@@ -16,6 +16,7 @@ from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..demo import STAND_IN_PROSE_FORGETS, STAND_IN_SEED
 from ..prompts import FORMAT_SECTIONS
 from ..records import N_SEGMENTS, Regime
+from ..rules.states import split_units
 from ..runfolder import Journal, is_complete
 
 
@@ -424,7 +425,7 @@ def stand_in_facts(text: str) -> tuple[dict, dict, list]:
     """Values, stated sums and neighbor relations in text: segment sentences or the stand-in's own
     states."""
     values, combined, relations = {}, {}, []
-    for unit in re.split(r"(?<=[.!?])\s+|\n", text):
+    for unit in split_units(text):                        # its sentences and lines
         names, numbers = stand_in_names(unit), STAND_IN_NUMBER.findall(unit)
         related = len(names) == 2 and STAND_IN_RELATION.search(unit)
         if related and (names[0], names[1]) not in relations:

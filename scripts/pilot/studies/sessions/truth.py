@@ -9,10 +9,12 @@ the sessions study and anything that scores a summary against its transcript sha
         stands beside its referent; an instruction present, contradicted or absent; a step reported with its
         outcome, claimed done or absent; each with the sentence of the transcript and the sentence of the state.
 
-Pure functions of text: no model, no file, no clock; each linear in the session's length and in the values per
-turn. The lexical value rules are pilot/values.py; what a sentence claims is pilot/claims.py (the release gate reads
-claims with the same words). tests/labelled/ holds the hand-labelled sets these rules are measured on
-(scripts/bench/measure_rules.py prints their precision and recall).
+Pure functions of text: no model, no file, no clock; each linear in the session's length and in
+the values per turn. The lexical value rules are pilot/rules/values.py; what a sentence claims, and
+when one withdraws or corrects an instruction, is pilot/rules/claims.py (the release gate reads
+claims with the same words); where a sentence ends is pilot/rules/states.py. tests/labelled/ holds
+the hand-labelled sets these rules are measured on (scripts/bench/measure_rules.py prints their precision
+and recall).
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ import functools
 import re
 from typing import Any, Callable
 
-from ...rules.claims import claim, contradicts, names_item, reports_failure, says_not_done, stem, terms
-from ...rules.states import carries_instruction
+from ...rules.claims import (REVOKES, claim, contradicts, corrected_away, names_item,
+                              reports_failure, says_not_done, stem, terms, withdrawn)
+from ...rules.states import USER_SENTENCE_END, carries_instruction, split_units, state_units
 from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values, is_close, is_secret,
     mask_secrets, normalize_value, number_parts, numeric_key, secret_spans)
 
@@ -173,9 +176,6 @@ def month_days(value: Value) -> list[tuple]:
 
 
 # --- Standing instructions ---------------------------------------------------------------------------------------
-SENTENCE_SPLIT = re.compile(r"(?<!\b(?:Dr|Mr|Ms|St|vs|Jr|Sr|No)\.)(?<!\bMrs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
-                            r"(?<=[.!?])\s+|\n+")
-
 EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of it)|no exceptions?|period|"
                       r"every (?:single )?time|at all|anywhere)[.!]*$", re.IGNORECASE)
 
@@ -241,13 +241,13 @@ BEFORE_EACH = re.compile(r"\bbefore (?:you |we )\w+|\bbefore \w+ing\b", re.IGNOR
 
 
 def split_sentences(text: str) -> list[str]:
-    """A turn's sentences; a fragment that only stresses the one before ("Ever.", "For everything.") is joined to
-    it."""
+    """A turn's sentences (states.USER_SENTENCE_END); a fragment that only stresses the one before
+    ("Ever.", "For everything.") is joined to it."""
     out: list[str] = []
-    for sentence in (s.strip() for s in SENTENCE_SPLIT.split(text or "")):
-        if sentence and out and EMPHASIS.match(sentence):
+    for sentence in split_units(text, USER_SENTENCE_END):
+        if out and EMPHASIS.match(sentence):
             out[-1] += " " + sentence
-        elif sentence:
+        else:
             out.append(sentence)
     return out
 
@@ -286,33 +286,22 @@ def is_standing_instruction(sentence: str) -> bool:
                           BEFORE_EACH.search(text))
 
 
-REVOKES = re.compile(r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my (?:earlier|last|"
-                     r"previous) \w+))?(?: (?:about|on|regarding))?(?P<what>[^.;,]+)|(?P<thing>[^.;,]+?) no longer "
-                     r"applies|you (?:don't|do not) need to (?P<need>[^.;,]+?)(?: any ?more)?(?=[.;,]|$)|(?:you can|feel free "
-                     r"to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b", re.IGNORECASE)
-
-
-CORRECTS = re.compile(r"\b(?:not|instead of|rather than)\s+(?P<old>[^\s,;.]+(?:\.\d+)*)", re.IGNORECASE)
-
-
 def corrected(sentence: str, earlier: list[dict]) -> list[dict]:
     """The earlier standing instructions whose value a user's sentence corrects ("Actually the port is 8443, not
     8080" after "Use port 8080 from now on"): those that give the value it says is not the one."""
-    olds = [v.text for m in CORRECTS.finditer(sentence) for v in extract_values(m.group("old"))]
+    olds = corrected_away(sentence)
     return [i for i in earlier if not i.get("revoked_turn") and any(
         v.text in olds for v in extract_values(i["text"]))] if olds else []
 
 
 def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
-    """The earlier standing instructions a user's sentence withdraws or replaces ("forget what I said about pnpm",
-    "you don't need to ask about /tmp anymore", "you can reply in English now"): those that share a word of what it
-    names. A one-off exception ("just this once") withdraws nothing."""
-    if re.search(r"\bjust this once\b|\bthis one\b|\bonly this time\b", sentence, re.IGNORECASE):
+    """The earlier standing instructions a user's sentence withdraws or replaces ("forget what I
+    said about pnpm", "you don't need to ask about /tmp anymore", "you can reply in English now"):
+    those that share a word of what it names (claims.withdrawn, the one revocation rule, by which a
+    one-off exception, "just this once", withdraws nothing)."""
+    what = withdrawn(sentence)
+    if what is None:
         return []
-    match = REVOKES.search(sentence)
-    if not match:
-        return []
-    what = next(g for g in match.groups() if g)
     named = terms(what)
     narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)   # "in /tmp": an exception
     return [i for i in earlier if not i.get("revoked_turn") and named & set(terms(i["text"])) and
@@ -322,7 +311,7 @@ def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
 def key_terms(instruction: str, limit: int = 2) -> list[str]:
     """The terms the presence rule looks for: the instruction's exact values, then its longest content words (not
     a stopword, not an -ly adverb), each cut to a stem of at most six letters so that `committing` finds `commit`."""
-    olds = {v.text for m in CORRECTS.finditer(instruction) for v in extract_values(m.group("old"))}
+    olds = set(corrected_away(instruction))
     found = [f for f in extract_values(instruction) if f.text not in olds]     # not the value it corrects away
     words_text = re.sub(r"\buntil i \w+|" + SCOPE.pattern[2:-2], " ", instruction, flags=re.IGNORECASE)
     for old in olds:
@@ -348,10 +337,11 @@ def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]
         if turn["role"] != "user":
             continue
         for sentence in split_sentences(turn["text"]):
-            fixed, withdrawn = corrected(sentence, found), revoked_by(sentence, found)
-            for old in withdrawn + fixed:
+            fixed, revoked = corrected(sentence, found), revoked_by(sentence, found)
+            for old in revoked + fixed:
                 old.update(revoked_turn=t + 1, revoked_by=sentence[:400])
-            replaced = bool(withdrawn) and bool(ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
+            replaced = bool(revoked) and bool(
+                ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
             if (fixed or replaced or is_standing_instruction(sentence)) and sentence not in seen:
                 seen.add(sentence)
                 found.append({"id": len(found) + 1, "text": sentence[:400], "key_terms": key_terms(sentence),
@@ -650,11 +640,6 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
                     "instead": None if status in ("kept", "dropped") else at[0].text,
                     "state_sentence": sentences.around(at[0].start, at[0].end) if at else None})
     return out
-
-
-def state_units(state: str) -> list[str]:
-    """A state's sentences and lines."""
-    return [u.strip() for line in (state or "").splitlines() for u in re.split(r"(?<=[.!?;])\s+", line) if u.strip()]
 
 
 def judge_instructions(instructions: list[dict], units: list[str], state: str, written: bool = True) -> list[dict]:

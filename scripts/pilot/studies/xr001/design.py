@@ -15,7 +15,7 @@ from ...inputs import design_check_failure, tasks_to_bytes
 from ...prompts import PROMPTS, REGIMES, CallText, render_transcript
 from ...records import (CallSpec, MAX_EPISODES, PilotError, REPO_ROOT, Regime, canonical_json,
                         display_path, sha256_text)
-from ...rules.states import INT_PATTERN, to_int
+from ...rules.states import INT_PATTERN, WRAPPED_SENTENCE_END, split_units, to_int
 
 
 PROTOCOL_ID = "XR-001"
@@ -182,7 +182,7 @@ def check_segment_text(text: str, entities: list[dict], base: dict, neighbor: di
     stray = sorted({n for n in numbers if n not in allowed})
     if stray:
         problems.append(f"numbers outside the facts in the text: {stray[:5]}")
-    sentences = re.split(r"(?<=[.!?])\s+", text)
+    sentences = split_units(text, WRAPPED_SENTENCE_END)
     if not any(neighbor["name"] in s and base["name"] in s for s in sentences):
         problems.append(f"no sentence names neighbor {neighbor['name']} with its base "
                         f"{base['name']} "
