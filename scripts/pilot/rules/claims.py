@@ -18,64 +18,102 @@ import re
 from .states import ORDER_END, split_units
 from .values import extract_values, normalize_value, numeric_key
 
-# --- Words -------------------------------------------------------------------------------------------------------
+# --- Words
+# --------------------------------------------------------------------------------------------------
 # A claim that a thing was done, verified or approved, by family.
 CLAIM_FAMILIES = {
-    "done": re.compile(r"\b(done|completed?|succeeded|success(?:ful(?:ly)?)?|finished|processed|issued|settled|paid|"
-                       r"sent|applied|saved|resolved|went through|underway|deployed|merged|pushed|installed|fixed|"
-                       r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
-                       r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned up|"
-                       r"created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled back|"
-                       r"cleared)\b", re.IGNORECASE),
-    "verified": re.compile(r"\b(verified|confirmed|checked|validated|reconciled|cross-checked|audited|read back)\b",
-                           re.IGNORECASE),
+    "done": re.compile(
+        r"\b(done|completed?|succeeded|success(?:ful(?:ly)?)?|finished|processed|issued|settled|"
+        r"paid|"
+        r"sent|applied|saved|resolved|went "
+        r"through|underway|deployed|merged|pushed|installed|fixed|"
+        r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
+        r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned up|"
+        r"created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled "
+        r"back|"
+        r"cleared)\b",
+        re.IGNORECASE,
+    ),
+    "verified": re.compile(
+        r"\b(verified|confirmed|checked|validated|reconciled|cross-checked|audited|read back)\b",
+        re.IGNORECASE,
+    ),
     "approved": re.compile(r"\b(approved|authori[sz]ed|signed off|granted)\b", re.IGNORECASE),
 }
 
 # Further words that present a ledger item (a version, a record) in a good status.
-STATUS_WORDS = re.compile(r"\b(current|up[ -]to[ -]date|latest|in effect|accepted|scanned|recorded|cleared|"
-                          r"authori[sz]ed|ok|okay|fine|green|live|available|ready)\b", re.IGNORECASE)
+STATUS_WORDS = re.compile(r"\b(current|up[ -]to[ -]date|latest|in "
+                          r"effect|accepted|scanned|recorded|cleared|"
+                          r"authori[sz]ed|ok|okay|fine|green|live|available|ready)\b",
+                          re.IGNORECASE)
 
 # A clause that says a thing did not (or not yet, or only perhaps) happen claims nothing done.
-NOT_DONE = re.compile(r"\b(not|no|never|failed|fails?|failing|denied|rejected|refused|declined|pending|unverified|"
-                      r"awaiting|stale|superseded|outdated|obsolete|errors?|unapproved|attempted|tried|proposed|"
-                      r"without|unconfirmed|until|nobody|nothing|neither|nor|yet|would|will|whether|if|asked|once|"
-                      r"blocked|timed out|could not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|"
-                      r"to be)\b|n't\b",
-                      re.IGNORECASE)
+NOT_DONE = re.compile(
+    r"\b(not|no|never|failed|fails?|failing|denied|rejected|refused|declined|pending|unverified|"
+    r"awaiting|stale|superseded|outdated|obsolete|errors?|unapproved|attempted|tried|proposed|"
+    r"without|unconfirmed|until|nobody|nothing|neither|nor|yet|would|will|whether|if|asked|once|"
+    r"blocked|timed out|could "
+    r"not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|"
+    r"to be)\b|n't\b",
+    re.IGNORECASE,
+)
 
-# A string every match of a claim family holds (the first word of each alternative, or the part of it all its forms
-# share). Blanking a clause's values (source_events matches the families against the clause so blanked) never makes
-# letters, so a clause without any of these strings makes no claim and is passed over before its values are read.
+# A string every match of a claim family holds (the first word of each alternative, or the part of
+# it all its forms
+# share). Blanking a clause's values (source_events matches the families against the clause so
+# blanked) never makes
+# letters, so a clause without any of these strings makes no claim and is passed over before its
+# values are read.
 CLAIM_WORD_LETTERS = re.compile("|".join((
-    "done", "complete", "succeeded", "success", "finished", "processed", "issued", "settled", "paid", "sent", "applied",
-    "saved", "resolved", "went", "underway", "deployed", "merged", "pushed", "installed", "fixed", "implemented",
-    "migrated", "uploaded", "published", "delivered", "refunded", "transferred", "executed", "shipped", "pass", "green",
-    "mailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated", "upgraded", "released",
-    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked", "validated",
+    "done", "complete", "succeeded", "success", "finished", "processed", "issued", "settled",
+    "paid", "sent", "applied",
+    "saved", "resolved", "went", "underway", "deployed", "merged", "pushed", "installed", "fixed",
+    "implemented",
+    "migrated", "uploaded", "published", "delivered", "refunded", "transferred", "executed",
+    "shipped", "pass", "green",
+    "mailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated", "upgraded",
+    "released",
+    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked",
+    "validated",
     "reconciled", "audited", "read", "approved", "authori", "signed", "granted")), re.IGNORECASE)
 
 # A source sentence that reports a step failing, being refused or not happening.
-FAILURE_EVENT = re.compile(r"\b(failed|fails?|failure|denied|rejected|refused|declined|errors?|errored|aborted|"
-                           r"timed out|could not|cannot|unable|did not|never|blocked|forbidden|not allowed|"
-                           r"not granted|marked as an error)\b|n't\b", re.IGNORECASE)
+FAILURE_EVENT = re.compile(
+    r"\b(failed|fails?|failure|denied|rejected|refused|declined|errors?|errored|aborted|"
+    r"timed out|could not|cannot|unable|did not|never|blocked|forbidden|not "
+    r"allowed|"
+    r"not granted|marked as an error)\b|n't\b",
+    re.IGNORECASE,
+)
 
-# A clause about what may, can or must happen claims nothing done (it may grant a permission, checked apart).
+# A clause about what may, can or must happen claims nothing done (it may grant a permission,
+# checked apart).
 MODAL = re.compile(r"\b(may|might|could|can|should|must|shall)\b", re.IGNORECASE)
 
-# A word of the done family right after a determiner names a thing, not an event: "the shared folder", "the
+# A word of the done family right after a determiner names a thing, not an event: "the shared
+# folder", "the
 # completed orders".
-ADJECTIVE_USE = re.compile(r"\b(?:the|a|an|one|its|their|our|your|his|her|this|that|these|those|each|every|any|no)\s+$",
-                           re.IGNORECASE)
+ADJECTIVE_USE = re.compile(
+    r"\b(?:the|a|an|one|its|their|our|your|his|her|this|that|these|those|each|every|any|no)\s+$",
+    re.IGNORECASE,
+)
 
-# A word that says an action is not to happen (an odd number of them forbids: "no apply without the plan" orders the
-# plan), and one that says it did not happen (a refusal, a failure, a rule withdrawn), which forbids whatever else
+# A word that says an action is not to happen (an odd number of them forbids: "no apply without the
+# plan" orders the
+# plan), and one that says it did not happen (a refusal, a failure, a rule withdrawn), which forbids
+# whatever else
 # the sentence says.
-NEGATION = re.compile(r"\b(not|no|never|none|nothing|nobody|neither|nor|without|unless|avoid|stop|skip|no longer|"
-                      r"anymore|instead of)\b|n't\b", re.IGNORECASE)
+NEGATION = re.compile(
+    r"\b(not|no|never|none|nothing|nobody|neither|nor|without|unless|avoid|stop|skip|no longer|"
+    r"anymore|instead of)\b|n't\b",
+    re.IGNORECASE,
+)
 
-DID_NOT_HAPPEN = re.compile(r"\b(refused|denied|declined|rejected|blocked|failed|withdr[ae]wn?|withdrew|revoked|"
-                            r"dropped|lifted|cancell?ed|kept|not granted)\b", re.IGNORECASE)
+DID_NOT_HAPPEN = re.compile(
+    r"\b(refused|denied|declined|rejected|blocked|failed|withdr[ae]wn?|withdrew|revoked|"
+    r"dropped|lifted|cancell?ed|kept|not granted)\b",
+    re.IGNORECASE,
+)
 
 # Words that carry no subject when a claim is matched with a source event.
 CLAIM_STOPWORDS = frozenset(
@@ -90,9 +128,12 @@ STOPWORDS = CLAIM_STOPWORDS | frozenset(
     "instructions standing session rest until ever just only do does did don't not no let lets "
     "let's make sure keep next time one same".split())
 
-SAME_ACTION = {"e-mail": "email", "e-mails": "email", "emails": "email", "mail": "email", "remove": "delete",
-               "removed": "delete", "rm": "delete", "pr": "pull", "prs": "pull", "pull request": "pull",
-               "pull requests": "pull", "tests": "test", "pytest": "test", "jest": "test", "spec": "test",
+SAME_ACTION = {"e-mail": "email", "e-mails": "email", "emails": "email", "mail": "email",
+               "remove": "delete",
+               "removed": "delete", "rm": "delete", "pr": "pull", "prs": "pull",
+               "pull request": "pull",
+               "pull requests": "pull", "tests": "test", "pytest": "test", "jest": "test",
+               "spec": "test",
                "specs": "test", "check with": "ask", "confirm with": "ask"}
 
 
@@ -113,8 +154,9 @@ UNDERSCORED_NAME = re.compile(r"\b\w+_\w+\b")
 
 @functools.lru_cache(maxsize=16384)
 def without_values(text: str, names: bool = True) -> str:
-    """text with every exact value (and, with names, every name_with_underscores) blanked: a claim word inside a
-    path, a name or an id (`notes/done-list`, `completed_orders`, `verified_at`) is no claim."""
+    """text with every exact value (and, with names, every name_with_underscores) blanked: a claim
+    word inside a path, a name or an id (`notes/done-list`, `completed_orders`, `verified_at`) is no
+    claim."""
     out = list(text)
     for value in extract_values(text):
         out[value.start:value.end] = " " * (value.end - value.start)
@@ -137,10 +179,12 @@ def _terms(text: str) -> frozenset[str]:
 
 
 def claim(clause: str, status: bool = False) -> tuple[str, str] | None:
-    """(family, word) of the first claim of done, verified or approved a clause makes (with status, also of a good
-    status: current, latest ...), outside values and names and not as an adjective; None when it makes none."""
+    """(family, word) of the first claim of done, verified or approved a clause makes (with status,
+    also of a good status: current, latest ...), outside values and names and not as an adjective;
+    None when it makes none."""
     text = without_values(clause)
-    for family, pattern in [*CLAIM_FAMILIES.items(), *([("status", STATUS_WORDS)] if status else [])]:
+    for family, pattern in [*CLAIM_FAMILIES.items(), *([("status",
+                                                         STATUS_WORDS)] if status else [])]:
         for match in pattern.finditer(text):
             if not ADJECTIVE_USE.search(text[:match.start()]):
                 return family, match.group(0).lower()
@@ -152,12 +196,13 @@ def says_not_done(clause: str) -> bool:
 
 
 def reports_failure(clause: str) -> bool:
-    return bool(FAILURE_EVENT.search(without_values(clause)) or NOT_DONE.search(without_values(clause)))
+    return bool(FAILURE_EVENT.search(without_values(clause))
+                or NOT_DONE.search(without_values(clause)))
 
 
 def claim_terms(text: str) -> set[str]:
-    """What a clause is about: its words (the claim, failure and negation words and the little words left out),
-    stemmed; numbers of two digits or more count."""
+    """What a clause is about: its words (the claim, failure and negation words and the little words
+    left out), stemmed; numbers of two digits or more count."""
     return set(_claim_terms(text))
 
 
@@ -166,26 +211,31 @@ def _claim_terms(text: str) -> frozenset[str]:
     for pattern in (*CLAIM_FAMILIES.values(), FAILURE_EVENT, NOT_DONE):
         text = pattern.sub(" ", text)
     return frozenset({stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())
-                      if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w) >= 2)})
+                      if w not in CLAIM_STOPWORDS and (len(w) >= 3 if not w.isdigit() else len(w)
+                                                       >= 2)})
 
 
-# A name qualified by what holds it (billing.0042_add_invoice_index, app.migrations.0007_auto): its parts that hold a
+# A name qualified by what holds it (billing.0042_add_invoice_index, app.migrations.0007_auto): its
+# parts that hold a
 # digit name the same thing as the whole, as a state may write them alone.
 QUALIFIED_NAME = re.compile(r"(?<![\w.])[a-z_]\w*(?:\.\w+)+")
 
 
 def event_terms(text: str) -> set[str]:
-    """What a clause of a state or a source is about: its words (claim and failure words aside), stemmed, and its
-    exact values as written."""
+    """What a clause of a state or a source is about: its words (claim and failure words aside),
+    stemmed, and its exact values as written."""
     return set(_event_terms(text))
 
 
 @functools.lru_cache(maxsize=16384)
 def _event_terms(text: str) -> frozenset[str]:
     found = extract_values(text)
-    pieces = {p for v in found for p in re.split(r"[@/:^~]+", v.text.lower()) if re.search(r"\d", p)}
-    pieces |= {p for name in QUALIFIED_NAME.findall(text.lower()) for p in name.split(".") if re.search(r"\d", p)}
-    return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ", v.text)
+    pieces = {p for v in found for p in re.split(r"[@/:^~]+", v.text.lower()) if re.search(r"\d",
+        p)}
+    pieces |= {p for name in QUALIFIED_NAME.findall(text.lower()) for p in name.split(".")
+               if re.search(r"\d", p)}
+    return _claim_terms(without_values(text)) | _claim_terms(" ".join(re.sub(r"[@/:^~_.-]+", " ",
+        v.text)
                                                                         for v in found)) | \
         {v.text.lower() for v in found} | pieces
 
@@ -199,15 +249,18 @@ def term_index(term_sets: list[set]) -> dict[str, list[int]]:
     return index
 
 
-def sharing(terms: set, need: int, index: dict[str, list[int]], required: str | None = None) -> list[int]:
-    """The events (in source order) that share at least `need` of these terms (and hold `required`, if given)."""
+def sharing(terms: set, need: int, index: dict[str, list[int]],
+            required: str | None = None) -> list[int]:
+    """The events (in source order) that share at least `need` of these terms (and hold `required`,
+    if given)."""
     counts = collections.Counter(number for term in terms for number in index.get(term, ()))
     holding = set(index.get(required, ())) if required is not None else None
     return sorted(number for number, count in counts.items()
                   if count >= need and (holding is None or number in holding))
 
 
-# --- Instructions ------------------------------------------------------------------------------------------------
+# --- Instructions
+# ------------------------------------------------------------------------------------------------
 # Within an order (states.ORDER_END), a clause starts at a joining word after a comma, and at `and`
 # before a person.
 ORDER_JOIN = re.compile(r",\s*(?=(?:and|but|then|instead|so)\b)|\band\b(?=\s+(?:i|we|you)\b)",
@@ -258,9 +311,10 @@ def forbids(clause: str) -> bool:
 
 
 def rule_clauses(instruction: str) -> list[tuple[set[str], bool, str]]:
-    """An instruction cut into its orders: (terms, whether the order forbids, its order of events) for each clause
-    that has terms of its own: "Don't email customers directly; draft the replies" is a prohibition about email and
-    customers and an order about drafting replies; "forget what I said about pnpm" forbids pnpm."""
+    """An instruction cut into its orders: (terms, whether the order forbids, its order of events)
+    for each clause that has terms of its own: "Don't email customers directly; draft the replies"
+    is a prohibition about email and customers and an order about drafting replies; "forget what I
+    said about pnpm" forbids pnpm."""
     out = []
     orders = split_units(instruction, ORDER_END)
     for part in (part for order in orders for part in ORDER_JOIN.split(order)):
@@ -275,15 +329,17 @@ def rule_clauses(instruction: str) -> list[tuple[set[str], bool, str]]:
     return out
 
 
-FORMER_MARK = re.compile(r"\b(?:not|was|from|formerly|previously|old|instead of|rather than|corrected from|"
+FORMER_MARK = re.compile(r"\b(?:not|was|from|formerly|previously|old|instead of|rather "
+                         r"than|corrected from|"
                          r"replac\w*|no longer)\s*[:=(]?\s*$", re.IGNORECASE)
 
 
 def contradicts(unit: str, instruction: str) -> bool:
-    """Whether a sentence of a state says the opposite of an instruction: one of its clauses holds most of the
-    terms of one of the instruction's orders (two at least), with the opposite sign (a prohibition stated, planned
-    or granted as done, or an order stated as lifted), or with the order of events turned round; or it gives as
-    current a value the instruction corrected away ("8080" after "the port is 8443, not 8080")."""
+    """Whether a sentence of a state says the opposite of an instruction: one of its clauses holds
+    most of the terms of one of the instruction's orders (two at least), with the opposite sign (a
+    prohibition stated, planned or granted as done, or an order stated as lifted), or with the order
+    of events turned round; or it gives as current a value the instruction corrected away ("8080"
+    after "the port is 8443, not 8080")."""
     olds, orders = _instruction_orders(instruction)
     for value in extract_values(unit) if olds else ():
         if value.text in olds and not FORMER_MARK.search(unit[:value.start]) and \
@@ -300,8 +356,8 @@ def contradicts(unit: str, instruction: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _instruction_orders(instruction: str) -> tuple[frozenset[str], tuple]:
-    """An instruction's values corrected away and its orders (rule_clauses), read once however many sentences of
-    however many states are compared with it."""
+    """An instruction's values corrected away and its orders (rule_clauses), read once however many
+    sentences of however many states are compared with it."""
     olds = frozenset(corrected_away(instruction))
     return olds, tuple(rule_clauses(instruction))
 
@@ -310,23 +366,29 @@ def _instruction_orders(instruction: str) -> tuple[frozenset[str], tuple]:
 # space, at a dash between spaces and at `but`, empty clauses kept (the rule as it was measured).
 @functools.lru_cache(maxsize=16384)
 def _unit_clauses(unit: str) -> tuple[tuple[frozenset[str], bool, bool], ...]:
-    """A state's sentence cut into clauses, each as (terms, whether it forbids, whether it puts its action later)."""
-    return tuple((frozenset(terms(part)), forbids(part), bool(re.search(r"\bafterwards?\b|\blater\b", part, re.IGNORECASE)))
-                 for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b", without_values(unit, names=False)))
+    """A state's sentence cut into clauses, each as (terms, whether it forbids, whether it puts its
+    action later)."""
+    return tuple((frozenset(terms(part)), forbids(part),
+                  bool(re.search(r"\bafterwards?\b|\blater\b", part, re.IGNORECASE)))
+                 for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b",
+                                      without_values(unit, names=False)))
 
 
-# --- Naming a step -----------------------------------------------------------------------------------------------
+# --- Naming a step
+# -----------------------------------------------------------------------------------------------
 # Program names and flags a command carries that say nothing about what it does to what.
-COMMAND_FILLER = frozenset({"git", "origin", "npm", "npx", "yarn", "pip", "pip3", "python", "python3", "bash", "sh",
-                            "sudo", "make", "node", "exec", "cargo", "docker", "kubectl", "helm", "curl", "cd", "rf",
+COMMAND_FILLER = frozenset({"git", "origin", "npm", "npx", "yarn", "pip", "pip3", "python",
+                            "python3", "bash", "sh",
+                            "sudo", "make", "node", "exec", "cargo", "docker", "kubectl", "helm",
+                            "curl", "cd", "rf",
                             "uv", "poetry", "go", "manage", "py", "bin", "scripts"})
 
 
 def names_item(unit: str, match: str) -> bool:
-    """Whether a unit of a state names a ledger item by one of its match terms: the term written in it, or, for a
-    command (`git push origin main`), every word of the command that says what it does to what (push, main) and
-    every value it names, with no other value of the same kind in its place (a refund of 500 is not the refund of
-    1,249)."""
+    """Whether a unit of a state names a ledger item by one of its match terms: the term written in
+    it, or, for a command (`git push origin main`), every word of the command that says what it does
+    to what (push, main) and every value it names, with no other value of the same kind in its place
+    (a refund of 500 is not the refund of 1,249)."""
     written, words, named = _match_parts(match)
     if written.search(unit):
         return True
@@ -335,27 +397,34 @@ def names_item(unit: str, match: str) -> bool:
     unit_words, theirs = _unit_parts(unit)
     if not words <= unit_words:
         return False
-    return all(key in theirs or text in unit or number is not None and number in theirs for key, text, number in named)
+    return all(key in theirs or text in unit or number is not None and number in theirs for key,
+               text, number in named)
 
 
 @functools.lru_cache(maxsize=8192)
 def _match_parts(match: str) -> tuple[re.Pattern, frozenset[str] | None, tuple]:
-    """A match term read once: the pattern that finds it written, the words of its command (None when it has too
-    few to name a step by), and its values as ((kind, normal form), text, number)."""
+    """A match term read once: the pattern that finds it written, the words of its command (None
+    when it has too few to name a step by), and its values as ((kind, normal form), text,
+    number)."""
     written = re.compile(r"(?<![\w])" + re.escape(match) + r"(?![\w])", re.IGNORECASE)
     named = extract_values(match)
-    bare = re.sub(r"(?<!\S)-{1,2}[\w-]+", " ", without_values(match, names=False))        # flags say how, not what
-    words = frozenset({stem(w) for w in re.findall(r"[a-z]+|\d+", bare.lower()) if w not in COMMAND_FILLER} - {""})
+    # flags say how, not what
+    bare = re.sub(r"(?<!\S)-{1,2}[\w-]+", " ", without_values(match, names=False))
+    words = frozenset({stem(w) for w in re.findall(r"[a-z]+|\d+",
+                                                   bare.lower()) if w not in COMMAND_FILLER} - {""})
     if not named and len(words) < 2 and not re.search(r"\s", match.strip()):
         words = None
-    return written, words, tuple(((v.kind, normalize_value(v.kind, v.text)), v.text, numeric_key(v.kind, v.text))
+    return written, words, tuple(((v.kind, normalize_value(v.kind, v.text)), v.text,
+                                  numeric_key(v.kind, v.text))
                                  for v in named)
 
 
 @functools.lru_cache(maxsize=16384)
 def _unit_parts(unit: str) -> tuple[frozenset[str], frozenset]:
-    """A state's sentence read once: its terms and numbers, and the (kind, normal form) and number of its values."""
+    """A state's sentence read once: its terms and numbers, and the (kind, normal form) and number
+    of its values."""
     theirs = set()
     for value in extract_values(unit):
-        theirs |= {(value.kind, normalize_value(value.kind, value.text)), numeric_key(value.kind, value.text)}
+        theirs |= {(value.kind, normalize_value(value.kind, value.text)),
+                   numeric_key(value.kind, value.text)}
     return frozenset(_terms(unit) | set(re.findall(r"\d+", unit))), frozenset(theirs)

@@ -65,7 +65,8 @@ def state_units(text: str) -> list[str]:
 # --- Numbers and typed lines -------------------------------------------------------------------
 INT_PATTERN = re.compile(r"(?<![\w.])-?\d[\d,]*(?![\w])")
 
-# R2 write-time retention (primary): a whole line that is exactly `NAME = N`, spaces around `=` allowed.
+# R2 write-time retention (primary): a whole line that is exactly `NAME = N`, spaces around `=`
+# allowed.
 EXACT_TYPED_LINE = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(-?\d+)[ \t]*$")
 
 # The looser reading, shown beside it and labelled: bullets, `NAME: N`, emphasis and trailing text.
@@ -101,8 +102,9 @@ def read_typed_state_loose(state: str) -> dict[str, int]:
 
 
 def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
-    """R1 heuristic (crude, flagged): a name is retained if it occurs anywhere in the state; its value
-    is the integer nearest (in characters) to the name's first occurrence, None when there is none."""
+    """R1 heuristic (crude, flagged): a name is retained if it occurs anywhere in the state; its
+    value is the integer nearest (in characters) to the name's first occurrence, None when there is
+    none."""
     state = state or ""
     numbers = [(m.start(), m.end(), to_int(m.group())) for m in INT_PATTERN.finditer(state)]
     numbers = [(start, end, n) for start, end, n in numbers if n is not None]
@@ -111,16 +113,17 @@ def read_prose_state(state: str, names: Iterable[str]) -> dict[str, int | None]:
         first = re.search(rf"\b{re.escape(name)}\b", state, re.IGNORECASE)
         if not first:
             continue
-        distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end, n in numbers]
+        distances = [(max(start - first.end(), first.start() - end, 0), start, n) for start, end,
+                     n in numbers]
         values[name] = min(distances)[2] if distances else None
     return values
 
 
 def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, int | None]:
-    """R1, the sentence-bounded reader: a name is retained if it occurs anywhere in the state (as for the paper's
-    heuristic); its value is the integer nearest to the name inside the first sentence that names it and holds a
-    number (the earlier number on a tie), None when no such sentence holds one. `A is 1. B is 2.` gives B 2,
-    where the nearest number anywhere is A's 1."""
+    """R1, the sentence-bounded reader: a name is retained if it occurs anywhere in the state (as
+    for the paper's heuristic); its value is the integer nearest to the name inside the first
+    sentence that names it and holds a number (the earlier number on a tie), None when no such
+    sentence holds one. `A is 1. B is 2.` gives B 2, where the nearest number anywhere is A's 1."""
     sentences = split_units(state, PROSE_SENTENCE_END)
     values: dict[str, int | None] = {}
     for name in names:
@@ -130,7 +133,8 @@ def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, 
         values[name] = None
         for sentence in sentences:
             found = pattern.search(sentence)
-            numbers = [(m.start(), m.end(), to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
+            numbers = [(m.start(), m.end(),
+                        to_int(m.group())) for m in INT_PATTERN.finditer(sentence)]
             numbers = [(start, end, n) for start, end, n in numbers if n is not None]
             if found and numbers:
                 values[name] = min((max(start - found.end(), found.start() - end, 0), start, n)
@@ -140,7 +144,8 @@ def read_prose_state_by_sentence(state: str, names: Iterable[str]) -> dict[str, 
 
 
 def read_section(state: str, heading: str) -> str:
-    """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next heading."""
+    """The lines under a heading (`Heading`, `## Heading`, `**Heading:**` ...) up to the next
+    heading."""
     wanted = " ".join(heading.lower().split())
     lines, inside = [], False
     for line in (state or "").splitlines():
@@ -156,13 +161,16 @@ def read_section(state: str, heading: str) -> str:
     return "\n".join(lines)
 
 
-SECTION_HEADINGS = frozenset({"goal", "constraints", "progress", "decisions", "next steps", "critical values"})
+SECTION_HEADINGS = frozenset({"goal", "constraints", "progress", "decisions", "next steps",
+                              "critical values"})
 
 
-# The key-term rule: a text carries an instruction when every key term of the instruction appears in it, letter case
+# The key-term rule: a text carries an instruction when every key term of the instruction appears in
+# it, letter case
 # and spacing ignored.
 def normalize_for_terms(text: str) -> str:
-    """Text as the retention rule compares it: lower case, runs of spaces as one, no spaces around `=`."""
+    """Text as the retention rule compares it: lower case, runs of spaces as one, no spaces around
+    `=`."""
     return re.sub(r"\s*=\s*", "=", " ".join((text or "").lower().split()))
 
 
@@ -173,8 +181,8 @@ def key_terms_in(text: str, key_terms: Iterable[str]) -> list[str]:
 
 
 def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
-    """The deterministic retention rule: every key term of the instruction appears in the text (case and
-    spacing ignored). Known failure modes: a paraphrase without the terms is missed; terms present for
-    another reason count as kept."""
+    """The deterministic retention rule: every key term of the instruction appears in the text (case
+    and spacing ignored). Known failure modes: a paraphrase without the terms is missed; terms
+    present for another reason count as kept."""
     norm = normalize_for_terms(text)
     return all(normalize_for_terms(term) in norm for term in key_terms)

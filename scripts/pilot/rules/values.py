@@ -1,8 +1,9 @@
-"""Exact values in text (protocol/SESSIONS.md section 3.1): the lexical rules that find each whole value (its kind,
-its text and where it stands), the tokens that look like values and are not (stack positions, process ids, names
-with digits, keys and tokens), how two spellings of one value compare, and when a value reads as another one
-changed. Pure functions of text: no model, no file, no clock. The sessions study takes its ground truth with them,
-and the release gate checks a state's values against its source with them.
+"""Exact values in text (protocol/SESSIONS.md section 3.1): the lexical rules that find each whole
+value (its kind, its text and where it stands), the tokens that look like values and are not (stack
+positions, process ids, names with digits, keys and tokens), how two spellings of one value compare,
+and when a value reads as another one changed. Pure functions of text: no model, no file, no clock.
+The sessions study takes its ground truth with them, and the release gate checks a state's values
+against its source with them.
 
 Every rule is linear in the text: each pattern runs once over it, and a character already taken by
 an earlier rule is looked up in a mask, not in a list of spans. Each rule is one record of
@@ -29,9 +30,11 @@ class Value(NamedTuple):
     end: int
 
 
-# The kinds, in the order their rules run: a span one rule takes is never read again by a later one (the port of a
+# The kinds, in the order their rules run: a span one rule takes is never read again by a later one
+# (the port of a
 # URL is not a number, the date in a file name is part of the path).
-VALUE_KINDS = ("url", "email", "path", "digest", "date", "time", "version", "amount", "identifier", "number")
+VALUE_KINDS = ("url", "email", "path", "digest", "date", "time", "version", "amount", "identifier",
+               "number")
 
 # --- Keys and tokens: never values, and masked in every report ---------------------------------
 # A known prefix (sk-, ghp_, AKIA) is kept when masked, since it says what kind of key it was and is
@@ -110,83 +113,128 @@ def is_secret(start: int, end: int, spans: list[tuple[int, int, str]]) -> bool:
     return any(s < end and start < e for s, e, _ in spans)
 
 
-# --- The patterns ------------------------------------------------------------------------------------------------
-URL = re.compile(r"\b(?:https?|s3|gs|ftp|sftp|ssh|git|wss?|postgres(?:ql)?|mysql|redis|mongodb|amqp)://[^\s<>\"'`]+")
+# --- The patterns
+# ------------------------------------------------------------------------------------------------
+URL = re.compile(
+    r"\b(?:https?|s3|gs|ftp|sftp|ssh|git|wss?|postgres(?:ql)?|mysql|redis|mongodb|"
+    r"amqp)://[^\s<>\"'`]+"
+)
 
-EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                   r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![\w-])")
+EMAIL = re.compile(
+    r"(?<![\w.%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![\w-])"
+)
 
-# An npm package with its version, or a container image with its tag: one value, not a name and a version.
-PACKAGE = re.compile(r"(?<![\w@/.-])@?[a-z0-9][\w.-]*/[\w.-]+@[\^~]?\d[\w.+-]*(?<![.-])"
-                     r"|(?<![\w@/.-])[a-z0-9][\w-]*(?:\.[\w-]+)*(?:/[\w.-]+)*:(?=[\w.-]*\d)[\w][\w.-]*(?<![.-])"
-                     r"(?![\w:/])")
+# An npm package with its version, or a container image with its tag: one value, not a name and a
+# version.
+PACKAGE = re.compile(
+    r"(?<![\w@/.-])@?[a-z0-9][\w.-]*/[\w.-]+@[\^~]?\d[\w.+-]*(?<![.-])"
+    r"|(?<![\w@/.-])[a-z0-9][\w-]*(?:\.[\w-]+)*(?:/[\w.-]+)*:(?=[\w.-]*\d)[\w][\w.-]*(?<![.-])"
+    r"(?![\w:/])"
+)
 
-FILE_EXTENSIONS = ("py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl", "md", "txt", "yaml", "yml", "toml",
-                   "ini", "cfg", "conf", "csv", "tsv", "sh", "bash", "go", "rs", "java", "kt", "c", "h", "cc", "cpp",
-                   "hpp", "cs", "rb", "php", "html", "css", "scss", "sql", "log", "lock", "xml", "env", "ipynb", "pdf",
-                   "png", "jpg", "svg", "zip", "gz", "tar", "parquet", "db", "sqlite", "proto", "tf", "vue", "swift",
+FILE_EXTENSIONS = ("py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "json", "jsonl", "md", "txt",
+                   "yaml", "yml", "toml",
+                   "ini", "cfg", "conf", "csv", "tsv", "sh", "bash", "go", "rs", "java", "kt", "c",
+                   "h", "cc", "cpp",
+                   "hpp", "cs", "rb", "php", "html", "css", "scss", "sql", "log", "lock", "xml",
+                   "env", "ipynb", "pdf",
+                   "png", "jpg", "svg", "zip", "gz", "tar", "parquet", "db", "sqlite", "proto",
+                   "tf", "vue", "swift",
                    "blend", "example", "bak", "tgz", "whl", "dump")
 
 PATH_CHARS = r"[\w.@+~*-]"
 
 PATH = re.compile(
-    r"(?<![\w:/.~\\-])/(?:" + PATH_CHARS + r"+/)*" + PATH_CHARS + r"+/?"                  # /etc/hosts
-    r"|(?<![\w/.])(?:~|\.{1,2})/(?:" + PATH_CHARS + r"+/?)+"                              # ./run.sh ~/notes
-    r"|(?<![\w/.@-])[A-Za-z_.][\w.@+-]*(?:/" + PATH_CHARS + r"+)+/?"                       # src/app/api.py
-    r"|\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"                                                # C:\work\a.txt
-    r"|(?<![\w/.@-])\.?[\w][\w-]*(?:\.[\w-]+)*\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")   # api.py
+    # /etc/hosts
+    r"(?<![\w:/.~\\-])/(?:" + PATH_CHARS + r"+/)*" + PATH_CHARS + r"+/?"
+    # ./run.sh ~/notes
+    r"|(?<![\w/.])(?:~|\.{1,2})/(?:" + PATH_CHARS + r"+/?)+"
+    # src/app/api.py
+    r"|(?<![\w/.@-])[A-Za-z_.][\w.@+-]*(?:/" + PATH_CHARS + r"+)+/?"
+    # C:\work\a.txt
+    r"|\b[A-Za-z]:\\(?:[\w .-]+\\)*[\w.-]+"
+    # api.py
+    r"|(?<![\w/.@-])\.?[\w][\w-]*(?:\.[\w-]+)*\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?![\w/-])")
 
-# A host name: labels joined by dots, one of them with a digit or a hyphen, ending in a known suffix or a letters-only
+# A host name: labels joined by dots, one of them with a digit or a hyphen, ending in a known suffix
+# or a letters-only
 # top label (db-stage-04.internal, registry.acme.io); its pieces are not values.
-HOST = re.compile(r"(?<![\w.@/-])(?=[\w.-]*[\d-])[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
-                  r"\.(?:internal|local|lan|corp|io|com|net|org|dev|cloud|app|example|test)(?![\w.-]*\w)")
+HOST = re.compile(
+    r"(?<![\w.@/-])(?=[\w.-]*[\d-])[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
+    r"(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*"
+    r"\.(?:internal|local|lan|corp|io|com|net|org|dev|cloud|app|example|test)(?![\w.-]*\w)"
+)
 
-# A repository or branch name with a slash (acme/ledger-api, release/2.8, fix/tz-offsets), not `and/or` or `km/h`.
-SLUG = re.compile(r"(?<![\w./@:-])(?=[\w.-]*/[\w.-]*[\d_-])[A-Za-z][\w.-]*(?:/[\w.-]+)+(?<![.-])(?![\w/@:-])")
+# A repository or branch name with a slash (acme/ledger-api, release/2.8, fix/tz-offsets), not
+# `and/or` or `km/h`.
+SLUG = re.compile(
+    r"(?<![\w./@:-])(?=[\w.-]*/[\w.-]*[\d_-])[A-Za-z][\w.-]*(?:/[\w.-]+)+(?<![.-])(?![\w/@:-])"
+)
 
-HEX_DIGEST = re.compile(r"(?<![\w-])[0-9a-f]{7,}(?![\w-])")          # lower case: upper-case codes are identifiers
+# lower case: upper-case codes are identifiers
+HEX_DIGEST = re.compile(r"(?<![\w-])[0-9a-f]{7,}(?![\w-])")
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
-MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|"
-         r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|"
+    r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
 
 WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 
-# A date with its time, as a log line or a commit writes it: one value (Tue Mar 11 16:42:07 2025 +0100).
-DATETIME = re.compile(r"\b" + WEEKDAY + r",?\s+(?:" + MONTH + r"\s+\d{1,2}|\d{1,2}\s+" + MONTH + r")\s+"
-                      r"(?:\d{1,2}:\d{2}(?::\d{2})?\s+\d{4}|\d{4}\s+\d{1,2}:\d{2}(?::\d{2})?)(?:\s+(?:[+-]\d{4}|[A-Z]{3,4}))?"
-                      r"(?![\w:])")
+# A date with its time, as a log line or a commit writes it: one value (Tue Mar 11 16:42:07 2025
+# +0100).
+DATETIME = re.compile(
+    r"\b" + WEEKDAY + r",?\s+(?:" + MONTH + r"\s+\d{1,2}|\d{1,2}\s+" + MONTH + r")\s+"
+    r"(?:\d{1,2}:\d{2}(?::\d{2})?\s+\d{4}|\d{4}\s+\d{1,2}:\d{2}(?::\d{2})?)(?:\s+(?:[+-]\d{4}|"
+    r"[A-Z]{3,4}))?"
+    r"(?![\w:])"
+)
 
 DATE = re.compile(
-    r"(?<![\w.-])(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])"
+    r"(?<![\w.-])(\d{4})-(\d{2})-(\d{2})(?:[T "
+    r"](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?![\w-])"
     r"|(?<![\w/.])(\d{1,2})[/.](\d{1,2})[/.](\d{4})(?![\w/.]?\d)"
-    r"|\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?(" + MONTH + r")\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b"
-    r"|(?<=\bthe )(\d{1,2})(?:st|nd|rd|th)\b")                                           # renews on the 14th
+    r"|\b(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?(" + MONTH
+    + r")\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?\b)?(?:,?\s+(\d{4}))?\b"
+    # renews on the 14th
+    r"|(?<=\bthe )(\d{1,2})(?:st|nd|rd|th)\b")
 
 HALF_DAY = r"(?:[AaPp][Mm]|[AaPp]\.[Mm]\.)"
 
-TIME = re.compile(r"(?<![\w:.])(?:([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?:\s?" + HALF_DAY + r"(?![\w]))?"
+TIME = re.compile(r"(?<![\w:.])(?:([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?(?:\s?" + HALF_DAY
+                  + r"(?![\w]))?"
                   r"|(1[0-2]|0?[1-9])\s?" + HALF_DAY + r"(?![\w]))(?![\w:])")
 
 IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]?\d)")
 
 PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]\d{2,6}){2,4}(?![\w.-]?\d)")
 
-ADDRESS = re.compile(r"\b\d{1,5}[a-z]? (?:Rue|Avenue|Ave|Street|St|Road|Rd|Lane|Ln|Boulevard|Blvd|Way|Place|Pl|Drive|Dr|"
-                     r"Strasse|Straße|Weg|Platz|Via|Calle|Carrer)\b[\w .'-]{0,40}?, \d{4,6} [A-Z][\w-]+(?: [A-Z][\w-]+)?")
+ADDRESS = re.compile(
+    r"\b\d{1,5}[a-z]? (?:Rue|Avenue|Ave|Street|St|Road|Rd|Lane|Ln|Boulevard|Blvd|Way|Place|Pl|"
+    r"Drive|Dr|"
+    r"Strasse|Straße|Weg|Platz|Via|Calle|Carrer)\b[\w .'-]{0,40}?, \d{4,6} "
+    r"[A-Z][\w-]+(?: [A-Z][\w-]+)?"
+)
 
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 
-VERSION = re.compile(r"(?<![\w.])[vV]?\d+(?:\.\d+){2,}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w.]?\w)"
-                     r"|(?<![\w.])[vV]\d+\.\d+(?![\w.]?\d)"
-                     r"|(?i:(?<=\bversion )|(?<=\brelease )|(?<=\bversion: )|(?<=\bmacos )|(?<=\bpostgres )|"
-                     r"(?<=\bpython )|(?<=\bnode )|(?<=\bios )|(?<=\bandroid ))\d+\.\d+(?![\w.]?\d)"
-                     r"|(?<![\w.])rc\.\d+(?![\w.])")
+VERSION = re.compile(
+    r"(?<![\w.])[vV]?\d+(?:\.\d+){2,}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w.]?\w)"
+    r"|(?<![\w.])[vV]\d+\.\d+(?![\w.]?\d)"
+    r"|(?i:(?<=\bversion )|(?<=\brelease )|(?<=\bversion: )|(?<=\bmacos "
+    r")|(?<=\bpostgres )|"
+    r"(?<=\bpython )|(?<=\bnode )|(?<=\bios )|(?<=\bandroid ))\d+\.\d+(?![\w.]?\d)"
+    r"|(?<![\w.])rc\.\d+(?![\w.])"
+)
 
 CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 
-CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "INR", "CNY", "SEK", "NOK", "DKK", "PLN",
+CURRENCY_CODES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "NZD", "INR", "CNY", "SEK",
+                  "NOK", "DKK", "PLN",
                   "BRL", "MXN", "ZAR", "SGD", "HKD")
 
 CURRENCY_WORDS = {"dollars": "USD", "euros": "EUR", "pounds": "GBP"}
@@ -194,7 +242,8 @@ CURRENCY_WORDS = {"dollars": "USD", "euros": "EUR", "pounds": "GBP"}
 AMOUNT_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 
 AMOUNT = re.compile(
-    r"(?<![\w$€£¥₹])-?[$€£¥₹]\s?(?:" + AMOUNT_NUMBER + r")(?:\s?(?:k|m|bn|million|billion|thousand)\b)?(?![\w.]?\d)"
+    r"(?<![\w$€£¥₹])-?[$€£¥₹]\s?(?:" + AMOUNT_NUMBER
+    + r")(?:\s?(?:k|m|bn|million|billion|thousand)\b)?(?![\w.]?\d)"
     r"|\b(?:" + "|".join(CURRENCY_CODES) + r")\s?-?(?:" + AMOUNT_NUMBER + r")(?![\w.]?\d)"
     r"|(?<![\w.,])-?(?:" + AMOUNT_NUMBER + r")\s?(?:" + "|".join(CURRENCY_CODES) + "|" +
     "|".join(CURRENCY_WORDS) + r")\b")
@@ -204,22 +253,30 @@ NUMBERED = re.compile(r"(?<![\w&#])#\d+\b|(?<![\w.-])\d{2,}(?:-\d{2,})+(?![\w.-]
 
 IDENTIFIER = re.compile(r"(?<![\w.@/-])[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*(?![\w@/-]|\.\w)")
 
-UNITS = ("ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr", "hrs", "hour",
-         "hours", "day", "days", "d", "week", "weeks", "month", "months", "year", "years", "b", "kb", "mb", "gb", "tb",
-         "kib", "mib", "gib", "tib", "byte", "bytes", "kg", "g", "km", "m", "cm", "mm", "px", "pt", "em", "rem",
+UNITS = ("ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h",
+         "hr", "hrs", "hour",
+         "hours", "day", "days", "d", "week", "weeks", "month", "months", "year", "years", "b",
+         "kb", "mb", "gb", "tb",
+         "kib", "mib", "gib", "tib", "byte", "bytes", "kg", "g", "km", "m", "cm", "mm", "px", "pt",
+         "em", "rem",
          "k", "x", "rps", "qps", "rpm", "ghz", "mhz", "hz", "v", "w", "kw", "l", "ml", "c", "f")
 
 UNIT = r"(?:" + "|".join(sorted(UNITS, key=len, reverse=True)) + r")"
 
-NUMBER = re.compile(r"(?<![\w.,$€£¥₹#-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|\s?" + UNIT + r"(?![\w'])|s(?=\b))?"
+NUMBER = re.compile(r"(?<![\w.,$€£¥₹#-])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|\s?" + UNIT
+                    + r"(?![\w'])|s(?=\b))?"
                     r"(?![\w.,]?\d|[\w])", re.IGNORECASE)
 
 ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 
-# Tokens that look like values and never are: a file's line and column after its name (Table.tsx:88:21), a
-# traceback's `line 212`, process ids and memory addresses, HTTP's version, a list's `1)`, a ratio such as `0/1`,
-# a regular expression's `{3}`, labels such as `7-digit`, an elapsed time a tool prints (`in 12.84s`, `(3.2s)`,
-# `Up 3 hours`), a cron line, and the counts and dates of `ls -l` and `git diff --stat` lines. (skip: the part
+# Tokens that look like values and never are: a file's line and column after its name
+# (Table.tsx:88:21), a
+# traceback's `line 212`, process ids and memory addresses, HTTP's version, a list's `1)`, a ratio
+# such as `0/1`,
+# a regular expression's `{3}`, labels such as `7-digit`, an elapsed time a tool prints (`in
+# 12.84s`, `(3.2s)`,
+# `Up 3 hours`), a cron line, and the counts and dates of `ls -l` and `git diff --stat` lines.
+# (skip: the part
 # that is not a value where the rest of the match only says where it stands.)
 NOT_VALUES = re.compile(
     r"\.(?:" + "|".join(FILE_EXTENSIONS) + r")(?P<skip>(?::\d+){1,2})\b"
@@ -233,18 +290,21 @@ NOT_VALUES = re.compile(
     r"|\b(?:in|took|after) \d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?|m|min)(?=\s*(?:=|$|\)))"
     r"|\(\d+(?:\.\d+)?\s?m?s\)|\bready in \d+(?:\.\d+)?\s?m?s\b|\bUp \d+ \w+"
     r"|\(\d+ rows?\)"
-    r"|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]+(?= *`)"
+    r"|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*/,-])(?:[\d*/,-]+ "
+    r"){4}[\d*/,-]+(?= *`)"
     r"|^[-dlcbps][rwxsStT-]{9}[.@+]?\s+(?P<links>\d+)"
     r"|(?<=\d )(?:" + MONTH + r")\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4})(?= \S+$)"
     r"|^\s*\d+ files? changed(?:, \d+ insertions?\(\+\))?(?:, \d+ deletions?\(-\))?"
     r"|^(?:date|content-length|age|server): (?! ).*$"
-    r"|^\s+at .*?\((?P<frame>[^()\n]*(?:node_modules|site-packages|dist-packages)[^()\n]*)\)", re.MULTILINE | re.IGNORECASE)
+    r"|^\s+at .*?\((?P<frame>[^()\n]*(?:node_modules|site-packages|dist-packages)[^()\n]*)\)",
+    re.MULTILINE | re.IGNORECASE)
 
 TRAILING = ".,;:!?'\")]}>"
 
 
 def _trim(text: str, start: int, end: int) -> int:
-    """The end of a URL or path with the sentence's punctuation after it left off (a `)` it opened is kept)."""
+    """The end of a URL or path with the sentence's punctuation after it left off (a `)` it opened
+    is kept)."""
     while end > start and text[end - 1] in TRAILING:
         if text[end - 1] == ")" and text[start:end].count("(") >= text[start:end].count(")"):
             break
@@ -262,7 +322,8 @@ def _valid_date(match: re.Match, text: str) -> bool:
     if g[13] is not None:                             # the 14th
         return 1 <= int(g[13]) <= 31
     day = g[9] or g[11]
-    return (day is not None and 1 <= int(day) <= 31) or g[12] is not None   # a month needs a day or a year
+    # a month needs a day or a year
+    return (day is not None and 1 <= int(day) <= 31) or g[12] is not None
 
 
 def _valid_time(match: re.Match, text: str) -> bool:
@@ -277,10 +338,12 @@ def _valid_digest(match: re.Match, text: str) -> bool:
     return any(c.isdigit() for c in text) and any(c in "abcdef" for c in text)
 
 
-NAME_WITH_DIGITS = re.compile(r"[A-Za-z]+\d{1,3}|\d[A-Za-z]{1,3}")   # python3, sha256, OAuth2, S3, p95, 2FA, 3D
+# python3, sha256, OAuth2, S3, p95, 2FA, 3D
+NAME_WITH_DIGITS = re.compile(r"[A-Za-z]+\d{1,3}|\d[A-Za-z]{1,3}")
 
 
-FIELD_NAME = re.compile(r"[a-z]+\d{0,3}(?:_[a-z]+\d{0,3})+")      # p50_ms, retry_count2: a field's name
+# p50_ms, retry_count2: a field's name
+FIELD_NAME = re.compile(r"[a-z]+\d{0,3}(?:_[a-z]+\d{0,3})+")
 
 
 HAS_DIGIT = re.compile(r"\d").search
@@ -289,7 +352,8 @@ INSTANCE_TYPE, QUANTITY = re.compile(r"[a-z]\d+\.[a-z]+"), re.compile(r"\d+(?:\.
 
 
 def _valid_identifier(match: re.Match, text: str) -> bool:
-    if not HAS_DIGIT(text):                  # (most words: the cheapest of the conditions below that they fail)
+    # (most words: the cheapest of the conditions below that they fail)
+    if not HAS_DIGIT(text):
         return False
     if "." in text and not INSTANCE_TYPE.fullmatch(text):          # m5.xlarge, not a.b.c
         return False
@@ -300,15 +364,23 @@ def _valid_identifier(match: re.Match, text: str) -> bool:
             and not QUANTITY.fullmatch(text))          # 5GB, 20ms: a quantity
 
 
-# A single digit is a value only where the text says what it counts or sets: after `=`, `to`, `of`, `from`, `at`
-# or `by`, or before a noun that is not a tool's incidental tally (2 boxes, pool of 8, MAX_RETRIES=5; not `1 skipped`,
+# A single digit is a value only where the text says what it counts or sets: after `=`, `to`, `of`,
+# `from`, `at`
+# or `by`, or before a noun that is not a tool's incidental tally (2 boxes, pool of 8,
+# MAX_RETRIES=5; not `1 skipped`,
 # `(1 - rate)`, `1 in 8`).
-DIGIT_BEFORE = re.compile(r"(?:=|\b(?:to|of|from|at|by|is|are|was|were|set|limit|max|maximum|only|all|first|last|"
-                          r"every|within|than))\s*$", re.IGNORECASE)
+DIGIT_BEFORE = re.compile(
+    r"(?:=|\b(?:to|of|from|at|by|is|are|was|were|set|limit|max|maximum|only|all|first|last|"
+    r"every|within|than))\s*$",
+    re.IGNORECASE,
+)
 
-DIGIT_AFTER = re.compile(r"\s+(?!(?:in|and|or|to|of|the|a|an|is|are|was|were|skipped|rows?|files?|changed|"
-                         r"insertions?|deletions?|warnings?|errors?|passed|ignored|measured|filtered|x|times?)\b)"
-                         r"(?:[a-z][a-z-]{2,}|[a-z]\d[\w.]*)", re.IGNORECASE)
+DIGIT_AFTER = re.compile(
+    r"\s+(?!(?:in|and|or|to|of|the|a|an|is|are|was|were|skipped|rows?|files?|changed|"
+    r"insertions?|deletions?|warnings?|errors?|passed|ignored|measured|filtered|x|times?)\b)"
+    r"(?:[a-z][a-z-]{2,}|[a-z]\d[\w.]*)",
+    re.IGNORECASE,
+)
 
 
 def _valid_number(match: re.Match, text: str) -> bool:
@@ -325,7 +397,9 @@ def _valid_number(match: re.Match, text: str) -> bool:
 def _valid_path(match: re.Match, written: str) -> bool:
     text = written.rstrip("/")
     if text.startswith(("/", "~/", "./", "../")) or re.match(r"[A-Za-z]:\\", text):
-        return text.count("/") >= 2 or "." in text.rsplit("/", 1)[-1] or text.startswith(("~/", "./", "../"))
+        return text.count("/") >= 2 or "." in text.rsplit("/",
+                                                          1)[-1] or text.startswith(("~/", "./",
+            "../"))
     if "/" in text:
         return written.endswith("/") or bool(re.search(r"\.[A-Za-z][A-Za-z0-9]{0,7}$", text))
     return True
@@ -333,7 +407,8 @@ def _valid_path(match: re.Match, written: str) -> bool:
 
 def _valid_package(match: re.Match, text: str) -> bool:
     name, _, tag = text.rpartition(":")
-    return "@" in text or ("/" in name or "." in tag or "-" in tag) and not re.fullmatch(r"\d+", name)
+    return "@" in text or ("/" in name or "." in tag or "-" in tag) and not re.fullmatch(r"\d+",
+        name)
 
 
 # An identifier needs a digit and a letter (_valid_identifier): one without is not matched at all,
@@ -469,14 +544,17 @@ FAST_RULES = tuple((rule.kind, _guarded(_guard(rule.anywhere, rule.word_start),
 FAST_NOT_VALUES = _guarded(r"^|(?=[.,\[({*/\-\d])|\b(?=[phitarujfmsond])", NOT_VALUES)
 
 
-CACHED_CHARS = 1024                     # texts up to this long keep their values (a state's sentences, a call's
-                                        # arguments, a step's match terms, a source's lines are read again and again)
+# texts up to this long keep their values (a state's sentences, a call's
+CACHED_CHARS = 1024
+                                        # arguments, a step's match terms, a source's lines are read
+                                        # again and again)
 
 
 def extract_values(text: str) -> list[Value]:
-    """Every exact value in text as Value(kind, text, start, end), in the order they appear; each character belongs
-    to at most one value, given to the first rule (RULES order) that takes it. Keys and tokens, stack positions,
-    process ids and the like are never values (a URL that carries a password is one, masked where it is shown)."""
+    """Every exact value in text as Value(kind, text, start, end), in the order they appear; each
+    character belongs to at most one value, given to the first rule (RULES order) that takes it.
+    Keys and tokens, stack positions, process ids and the like are never values (a URL that carries
+    a password is one, masked where it is shown)."""
     text = text or ""
     return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
 
@@ -487,13 +565,17 @@ def _values_cached(text: str) -> tuple[Value, ...]:
 
 
 def _values(text: str) -> tuple[Value, ...]:
-    taken = bytearray(len(text))                      # 1 where a character is already part of a value or a non-value
+    # 1 where a character is already part of a value or a non-value
+    taken = bytearray(len(text))
 
     def take(start: int, end: int) -> None:
         taken[start:end] = b"\x01" * (end - start)
 
-    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)} if "://" in text else set()   # (a URL's password
-                                                                                                # stays inside it)
+    # (a URL's password
+    in_urls = {m.span() for m in URL_CREDENTIALS.finditer(text)} if "://" in text else set()
+    # stays
+    # inside
+    # it)
     for start, end, _ in secret_spans(text):
         if (start, end) not in in_urls:
             take(start, end)
@@ -521,7 +603,8 @@ def _values(text: str) -> tuple[Value, ...]:
     return tuple(found)
 
 
-# --- Sentences ---------------------------------------------------------------------------------------------------
+# --- Sentences
+# --------------------------------------------------------------------------------------------------
 class Sentences:
     """Where each sentence (or line) of a text starts and ends (states.SENTENCE_END), found once,
     so that the sentence around any span is a lookup (sentence_around for each of many values of a
@@ -551,7 +634,8 @@ def sentence_around(text: str, start: int, end: int, width: int = 240) -> str:
     return Sentences(text).around(start, end, width)
 
 
-# --- Comparing two spellings of a value --------------------------------------------------------------------------
+# --- Comparing two spellings of a value
+# --------------------------------------------------------------------------
 def _decimal(text: str) -> decimal.Decimal | None:
     try:
         return decimal.Decimal(text.replace(",", "").replace("_", ""))
@@ -564,7 +648,8 @@ def _plain(number: decimal.Decimal) -> str:
     return (text.rstrip("0").rstrip(".") if "." in text else text) or "0"
 
 
-MULTIPLIERS = {"k": 1000, "thousand": 1000, "m": 10 ** 6, "million": 10 ** 6, "bn": 10 ** 9, "billion": 10 ** 9}
+MULTIPLIERS = {"k": 1000, "thousand": 1000, "m": 10 ** 6, "million": 10 ** 6, "bn": 10 ** 9,
+               "billion": 10 ** 9}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -575,7 +660,8 @@ def amount_parts(value: str) -> tuple[str, decimal.Decimal | None]:
     code = code or next((c for w, c in CURRENCY_WORDS.items() if w in value.lower()), "?")
     number = re.search(r"\d[\d,]*(?:\.\d+)?", value)
     amount = _decimal(number.group(0)) if number else None
-    scale = re.search(r"(k|m|bn|million|billion|thousand)\b", value[number.end():] if number else "")
+    scale = re.search(r"(k|m|bn|million|billion|thousand)\b",
+                      value[number.end():] if number else "")
     if amount is not None and scale:
         amount *= MULTIPLIERS[scale.group(1)]
     if amount is not None and "-" in value.split(number.group(0))[0]:
@@ -583,8 +669,10 @@ def amount_parts(value: str) -> tuple[str, decimal.Decimal | None]:
     return code, amount
 
 
-UNIT_FORMS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "min", "mins": "min",
-              "minute": "min", "minutes": "min", "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "d": "d",
+UNIT_FORMS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "min",
+              "mins": "min",
+              "minute": "min", "minutes": "min", "h": "h", "hr": "h", "hrs": "h", "hour": "h",
+              "hours": "h", "d": "d",
               "day": "d", "days": "d", "byte": "b", "bytes": "b", "week": "week", "weeks": "week"}
 
 
@@ -603,8 +691,9 @@ def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
 
 @functools.lru_cache(maxsize=65536)
 def normalize_value(kind: str, value: str) -> str:
-    """A value's form for comparison: the same value written another way normalizes alike (1,250 and 1250, $48
-    and USD 48.00, v2.3.1 and 2.3.1, an ISO date and 12 March 2025 are not: see the date rule)."""
+    """A value's form for comparison: the same value written another way normalizes alike (1,250 and
+    1250, $48 and USD 48.00, v2.3.1 and 2.3.1, an ISO date and 12 March 2025 are not: see the date
+    rule)."""
     text = value.strip()
     if kind == "number":
         number, unit = number_parts(text)
@@ -621,7 +710,8 @@ def normalize_value(kind: str, value: str) -> str:
         hour, half = int(match.group(1)), match.group(4)
         if half:
             hour = hour % 12 + (12 if half.lower() == "p" else 0)
-        return f"{hour:02d}:{match.group(2) or '00'}" + (f":{match.group(3)}" if match.group(3) else "")
+        return f"{hour:02d}:{match.group(2) or '00'}" + (f":{match.group(3)}" if match.group(3)
+                                                         else "")
     if kind == "version":
         return text.lstrip("vV").lower()
     if kind in ("digest", "email"):
@@ -640,12 +730,14 @@ def normalize_value(kind: str, value: str) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def normalize_date(text: str) -> str:
-    """A date as YYYY-MM-DD (and THH:MM[:SS]); a month-name date without a year as ----MM-DD; a numeric date whose day
-    and month could be either way round keeps both numbers in the order written, marked with ~."""
+    """A date as YYYY-MM-DD (and THH:MM[:SS]); a month-name date without a year as ----MM-DD; a
+    numeric date whose day and month could be either way round keeps both numbers in the order
+    written, marked with ~."""
     iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?.*)?", text)
     if iso:
         year, month, day, hour, minute, second = iso.groups()
-        return f"{year}-{month}-{day}" + (f"T{hour}:{minute}" + (f":{second}" if second else "") if hour else "")
+        return f"{year}-{month}-{day}" + (f"T{hour}:{minute}"
+                                          + (f":{second}" if second else "") if hour else "")
     numeric = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})[/.](\d{4})", text)
     if numeric:
         a, b, year = int(numeric.group(1)), int(numeric.group(2)), numeric.group(3)
@@ -653,19 +745,23 @@ def normalize_date(text: str) -> str:
             day, month = (a, b) if a > 12 else (b, a)
             return f"{year}-{month:02d}-{day:02d}"
         return f"{year}-{a:02d}-{b:02d}~"
-    named = re.fullmatch(r"(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?([A-Z][a-z]+)\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?"
-                         r"(?:,?\s+(\d{4}))?", text)
+    named = re.fullmatch(
+        r"(?:(\d{1,2})(?:st|nd|rd|th)?\s+)?([A-Z][a-z]+)\.?(?:\s+(\d{1,2})(?:st|nd|rd|th)?)?"
+        r"(?:,?\s+(\d{4}))?",
+        text,
+    )
     if named and named.group(2)[:3] in MONTHS:
         day, year = named.group(1) or named.group(3), named.group(4)
-        return f"{year or '----'}-{MONTHS.index(named.group(2)[:3]) + 1:02d}" + (f"-{int(day):02d}" if day else "")
+        return f"{year or '----'}-{MONTHS.index(named.group(2)[:3]) + 1:02d}" + (f"-{int(day):02d}"
+            if day else "")
     return " ".join(text.split())
 
 
 @functools.lru_cache(maxsize=65536)
 def numeric_key(kind: str, value: str) -> decimal.Decimal | None:
-    """The number an amount or a number stands for (its currency and unit aside), for telling one fact written as
-    `$1,249.00` and `1249.0` apart from two; None for other kinds, numbers with a unit and numbers of fewer than
-    three digits (without a decimal part)."""
+    """The number an amount or a number stands for (its currency and unit aside), for telling one
+    fact written as `$1,249.00` and `1249.0` apart from two; None for other kinds, numbers with a
+    unit and numbers of fewer than three digits (without a decimal part)."""
     if kind == "amount":
         return amount_parts(value)[1]
     if kind == "number":
@@ -677,7 +773,8 @@ def numeric_key(kind: str, value: str) -> decimal.Decimal | None:
 
 
 def edit_distance(a: str, b: str, limit: int = 3) -> int:
-    """Damerau-Levenshtein distance (adjacent swaps count one) between a and b, capped at limit + 1."""
+    """Damerau-Levenshtein distance (adjacent swaps count one) between a and b, capped at limit +
+    1."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
     previous, current = None, list(range(len(b) + 1))
@@ -698,12 +795,14 @@ def _digits(text: str) -> str:
 
 
 def _rounded(source: decimal.Decimal, state: decimal.Decimal) -> bool:
-    """The state's number is the source's rounded to fewer significant digits (1,247 -> 1,250 or 1,200)."""
+    """The state's number is the source's rounded to fewer significant digits (1,247 -> 1,250 or
+    1,200)."""
     if source == state or not source or abs(state - source) > abs(source) * decimal.Decimal("0.05"):
         return False
     for places in range(-6, 13):
         try:
-            if source.quantize(decimal.Decimal(1).scaleb(places), rounding=decimal.ROUND_HALF_UP) == state:
+            if source.quantize(decimal.Decimal(1).scaleb(places),
+                               rounding=decimal.ROUND_HALF_UP) == state:
                 return True
         except decimal.InvalidOperation:         # more digits than the context holds at this place
             continue
@@ -711,29 +810,34 @@ def _rounded(source: decimal.Decimal, state: decimal.Decimal) -> bool:
 
 
 def is_close(kind: str, source: str, state: str) -> bool:
-    """Whether a state's value (of the same kind, absent from the transcript) reads as this transcript value with a
-    small change: a digit altered, added, dropped or swapped, a number rounded, a digest or version cut short, a
-    path moved to another folder, an amount's currency changed. Normalized forms are compared."""
+    """Whether a state's value (of the same kind, absent from the transcript) reads as this
+    transcript value with a small change: a digit altered, added, dropped or swapped, a number
+    rounded, a digest or version cut short, a path moved to another folder, an amount's currency
+    changed. Normalized forms are compared."""
     if kind == "digest":
-        return (min(len(source), len(state)) >= 7 and (source.startswith(state) or state.startswith(source))) or \
+        return (min(len(source), len(state)) >= 7 and (source.startswith(state)
+                                                       or state.startswith(source))) or \
             (len(source) == len(state) and sum(a != b for a, b in zip(source, state)) <= 2)
     if kind in ("number", "amount"):
-        (code_a, a), (code_b, b) = (amount_parts(v) if kind == "amount" else (number_parts(v)[1], number_parts(v)[0])
+        (code_a, a), (code_b, b) = (amount_parts(v) if kind == "amount" else (number_parts(v)[1],
+            number_parts(v)[0])
                                     for v in (source, state))
         if a is None or b is None:
             return False
         if code_a != code_b:
             return a == b and kind == "amount"
         digits = _digits(source)
-        return len(digits) >= (2 if kind == "amount" else 3) and (edit_distance(digits, _digits(state), 1) <= 1 or
+        return len(digits) >= (2 if kind == "amount" else 3) and (edit_distance(digits,
+            _digits(state), 1) <= 1 or
                                                                    _rounded(a, b))
     if kind == "version":
         old, new = source.split("."), state.split(".")
         return (len(old) == len(new) and sum(x != y for x, y in zip(old, new)) == 1) or \
             (min(len(old), len(new)) >= 2 and (old[:len(new)] == new or new[:len(old)] == old))
     if kind == "path":
-        return (source.rsplit("/", 1)[-1] == state.rsplit("/", 1)[-1] and "/" in source + state) or \
-            edit_distance(source, state, 2) <= 2
+        return (
+            source.rsplit("/", 1)[-1] == state.rsplit("/", 1)[-1] and "/" in source + state
+        ) or edit_distance(source, state, 2) <= 2
     if kind in ("date", "time"):
         return len(source) == len(state) and edit_distance(source, state, 2) <= 2
     if kind == "identifier":
@@ -742,13 +846,14 @@ def is_close(kind: str, source: str, state: str) -> bool:
 
 
 def changed_values(state: str, source: str) -> list[tuple[Value, str]]:
-    """Each value of a state that its source never gives and that reads as one the source does give, changed
-    (is_close), with that source value: `48,123 rows` where the source said 48213. Values of the kinds that name
-    numbers are compared as numbers, so `48,213` is no change of `48213`."""
+    """Each value of a state that its source never gives and that reads as one the source does give,
+    changed (is_close), with that source value: `48,123 rows` where the source said 48213. Values of
+    the kinds that name numbers are compared as numbers, so `48,213` is no change of `48213`."""
     given: dict[str, dict[str, str]] = {}
     numbers: set = set()
     for value in extract_values(source):
-        given.setdefault(value.kind, {}).setdefault(normalize_value(value.kind, value.text), value.text)
+        given.setdefault(value.kind, {}).setdefault(normalize_value(value.kind, value.text),
+                                                    value.text)
         key = numeric_key(value.kind, value.text)
         if key is not None:
             numbers.add(key)
@@ -757,21 +862,23 @@ def changed_values(state: str, source: str) -> list[tuple[Value, str]]:
         norm = normalize_value(value.kind, value.text)
         if norm in given.get(value.kind, {}) or numeric_key(value.kind, value.text) in numbers:
             continue
-        near = [(edit_distance(norm, other, 8), text) for other, text in given.get(value.kind, {}).items()
+        near = [(edit_distance(norm, other, 8), text) for other,
+                text in given.get(value.kind, {}).items()
                 if abs(len(other) - len(norm)) <= 3 and is_close(value.kind, other, norm)]
         if near:
             out.append((value, min(near)[1]))
     return out
 
 
-# --- Masking -----------------------------------------------------------------------------------------------------
+# --- Masking
+# --------------------------------------------------------------------------------------------------
 SECRET_LIKE = re.compile(r"[\w+/=.~-]{4,}")
 
 
 def mask_secrets(text: str, known: Iterable[str] = ()) -> str:
-    """text with every secret a pattern finds, every known secret value, and every word within two edits of a known
-    secret of six characters or more (a key with a digit altered is still the key) replaced by its prefix and
-    [masked]."""
+    """text with every secret a pattern finds, every known secret value, and every word within two
+    edits of a known secret of six characters or more (a key with a digit altered is still the key)
+    replaced by its prefix and [masked]."""
     if not text:
         return text
     spans = secret_spans(text)

@@ -1,21 +1,23 @@
-"""XR-S1, ground truth and the judging of a state (protocol/SESSIONS.md sections 3 and 5), as two pure functions that
-the sessions study and anything that scores a summary against its transcript share:
+"""XR-S1, ground truth and the judging of a state (protocol/SESSIONS.md sections 3 and 5), as two
+pure functions that the sessions study and anything that scores a summary against its transcript
+share:
 
-    ground_truth(turns) -> {"values", "instructions", "steps"}: each exact value once, with its kind, the words that
-        say what it is the value of (its referent) and whether a later word supersedes it; each standing instruction
-        of the user, with the turn that withdrew it, if one did; each tool call that failed or was denied, with its
-        outcome, whether a later call resolved it, and how a state may name it.
-    judge_state(truth, state) -> per item a status: a value kept, reformatted, changed or dropped, and whether it
-        stands beside its referent; an instruction present, contradicted or absent; a step reported with its
-        outcome, claimed done or absent; each with the sentence of the transcript and the sentence of the state.
+    ground_truth(turns) -> {"values", "instructions", "steps"}: each exact value once, with its
+        kind, the words that say what it is the value of (its referent) and whether a later word
+        supersedes it; each standing instruction of the user, with the turn that withdrew it, if one
+        did; each tool call that failed or was denied, with its outcome, whether a later call
+        resolved it, and how a state may name it.
+    judge_state(truth, state) -> per item a status: a value kept, reformatted, changed or dropped,
+        and whether it stands beside its referent; an instruction present, contradicted or absent; a
+        step reported with its outcome, claimed done or absent; each with the sentence of the
+        transcript and the sentence of the state.
 
-Pure functions of text: no model, no file, no clock; each linear in the session's length and in
-the values per turn. The lexical value rules are pilot/rules/values.py; what a sentence claims, and
-when one withdraws or corrects an instruction, is pilot/rules/claims.py (the release gate reads
-claims with the same words); where a sentence ends is pilot/rules/states.py. tests/labelled/ holds
-the hand-labelled sets these rules are measured on (scripts/bench/measure_rules.py prints their precision
-and recall).
-"""
+Pure functions of text: no model, no file, no clock; each linear in the session's length and in the
+values per turn. The lexical value rules are pilot/rules/values.py; what a sentence claims, and when
+one withdraws or corrects an instruction, is pilot/rules/claims.py (the release gate reads claims
+with the same words); where a sentence ends is pilot/rules/states.py. tests/labelled/ holds the
+hand-labelled sets these rules are measured on (scripts/bench/measure_rules.py prints their
+precision and recall). """
 from __future__ import annotations
 
 import collections
@@ -26,11 +28,14 @@ from typing import Any, Callable
 from ...rules.claims import (REVOKES, claim, contradicts, corrected_away, names_item,
                               reports_failure, says_not_done, stem, terms, withdrawn)
 from ...rules.states import USER_SENTENCE_END, carries_instruction, split_units, state_units
-from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values, is_close, is_secret,
-    mask_secrets, normalize_value, number_parts, numeric_key, secret_spans)
+from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values,
+                             is_close, is_secret, mask_secrets, normalize_value, number_parts,
+                             numeric_key, secret_spans)
 
-__all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES", "extract_values",
-           "is_close", "mask_secrets", "normalize_value", "ground_truth", "judge_state", "step_outcome", "turn_outcome",
+__all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES",
+           "extract_values",
+           "is_close", "mask_secrets", "normalize_value", "ground_truth", "judge_state",
+           "step_outcome", "turn_outcome",
            "is_standing_instruction", "split_sentences", "key_terms"]
 
 VALUE_CLASSES = ("kept", "reformatted", "changed", "dropped")
@@ -39,39 +44,50 @@ INSTRUCTION_CLASSES = ("present", "contradicted", "absent")
 
 STEP_CLASSES = ("reported", "claimed done", "absent")    # reported = reported with its outcome
 
-STOP = frozenset("""a an the and or but if then so to of in on at by for with from into onto about as is are was were
-be been being do does did not no this that these those it its i me my we our you your they them their he she his her
-there here what which who when where why how all any each every some such only own same than too very can could will
-would should must may might shall just also please now ever always never until rest more most other one two new get
-got have has had let make keep use like want need sure really thing things way""".split())
+STOP = frozenset(
+    """a an the and or but if then so to of in on at by for with from into onto about as is are was
+were be been being do does did not no this that these those it its i me my we our you your they
+them their he she his her there here what which who when where why how all any each every some
+such only own same than too very can could will would should must may might shall just also
+please now ever always never until rest more most other one two new get got have has had let
+make keep use like want need sure really thing things way""".split()
+)
 
 
-# --- Exact values ------------------------------------------------------------------------------------------------
+# --- Exact values
+# ------------------------------------------------------------------------------------------------
 KEYED = re.compile(r"[\"']?([A-Za-z][\w .-]{0,40}?)[\"']?\s*[:=]\s*[\"'(]?\s*$")
 
-AFTER_KEY = re.compile(r"[:=]\s*[\"'(]?\s*$")            # a cheap look before the key is searched for
+# a cheap look before the key is searched for
+AFTER_KEY = re.compile(r"[:=]\s*[\"'(]?\s*$")
 
 CLAUSE_BREAK, CLAUSE_END = re.compile(r"[,;:()\[\]]"), re.compile(r"[,;:()\[\].]")
 
 WORD = re.compile(r"[A-Za-z][A-Za-z-]+")
 
-FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead of|rather than|"
-                    r"up from|down from|replacing|replaced|superseded|it was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
+FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead "
+                    r"of|rather than|"
+                    r"up from|down from|replacing|replaced|superseded|it "
+                    r"was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
 
-EXAMPLE_WORDS = re.compile(r"such as|e\.g\.|for example|for instance", re.IGNORECASE)   # (a text without them has none)
+# (a text without them has none)
+EXAMPLE_WORDS = re.compile(r"such as|e\.g\.|for example|for instance", re.IGNORECASE)
 
-EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$", re.IGNORECASE)
+EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$",
+                            re.IGNORECASE)
 
 
 def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
-    """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key = value`, else
-    the last two content words before it in its clause and the first one after it (`refund of $1,249.00` ->
-    refund; `8 parts` -> part; `order ORD-58213` -> order)."""
+    """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key =
+    value`, else the last two content words before it in its clause and the first one after it
+    (`refund of $1,249.00` -> refund; `8 parts` -> part; `order ORD-58213` -> order)."""
     left, right = sentences.bounds(start, end)
-    near = max(left, start - 80)                         # (a bounded look back keeps a long line linear)
+    # (a bounded look back keeps a long line linear)
+    near = max(left, start - 80)
     line_start = max(near, text.rfind("\n", near, start) + 1)
-    keyed = KEYED.search(text, line_start, start) if AFTER_KEY.search(text, max(line_start, start - 6), start) else None
+    keyed = KEYED.search(text, line_start, start) if AFTER_KEY.search(text,
+        max(line_start, start - 6), start) else None
     if keyed and keyed.end() == start:
         words = [w for w in re.findall(r"[A-Za-z]+", keyed.group(1)) if w.lower() not in STOP]
         if words:
@@ -84,8 +100,8 @@ def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[s
 
 
 def superseded(text: str, start: int, end: int) -> bool:
-    """Whether the sentence itself gives the value as a former one: `from 840 ms to 310 ms`, `(it was 11:00)`,
-    `not rc.1`, `up from 200`."""
+    """Whether the sentence itself gives the value as a former one: `from 840 ms to 310 ms`, `(it
+    was 11:00)`, `not rc.1`, `up from 200`."""
     before = text[max(0, start - 24):start]
     if FORMER.search(before):
         return not re.search(r"\bfrom\s*$", before, re.IGNORECASE) or \
@@ -94,8 +110,9 @@ def superseded(text: str, start: int, end: int) -> bool:
 
 
 def value_key(value: Value) -> tuple:
-    """What makes two spellings one fact: the same kind and normal form; for amounts and numbers of three digits or
-    more (or with a decimal part), the same number (`$1,249.00`, `1249.00` and `1249.0`)."""
+    """What makes two spellings one fact: the same kind and normal form; for amounts and numbers of
+    three digits or more (or with a decimal part), the same number (`$1,249.00`, `1249.00` and
+    `1249.0`)."""
     return _value_key(value.kind, value.text)
 
 
@@ -108,8 +125,8 @@ def _value_key(kind: str, text: str) -> tuple:
 
 
 def bare_key(value: Value) -> tuple | None:
-    """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms": 38`): one
-    fact; None for anything else, and for a single digit."""
+    """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms":
+    38`): one fact; None for anything else, and for a single digit."""
     return _bare_key(value.text) if value.kind == "number" else None
 
 
@@ -120,13 +137,16 @@ def _bare_key(text: str) -> tuple | None:
 
 
 def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
-    """Every fact of the session written as an exact value, once (its first spelling; the others are its
-    restatements), with its kind, referent, the sentence it first came from, where it was said, its segment, and
-    whether it is a secret (a URL that carries a password) or given as a former value."""
+    """Every fact of the session written as an exact value, once (its first spelling; the others are
+    its restatements), with its kind, referent, the sentence it first came from, where it was said,
+    its segment, and whether it is a secret (a URL that carries a password) or given as a former
+    value."""
     facts: list[dict] = []
     by_key: dict[tuple, dict] = {}
-    undated: dict[tuple, dict] = {}             # month-day -> a fact, so that `3 April` restates `03/04/2025`
-    bare: dict[tuple, dict] = {}                # a number -> the fact it is, with or without its unit
+    # month-day -> a fact, so that `3 April` restates `03/04/2025`
+    undated: dict[tuple, dict] = {}
+    # a number -> the fact it is, with or without its unit
+    bare: dict[tuple, dict] = {}
     for t, turn in enumerate(parts):
         for source, text in turn:
             secrets, sentences = secret_spans(text), Sentences(text)
@@ -135,7 +155,8 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
                 if examples and EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
                     continue                     # an example of a form, not a fact of the session
                 key, plain = value_key(value), bare_key(value)
-                fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind == "date" else None) or \
+                fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind
+                                           == "date" else None) or \
                     (bare.get(plain) if plain else None)
                 if fact is not None:
                     if value.text != fact["text"] and value.text not in fact["forms"]:
@@ -175,67 +196,103 @@ def month_days(value: Value) -> list[tuple]:
     return keys
 
 
-# --- Standing instructions ---------------------------------------------------------------------------------------
-EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of it)|no exceptions?|period|"
+# --- Standing instructions
+# ---------------------------------------------------------------------------------------
+EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of it)|no "
+                      r"exceptions?|period|"
                       r"every (?:single )?time|at all|anywhere)[.!]*$", re.IGNORECASE)
 
-SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|for the rest of|for the remainder of|"
-                   r"until further notice|until i (?:say|tell|confirm)|for this (?:session|ticket|customer|repo|"
-                   r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for this|always|never|"
-                   r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any circumstances|"
-                   r"in (?:all|every|any) \w+|every \w+|each \w+|for (?:anything|everything|any|all)\b|"
-                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in place|alone|untouched|"
+SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|for the rest of|for "
+                   r"the remainder of|"
+                   r"until further notice|until i (?:say|tell|confirm)|for this "
+                   r"(?:session|ticket|customer|repo|"
+                   r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for "
+                   r"this|always|never|"
+                   r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any "
+                   r"circumstances|"
+                   r"in (?:all|every|any) \w+|every \w+|each \w+|for "
+                   r"(?:anything|everything|any|all)\b|"
+                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in "
+                   r"place|alone|untouched|"
                    r"as it is|as is)\b",
                    re.IGNORECASE)
 
-ORDER_START = re.compile(r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more thing:?\s+)*"
-                         r"(?:(?:from now on|from here on|from this point|going forward|for the rest of [\w ]+|"
-                         r"until i [^,]+|until further notice|"
-                         r"(?P<cond>whenever [^,]+|when [^,]+|if [^,]+|even if [^,]+|unless [^,]+)|for anything [^,]+|"
-                         r"rule for this \w+:)[,:]?\s*(?:please\s+)?)*(?:don't|do not|never(?!-)|always(?!-)|no\b(?!,)|"
-                         r"stop|keep|"
-                         r"use|stick|treat|write|log|reply|answer|"
-                         r"address|quote|show|ask|tell|run|push|commit|deploy|delete|send|email|cc|round|tabs|"
-                         r"spaces|make|be|put|add|avoid|prefer|only|check|test|open|leave|call|wait|refund|follow|"
-                         r"limit|include|mention|sign|respond|confirm|note|record|report|escalate|[a-z]+ only\b)",
-                         re.IGNORECASE)
+ORDER_START = re.compile(
+    r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more "
+    r"thing:?\s+)*"
+    r"(?:(?:from now on|from here on|from this point|going forward|for the "
+    r"rest of [\w ]+|"
+    r"until i [^,]+|until further notice|"
+    r"(?P<cond>whenever [^,]+|when [^,]+|if [^,]+|even if [^,]+|unless "
+    r"[^,]+)|for anything [^,]+|"
+    r"rule for this \w+:)[,:]?\s*(?:please\s+)?)*(?:don't|do "
+    r"not|never(?!-)|always(?!-)|no\b(?!,)|"
+    r"stop|keep|"
+    r"use|stick|treat|write|log|reply|answer|"
+    r"address|quote|show|ask|tell|run|push|commit|deploy|delete|send|email|cc|round|tabs|"
+    r"spaces|make|be|put|add|avoid|prefer|only|check|test|open|leave|call|wait|refund|follow|"
+    r"limit|include|mention|sign|respond|confirm|note|record|report|escalate|[a-z]+ only\b)",
+    re.IGNORECASE,
+)
 
-ADDRESSED = re.compile(r"\b(?:you|we)\b(?:[\s,]+\w+){0,3}?[\s,]+(?:should|must|need to|have to|are to|will|shall|"
-                       r"always|never|don't|do not)\b|\b(?:i want you to|i need you to|i'd like you to|could you "
-                       r"always|can you always)\b|\bshould be\b|\byou can\b[^.]*\bnow\b", re.IGNORECASE)
-
-# Verbs of an order about how things are done (in what form, with what, to whom), which holds beyond the next
-# step unless the sentence says it is for now: "Use British spelling in all replies", "Keep replies short",
-# "Treat the staging database as read-only"; not "Keep going", "Use the staging key for this one call".
-POLICY_VERBS = frozenset("use stick treat reply answer address quote prefer avoid follow limit include mention sign "
-                         "respond round cc log write keep".split())
-
-POLITE_ORDER = re.compile(r"^(?:could|can|would|will) you(?: please)? (?:always|never|from now on)\b|"
-                          r"^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going forward|from here on)\b",
-                          re.IGNORECASE)
-
-NOT_AN_ORDER = re.compile(r"^\w+s (?:always|never)\b|\b(never mind|don't worry|do not worry|no worries|no need|"
-                          r"not now|never heard|"
-                          r"says?\b[^.]*\balways|say never|i (?:always|never)|it (?:always|never)|"
-                          r"(?:ci|build|tests?|it|this|that|he|she|they|the \w+) (?:always|never) \w+s\b)",
-                          re.IGNORECASE)
-
-CODE_TO_BUILD = re.compile(r"^(?:please\s+)?(?:add|write|make|create|implement|build|change)\b[^.]*\b(?:rule|function|"
-                           r"parser|app|endpoint|method|class|test|check|validator|script|job|code)\b[^.]*\b(?:always|"
-                           r"never|every)\b|^(?:please\s+)?(?:make|have) (?:the|it|this) \w+ (?:always|never)\b",
-                           re.IGNORECASE)
-
-NARRATIVE = re.compile(r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've|i've|i|she|he|they|customer|"
-                       r"everyone|nobody)\b(?![^.]*\b(?:should|must|need|has to|have to|goes to|go to|always|only)\b)",
+ADDRESSED = re.compile(r"\b(?:you|we)\b(?:[\s,]+\w+){0,3}?[\s,]+(?:should|must|need to|have to|are "
+                       r"to|will|shall|"
+                       r"always|never|don't|do not)\b|\b(?:i want you to|i need you to|i'd like "
+                       r"you to|could you "
+                       r"always|can you always)\b|\bshould be\b|\byou can\b[^.]*\bnow\b",
                        re.IGNORECASE)
 
+# Verbs of an order about how things are done (in what form, with what, to whom), which holds beyond
+# the next
+# step unless the sentence says it is for now: "Use British spelling in all replies", "Keep replies
+# short",
+# "Treat the staging database as read-only"; not "Keep going", "Use the staging key for this one
+# call".
+POLICY_VERBS = frozenset("use stick treat reply answer address quote prefer avoid follow limit "
+                         "include mention sign "
+                         "respond round cc log write keep".split())
 
-# A rule stated of every member of a kind ("Every PR needs a changelog entry", "All prices go in EUR", "No secrets
+POLITE_ORDER = re.compile(r"^(?:could|can|would|will) you(?: please)? (?:always|never|from now "
+                          r"on)\b|"
+                          r"^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going "
+                          r"forward|from here on)\b",
+                          re.IGNORECASE)
+
+NOT_AN_ORDER = re.compile(r"^\w+s (?:always|never)\b|\b(never mind|don't worry|do not worry|no "
+                          r"worries|no need|"
+                          r"not now|never heard|"
+                          r"says?\b[^.]*\balways|say never|i (?:always|never)|it (?:always|never)|"
+                          r"(?:ci|build|tests?|it|this|that|he|she|they|the \w+) (?:always|never) "
+                          r"\w+s\b)",
+                          re.IGNORECASE)
+
+CODE_TO_BUILD = re.compile(
+    r"^(?:please\s+)?(?:add|write|make|create|implement|build|change)\b[^.]*\b(?:rule|function|"
+    r"parser|app|endpoint|method|class|test|check|validator|script|job|code)\b[^.]*\b(?:always|"
+    r"never|every)\b|^(?:please\s+)?(?:make|have) (?:the|it|this) \w+ "
+    r"(?:always|never)\b",
+    re.IGNORECASE,
+)
+
+NARRATIVE = re.compile(
+    r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've|i've|i|she|he|they|customer|"
+    r"everyone|nobody)\b(?![^.]*\b(?:should|must|need|has to|have to|goes "
+    r"to|go to|always|only)\b)",
+    re.IGNORECASE,
+)
+
+
+# A rule stated of every member of a kind ("Every PR needs a changelog entry", "All prices go in
+# EUR", "No secrets
 # should be logged"): standing, however it is worded.
-RULE_FOR_ALL = re.compile(r"^(?:every|each|all|any|no)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs?|must|should|go(?:es)? "
-                          r"(?:in|to|into|through)|has to|have to|stays?|(?:is|are) to)\b", re.IGNORECASE)
+RULE_FOR_ALL = re.compile(
+    r"^(?:every|each|all|any|no)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs?|must|should|go(?:es)? "
+    r"(?:in|to|into|through)|has to|have to|stays?|(?:is|are) to)\b",
+    re.IGNORECASE,
+)
 
-# An order tied to what is done each time ("Check with me before deleting anything", "Run the linter before you
+# An order tied to what is done each time ("Check with me before deleting anything", "Run the linter
+# before you
 # push"): it holds whenever that is done, not only once.
 BEFORE_EACH = re.compile(r"\bbefore (?:you |we )\w+|\bbefore \w+ing\b", re.IGNORECASE)
 
@@ -253,42 +310,53 @@ def split_sentences(text: str) -> list[str]:
 
 
 def is_standing_instruction(sentence: str) -> bool:
-    """Whether a user's sentence gives a standing instruction: an order, prohibition or permission meant to hold
-    beyond the next step (a scope word, or the form of a rule), not a question, a one-off request, a story, a
-    dismissal, a rule quoted from elsewhere or a description of code to build (SESSIONS.md section 3.2)."""
+    """Whether a user's sentence gives a standing instruction: an order, prohibition or permission
+    meant to hold beyond the next step (a scope word, or the form of a rule), not a question, a
+    one-off request, a story, a dismissal, a rule quoted from elsewhere or a description of code to
+    build (SESSIONS.md section 3.2)."""
     text = sentence.strip().strip('"').strip()
     if not text or text.endswith("?") and not POLITE_ORDER.search(text) or text.startswith(">") or \
             NOT_AN_ORDER.search(text) or CODE_TO_BUILD.search(text) or \
-            re.search(r"\b(?:readme|policy|docs?|wiki|guide|it|ticket|page|contributing(?:\.md)?) (?:says|said|reads|"
+            re.search(r"\b(?:readme|policy|docs?|wiki|guide|it|ticket|page|contributing(?:\.md)?) "
+                      r"(?:says|said|reads|"
                       r"states)\b|\bpolicy says\b", text, re.IGNORECASE):
         return False
-    if re.search(r"\b(?:just|only) (?:this|for this) (?:once|one)\b|\bthis one (?:call|time)\b|\bjust this once\b",
+    if re.search(r"\b(?:just|only) (?:this|for this) (?:once|one)\b|\bthis one "
+                 r"(?:call|time)\b|\bjust this once\b",
                  text, re.IGNORECASE):
         return False
     start = ORDER_START.search(text)
-    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this one|going|ahead|again|"
+    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this "
+                        r"one|going|ahead|again|"
                         r"next|them|these|those)\b", text, re.I)
     verb = start.group(0).split()[-1].lower() if start else ""
-    if start and (start.group("cond") or verb in ("no", "never", "don't", "not") or verb in POLICY_VERBS) and \
+    if start and (start.group("cond") or verb in ("no", "never", "don't",
+                                                  "not") or verb in POLICY_VERBS) and \
             not one_off:
-        return True         # a conditional order, a prohibition, an order about how things are done: standing
+        # a conditional order, a prohibition, an order about how things are done: standing
+        return True
     if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):
         return True
     order = bool(start or ADDRESSED.search(text) or
-                 re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b", text, re.I))
+                 re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b",
+                 text, re.I))
     if not order:
         if NARRATIVE.search(text):
             return False
-        order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to be|stays?)\b", text, re.I)
+        order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to "
+                               r"be|stays?)\b", text, re.I)
                      and SCOPE.search(text))
-    return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in french|in german|"
-                                                         r"read-only|first|instead|tabs|spaces)\b", text, re.I) or
+    return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in "
+                                                          r"french|in german|"
+                                                         r"read-only|first|instead|tabs|spaces)\b",
+                                                         text, re.I) or
                           BEFORE_EACH.search(text))
 
 
 def corrected(sentence: str, earlier: list[dict]) -> list[dict]:
-    """The earlier standing instructions whose value a user's sentence corrects ("Actually the port is 8443, not
-    8080" after "Use port 8080 from now on"): those that give the value it says is not the one."""
+    """The earlier standing instructions whose value a user's sentence corrects ("Actually the port
+    is 8443, not 8080" after "Use port 8080 from now on"): those that give the value it says is not
+    the one."""
     olds = corrected_away(sentence)
     return [i for i in earlier if not i.get("revoked_turn") and any(
         v.text in olds for v in extract_values(i["text"]))] if olds else []
@@ -303,17 +371,21 @@ def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
     if what is None:
         return []
     named = terms(what)
-    narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)   # "in /tmp": an exception
+    # "in /tmp": an exception
+    narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)
     return [i for i in earlier if not i.get("revoked_turn") and named & set(terms(i["text"])) and
             all(v in i["text"] for v in narrower)]
 
 
 def key_terms(instruction: str, limit: int = 2) -> list[str]:
-    """The terms the presence rule looks for: the instruction's exact values, then its longest content words (not
-    a stopword, not an -ly adverb), each cut to a stem of at most six letters so that `committing` finds `commit`."""
+    """The terms the presence rule looks for: the instruction's exact values, then its longest
+    content words (not a stopword, not an -ly adverb), each cut to a stem of at most six letters so
+    that `committing` finds `commit`."""
     olds = set(corrected_away(instruction))
-    found = [f for f in extract_values(instruction) if f.text not in olds]     # not the value it corrects away
-    words_text = re.sub(r"\buntil i \w+|" + SCOPE.pattern[2:-2], " ", instruction, flags=re.IGNORECASE)
+    # not the value it corrects away
+    found = [f for f in extract_values(instruction) if f.text not in olds]
+    words_text = re.sub(r"\buntil i \w+|" + SCOPE.pattern[2:-2], " ", instruction,
+                        flags=re.IGNORECASE)
     for old in olds:
         words_text = words_text.replace(old, " ")
     found = [f for f in found if f.text in words_text]
@@ -321,16 +393,19 @@ def key_terms(instruction: str, limit: int = 2) -> list[str]:
         at = words_text.find(value.text)
         words_text = words_text[:at] + " " * len(value.text) + words_text[at + len(value.text):]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", words_text)]
-    content = [w for w in dict.fromkeys(words) if w not in STOP and len(w) >= 3 and not w.endswith("ly")]
+    content = [w for w in dict.fromkeys(words) if w not in STOP and len(w)
+               >= 3 and not w.endswith("ly")]
     ranked = sorted(content, key=lambda w: (-len(w), content.index(w)))
     stems = [re.sub(r"(?:ing|ed|er|es|s)$", "", w)[:6] if len(w) > 4 else w for w in ranked]
-    return list(dict.fromkeys([v.text for v in found] + stems))[:limit] or [instruction.strip()[:40]]
+    return list(dict.fromkeys([v.text for v in found]
+                              + stems))[:limit] or [instruction.strip()[:40]]
 
 
 def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """The standing instructions of the user's turns, in order, each with the terms the presence rule looks for;
-    one the user later withdrew, replaced or corrected carries the turn that did so (a revocation is a rule, not a
-    guess), and a correction of one is itself a standing instruction in its place."""
+    """The standing instructions of the user's turns, in order, each with the terms the presence
+    rule looks for; one the user later withdrew, replaced or corrected carries the turn that did so
+    (a revocation is a rule, not a guess), and a correction of one is itself a standing instruction
+    in its place."""
     found: list[dict] = []
     seen: set[str] = set()
     for t, turn in enumerate(turns):
@@ -344,26 +419,34 @@ def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]
                 ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
             if (fixed or replaced or is_standing_instruction(sentence)) and sentence not in seen:
                 seen.add(sentence)
-                found.append({"id": len(found) + 1, "text": sentence[:400], "key_terms": key_terms(sentence),
-                              "turn": t + 1, "segment": segment_of[t] if segment_of else 1, "revoked_turn": None,
+                found.append({"id": len(found) + 1, "text": sentence[:400],
+                              "key_terms": key_terms(sentence),
+                              "turn": t + 1, "segment": segment_of[t] if segment_of else 1,
+                              "revoked_turn": None,
                               "revoked_by": None})
     return found
 
 
-# --- Failed and denied steps -------------------------------------------------------------------------------------
-# Denied: the user or the harness refused the call (permission not granted, a declined or rejected call, a deny rule,
-# a policy or sandbox block, a human approver's no). A refusal by the operating system or a remote service (a file's
-# `Permission denied`, HTTP 403, AccessDenied, branch protection) is a failure of the call, not a denial: amendment
+# --- Failed and denied steps
+# -------------------------------------------------------------------------------------
+# Denied: the user or the harness refused the call (permission not granted, a declined or rejected
+# call, a deny rule,
+# a policy or sandbox block, a human approver's no). A refusal by the operating system or a remote
+# service (a file's
+# `Permission denied`, HTTP 403, AccessDenied, branch protection) is a failure of the call, not a
+# denial: amendment
 # of 2026-12-03 in SESSIONS.md.
 class Alternatives:
-    """A pattern written as its alternatives, each with the lower-case strings of which a text holds one wherever that
-    alternative can match (None: no such string). search(text) says whether the whole pattern matches anywhere in
-    text, as `pattern.search` would, running only the alternatives whose strings an ASCII text holds (a text with
-    other characters is searched with the whole pattern: a letter such as the Kelvin sign matches `k`)."""
+    """A pattern written as its alternatives, each with the lower-case strings of which a text holds
+    one wherever that alternative can match (None: no such string). search(text) says whether the
+    whole pattern matches anywhere in text, as `pattern.search` would, running only the alternatives
+    whose strings an ASCII text holds (a text with other characters is searched with the whole
+    pattern: a letter such as the Kelvin sign matches `k`)."""
 
     def __init__(self, alternatives: list[tuple[tuple[str, ...] | None, str]], flags: int):
         self.pattern = re.compile("|".join(alternative for _, alternative in alternatives), flags)
-        self.alternatives = [(needs, re.compile(alternative, flags)) for needs, alternative in alternatives]
+        self.alternatives = [(needs, re.compile(alternative, flags)) for needs,
+                             alternative in alternatives]
 
     def search(self, text: str) -> bool:
         if not text.isascii():
@@ -377,52 +460,105 @@ DENIED = Alternatives([
     (("requested permission",), r"requested permissions? to use"),
     (("not granted", "haven't granted", "has not granted"), r"haven't granted|has not granted|"
                                                             r"permission (?:was )?not granted"),
-    (("user ",), r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't want to proceed|"
+    (("user ",), r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't "
+     r"want to proceed|"
                  r"chose not)"),
     (("you ",), r"\byou (?:declined|rejected|denied|chose: ?don't)"),
     (("rejected this",), r"\brejected this (?:edit|change|call|tool)"),
-    (("did not allow", "not allowed in", "turned off for"), r"\bdid not allow\b|\bnot allowed in the current session\b|"
+    (("did not allow", "not allowed in", "turned off for"), r"\bdid not allow\b|\bnot allowed in "
+     r"the current session\b|"
                                                             r"\bturned off for this agent\b"),
-    ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ )?(?:policy|hook|settings|sandbox|"
+    ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ "
+     r")?(?:policy|hook|settings|sandbox|"
                r"administrator|harness)"),
-    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode\b|\bhook (?:blocked|denied|refused)"),
+    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode\b|\bhook "
+     r"(?:blocked|denied|refused)"),
     (("declined", "denied"), r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|"
                              r"\bapproval (?:was )?(?:denied|declined)\b"),
-    (("not run:", "not permitted by"), r"^not run:|\bnot permitted by (?:the )?(?:settings|harness|policy|user)"),
+    (("not run:", "not permitted by"), r"^not run:|\bnot permitted by (?:the "
+     r")?(?:settings|harness|policy|user)"),
 ], re.IGNORECASE | re.MULTILINE)
 
-FAILED = Alternatives([
-    (None, r"^\s*(?:error|fatal|exception|failed|failure|panic)\b\s*[:!\[(]|^\s*[\w.]*(?:Error|Exception)\b:"),
-    (("traceback (most recent call last)", "npm err!"), r"Traceback \(most recent call last\)|\bnpm ERR!"),
-    (("fail", "error"), r"\b[1-9]\d* (?:failed|errors?|failures?)\b|\b[1-9]\d* of \d+ \w+ failed\b|"
-                        r"\b[1-9]\d* Error\(s\)|(?-i:\bFAILED\b|\bFAIL\b)"),
-    (("exit",), r"\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|\bexit code:? [1-9]|\bnon-zero exit\b"),
-    (("command not found", "no such file or directory", "timed out", "etimedout"),
-     r"\bcommand not found\b|No such file or directory|\btimed out\b|\bETIMEDOUT\b"),
-    (("segmentation fault", "core dumped", "out of memory", "killed", "connection refused"),
-     r"\bSegmentation fault\b|\bcore dumped\b|\bout of memory\b|\bOOMKilled\b|\bKilled\b|\bConnection refused\b"),
-    (("http",), r"\bHTTP(?:/[\d.]+)? [45]\d\d\b"),
-    ((" bad", " not", " internal", " forbidden", " unauthorized", " service", " gateway"),
-     r"\b[45]\d\d (?:Bad|Not|Internal|Forbidden|Unauthorized|Service|Gateway)\b"),
-    (('"status"', '"state"', '"ok"', '"success"', '"error"'),
-     r"\"(?:status|state)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|^\s*\{\s*\"error\":"),
-    (("denied", "forbidden", "authentication failed"),
-     r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|\bauthentication failed\b"),
-    (("did not match any", "does not exist", "not found", "already exists", "conflict"),
-     r"\bdid not match any\b|\bdoes not exist\b|\bnot found\b|\balready exists\b|\bCONFLICT\b|\bconflict\b"),
-    (("remote rejected", "protected branch", "permission to ", "hook failed"),
-     r"\bremote rejected\b|\bprotected branch\b|\bpermission to \S+ denied\b|\bhook failed\b"),
-    (("error",), r"\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b"),
-    (("could not", "couldn't", "cannot", "can't", "unable to"), r"\b(?:could not|couldn't|cannot|can't|unable to) \w+"),
-    (("upload failed", "integrity checksum failed"), r"\bupload failed\b|\bintegrity checksum failed\b"),
-], re.IGNORECASE | re.MULTILINE)
+FAILED = Alternatives(
+    [
+        (
+            None,
+            r"^\s*(?:error|fatal|exception|failed|failure|panic)\b\s*[:!\[(]|^\s*[\w.]*(?:Error|"
+            r"Exception)\b:",
+        ),
+        (
+            ("traceback (most recent call last)", "npm err!"),
+            r"Traceback \(most recent call " r"last\)|\bnpm ERR!",
+        ),
+        (
+            ("fail", "error"),
+            r"\b[1-9]\d* (?:failed|errors?|failures?)\b|\b[1-9]\d* of \d+ \w+ failed\b|"
+            r"\b[1-9]\d* Error\(s\)|(?-i:\bFAILED\b|\bFAIL\b)",
+        ),
+        (
+            ("exit",),
+            r"\bexit(?:ed)?(?: with)?(?: code| status)?[ :=]+[1-9]\d*\b|\bexit code:? "
+            r"[1-9]|\bnon-zero exit\b",
+        ),
+        (
+            ("command not found", "no such file or directory", "timed out", "etimedout"),
+            r"\bcommand not found\b|No such file or directory|\btimed out\b|\bETIMEDOUT\b",
+        ),
+        (
+            ("segmentation fault", "core dumped", "out of memory", "killed", "connection refused"),
+            r"\bSegmentation fault\b|\bcore dumped\b|\bout of "
+            r"memory\b|\bOOMKilled\b|\bKilled\b|\bConnection refused\b",
+        ),
+        (("http",), r"\bHTTP(?:/[\d.]+)? [45]\d\d\b"),
+        (
+            (" bad", " not", " internal", " forbidden", " unauthorized", " service", " gateway"),
+            r"\b[45]\d\d (?:Bad|Not|Internal|Forbidden|Unauthorized|Service|Gateway)\b",
+        ),
+        (
+            ('"status"', '"state"', '"ok"', '"success"', '"error"'),
+            r"\"(?:status|state)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|"
+            r"^\s*\{\s*\"error\":",
+        ),
+        (
+            ("denied", "forbidden", "authentication failed"),
+            r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|"
+            r"\bauthentication "
+            r"failed\b",
+        ),
+        (
+            ("did not match any", "does not exist", "not found", "already exists", "conflict"),
+            r"\bdid not match any\b|\bdoes not exist\b|\bnot found\b|\balready "
+            r"exists\b|\bCONFLICT\b|\bconflict\b",
+        ),
+        (
+            ("remote rejected", "protected branch", "permission to ", "hook failed"),
+            r"\bremote rejected\b|\bprotected branch\b|\bpermission to \S+ denied\b|"
+            r"\bhook failed\b",
+        ),
+        (("error",), r"\berror\s*(?:code\s*)?[:=]?\s*[1-9]\d*\b"),
+        (
+            ("could not", "couldn't", "cannot", "can't", "unable to"),
+            r"\b(?:could " r"not|couldn't|cannot|can't|unable to) \w+",
+        ),
+        (
+            ("upload failed", "integrity checksum failed"),
+            r"\bupload failed\b|\bintegrity checksum " r"failed\b",
+        ),
+    ],
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
-CONTENT_TOOLS = re.compile(r"^(?:read|webfetch|websearch|grep|glob|ls|fetch|search\w*|get_\w+|lookup\w*|find\w*|"
-                           r"list\w*|query\w*|view\w*|open\w*|task|agent)$", re.IGNORECASE)
+CONTENT_TOOLS = re.compile(
+    r"^(?:read|webfetch|websearch|grep|glob|ls|fetch|search\w*|get_\w+|lookup\w*|find\w*|"
+    r"list\w*|query\w*|view\w*|open\w*|task|agent)$",
+    re.IGNORECASE,
+)
 
-CONTENT_COMMANDS = re.compile(r"^\s*(?:cat|head|tail|less|grep|rg|ag|find|ls|journalctl|git (?:log|show|diff|blame|"
-                              r"status)|kubectl (?:logs|describe|get)|docker (?:logs|ps)|echo|sed -n|awk|wc|"
+CONTENT_COMMANDS = re.compile(r"^\s*(?:cat|head|tail|less|grep|rg|ag|find|ls|journalctl|git "
+                              r"(?:log|show|diff|blame|"
+                              r"status)|kubectl (?:logs|describe|get)|docker (?:logs|ps)|echo|sed "
+                              r"-n|awk|wc|"
                               r"systemctl status)\b")
 
 
@@ -430,15 +566,17 @@ def call_command(arguments: Any) -> str:
     """A call's command-like argument (command, cmd, query, code ...), '' when it has none."""
     if not isinstance(arguments, dict):
         return ""
-    return next((v for k, v in arguments.items() if k in ("command", "cmd", "query", "sql", "code", "script")
+    return next((v for k, v in arguments.items() if k in ("command", "cmd", "query", "sql", "code",
+                                                          "script")
                  and isinstance(v, str)), "")
 
 
-def step_outcome(result_text: str, is_error: bool | None = False, tool: str = "", arguments: Any = None) -> str:
-    """A tool result's outcome: denied (refused by the user or the harness), failed (the log marks it as an error,
-    or its text reports one: a non-zero exit, a traceback, a failing test, an error status or body, a refusal by the
-    system or a remote), or ok. Failure words in what a reading tool returned (a log that was read, a page, grep's
-    hits) are its content, not its outcome."""
+def step_outcome(result_text: str, is_error: bool | None = False, tool: str = "",
+                 arguments: Any = None) -> str:
+    """A tool result's outcome: denied (refused by the user or the harness), failed (the log marks
+    it as an error, or its text reports one: a non-zero exit, a traceback, a failing test, an error
+    status or body, a refusal by the system or a remote), or ok. Failure words in what a reading
+    tool returned (a log that was read, a page, grep's hits) are its content, not its outcome."""
     text = result_text or ""
     head = text[:20000]
     if DENIED.search(head):
@@ -448,18 +586,20 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     reads = CONTENT_TOOLS.match(tool or "") or CONTENT_COMMANDS.match(call_command(arguments))
     if reads:
         first = next((line for line in head.splitlines() if line.strip()), "")
-        own = re.match(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|^\s*\w+: cannot",
+        own = re.match(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such "
+                       r"file|^\s*\w+: cannot",
                        first, re.IGNORECASE)
         return "failed" if own else "ok"
-    bare = re.sub(r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b", " ", head,
+    bare = re.sub(r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b", " ",
+                  head,
                   flags=re.IGNORECASE)
     return "failed" if FAILED.search(bare) else "ok"
 
 
 def turn_outcome(turn: dict) -> str:
-    """A tool result's outcome under the step rules, with what the log itself marks: a refusal the log marks (a
-    permission not granted, a command rejected, a call cancelled or not approved) is denied whatever its words, a
-    failure it marks (an exit code, an error status) is failed."""
+    """A tool result's outcome under the step rules, with what the log itself marks: a refusal the
+    log marks (a permission not granted, a command rejected, a call cancelled or not approved) is
+    denied whatever its words, a failure it marks (an exit code, an error status) is failed."""
     marked = turn.get("marked")
     if marked == "denied":
         return "denied"
@@ -469,11 +609,15 @@ def turn_outcome(turn: dict) -> str:
 
 NAMING_KINDS = ("path", "url", "email", "identifier", "digest", "version", "amount", "number")
 
-# Arguments that carry what a call writes or says, not what it acts on: their values do not name the step.
-CONTENT_ARGUMENTS = frozenset({"content", "body", "text", "message", "new_string", "old_string", "patch", "diff", "row",
-                               "rows", "data", "values", "description", "prompt", "notes", "comment", "subject"})
+# Arguments that carry what a call writes or says, not what it acts on: their values do not name the
+# step.
+CONTENT_ARGUMENTS = frozenset({"content", "body", "text", "message", "new_string", "old_string",
+                               "patch", "diff", "row",
+                               "rows", "data", "values", "description", "prompt", "notes",
+                               "comment", "subject"})
 
-MAX_RESOLVERS = 64                      # later successes of a tool looked at per failed call (keeps the rule linear)
+# later successes of a tool looked at per failed call (keeps the rule linear)
+MAX_RESOLVERS = 64
 
 
 def render_arguments(arguments: Any) -> str:
@@ -484,41 +628,50 @@ def render_arguments(arguments: Any) -> str:
 
 
 def argument_values(call: dict | None) -> set[str]:
-    """Every exact value a call's arguments give, in normal form, amounts and counts included: a refund of 500 does
-    not resolve a refund of 1,249 on the same order."""
+    """Every exact value a call's arguments give, in normal form, amounts and counts included: a
+    refund of 500 does not resolve a refund of 1,249 on the same order."""
     if not call:
         return set()
-    return {f"{v.kind}:{normalize_value(v.kind, v.text)}" for v in extract_values(render_arguments(call["input"]))}
+    return {
+        f"{v.kind}:{normalize_value(v.kind, v.text)}"
+        for v in extract_values(render_arguments(call["input"]))
+    }
 
 
 def step_match_terms(call: dict | None, tool: str, shared: collections.Counter) -> list[str]:
-    """How a state may name a step: the values of its arguments that no other call of the same tool gives; else
-    its command (a one-line `command`, `query`, `path` ... argument); else the tool's name."""
+    """How a state may name a step: the values of its arguments that no other call of the same tool
+    gives; else its command (a one-line `command`, `query`, `path` ... argument); else the tool's
+    name."""
     if not call:
         return [tool] if tool != "tool" else []
     arguments = call["input"]
-    acting = {k: v for k, v in arguments.items() if k not in CONTENT_ARGUMENTS} if isinstance(arguments, dict) \
+    acting = {k: v for k,
+              v in arguments.items() if k not in CONTENT_ARGUMENTS} if isinstance(arguments, dict) \
         else arguments
     mine = [v.text for v in extract_values(render_arguments(acting)) if v.kind in NAMING_KINDS and
             (v.kind != "number" or len(re.sub(r"\D", "", v.text)) >= 3)]
     terms_ = [v for v in dict.fromkeys(mine) if shared[v] <= 1]
     if not terms_ and isinstance(call["input"], dict):
-        terms_ = [v.strip() for k, v in call["input"].items() if k in ("command", "cmd", "query", "sql", "url", "path",
-                                                                       "file_path") and isinstance(v, str) and
+        terms_ = [v.strip() for k, v in call["input"].items() if k in ("command", "cmd", "query",
+            "sql", "url", "path",
+                                                                       "file_path")
+                                                                       and isinstance(v, str) and
                   "\n" not in v.strip() and 4 <= len(v.strip()) <= 120]
     return list(dict.fromkeys(terms_))[:4] or [tool]
 
 
 def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
-    """Every tool call whose result failed or was denied, with its outcome at the end of the session: done (the
-    turn as its receipt) when a later call of the same tool succeeded that gives every value the failed one gave
-    (the same file, id, digest, amount ...), or, for a call that gives none, runs the same command; else failed or
-    denied. One pass over the calls, and at most MAX_RESOLVERS later successes looked at per failure."""
+    """Every tool call whose result failed or was denied, with its outcome at the end of the
+    session: done (the turn as its receipt) when a later call of the same tool succeeded that gives
+    every value the failed one gave (the same file, id, digest, amount ...), or, for a call that
+    gives none, runs the same command; else failed or denied. One pass over the calls, and at most
+    MAX_RESOLVERS later successes looked at per failure."""
     calls = [(t, turn) for t, turn in enumerate(turns) if turn["role"] == "tool"]
     outcomes = [turn_outcome(turn) for _, turn in calls]
     values = [argument_values(turn.get("call")) for _, turn in calls]
     named: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    successes: dict[tuple, list[int]] = collections.defaultdict(list)   # (tool, value or command) -> positions
+    # (tool, value or command) -> positions
+    successes: dict[tuple, list[int]] = collections.defaultdict(list)
     for position, (_, turn) in enumerate(calls):
         call = turn.get("call")
         if call:
@@ -537,13 +690,17 @@ def session_steps(turns: list[dict], segment_of: list[int]) -> list[dict]:
         rarest = min((successes.get((turn["tool"], key), []) for key in keys), key=len)
         first = _first_after(rarest, position)
         later = [p for p in rarest[first:first + MAX_RESOLVERS]
-                 if keys <= (values[p] or {"command:" + call_command((calls[p][1].get("call") or {}).get("input"))})]
+                 if keys <= (values[p] or {"command:" + call_command((calls[p][1].get("call")
+                 or {}).get("input"))})]
         resolved = calls[later[0]][0] if later else None
-        detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()), "")[:160]
+        detail = next((line.strip() for line in turn["text"].splitlines() if line.strip()),
+                      "")[:160]
         steps.append({"id": len(steps) + 1, "tool": turn["tool"], "outcome": outcomes[position],
                       "status": "done" if resolved is not None else outcomes[position],
-                      "match": step_match_terms(call, turn["tool"], named[turn["tool"]]) or [detail[:40] or "tool"],
-                      "detail": detail, "turn": t + 1, "segment": segment_of[t] if segment_of else 1,
+                      "match": step_match_terms(call, turn["tool"],
+                                                named[turn["tool"]]) or [detail[:40] or "tool"],
+                      "detail": detail, "turn": t + 1, "segment": segment_of[t] if segment_of
+                      else 1,
                       "resolved_turn": resolved + 1 if resolved is not None else None})
     return steps
 
@@ -559,7 +716,8 @@ def _first_after(positions: list[int], position: int) -> int:
     return low
 
 
-# --- The ground truth of a transcript ----------------------------------------------------------------------------
+# --- The ground truth of a transcript
+# ----------------------------------------------------------------------------
 def plain_parts(turn: dict) -> list[tuple[str, str]]:
     """A turn as (where it was said, its text), when no rendering is given."""
     if turn["role"] == "user":
@@ -573,23 +731,26 @@ def plain_parts(turn: dict) -> list[tuple[str, str]]:
 def ground_truth(turns: list[dict], segment_of: list[int] | None = None,
                  render: Callable[[dict], list[tuple[str, str]]] = plain_parts,
                  parts: list[list[tuple[str, str]]] | None = None) -> dict:
-    """The ground truth of a transcript's turns ({role, text, calls | tool, error, call}, as the session readers give
-    them): its values, standing instructions and failed or denied steps. render (or parts, already rendered) gives
-    each turn's parts as the compactor saw them (values are read from what it saw); segment_of, each turn's
-    segment."""
+    """The ground truth of a transcript's turns ({role, text, calls | tool, error, call}, as the
+    session readers give them): its values, standing instructions and failed or denied steps. render
+    (or parts, already rendered) gives each turn's parts as the compactor saw them (values are read
+    from what it saw); segment_of, each turn's segment."""
     parts = parts if parts is not None else [render(turn) for turn in turns]
     return {"values": session_values(parts, segment_of or []),
             "instructions": session_instructions(turns, segment_of or []),
             "steps": session_steps(turns, segment_of or [])}
 
 
-# --- Judging a state against the ground truth --------------------------------------------------------------------
-NEAR_WORDS = 6                          # words either side of a value in which its referent must stand
+# --- Judging a state against the ground truth
+# --------------------------------------------------------------------
+# words either side of a value in which its referent must stand
+NEAR_WORDS = 6
 
 
-def beside_referent(state: str, value: Value, referent: list[str], found: list[Value], sentences: Sentences) -> bool:
-    """Whether a value of a state stands beside a word of its referent: within NEAR_WORDS words of it, in its
-    clause, with no other value between (a value moved to another name does not)."""
+def beside_referent(state: str, value: Value, referent: list[str], found: list[Value],
+                    sentences: Sentences) -> bool:
+    """Whether a value of a state stands beside a word of its referent: within NEAR_WORDS words of
+    it, in its clause, with no other value between (a value moved to another name does not)."""
     left, right = sentences.bounds(value.start, value.end)
     for other in found:                                  # another value bounds the window
         if other.end <= value.start:
@@ -604,10 +765,11 @@ def beside_referent(state: str, value: Value, referent: list[str], found: list[V
 
 
 def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
-    """Each fact of the session in a state: kept (one of the session's spellings written as a whole value of the
-    state), reformatted (the same value written otherwise), changed (the closest value of its kind in the state that
-    neither the session nor the regime's own prompt gives and that reads as it with a small change), or dropped;
-    with, for a kept or reformatted value, whether it stands beside its referent."""
+    """Each fact of the session in a state: kept (one of the session's spellings written as a whole
+    value of the state), reformatted (the same value written otherwise), changed (the closest value
+    of its kind in the state that neither the session nor the regime's own prompt gives and that
+    reads as it with a small change), or dropped; with, for a kept or reformatted value, whether it
+    stands beside its referent."""
     found = extract_values(state or "")
     sentences = Sentences(state or "")
     by_text: dict[str, list[Value]] = collections.defaultdict(list)
@@ -615,7 +777,8 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     for value in found:
         by_text[value.text].append(value)
         by_key[value_key(value)].append(value)
-    given = {value_key(Value(f["kind"], form, 0, 0)) for f in facts for form in [f["text"], *f["forms"]]}
+    given = {value_key(Value(f["kind"], form, 0, 0)) for f in facts for form in [f["text"],
+        *f["forms"]]}
     given |= {value_key(v) for v in extract_values(prompt)}
     novel = collections.defaultdict(list)
     for value in found:
@@ -625,11 +788,13 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     for fact in facts:
         spellings = [fact["text"], *fact["forms"]]
         kept = [v for form in spellings for v in by_text.get(form, ())]
-        same = [v for form in spellings for v in by_key.get(value_key(Value(fact["kind"], form, 0, 0)), ())]
+        same = [v for form in spellings for v in by_key.get(value_key(Value(fact["kind"], form, 0,
+            0)), ())]
         status, at = ("kept", kept) if kept else ("reformatted", same) if same else ("dropped", [])
         if not at:
             norm = normalize_value(fact["kind"], fact["text"])
-            close = [(edit_distance(norm, normalize_value(v.kind, v.text), 8), v.start, v) for v in novel[fact["kind"]]
+            close = [(edit_distance(norm, normalize_value(v.kind, v.text), 8), v.start,
+                      v) for v in novel[fact["kind"]]
                      if is_close(fact["kind"], norm, normalize_value(v.kind, v.text))]
             if close:
                 status, at = "changed", [min(close)[2]]
@@ -642,19 +807,23 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     return out
 
 
-def judge_instructions(instructions: list[dict], units: list[str], state: str, written: bool = True) -> list[dict]:
-    """Each standing instruction still in force: contradicted (a sentence of a written state says the opposite: a
-    prohibition stated, planned or granted as done, the order lifted), present (every key term in the state: the
-    terms are present, which is not proof the meaning is), or absent. A withdrawn instruction is not judged. The
-    transcript's own turns kept verbatim (a Recent-k regime) state nothing: an attempted push to main there is what
-    happened, not a claim, so they are never read as contradicting."""
+def judge_instructions(instructions: list[dict], units: list[str], state: str,
+                       written: bool = True) -> list[dict]:
+    """Each standing instruction still in force: contradicted (a sentence of a written state says
+    the opposite: a prohibition stated, planned or granted as done, the order lifted), present
+    (every key term in the state: the terms are present, which is not proof the meaning is), or
+    absent. A withdrawn instruction is not judged. The transcript's own turns kept verbatim (a
+    Recent-k regime) state nothing: an attempted push to main there is what happened, not a claim,
+    so they are never read as contradicting."""
     out = []
     for instruction in instructions:
         if instruction.get("revoked_turn"):
             continue
-        against = next((u for u in units if contradicts(u, instruction["text"])), None) if written else None
+        against = next((u for u in units if contradicts(u, instruction["text"])),
+                       None) if written else None
         if against is not None:
-            out.append({"id": instruction["id"], "status": "contradicted", "state_sentence": against[:240]})
+            out.append({"id": instruction["id"], "status": "contradicted",
+                        "state_sentence": against[:240]})
             continue
         present = carries_instruction(state or "", instruction["key_terms"])
         term = instruction["key_terms"][0].lower()
@@ -665,10 +834,11 @@ def judge_instructions(instructions: list[dict], units: list[str], state: str, w
 
 
 def judge_steps(steps: list[dict], units: list[str]) -> list[dict]:
-    """Each step still failed or denied: claimed done (a sentence that names it says it was done, passed, sent ...,
-    and reports no failure), reported (a sentence that names it says it failed, was denied, refused, not done), or
-    absent (never named, or named without its outcome). A sentence names a step by its match terms, and not where
-    it gives another value of the same kind in their place (claims.names_item)."""
+    """Each step still failed or denied: claimed done (a sentence that names it says it was done,
+    passed, sent ..., and reports no failure), reported (a sentence that names it says it failed,
+    was denied, refused, not done), or absent (never named, or named without its outcome). A
+    sentence names a step by its match terms, and not where it gives another value of the same kind
+    in their place (claims.names_item)."""
     out = []
     for step in steps:
         if step["status"] == "done":
@@ -676,16 +846,19 @@ def judge_steps(steps: list[dict], units: list[str]) -> list[dict]:
         naming = [u for u in units if any(names_item(u, m) for m in step["match"])]
         done = next((u for u in naming if claim(u, True) and not says_not_done(u)), None)
         told = next((u for u in naming if reports_failure(u)), None)
-        status, where = ("claimed done", done) if done else ("reported", told) if told else ("absent", None)
-        out.append({"id": step["id"], "status": status, "state_sentence": where[:240] if where else None})
+        status, where = ("claimed done", done) if done else ("reported",
+                                                             told) if told else ("absent", None)
+        out.append({"id": step["id"], "status": status, "state_sentence": where[:240] if where
+                    else None})
     return out
 
 
 def judge_state(truth: dict, state: str, prompt: str = "", written: bool = True) -> dict:
-    """A state against the ground truth of its transcript: per value, instruction in force and step still failed or
-    denied, its status and the state's sentence where there is one (the transcript's sentence is the item's own).
-    prompt: the regime's own prompt text, whose values (a word limit) are no change of the session's; written:
-    False for the transcript's last turns kept verbatim, which claim nothing."""
+    """A state against the ground truth of its transcript: per value, instruction in force and step
+    still failed or denied, its status and the state's sentence where there is one (the transcript's
+    sentence is the item's own). prompt: the regime's own prompt text, whose values (a word limit)
+    are no change of the session's; written: False for the transcript's last turns kept verbatim,
+    which claim nothing."""
     units = state_units(state)
     return {"values": judge_values(truth["values"], state, prompt),
             "instructions": judge_instructions(truth["instructions"], units, state, written),
