@@ -418,6 +418,14 @@ class SizeTest(unittest.TestCase):
                 with self.subTest(path.name):
                     self.assertLessEqual(len(path.read_text().splitlines()), 850)
 
+    def test_no_line_is_over_100_characters(self):
+        """Split a module by what it owns, never by packing lines (issue 39, point 6)."""
+        for path in [*(REPO / "scripts").rglob("*.py"), *(REPO / "paper").rglob("*.py")]:
+            if "__pycache__" not in path.parts:
+                long = [n for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 100]
+                with self.subTest(str(path.relative_to(REPO))):
+                    self.assertEqual(long, [])
+
     def test_every_module_opens_with_a_docstring(self):
         for path in PACKAGE.rglob("*.py"):
             with self.subTest(path.name):

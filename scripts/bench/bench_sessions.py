@@ -20,7 +20,7 @@ machine others share, the wall-clock figures grow with their load; the CPU secon
 over it with the whole transcript as its source, as an audit of a compaction runs them. The study's
 own progress line shows on stderr while a large log is read.
 
-The ground-truth rules are sessions_truth.py's, as they are in this checkout; the figures in
+The ground-truth rules are studies/sessions/truth.py's, as they are in this checkout; the figures in
 scripts/BENCHMARKS.md say which rules they were measured with. """
 from __future__ import annotations
 

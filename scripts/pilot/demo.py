@@ -18,7 +18,7 @@ STAND_IN_MODEL = "stand-in:simulated"
 
 # What a run records of the stand-in (its tag's digest, and the lock's model entry): the seed and
 # the share of facts a
-# prose state drops that the stand-in of the pseudoword sessions uses (pilot/episodes.py).
+# prose state drops that the stand-in of the pseudoword sessions uses (pilot/studies/episodes.py).
 STAND_IN_SEED = 14001
 
 # share of facts a prose state drops (values and stated sums alike)

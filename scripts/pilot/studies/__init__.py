@@ -1,22 +1,27 @@
 """The study registry: one entry per study, the first the default.
 
-To add a study (the sessions study, sessions*.py, was added this way: its own modules, one entry
-below, its protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through these
-steps alone):
+Each study lives in a folder of its own, studies/KEY/, named after its key: its design, analysis,
+figures and report, and whatever it shares with no other study (the sessions study's log readers
+in sessions/readers/, with a registry of their own). What several studies share is the core's
+(pilot/), the text rules' (pilot/rules/) or, for the pseudoword episodes, studies/episodes.py.
+
+To add a study (the sessions study, studies/sessions/, was added this way: its own folder, one
+entry below, its protocol and its tests; tests/test_studies.py adds one more, TALLY-T1, through
+these steps alone, as a single module studies/tally.py, which a small study may be):
 1. Write its protocol document under protocol/ and commit its task file under tasks/ before any run
    (or, for tasks read from files the user brings, the examples it reads by default).
-2. Write one module here for its design, named after its key (KEY.py), holding, under the same names
-   in every study: PROTOCOL_ID, PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, REGIMES (name ->
-   records.Regime; the built-in ones of pilot/prompts.py, or its own), DEFAULT_REGIMES,
-   prompts_sha256(), load_task_set(path, raw, tasks, sha, in_repo) (with its design checks: refuse,
-   before any call, a task file that lacks anything the run later reads, in one TaskSetError naming
-   every problem), generate_file({"episodes": N, its generate options}), plan_calls(regime, episode,
-   budget) (or cells.cascade_plan: a compaction after every segment, then the questions) and
-   call_text(regime, episode, spec, state, registry) -> prompts.CallText: what the call is about,
-   never its messages (prompts.build_messages writes them through the regime, with a regime file's
-   `system` and `empty_state`; the study's own empty_state stands for "no state yet" where the
-   regime has none).
-3. Write one module for its analysis (KEY_analysis.py): score_cell(run, cell, records, base, plan)
+2. Make its folder studies/KEY/ (an __init__.py whose docstring says what the study is) and write
+   its design in KEY/design.py, holding, under the same names in every study: PROTOCOL_ID,
+   PROTOCOL_PATH, TASKS_PATH, PINNED_TASKS_SHA256, REGIMES (name -> records.Regime; the built-in
+   ones of pilot/prompts.py, or its own), DEFAULT_REGIMES, prompts_sha256(), load_task_set(path,
+   raw, tasks, sha, in_repo) (with its design checks: refuse, before any call, a task file that
+   lacks anything the run later reads, in one TaskSetError naming every problem),
+   generate_file({"episodes": N, its generate options}), plan_calls(regime, episode, budget) (or
+   cells.cascade_plan: a compaction after every segment, then the questions) and call_text(regime,
+   episode, spec, state, registry) -> prompts.CallText: what the call is about, never its messages
+   (prompts.build_messages writes them through the regime, with a regime file's `system` and
+   `empty_state`; the study's own empty_state stands for "no state yet" where the regime has none).
+3. Write its analysis in KEY/analysis.py: score_cell(run, cell, records, base, plan)
    scores one complete cell into named lists of rows (the shared scoring, bank.score_run, checks
    each cell against the manifest, gathers the rows and writes the header every results.json opens
    with), score_fields(run, rows), if it needs one, makes its fields of results.json of them;
@@ -27,7 +32,7 @@ steps alone):
    registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or
    "choice"), so that `analyze` accepts the banks the pilot makes.
 4. Optionally, where it has them:
-   - its answer, its figures, in a module of its own (KEY_figures.py, drawn with pilot/svg.py), and
+   - its answer, its figures, in a module of its own (KEY/figures.py, drawn with pilot/svg.py), and
      its own RESULTS.md or report.html: records.Report(answer, figures, results_md, report_html).
      answer(analysis) -> records.Answer(sentences, headline figure's file name, reasons): one plain
      sentence per question, from the analysis's counts, which every page opens with after the label
@@ -45,12 +50,13 @@ steps alone):
      says.
 5. Register it below by keyword, one field per line, in the order of records.Study: who it is (name,
    question, protocol_id, protocol_path), its tasks, its calls, its results, then the optional hooks
-   and sub-records. Import only the shared core and its own modules (a helper two studies share
-   moves into the core): tests/test_layout.py refuses an import of another study's module, and
-   checks that it fills every required field and that its entry keeps this order. Its design module
-   is imported at the top; its analysis, figures and report are named with later(".KEY_analysis",
-   "analyze") and imported on their first call, so that a command imports only what it uses (a probe
-   kind its analysis registers is named with bank.register_probe_kind_module).
+   and sub-records. Import only the shared core, the text rules and its own folder (a helper two
+   studies share moves into the core or the rules): tests/test_layout.py refuses an import of
+   another study's module, and checks that it fills every required field and that its entry keeps
+   this order. Its design module is imported at the top; its analysis, figures and report are named
+   with later(".KEY.analysis", "analyze") and imported on their first call, so that a command
+   imports only what it uses (a probe kind its analysis registers is named with
+   bank.register_probe_kind_module).
 Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal,
 lock, retries, resume, status, plan, verify, shards, figures, report and demo. """
 from __future__ import annotations

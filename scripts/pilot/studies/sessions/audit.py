@@ -4,17 +4,17 @@ replaced, with no model call.
 
 A log folder is walked once (links, pipes, devices and files over the readers' size limit are
 skipped with one line each and counted; a file that cannot be read is skipped with its reason, and
-the others are read on); each file is read once by the sessions readers (sessions_formats), which
+the others are read on); each file is read once by the sessions readers (readers/), which
 keep the compactions a log records as events. Each readable summary is scored against the history it
 replaced: the turns from the session's start, or from the previous compaction (its summary, and the
 turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
-and the summary judged once, by the sessions study's own rules (sessions_truth.ground_truth and
+and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
-sessions_analysis' session_ledger): every exact value kept, reformatted, changed or dropped, and
+analysis.session_ledger): every exact value kept, reformatted, changed or dropped, and
 whether it stands beside its referent; every standing instruction present, contradicted or absent;
 every failed or denied step reported with its outcome, claimed done or absent; every instruction or
 claim the summary invents. One row per item per compaction, every secret masked. Nothing here writes
-a file: sessions_audit_report renders the rows and their analysis. """
+a file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
@@ -176,7 +176,7 @@ def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
 
 def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
               progress=None) -> tuple[list, dict]:
-    """Every session of every file (sessions_formats.read_session_file), each file read once; a file
+    """Every session of every file (readers.read_session_file), each file read once; a file
     that cannot be read is added to skipped with its one-line reason and the others are read on.
     Also what was read: bytes and a digest of every file's name and sha256."""
     sessions, digest, size = [], hashlib.sha256(), 0
@@ -226,7 +226,7 @@ def compaction_events(sessions: list[dict]):
 
 # --- Scoring one summary --------------------------------------------------------------------------
 def span_truth(turns: list[dict]) -> tuple[dict, str]:
-    """The ground truth of the turns a summary replaced (sessions_truth.ground_truth), and their
+    """The ground truth of the turns a summary replaced (truth.ground_truth), and their
     text as the gate's source."""
     return ground_truth(turns), "\n\n".join(text for turn in turns for _, text in plain_parts(turn))
 
@@ -248,7 +248,7 @@ def span_counts(turns: list[dict], truth: dict) -> dict:
 
 
 def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
-    """The summary judged once (sessions_truth.judge_state) and gated once (gate.check_state, with
+    """The summary judged once (truth.judge_state) and gated once (gate.check_state, with
     the study's ledger of the span): its rows, every secret masked."""
     judged = judge_state(truth, summary)
     findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
@@ -353,7 +353,7 @@ def harm(record: dict) -> tuple:
 def analyze_audit(records: list[dict], read: dict) -> dict:
     """Totals and rates per item type and class, per value kind, per trigger and by tokens before
     compaction, with session-clustered intervals only where enough sessions support them
-    (sessions_analysis.clustered_rates); the compactions worst first; the label with its reasons,
+    (analysis.clustered_rates); the compactions worst first; the label with its reasons,
     computed from what was read."""
     scored = [r for r in records if r["scored"]]
     rows = [{**row, "episode": r["session"], "trigger": r["trigger"] or "not recorded",

@@ -1,7 +1,7 @@
 """XR-S1, the audit's outputs: audit.csv (one row per item per compaction), analysis.md and
 report.html, each opening with the answer (the label with its reasons, then one plain sentence per
 question, then the tables), made of the shared report pieces (pilot/reports.py) and the sessions
-study's blocks. Every text shown was masked when scored (sessions_audit.score_summary). """
+study's blocks. Every text shown was masked when scored (audit.score_summary). """
 from __future__ import annotations
 
 import csv

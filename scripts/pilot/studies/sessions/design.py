@@ -24,7 +24,7 @@ from ...records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_CONTEX
                         canonical_json, display_path, sha256_bytes, sha256_text)
 from .segments import (CHARS_PER_TOKEN, CallRoom, agent_cut, cumulative, cut_points,
                        estimated_tokens, even_cut, largest, segments_of)
-# the readers (sessions_formats) and the ground truth (sessions_truth) are imported by the functions
+# the readers (readers/) and the ground truth (truth.py) are imported by the functions
 # that use them:
 # `--help`, and every command on another study, import neither
 

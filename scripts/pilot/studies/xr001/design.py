@@ -1,5 +1,5 @@
 """XR-001, design (protocol/PROTOCOL.md section 2): its task file (the seeded pseudoword sessions of
-pilot/episodes.py: 15 episodes at seed 77001), the built-in regimes it runs, what each call of a
+pilot/studies/episodes.py: 15 episodes at seed 77001), the built-in regimes it runs, what each call of a
 cell is about, the task file's design checks, and the stand-in model its demo runs on."""
 from __future__ import annotations
 
@@ -229,5 +229,5 @@ def is_generator_output(tasks: Any) -> bool:
 
 
 def stand_in(tasks: dict) -> SessionStandIn:
-    """The stand-in model `demo` runs this study on (pilot/episodes.py)."""
+    """The stand-in model `demo` runs this study on (studies/episodes.py)."""
     return SessionStandIn()

@@ -10,7 +10,7 @@ A tool result carries what the log itself says about it: `error` where the log f
 structured field), and `marked` (failed or denied) with the `evidence` that decided it where the log
 marks a failure or a refusal (Codex's `exec command rejected by user`, Gemini's cancelled status,
 OpenHands' user_rejected, an MCP approval refused, an exit code the tool writes in a fixed place).
-The ground-truth rules (sessions_truth.py) read the text and these marks.
+The ground-truth rules (studies/sessions/truth.py) read the text and these marks.
 
 A compaction event is one record for every format, so that the sessions study can cut its
 checkpoints where the agent compacted and `audit` can score each summary against what it replaced:
