@@ -1,6 +1,6 @@
 """XR-001, design (protocol/PROTOCOL.md section 2): its task file (the seeded pseudoword sessions of
-pilot/studies/episodes.py: 15 episodes at seed 77001), the built-in regimes it runs, what each call of a
-cell is about, the task file's design checks, and the stand-in model its demo runs on."""
+pilot/studies/episodes.py: 15 episodes at seed 77001), the built-in regimes it runs, what each call
+of a cell is about, the task file's design checks, and the stand-in model its demo runs on."""
 from __future__ import annotations
 
 import json
