@@ -7,7 +7,7 @@ from unittest import mock
 from helpers import REPO, TempDirMixin, run_main  # noqa: F401  (also puts the runner's package on the path)
 from pilot import bank, bankfile, records
 from pilot.studies import episodes
-from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis
+from pilot.studies.xr001 import design as xr001, scoring as xr001_analysis
 
 CONFLATION_SET = [150, 151, 300, 450, 612]
 

@@ -395,7 +395,7 @@ class StartUpTest(TempDirMixin, unittest.TestCase):
     def test_a_hook_imports_its_module_on_first_call(self):
         """The registry's hooks call the analysis modules' own functions (a patch of one is seen), and a probe kind
         that a study's analysis registers is there when a probe of that kind is first read."""
-        from pilot.studies.xr001 import analysis as xr001_analysis
+        from pilot.studies.xr001 import coverage as xr001_analysis
         with mock.patch.object(xr001_analysis, "in_run_order", return_value="ordered") as in_run_order:
             self.assertEqual(records.study_named("xr001").run_order("rows"), "ordered")
         in_run_order.assert_called_once_with("rows")

@@ -16,7 +16,7 @@ from helpers import REPO, TempDirMixin, load_tasks, reference_results
 from pilot import bank, pages, records, reports
 from pilot.studies.episodes import segment_entities
 from pilot.records import study_named
-from pilot.studies.xr001 import analysis as xr001_analysis, figures as xr001_figures
+from pilot.studies.xr001 import scoring as xr001_analysis, figures as xr001_figures
 from pilot.studies.adversarial import analysis as adversarial_analysis, design as adversarial
 
 EXAMPLES = REPO / "results"

@@ -1,125 +1,28 @@
-"""XR-001, analysis (protocol/PROTOCOL.md sections 4 and 5): scoring a run folder, the coverage of a
-bank by its probes, the labels, the confirmatory test, the exploratory analyses and the predictions'
-verdicts."""
+"""XR-001, analysis (protocol/PROTOCOL.md sections 5 and 5b): the labels, the ceiling check, the
+confirmatory test, the matched-budget guard and the exploratory analyses, from results.json and the
+task set. Scoring a run folder is scoring.py's, the coverage of a bank by its probes coverage.py's
+and the predictions' verdicts predictions.py's."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import operator
-from typing import Iterable
 
-from ...bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state,
-                     cells_block_disagreement, class_tallies, distinct_probes, equal_to, is_primary,
-                     known_unique, member_of, primary_table, probe_table, regime_summary,
-                     rows_where, score_probe, summarize_compaction_tokens, table_where)
-from ..episodes import QUESTION_PLAN, segment_entities
+from ...bank import (CLASSES, bank_variants, call_stage, cells_block_disagreement, class_tallies,
+                     equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
+                     regime_summary, rows_where, table_where)
+from ..episodes import QUESTION_PLAN
 from ...prompts import REGIMES
-from ...records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
-                        is_simulated, known_count)
-from ...reports import fmt_p, pct
-from ...runfolder import cell_key
-from ...rules.states import (read_prose_state, read_prose_state_by_sentence, read_section,
-                             read_typed_state, read_typed_state_loose)
-from ...stats import (ALPHA, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps,
-                      holm_adjust, mcnemar_counts, rate_summary)
+from ...records import COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, TEMPERATURE, is_simulated
+from ...reports import pct
+from ...stats import (BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, clustered_bootstraps, holm_adjust,
+                      mcnemar_counts, rate_summary)
+from .coverage import probe_coverage
 from .design import DEFAULT_REGIMES, N_EPISODES
-
-
-def score_retention(regime: Regime, state: str, episode: dict) -> dict:
-    """Write-time retention of one final state against the episode's 20 entities."""
-    truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
-
-    def counts(found: dict) -> tuple[int, int]:
-        retained = [name for name in truths if name in found]
-        return len(retained), sum(1 for name in retained if found[name] == truths[name])
-
-    reader = regime.state_reader
-    loose = {}
-    if reader == "typed":
-        retained, correct = counts(read_typed_state(state))
-        loose_retained, loose_correct = counts(read_typed_state_loose(state))
-        loose = {"loose_retained": loose_retained, "loose_correct": loose_correct}
-    elif reader.startswith("section:"):
-        retained, correct = counts(read_typed_state(read_section(state, reader[len("section:"):])))
-    else:
-        # the paper's heuristic, kept for comparability with its table, and the reader bounded by
-        # the sentence
-        # that names the entity, which P3 reads (amendment of 2026-12-01)
-        retained, correct = counts(read_prose_state(state, truths))
-        loose = {"sentence_correct": counts(read_prose_state_by_sentence(state, truths))[1]}
-    return {"retained": retained, "correct": correct, "wrong": retained - correct,
-            "n_entities": len(truths), "method": reader, **loose}
-
-
-def state_values(regime: Regime, state: str, episode: dict) -> list[dict]:
-    """Each pinned entity value of the episode as a final state holds it, read as P3 reads it (a
-    typed block by its exact `NAME = N` lines, a prose state by the sentence that names the entity):
-    kept (the value written), changed (another value, in "found") or dropped (the name absent, or no
-    value beside it). The report marks them."""
-    truths = {e["name"]: e["value"] for seg in episode["segments"] for e in segment_entities(seg)}
-    reader = regime.state_reader
-    if reader == "typed":
-        found = read_typed_state(state)
-    elif reader.startswith("section:"):
-        found = read_typed_state(read_section(state, reader[len("section:"):]))
-    else:
-        found = read_prose_state_by_sentence(state, truths)
-    return [{"name": name, "value": value, "found": found.get(name),
-             "class": "kept" if found.get(name) == value else "changed"
-             if found.get(name) is not None else "dropped"}
-            for name, value in truths.items()]
-
-
-def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list) -> dict[str,
-    list]:
-    """One complete cell: its probes, every call's guards (cap hits, token counts, thinking), the
-    write-time retention of its final state and, for the first two episodes, the final state itself.
-    Probes, states and calls away from the pre-registered budget or first sample carry their
-    `budget` and `sample`."""
-    regime, episode = run.regimes[cell.regime], run.tasks["episodes"][cell.episode]
-    probes, stage, guards, examples = [], [], [], []
-    for spec in plan:
-        record = records[spec.kind]
-        work = record.get("server_work") or {}
-        guards.append({**base, **({"control_tokens": True} if record.get("control_tokens") else {}),
-                       "kind": spec.kind, "stage": spec.stage,
-                       "done_reason": record.get("done_reason"),
-                       "eval_count": known_count(record.get("eval_count")),
-                       "prompt_eval_count": known_count(record.get("prompt_eval_count")),
-                       "prompt_cached": work.get("prompt_cached"),
-                       "prompt_evaluated": work.get("prompt_evaluated"),
-                       "thinking_chars": len(record.get("thinking") or "")})
-        if not spec.is_compaction:
-            question = episode["questions"][spec.question_id - 1]
-            probes.append({**base, **score_probe(record, question, episode["conflation_set"])})
-    if regime.compacts:
-        final_state = cell_final_state(run.study, regime, episode, records, plan)
-        if regime.state_reader != "none":
-            stage.append({**score_retention(regime, final_state, episode), **base})
-        if cell.episode < 2 and cell.budget == DEFAULT_BUDGET and not cell.sample:
-            examples.append({**base, "final_state": final_state,
-                             **({"values": state_values(regime, final_state, episode)}
-                                if regime.state_reader != "none" else {})})
-    return {"probes": probes, "compaction_stage": stage, "calls": guards,
-            "example_states": examples}
-
-
-def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
-    """results.json's fields of this study: the probes, the final states' retention, the realized
-    compaction tokens per regime (at the pre-registered budget, and per budget), every call's guards
-    and the example states."""
-    comp_tokens: dict[int, dict[str, list]] = {}
-    for call in rows.get("calls", []):
-        if call["stage"] == "compaction":
-            comp_tokens.setdefault(call.get("budget", DEFAULT_BUDGET),
-                                   {}).setdefault(call["regime"], []).append(
-                (call["model"], call["eval_count"]))
-    return {"probes": rows["probes"], "compaction_stage": rows.get("compaction_stage", []),
-            "compaction_tokens": summarize_compaction_tokens(comp_tokens.get(DEFAULT_BUDGET, {})),
-            "compaction_tokens_by_budget": {str(b): summarize_compaction_tokens(t) for b,
-                                            t in sorted(comp_tokens.items())},
-            "calls": rows.get("calls", []), "example_states": rows.get("example_states", [])}
+# re-exported for the callers that reach them here, as they did before scoring and predictions
+# had modules of their own
+from .predictions import evaluate_predictions  # noqa: F401
+from .scoring import score_retention  # noqa: F401
 
 
 # Validity guards, pinned by the amendment of 2026-11-30 (PROTOCOL.md sections 5 and 7).
@@ -132,164 +35,6 @@ BUDGET_RATIO_BAND = (0.8, 1.25)
 MOSTLY_AT_CAP = 0.5
 
 LABELS = ("CONFIRMATORY", "NON-CONFIRMATORY", "UNINFORMATIVE")
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOrder:
-    """Where the probes of a bank in_run_order lie: one block per (variant, model, regime) of
-    n_episodes x the questions, the blocks one after another in all_cells order."""
-    models: tuple
-    regimes: tuple
-    variants: tuple
-    n_episodes: int
-
-    @property
-    def block(self) -> int:
-        return self.n_episodes * len(QUESTION_PLAN)
-
-    def blocks(self, regime: str) -> Iterable[tuple[int, int, str, int]]:
-        """(budget, sample, model, first probe) of each block of `regime`."""
-        r = self.regimes.index(regime)
-        for v, (budget, sample) in enumerate(self.variants):
-            for m, model in enumerate(self.models):
-                yield budget, sample, model, ((v * len(self.models) + m) * len(self.regimes)
-                                              + r) * self.block
-
-
-def in_run_order(table: dict[str, list], models: list[str], regimes: list[str],
-                 variants: list[tuple[int, int]]) -> bool:
-    """Whether the probes are each cell's questions once, for every cell of the first episodes, in
-    the order runs write them (budget, sample, model, regime, episode, question: all_cells). Checked
-    by comparing each column with the one that order gives, at C speed; such a bank has no repeats
-    and no probe of a model, regime, question or variant outside its design (its episodes are
-    checked against the task set apart), so the costlier checks are skipped, and its counts are read
-    block by block. Kept in the table, as table["run_order"] (a RunOrder) when it holds."""
-    key = ("in_run_order", tuple(models), tuple(regimes), tuple(variants))
-    if key not in table:
-        order = run_order_of(table, models, regimes, variants)
-        table[key] = order is not None
-        if order is not None:
-            table["run_order"] = order
-    return table[key]
-
-
-def run_order_of(table: dict[str, list], models: list[str], regimes: list[str],
-                 variants: list[tuple[int, int]]) -> RunOrder | None:
-    question_ids = [qid for qid, _, _ in QUESTION_PLAN]
-    per_cell = len(question_ids)
-    cells_per_episode = len(variants) * len(models) * len(regimes)
-    if not cells_per_episode or not table["model"] or len(table["model"]) % (cells_per_episode
-        * per_cell) or \
-            any(len(set(names)) != len(names) for names in (models, regimes, variants)):
-        return None
-    n_episodes = len(table["model"]) // (cells_per_episode * per_cell)
-    repeat = lambda values, each: list(itertools.chain.from_iterable([v] * each for v in values))
-    per_regime = n_episodes * per_cell
-    per_variant = len(models) * len(regimes) * per_regime
-    expected = {"question_id": question_ids * (cells_per_episode * n_episodes),
-                "episode": repeat(range(n_episodes), per_cell) * cells_per_episode,
-                "regime": repeat(regimes, per_regime) * (len(variants) * len(models)),
-                "model": repeat(models, len(regimes) * per_regime) * len(variants),
-                "budget": repeat([b for b, _ in variants], per_variant),
-                "sample": repeat([s for _, s in variants], per_variant)}
-    if not all(table[field] == column for field, column in expected.items()):
-        return None
-    return RunOrder(tuple(models), tuple(regimes), tuple(map(tuple, variants)), n_episodes)
-
-
-def probe_coverage(table: dict[str, list], models: list[str], regimes: list[str],
-                   task_set: dict | None,
-                   variants: list[tuple[int, int]] = ((DEFAULT_BUDGET, 0),)) -> dict:
-    """What the probes themselves cover, against the task set they claim: cells complete, missing,
-    duplicated and extra probes, truths that disagree with the task file. Never reads `cells`."""
-    question_ids = [qid for qid, _, _ in QUESTION_PLAN]
-    tasks = task_set["tasks"] if task_set else None
-    task_episodes = range(len(tasks["episodes"])) if tasks else range(N_EPISODES)
-    n_probes = len(table["model"])
-    if in_run_order(table, models, regimes, variants) and n_probes // (
-        len(variants) * len(models) * len(regimes) * len(question_ids)
-    ) <= len(task_episodes):
-        return run_order_coverage(table, models, regimes, variants, tasks, len(task_episodes))
-    distinct = distinct_probes(table)
-    # inside: a probe whose model, regime, episode, question and variant are all ones the bank
-    # pre-registers;
-    # a column whose values are all allowed needs no look per probe
-    allowed = [("model", set(models)), ("regime", set(regimes)), ("episode", set(task_episodes)),
-               ("question_id", set(question_ids))]
-    budgets, samples = {b for b, _ in variants}, {s for _, s in variants}
-    variant_of = None
-    if set(variants) == set(itertools.product(budgets, samples)):
-        allowed += [("budget", budgets), ("sample", samples)]
-    else:
-        variant_of = list(zip(table["budget"], table["sample"]))
-    inside = None
-    for column, values in [(table[field], values) for field, values in allowed] + \
-            ([(variant_of, set(variants))] if variant_of is not None else []):
-        if set(column) <= values:
-            continue
-        flags = member_of(column, values)
-        inside = list(flags) if inside is None else list(map(operator.and_, inside, flags))
-    outside = 0 if inside is None else inside.count(False)
-    mismatched = 0
-    if tasks is not None:
-        expected = {(episode, position): (question["truth"], question["type"])
-                    for episode, entry in enumerate(tasks["episodes"])
-                    for position, question in enumerate(entry["questions"], 1)}
-        differs = map(operator.ne, zip(table["truth"], table["type"]),
-                      map(expected.get, zip(table["episode"], table["question_id"])))
-        mismatched = sum(differs if inside is None else itertools.compress(differs, inside))
-    bank_episodes = sorted({e for e in set(table["episode"]) if e in task_episodes})
-    expected_cells = len(variants) * len(models) * len(regimes) * len(bank_episodes)
-    complete_cells, partial_cells, primary_partial = 0, [], []
-    if inside is None and len(distinct) == len(question_ids) * expected_cells:
-        # every probe lies in an expected cell, which holds each question at most once, and there
-        # are as many
-        # distinct probes as the cells have questions: every cell is complete
-        complete_cells = expected_cells
-    else:
-        present = distinct if inside is None else set(itertools.compress(
-            zip(table["model"], table["regime"], table["episode"], table["question_id"],
-                table["budget"],
-                table["sample"]), inside))
-        questions_in_cell = collections.Counter(map(operator.itemgetter(0, 1, 2, 4, 5), present))
-        for budget, sample in variants:
-            for model in models:
-                for regime in regimes:
-                    for episode in bank_episodes:
-                        if questions_in_cell.get((model, regime, episode, budget,
-                                                  sample)) == len(question_ids):
-                            complete_cells += 1
-                            continue
-                        name = cell_key(model, regime, episode, budget, sample)
-                        partial_cells.append(name)
-                        if regime in DEFAULT_REGIMES and (budget, sample) == (DEFAULT_BUDGET, 0):
-                            primary_partial.append(name)
-    return {"bank_episodes": bank_episodes, "task_episodes": len(task_episodes),
-            "complete_cells": complete_cells, "expected_cells": expected_cells,
-            "partial_cells": partial_cells, "primary_partial_cells": primary_partial,
-            "duplicates": n_probes - len(distinct),
-            "outside": outside, "mismatched_truths": mismatched}
-
-
-def run_order_coverage(table: dict[str, list], models: list[str], regimes: list[str],
-                       variants: list[tuple[int, int]], tasks: dict | None,
-                       n_task_episodes: int) -> dict:
-    """probe_coverage of a bank in_run_order within the task set: every cell of its episodes
-    complete, no repeats, nothing outside; only the truths are left to check."""
-    n_episodes = len(table["model"]) // (len(variants) * len(models) * len(regimes)
-                                         * len(QUESTION_PLAN))
-    mismatched = 0
-    if tasks is not None:
-        expected = [(question["truth"],
-                     question["type"]) for entry in tasks["episodes"][:n_episodes]
-                    for question in entry["questions"]]
-        cells = len(table["model"]) // len(expected)
-        mismatched = sum(map(operator.ne, zip(table["truth"], table["type"]), expected * cells))
-    n_cells = len(variants) * len(models) * len(regimes) * n_episodes
-    return {"bank_episodes": list(range(n_episodes)), "task_episodes": n_task_episodes,
-            "complete_cells": n_cells, "expected_cells": n_cells, "partial_cells": [],
-            "primary_partial_cells": [],
-            "duplicates": 0, "outside": 0, "mismatched_truths": mismatched}
 
 
 def label_reasons(results: dict, coverage: dict, task_set: dict | None,
@@ -802,15 +547,6 @@ def retention_right(agg: dict, reader: str) -> dict:
         return {"right": agg["sentence_correct"], "right_reader": "sentence"}
     return {"right": agg["consistent_correct"], "right_reader": "nearest" if reader
             == "prose" else "lines"}
-
-
-RIGHT_READERS = {"sentence": "the number nearest the name within the first sentence that names it "
-                 "and holds one",
-                 "nearest": "the paper's crude heuristic, the number nearest the name's first "
-                 "occurrence anywhere",
-                 "lines": "exact `NAME = N` lines"}
-
-
 def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict | None:
     """Cap hits, thinking text despite think off, unknown counts and R0 prompt size, from the call
     list."""
@@ -861,120 +597,3 @@ def analyze_guards(results: dict, models: list[str], regimes: list[str]) -> dict
             "num_ctx": (results.get("run") or {}).get("num_ctx", NUM_CTX),
             **({"control_token_calls": flagged, "calls": sum(1 for c in calls if is_primary(c))}
                if flagged else {})}
-
-
-def evaluate_predictions(analysis: dict) -> list[dict]:
-    """The pre-registered verdicts (PROTOCOL.md section 3), each with the numbers behind it and,
-    under "guards", every validity guard that failed or holds only in part and qualifies it. Models
-    that fail the ceiling check are left out and named; with none left, every verdict is withheld.
-    The falsifier is read only at a matched budget (amendment of 2026-12-01)."""
-    verdicts = []
-    regimes = analysis["regimes"]
-    informative = analysis["informative_models"]
-    excluded = [m for m in analysis["models"] if m not in informative]
-    excluded_note = ([f"left out (failed the ceiling check): {', '.join(excluded)}"] if excluded
-                     else [])
-    ceiling_guard = [f"{', '.join(excluded)} failed the ceiling check and "
-                     f"{'is' if len(excluded) == 1 else 'are'} "
-                     f"left out"] if excluded else []
-    withheld = analysis["label"] == "UNINFORMATIVE"
-    if {"R0", "R1", "R2"} <= set(regimes):
-        checks, all_hold = [], bool(informative)
-        for model in informative:
-            rates = {r: analysis["corruption"][model][r]["rate"] for r in ("R0", "R1", "R2")}
-            holds = None not in rates.values() and rates["R0"] <= rates["R2"] < rates["R1"]
-            all_hold = all_hold and holds
-            checks.append(f"{model}: R0 {pct(rates['R0'])} <= R2 {pct(rates['R2'])} < R1 "
-                          f"{pct(rates['R1'])} "
-                          f"{'holds' if holds else 'fails'}")
-        verdicts.append({"id": "P1", "claim": "corruption ordering R0 <= R2 < R1 in every model",
-                         "verdict": "confirmed" if all_hold else "not confirmed",
-                         "evidence": checks + excluded_note, "guards": ceiling_guard})
-    if {"R1", "R2"} <= set(regimes):
-        # read on the informative models, as P1 and F are (amendment of 2026-12-03)
-        by_model = analysis["classes_by_model"]
-        sig1, sig2 = (sum(by_model[m][r]["off_by_one"]
-                          + by_model[m][r]["conflation"] for m in informative)
-                      for r in ("R1", "R2"))
-        verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is "
-                         "more frequent "
-                         "under prose (R1) than under typed state (R2), pooled over the "
-                         "informative models",
-                         "verdict": "confirmed" if informative and sig1 > sig2 else "not confirmed",
-                         "evidence": [f"signature R1 {sig1} vs R2 {sig2} (probe counts pooled over "
-                                      f"{', '.join(informative) or 'no model'})"] + excluded_note,
-                         "guards": ceiling_guard})
-        p3 = evaluate_p3(analysis["retention"]["by_regime"])
-        if p3:
-            verdicts.append(p3)
-        pooled = analysis["mcnemar"]["pooled"]
-        rejected = pooled["p"] < ALPHA and pooled["direction"] == "R2 better"
-        directions = [f"{m}: {s['direction']} (b = {s['b']}, c = {s['c']}, p = {fmt_p(s['p'])})"
-                      for m, s in analysis["mcnemar"]["by_model"].items() if m in informative]
-        # the direction is checked per model (amendment of 2026-12-03): an informative model
-        # significantly better
-        # under prose is a reversal, and the hypothesis is not supported for it, whatever the pool
-        # says
-        reversals = [f"{m} is significantly better under prose (b = {s['b']}, c = {s['c']}, p = "
-                     f"{fmt_p(s['p'])})"
-                     for m, s in analysis["mcnemar"]["by_model"].items()
-                     if m in informative and s["p"] < ALPHA and s["direction"] == "R1 better"]
-        guard = analysis.get("budget_guard") or {"status": "matched"}
-        verdict = "rejected" if rejected else "not rejected"
-        test = (f"pooled b = {pooled['b']}, c = {pooled['c']}, p = {fmt_p(pooled['p'])}, "
-                f"{pooled['direction']}")
-        if reversals:
-            verdict = "not rejected: " + "; ".join(reversals)
-        if guard["status"] == "unmatched":
-            verdict, test = ("not judged: the budgets were not matched",
-                             test + " (at unmatched budgets)")
-        elif guard["status"] == "unknown":
-            verdict = "not judged: the matched budget was not checked"
-        verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at "
-                         "matched budget "
-                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA}; a model "
-                         "significantly better under "
-                         f"prose keeps it from being rejected)", "verdict": verdict,
-                         "evidence": [test] + directions + excluded_note +
-                                     ([guard["text"]] if guard["status"] != "matched" else []),
-                         "guards": ceiling_guard + ([guard["text"]] if guard["status"]
-                                                    != "matched" else [])})
-    if withheld:
-        for verdict in verdicts:
-            verdict["verdict"] = "withheld"
-            verdict["evidence"] = ["UNINFORMATIVE: no model passed the ceiling check"]
-            verdict["guards"] = []
-    return verdicts
-
-
-def evaluate_p3(ret: dict) -> dict | None:
-    """P3 on the right values of the final states (retention_right), saying which reader it rests
-    on; where R1 was read by the sentence-bounded reader, the paper's nearest-number heuristic is
-    given beside it."""
-    if not ("R1" in ret and "R2" in ret and ret["R1"]["n_entities"] and ret["R2"]["n_entities"]):
-        return None
-    r1, r2 = ret["R1"], ret["R2"]
-    share = lambda count, agg: count / agg["n_entities"]   # noqa: E731
-    confirmed = share(r2["right"], r2) > share(r1["right"], r1)
-    evidence = [f"values retained with the right value: R2 {r2['right']}/{r2['n_entities']} = "
-                f"{pct(share(r2['right'], r2))}, R1 {r1['right']}/{r1['n_entities']} = "
-                f"{pct(share(r1['right'], r1))}; "
-                f"R1 read by {RIGHT_READERS[r1['right_reader']]}"]
-    if r1["right_reader"] == "sentence":
-        heuristic = share(r1["consistent_correct"], r1)
-        other = "confirmed" if share(r2["right"], r2) > heuristic else "not confirmed"
-        evidence.append(f"the paper's nearest-number heuristic reads R1 {r1['consistent_correct']}/"
-                        f"{r1['n_entities']} = {pct(heuristic)}" +
-                        ("" if (other == "confirmed") == confirmed else ", on which P3 would be "
-                         f"{other}"))
-    for regime, agg in (("R1", r1), ("R2", r2)):
-        if agg["over_retained"]:
-            evidence.append(f"{regime}: {agg['over_retained']} final state(s) scored with more "
-                            "right values than "
-                            "names found (the bank's own count, inconsistent); each is read as "
-                            "its names found")
-    return {"id": "P3", "claim": "exploratory: write-time retention of correct entity values is "
-            "higher in the typed "
-            "final states (R2) than in the prose ones (R1)", "verdict": "confirmed" if confirmed
-            else "not confirmed",
-            "reader": r1["right_reader"], "evidence": evidence, "guards": []}

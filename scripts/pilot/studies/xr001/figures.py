@@ -15,7 +15,8 @@ from ...reports import (answer_md, confirmatory_note, figures_html, fmt_rate, md
 from ...svg import (LEFT, MARGIN, PLOT_HEIGHT, Figure, Look, Svg, bars_position, group_room,
                     grouped_bars, header, legend, legend_width, make_look, num, text_width, y_axis)
 from .design import PROTOCOL_ID
-from .analysis import CEILING_MAX_R0_CORRUPTION, evaluate_predictions
+from .analysis import CEILING_MAX_R0_CORRUPTION
+from .predictions import evaluate_predictions
 from .report import (HEADLINE_FIGURE, answer, label_explanation, render_body,
                      render_corruption_table, status_banner, verdict_with_guards)
 

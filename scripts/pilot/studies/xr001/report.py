@@ -8,8 +8,8 @@ from ...records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, Answer
 from ...reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table,
     pct, render_recheck_section)
 from .design import PROTOCOL_ID
-from .analysis import (BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION, RIGHT_READERS,
-                       evaluate_predictions)
+from .analysis import BUDGET_RATIO_BAND, CEILING_MAX_R0_CORRUPTION
+from .predictions import RIGHT_READERS, evaluate_predictions
 
 
 def task_set_line(analysis: dict) -> str:
