@@ -7,7 +7,11 @@ runner core and above nothing (they import no other module of the package).
   and the one revocation rule (a sentence that withdraws or corrects an instruction).
 - states.py: where a sentence ends (the one splitter) and reading a compacted state (its typed
   lines, its sections, whether it carries an instruction).
-- gate.py: the release gate, check_state(state, ledger, source), and the ledger it reads.
+- ledger.py: the ledger a state is checked against (its format, normalize_ledger, the run's
+  settings).
+- gate.py: the release gate, check_state(state, ledger, source), and its self-test.
+- gate_selftest.py: the self-test's ledger, source and cases, each a state the gate must pass or
+  block.
 
 A rule takes text and returns values: no I/O, no clock, no model. Input it cannot read raises
 RuleInputError (or a subclass), which the command line reports in one line as it does the runner's
