@@ -25,7 +25,7 @@ CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cel
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 # pilot/rules/, below the core
-RULES = ("values", "claims", "states", "ledger", "gate_selftest", "gate")
+RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
 

@@ -1,8 +1,9 @@
 """The text rules: pure functions over text that more than one study or command reads, below the
 runner core and above nothing (they import no other module of the package).
 
-- values.py: the exact values a text holds (numbers, versions, paths, ids, dates, money) and whether
-  two are one.
+- values.py: the exact values a text holds (numbers, versions, paths, ids, dates, money), and the
+  masking of keys and tokens.
+- spellings.py: whether two spellings are one value, and when a value reads as another changed.
 - claims.py: the claim words (done, approved, failed, must), what a clause claims of an item,
   and the one revocation rule (a sentence that withdraws or corrects an instruction).
 - states.py: where a sentence ends (the one splitter) and reading a compacted state (its typed

@@ -15,8 +15,8 @@ from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, N
                      terms as claim_words, without_values)
 from .gate_selftest import SELFTEST_CASES, SELFTEST_LEDGER, SELFTEST_SOURCE
 from .ledger import ACCESS_LEVELS, field_name, normalize_ledger
+from .spellings import changed_values
 from .states import INT_PATTERN, state_units, to_int
-from .values import changed_values
 # reached as the gate's: the ledger's error, the run's name pattern, the self-test's clean state
 from .gate_selftest import SELFTEST_CLEAN  # noqa: F401
 from .ledger import GateInputError, RUN_GATE_NAME_PATTERN  # noqa: F401
