@@ -24,7 +24,8 @@ CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cel
         "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
-RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core
+# pilot/rules/, below the core
+RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
 

@@ -492,7 +492,7 @@ def command_verify(args) -> int:
 
 
 def read_gate_input(path: str, what: str) -> str:
-    from .rules.gate import GateInputError
+    from .rules.ledger import GateInputError
     if Path(path).exists() and not Path(path).is_file():
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or "
                              "folder); give a "
@@ -519,8 +519,8 @@ def read_gate_input(path: str, what: str) -> str:
 def command_gate(args) -> int:
     """`gate STATE --ledger L [--source T]`, `gate RUN_DIR`, or `gate --selftest`: 0 pass, 1 fail, 2
     bad input."""
-    from .rules.gate import (GateInputError, check_state, gate_verdict, normalize_ledger,
-                             render_gate_findings, run_gate_selftest)
+    from .rules.gate import check_state, gate_verdict, render_gate_findings, run_gate_selftest
+    from .rules.ledger import GateInputError, normalize_ledger
     if args.selftest:
         outcomes = run_gate_selftest()
         if args.json:
@@ -580,7 +580,7 @@ def command_gate(args) -> int:
 def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     """Gate every compacted state of a run: gate.csv, results.json, the analysis.md section and the
     report."""
-    from .rules.gate import GateInputError
+    from .rules.ledger import GateInputError
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give "
                              "a run folder "
@@ -597,7 +597,7 @@ def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bo
     """gate RUN_DIR on a folder whose lock it holds: results, gate.csv, analysis, figures and report
     written."""
     from .gate_report import render_gate_section
-    from .rules.gate import GateInputError
+    from .rules.ledger import GateInputError
     results = write_results(run_dir, manifest.data, tasks)
     # the study gates its states as it scores them
     if folder_study(manifest.data).gate_rows is None:

@@ -8,7 +8,8 @@ import csv
 import io
 
 from .reports import fmt_p, fmt_rate, md_table, spreadsheet_safe
-from .rules.gate import GATE_CATEGORIES, RUN_GATE_MAX_OMISSIONS
+from .rules.gate import GATE_CATEGORIES
+from .rules.ledger import RUN_GATE_MAX_OMISSIONS
 from .stats import ALPHA, fisher_one_sided, rate_summary
 
 

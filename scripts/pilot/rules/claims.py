@@ -15,8 +15,9 @@ import collections
 import functools
 import re
 
+from .spellings import normalize_value, numeric_key
 from .states import ORDER_END, split_units
-from .values import extract_values, normalize_value, numeric_key
+from .values import extract_values
 
 # --- Words
 # --------------------------------------------------------------------------------------------------

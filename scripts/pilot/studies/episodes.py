@@ -331,8 +331,8 @@ def session_event_items(segments: list[dict]) -> list[dict]:
 def episode_ledger(episode: dict, checkpoint: int, regime: Regime) -> dict:
     """The authoritative ledger of one checkpoint: the values and combined values of segments
     1..checkpoint, and the status of every event they report."""
-    # gating imports the gate
-    from ..rules.gate import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger
+    # gating imports the ledger
+    from ..rules.ledger import RUN_GATE_MAX_OMISSIONS, RUN_GATE_NAME_PATTERN, normalize_ledger
     segments = episode["segments"][:checkpoint]
     reader = regime.state_reader if regime.state_reader in FORMAT_SECTIONS else \
         "section:critical values" if regime.state_reader.startswith("section:") else None
@@ -415,9 +415,9 @@ STAND_IN_RELATION = re.compile(r"\bone (?:above|more than)\b")
 
 
 def stand_in_names(text: str) -> list[str]:
-    """The entity names in text, as the run's gate finds them (its pattern; the gate is imported
+    """The entity names in text, as the run's gate finds them (its pattern; the ledger is imported
     when first used)."""
-    from ..rules.gate import RUN_GATE_NAME_PATTERN
+    from ..rules.ledger import RUN_GATE_NAME_PATTERN
     return re.findall(RUN_GATE_NAME_PATTERN, text)
 
 

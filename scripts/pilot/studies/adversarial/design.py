@@ -180,8 +180,8 @@ def generate_adversarial_tasks(variants: int = VARIANTS, base_seed: int = BASE_S
 def adversarial_ledger(episode: dict, checkpoint: int) -> dict:
     """What is authoritative after segment `checkpoint`: values as corrected by then, items raised
     by then."""
-    # the gate is imported where it is first used
-    from ...rules.gate import RUN_GATE_NAME_PATTERN, normalize_ledger
+    # the ledger is imported where it is first used
+    from ...rules.ledger import RUN_GATE_NAME_PATTERN, normalize_ledger
     entities = {}
     for e in episode["entities"]:
         if e["segment"] > checkpoint:

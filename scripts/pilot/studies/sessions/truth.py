@@ -28,9 +28,9 @@ from typing import Any, Callable
 from ...rules.claims import (REVOKES, claim, contradicts, corrected_away, names_item,
                               reports_failure, says_not_done, stem, terms, withdrawn)
 from ...rules.states import USER_SENTENCE_END, carries_instruction, split_units, state_units
+from ...rules.spellings import is_close, normalize_value, number_parts, numeric_key
 from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values,
-                             is_close, is_secret, mask_secrets, normalize_value, number_parts,
-                             numeric_key, secret_spans)
+                             is_secret, mask_secrets, secret_spans)
 
 __all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES",
            "extract_values",
