@@ -10,7 +10,7 @@ import io
 from ...reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
-from .analysis import fmt_interval, render_blocks_md
+from .report import fmt_interval, render_blocks_md
 from .audit import CLASSES, GATE_MEANS, LOST
 
 TITLE = "Audit: what your agent's own compactions lost"
