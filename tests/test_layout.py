@@ -21,7 +21,7 @@ import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
-        "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+        "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core

@@ -13,9 +13,10 @@ import csv
 import io
 from pathlib import Path
 
-from ...bank import ScoredRun, cell_final_state, score_probe
+from ...bank import ScoredRun, cell_final_state
 from ...rules.gate import GATE_CATEGORIES, check_state, gate_verdict, normalize_ledger
 from ...inputs import budget_words
+from ...probes import score_probe
 from ...records import Cell, DEFAULT_BUDGET, Regime, SIMULATED_STAMP, known_count
 from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_section, report_head,
                         report_opening_html, spreadsheet_safe)

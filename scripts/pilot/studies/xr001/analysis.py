@@ -9,11 +9,12 @@ import itertools
 import operator
 from typing import Iterable
 
-from ...bank import (CLASSES, ScoredRun, bank_variants, call_stage, cell_final_state,
+from ...bank import (ScoredRun, bank_variants, call_stage, cell_final_state,
                      cells_block_disagreement, class_tallies, distinct_probes, equal_to, is_primary,
                      known_unique, member_of, primary_table, probe_table, regime_summary,
-                     rows_where, score_probe, summarize_compaction_tokens, table_where)
+                     rows_where, summarize_compaction_tokens, table_where)
 from ..episodes import QUESTION_PLAN, segment_entities
+from ...probes import CLASSES, score_probe
 from ...prompts import REGIMES
 from ...records import (COMPACTION_NUM_PREDICT, Cell, DEFAULT_BUDGET, NUM_CTX, Regime, TEMPERATURE,
                         is_simulated, known_count)
