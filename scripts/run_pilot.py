@@ -27,6 +27,7 @@ The code lives in the package beside this file, scripts/pilot/, in pipeline orde
     records          pinned call settings, errors, record types, hashing, the Study record and its
                      registry
     stats            Wilson, exact McNemar, Holm, the clustered bootstrap, Fisher
+    slots            the --concurrency bound on calls awaiting the server, a freed slot handed on
     transport        the HTTP client: kept-alive connections, timeouts, transient and fatal failures
     backends         Ollama and OpenAI-compatible adapters behind one interface; the preflight check
     inputs           task files read and hashed, regimes as records
