@@ -13,7 +13,7 @@ import random
 import re
 from pathlib import Path
 
-from ..bank import ProbeKind, register_probe_kind, score_probe
+from ..probes import ProbeKind, register_probe_kind, score_probe
 from ..inputs import TaskSetError, tasks_to_bytes
 from ..prompts import CallText
 from ..records import REPO_ROOT, CallSpec, Option, Regime, canonical_json, display_path, sha256_bytes, sha256_text

@@ -20,8 +20,8 @@ from pilot import bank, records, runfolder
 import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
-CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
-        "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
+        "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
 # pilot/rules/, below the core

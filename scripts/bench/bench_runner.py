@@ -183,11 +183,10 @@ def traced_run(trace_path: Path, runner: Path, argv: list[str]) -> int:
     sys.path.insert(0, str(runner.parent))
     from pilot import cli, runfolder, runner as pilot_runner
     import pilot.studies  # noqa: F401  (registers the studies, as run_pilot.py does)
-    # the slots' classes: in the runner's namespace, or (since the runner imports its transport
-    # where it sends, not
-    # when it is imported) in the transport's
-    slots_home = (pilot_runner if hasattr(pilot_runner, "CallSlots")
-                  else importlib.import_module("pilot.transport"))
+    # the slots' classes: in the runner's namespace, or (since the runner imports them where it
+    # sends, not when it is imported) in pilot/slots.py (in the transport, before they moved there)
+    slots_home = (pilot_runner if hasattr(pilot_runner, "CallSlots") else importlib.import_module(
+        "pilot.slots" if (runner.parent / "pilot" / "slots.py").is_file() else "pilot.transport"))
 
     clock = time.monotonic
     calls: list[dict] = []

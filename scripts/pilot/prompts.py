@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .bank import ANSWER_RULE
 from .inputs import budget_words
+from .probes import ANSWER_RULE
 from .records import CallSpec, Regime, Study
 
 

@@ -566,14 +566,14 @@ class Study:
       plan_calls(regime, episode, budget, **its options) -> CallSpecs in cascade order;
       call_text(regime, episode, spec, state, registry, **its options) -> prompts.CallText, which
       prompts.build_messages writes through the regime; empty_state, the text for "no state yet";
-    - its results: its probe kind (bank.PROBE_KINDS); score_cell scores one complete cell into named
-      lists of rows, and score_fields makes its fields of results.json of them (else the rows as
-      they are): bank.score_run writes them between the header every bank shares ("study", "models",
-      "regimes", "n_episodes", "task_set", "cells": {"complete", "not_complete", "expected"} ...)
-      and the run's settings; analyze(results, task_set, table) -> the analysis, with "study",
-      "label", "complete" and "coverage": {"complete_cells", "expected_cells"}, computed from the
-      probes themselves: the keys the core reads, through verdict_of alone; render_md and headline
-      read only the analysis;
+    - its results: its probe kind (probes.PROBE_KINDS); score_cell scores one complete cell into
+      named lists of rows, and score_fields makes its fields of results.json of them (else the rows
+      as they are): bank.score_run writes them between the header every bank shares ("study",
+      "models", "regimes", "n_episodes", "task_set", "cells": {"complete", "not_complete",
+      "expected"} ...) and the run's settings; analyze(results, task_set, table) -> the analysis,
+      with "study", "label", "complete" and "coverage": {"complete_cells", "expected_cells"},
+      computed from the probes themselves: the keys the core reads, through verdict_of alone;
+      render_md and headline read only the analysis;
     - the optional hooks and sub-records: a fast path for banks in run order, its own bank check,
       its gate rows, files beside results.json, its figures and pages (Report), its own command-line
       options (CommandLine), its design (Design) and its demo (Demo); `options` holds the options of
@@ -606,7 +606,7 @@ class Study:
     # the previous state at the first checkpoint (None: the built-in text)
     empty_state: str | None = None
     # Its results
-    probe_kind: str = "integer"         # the kind of its probes (bank.PROBE_KINDS)
+    probe_kind: str = "integer"         # the kind of its probes (probes.PROBE_KINDS)
     # (bank.ScoredRun, cell, records, probe key fields, plan) -> {name: [rows]}
     score_cell: Callable
     # (ScoredRun, {name: rows of every cell}) -> its fields of results.json

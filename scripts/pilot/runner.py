@@ -225,7 +225,8 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
     unfinished, not FAILED. `priority` orders the calls waiting for a --concurrency slot (lowest
     first; see call_priority). """
     # the transport is imported by a run, not by plan
-    from .transport import DEADLINE_REASON, SlotHold, redact_url
+    from .slots import SlotHold
+    from .transport import DEADLINE_REASON, redact_url
     policy = ctx.policy
     attempt = 0
     try:
@@ -495,7 +496,7 @@ def run_recheck(ctx: RunContext, cells: list, k: int, concurrency: int = 1) -> d
     it comes (the cell logs are never touched); how many replies changed goes into the manifest.
     Calls already re-checked are not sent again."""
     from concurrent.futures import ThreadPoolExecutor, wait
-    from .transport import CallSlots
+    from .slots import CallSlots
     candidates = recheck_candidates(ctx.journal, ctx.manifest, ctx.tasks, cells)
     chosen = random.Random(RECHECK_SEED).sample(candidates, min(k, len(candidates)))
     path = ctx.journal.raw_dir / RECHECK_FILE
@@ -737,7 +738,7 @@ def run_cells(ctx: RunContext, cells: list[Cell], concurrency: int) -> dict:
     """Run the given cells, up to `concurrency` calls at once, in the order of `schedule`; calls
     within a cell stay in order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-    from .transport import CallSlots
+    from .slots import CallSlots
     outcome = {"COMPLETE": 0, "FAILED": 0}
     pending = schedule(ctx, cells, concurrency)
     rank = {cell: place for place, cell in enumerate(pending)}

@@ -4,20 +4,17 @@ servers).
 Kept-alive connections with a short connect and a long read timeout, a deadline for each whole reply
 (ReplyDeadlines: a reply that drips, or headers that drip, end there; and once the run is stopped,
 within STOP_GRACE_S), the measured choice of how to reuse them (ConnectionPolicy: a server whose
-replies stall on kept-alive connections gets TCP_QUICKACK or a new connection per call), the bound
-on calls awaiting the server (CallSlots, held by a call through SlotHold around its exchange alone,
-a freed slot writing the next waiting call's request at once), Retry-After parsing, and the split of
-failures into transient (retried by the runner) and fatal (stops at once with a message saying what
-to do). """
+replies stall on kept-alive connections gets TCP_QUICKACK or a new connection per call), a call's
+slot held around its exchange alone (the bound itself, CallSlots and SlotHold, is pilot/slots.py's),
+Retry-After parsing, and the split of failures into transient (retried by the runner) and fatal
+(stops at once with a message saying what to do). """
 from __future__ import annotations
 
 import base64
 import contextlib
 import datetime as _dt
 import email.utils
-import heapq
 import http.client
-import itertools
 import json
 import os
 import select
@@ -27,9 +24,11 @@ import sys
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable
+from typing import Any
 
-from .records import FatalCallError, RunInterrupted, TransientError, lone_surrogate
+from .records import FatalCallError, TransientError, lone_surrogate
+# re-exported: tests read it as transport.CallSlots
+from .slots import CallSlots  # noqa: F401
 
 
 class _OneWriteRequest:
@@ -623,11 +622,11 @@ class HttpClient:
     def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
         """Send one request and return its JSON reply.
 
-        `slot` (the runner's --concurrency bound; see SlotHold below) is held around the exchange
-        alone: the request is encoded before it and the reply parsed after. `slot.sending(send)` is
-        a context manager that calls `send()` once the call holds a slot (from the thread that freed
-        it, when the call had to wait: the request goes out without waiting for this thread to
-        wake), and gives the slot back on exit."""
+        `slot` (the runner's --concurrency bound; see pilot/slots.py's SlotHold) is held around the
+        exchange alone: the request is encoded before it and the reply parsed after.
+        `slot.sending(send)` is a context manager that calls `send()` once the call holds a slot
+        (from the thread that freed it, when the call had to wait: the request goes out without
+        waiting for this thread to wake), and gives the slot back on exit."""
         self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
@@ -689,106 +688,6 @@ class HttpClient:
                                  "text",
                                  reason="a lone surrogate in the reply")
         return data
-
-
-# -- calls awaiting the server: the --concurrency bound, and the hand-off of a freed slot ----------
-class CallSlots:
-    """At most N calls awaiting the server (--concurrency N). A slot is held from writing a request
-    to reading its reply (SlotHold), not while the request is encoded or the reply parsed and
-    journalled, so another call can use the server meanwhile. A call that finds every slot taken
-    leaves its request to the thread that frees the next one, which writes it at once before going
-    on with its own reply: the slot passes from one call to the next without waiting for a thread to
-    wake. Waiting calls go in the order of their priority (lowest first, then the first to wait):
-    the runner gives each call its cell's place in the run's schedule, so that the cells of the
-    earliest episode are finished first and the later ones fill the slots they leave."""
-
-    def __init__(self, slots: int):
-        self.free = slots
-        self._lock = threading.Lock()
-        self._waiting: list = []            # a heap of (priority, arrival, _Waiting)
-        self._arrivals = itertools.count()
-
-    def acquire(self, priority: Any = 0, send: Callable[[], None] | None = None) -> None:
-        """Return holding a slot, once `send` has run under it (here, or on the thread that freed
-        the slot); what `send` raised is raised here, and the slot is still held. `priority`: any
-        value that sorts, lowest first."""
-        with self._lock:
-            waiting = None if self.free else _Waiting(send)
-            if waiting is None:
-                self.free -= 1
-            else:
-                heapq.heappush(self._waiting, (priority, next(self._arrivals), waiting))
-        if waiting is None:
-            if send is not None:
-                send()
-            return
-        waiting.done.wait()
-        if waiting.error is not None:
-            raise waiting.error
-
-    def release(self) -> None:
-        """Give the slot back: to the first waiting call, whose request is written from here, or to
-        the pool."""
-        with self._lock:
-            if not self._waiting:
-                self.free += 1
-                return
-            waiting = heapq.heappop(self._waiting)[2]
-        waiting.run()
-
-
-class _Waiting:
-    """A call waiting for a slot: its request, written by whoever frees one, and what that
-    raised."""
-
-    def __init__(self, send: Callable[[], None] | None):
-        self.send = send
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        try:
-            if self.send is not None:
-                self.send()
-        # raised in the waiting call's own thread, which now holds the slot
-        except BaseException as err:
-            self.error = err
-        finally:
-            self.done.set()
-
-
-class SlotHold:
-    """One call's hold on a CallSlots slot (none without them), taken by the transport around the
-    exchange alone: the request is built before it and the reply parsed after. A call whose run was
-    stopped while it waited for the slot is not sent."""
-
-    def __init__(self, slots: CallSlots | None, priority: Any, stop: threading.Event):
-        self.slots, self.priority, self.stop = slots, priority, stop
-        self.started = time.monotonic()
-
-    @contextlib.contextmanager
-    def sending(self, send: Callable[[], None]):
-        """Run `send` once a slot is held; hold it until the block ends."""
-        def send_unless_stopped() -> None:
-            # stopped while this call waited for a slot: it is not sent
-            if self.stop.is_set():
-                raise RunInterrupted("interrupted")
-            self.started = time.monotonic()
-            send()
-
-        if self.slots is None:
-            send_unless_stopped()
-            yield self
-            return
-        try:
-            self.slots.acquire(self.priority, send_unless_stopped)
-        except BaseException:
-            self.slots.release()
-            raise
-        try:
-            yield self
-        finally:
-            self.slots.release()
 
 
 class _ConnectFailed(Exception):

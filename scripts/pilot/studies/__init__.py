@@ -29,7 +29,7 @@ these steps alone, as a single module studies/tally.py, which a small study may 
    themselves, "study", "complete" and "coverage": all the shared code reads of it, through
    records.verdict_of), and render_md and render_headline of that analysis. Answers are parsed and
    classified by a probe kind: the shared "integer" kind (`ANSWER: <integer>`), or one of its own
-   registered with bank.register_probe_kind, declaring its answer_type ("integer", "text" or
+   registered with probes.register_probe_kind, declaring its answer_type ("integer", "text" or
    "choice"), so that `analyze` accepts the banks the pilot makes.
 4. Optionally, where it has them:
    - its answer, its figures, in a module of its own (KEY/figures.py, drawn with pilot/svg.py), and
@@ -56,15 +56,15 @@ these steps alone, as a single module studies/tally.py, which a small study may 
    this order. Its design module is imported at the top; its analysis, figures and report are named
    with later(".KEY.analysis", "analyze") and imported on their first call, so that a command
    imports only what it uses (a probe kind its analysis registers is named with
-   bank.register_probe_kind_module).
+   probes.register_probe_kind_module).
 Its key is what its run folders record; `--study KEY` then runs it on the shared runner, journal,
 lock, retries, resume, status, plan, verify, shards, figures, report and demo. """
 from __future__ import annotations
 
 import importlib
 
-from ..bank import register_probe_kind_module
 from ..cells import cascade_plan
+from ..probes import register_probe_kind_module
 from ..records import CommandLine, Demo, Design, Report, Study, register_study
 from .adversarial import design as adversarial
 from .constraints import design as constraints

@@ -11,9 +11,9 @@ import random
 import re
 from typing import Any
 
-from ..bank import score_probe
 from ..cells import all_cells, run_budgets, run_regimes, run_samples
 from ..demo import STAND_IN_PROSE_FORGETS, STAND_IN_SEED
+from ..probes import score_probe
 from ..prompts import FORMAT_SECTIONS
 from ..records import N_SEGMENTS, Regime
 from ..rules.states import split_units

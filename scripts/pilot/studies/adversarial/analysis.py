@@ -11,8 +11,9 @@ import json
 import re
 from pathlib import Path
 
-from ...bank import ScoredRun, parse_answer
+from ...bank import ScoredRun
 from ...gate_report import gate_prediction
+from ...probes import parse_answer
 from ...rules.gate import GATE_CATEGORIES, GRANT, check_state, gate_verdict
 from ...records import CALL_SEED, Cell, DEFAULT_BUDGET, SIMULATED_BACKEND, known_count
 from ...reports import fmt_rate, md_table, pct, render_recheck_section, spreadsheet_safe

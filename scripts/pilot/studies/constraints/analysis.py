@@ -8,10 +8,10 @@ import random
 import re
 from typing import Iterable
 
-from ...bank import (ProbeKind, ScoredRun, bank_variants, cell_coverage, cell_final_state,
-                     cells_block_disagreement, in_design, is_primary, register_probe_kind,
-                     score_probe, task_questions)
+from ...bank import (ScoredRun, bank_variants, cell_coverage, cell_final_state,
+                     cells_block_disagreement, in_design, is_primary, task_questions)
 from ...inputs import task_set_summary
+from ...probes import ProbeKind, register_probe_kind, score_probe
 from ...records import Cell, DEFAULT_BUDGET, Regime, TEMPERATURE, is_simulated, known_count
 from ...reports import fmt_p, fmt_rate, md_table, pct
 from ...rules.states import carries_instruction

@@ -12,10 +12,11 @@ from __future__ import annotations
 import collections
 from pathlib import Path
 
-from ...bank import ScoredRun, cell_final_state, score_probe
+from ...bank import ScoredRun, cell_final_state
 from ...rules.gate import GATE_CATEGORIES, check_state, gate_verdict
 from ...rules.ledger import normalize_ledger
 from ...inputs import budget_words
+from ...probes import score_probe
 from ...records import Cell, DEFAULT_BUDGET, Regime, known_count
 from ...runfolder import write_atomic
 from ...stats import clustered_bootstraps, holm_adjust, mcnemar_counts, rate_summary

@@ -15,8 +15,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from ...bank import ProbeKind, register_probe_kind
 from ...inputs import TaskSetError, parse_json
+from ...probes import ProbeKind, register_probe_kind
 from ...prompts import (COMPACTION_FRAME, PROMPTS as BUILT_IN_PROMPTS, REGIMES as BUILT_IN_REGIMES,
                         CallText)
 from ...records import (ANSWER_NUM_PREDICT, CallSpec, DEFAULT_BUDGET, MAX_CONTEXT_WINDOW,

@@ -8,10 +8,11 @@ import collections
 import itertools
 import operator
 
-from ...bank import (CLASSES, bank_variants, call_stage, cells_block_disagreement, class_tallies,
-                     equal_to, is_primary, known_unique, member_of, primary_table, probe_table,
+from ...bank import (bank_variants, call_stage, cells_block_disagreement, class_tallies, equal_to,
+                     is_primary, known_unique, member_of, primary_table, probe_table,
                      regime_summary, rows_where, table_where)
 from ..episodes import QUESTION_PLAN
+from ...probes import CLASSES
 from ...prompts import REGIMES
 from ...records import COMPACTION_NUM_PREDICT, DEFAULT_BUDGET, NUM_CTX, TEMPERATURE, is_simulated
 from ...reports import pct

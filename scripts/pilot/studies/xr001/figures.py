@@ -7,8 +7,9 @@ from __future__ import annotations
 import html
 import re
 
-from ...bank import CLASSES, call_stage, is_primary
+from ...bank import call_stage, is_primary
 from ...inputs import budget_words
+from ...probes import CLASSES
 from ...records import COMPACTION_NUM_PREDICT
 from ...reports import (answer_md, confirmatory_note, figures_html, fmt_rate, md_tables_to_html,
                         pct, report_head, report_opening_html)

@@ -2,8 +2,8 @@
 record only."""
 from __future__ import annotations
 
-from ...bank import CLASSES
 from ...inputs import budget_words
+from ...probes import CLASSES
 from ...records import ANSWER_NUM_PREDICT, COMPACTION_NUM_PREDICT, Answer
 from ...reports import (confirmatory_note, fmt_mean, fmt_p, fmt_rate, label_consequence, md_table,
     pct, render_recheck_section)

@@ -4,7 +4,8 @@ first episodes, the state and the values it holds), and results.json's fields of
 The study's score hooks (Study.score_cell, Study.score_fields)."""
 from __future__ import annotations
 
-from ...bank import ScoredRun, cell_final_state, score_probe, summarize_compaction_tokens
+from ...bank import ScoredRun, cell_final_state, summarize_compaction_tokens
+from ...probes import score_probe
 from ..episodes import segment_entities
 from ...records import Cell, DEFAULT_BUDGET, Regime, known_count
 from ...rules.states import (read_prose_state, read_prose_state_by_sentence, read_section,
