@@ -2,10 +2,10 @@
 """Figures, RESULTS.md and report.html, regenerated from a results.json alone (standard library
 only).
 
-Usage: python3 paper/make_figures.py                               # paper/ from the worked example
-    (PAPER_SOURCE) python3 paper/make_figures.py results/xr001/results.json    # into that run's own
-    folder python3 paper/make_figures.py RESULTS_JSON --out DIR        # everything into DIR,
-    nothing anywhere else
+Usage:
+    python3 paper/make_figures.py                             # paper/, from PAPER_SOURCE
+    python3 paper/make_figures.py results/xr001/results.json  # into that run's own folder
+    python3 paper/make_figures.py RESULTS_JSON --out DIR      # all into DIR, nothing elsewhere
 
 Writes the bank's figures (figures/, as its study draws them: XR-001's five, for instance), the
 narrative RESULTS.md (never edited by hand) and a self-contained report.html, all into one folder.
