@@ -23,25 +23,34 @@ Usage: python3 scripts/run_pilot.py --models gemma3:4b          # generate/verif
     own transcripts, XR-S1 python3 scripts/run_pilot.py --help                      # every
     subcommand and option
 
-The code lives in the package beside this file, scripts/pilot/, in pipeline order: records
-    pinned call settings, errors, record types, hashing, the Study record and its registry stats
-    Wilson, exact McNemar, Holm, the clustered bootstrap, Fisher transport        the HTTP client:
-    kept-alive connections, timeouts, transient and fatal failures backends         Ollama and
-    OpenAI-compatible adapters behind one interface; the preflight check inputs           task files
-    read and hashed, regimes as records runfolder        journal, manifest, folder lock, code hash
-    runner           cells, retries, resume, concurrency, progress, the determinism probe speed
-    speed only: the collector paused and the exit that skips freeing a bank bank             answer
-    parsing, probe kinds, checked cells, the bank as columns and its shape checks reports
-    shared formats and tables, probes.csv, any study's analysis.md and headline values
-    exact values in text, their spellings, closeness, secrets claims           what a sentence
-    claims: done or failed, an order, the opposite of an instruction gate             the release
-    gate's pure checker and its self-test demo             the stand-in model behind Ollama's API
+The code lives in the package beside this file, scripts/pilot/, in pipeline order:
+    records          pinned call settings, errors, record types, hashing, the Study record and
+                     its registry
+    stats            Wilson, exact McNemar, Holm, the clustered bootstrap, Fisher
+    transport        the HTTP client: kept-alive connections, timeouts, transient and fatal failures
+    backends         Ollama and OpenAI-compatible adapters behind one interface; the preflight check
+    inputs           task files read and hashed, regimes as records
+    runfolder        journal, manifest, folder lock, code hash
+    runner           cells, retries, resume, concurrency, progress, the determinism probe
+    speed            speed only: the collector paused and the exit that skips freeing a bank
+    bank             answer parsing, probe kinds, checked cells, the bank as columns and its shape
+                     checks
+    reports          shared formats and tables, probes.csv, any study's analysis.md and headline
+    values           exact values in text, their spellings, closeness, secrets
+    claims           what a sentence claims: done or failed, an order, the opposite of an
+                     instruction
+    gate             the release gate's pure checker and its self-test
+    demo             the stand-in model behind Ollama's API
     studies/         one module per study's design and one per its analysis; the registry in
-    __init__ launch           the options become the study, run folder, regimes, backend and
-    Settings, once commands         run, score, analyze, the whole pilot, figures and report
-    folder_commands  status, plan, verify, gate, merge, generate audit_command    audit: the
-    compactions an agent already made, scored from its logs (no model call) cli              the
-    parser, the demo and main(argv)
+                     __init__
+    launch           the options become the study, run folder, regimes, backend and Settings, once
+    recorded_run     a run folder read back: its task set again, the command that resumes it
+    figures_job      the figures and report, made by paper/make_figures.py in a process of its own
+    commands         run, score, analyze, the whole pilot
+    folder_commands  status, plan, verify, gate, merge, generate
+    audit_command    audit: the compactions an agent already made, scored from its logs (no model
+                     call)
+    cli              the parser, the demo and main(argv)
 """
 import sys
 

@@ -23,7 +23,8 @@ PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
         "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
-ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
+ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
+              "audit_command", "cli")
 RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
@@ -317,7 +318,8 @@ class CodeLockTest(TempDirMixin, unittest.TestCase):
 NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.rules.gate", "pilot.rules.claims", "pilot.rules.values",
                 "pilot.gate_report", "pilot.pages", "pilot.svg", "pilot.studies.sessions.readers",
                 "pilot.studies.sessions.truth")
-NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.commands", "pilot.folder_commands", "pilot.runner", "pilot.reports")
+NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.recorded_run", "pilot.figures_job", "pilot.commands",
+                               "pilot.folder_commands", "pilot.runner", "pilot.reports")
 
 IMPORTED_BY = """import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])

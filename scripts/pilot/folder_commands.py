@@ -15,13 +15,14 @@ from typing import Callable
 from .backends import estimate_tokens
 from .bank import analyze_bank, score_run
 from .cells import all_cells, journal_streams, run_budgets, run_regimes, run_samples, selected_cells
-from .commands import (gated_analysis, load_run, print_file_list, run_command_for, run_inputs,
-                       run_tasks_path, scored_what, warn, write_analysis, write_figures_and_report,
+from .commands import (gated_analysis, print_file_list, scored_what, warn, write_analysis,
                        write_results)
+from .figures_job import write_figures_and_report
 from .inputs import load_tasks, read_json, task_file_study
 from .launch import (check_study_design, chosen_regimes, context_window_of, given_source,
                      missing_run_hint, parse_models, resolve_run_dir, study_of)
 from .prompts import build_messages
+from .recorded_run import load_run, run_command_for, run_inputs, run_tasks_path
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull,
                       EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY,
                       SURROGATE_ESCAPE, Study, canonical_json, display_path, folder_study,
