@@ -47,7 +47,8 @@ The code lives in the package beside this file, scripts/pilot/, in pipeline orde
     recorded_run     a run folder read back: its task set again, the command that resumes it
     figures_job      the figures and report, made by paper/make_figures.py in a process of its own
     commands         run, score, analyze, the whole pilot
-    folder_commands  status, plan, verify, gate, merge, generate
+    folder_commands  status, plan, verify, merge, generate
+    gate_command     gate: a compacted state against its ledger, a run folder, or the self-test
     audit_command    audit: the compactions an agent already made, scored from its logs (no model
                      call)
     cli              the parser, the demo and main(argv)

@@ -24,7 +24,7 @@ CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cel
         "speed", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
-              "audit_command", "cli")
+              "gate_command", "audit_command", "cli")
 RULES = ("values", "claims", "states", "gate")                       # pilot/rules/, below the core
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
@@ -319,7 +319,8 @@ NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.rules.gate", "pi
                 "pilot.gate_report", "pilot.pages", "pilot.svg", "pilot.studies.sessions.readers",
                 "pilot.studies.sessions.truth")
 NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.recorded_run", "pilot.figures_job", "pilot.commands",
-                               "pilot.folder_commands", "pilot.runner", "pilot.reports")
+                               "pilot.folder_commands", "pilot.gate_command", "pilot.runner",
+                               "pilot.reports")
 
 IMPORTED_BY = """import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])
