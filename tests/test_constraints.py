@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import bank, commands, inputs, records, stats
+from pilot import bank, inputs, recorded_run, records, stats
 from pilot.studies import episodes
 from pilot.studies.constraints import design as constraints, analysis as constraints_analysis
 from pilot.studies.xr001 import design as xr001
@@ -513,7 +513,8 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
             with self.subTest(regime):
                 self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
         self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
-        resume = commands.run_command_for(out, json.loads((out / "manifest.json").read_text()))
+        resume = recorded_run.run_command_for(out,
+                                              json.loads((out / "manifest.json").read_text()))
         self.assertIn("--judge", resume)
         self.assertIn("--episodes 3", resume)                               # cut runs resume cut the same way
 

@@ -23,9 +23,9 @@ PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
         "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
-ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
-# pilot/rules/, below the core
-RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")
+ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
+              "gate_command", "audit_command", "cli")
+RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")    # pilot/rules/
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
 
@@ -318,7 +318,9 @@ class CodeLockTest(TempDirMixin, unittest.TestCase):
 NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.rules.gate", "pilot.rules.claims", "pilot.rules.values",
                 "pilot.gate_report", "pilot.pages", "pilot.svg", "pilot.studies.sessions.readers",
                 "pilot.studies.sessions.truth")
-NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.commands", "pilot.folder_commands", "pilot.runner", "pilot.reports")
+NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.recorded_run", "pilot.figures_job", "pilot.commands",
+                               "pilot.folder_commands", "pilot.gate_command", "pilot.runner",
+                               "pilot.reports")
 
 IMPORTED_BY = """import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])

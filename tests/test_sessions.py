@@ -369,7 +369,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(set(tests), set(ss.DEFAULT_REGIMES))
 
     def bank_inputs(self) -> tuple:
-        from pilot.commands import load_run
+        from pilot.recorded_run import load_run
         from pilot.runfolder import Journal
         manifest, tasks = load_run(self.out)
         return manifest.data, tasks, Journal(self.out)

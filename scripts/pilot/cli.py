@@ -588,7 +588,7 @@ COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands
             "score": "commands",
             "analyze": "commands", "status": "folder_commands", "plan": "folder_commands",
             "verify": "folder_commands",
-            "merge": "folder_commands", "demo": "cli", "gate": "folder_commands",
+            "merge": "folder_commands", "demo": "cli", "gate": "gate_command",
             "adversarial": "commands",
             "audit": "audit_command"}
 

@@ -1,5 +1,6 @@
-"""Commands: each stage of a run on its own (run, score, analyze) and the whole pilot, with the
-figures and report handed to paper/make_figures.py."""
+"""Commands: each stage of a run on its own (run, score, analyze) and the whole pilot. The figures
+and report are made by figures_job (paper/make_figures.py in a process of its own); a run folder is
+read back by recorded_run."""
 from __future__ import annotations
 
 import contextlib
@@ -7,30 +8,27 @@ import dataclasses
 import json
 import os
 import shlex
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 from .backends import check_context_window, preflight
-from .bank import analyze_bank, call_stage, read_bank, results_shape_problems, score_run
-from .cells import journal_streams, run_budgets, run_samples, selected_cells
-from .inputs import (load_task_set, load_tasks, read_json, regime_record, task_file_study,
-                     task_set_summary)
+from .bank import analyze_bank, read_bank, results_shape_problems, score_run
+from .cells import journal_streams, selected_cells
+from .figures_job import FiguresJob, write_figures_and_report
+from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend,
                      missing_run_hint, read_run_options, resolve_run_dir, run_settings, study_of)
-from .records import (Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull, EXIT_CELLS_FAILED,
-                      EXIT_DISK_FULL, EXIT_INTERRUPTED, EXIT_OK, FatalCallError, NUM_CTX,
-                      PilotError, REPO_ROOT, Regime, RunInterrupted, STUDY_REGISTRY, ServerGone,
-                      Settings, Study, TEMPERATURE, TransientError, canonical_json, display_path,
-                      folder_study, is_simulated, read_canonical, sha256_text, study_named, utc_now,
-                      verdict_of)
+from .recorded_run import changed_inputs, load_run, run_inputs, run_tasks_path
+from .records import (Cell, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK,
+                      FatalCallError, NUM_CTX, PilotError, Regime, RunInterrupted, ServerGone,
+                      Settings, Study, TransientError, canonical_json, display_path, folder_study,
+                      is_simulated, read_canonical, sha256_text, study_named, utc_now, verdict_of)
 from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete,
                         journalled_lines, lock_differences, recorded_study, refuse_foreign_folder,
                         repeated_calls, runner_sha256, short, write_atomic)
 from .speed import collector_paused, hold_until_exit
-from .studies.xr001.design import N_EPISODES
 
 
 def new_manifest(path: Path, config: Settings, lock: dict, tasks_path: Path, models: list[str],
@@ -514,96 +512,6 @@ def write_analysis(out_dir: Path, results: dict, allow_partial: bool,
     return analysis
 
 
-FIGURES_SCRIPT = REPO_ROOT / "paper" / "make_figures.py"
-
-
-def figures_input(results: dict) -> dict:
-    """What the figures and the report read besides the analysis: results.json without its probes
-    and final-state scores, and of its call records only the compaction calls' token counts (a small
-    fraction of a large bank)."""
-    slim = {k: v for k, v in results.items() if k not in ("probes", "calls", "compaction_stage")}
-    # the figures read the probes and the final states only through the analysis
-    slim["probes"] = []
-    if isinstance(results.get("calls"), list):
-        fields = ("model", "regime", "kind", "stage", "eval_count", "budget", "sample")
-        slim["calls"] = [{k: c[k] for k in fields if k in c} for c in results["calls"]
-                         if call_stage(c) == "compaction"]
-    return slim
-
-
-def write_figures_and_report(out_dir: Path, source: Path | None = None,
-                             tasks_path: Path | None = None,
-                             handover: tuple[dict, dict] | None = None) -> list[Path]:
-    """figures/, RESULTS.md and report.html into out_dir, made by paper/make_figures.py from the
-    results.json `source` (default: the one in out_dir), as the bank's study draws and writes them;
-    see FiguresJob."""
-    with FiguresJob(out_dir, source, tasks_path, handover=handover is not None) as job:
-        job.start()
-        return job.finish(handover)
-
-
-class FiguresJob:
-    """paper/make_figures.py making figures/, RESULTS.md and report.html for out_dir, as its own
-    process: the figures script imports the runner, never the other way round. It starts once the
-    bank is known to be one it can read (start), and every study's bank gets its pages
-    (pilot/pages.py: the study's own figures and pages, else the shared ones). With `handover`, the
-    caller has analysed (or is analysing) that same results.json, and finish() pipes it the analysis
-    and the few fields the figures read, so a large bank is read and analysed once, not twice;
-    started before the analysis, the script starts up on the other core meanwhile and waits for it.
-    Leaving the `with` block stops a job never finished."""
-
-    def __init__(self, out_dir: Path, source: Path | None = None, tasks_path: Path | None = None,
-                 handover: bool = False):
-        self.out_dir, self.results_path = out_dir, source or out_dir / "results.json"
-        self.tasks_path, self.handover = tasks_path, handover
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        """Start the figures script (once)."""
-        if self.proc is not None or not FIGURES_SCRIPT.exists():
-            return
-        argv = [sys.executable, str(FIGURES_SCRIPT), str(self.results_path), "--out",
-                str(self.out_dir)]
-        argv += ["--tasks", str(self.tasks_path)] if self.tasks_path is not None else []
-        argv += ["--handover"] if self.handover else []
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if self.handover
-                                     else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     encoding="utf-8")
-
-    def finish(self, handover: tuple[dict, dict] | None = None) -> list[Path]:
-        if self.proc is None:
-            return []
-        piped = None
-        if handover is not None:
-            results, analysis = handover
-            piped = json.dumps({"results": figures_input(results), "analysis": analysis},
-                               ensure_ascii=False)
-        stdout, stderr = self.proc.communicate(piped)
-        if self.proc.returncode == EXIT_DISK_FULL:
-            raise DiskFull(self.out_dir, "analysis.md and results.json are written; free some "
-                           "space, then make the "
-                                         f"figures and report with: python3 paper/make_figures.py "
-                                         f"{shlex.quote(str(self.results_path))} --out "
-                                         f"{shlex.quote(str(self.out_dir))}")
-        if self.proc.returncode != 0:
-            reason = (stderr.strip().splitlines() or ["no message"])[-1]
-            raise PilotError(f"the figures and report were not made ({reason}); analysis.md and "
-                             "results.json are "
-                             f"written; retry with: python3 paper/make_figures.py "
-                             f"{shlex.quote(str(self.results_path))} --out "
-                             f"{shlex.quote(str(self.out_dir))}")
-        return [Path(line) for line in stdout.splitlines() if line.strip()]
-
-    def __enter__(self) -> "FiguresJob":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            self.proc.communicate()
-
-
 def print_file_list(run_dir: Path, extra: list[Path]) -> None:
     """The run's files: the shared ones in pipeline order, then `extra` (the figures and report),
     then whatever else the run wrote there (a study's own files, its write_outputs)."""
@@ -644,124 +552,6 @@ def command_adversarial(args) -> int:
     write_atomic(study.tasks_path, data)
     print(f"wrote {display_path(study.tasks_path)}: {what}")
     return EXIT_OK
-
-
-def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>",
-             folder_alone: bool = False) -> tuple[Manifest, dict | None]:
-    """A run folder's manifest and the task set it ran on, read from where the run read it. A
-    command that works from the folder alone (status, verify) gets None for tasks when they are gone
-    or changed; any other is refused with the one message every command gives (run_inputs)."""
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.exists():
-        raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
-    manifest = Manifest.load(manifest_path)
-    tasks, problem = run_inputs(run_dir, manifest.data)
-    if problem is not None and not folder_alone:
-        raise PilotError(problem)
-    return manifest, tasks
-
-
-def run_inputs(run_dir: Path, manifest: dict) -> tuple[dict | None, str | None]:
-    """The task set a run ran on, read again from where it read it, or the reason it cannot be: the
-    task file or the user's sessions moved, deleted or changed. The message is the same for every
-    command that needs them."""
-    study, tasks_path = folder_study(manifest), run_tasks_path(manifest)
-    source = study.command_line.source_option
-    what = f"the {source} it read" if source else "its task file"
-    shown = display_path(tasks_path)
-    committed = tasks_path.resolve() in {s.tasks_path.resolve() for s in STUDY_REGISTRY.values()}
-    back = (f"put {'them' if source else 'it'} back as {'they were' if source else 'it was'}" +
-            (f" (git checkout -- {shown}: {'they are' if source else 'it is'} committed)"
-             if committed else "") +
-            " to score, resume, gate or merge the run (status and verify read the folder alone)")
-    if not tasks_path.exists() and not tasks_path.is_symlink():
-        return (None, f"{run_dir} was run on {what}, {shown}, which is not there any more (moved "
-                f"or deleted); {back}")
-    try:
-        tasks, sha = load_tasks(tasks_path, manifest["n_episodes"], study)
-    except PilotError as err:
-        return (None, f"{run_dir} was run on {what}, {shown}, which cannot be read as it was "
-                f"({err}); {back}")
-    if sha != manifest["tasks_sha256"]:
-        return None, (f"{run_dir} was run on {what}, {shown}, which changed since (sha256 "
-                      f"{sha[:12]}, the run's "
-                      f"{manifest['tasks_sha256'][:12]}: {changed_inputs(study)}); {back}")
-    return tasks, None
-
-
-def changed_inputs(study: Study) -> str:
-    """What can have changed a run's task set: its task file, or the files a study reads from its
-    source option."""
-    if study.command_line.source_option:
-        return (f"one of the --{study.command_line.source_option} files, or another input read "
-                "with them, changed, came or went")
-    return "the task file changed"
-
-
-def run_tasks_path(manifest: dict) -> Path:
-    """The tasks file a run was made from, as its manifest records it (relative to the
-    repository)."""
-    recorded = Path(manifest["tasks"])
-    return recorded if recorded.is_absolute() else REPO_ROOT / recorded
-
-
-def run_command_for(run_dir: Path, manifest: dict) -> str:
-    """The command that resumes (or finishes) a run folder, rebuilt from what its manifest
-    recorded."""
-    lock = manifest.get("lock") or {}
-    if is_simulated(manifest):
-        return "python3 " + shlex.join(["scripts/run_pilot.py", "demo", "--out",
-                                        display_path(run_dir)])
-    argv = ["--out", display_path(run_dir), "--models", ",".join(manifest["models"])]
-    study = folder_study(manifest)
-    if study.name != study_named(None).name:
-        argv += ["--study", study.name]
-    # the study's own options, as its read_options recorded them
-    for option, value in study.options.items():
-        argv += [f"--{option.replace('_', '-')}", str(value)]
-    # a run cut with --episodes resumes cut the same way, in every study
-    try:
-        available = len(load_task_set(run_tasks_path(manifest), study)["tasks"]["episodes"])
-    except (PilotError, OSError, KeyError, TypeError):
-        available = N_EPISODES
-    if manifest.get("n_episodes") not in (None, available):
-        argv += ["--episodes", str(manifest.get("n_episodes"))]
-    if manifest.get("tasks") and run_tasks_path(manifest).resolve() != study.tasks_path.resolve():
-        argv += [f"--{(study.command_line.source_option or 'tasks').replace('_', '-')}",
-                 manifest["tasks"]]
-    if lock.get("backend") == "openai":
-        argv += ["--backend", "openai", "--base-url", lock.get("base_url", "URL")]
-        controls = {info.get("thinking_control") for info in (lock.get("models")
-                                                              or {}).values()} - {None, "both"}
-        if len(controls) == 1:
-            argv += ["--thinking-control", controls.pop()]
-    elif lock.get("base_url"):
-        argv += ["--host", lock["base_url"]]
-    if manifest.get("shard"):
-        argv += ["--shard", "/".join(map(str, manifest["shard"]))]
-    if list(manifest.get("regimes") or study.default_regimes) != list(study.default_regimes):
-        argv += ["--regimes", ",".join(manifest["regimes"])]
-    if any(d.get("judge") for d in (manifest.get("regime_definitions") or {}).values()):
-        argv += ["--judge"]
-    files = sorted({d.get("origin") for d in (manifest.get("regime_definitions") or {}).values()}
-                   - {None, "built-in"})
-    for origin in files:
-        argv += ["--regime-file", origin]
-    if run_budgets(manifest) != [DEFAULT_BUDGET]:
-        argv += ["--budgets", ",".join(map(str, run_budgets(manifest)))]
-    if run_samples(manifest) > 1:
-        argv += ["--samples", str(run_samples(manifest))]
-    if lock.get("temperature") not in (None, TEMPERATURE):
-        argv += ["--temperature", f"{lock['temperature']:g}"]
-    if lock.get("backend") == "openai" and lock.get("prompt_cache") == "on":
-        argv += ["--prompt-cache", "on"]
-    recheck = manifest.get("recheck_requested", (manifest.get("recheck") or {}).get("k"))
-    if isinstance(recheck, int) and recheck != DEFAULT_RECHECK:
-        argv += ["--recheck", str(recheck)]
-    used = manifest.get("concurrency_used") or []
-    if used and used[-1] != 1:
-        argv += ["--concurrency", str(used[-1])]
-    return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
 def command_score(args) -> int:
