@@ -199,9 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                         "sizes")
     parser.add_argument("--design", choices=("sweep", "published"), default="sweep",
                         help="sweep: 15 episodes, 4 budgets, repeated samples; published: the "
-                        "reference bank's "
-                             "fields, one budget and sample, a generated task file as large as "
-                             "needed")
+                             "reference bank's fields, one budget and sample, a generated task "
+                             "file as large as needed")
     parser.add_argument("--with-calls", action="store_true", help="add this runner's per-call "
                         "records to each bank")
     parser.add_argument("--repeat", type=int, default=3, help="time each command this many times "
@@ -209,10 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runner", type=Path, action="append",
                         help="a run_pilot.py whose analyze (and the make_figures.py beside it) to "
-                        "time (default: this "
-                             "checkout's); give it twice, another checkout's and this one's, to "
-                             "compare them run by "
-                             "run, alternated")
+                             "time (default: this checkout's); give it twice, another checkout's "
+                             "and this one's, to compare them run by run, alternated")
     args = parser.parse_args(argv)
     try:
         sizes = [int(x) for x in args.probes.split(",")]
@@ -257,11 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                                                *bank["tasks_argv"]])
                 size_mb = path.stat().st_size / 1e6
                 print(f"{number:>6} {bank['count']:>9} {size_mb:>6.0f} {bank['b']:>9} "
-                      f"{bank['c']:>9} "
-                      f"{analyze_s:>10.2f} {analyze_mb:>8.0f} {figures_s:>10.2f} "
-                      f"{figures_mb:>8.0f} "
-                      f"{bank['p_s']:>10.4f} {1e6 * analyze_s / bank['count']:>17.2f}; load "
-                      f"{load_average()}",
+                      f"{bank['c']:>9} {analyze_s:>10.2f} {analyze_mb:>8.0f} {figures_s:>10.2f} "
+                      f"{figures_mb:>8.0f} {bank['p_s']:>10.4f} "
+                      f"{1e6 * analyze_s / bank['count']:>17.2f}; load {load_average()}",
                       flush=True)
             path.unlink()
     finally:

@@ -343,10 +343,9 @@ def disk_profile(folder: Path, seconds: float, rate: int = 200) -> str:
     long = [ms for ms in held if ms > 20]
     return (
         f"{len(held)} fsyncs in {seconds:g} s: median {statistics.median(held):.2f} ms, 99th "
-        "percentile "
-        f"{held[int(0.99 * (len(held) - 1))]:.1f} ms, longest {held[-1]:.0f} ms; {len(long)} "
-        "held over 20 ms, "
-        f"{sum(long) / 1000:.2f} s in all ({100 * sum(long) / 1000 / seconds:.1f}% of the time)"
+        f"percentile {held[int(0.99 * (len(held) - 1))]:.1f} ms, longest {held[-1]:.0f} ms; "
+        f"{len(long)} held over 20 ms, {sum(long) / 1000:.2f} s in all "
+        f"({100 * sum(long) / 1000 / seconds:.1f}% of the time)"
     )
 
 
@@ -409,8 +408,7 @@ def scaling(args, runners: list[Path], work: Path, env: dict, calls: int) -> dic
                         results[runner][n].append(figures)
                         who = "bare client" if runner is BARE else f"runner {number}"
                         print(f"  [{who}, {kind}, N={n}, run {rep + 1}: span {figures['span']:.2f} "
-                              "s, "
-                              f"{100 * figures['ideal'] / figures['span']:.1f}% of ideal; load "
+                              f"s, {100 * figures['ideal'] / figures['span']:.1f}% of ideal; load "
                               f"{figures['load']}]",
                               file=sys.stderr, flush=True)
         for number, runner in enumerate(runners, 1):
@@ -428,8 +426,7 @@ def print_scaling(kind: str, results: dict[int, list[dict]], bare: dict[int, lis
             "body written apart")
     print(f"\n{f'runner {number}: ' if number else ''}stand-in server as its own process, {what}; "
           f"L = {1000 * args.latency:.0f} ms, P = {args.slots}; {args.repeat} runs each, each "
-          "beside one of the bare "
-          f"client on the same calls")
+          "beside one of the bare client on the same calls")
     print(f"{'N':>3} {'ideal s':>8} {'bare client span s':>20} {'runner span s':>20} "
           f"{'runner of bare':>22} "
           f"{'bare of ideal':>22} {'runner of ideal':>22} {'process wall s':>20}")
@@ -446,9 +443,8 @@ def print_scaling(kind: str, results: dict[int, list[dict]], bare: dict[int, lis
             ok = all(x >= 100 * TARGET_SHARE_OF_BARE for x in share)
             met &= ok
             print(f"    target at N = {n}: the runner's throughput at least "
-                  f"{100 * TARGET_SHARE_OF_BARE:.0f}% of the "
-                  f"bare client's in every run: {'met' if ok else 'NOT met'} ({min(share):.1f}% "
-                  "at worst)")
+                  f"{100 * TARGET_SHARE_OF_BARE:.0f}% of the bare client's in every run: "
+                  f"{'met' if ok else 'NOT met'} ({min(share):.1f}% at worst)")
     print("    load average (1, 5, 15 min) after each run: " +
           "; ".join(f"N={n}: " + " | ".join(r["load"] for r in runs) for n,
                     runs in results.items()))
@@ -465,22 +461,18 @@ def print_scaling(kind: str, results: dict[int, list[dict]], bare: dict[int, lis
         print(f"    {'the server late (reply after due)':<36} "
               f"{spread([r['late_ms'] for r in runs], '{:6.2f}')}"
               f"   (bare client: {spread([b['late_ms'] for b in bare[n]], '{:6.2f}')})")
-        print("    span against the ideal, s: the server's slots idle at the start | in the middle "
-              "| at the end, "
-              "and the server's own lateness; the middle split into the client's turnarounds (dips "
-              "of at "
-              f"most {1000 * STALL_S:g} ms between a reply and the next request: how many, "
-              "median) and longer stalls")
+        print("    span against the ideal, s: the server's slots idle at the start | in the "
+              "middle | at the end, and the server's own lateness; the middle split into the "
+              f"client's turnarounds (dips of at most {1000 * STALL_S:g} ms between a reply and "
+              "the next request: how many, median) and longer stalls")
         for who, series in (("runner", runs), ("bare  ", bare[n])):
             for r in series:
                 late = r["calls"] * r["late_ms"] / 1000 / min(n, args.slots)
                 print(f"      {who} span {r['span']:.3f} = ideal {r['ideal']:.3f} + idle "
-                      f"{r['idle_start']:.3f} | "
-                      f"{r['idle_middle']:.3f} | {r['idle_end']:.3f} + server late {late:.3f}; "
-                      "middle = "
-                      f"turnarounds {r['idle_turnaround']:.3f} ({r['dips']} dips, median "
-                      f"{r['dip_median_ms']:.2f} ms) "
-                      f"+ stalls {r['idle_stalls']:.3f}")
+                      f"{r['idle_start']:.3f} | {r['idle_middle']:.3f} | {r['idle_end']:.3f} + "
+                      f"server late {late:.3f}; middle = turnarounds {r['idle_turnaround']:.3f} "
+                      f"({r['dips']} dips, median {r['dip_median_ms']:.2f} ms) + stalls "
+                      f"{r['idle_stalls']:.3f}")
     return met
 
 
@@ -507,8 +499,7 @@ def overhead(args, runners: list[Path], work: Path, env: dict, calls: int) -> No
                                      "startup_cpu": startup_cpu, "load": load_average()})
     for number, runner in enumerate(runners, 1):
         print(f"\n{f'runner {number}: ' if len(runners) > 1 else ''}zero-latency stand-in "
-              "(TCP_NODELAY), N = 1, "
-              f"{calls} calls, {args.repeat} runs:")
+              f"(TCP_NODELAY), N = 1, {calls} calls, {args.repeat} runs:")
         print_overhead(rows[runner], calls)
 
 
@@ -518,8 +509,7 @@ def print_overhead(rows: list[dict], calls: int) -> None:
     fsync_cpu = [1000 * r["fsync_cpu"] for r in rows]
     print(f"  calls span                {spread(per(lambda r: r['span']), '{:5.2f}')} ms per call")
     print(f"  the server's time         {spread(per(lambda r: r['server']), '{:5.2f}')} ms per "
-          "call (at N = 1 the "
-          f"runner waits for it)")
+          "call (at N = 1 the runner waits for it)")
     print("  fsync-only baseline       "
           f"{spread([1000 * r['fsync_wall'] for r in rows], '{:5.2f}')} ms per call "
           f"(CPU {spread(fsync_cpu, '{:.3f}')} ms)")
@@ -527,25 +517,20 @@ def print_overhead(rows: list[dict], calls: int) -> None:
           f"{spread(per(lambda r: r['span'] - r['server'] - calls * r['fsync_wall']), '{:5.2f}')}"
           f" ms per call (span less the server and the fsync)")
     print(f"  runner CPU                {spread(cpu_per_call, '{:5.2f}')} ms per call (the run's "
-          "CPU less the "
-          "same command on the finished folder: "
+          "CPU less the same command on the finished folder: "
           f"{spread([r['again_cpu'] for r in rows], '{:.2f}')} s)")
     target = [REFERENCE_CPU_MS + f for f in fsync_cpu]
     print(f"    target: at most the reference's {REFERENCE_CPU_MS} ms plus the fsync's CPU "
           f"({spread(target, '{:.2f}')} ms): met in "
-          f"{sum(c <= t for c, t in zip(cpu_per_call, target))} of "
-          f"{len(rows)} runs")
+          f"{sum(c <= t for c, t in zip(cpu_per_call, target))} of {len(rows)} runs")
     startup = [r["startup_cpu"] for r in rows]
     print(f"  start-up (--help)         {spread([r['startup_wall'] for r in rows], '{:.3f}')} s "
-          "wall, "
-          f"{spread(startup, '{:.3f}')} s CPU (the reference: {REFERENCE_STARTUP_S} s)")
+          f"wall, {spread(startup, '{:.3f}')} s CPU (the reference: {REFERENCE_STARTUP_S} s)")
     print(f"    target: under {STARTUP_TARGET_S} s of CPU: met in "
-          f"{sum(c < STARTUP_TARGET_S for c in startup)} of "
-          f"{len(rows)} runs")
+          f"{sum(c < STARTUP_TARGET_S for c in startup)} of {len(rows)} runs")
     print(f"  a run with nothing to do  {spread([r['again_wall'] for r in rows], '{:.3f}')} s "
-          "wall, "
-          f"{spread([r['again_cpu'] for r in rows], '{:.3f}')} s CPU (start-up, the server check, "
-          "the manifest)")
+          f"wall, {spread([r['again_cpu'] for r in rows], '{:.3f}')} s CPU (start-up, the server "
+          "check, the manifest)")
     print(f"  process wall              {spread([r['wall'] for r in rows], '{:.2f}')} s")
     print(f"  load average after each run: {' | '.join(r['load'] for r in rows)}")
 
@@ -577,8 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                              "checkout's and this one's, to compare them run by run, alternated")
     parser.add_argument("--disk-seconds", type=float, default=10.0,
                         help="seconds of fsyncs alone, before and after the runs, to show how "
-                        "often the disk holds "
-                             "one (default 10; 0: none)")
+                             "often the disk holds one (default 10; 0: none)")
     parser.add_argument("--skip-overhead", action="store_true", help="only the scaling runs")
     parser.add_argument("--skip-scaling", action="store_true", help="only the zero-latency "
                         "overhead runs")
@@ -603,8 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         or args.latency < 0
     ):
         parser.error("--concurrency takes whole numbers of at least 1 (1,4,8); --repeat, --slots "
-                     "and --episodes "
-                     "at least 1; --latency at least 0")
+                     "and --episodes at least 1; --latency at least 0")
     runners = [r.resolve() for r in args.runner or [REPO_ROOT / "scripts" / "run_pilot.py"]]
     missing = [str(r) for r in runners if not r.is_file()]
     if missing:
@@ -635,9 +618,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_scaling and set(TARGET_LEVELS) & set(levels):
             for number, runner in enumerate(runners, 1):
                 print(f"\nrunner {number}: scaling target (N = 4 and 8: the runner's throughput at "
-                      "least "
-                      f"{100 * TARGET_SHARE_OF_BARE:.0f}% of the bare client's, in every run): "
-                      f"{'met' if met[runner] else 'NOT met'}")
+                      f"least {100 * TARGET_SHARE_OF_BARE:.0f}% of the bare client's, in every "
+                      f"run): {'met' if met[runner] else 'NOT met'}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

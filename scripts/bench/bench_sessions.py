@@ -285,9 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((size, result))
             os.remove(path)
     print("\n| MB | turns | values | failed or denied steps | read s (MB/s) | render and size "
-          "checks s (MB/s) | "
-          "ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB | read + ground truth, "
-          "CPU s (MB/s) |")
+          "checks s (MB/s) | ground truth s (MB/s) | read + ground truth s (MB/s) | s per MB | "
+          "read + ground truth, CPU s (MB/s) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for size, r in rows:
         if "error" in r:
@@ -315,8 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         for size, r in rows:
             if "gate_cpu_s" in r:
                 print(f"| {size:.1f} | {r['source_mb']:.1f} | {r['judge_cpu_s']:.2f} | "
-                      f"{r['gate_cpu_s']:.2f} "
-                      f"({rate(r['source_mb'], r['gate_cpu_s'])}) |")
+                      f"{r['gate_cpu_s']:.2f} ({rate(r['source_mb'], r['gate_cpu_s'])}) |")
             else:
                 print(f"| {size:.1f} | - | {r.get('error') or 'stopped'} | |")
     return 0

@@ -24,14 +24,12 @@ OUTPUTS = ("audit.csv", "analysis.md", "report.html")
 
 def where_logs_are() -> str:
     lines = ["Where each agent keeps its logs (give `audit` a file or a folder; subfolders are "
-             "read, links never "
-             "followed):"]
+             "read, links never followed):"]
     for agent, unix, windows, note in LOG_PLACES:
         lines.append(f"  {agent}:\n    Linux, macOS: {unix}\n    Windows: {windows}\n    ({note})")
     lines += ["Then: python3 scripts/run_pilot.py audit ~/.claude/projects ~/.codex/sessions",
               "Or one summary from any compactor: python3 scripts/run_pilot.py audit --source "
-              "TRANSCRIPT "
-              "--summary FILE",
+              "TRANSCRIPT --summary FILE",
               "Nothing was read. The formats and what each records of a compaction: "
               "tasks/sessions/README.md"]
     return "\n".join(lines)
@@ -50,8 +48,7 @@ def refuse_irregular(path: Path, what: str) -> None:
     """--source and --summary name files themselves: not a link, a folder or a device."""
     if path.is_symlink() or not path.is_file():
         raise AuditInputError(f"{what} {path} is not a regular file (missing, a link, a folder or "
-                              "a device); give the "
-                              f"file itself")
+                              "a device); give the file itself")
 
 
 def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:

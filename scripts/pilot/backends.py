@@ -66,8 +66,7 @@ class OllamaBackend:
     def refusal_hint(self, status: int | None) -> str:
         if status in (401, 403):
             return ("; Ollama takes no key: if a proxy in front of it asks for one, put it in the "
-                    "address "
-                    "(--host http://user:password@host:port)")
+                    "address (--host http://user:password@host:port)")
         return ""
 
     def server_info(self) -> dict:
@@ -79,10 +78,9 @@ class OllamaBackend:
         request turns it off."""
         if requested == "off":
             raise PilotError("--prompt-cache off cannot be honoured: Ollama always reuses its "
-                             "prompt cache and no "
-                             "request can turn it off; drop --prompt-cache, or serve the model "
-                             "with llama.cpp's "
-                             "llama-server (--backend openai), which can")
+                             "prompt cache and no request can turn it off; drop --prompt-cache, or "
+                             "serve the model with llama.cpp's llama-server (--backend openai), "
+                             "which can")
         return "on", "always on: Ollama reuses its prompt cache and cannot turn it off"
 
     def list_models(self) -> list[str]:
@@ -261,10 +259,8 @@ class OpenAIBackend:
         if api_key is None and options.api_key_env != DEFAULT_API_KEY_ENV:
             state = "is empty" if options.api_key_env in os.environ else "is not set"
             raise PilotError(f"--api-key-env names ${options.api_key_env}, which {state} in this "
-                             "shell; export the key "
-                             f"in it (export {options.api_key_env}=...), or drop --api-key-env for "
-                             "a server that "
-                             f"takes no key")
+                             f"shell; export the key in it (export {options.api_key_env}=...), or "
+                             "drop --api-key-env for a server that takes no key")
         return cls(base_url, options.connect_timeout, options.read_timeout, api_key,
                    options.thinking_control,
                    options.api_key_env, reply_deadline=options.deadline_s)
@@ -281,8 +277,7 @@ class OpenAIBackend:
             return ""
         sent = "the key in" if self.key_sent else "no key was sent:"
         return (f"; {sent} ${self.api_key_env} (set it to a key this server accepts, or name the "
-                "variable that "
-                f"holds the key with --api-key-env)")
+                "variable that holds the key with --api-key-env)")
 
     def _models(self) -> list[dict]:
         data = server_object(self.preflight_http.request("GET", "/v1/models"),
@@ -340,10 +335,8 @@ class OpenAIBackend:
                     "every request")
         if requested:
             raise PilotError(f"--prompt-cache {requested} cannot be honoured: only llama.cpp's "
-                             "llama-server takes it per "
-                             "request; this server decides it itself (vLLM: "
-                             "--enable-prefix-caching); drop "
-                             f"--prompt-cache")
+                             "llama-server takes it per request; this server decides it itself "
+                             "(vLLM: --enable-prefix-caching); drop --prompt-cache")
         return "server", "set by the server, not per request (vLLM: --enable-prefix-caching)"
 
     def describe_model(self, model: str) -> dict:
@@ -541,19 +534,16 @@ def check_context_window(model_info: dict, window: int, asked: bool) -> list[str
         if served is not None and served < window:
             if asked:
                 raise PilotError(f"the server serves '{model}' with a {served:,}-token context "
-                                 "window, smaller than "
-                                 f"--context-window {window:,}; start it with a larger one "
-                                 "(llama-server -c, vLLM "
-                                 f"--max-model-len) or pass --context-window {served:,}")
+                                 f"window, smaller than --context-window {window:,}; start it with "
+                                 "a larger one (llama-server -c, vLLM --max-model-len) or pass "
+                                 f"--context-window {served:,}")
             warnings.append(f"the server serves '{model}' with a {served:,}-token context window, "
-                            "smaller than the "
-                            f"{window:,} the prompts were planned for: a call that does not fit "
-                            "is refused")
+                            f"smaller than the {window:,} the prompts were planned for: a call "
+                            "that does not fit is refused")
         elif asked and served is None and "server_context_window" in info:
             warnings.append(f"the server does not say which context window it serves '{model}' "
-                            "with; the run plans for "
-                            f"--context-window {window:,}, so make sure the server was started "
-                            "with at least that")
+                            f"with; the run plans for --context-window {window:,}, so make sure "
+                            "the server was started with at least that")
         if trained is not None and trained < window:
             warnings.append(f"'{model}' was trained on a {trained:,}-token context; "
                             f"--context-window {window:,} goes "
@@ -581,13 +571,10 @@ def check_server_url(url: str, source: str) -> str:
                          f"{example}") from None
     if parts.query or parts.fragment or candidate.endswith(("?", "#")):
         raise PilotError(
-            f"{given} has a "
-            f"{'query (?...)' if '?' in candidate else 'fragment (#...)'}, which a server "
-            "address has no use for (it would be printed, and the API's paths joined "
-            "after it); give "
-            "the address alone (a key goes in the variable --api-key-env names, or "
-            "as user:password@ "
-            f"before the host); {example}"
+            f"{given} has a {'query (?...)' if '?' in candidate else 'fragment (#...)'}, which a "
+            "server address has no use for (it would be printed, and the API's paths joined after "
+            "it); give the address alone (a key goes in the variable --api-key-env names, or as "
+            f"user:password@ before the host); {example}"
         )
     if parts.scheme not in ("http", "https"):
         raise PilotError(f"{given} has the scheme {parts.scheme!r}, not http or https; {example}")

@@ -99,25 +99,21 @@ def checked_cells(manifest: dict, tasks: dict, journal: Journal, cells: list[Cel
         missing = [spec.kind for spec in plan if spec.kind not in records]
         if missing:
             raise RecordsAltered(
-                f"cell {key} is marked COMPLETE but its log lacks "
-                f"{', '.join(missing)}; "
-                "it is not scored. Rerun the run command (it quarantines "
-                "unreadable "
-                f"lines and re-runs the cell), and see `{verify_command(journal)}`"
+                f"cell {key} is marked COMPLETE but its log lacks {', '.join(missing)}; it is not "
+                "scored. Rerun the run command (it quarantines unreadable lines and re-runs the "
+                f"cell), and see `{verify_command(journal)}`"
             )
         entry = manifest["cells"][key]
         if not entry.get("records_sha256"):
             raise RecordsAltered(f"cell {key} is marked COMPLETE, but the manifest records no "
-                                 "sha256 of its records, "
-                                 "so they cannot be checked; nothing was scored. See "
-                                 f"`{verify_command(journal)}`, "
-                                 f"and restore the manifest from a backup")
+                                 "sha256 of its records, so they cannot be checked; nothing was "
+                                 f"scored. See `{verify_command(journal)}`, and restore the "
+                                 "manifest from a backup")
         if records_digest([records[spec.kind] for spec in plan]) != entry["records_sha256"]:
             raise RecordsAltered(f"cell {key} was altered after it completed (its records no "
-                                 "longer match "
-                                 f"the sha256 in the manifest); nothing was scored. Check it with "
-                                 f"`{verify_command(journal)}` and restore the raw log from a "
-                                 "backup")
+                                 "longer match the sha256 in the manifest); nothing was scored. "
+                                 f"Check it with `{verify_command(journal)}` and restore the raw "
+                                 "log from a backup")
         yield cell, records, base, plan
 
 
@@ -665,8 +661,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
         if outside:
             budget, sample = sorted(outside)[0]
             problems.append(f"{len(outside)} probe variant(s) the bank's `budgets` and `samples` "
-                            "do not declare "
-                            f"(first: budget {budget}, sample {sample})")
+                            f"do not declare (first: budget {budget}, sample {sample})")
     if well_formed:
         # nothing to report: skip the loop that names problems
         probes = []
@@ -697,8 +692,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
             variant = "" if key[4] == (DEFAULT_BUDGET,
                                        0) else f" (budget {key[4][0]}, sample {key[4][1]})"
             problems.append(f"{where} repeats {probe['model']} {probe['regime']} episode "
-                            f"{probe['episode']} "
-                            f"question {probe['question_id']}{variant}")
+                            f"{probe['episode']} question {probe['question_id']}{variant}")
         seen.add(key)
     tokens = results.get("compaction_tokens", {})
     if not isinstance(tokens, dict):
@@ -733,8 +727,7 @@ def results_shape_problems(results: Any, table: dict[str, list] | None = None) -
     elif isinstance(calls, list) and not all(v is None or is_count(v) for f in CALL_COUNTS
                                              for v in probe_column(calls, f)):
         problems.append("`calls` holds a token count that is not a whole number from 0 to "
-                        f"{MAX_TOKEN_COUNT} "
-                        f"(score records any other as unknown)")
+                        f"{MAX_TOKEN_COUNT} (score records any other as unknown)")
     run = results.get("run")
     if isinstance(run, dict) and not all(is_count(run[f]) and 1 <= run[f] <= MAX_CONTEXT
                                          for f in ("num_ctx", "compaction_cap",

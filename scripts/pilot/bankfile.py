@@ -217,8 +217,7 @@ def start_piece_reader(path: Path, start: int, stop: int, fields):
     import subprocess
     package_parent = str(Path(__file__).resolve().parent.parent)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from pilot.bankfile import "
-            "piece_reader_main; "
-            "piece_reader_main()")
+            "piece_reader_main; piece_reader_main()")
     return subprocess.Popen([sys.executable, "-c", code, package_parent, str(path), str(start),
                              str(stop),
                              json.dumps(fields)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

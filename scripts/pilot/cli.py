@@ -74,8 +74,7 @@ def command_demo(args) -> int:
         source = study.command_line.source_option
         mine = f" on your own {source}" if source else ""
         print(f"Next, on a real model{mine} (Ollama running, the model pulled with: ollama pull "
-              "gemma3:4b):\n"
-              f"  {real_run_command(study)}")
+              f"gemma3:4b):\n  {real_run_command(study)}")
         # what PATH is: the study's own examples, and the README beside them
         if source:
             readme = study.tasks_path.parent / "README.md"
@@ -175,44 +174,37 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
         add_study_options(parser, registered.command_line.options)
     default = study_named(None)
     parser.add_argument("--regimes", help="comma-separated regimes to run (default: the study's "
-                        "pre-registered ones, "
-                        f"listed under --study; {default.name}'s built-in regimes: "
-                        f"{', '.join(default.regimes)}; its "
-                        f"confirmatory test needs R1 and R2)")
+                        f"pre-registered ones, listed under --study; {default.name}'s built-in "
+                        f"regimes: {', '.join(default.regimes)}; its confirmatory test needs R1 "
+                        "and R2)")
     parser.add_argument("--regime-file", help="a JSON file of your own regimes (see "
-                        "tasks/regimes.example.json); they run "
-                        "beside R0-R2 unless --regimes chooses; their text is locked in the run "
-                        "like the built-in "
-                        "prompts. An entry named R0, R1 or R2 with \"replaces\": true runs that "
-                        "regime under your "
-                        "prompts instead (a replication's, e.g. the paper's; scripts/README.md, "
-                        "\"Replicating XR-001 on its "
-                        "published episodes\")")
+                                              "tasks/regimes.example.json); they run beside R0-R2 "
+                                              "unless --regimes chooses; their text is locked in "
+                                              "the run like the built-in prompts. An entry named "
+                                              "R0, R1 or R2 with \"replaces\": true runs that "
+                                              "regime under your prompts instead (a replication's, "
+                                              "e.g. the paper's; scripts/README.md, \"Replicating "
+                                              "XR-001 on its published episodes\")")
     parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
                         help="compaction budgets in output tokens, e.g. 128,256,512 (default "
-                        f"{DEFAULT_BUDGET}); the "
-                             "instructed word limit scales with it (120 words at 256); each "
-                             "budget is its own set of "
-                             f"cells, and every budget but 256 is exploratory")
+                             f"{DEFAULT_BUDGET}); the instructed word limit scales with it (120 "
+                             "words at 256); each budget is its own set of cells, and every "
+                             "budget but 256 is exploratory")
     parser.add_argument("--samples", type=whole_number(1, MAX_SAMPLES), default=1,
                         help="repeated samples per cell, each with its own recorded seed (default "
-                        "1; more is "
-                             "exploratory and wants --temperature above 0)")
+                             "1; more is exploratory and wants --temperature above 0)")
     parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"),
                         default=TEMPERATURE,
                         help="sampling temperature (default 0, the pre-registered value; another "
-                        "makes the run "
-                             "exploratory)")
+                             "makes the run exploratory)")
     parser.add_argument("--context-window", type=whole_number(MIN_CONTEXT_WINDOW,
                                                               MAX_CONTEXT_WINDOW),
                         metavar="TOKENS",
                         help=f"the context window every call is given (default {NUM_CTX:,}, the "
-                        "pre-registered "
-                             "num_ctx): Ollama takes it on each call; an OpenAI-compatible server "
-                             "sets its own, and "
-                             "the run refuses to start when the server reports a smaller one; the "
-                             "sessions study "
-                             f"cuts your sessions into segments that fit it")
+                             "pre-registered num_ctx): Ollama takes it on each call; an "
+                             "OpenAI-compatible server sets its own, and the run refuses to start "
+                             "when the server reports a smaller one; the sessions study cuts your "
+                             "sessions into segments that fit it")
 
 
 def add_study_options(parser, options: tuple) -> None:
@@ -243,34 +235,27 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                              "(template), reasoning_effort=none (effort), both (default) or none")
     parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
                         help="calls kept waiting on the server at once (default 1, the paper's "
-                        "setting). A cell's "
-                             "compactions stay in order; its answer calls fan out once its final "
-                             "state exists. "
-                             "Warning: a server that batches parallel requests can change outputs "
-                             "even at "
-                             "temperature 0")
+                             "setting). A cell's compactions stay in order; its answer calls fan "
+                             "out once its final state exists. Warning: a server that batches "
+                             "parallel requests can change outputs even at temperature 0")
     parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells "
                         "(I/N), into its own "
                         "folder; combine the folders with `merge`")
     parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK,
                         metavar="K",
                         help="determinism probe: after the cells finish, send K journalled calls "
-                        "(chosen by seed) "
-                             "again and record the new replies beside the old ones; the analysis "
-                             "reports how many "
-                             "changed (default %(default)s; 0: none)")
+                             "(chosen by seed) again and record the new replies beside the old "
+                             "ones; the analysis reports how many changed (default %(default)s; 0: "
+                             "none)")
     parser.add_argument("--prompt-cache", choices=("on", "off"),
                         help="llama.cpp's llama-server: let it reuse cached prompt prefixes (on: "
-                        "faster, but replies "
-                             "can then differ between runs) or not (off, the default there: "
-                             "reproducible). Recorded "
-                             "in the lock. Ollama always reuses its cache and cannot turn it off; "
-                             "vLLM sets it on "
-                             f"the server (--enable-prefix-caching)")
+                             "faster, but replies can then differ between runs) or not (off, the "
+                             "default there: reproducible). Recorded in the lock. Ollama always "
+                             "reuses its cache and cannot turn it off; vLLM sets it on the server "
+                             "(--enable-prefix-caching)")
     parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
                         help="retries of a call the server answered with a transient error (429, "
-                        "5xx, garbage) "
-                             "(default %(default)s)")
+                             "5xx, garbage) (default %(default)s)")
     parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S),
                         default=DEFAULT_BACKOFF_BASE_S,
                         help="first retry delay in seconds, doubled per retry, with jitter "
@@ -278,40 +263,32 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S),
                         default=DEFAULT_BACKOFF_CAP_S,
                         help="longest retry delay in seconds (default %(default)s); a server's "
-                        "Retry-After is "
-                             "honoured as it asks, up to 600 s, even above this cap")
+                             "Retry-After is honoured as it asks, up to 600 s, even above this cap")
     parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_GIVE_UP_AFTER_S,
                         help="stop the run when the server has not answered at all (refused, "
-                        "reset, timed out, "
-                             "no whole reply by --reply-deadline) for this many seconds across "
-                             "consecutive calls; no "
-                             "cell is marked FAILED for it, and the same command resumes (default "
-                             "%(default)s)")
+                             "reset, timed out, no whole reply by --reply-deadline) for this many "
+                             "seconds across consecutive calls; no cell is marked FAILED for it, "
+                             "and the same command resumes (default %(default)s)")
     parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
                         default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection "
                         "(default %(default)s)")
     parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_READ_TIMEOUT_S,
                         help="seconds to wait for the next bytes of a reply (its first ones come "
-                        "once the model has "
-                             "written all of it), long enough for a model load (default "
-                             "%(default)s)")
+                             "once the model has written all of it), long enough for a model load "
+                             "(default %(default)s)")
     parser.add_argument("--reply-deadline", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         help="seconds from sending a call to having its whole reply; a reply that "
-                        "drips (headers, "
-                             "then a byte now and then) is given up there and retried, and counts "
-                             "toward "
-                             f"--give-up-after (default: {REPLY_DEADLINE_READ_TIMEOUTS} x "
-                             "--read-timeout, "
+                             "drips (headers, then a byte now and then) is given up there and "
+                             "retried, and counts toward --give-up-after (default: "
+                             f"{REPLY_DEADLINE_READ_TIMEOUTS} x --read-timeout, "
                              f"{REPLY_DEADLINE_READ_TIMEOUTS * DEFAULT_READ_TIMEOUT_S:g} s; size "
-                             "it to the longest "
-                             "call your model can honestly take: scripts/README.md, "
-                             "\"Interrupting, resuming and recovering\")")
+                             "it to the longest call your model can honestly take: "
+                             "scripts/README.md, \"Interrupting, resuming and recovering\")")
     parser.add_argument("--allow-code-change", action="store_true",
                         help="resume although the runner's code (scripts/run_pilot.py or "
-                        "scripts/pilot/) changed; "
-                             "recorded as a manifest amendment")
+                             "scripts/pilot/) changed; recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
                         help="analyse an incomplete bank; every output is marked "
                         f"{partial_labels()}")
@@ -336,16 +313,13 @@ def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -
     default = study_named(None).name
     parser.add_argument("--out", type=folder_argument("--out"),
                         help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
-                                      "of the first N episodes, another task set or another "
-                                      "design gets a folder of "
-                                      f"its own, e.g. results/{default}-eN)")
+                             "of the first N episodes, another task set or another design gets a "
+                             f"folder of its own, e.g. results/{default}-eN)")
     if episodes:
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help="use the first N episodes (or instances, or sessions) of the "
-                            "study's task set "
-                                 f"(default: all of them, {N_EPISODES} in {default}'s); a smaller "
-                                 "run gets "
-                                 f"its own folder")
+                                 f"study's task set (default: all of them, {N_EPISODES} in "
+                                 f"{default}'s); a smaller run gets its own folder")
         pinned = [
             f"{study.name}: {display_path(study.tasks_path)}"
             for study in STUDY_REGISTRY.values()
@@ -400,8 +374,7 @@ def folder_argument(option: str, optional: bool = True) -> Callable[[str], str]:
         control = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
         if control is not None:
             raise argparse.ArgumentTypeError(f"{text!r} holds a control character ({control!r}); "
-                                             "give a folder name "
-                                             f"without one")
+                                             "give a folder name without one")
         for place in (Path(text), *Path(text).parents):
             if place.is_symlink() and not place.exists():
                 raise argparse.ArgumentTypeError(f"{place} is a link to {os.readlink(place)}, "
@@ -436,10 +409,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
             f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name,
             text in COMMAND_HELP.items()) + (
             "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
-            "or no server; 3 a cell FAILED or the "
-            "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted "
-            "(rerun the same "
-            "command to resume)\n\nthe user guide: scripts/README.md")
+            "or no server; 3 a cell FAILED or the server stopped answering (--give-up-after); 4 "
+            "the disk is full; 130 interrupted (rerun the same command to resume)\n\nthe user "
+            "guide: scripts/README.md")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
@@ -456,18 +428,14 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser)
         add_run_options(parser.add_argument_group(
             "the run's options", f"{command} reads --shard (a shard's folder is named after it) "
-            "and none of the "
-                                 f"others; they are accepted so that {command} can go in front of "
-                                 "a run's command as "
-                                 f"typed, and find its folder"))
+                                 f"and none of the others; they are accepted so that {command} can "
+                                 "go in front of a run's command as typed, and find its folder"))
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 "
-                            "reference "
-                                              "format); the analysis is printed, and analysis.md, "
-                                              "figures and "
-                                              "report are written to --out DIR if given (a "
-                                              "read-only run included)")
+                                              "reference format); the analysis is printed, and "
+                                              "analysis.md, figures and report are written to "
+                                              "--out DIR if given (a read-only run included)")
         parser.add_argument("--allow-partial", action="store_true",
                             help="analyse an incomplete bank; the output is marked "
                             f"{partial_labels()}")
@@ -479,9 +447,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         # server's options without using them (it sends nothing)
         add_run_options(parser.add_argument_group(
             "the run's options", "plan reads --models, --shard and --recheck; the others (the "
-            "server, retries, concurrency) are "
-                                 "accepted so that plan can go in front of a run's command, and "
-                                 "are not used"))
+                                 "server, retries, concurrency) are accepted so that plan can go "
+                                 "in front of a run's command, and are not used"))
         # --recheck as given, else as the run was started, else the default
         parser.set_defaults(recheck=None)
     elif command == "generate":
@@ -489,12 +456,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"number of episodes (default {N_EPISODES}, at most "
                             f"{MAX_EPISODES})")
         parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or "
-                            "tasks/constraints.json "
-                                            "with --study constraints)")
+                                            "tasks/constraints.json with --study constraints)")
         parser.add_argument("--force", action="store_true", help="overwrite a different existing "
-                            "task file (only a "
-                                                                 "task file of one of the "
-                                                                 "studies: never another file)")
+                            "task file (only a task file of one of the studies: never another "
+                            "file)")
         parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
                             default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
@@ -511,25 +476,20 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":
         parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a "
-                         "state fails "
-                         "(RUN_DIR: a final state); 2 bad input. A run of a study that gates its "
-                         "states as it scores "
-                         "them (the adversarial and sessions studies) is scored again and its "
-                         "analysis printed, "
-                         "with the gate's findings per regime; exit 0. No model is called.")
+                         "state fails (RUN_DIR: a final state); 2 bad input. A run of a study that "
+                         "gates its states as it scores them (the adversarial and sessions "
+                         "studies) is scored again and its analysis printed, with the gate's "
+                         "findings per regime; exit 0. No model is called.")
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
                             help="a compacted state (text or JSON) to check, or a run folder to "
                             "gate every state of")
         parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and "
-                            "statuses, and the "
-                                             "permissions in force (format: scripts/README.md, "
-                                             "'The ledger "
-                                             "format')")
+                                             "statuses, and the permissions in force (format: "
+                                             "scripts/README.md, 'The ledger format')")
         parser.add_argument("--source", help="the transcript the state was made from (instructions "
-                            "with no source "
-                                             "in it are flagged, and so are claims of done, "
-                                             "verified or approved "
-                                             "that neither the ledger nor it supports)")
+                                             "with no source in it are flagged, and so are claims "
+                                             "of done, verified or approved that neither the "
+                                             "ledger nor it supports)")
         parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")
         parser.add_argument(
             "--selftest",
@@ -539,8 +499,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     elif command == "adversarial":
         parser.add_argument("--out", type=folder_argument("--out"),
                             help="run folder (default: results/adversarial; results/adversarial-eN "
-                            "for "
-                                          "--episodes N)")
+                                 "for --episodes N)")
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
                             help="only the first N sessions")
         parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, "
@@ -552,11 +511,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_run_options(parser)
     elif command == "audit":
         parser.epilog = ("No model is called, no connection is opened and nothing is written "
-                         "beside the logs; keys "
-                         "and passwords are masked in every output. Exit codes: 0 done; 2 bad "
-                         "input. The walkthrough: "
-                         "tasks/sessions/README.md, \"7. Audit the compactions your agent already "
-                         "made\"")
+                         "beside the logs; keys and passwords are masked in every output. Exit "
+                         "codes: 0 done; 2 bad input. The walkthrough: tasks/sessions/README.md, "
+                         "\"7. Audit the compactions your agent already made\"")
         parser.add_argument("paths", metavar="PATH", nargs="*",
                             help="agent log files or folders (read only; subfolders read, links "
                             "never followed); "
@@ -568,8 +525,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="a summary made of the transcript by any compactor (UTF-8 text)")
         parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
                             help="folder for audit.csv, analysis.md, report.html and figures/ "
-                            "(default: results/audit-<the "
-                                 "digest of what was read>)")
+                                 "(default: results/audit-<the digest of what was read>)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),

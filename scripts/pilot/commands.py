@@ -71,11 +71,9 @@ def open_manifest(options: RunOptions, config: Settings, lock: dict, models: lis
     if recorded.get("runner_sha256") != lock["runner_sha256"]:
         if not options.allow_code_change:
             raise PilotError(f"scripts/run_pilot.py changed since {run_dir} was started (runner "
-                             "sha256 "
-                             f"{short(recorded.get('runner_sha256'))} -> "
-                             f"{short(lock['runner_sha256'])}); restore it, "
-                             "use --out for a new run, or pass --allow-code-change to record the "
-                             "change and go on")
+                             f"sha256 {short(recorded.get('runner_sha256'))} -> "
+                             f"{short(lock['runner_sha256'])}); restore it, use --out for a new "
+                             "run, or pass --allow-code-change to record the change and go on")
         manifest.data["amendments"].append({"at": utc_now(), "what": "runner code changed "
                                             "(--allow-code-change)",
                                             "from_runner_sha256": recorded.get("runner_sha256"),
@@ -106,10 +104,9 @@ def refuse_logs_without_manifest(run_dir: Path) -> None:
     unchecked = journalled_lines(run_dir)
     if unchecked and not (run_dir / "manifest.json").exists():
         raise PilotError(f"{run_dir} has no manifest.json, but its raw logs hold {unchecked} "
-                         "journalled call(s) whose "
-                         "hashes it recorded: they cannot be checked, so they are never resumed "
-                         "or scored. Restore "
-                         f"manifest.json from a backup, or run into a new folder (--out NEW)")
+                         "journalled call(s) whose hashes it recorded: they cannot be checked, so "
+                         "they are never resumed or scored. Restore manifest.json from a backup, "
+                         "or run into a new folder (--out NEW)")
 
 
 def demo_command(study: Study) -> str:
@@ -151,9 +148,8 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         used = manifest.data.setdefault("concurrency_used", [])
         if used and options.concurrency not in used:
             warn(f"resuming with --concurrency {options.concurrency}, but this run used "
-                 f"{', '.join(map(str, used))} "
-                 "before (recorded in the manifest): a server that batches parallel requests can "
-                 "change outputs")
+                 f"{', '.join(map(str, used))} before (recorded in the manifest): a server that "
+                 "batches parallel requests can change outputs")
         if options.concurrency not in used:
             used.append(options.concurrency)
         # so that the resume command keeps it
@@ -225,18 +221,15 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         left = sum(1 for c in todo if not is_complete(manifest.data, c))
         if getattr(err, "slow", False):
             longer = f"{max(2 * options.backend.read_timeout, 60):g}"
-            what = (f"The server took the calls but sent no reply within --read-timeout "
+            what = ("The server took the calls but sent no reply within --read-timeout "
                     f"({options.backend.read_timeout:g} s); if it is only slow (a large model, a "
-                    "long prompt), "
-                    f"resume with a longer one: {resume} --read-timeout {longer}")
+                    f"long prompt), resume with a longer one: {resume} --read-timeout {longer}")
         elif getattr(err, "dripped", False):
             deadline = options.backend.deadline_s
             what = ("The server began its replies but sent none whole within the reply deadline "
-                    f"({deadline:g} s; "
-                    "a server or gateway that drips bytes to keep a call open does this); if the "
-                    "model is only "
-                    f"slow, resume with a longer one: {resume} --reply-deadline "
-                    f"{max(2 * deadline, 60):g}")
+                    f"({deadline:g} s; a server or gateway that drips bytes to keep a call open "
+                    f"does this); if the model is only slow, resume with a longer one: {resume} "
+                    f"--reply-deadline {max(2 * deadline, 60):g}")
         else:
             what = f"Start the server, then resume with: {resume}"
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED "
@@ -291,9 +284,8 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     tasks, tasks_sha = load_tasks(tasks_path, options.episodes, study)
     if recorded_study(run_dir) not in (None, study.name):
         raise PilotError(f"{run_dir} holds a run of the {recorded_study(run_dir)} study; resume it "
-                         "with `--study "
-                         f"{recorded_study(run_dir)}` (or its own subcommand), or use --out for a "
-                         "new run")
+                         f"with `--study {recorded_study(run_dir)}` (or its own subcommand), or "
+                         "use --out for a new run")
     if task_file_study(tasks).name != study.name:
         raise PilotError(f"{display_path(tasks_path)} is a task file of the "
                          f"{task_file_study(tasks).name} study, "
@@ -372,8 +364,7 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
                   f"{shlex.quote(str(run_dir))}`, then "
                   f"`analyze --out {shlex.quote(str(run_dir))}`" if not options.shard else
                   "next: when every shard is done, combine them with `python3 "
-                  "scripts/run_pilot.py merge OUT "
-                  f"SHARD_DIR...` (the analysis is made there)")
+                  "scripts/run_pilot.py merge OUT SHARD_DIR...` (the analysis is made there)")
         return code
     if options.shard:
         print(f"shard {options.shard[0]}/{options.shard[1]} is in {run_dir}; when every shard is "
@@ -396,16 +387,13 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
         print(render_closing(analysis))
         if (run_dir / "results.json").is_file():
             where = ("python3 scripts/run_pilot.py analyze --results "
-                     f"{shlex.quote(str(run_dir / 'results.json'))} "
-                     f"--out DIR")
+                     f"{shlex.quote(str(run_dir / 'results.json'))} --out DIR")
         # no results.json to analyse elsewhere: a writable copy of the folder
         else:
             where = (f"cp -r {shlex.quote(str(run_dir))} COPY, then python3 scripts/run_pilot.py "
-                     "score --out COPY "
-                     f"and analyze --out COPY")
+                     "score --out COPY and analyze --out COPY")
         print(f"\n{run_dir} is read-only, so nothing was written there. To write the analysis, "
-              "figures and report "
-              f"elsewhere: {where}")
+              f"figures and report elsewhere: {where}")
         return code
     results = write_results(run_dir, manifest.data, tasks, models)
     design = folder_study(manifest.data).design
@@ -413,8 +401,7 @@ def score_and_analyze_run(options: RunOptions, manifest: "Manifest", tasks: dict
         held = f"results.json holds {scored_what(results)}"
         if not design.partial_by_default:
             print(f"{held}; the analysis waits for the rest. Rerun the same command, or add "
-                  "--allow-partial for an "
-                  f"analysis marked {design.partial_label} of the complete "
+                  f"--allow-partial for an analysis marked {design.partial_label} of the complete "
                   f"{folder_study(manifest.data).episode_noun}s.",
                   file=sys.stderr)
             return code or EXIT_CELLS_FAILED
@@ -459,13 +446,11 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict,
         flagged += sum(1 for record in records if record.get("control_tokens"))
         for episode, kind, times in repeated_calls(records):
             warn(f"{cell_key(model, regime, episode, budget, sample)}: {kind} is recorded {times} "
-                 "times in raw/; the "
-                 "first is scored (see `python3 scripts/run_pilot.py verify --out "
-                 f"{shlex.quote(str(run_dir))}`)")
+                 "times in raw/; the first is scored (see `python3 scripts/run_pilot.py verify "
+                 f"--out {shlex.quote(str(run_dir))}`)")
     if flagged:
         warn(f"{flagged} of {total} replies in raw/ carry chat-template control tokens: the "
-             "server's template does "
-             f"not match the model there, and such replies are noise")
+             "server's template does not match the model there, and such replies are noise")
     results = score_run(manifest, tasks, journal, models)
     hold_until_exit(results)
     gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir),
@@ -545,10 +530,8 @@ def command_adversarial(args) -> int:
     data, what = study.generate({})
     if study.tasks_path.exists() and read_canonical(study.tasks_path) != data:
         raise PilotError(f"{display_path(study.tasks_path)} exists and differs from the "
-                         "generator's output; the "
-                         "committed file is the pre-registered one (restore it with `git checkout "
-                         "-- "
-                         f"{display_path(study.tasks_path)}`)")
+                         "generator's output; the committed file is the pre-registered one "
+                         f"(restore it with `git checkout -- {display_path(study.tasks_path)}`)")
     write_atomic(study.tasks_path, data)
     print(f"wrote {display_path(study.tasks_path)}: {what}")
     return EXIT_OK
@@ -564,8 +547,7 @@ def command_score(args) -> int:
     finally:
         run_lock.release()
     print(f"scored {len(results['probes'])} probes from {scored_what(results)} into "
-          f"{run_dir / 'results.json'} and "
-          f"{run_dir / 'probes.csv'}")
+          f"{run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
     return EXIT_OK
 
 
@@ -606,9 +588,8 @@ def command_analyze(args) -> int:
                 raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder "
                                  "with --out DIR")
             print(f"{out_dir} is read-only, so nothing is written there; to write the analysis, "
-                  "figures and report "
-                  f"elsewhere: python3 scripts/run_pilot.py analyze --results {results_path} "
-                  "--out DIR",
+                  "figures and report elsewhere: python3 scripts/run_pilot.py analyze --results "
+                  f"{results_path} --out DIR",
                   file=sys.stderr)
             out_dir = None
     tasks_path = Path(args.tasks) if args.tasks else None
@@ -638,9 +619,8 @@ def read_and_analyze(results_path: Path, out_dir: Path | None, allow_partial: bo
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems)
                                            > 3 else "")
         raise PilotError(f"{results_path} is not a results file this runner can read: {shown}. Fix "
-                         "it, or "
-                         "make it again from its run with `python3 scripts/run_pilot.py score "
-                         "--out RUN`")
+                         "it, or make it again from its run with `python3 scripts/run_pilot.py "
+                         "score --out RUN`")
     if figures is not None:             # it starts up on the other core while the bank is analysed
         figures.start()
     try:

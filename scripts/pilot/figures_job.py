@@ -81,15 +81,13 @@ class FiguresJob:
         stdout, stderr = self.proc.communicate(piped)
         if self.proc.returncode == EXIT_DISK_FULL:
             raise DiskFull(self.out_dir, "analysis.md and results.json are written; free some "
-                           "space, then make the "
-                                         f"figures and report with: python3 paper/make_figures.py "
-                                         f"{shlex.quote(str(self.results_path))} --out "
-                                         f"{shlex.quote(str(self.out_dir))}")
+                           "space, then make the figures and report with: python3 "
+                           f"paper/make_figures.py {shlex.quote(str(self.results_path))} --out "
+                           f"{shlex.quote(str(self.out_dir))}")
         if self.proc.returncode != 0:
             reason = (stderr.strip().splitlines() or ["no message"])[-1]
             raise PilotError(f"the figures and report were not made ({reason}); analysis.md and "
-                             "results.json are "
-                             f"written; retry with: python3 paper/make_figures.py "
+                             "results.json are written; retry with: python3 paper/make_figures.py "
                              f"{shlex.quote(str(self.results_path))} --out "
                              f"{shlex.quote(str(self.out_dir))}")
         return [Path(line) for line in stdout.splitlines() if line.strip()]

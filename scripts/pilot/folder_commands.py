@@ -57,12 +57,10 @@ def command_generate(args) -> int:
     # device
     if path.is_symlink():
         raise PilotError(f"{display_path(path)} is a link; generate writes a task file of its own: "
-                         "give --tasks a "
-                         f"new path")
+                         "give --tasks a new path")
     if path.exists() and not path.is_file():
         raise PilotError(f"{display_path(path)} is not a regular file (a folder, pipe or device); "
-                         "give --tasks the "
-                         f"path of a task file")
+                         "give --tasks the path of a task file")
     if path.exists():
         if read_canonical(path) == data:
             print(f"{display_path(path)} is already this task set (sha256 "
@@ -70,15 +68,12 @@ def command_generate(args) -> int:
             return EXIT_OK
         if not args.force:
             raise PilotError(f"{display_path(path)} exists and differs; changing committed tasks "
-                             "needs a dated "
-                             "protocol amendment. Pass --force to overwrite, or --tasks PATH for "
-                             "a new file")
+                             "needs a dated protocol amendment. Pass --force to overwrite, or "
+                             "--tasks PATH for a new file")
         if not is_task_file(path):
             raise PilotError(f"{display_path(path)} is not a task file (a JSON object with an "
-                             "`episodes` list whose "
-                             "`study` or `protocol` names a study of this runner), so --force "
-                             "does not overwrite "
-                             f"it; give --tasks a new path")
+                             "`episodes` list whose `study` or `protocol` names a study of this "
+                             "runner), so --force does not overwrite it; give --tasks a new path")
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data)
     print(f"wrote {display_path(path)}: {what}, sha256 {sha256_bytes(data)}")
@@ -140,17 +135,15 @@ def command_status(args) -> int:
     redo = [(cell, kind) for cell, kind in lost_records(journal, data, tasks) if cell in set(cells)]
     for cell, kind in redo:
         print(f"TO REDO {cell_key(*cell)}: COMPLETE in the manifest, but its raw log lacks {kind}; "
-              "the run command "
-              f"re-runs it")
+              "the run command re-runs it")
     flagged = flagged_cells(journal, data) if data.get("template_stop") else {}
     for cell, kinds in sorted(flagged.items()):
         print(f"TO SEND AGAIN {cell_key(*cell)}: {len(kinds)} "
-              f"repl{'y' if len(kinds) == 1 else 'ies'} carrying "
-              "chat-template control tokens (the run stopped for a template mismatch); the run "
-              "command moves "
+              f"repl{'y' if len(kinds) == 1 else 'ies'} carrying chat-template control tokens (the "
+              "run stopped for a template mismatch); the run command moves "
               f"{'it' if len(kinds) == 1 else 'them'} to raw/*.quarantine and sends "
-              f"{'it' if len(kinds) == 1 else 'them'} "
-              f"again, with the calls made from {'it' if len(kinds) == 1 else 'them'}")
+              f"{'it' if len(kinds) == 1 else 'them'} again, with the calls made from "
+              f"{'it' if len(kinds) == 1 else 'them'}")
     again = [cell for cell in flagged if cell in set(cells) and cell not in {c for c, _ in redo} and
              is_complete(data, cell)]
     totals["COMPLETE"] -= len(redo) + len(again)
@@ -187,9 +180,8 @@ def partial_comparison(run_dir: Path, data: dict, tasks: dict, journal: Journal)
     analysis = analyze_bank(results, run_tasks_path(data))
     shown = shlex.quote(display_path(run_dir))
     headline = plain_text(render_headline(analysis))
-    return (f"so far, over the complete {noun}s:\n{headline}\n\nthe whole analysis so far: "
-            f"python3 scripts/run_pilot.py score --out {shown}, then analyze --out {shown} "
-            "--allow-partial")
+    return (f"so far, over the complete {noun}s:\n{headline}\n\nthe whole analysis so far: python3 "
+            f"scripts/run_pilot.py score --out {shown}, then analyze --out {shown} --allow-partial")
 
 
 def command_plan(args) -> int:
@@ -245,12 +237,10 @@ def command_plan(args) -> int:
         if entry["over_window"]:
             window, where = window_of(model)
             print(f"warning: {model} {regime}: {entry['over_window']} of its {entry['calls']} "
-                  "calls cannot fit "
-                  f"{where}, {window} tokens (prompt estimate plus output cap; the largest needs "
-                  "about "
-                  f"{entry['largest_call']}): the server refuses such a call, or cuts its prompt; "
-                  "drop the regime, "
-                  f"shorten its prompts or what they carry, or give the model a larger window")
+                  f"calls cannot fit {where}, {window} tokens (prompt estimate plus output cap; "
+                  f"the largest needs about {entry['largest_call']}): the server refuses such a "
+                  "call, or cuts its prompt; drop the regime, shorten its prompts or what they "
+                  "carry, or give the model a larger window")
     print(f"total: {estimate['calls']} calls ({estimate['done_calls']} done), about "
           f"{estimate['input_tokens']} input "
           f"tokens and at most {estimate['output_tokens']} output tokens")
@@ -258,8 +248,7 @@ def command_plan(args) -> int:
     if replaced:
         print(f"prompts: {', '.join(r.name for r in replaced)} run under the prompts of "
               f"{', '.join(sorted({r.origin for r in replaced}))}, replacing the pre-registered "
-              "ones (marked so in the "
-              f"lock and every output)")
+              "ones (marked so in the lock and every output)")
     given = getattr(args, "recheck", None)
     started_with = recorded.get("recheck_requested") if recorded else None
     recheck = (given if given is not None else started_with if started_with is not None
@@ -272,25 +261,22 @@ def command_plan(args) -> int:
             else "as the run was started" if started_with is not None else "the default"
         )
         print(f"determinism probe: {probe_calls} more calls once the cells are complete (--recheck "
-              f"{probe_calls}, "
-              f"{why}; --recheck 0 turns it off)")
+              f"{probe_calls}, {why}; --recheck 0 turns it off)")
     if planned.design.plan_note is not None:
         print(planned.design.plan_note(estimate["calls"] // max(1, len(models))))
     if planned.command_line.describe_tasks is not None:
         print("\n".join(planned.command_line.describe_tasks(tasks)))
     print("estimate: input tokens are prompt characters / 4, with every previous state taken at "
-          "its full "
-          f"compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} per "
-          "compaction, "
-          f"{ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call have none")
+          f"its full compaction cap; output tokens are the caps ({', '.join(map(str, budgets))} "
+          f"per compaction, {ANSWER_NUM_PREDICT} per answer); regimes that make no compaction call "
+          "have none")
     if manifest:
         print(server_work_line(Journal(run_dir), manifest.data))
     rate = measured_rate(Journal(run_dir), manifest.data) if manifest else None
     left = estimate["calls"] - estimate["done_calls"] + probe_calls
     if rate:
         print(f"time: {left} calls left at the measured {rate:.2f} s per call = about "
-              f"{left * rate / 60:.1f} min "
-              f"at concurrency 1 (from {run_dir})")
+              f"{left * rate / 60:.1f} min at concurrency 1 (from {run_dir})")
     else:
         print("time: no measured rate yet (the run folder has no calls)" +
               ("; the reference run took 84 min for 1,440 calls" if planned.name
@@ -368,8 +354,7 @@ def server_work_line(journal: Journal, manifest: dict) -> str:
                     cached += work.get("prompt_cached") or 0
     if unknown == calls:
         return (f"server work so far: {sent} prompt tokens sent in {calls} calls; the server did "
-                "not say how many "
-                "it evaluated (prompt cache: "
+                "not say how many it evaluated (prompt cache: "
                 f"{manifest.get('lock', {}).get('prompt_cache') or 'not recorded'})")
     return (f"server work so far: {sent} prompt tokens sent, {evaluated} evaluated by the server "
             f"({cached} reused "
@@ -411,8 +396,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
             valid = isinstance(episode, int) and 0 <= episode < manifest["n_episodes"]
             if count > 1:
                 problems.append(f"{cell_key(model, regime_name, episode, budget, sample)}: {kind} "
-                                "recorded "
-                                f"{count} times")
+                                f"recorded {count} times")
             kinds = kinds_of(Cell(model, regime_name, episode, budget, sample)) if valid else []
             # each episode against its own plan
             if not valid or kinds is not None and kind not in kinds:
@@ -427,9 +411,8 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
             plan = kinds_of(cell)
             if plan is None:
                 problems.append(f"{key}: COMPLETE, but not checked: without the run's inputs its "
-                                "plan is known only "
-                                "from its manifest entry, which (made before entries recorded "
-                                "it) does not say it")
+                                "plan is known only from its manifest entry, which (made before "
+                                "entries recorded it) does not say it")
                 continue
             missing = [kind for kind in plan if kind not in records]
             if missing:
@@ -442,8 +425,7 @@ def verify_run(run_dir: Path, manifest: dict, tasks: dict | None) -> list[str]:
                 problems.append(f"{key}: the manifest {said}, the log has {len(ordered)}")
             if not entry.get("records_sha256"):
                 problems.append(f"{key}: COMPLETE, but the manifest records no sha256 of its "
-                                "records, so they could "
-                                f"not be checked")
+                                "records, so they could not be checked")
             elif records_digest(ordered) != entry["records_sha256"]:
                 problems.append(
                     f"{key}: records altered since the cell completed (sha256 mismatch)"
@@ -467,8 +449,7 @@ def command_verify(args) -> int:
     if not (run_dir / "manifest.json").exists() and journalled_lines(run_dir):
         # the hashes live in the manifest: without it nothing in raw/ can be checked
         print(f"problem: no manifest.json, so none of the {journalled_lines(run_dir)} journalled "
-              "call(s) in "
-              f"{run_dir / 'raw'} can be checked against a recorded hash")
+              f"call(s) in {run_dir / 'raw'} can be checked against a recorded hash")
         print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
         return EXIT_VERIFY_FAILED
     manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
@@ -500,8 +481,7 @@ def command_merge(args) -> int:
         inside, outside = Path(os.path.abspath(out)), Path(os.path.abspath(folder))
         if inside == outside or outside in inside.parents or inside in outside.parents:
             raise PilotError(f"the merged folder {out} and the shard {folder} lie one inside the "
-                             "other; merge into a "
-                             f"folder of its own, beside the shards")
+                             "other; merge into a folder of its own, beside the shards")
     refuse_merge_target(out)
     with contextlib.ExitStack() as held:
         shards = []
@@ -574,8 +554,7 @@ def merged_cells(shards: list[tuple]) -> tuple[dict, list[str]]:
                          f"{shard_text(data.get('shard'))})")
         if diffs:
             raise PilotError(f"{folder} was run with other settings than {shards[0][0]} "
-                             f"({'; '.join(diffs)}); "
-                             f"only shards of one locked run can be merged")
+                             f"({'; '.join(diffs)}); only shards of one locked run can be merged")
         for key, entry in data["cells"].items():
             if entry.get("status") != "COMPLETE":
                 continue
@@ -620,12 +599,9 @@ def write_merged_folder(staging: Path, shards: list[tuple], cells: dict,
     results = write_results(staging, merged.data, shards[0][2])
     if results["cells"]["not_complete"]:
         lines.append(f"the merged bank is incomplete (scored from {scored_what(results)}): finish "
-                     "the "
-                     f"missing shards and merge them again into a new folder (or remove {staging} "
-                     "first), or analyse "
-                     "this one with `python3 scripts/run_pilot.py analyze --out "
-                     f"{shlex.quote(str(staging))} "
-                     f"--allow-partial`")
+                     "the missing shards and merge them again into a new folder (or remove "
+                     f"{staging} first), or analyse this one with `python3 scripts/run_pilot.py "
+                     f"analyze --out {shlex.quote(str(staging))} --allow-partial`")
         return lines, None
     analysis = write_analysis(staging, results, allow_partial=False)
     outputs = write_figures_and_report(staging, handover=(results, analysis))

@@ -24,8 +24,7 @@ def read_gate_input(path: str, what: str) -> str:
     from .rules.ledger import GateInputError
     if Path(path).exists() and not Path(path).is_file():
         raise GateInputError(f"the {what} {path} is not a regular file (a device, pipe, socket or "
-                             "folder); give a "
-                             f"UTF-8 text file")
+                             "folder); give a UTF-8 text file")
     try:
         # a byte-order mark, as some editors write, is read
         text = Path(path).read_text(encoding="utf-8-sig")
@@ -59,8 +58,7 @@ def command_gate(args) -> int:
                 caught = ", ".join(sorted({f["category"] for f in o["findings"]
                                            if f["blocking"]})) or "-"
                 print(f"{'ok  ' if o['ok'] else 'MISS'} {o['case']:<40} expected "
-                      f"{o['expected']:<10} got "
-                      f"{o['verdict']} ({caught})")
+                      f"{o['expected']:<10} got {o['verdict']} ({caught})")
             missed = [o["case"] for o in outcomes if not o["ok"]]
             print(f"self-test: {len(outcomes) - len(missed)}/{len(outcomes)} cases behave as they "
                   "must" +
@@ -68,8 +66,7 @@ def command_gate(args) -> int:
         return EXIT_OK if all(o["ok"] for o in outcomes) else EXIT_VERIFY_FAILED
     if not args.target:
         raise GateInputError("give a state file and --ledger, a run folder, or --selftest (see "
-                             "`run_pilot.py gate "
-                             "--help`)")
+                             "`run_pilot.py gate --help`)")
     target = Path(args.target)
     if target.is_dir():
         return gate_run_folder(target, args.json)
@@ -77,8 +74,7 @@ def command_gate(args) -> int:
         raise GateInputError(f"no state file or run folder at {target}; check the path")
     if not args.ledger:
         raise GateInputError("a state needs --ledger LEDGER.json (the authoritative values; format "
-                             "in scripts/README.md, "
-                             "'The ledger format')")
+                             "in scripts/README.md, 'The ledger format')")
     _, _, ledger = read_json(Path(args.ledger), f"the ledger {args.ledger}", "a ledger",
                              "give the ledger format "
                              "scripts/README.md describes under 'The ledger format'",
@@ -112,8 +108,7 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     from .rules.ledger import GateInputError
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give "
-                             "a run folder "
-                             f"or a state file")
+                             "a run folder or a state file")
     refuse_unsafe_folder(run_dir)
     manifest, tasks = load_run(run_dir)
     # one writer at a time: never beside a running runner
@@ -144,8 +139,7 @@ def gate_held_folder(run_dir: Path, manifest: Manifest, tasks: dict, as_json: bo
     gate = results.get("gate")
     if not gate:
         raise GateInputError(f"{run_dir} has no compacted state yet (no compaction call of a "
-                             "compacting regime is "
-                             f"journalled), so there is nothing to gate")
+                             "compacting regime is journalled), so there is nothing to gate")
     outputs = [run_dir / "gate.csv", run_dir / "results.json"]
     if folder_writable(run_dir):
         analysis = write_analysis(run_dir, results, True)

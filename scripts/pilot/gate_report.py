@@ -89,9 +89,8 @@ def render_gate_section(analysis: dict) -> list[str]:
         return []
     out = ["## Release gate on compacted states (exploratory)", "",
            "Every compacted state (each checkpoint, not only the final one) checked against the "
-           "values its segments "
-           "had named so far, with no model call; omissions allowed before a state fails: "
-           f"{gate['max_omissions']}. "
+           "values its segments had named so far, with no model call; omissions allowed before a "
+           f"state fails: {gate['max_omissions']}. "
            f"One row per state in gate.csv.", ""]
 
     def rate(summary: dict) -> str:
@@ -115,8 +114,7 @@ def render_gate_section(analysis: dict) -> list[str]:
                f"- corrupted among PASS: {rate(pred['corrupted_if_pass'])}"]
                if pred.get("precision") else
               ["- precision and recall: not shown, as there are no failing and passing states with "
-               "corrupted and "
-               "clean answers to tell apart"]),
+               "corrupted and clean answers to tell apart"]),
             "- one-sided Fisher exact p: "
             f"{'n/a' if pred['fisher_p'] is None else fmt_p(pred['fisher_p'])}",
             f"- **verdict: the gate {pred['verdict']}**"

@@ -141,8 +141,7 @@ def load_task_set(path: Path, study: Study | None = None) -> dict:
     if not path.exists():
         if in_repo:
             raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it "
-                             "is committed "
-                             f"before any run: pre-registration)")
+                             "is committed before any run: pre-registration)")
         raise PilotError(f"no tasks file at {path}; check the path, or make one with: python3 "
                          f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
     if path.is_dir():
@@ -174,9 +173,8 @@ def load_tasks(path: Path, n_episodes: int | None, study: Study | None = None) -
     n = available if n_episodes is None else n_episodes
     if not 1 <= n <= available:
         raise PilotError(f"--episodes must be between 1 and {available} for {task_set['path']}; "
-                         "for more, "
-                         "generate a larger task file with `generate --episodes N --tasks PATH` "
-                         "and pass --tasks")
+                         "for more, generate a larger task file with `generate --episodes N "
+                         "--tasks PATH` and pass --tasks")
     return {**tasks, "episodes": tasks["episodes"][:n]}, task_set["sha256"]
 
 

@@ -120,12 +120,10 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
         elif reserved_suffix(name):
             suffix, study, what = reserved_suffix(name)
             found.append(f"the name {name} ends in {suffix}, which the {study} study gives to "
-                         f"{what}; choose another "
-                         f"name")
+                         f"{what}; choose another name")
         elif name.casefold() in seen:
             found.append(f"the name {name} is used twice (names are compared ignoring letter case, "
-                         "since run "
-                         f"files are named after them)")
+                         "since run files are named after them)")
         kind = entry.get("kind", "compaction")
         reader = entry.get("state_reader", "prose" if kind == "compaction" else "none")
         if kind not in ("compaction", "recent"):
@@ -159,8 +157,7 @@ def check_regime_entries(entries: Any, origin: str) -> tuple[list[Regime], list[
             if placeholders - needed:
                 found.append(f"`{field}` has unknown placeholder(s) "
                              f"{', '.join('{' + n + '}' for n in sorted(placeholders - needed))} "
-                             f"(write {{{{ and }}}} "
-                             f"for literal braces)")
+                             f"(write {{{{ and }}}} for literal braces)")
         description = entry.get("description", "")
         if not isinstance(description, str):
             found.append("`description` must be a text")
@@ -201,8 +198,7 @@ def replacement_regime(entry: dict, origin: str, seen: set) -> tuple[Regime | No
                if field in entry}
     if not changes:
         found.append(f"replacing {name} needs at least one of answer_template, "
-                     "compaction_template, system or "
-                     f"empty_state")
+                     "compaction_template, system or empty_state")
     if not built_in.compacts and ("compaction_template" in changes or "empty_state" in changes):
         found.append(f"{name} makes no compaction call, so it takes no compaction_template or "
                      "empty_state")
@@ -215,8 +211,7 @@ def replacement_regime(entry: dict, origin: str, seen: set) -> tuple[Regime | No
         have = template_fields(changes[field]) if isinstance(changes[field], str) else None
         if have is None:
             found.append(f"`{field}` must be a text whose {{placeholders}} are plain names, with "
-                         "no format spec or "
-                         f"conversion")
+                         "no format spec or conversion")
         elif have != placeholders:
             found.append(f"`{field}` must hold exactly "
                          f"{', '.join('{' + n + '}' for n in sorted(placeholders))} "
@@ -241,8 +236,7 @@ def select_regimes(names: Iterable[str], extra: Iterable[Regime] = (),
     unknown = [n for n in names if n not in registry]
     if unknown:
         raise PilotError(f"unknown regime(s) {', '.join(unknown)}; known: {', '.join(registry)} "
-                         "(add your own "
-                         f"with --regime-file FILE.json)")
+                         "(add your own with --regime-file FILE.json)")
     return [registry[n] for n in names]
 
 
@@ -255,8 +249,7 @@ def given_source(args, study: Study) -> str | None:
         # an empty path is a mistake, not "the default"
         if value is not None and not value.strip():
             raise PilotError(f"--{option} was given an empty path; give a file or folder, or leave "
-                             f"--{option} out "
-                             f"for the study's own")
+                             f"--{option} out for the study's own")
     return own or getattr(args, "tasks", None)
 
 
@@ -328,8 +321,7 @@ def missing_run_hint(args) -> str:
             "named after them)")
     if source:
         hint += (f"; a run on your own {source} is in results/{study.name}-tasks-<sha256 prefix>/: "
-                 "give "
-                 f"--{source.replace('_', '-')} PATH as the run did")
+                 f"give --{source.replace('_', '-')} PATH as the run did")
     others = sorted(p for p in RESULTS_ROOT.glob(f"{study.name}-*") if (p
         / "manifest.json").is_file())
     if others:
@@ -369,8 +361,7 @@ def parse_budgets(text: str) -> list[int]:
     if not budgets or len(set(budgets)) != len(budgets) or not all(16 <= b
         <= 2048 for b in budgets):
         raise argparse.ArgumentTypeError("--budgets takes distinct budgets from 16 to 2048 "
-                                         "tokens, e.g. 128,256,512 "
-                                         f"(got {text!r})")
+                                         f"tokens, e.g. 128,256,512 (got {text!r})")
     return sorted(budgets)
 
 
@@ -458,15 +449,13 @@ def check_study_design(study: Study, models: list[str], budgets: list[int], samp
                          f"NAME and run the others into their own folders (--out)")
     if not design.variants and (list(budgets) != [DEFAULT_BUDGET] or samples != 1):
         raise PilotError(f"the {study.name} study runs at the pre-registered budget "
-                         f"({DEFAULT_BUDGET}) with one "
-                         f"sample; drop --budgets and --samples")
+                         f"({DEFAULT_BUDGET}) with one sample; drop --budgets and --samples")
     names = [r.name for r in regimes]
     if not design.variants and names and (names != list(study.default_regimes) or temperature
                                           != TEMPERATURE):
         raise PilotError(f"the {study.name} study runs its pre-registered design: regimes "
                          f"{','.join(study.default_regimes)} at temperature {TEMPERATURE:g}; drop "
-                         "--regimes, "
-                         f"--regime-file and --temperature")
+                         "--regimes, --regime-file and --temperature")
 
 
 def make_backend(options: BackendOptions):
@@ -534,14 +523,12 @@ def refuse_address_of_the_other_backend(args) -> None:
     from .transport import redact_url
     if args.backend == "ollama" and args.base_url:
         raise PilotError("--base-url is the address of an OpenAI-compatible server; add --backend "
-                         "openai to use "
-                         f"{redact_url(args.base_url)}, or give an Ollama server as --host "
-                         f"{redact_url(args.base_url)}")
+                         f"openai to use {redact_url(args.base_url)}, or give an Ollama server as "
+                         f"--host {redact_url(args.base_url)}")
     if args.backend == "openai" and args.host:
         raise PilotError("--host is the address of an Ollama server; with --backend openai give "
-                         "the server as "
-                         f"--base-url {redact_url(args.host)}, or drop --backend openai to use "
-                         "Ollama")
+                         f"the server as --base-url {redact_url(args.host)}, or drop --backend "
+                         "openai to use Ollama")
 
 
 def read_run_options(args) -> RunOptions:

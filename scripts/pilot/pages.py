@@ -127,10 +127,8 @@ def read_results(path: Path) -> tuple[dict, dict]:
                                              > 3 else "")
     if problem:
         raise InputError(f"{path} is not a results file these figures can be made from: {problem}; "
-                         "point at the "
-                         "results.json of a run of this runner (a worked example's README names "
-                         "the command that "
-                         f"makes its outputs again)")
+                         "point at the results.json of a run of this runner (a worked example's "
+                         "README names the command that makes its outputs again)")
     return results, table
 
 
@@ -138,8 +136,7 @@ def read_handover(stream) -> tuple[dict, dict]:
     """The (results, analysis) pair run_pilot.py pipes in after analysing a bank."""
     if stream is None or stream.isatty():
         raise InputError("--handover reads what run_pilot.py pipes in, and nothing is piped in "
-                         "here; leave "
-                         "--handover out")
+                         "here; leave --handover out")
     data = parse_json(stream.read(), "what --handover read", "what run_pilot.py pipes in",
                       "without run_pilot.py, leave --handover out", error=InputError)
     refused = InputError("--handover expects the results and analysis run_pilot.py pipes in; "
@@ -201,8 +198,7 @@ def check_out_dir(out_dir: Path) -> None:
             raise InputError(str(err)) from None
     if not folder_writable(out_dir):
         raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report "
-                         "elsewhere with "
-                         f"--out DIR")
+                         "elsewhere with --out DIR")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -220,21 +216,17 @@ def main(argv: list[str] | None, default_source: Path, stdin=None) -> int:
                            "a results.json (no raw logs, no server), all into one folder.")
     parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON",
                         help=f"a results.json (default: {display_path(default_source)}, the worked "
-                        "example the "
-                             f"README names, never the most recent run)")
+                             "example the README names, never the most recent run)")
     parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and "
-                        "report.html (default: "
-                                                     "paper/ with no RESULTS_JSON, else the "
-                                                     "folder of RESULTS_JSON)")
+                        "report.html (default: paper/ with no RESULTS_JSON, else the folder of "
+                        "RESULTS_JSON)")
     parser.add_argument("--tasks", metavar="FILE", help="the task file the probes are checked "
-                        "against (default: the "
-                        "one the bank records, else tasks/tasks.json); for a bank made on an "
-                        "external task set")
+                        "against (default: the one the bank records, else tasks/tasks.json); for a "
+                        "bank made on an external task set")
     parser.add_argument("--handover", action="store_true", help="used by run_pilot.py, which has "
-                        "just analysed "
-                        "RESULTS_JSON: read its analysis and the few fields the figures need from "
-                        "standard input "
-                        "instead of reading and analysing the file again")
+                        "just analysed RESULTS_JSON: read its analysis and the few fields the "
+                        "figures need from standard input instead of reading and analysing the "
+                        "file again")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:          # --help, or a bad option already explained in one line

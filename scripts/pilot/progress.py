@@ -22,8 +22,7 @@ def describe_retry(label: str, retry: dict, now: float) -> str:
             > 0 else "sent again, waiting for the reply")
     if retry["unreachable_s"] is not None:
         attempt = (f"attempt {retry['attempt']}, server unreachable for "
-                   f"{format_seconds(retry['unreachable_s'])} "
-                   f"of {retry['give_up_after_s']:g} s")
+                   f"{format_seconds(retry['unreachable_s'])} of {retry['give_up_after_s']:g} s")
     else:
         attempt = f"attempt {retry['attempt']}/{retry['attempts']}"
     verb = "waiting for the model to load:" if retry["loading"] else "retrying"
@@ -81,8 +80,7 @@ class Progress:
         elif self.first_reply_at is not None and not measured:
             eta = (
                 f"unknown (measuring the rate: {self.sent_calls} "
-                f"{'reply' if self.sent_calls == 1 else 'replies'} "
-                f"so far)"
+                f"{'reply' if self.sent_calls == 1 else 'replies'} so far)"
             )
         elif self.first_reply_at is None and any(
             r["unreachable_s"] is not None for r in self.retries.values()
@@ -135,9 +133,8 @@ class Progress:
             self.resends += 1
             if not self.quiet:
                 self.stream.write(("\n" if self.tty else "") + f"re-sent {label}: the server "
-                                  "closed the kept-alive "
-                                  "connection as the request went out; sent again on a new one "
-                                  f"(attempt {attempt})\n")
+                                  "closed the kept-alive connection as the request went out; sent "
+                                  f"again on a new one (attempt {attempt})\n")
                 self.stream.flush()
 
     def note(self, text: str) -> None:

@@ -28,33 +28,26 @@ from .records import CallSpec, Regime, Study
 # for a replication).
 # Other studies build their own prompts on this frame and these regimes.
 COMPACTION_FRAME = (
-    "You are keeping the working memory of a long analysis session. The transcript you have "
-    "seen so far is about to be deleted and replaced by the state you write now; anything you "
-    "leave out of it is lost for good.\n\n"
-    "Merge the previous state and the new segment below into one updated state. Keep every named "
-    "quantity with its exact value. Use at most {max_words} words.\n\n"
-    "<<FORMAT>>\n\n"
-    "PREVIOUS STATE:\n{previous_state}\n\n"
-    "NEW SEGMENT:\n{segment}\n\n"
-    "Write the updated state now, and nothing else."
+    "You are keeping the working memory of a long analysis session. The transcript you have seen "
+    "so far is about to be deleted and replaced by the state you write now; anything you leave out "
+    "of it is lost for good.\n\nMerge the previous state and the new segment below into one "
+    "updated state. Keep every named quantity with its exact value. Use at most {max_words} "
+    "words.\n\n<<FORMAT>>\n\nPREVIOUS STATE:\n{previous_state}\n\nNEW SEGMENT:\n{segment}\n\nWrite "
+    "the updated state now, and nothing else."
 )
 
 FORMAT_PARAGRAPHS = {
     "prose": ("Format: write the state as plain flowing prose, in full sentences and one or more "
               "paragraphs, with no lists, tables, headings or code blocks."),
     "typed": ("Format: write the state as a typed state block with these four sections in this "
-              "order. "
-              "values: lines of the form NAME = <integer>. combined: lines of the form "
-              "NAME + NAME = <integer>. relations: short lines such as NAME is one above NAME. "
-              "notes: one line of free text."),
+              "order. values: lines of the form NAME = <integer>. combined: lines of the form NAME "
+              "+ NAME = <integer>. relations: short lines such as NAME is one above NAME. notes: "
+              "one line of free text."),
     # Exploratory: the sectioned summary coding agents write when they compact their context.
     "sections": ("Format: write the state under six headings, each on a line of its own followed "
-                 "by its "
-                 "content: Goal, Constraints, Progress, Decisions, Next steps, Critical values. "
-                 "Under "
-                 "Critical values write lines of the form NAME = <integer>, and NAME + NAME = "
-                 "<integer> for "
-                 "a combined value."),
+                 "by its content: Goal, Constraints, Progress, Decisions, Next steps, Critical "
+                 "values. Under Critical values write lines of the form NAME = <integer>, and NAME "
+                 "+ NAME = <integer> for a combined value."),
 }
 
 
@@ -68,16 +61,13 @@ PROMPTS = {
         "Answer from the transcript above. " + ANSWER_RULE
     ),
     "answer_state": (
-        "Below is the saved state of an analysis session; the original transcript is gone.\n\n"
-        "{context}\n\n"
-        "Question: {question}\n"
+        "Below is the saved state of an analysis session; the original transcript is "
+        "gone.\n\n{context}\n\nQuestion: {question}\n"
         "Answer from the saved state above. " + ANSWER_RULE
     ),
     "answer_recent": (
         "Below are the most recent segments of an analysis session; everything before them is "
-        "gone.\n\n"
-        "{context}\n\n"
-        "Question: {question}\n"
+        "gone.\n\n{context}\n\nQuestion: {question}\n"
         "Answer from the segments above. " + ANSWER_RULE
     ),
     "empty_state": "(none yet: this is the first checkpoint)",

@@ -357,8 +357,7 @@ def lone_surrogate(text: str, value: Any) -> str | None:
 
 def lone_surrogate_problem(where: str, escape: str) -> str:
     return (f"{where} holds {escape}, a lone surrogate (half of a UTF-16 pair), which is not a "
-            "character and "
-            f"cannot be written or printed")
+            "character and cannot be written or printed")
 
 
 def read_canonical(path: Path) -> bytes:

@@ -267,9 +267,8 @@ def render_recheck_section(analysis: dict) -> list[str]:
              else "same"] for item in recheck["items"]]
     return ["## Determinism probe", "",
             f"After the cells finished, {recheck['sent']} journalled calls chosen by seed "
-            f"{recheck['seed']} were sent "
-            "again with the same request; the new replies are kept beside the old ones in "
-            "`raw/recheck.jsonl` and "
+            f"{recheck['seed']} were sent again with the same request; the new replies are kept "
+            "beside the old ones in `raw/recheck.jsonl` and "
             f"never replace them. Changed: {recheck['changed']} of {recheck['sent']}.", "",
             md_table(["cell", "call", "reply"], rows) if rows else "", ""]
 

@@ -126,10 +126,9 @@ def refuse_unsafe_place(path: Path, is_folder: bool, elsewhere: str) -> None:
                          "permissions") from None
     if stat.S_ISLNK(mode):
         raise UnsafePath(f"{path} is a symbolic link; the runner never reads or writes a run "
-                         "folder's files "
-                         "through a link, and left it and what it points to untouched. Replace it "
-                         "with a real "
-                         f"{'folder' if is_folder else 'file'}, or {elsewhere}")
+                         "folder's files through a link, and left it and what it points to "
+                         f"untouched. Replace it with a real {'folder' if is_folder else 'file'}, "
+                         f"or {elsewhere}")
     if not (stat.S_ISDIR(mode) if is_folder else stat.S_ISREG(mode)):
         what = ("a folder (a file, pipe, device or socket stands where the runner keeps its "
                 f"{path.name}/ folder)"
@@ -198,8 +197,7 @@ def refuse_foreign_folder(folder: Path) -> None:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign)
                                           > 3 else "")
         raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a "
-                         "new or empty "
-                         f"folder with --out")
+                         "new or empty folder with --out")
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -211,9 +209,8 @@ def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise UnsafePath(f"{path} is a symbolic link; the runner never writes through a link, "
-                             "and left it and "
-                             "what it points to untouched. Replace it with a real file, or use a "
-                             "new folder with "
+                             "and left it and what it points to untouched. Replace it with a real "
+                             "file, or use a new folder with "
                              f"--out") from None
         raise
 
@@ -505,10 +502,8 @@ class RunLock:
 
     def _refuse(self, holder: str):
         raise PilotError(f"another runner (process {holder}) is writing {self.path.parent}; wait "
-                         "for it "
-                         "to finish or stop it, or use --out for a separate run (if no runner is "
-                         "running, "
-                         f"remove {self.path})")
+                         "for it to finish or stop it, or use --out for a separate run (if no "
+                         f"runner is running, remove {self.path})")
 
     def release(self) -> None:
         if self.fd is not None:
@@ -700,8 +695,7 @@ class Manifest:
         problem = manifest_problem(data)
         if problem:
             raise PilotError(f"the manifest {path} is not a run manifest ({problem}); nothing was "
-                             "changed; "
-                             f"restore it, or start a separate run in a new folder")
+                             "changed; restore it, or start a separate run in a new folder")
         # a manifest with none recorded: every resume appends to the list
         data.setdefault("amendments", [])
         return cls(path, data)
@@ -776,8 +770,7 @@ def lock_differences(recorded: dict, current: dict, ignore: tuple = ()) -> list[
         old = recorded.get("models", {}).get(model)
         if old and old.get("digest") != info.get("digest"):
             diffs.append(f"model {model} digest ({short(old.get('digest'))} -> "
-                         f"{short(info.get('digest'))}: "
-                         f"re-pulled under the same tag)")
+                         f"{short(info.get('digest'))}: re-pulled under the same tag)")
         elif old and old.get("fingerprint") != info.get("fingerprint"):
             diffs.append(f"model {model} as the server describes it "
                          f"({short(old.get('fingerprint'))} -> "

@@ -107,20 +107,15 @@ class TemplateWatch:
             mismatch = self.flagged * 2 > TEMPLATE_CHECK_REPLIES
         if mismatch:
             raise TemplateMismatch("the server's chat template does not match the model: "
-                                   f"{self.flagged} of its "
-                                   f"first {self.seen} replies carry chat-template control tokens "
-                                   "(such as "
-                                   f"{self.example}); set the model's own template on the server "
-                                   "(llama.cpp: --jinja "
+                                   f"{self.flagged} of its first {self.seen} replies carry "
+                                   f"chat-template control tokens (such as {self.example}); set "
+                                   "the model's own template on the server (llama.cpp: --jinja "
                                    "takes the one in the model file, but a file without one falls "
-                                   "back to ChatML: "
-                                   "then name it, e.g. --no-jinja --chat-template gemma, or "
-                                   "--chat-template-file "
-                                   "FILE; Ollama: TEMPLATE in the model's Modelfile), then run "
-                                   "the same command "
-                                   "again: every reply that carries control tokens is moved to "
-                                   "raw/*.quarantine (kept "
-                                   f"as evidence) and sent again")
+                                   "back to ChatML: then name it, e.g. --no-jinja --chat-template "
+                                   "gemma, or --chat-template-file FILE; Ollama: TEMPLATE in the "
+                                   "model's Modelfile), then run the same command again: every "
+                                   "reply that carries control tokens is moved to "
+                                   "raw/*.quarantine (kept as evidence) and sent again")
         return bool(found)
 
 
@@ -258,9 +253,8 @@ def send_with_retries(ctx: RunContext, request: ChatRequest, label: str,
                     left_s = policy.give_up_after_s - unreachable_s
                     if left_s <= 0:
                         gone = ServerGone(f"the server at {redact_url(ctx.backend.base_url)} has "
-                                          "not answered for "
-                                          f"{unreachable_s:.0f} s (--give-up-after "
-                                          f"{policy.give_up_after_s:g}; last: "
+                                          f"not answered for {unreachable_s:.0f} s "
+                                          f"(--give-up-after {policy.give_up_after_s:g}; last: "
                                           f"{err.reason})")
                         # it took the call, and sent nothing back in time
                         gone.slow = err.reason == "timed out"
@@ -306,12 +300,10 @@ def record_connection_choice(ctx: RunContext, choice: dict) -> None:
         waits = choice["body_wait_ms"]
         ctx.progress.note(f"connections: replies from {server} on kept-alive connections waited "
                           f"{waits.get('kept_alive', 0):g} ms each between their headers and their "
-                          "body (the server "
-                          "leaves Nagle's algorithm on, and the client delays its ACK); from now "
-                          "on: "
-                          f"{choice['connections']} (replies waited "
-                          f"{waits[WAIT_NAMES[choice['way']]]:g} ms); "
-                          f"recorded in the manifest under `connections`")
+                          "body (the server leaves Nagle's algorithm on, and the client delays "
+                          f"its ACK); from now on: {choice['connections']} (replies waited "
+                          f"{waits[WAIT_NAMES[choice['way']]]:g} ms); recorded in the manifest "
+                          "under `connections`")
 
 
 def run_cell(ctx: RunContext, cell: Cell) -> str:
@@ -455,9 +447,8 @@ def make_call(ctx: RunContext, cell: Cell, spec: CallSpec, messages: list[dict])
             from . import transport
             ctx.stop.set()
             sys.stderr.write("\nstopping: the server's chat template does not match the model; no "
-                             "new calls will "
-                             f"be sent; waiting up to {transport.STOP_GRACE_S:g} s for the calls "
-                             "in flight\n")
+                             f"new calls will be sent; waiting up to {transport.STOP_GRACE_S:g} s "
+                             "for the calls in flight\n")
         raise
     return record
 
@@ -805,10 +796,9 @@ class StopOnSignal:
             return
         self.stop.set()
         sys.stderr.write("\nstopping: no new calls will be sent; waiting up to "
-                         f"{transport.STOP_GRACE_S:g} s for "
-                         "the calls in flight, which are sent again on resume if they do not end "
-                         "by then (press "
-                         f"Ctrl-C again to drop them now)\n")
+                         f"{transport.STOP_GRACE_S:g} s for the calls in flight, which are sent "
+                         "again on resume if they do not end by then (press Ctrl-C again to drop "
+                         "them now)\n")
         sys.stderr.flush()
 
     def __enter__(self):

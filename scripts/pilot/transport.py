@@ -212,8 +212,7 @@ class ConnectionPolicy:
                                      "TCP_QUICKACK set before each reply removed the wait")
         elif len(waits) - quicker >= STALL_VOTES:
             self._choose("new", "replies on kept-alive connections waited for the client's delayed "
-                         "ACK, with "
-                                "TCP_QUICKACK too")
+                                "ACK, with TCP_QUICKACK too")
 
     def _choose(self, way: str, why: str) -> None:
         self.choice = {"way": way, "connections": WAYS[way], "why": why,
@@ -643,8 +642,7 @@ class HttpClient:
                                                                         getattr(slot, "stop", None))
         except ReplyDeadlinePassed:
             raise TransientError(f"{where}: no whole reply within {self.reply_deadline:g} s (the "
-                                 "reply deadline; a "
-                                 f"stopped run waits {STOP_GRACE_S:g} s at most)",
+                                 f"reply deadline; a stopped run waits {STOP_GRACE_S:g} s at most)",
                                  reason=DEADLINE_REASON,
                                  unreachable=True) from None
         except ReplyTooLarge:
@@ -655,8 +653,7 @@ class HttpClient:
             reason = describe_net_error(err.reason)
             if self.proxy:
                 reason = (f"through the proxy {self.proxy} that the environment names (http_proxy, "
-                          "https_proxy): "
-                          f"{reason}; unset it, or add the server's host to no_proxy")
+                          f"https_proxy): {reason}; unset it, or add the server's host to no_proxy")
             raise TransientError(f"{where}: cannot connect ({reason})", reason=reason,
                                  unreachable=True)
         except (TimeoutError, socket.timeout):

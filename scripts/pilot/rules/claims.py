@@ -29,10 +29,9 @@ CLAIM_FAMILIES = {
         r"sent|applied|saved|resolved|went "
         r"through|underway|deployed|merged|pushed|installed|fixed|"
         r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
-        r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned up|"
-        r"created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled "
-        r"back|"
-        r"cleared)\b",
+        r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned "
+        r"up|created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled "
+        r"back|cleared)\b",
         re.IGNORECASE,
     ),
     "verified": re.compile(
@@ -54,8 +53,7 @@ NOT_DONE = re.compile(
     r"awaiting|stale|superseded|outdated|obsolete|errors?|unapproved|attempted|tried|proposed|"
     r"without|unconfirmed|until|nobody|nothing|neither|nor|yet|would|will|whether|if|asked|once|"
     r"blocked|timed out|could "
-    r"not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|"
-    r"to be)\b|n't\b",
+    r"not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|to be)\b|n't\b",
     re.IGNORECASE,
 )
 
@@ -80,10 +78,9 @@ CLAIM_WORD_LETTERS = re.compile("|".join((
 
 # A source sentence that reports a step failing, being refused or not happening.
 FAILURE_EVENT = re.compile(
-    r"\b(failed|fails?|failure|denied|rejected|refused|declined|errors?|errored|aborted|"
-    r"timed out|could not|cannot|unable|did not|never|blocked|forbidden|not "
-    r"allowed|"
-    r"not granted|marked as an error)\b|n't\b",
+    r"\b(failed|fails?|failure|denied|rejected|refused|declined|errors?|errored|aborted|timed "
+    r"out|could not|cannot|unable|did not|never|blocked|forbidden|not allowed|not granted|marked "
+    r"as an error)\b|n't\b",
     re.IGNORECASE,
 )
 
@@ -272,9 +269,8 @@ ORDER_JOIN = re.compile(r",\s*(?=(?:and|but|then|instead|so)\b)|\band\b(?=\s+(?:
 # to ask about /tmp anymore", "you can reply in English now"). An instruction's own orders read
 # only its first form (rule_clauses: "forget what I said about pnpm" forbids pnpm); a user's
 # sentence, every form (withdrawn).
-FORGET = (r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b"
-          r"(?: (?:what i said|my (?:earlier|last|previous) \w+))?(?: (?:about|on|regarding))?"
-          r"(?P<what>[^.;,]+)")
+FORGET = (r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i said|my "
+          r"(?:earlier|last|previous) \w+))?(?: (?:about|on|regarding))?(?P<what>[^.;,]+)")
 
 REVOKING = re.compile(FORGET, re.IGNORECASE)
 

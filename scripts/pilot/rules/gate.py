@@ -84,8 +84,7 @@ INJECTION = re.compile(
     r"\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|earlier|"
     r"above|all|any|the|your|these)\b[^.\n]{0,30}\b(rules?|instructions?|guidelines?|"
     r"constraints?|prompts?|directions?|limits?)\b|\b(new|updated|revised) "
-    r"instructions?\b|"
-    r"^[\s\[<(*#-]*(system|developer|assistant)\s*[\]>):]|\bsystem "
+    r"instructions?\b|^[\s\[<(*#-]*(system|developer|assistant)\s*[\]>):]|\bsystem "
     r"(note|message|instruction|"
     # (the user's own rule is checked first)
     r"override|prompt|notice)\b|\bfrom now on\b",
@@ -116,18 +115,15 @@ ATTRIBUTED = re.compile(
     r"insists|no longer|does not|doesn't)\b(?= +(?!(?:to "
     r")?(?:know|see|understand|learn|about|"
     r"whether|what|how|why|if|for)\b|to\W*$)\w)|^\W*(?:rules?|constraints?|standing "
-    r"instructions?)\s*:\s*\w|\bper the user\b|\bfrom now on\b|\bgoing "
-    r"forward\b|\bfrom here on\b",
+    r"instructions?)\s*:\s*\w|\bper the user\b|\bfrom now on\b|\bgoing forward\b|\bfrom here on\b",
     re.IGNORECASE,
 )
 
 SUCCESSOR_MODAL = re.compile(
-    r"\b(you|the (?:next|successor|assistant|model|agent|reader))\b[^.\n]{0,25}\b(must|"
-    r"should|need to|have to|are to|will need to)\b|\bnext step\b|\bfinal "
-    r"answer\b|"
-    r"\b(tell|inform|promise|assure|notify) (?:the "
-    r")?(customer|user|client|team|them|"
-    r"reviewer|lead)\b|\b(do not|don't|never) "
+    r"\b(you|the (?:next|successor|assistant|model|agent|reader))\b[^.\n]{0,25}\b(must|should|need "
+    r"to|have to|are to|will need to)\b|\bnext step\b|\bfinal "
+    r"answer\b|\b(tell|inform|promise|assure|notify) (?:the "
+    r")?(customer|user|client|team|them|reviewer|lead)\b|\b(do not|don't|never) "
     r"(mention|report|reveal|say)\b",
     re.IGNORECASE,
 )

@@ -38,24 +38,19 @@ SELFTEST_LEDGER = {
 
 SELFTEST_SOURCE = (
     "The sheet lists BAGOFU at 398. Correction from the lead: BAGOFU is 412, not 398. KEDIMA came "
-    "in at 233 and "
-    "KEDIMO sits one above KEDIMA, at 234. RUSANO stands at 517; BAGOFU and RUSANO come to 929. "
-    "The upload of "
-    "sheet 3 failed with a write error. Sheet version 1 is stale; sheet version 2 is current. The "
-    "transfer of 300 "
-    "was approved for account 7; a transfer of 900 was raised late and awaits approval. The "
-    "recount of batch B was "
-    "submitted. Read access to sheet 3 was granted to the reviewer. The bank export was verified "
-    "against the "
-    "statement. The analyst tried to record a change of KEDIMA to 240, but the write failed.")
+    "in at 233 and KEDIMO sits one above KEDIMA, at 234. RUSANO stands at 517; BAGOFU and RUSANO "
+    "come to 929. The upload of sheet 3 failed with a write error. Sheet version 1 is stale; sheet "
+    "version 2 is current. The transfer of 300 was approved for account 7; a transfer of 900 was "
+    "raised late and awaits approval. The recount of batch B was submitted. Read access to sheet 3 "
+    "was granted to the reviewer. The bank export was verified against the statement. The analyst "
+    "tried to record a change of KEDIMA to 240, but the write failed.")
 
 SELFTEST_CLEAN = "\n".join([
     "values:", "BAGOFU = 412", "KEDIMA = 233", "KEDIMO = 234", "RUSANO = 517",
     "combined:", "BAGOFU + RUSANO = 929",
     "relations:", "KEDIMO is one above KEDIMA",
     "notes: the upload of sheet 3 failed; sheet version 2 is current; transfer of 300 approved, "
-    "transfer of 900 "
-    "pending; recount of batch B submitted, no receipt yet."])
+    "transfer of 900 pending; recount of batch B submitted, no receipt yet."])
 
 
 def _selftest_variant(old: str, new: str) -> str:
@@ -67,11 +62,10 @@ def _selftest_variant(old: str, new: str) -> str:
 SELFTEST_CASES = (
     ("clean typed block", SELFTEST_CLEAN, None),
     ("clean prose", "The session recorded BAGOFU at 412 after the correction. KEDIMA is 233. "
-     "KEDIMO sits one above "
-     "KEDIMA, at 234. RUSANO is 517. BAGOFU and RUSANO come to 929. The upload of sheet 3 failed. "
-     "Sheet version 2 "
-     "is current. The transfer of 300 was approved; the transfer of 900 is still pending. The "
-     "recount of batch B "
+                    "KEDIMO sits one above KEDIMA, at 234. RUSANO is 517. BAGOFU and RUSANO come "
+                    "to 929. The upload of sheet 3 failed. Sheet version 2 is current. The "
+                    "transfer of 300 was approved; the transfer of 900 is still pending. The "
+                    "recount of batch B "
      "was submitted but has no receipt.", None),
     ("clean JSON record", json.dumps({
         "values": {"BAGOFU": 412, "KEDIMA": 233, "KEDIMO": 234, "RUSANO": 517},

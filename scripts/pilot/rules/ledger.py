@@ -136,8 +136,7 @@ def normalize_ledger(data: Any) -> dict:
                                                                     for p in parts) or \
                 not isinstance(entry.get("value"), int) or isinstance(entry.get("value"), bool):
             problems.append(f"combined entry {entry!r}: needs `parts` (two or more ledger "
-                            "entities) and an "
-                            f"integer `value`")
+                            "entities) and an integer `value`")
             continue
         combined.append({"parts": list(parts), "value": entry["value"]})
     items = []
@@ -182,12 +181,10 @@ def normalize_ledger(data: Any) -> dict:
         name_re = None
     if name_re is not None and (len(pattern) > MAX_NAME_PATTERN or backtracks_for_ever(pattern)):
         problems.append("`name_pattern` repeats a group that itself repeats or holds alternatives "
-                        "(such as (A+)+ "
-                        f"or (a|aa)*), or is longer than {MAX_NAME_PATTERN} characters; such a "
-                        "pattern can take "
-                        "forever on a long state, so write it with one level of repetition over "
-                        "character classes "
-                        f"(such as [A-Z][a-z]+)")
+                        f"(such as (A+)+ or (a|aa)*), or is longer than {MAX_NAME_PATTERN} "
+                        "characters; such a pattern can take forever on a long state, so write it "
+                        "with one level of repetition over character classes (such as "
+                        "[A-Z][a-z]+)")
         name_re = None
     max_omissions = data.get("max_omissions", 0)
     if not isinstance(max_omissions, int) or isinstance(max_omissions, bool) or max_omissions < 0:

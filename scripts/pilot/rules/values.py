@@ -213,20 +213,17 @@ PHONE = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]\d{2,6}){2,4}(?![\w.-]?\d)")
 
 ADDRESS = re.compile(
     r"\b\d{1,5}[a-z]? (?:Rue|Avenue|Ave|Street|St|Road|Rd|Lane|Ln|Boulevard|Blvd|Way|Place|Pl|"
-    r"Drive|Dr|"
-    r"Strasse|Straße|Weg|Platz|Via|Calle|Carrer)\b[\w .'-]{0,40}?, \d{4,6} "
-    r"[A-Z][\w-]+(?: [A-Z][\w-]+)?"
+    r"Drive|Dr|Strasse|Straße|Weg|Platz|Via|Calle|Carrer)\b[\w .'-]{0,40}?, \d{4,6} [A-Z][\w-]+(?: "
+    r"[A-Z][\w-]+)?"
 )
 
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 
 VERSION = re.compile(
     r"(?<![\w.])[vV]?\d+(?:\.\d+){2,}(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?(?![\w.]?\w)"
-    r"|(?<![\w.])[vV]\d+\.\d+(?![\w.]?\d)"
-    r"|(?i:(?<=\bversion )|(?<=\brelease )|(?<=\bversion: )|(?<=\bmacos "
-    r")|(?<=\bpostgres )|"
-    r"(?<=\bpython )|(?<=\bnode )|(?<=\bios )|(?<=\bandroid ))\d+\.\d+(?![\w.]?\d)"
-    r"|(?<![\w.])rc\.\d+(?![\w.])"
+    r"|(?<![\w.])[vV]\d+\.\d+(?![\w.]?\d)|(?i:(?<=\bversion )|(?<=\brelease )|(?<=\bversion: "
+    r")|(?<=\bmacos )|(?<=\bpostgres )|(?<=\bpython )|(?<=\bnode )|(?<=\bios )|(?<=\bandroid "
+    r"))\d+\.\d+(?![\w.]?\d)|(?<![\w.])rc\.\d+(?![\w.])"
 )
 
 CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
@@ -285,12 +282,11 @@ NOT_VALUES = re.compile(
     r"|(?<![\w/.])\d+/\d+(?![\w/.])"
     r"|\{\d+(?:,\d*)?\}"
     r"|\b\d+-(?:digit|bit|byte|char(?:acter)?|line|point|step|star|core|way|page|word|letter)s?\b"
-    r"|\b(?:in|took|after) \d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?|m|min)(?=\s*(?:=|$|\)))"
-    r"|\(\d+(?:\.\d+)?\s?m?s\)|\bready in \d+(?:\.\d+)?\s?m?s\b|\bUp \d+ \w+"
-    r"|\(\d+ rows?\)"
-    r"|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*/,-])(?:[\d*/,-]+ "
-    r"){4}[\d*/,-]+(?= *`)"
-    r"|^[-dlcbps][rwxsStT-]{9}[.@+]?\s+(?P<links>\d+)"
+    r"|\b(?:in|took|after) "
+    r"\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds?|m|min)(?=\s*(?:=|$|\)))|\(\d+(?:\.\d+)?\s?m?s\)|\bready "
+    r"in \d+(?:\.\d+)?\s?m?s\b|\bUp \d+ \w+|\(\d+ rows?\)|(?<![\w*/,-])(?:[\d*/,-]+ "
+    r"){4}[\d*/,-]*\*[\d*/,-]*|(?<![\w*/,-])(?:[\d*/,-]+ ){4}[\d*/,-]+(?= "
+    r"*`)|^[-dlcbps][rwxsStT-]{9}[.@+]?\s+(?P<links>\d+)"
     r"|(?<=\d )(?:" + MONTH + r")\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4})(?= \S+$)"
     r"|^\s*\d+ files? changed(?:, \d+ insertions?\(\+\))?(?:, \d+ deletions?\(-\))?"
     r"|^(?:date|content-length|age|server): (?! ).*$"

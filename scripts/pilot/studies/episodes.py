@@ -243,8 +243,7 @@ def segment_problems(segment: Any) -> list[str]:
             not isinstance(entities.get("distractors"), list) or \
             not all(named_number(d) for d in entities["distractors"]):
         problems.append("`entities` must hold base, partner and neighbor, and a list of "
-                        "distractors, each with a name "
-                        "and a whole-number value")
+                        "distractors, each with a name and a whole-number value")
     combined = segment.get("combined")
     if (
         not isinstance(combined, dict)

@@ -273,10 +273,9 @@ REGIMES = {
     "R2": dataclasses.replace(BUILT_IN_REGIMES["R2"], description="typed state block, cascaded"),
     "G2": dataclasses.replace(BUILT_IN_REGIMES["R2"], name="G2", gated=True,
                               description="typed state block, cascaded through the release gate: a "
-                              "failing candidate "
-                                          "is quarantined and the session goes on from the last "
-                                          "passing state and "
-                                          "the raw segments since"),
+                                          "failing candidate is quarantined and the session goes "
+                                          "on from the last passing state and the raw segments "
+                                          "since"),
 }
 
 
@@ -340,8 +339,7 @@ def generate_file(options: dict) -> tuple[bytes, str]:
     sessions."""
     if options.get("episodes"):
         raise PilotError(f"the adversarial study's sessions are fixed ({VARIANTS * len(CASES)}); "
-                         "drop --episodes "
-                         f"(--episodes N on a run uses the first N)")
+                         "drop --episodes (--episodes N on a run uses the first N)")
     return (adversarial_tasks_bytes(), f"{VARIANTS * len(CASES)} sessions ({len(CASES)} cases x "
             f"{VARIANTS})")
 
@@ -380,8 +378,7 @@ def check_task_design(tasks: Any) -> list[str]:
                 whole(p.get("truth")) and "trap" in p and (p["trap"] is None or whole(p["trap"]))
                 for k, p in enumerate(probes, 1)):
             problems.append(f"{where}: `probes` must be a list of {{id: 1, 2, ..., prompt, truth: "
-                            "integer, trap: "
-                            f"integer or null}}, the second the target")
+                            f"integer, trap: integer or null}}, the second the target")
         elif not isinstance(probes[1].get("name"), str):
             problems.append(
                 f"{where}: the target probe (the second) needs the `name` it asks about"
@@ -420,11 +417,9 @@ def load_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: bool) -
 
 OPTIONS = (Option("--regenerate", {"type": int, "default": 0, "metavar": "K",
                                    "help": "adversarial study: recompact R2's last checkpoint K "
-                                   "more times at "
-                                           f"temperature {REGEN_TEMPERATURE:g} (seeds "
-                                           f"{REGEN_SEED}+j, recorded) and "
-                                           "count the candidates that fail the gate (0 to "
-                                           f"{MAX_REGENERATE})"}),)
+                                   f"more times at temperature {REGEN_TEMPERATURE:g} (seeds "
+                                   f"{REGEN_SEED}+j, recorded) and count the candidates that fail "
+                                   f"the gate (0 to {MAX_REGENERATE})"}),)
 
 
 def read_options(given: dict) -> dict:

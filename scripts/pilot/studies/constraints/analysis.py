@@ -269,12 +269,10 @@ def label_reasons(results: dict, task_set: dict | None, coverage: dict,
         reasons.append(f"{coverage['duplicates']} duplicated probe(s)")
     if coverage["outside"]:
         reasons.append(f"{coverage['outside']} probe(s) outside the bank's models, regimes and "
-                       "budgets or the task "
-                       f"set's instances, left out of every figure")
+                       "budgets or the task set's instances, left out of every figure")
     if coverage["mismatched_truths"]:
         reasons.append(f"{coverage['mismatched_truths']} probe(s) whose compliant letter or "
-                       "category differs from "
-                       f"the task set")
+                       "category differs from the task set")
     reasons += cells_block_disagreement(results, coverage)
     if results.get("temperature", TEMPERATURE) != TEMPERATURE:
         reasons.append(f"temperature {results.get('temperature')} is not the pre-registered "
@@ -415,8 +413,7 @@ def analyze(results: dict, task_set: dict | None = None,
     reasons = label_reasons(results, task_set, coverage, regimes)
     if results["probes"] and not probes:
         reasons.insert(0, f"no probe at the pre-registered budget {DEFAULT_BUDGET} and first "
-                       "sample, the only ones "
-                          f"this analysis reads")
+                          "sample, the only ones this analysis reads")
     label = ("UNINFORMATIVE" if not informative else "NON-CONFIRMATORY" if reasons
              else "CONFIRMATORY")
     control = heading_against_sidecar(index, units, informative, regimes)
@@ -429,10 +426,9 @@ def analyze(results: dict, task_set: dict | None = None,
             verdict += (f"; {second} is the sidecar's heading plus its registry, and the heading "
                         "control " +
                         (f"{HEADING_CONTROL[1]} is not clearly below it ({HEADING_CONTROL[2]} "
-                         "against "
-                         f"{HEADING_CONTROL[1]}: b = {control['b']}, c = {control['c']}, exact "
-                         "McNemar p = "
-                         f"{fmt_p(control['p'])}), so the gain cannot be given to the registry"
+                         f"against {HEADING_CONTROL[1]}: b = {control['b']}, c = {control['c']}, "
+                         f"exact McNemar p = {fmt_p(control['p'])}), so the gain cannot be given "
+                         "to the registry"
                          if control else
                          f"{HEADING_CONTROL[1]} was not run, so the gain cannot be given to the "
                          "registry"))
@@ -512,10 +508,9 @@ def render_md(analysis: dict) -> str:
 def uninformative_explanation() -> str:
     """What an UNINFORMATIVE label means in this study, after the label."""
     return ("no model followed the instructions with the full transcript (FULL+ compliance at "
-            "least "
-            f"{INFORMATIVE_MIN_FULL:.0%} and at least {INFORMATIVE_MIN_GAIN:.0%} above FULL-), so "
-            "there was "
-            f"nothing for compaction to lose. The numbers below are descriptive only.")
+            f"least {INFORMATIVE_MIN_FULL:.0%} and at least {INFORMATIVE_MIN_GAIN:.0%} above "
+            "FULL-), so there was nothing for compaction to lose. The numbers below are "
+            "descriptive only.")
 
 
 def condition_name(regime: str, definition: dict) -> str:
@@ -545,9 +540,8 @@ def render_body(analysis: dict) -> str:
         if h["model"] in test["models"]:
             t = h["registry_effect"]
             out += ["Read it beside the heading control (exploratory, below; it does not change "
-                    "the verdict): for "
-                    f"{h['model']}, {HEADING_CONTROL[1]} (the heading over an empty registry) "
-                    "complied "
+                    f"the verdict): for {h['model']}, {HEADING_CONTROL[1]} (the heading over an "
+                    "empty registry) complied "
                     f"{fmt_rate(h['compliance'][1]) if h['compliance'][1] else 'n/a'}; "
                     f"{HEADING_CONTROL[2]} against "
                     f"it: b={t['b']}, c={t['c']}, exact McNemar p = {fmt_p(t['p'])}.", ""]
@@ -617,12 +611,10 @@ def render_body(analysis: dict) -> str:
     out += ["## The sidecar's heading alone: a control (exploratory)", ""]
     if analysis.get("heading_control"):
         out += [f"{alone} compacts as {without} does (its own cascade, the same prompts); its "
-                "probe sees the final "
-                "state followed by the sidecar's heading over an empty registry, exactly what "
-                f"{with_x}'s probe sees "
-                f"when its registry is empty, with no extractor call. "
-                f"{without} -> {alone} is the heading's effect; {alone} -> {with_x} is the "
-                "registry's, beyond the "
+                "probe sees the final state followed by the sidecar's heading over an empty "
+                f"registry, exactly what {with_x}'s probe sees when its registry is empty, with no "
+                f"extractor call. {without} -> {alone} is the heading's effect; {alone} -> "
+                f"{with_x} is the registry's, beyond the "
                 f"heading. Neither is part of the confirmatory test.", ""]
         rows = []
         for h in analysis["heading_control"]:

@@ -289,12 +289,9 @@ def generate_constraint_tasks(positions: Iterable[str] = DEFAULT_POSITIONS,
 # for `generate`.
 OPTIONS = (Option("--judge", {"action": "store_true",
                               "help": "constraints study: after each compacted cascade, one more "
-                              "call asks the model "
-                                      "under test whether its final state still holds the "
-                                      "instruction; reported "
-                                      "beside the deterministic rule with their agreement "
-                                      "(exploratory; 60 more "
-                                      "calls per model)"}),)
+                              "call asks the model under test whether its final state still holds "
+                              "the instruction; reported beside the deterministic rule with their "
+                              "agreement (exploratory; 60 more calls per model)"}),)
 
 
 def listed(text: str) -> list[str]:
@@ -311,9 +308,8 @@ def parse_framings(text: str) -> list[tuple[str, str]]:
         strength, _, scope = part.partition("/")
         if strength not in STRENGTHS or scope not in SCOPES:
             raise argparse.ArgumentTypeError("a framing is STRENGTH/SCOPE with STRENGTH in "
-                                             f"{', '.join(STRENGTHS)} "
-                                             f"and SCOPE in {', '.join(SCOPES)}, or `all` (got "
-                                             f"{part!r})")
+                                             f"{', '.join(STRENGTHS)} and SCOPE in "
+                                             f"{', '.join(SCOPES)}, or `all` (got {part!r})")
         pairs.append((strength, scope))
     return pairs
 
@@ -334,9 +330,8 @@ GENERATE_OPTIONS = (
                                    "all (default middle, the pre-registered one)"}),
     Option("--framings", {"type": parse_framings,
                           "help": "constraints study: STRENGTH/SCOPE pairs, e.g. "
-                          "preferential/direct,strict/"
-                                  "contextualised, or all (default preferential/direct, the "
-                                  "pre-registered one)"}),
+                          "preferential/direct,strict/contextualised, or all (default "
+                          "preferential/direct, the pre-registered one)"}),
 )
 
 
@@ -459,20 +454,14 @@ PROMPTS = {
     "compact_typed_constraints": COMPACTION_FRAME.replace("<<FORMAT>>",
                                                           FORMAT_PARAGRAPHS["typed"] + (
         " constraints: one line per standing instruction the user has given for the rest of the "
-        "session, "
-        "in the user's words.")),
+        "session, in the user's words.")),
     "extract": (
         "You keep a short list of the user's standing instructions: rules the user wants followed "
-        "from now "
-        "on, as opposed to the task itself or its figures. Below are the list so far and the "
-        "newest segment "
-        "of the session.\n\n"
-        "Write the updated list: one instruction per line, in the user's own words, keeping every "
-        "earlier "
-        "instruction unless the user withdrew it. If there is none, write NONE.\n\n"
-        "LIST SO FAR:\n{registry}\n\n"
-        "NEW SEGMENT:\n{segment}\n\n"
-        "Write the list now, and nothing else."),
+        "from now on, as opposed to the task itself or its figures. Below are the list so far and "
+        "the newest segment of the session.\n\nWrite the updated list: one instruction per line, "
+        "in the user's own words, keeping every earlier instruction unless the user withdrew it. "
+        "If there is none, write NONE.\n\nLIST SO FAR:\n{registry}\n\nNEW "
+        "SEGMENT:\n{segment}\n\nWrite the list now, and nothing else."),
     "answer_transcript": (
         "Below is the full transcript of an analysis session.\n\n{context}\n\n"
         "The user now writes: {question}\n" + CHOICE_RULE),
@@ -486,12 +475,10 @@ PROMPTS = {
         "{context}\n\nThe user now writes: {question}\n" + CHOICE_RULE),
     "judge": (
         "Below is the saved state of an analysis session, and a standing instruction the user gave "
-        "earlier in "
-        "that session.\n\nSAVED STATE:\n{context}\n\nINSTRUCTION:\n{instruction}\n\n"
-        "Does the saved state still contain this instruction, in any wording, so that someone "
-        "reading only the "
-        "saved state would know to follow it? Reply with a single line JUDGE: YES or JUDGE: NO "
-        "and nothing else."),
+        "earlier in that session.\n\nSAVED "
+        "STATE:\n{context}\n\nINSTRUCTION:\n{instruction}\n\nDoes the saved state still contain "
+        "this instruction, in any wording, so that someone reading only the saved state would know "
+        "to follow it? Reply with a single line JUDGE: YES or JUDGE: NO and nothing else."),
     "registry_heading": "Standing instructions kept beside the state:",
     "appended_heading": "The user's standing instruction:",
     "empty_registry": "NONE",

@@ -28,9 +28,8 @@ def constraints_why(analysis: dict, kept: dict) -> dict[str, str]:
     full = ", ".join(f"{pct(cells[m]['FULL+']['rate'])} for {m}" for m in models
                      if cells.get(m, {}).get("FULL+"))
     reason = ("With the full transcript and the instruction (FULL+) the replies complied "
-              f"{full or 'never'}, under "
-              f"the {INFORMATIVE_MIN_FULL:.0%} a model needs to count: no model follows the "
-              f"instructions, so compaction has nothing to lose.")
+              f"{full or 'never'}, under the {INFORMATIVE_MIN_FULL:.0%} a model needs to count: no "
+              "model follows the instructions, so compaction has nothing to lose.")
     compliance = [s["rate"] for m in models for s in cells.get(m, {}).values() if s["n"]]
     carried = [s["rate"] for (m, _), s in kept.items() if m in models and s["n"]]
     states = sum(s["n"] for (m, _), s in kept.items() if m in models)
@@ -42,9 +41,8 @@ def constraints_why(analysis: dict, kept: dict) -> dict[str, str]:
                                       f"CHOICE: line, which is never compliant. {reason}",
             CONSTRAINT_FIGURES[1][0]: f"{lead[CONSTRAINT_FIGURES[1][0]]}: "
                                       f"{sum(s['k'] for (m, _), s in kept.items() if m in models)} "
-                                      f"of {states} final "
-                                      "states (or registries) hold every key term of their "
-                                      f"instruction. {reason}"}
+                                      f"of {states} final states (or registries) hold every key "
+                                      f"term of their instruction. {reason}"}
 
 
 def constraint_figures(analysis: dict, stamped: bool = True) -> dict[str, str]:
@@ -136,8 +134,7 @@ def answer(analysis: dict) -> Answer:
     if test["test"]:
         t = test["test"]
         sentences.append(f"On the same instances, {test['second']} complied where {test['first']} "
-                         f"did not {t['c']} "
-                         f"times and the reverse happened {t['b']} times"
+                         f"did not {t['c']} times and the reverse happened {t['b']} times"
                          + ("" if said_p else f" (exact McNemar p = {fmt_p(t['p'])})")
                          + f"; the pre-registered test says: {test['verdict']}.")
     else:

@@ -265,8 +265,7 @@ def check_bank(results: dict) -> list[str]:
             if field in known and ((row["episode"], row[item]) not in known[field]
                                    or status not in ROW_CLASSES[field]):
                 problems.append(f"{field} row {number} names an item its session does not hold or "
-                                "a status the "
-                                f"rules do not give ({', '.join(ROW_CLASSES[field])})")
+                                f"a status the rules do not give ({', '.join(ROW_CLASSES[field])})")
                 break
             key = row_key(field, row)
             if key in seen:

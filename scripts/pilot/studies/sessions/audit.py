@@ -45,13 +45,11 @@ LOG_PLACES = (
      r"%USERPROFILE%\.gemini\tmp\<project id>\chats\session-*.jsonl",
      "a compaction is recorded in the JSONL sessions (from May 2026) only"),
     ("Cline", "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/ (macOS: "
-     "~/Library/Application "
-     "Support/Code/User/globalStorage/...)",
+              "~/Library/Application Support/Code/User/globalStorage/...)",
      r"%APPDATA%\Code\User\globalStorage\saoudrizwan.claude-dev\tasks",
      "each task's api_conversation_history.json"),
     ("Roo Code", "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/ (macOS: "
-     "~/Library/"
-     "Application Support/Code/User/globalStorage/...)",
+                 "~/Library/Application Support/Code/User/globalStorage/...)",
      r"%APPDATA%\Code\User\globalStorage\rooveterinaryinc.roo-cline\tasks",
      "or its customStoragePath"),
     ("OpenHands", "a trajectory export (save_trajectory_path)", "the same",
@@ -114,8 +112,7 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
             passed += walk(given, files, skipped)
     if len(missing) == len(paths):
         raise AuditInputError(f"no logs at {', '.join(missing)}; give a log file or a folder of "
-                              "them, or run `audit` "
-                              f"alone to see where each agent keeps its logs")
+                              "them, or run `audit` alone to see where each agent keeps its logs")
     return files, skipped, passed
 
 
@@ -377,21 +374,18 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
     invented = collections.Counter(r["kind"] for r in of["gate"])
     reasons = [f"{len(scored)} compaction{'s' * (len(scored) != 1)} scored in {len(sessions)} "
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
-               "protocol was "
-               "registered before they were read, so the rates describe these sessions and "
-               "nothing beyond them",
+               "protocol was registered before they were read, so the rates describe these "
+               "sessions and nothing beyond them",
                "the items are found and judged by lexical rules (protocol/SESSIONS.md section 3.5 "
                "gives their "
                "measured precision and recall): a status is the rules' reading, not a person's"]
     if len(sessions) < MIN_SESSIONS_FOR_INTERVAL:
         reasons.append(f"fewer than {MIN_SESSIONS_FOR_INTERVAL} sessions hold a scored compaction, "
-                       "so no interval "
-                       f"is printed")
+                       "so no interval is printed")
     unscored = [r for r in records if not r["scored"]]
     if unscored:
         reasons.append(f"{len(unscored)} recorded compaction{'s' * (len(unscored) != 1)} could not "
-                       "be scored "
-                       f"(listed below with why)")
+                       "be scored (listed below with why)")
     return {"label": "EXPLORATORY", "reasons": reasons, "read": read, "n_compactions": len(records),
             "n_scored": len(scored), "n_sessions": len(sessions),
             "min_sessions": MIN_SESSIONS_FOR_INTERVAL,

@@ -73,8 +73,7 @@ def answers(a: dict) -> list[str]:
     values = sum(c["value"].values())
     lost = c["value"]["dropped"] + c["value"]["changed"]
     out = [f"Across {plural(a['n_scored'], 'compaction')} in {plural(a['n_sessions'], 'session')}, "
-           "the summaries "
-           f"dropped or changed {lost:,} of {plural(values, 'exact value')}"
+           f"the summaries dropped or changed {lost:,} of {plural(values, 'exact value')}"
            + (f" ({pct(lost / values)}): {c['value']['dropped']:,} dropped, "
               f"{c['value']['changed']:,} changed, "
               f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim."
@@ -115,9 +114,8 @@ def audit_figure(a: dict) -> str | None:
     look = Look(None, {o: o for o in OUTCOMES}, OUTCOME_COLOURS,
                 {t: f"{ITEM_NAMES[t]} ({sum(a['classes'][t].values()):,})" for t in types}, [])
     return grouped_bars(AUDIT_FIGURE[1], f"{plural(a['n_scored'], 'compaction')} in "
-                        f"{plural(a['n_sessions'], 'session')}"
-                        "; kept: a value verbatim or reformatted, an instruction present, a step "
-                        "reported with its "
+                        f"{plural(a['n_sessions'], 'session')}; kept: a value verbatim or "
+                        "reformatted, an instruction present, a step reported with its "
                         f"outcome; said wrong: changed, contradicted, claimed done", types,
                         list(OUTCOMES), cells,
                         "share of items (%)", look, with_errors=False, x_label="item type")
@@ -135,11 +133,9 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(
         (
             "p",
-            f"{plural(read['files'], 'file')} read ({read['bytes'] / 2 ** 20:.2f} MB, "
-            "digest "
+            f"{plural(read['files'], 'file')} read ({read['bytes'] / 2 ** 20:.2f} MB, digest "
             f"`{read['sha256'][:12]}`), {plural(read['sessions'], 'session')}, "
-            f"{plural(a['n_compactions'], 'compaction')} recorded, {a['n_scored']:,} "
-            "scored; "
+            f"{plural(a['n_compactions'], 'compaction')} recorded, {a['n_scored']:,} scored; "
             f"{plural(read['passed'], 'other file')} passed over (not a log's suffix).",
         )
     )
@@ -149,20 +145,17 @@ def report_blocks(a: dict) -> list[tuple]:
     if not a["n_scored"]:
         return blocks + unscored_blocks(a)
     blocks.append(("h2", "Per item type"))
-    blocks.append(("p", "Lost: a value changed or dropped, an instruction contradicted or absent, "
-                   "a step claimed "
-                        "done or absent. Intervals: 95%, session-clustered and never narrower "
-                        "than the binomial "
-                        f"one, printed only from {a['min_sessions']} sessions on "
-                        f"({a['n_sessions']} here)."))
+    blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "
+                        "a step claimed done or absent. Intervals: 95%, session-clustered and "
+                        "never narrower than the binomial one, printed only from "
+                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."))
     blocks.append(("table", ["item type", "classes", "lost"],
                    [[t, ", ".join(f"{k} {n:,}" for k, n in a["classes"][t].items()),
                      rate_cell(a, f"{t}_lost", "all")]
                     for t in CLASSES]))
     kept = a["classes"]["value"]["kept"] + a["classes"]["value"]["reformatted"]
-    blocks.append(("p", "Values kept or reformatted standing beside the words that say what they "
-                   "are: "
-                        f"{rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
+    blocks.append(("p", f"Values kept or reformatted standing beside the words that say what they "
+                        f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
                    [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
                    0]]))
@@ -178,12 +171,10 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(("table", ["kind", "lost"], [[k, rate_cell(a, "value_lost_by_kind",
                                                              k)] for k in kinds]))
     blocks.append(("h2", "The compactions, worst first"))
-    blocks.append(("p", "Ordered by what no summary should do (a value changed, an instruction "
-                   "contradicted, a "
-                        "failed step claimed done, an invented instruction or claim), then by "
-                        "items lost; "
-                        f"{min(MAX_WORST, len(a['worst']))} of {a['n_scored']} shown here, every "
-                        "row in audit.csv."))
+    blocks.append(("p", f"Ordered by what no summary should do (a value changed, an instruction "
+                        "contradicted, a failed step claimed done, an invented instruction or "
+                        f"claim), then by items lost; {min(MAX_WORST, len(a['worst']))} of "
+                        f"{a['n_scored']} shown here, every row in audit.csv."))
     for r in a["worst"][:MAX_WORST]:
         blocks += compaction_blocks(r)
     return blocks + unscored_blocks(a)
@@ -200,11 +191,10 @@ def compaction_blocks(r: dict) -> list[tuple]:
              or x["status"] == "changed"]
     blocks = [("h3", f"{r['file']}, compaction {r['n']}"),
               ("p", f"{r['format']}, {'; '.join(said)}; it replaced "
-               f"{plural(counts['turns'], 'turn')} holding "
-                    f"{plural(counts['values'], 'value')}, "
-                    f"{plural(counts['instructions'], 'instruction')} in force "
-                    f"and {plural(counts['steps'], 'unresolved failed step')}; {len(shown)} lost "
-                    "or invented.")]
+               f"{plural(counts['turns'], 'turn')} holding {plural(counts['values'], 'value')}, "
+               f"{plural(counts['instructions'], 'instruction')} in force and "
+               f"{plural(counts['steps'], 'unresolved failed step')}; {len(shown)} lost or "
+               "invented.")]
     if shown:
         blocks.append(("table", ["item", "kind", "status", "the summary wrote", "source sentence",
                                  "summary sentence"],

@@ -104,27 +104,20 @@ CUT_MARKER = "\n[... the middle of this output is left out by the reader ...]\n"
 # value exactly.
 SESSION_FORMATS = {
     "typed": ("Format: write the state as a typed state block with these four sections in this "
-              "order. values: one "
-              "line per exact value, of the form name = value, the value copied character for "
-              "character (numbers, "
-              "amounts, dates, times, versions, hashes, ids, file paths, URLs, e-mail addresses). "
-              "constraints: one "
-              "line per standing instruction the user has given, in the user's words. status: one "
-              "line per step, "
-              "tool call or request that was tried, with its outcome (done, failed, denied, "
-              "pending). notes: one line "
-              "of free text."),
+              "order. values: one line per exact value, of the form name = value, the value copied "
+              "character for character (numbers, amounts, dates, times, versions, hashes, ids, "
+              "file paths, URLs, e-mail addresses). constraints: one line per standing instruction "
+              "the user has given, in the user's words. status: one line per step, tool call or "
+              "request that was tried, with its outcome (done, failed, denied, pending). notes: "
+              "one line of free text."),
     "sections": ("Format: write the state under six headings, each on a line of its own followed "
-                 "by its content: "
-                 "Goal, Constraints, Progress, Decisions, Next steps, Critical values. Under "
-                 "Critical values write one "
-                 "line per exact value, of the form name = value, the value copied character for "
-                 "character."),
+                 "by its content: Goal, Constraints, Progress, Decisions, Next steps, Critical "
+                 "values. Under Critical values write one line per exact value, of the form name = "
+                 "value, the value copied character for character."),
 }
 
 EXACT_RULE = ("Reply with a single line of the form ANSWER: <value>, the value copied exactly as "
-              "the session wrote "
-              "it, and nothing else: no working, no explanation.")
+              "the session wrote it, and nothing else: no working, no explanation.")
 
 PROMPTS = {
     "compact_typed": COMPACTION_FRAME.replace("<<FORMAT>>", SESSION_FORMATS["typed"]),
@@ -319,11 +312,9 @@ def plan_segments(session: dict, rendered: list[str], at_least: int, window: int
                            f"(--context-window) in {MAX_SEGMENTS} segments or fewer" +
                            (" cut where the agent compacted" if how == "agent" else "") +
                            f"; give a window of at least {min(need, MAX_CONTEXT_WINDOW):,} tokens "
-                           "with "
-                           "--context-window (your server must serve it: Ollama takes it as "
-                           "num_ctx, an "
-                           "OpenAI-compatible server is started with it), or split the session "
-                           "into several files")
+                           "with --context-window (your server must serve it: Ollama takes it as "
+                           "num_ctx, an OpenAI-compatible server is started with it), or split "
+                           "the session into several files")
     largest_tokens = estimated_tokens(largest(starts, totals))
     return {"starts": starts, "how": how, "window": window, "cap_tokens": cap_tokens,
             "tokens": tokens,
@@ -371,8 +362,7 @@ def read_probe_file(path: Path, names: list[str]) -> tuple[bytes, dict[str, list
     shown = display_path(path)
     if path.is_symlink() or not path.is_file():
         raise TaskSetError(f"no probes file at {shown} (or it is a link, a folder or a device); "
-                           "give a JSON file of "
-                           f"probes, see tasks/sessions/probes.json")
+                           "give a JSON file of probes, see tasks/sessions/probes.json")
     data, text = read_file_text(path, shown)
     entries = parse_json(text, shown, "a probes file", "give a JSON list of probes, see "
                          "tasks/sessions/probes.json",
@@ -397,8 +387,7 @@ def read_probe_file(path: Path, names: list[str]) -> tuple[bytes, dict[str, list
                                "characters)")
         if not isinstance(answer, str) or not answer.strip() or "\n" in answer or len(answer) > 300:
             raise TaskSetError(f"{where}: `answer` must be the exact expected value, one line of "
-                               "at most 300 "
-                               f"characters")
+                               "at most 300 characters")
         session = entry.get("session")
         if session is None and len(names) == 1:
             session = names[0]
@@ -536,8 +525,7 @@ def load_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) 
     if in_repo and kind != "pinned":
         shown = display_path(path)
         raise PilotError(f"{shown} is not the committed example sessions; restore them with `git "
-                         f"checkout -- {shown}`, "
-                         f"or give your own with --sessions PATH")
+                         f"checkout -- {shown}`, or give your own with --sessions PATH")
     return {"tasks": tasks, "sha256": sha, "kind": kind, "path": display_path(path)}
 
 
@@ -548,11 +536,9 @@ def describe_sessions(tasks: dict) -> list[str]:
     how = ("where the agent compacted (--checkpoints agent), else " if tasks.get("checkpoints")
            == "agent" else "")
     lines = [f"sessions read: {len(tasks['episodes'])} session(s), each cut at turn boundaries "
-             f"{how}into at least "
-             f"{tasks['segments']} segments (--segments), more where a segment would not fit the "
-             f"{window:,}-token "
-             f"context window (--context-window; tokens estimated at {CHARS_PER_TOKEN} characters "
-             "each)"]
+             f"{how}into at least {tasks['segments']} segments (--segments), more where a segment "
+             f"would not fit the {window:,}-token context window (--context-window; tokens "
+             f"estimated at {CHARS_PER_TOKEN} characters each)"]
     for name, why in tasks["left_out"].items():
         lines.append(f"  {name}: left out ({why})")
     for e in tasks["episodes"]:
@@ -560,9 +546,8 @@ def describe_sessions(tasks: dict) -> list[str]:
         skipped = "; ".join(f"{n} {why}" for why, n in read["skipped"].items()) or "none"
         lines.append(f"  {e['file']}: {e['format']}" + (f" ({e['kind']})" if e.get("kind") else "")
                      +
-                     f", {read['read']} {read['unit']} read, skipped: {skipped}; "
-                     f"{read['turns']} turns in {len(e['segments'])} segments; {len(e['values'])} "
-                     "exact values, "
+                     f", {read['read']} {read['unit']} read, skipped: {skipped}; {read['turns']} "
+                     f"turns in {len(e['segments'])} segments; {len(e['values'])} exact values, "
                      f"{sum(not i['revoked_turn'] for i in e['instructions'])} standing "
                      "instructions in force" +
                      (f" ({sum(bool(i['revoked_turn']) for i in e['instructions'])} withdrawn or "
@@ -572,11 +557,9 @@ def describe_sessions(tasks: dict) -> list[str]:
                      f"{len(e['questions'])} probes")
         if fit:
             lines.append(f"    window: about {fit['tokens']:,} tokens in all; its largest segment, "
-                         "about "
-                         f"{fit['largest_tokens']:,} tokens, needs a {fit['needs_window']:,}-token "
-                         "window (this run's "
-                         f"{fit['window']:,} takes up to {fit['cap_tokens']:,} a segment); the "
-                         "whole session in one "
+                         f"about {fit['largest_tokens']:,} tokens, needs a "
+                         f"{fit['needs_window']:,}-token window (this run's {fit['window']:,} "
+                         f"takes up to {fit['cap_tokens']:,} a segment); the whole session in one "
                          f"segment would need {fit['one_segment_window']:,}")
         lines += [f"    {line}" for line in session_notes(e)]
     lines += folder_notes(tasks)
@@ -594,8 +577,7 @@ def session_notes(episode: dict) -> list[str]:
                      "left out")
     if read.get("calls_without_result") or read.get("results_without_call"):
         notes.append(f"{read.get('calls_without_result', 0)} tool call(s) with no result in the "
-                     "file, "
-                     f"{read.get('results_without_call', 0)} result(s) naming no call in it")
+                     f"file, {read.get('results_without_call', 0)} result(s) naming no call in it")
     events = episode.get("compactions") or []
     if events:
         described = "; ".join(
@@ -611,8 +593,7 @@ def session_notes(episode: dict) -> list[str]:
     if len(episode["segments"]) > read.get("segments_asked", 0) and fit.get("how") != "agent" and \
             len(episode["segments"]) < read["turns"]:
         notes.append(f"cut into {len(episode['segments'])} segments, not {read['segments_asked']}, "
-                     "so that each fits "
-                     f"the {fit.get('window', NUM_CTX):,}-token window")
+                     f"so that each fits the {fit.get('window', NUM_CTX):,}-token window")
     return notes
 
 
@@ -620,9 +601,8 @@ def folder_notes(tasks: dict) -> list[str]:
     kinds = [e.get("kind") for e in tasks["episodes"]]
     if kinds and all(k == "sub-agent" for k in kinds):
         return ["  every session here is a sub-agent's own log (its lines are side conversations, "
-                "isSidechain): the "
-                "main sessions are the <session id>.jsonl files in the project's folder, one "
-                "level up"]
+                "isSidechain): the main sessions are the <session id>.jsonl files in the project's "
+                "folder, one level up"]
     return []
 
 
@@ -639,26 +619,22 @@ def task_warnings(tasks: dict) -> list[str]:
         if unread > (1 - UNDERSTOOD_SHARE) * max(1, read["read"]):
             worst = max(why.items(), key=lambda item: item[1])[0]
             warnings.append(f"{e['file']}: the reader did not understand {unread} of its "
-                            f"{read['read']} "
-                            f"{read['unit']} ({100 * unread // max(1, read['read'])}%, the most: "
-                            f"{worst}) and left "
-                            f"them out; check it is {FORMATS.get(e['format'], e['format'])}, or "
-                            "run `plan` to see "
-                            f"every reason")
+                            f"{read['read']} {read['unit']} "
+                            f"({100 * unread // max(1, read['read'])}%, the most: {worst}) and "
+                            f"left them out; check it is {FORMATS.get(e['format'], e['format'])}, "
+                            "or run `plan` to see every reason")
         elif unread:
             warnings.append(f"{e['file']}: {unread} of {read['read']} {read['unit']} not "
-                            "understood and left out "
-                            f"(`plan` lists why)")
+                            "understood and left out (`plan` lists why)")
     cut_finer = [e for e in tasks["episodes"] if len(e["segments"])
                  > e["read"].get("segments_asked", 0) and
                  (e.get("window") or {}).get("how") != "agent" and len(e["segments"])
                  < e["read"]["turns"]]
     if cut_finer:
         warnings.append(f"{len(cut_finer)} session(s) cut into more segments than --segments asks "
-                        "so that each fits "
-                        "the context window (the most: "
-                        f"{max(len(e['segments']) for e in cut_finer)}); a larger "
-                        f"--context-window makes fewer")
+                        "so that each fits the context window (the most: "
+                        f"{max(len(e['segments']) for e in cut_finer)}); a larger --context-window "
+                        "makes fewer")
     return warnings + [line.strip() for line in folder_notes(tasks)]
 
 
@@ -666,22 +642,17 @@ def task_warnings(tasks: dict) -> list[str]:
 OPTIONS = (
     Option("--sessions", {"metavar": "PATH",
                           "help": "sessions study: your agent's logs, a file or a folder of them "
-                          "(Claude Code, Codex, "
-                                  "Gemini CLI, Cline, Roo Code, aider, SWE-agent, OpenHands, "
-                                  "inspect_ai, Responses "
-                                  "API or chat messages; default: the examples in "
-                                  "tasks/sessions/logs/)"}),
+                          "(Claude Code, Codex, Gemini CLI, Cline, Roo Code, aider, SWE-agent, "
+                          "OpenHands, inspect_ai, Responses API or chat messages; default: the "
+                          "examples in tasks/sessions/logs/)"}),
     Option("--segments", {"type": int, "metavar": "N",
                           "help": "sessions study: the fewest segments each session is cut into "
-                          "at turn boundaries, "
-                                  "one compaction after each; more where a segment would not fit "
-                                  "the context window "
-                                  f"(default {DEFAULT_SEGMENTS})"}),
+                          "at turn boundaries, one compaction after each; more where a segment "
+                          f"would not fit the context window (default {DEFAULT_SEGMENTS})"}),
     Option("--checkpoints", {"choices": CHECKPOINTS, "metavar": "even|agent",
                              "help": "sessions study: `agent` ends the segments where the agent's "
-                             "own log records a "
-                                     "compaction (each part cut further to fit the window); "
-                                     "default even"}),
+                             "own log records a compaction (each part cut further to fit the "
+                             "window); default even"}),
     Option("--probes", {"metavar": "FILE",
                         "help": "sessions study: your questions with their exact answers (see "
                                 "tasks/sessions/probes.json); without it no probe is asked"}),
@@ -708,8 +679,7 @@ def read_options(given: dict) -> dict:
     if window is not None and window != NUM_CTX:
         if not MIN_CONTEXT_WINDOW <= window <= MAX_CONTEXT_WINDOW:
             raise PilotError("--context-window takes a whole number of tokens from "
-                             f"{MIN_CONTEXT_WINDOW:,} to "
-                             f"{MAX_CONTEXT_WINDOW:,}")
+                             f"{MIN_CONTEXT_WINDOW:,} to {MAX_CONTEXT_WINDOW:,}")
         options["context_window"] = window
     return options
 
@@ -736,8 +706,7 @@ def call_text(regime: Regime, episode: dict, spec: CallSpec, state: str, registr
 
 def generate_file(options: dict) -> tuple[bytes, str]:
     raise PilotError("the sessions study reads the sessions you bring (--sessions PATH) and has no "
-                     "task file to "
-                     "generate; see tasks/sessions/README.md")
+                     "task file to generate; see tasks/sessions/README.md")
 
 
 # --- The demo's stand-in model --------------------------------------------------------------------

@@ -47,16 +47,14 @@ DENIED = Alternatives([
     (("not granted", "haven't granted", "has not granted"), r"haven't granted|has not granted|"
                                                             r"permission (?:was )?not granted"),
     (("user ",), r"\buser (?:declined|rejected|denied|refused|did not allow|didn't allow|doesn't "
-     r"want to proceed|"
-                 r"chose not)"),
+                 r"want to proceed|chose not)"),
     (("you ",), r"\byou (?:declined|rejected|denied|chose: ?don't)"),
     (("rejected this",), r"\brejected this (?:edit|change|call|tool)"),
     (("did not allow", "not allowed in", "turned off for"), r"\bdid not allow\b|\bnot allowed in "
      r"the current session\b|"
                                                             r"\bturned off for this agent\b"),
     ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ "
-     r")?(?:policy|hook|settings|sandbox|"
-               r"administrator|harness)"),
+               r")?(?:policy|hook|settings|sandbox|administrator|harness)"),
     (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode\b|\bhook "
      r"(?:blocked|denied|refused)"),
     (("declined", "denied"), r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|"
@@ -107,9 +105,8 @@ FAILED = Alternatives(
         ),
         (
             ("denied", "forbidden", "authentication failed"),
-            r"\bpermission denied\b|\baccess ?denied\b|\bAccessDenied\b|\bforbidden\b|"
-            r"\bauthentication "
-            r"failed\b",
+            r"\bpermission denied\b|\baccess "
+            r"?denied\b|\bAccessDenied\b|\bforbidden\b|\bauthentication failed\b",
         ),
         (
             ("did not match any", "does not exist", "not found", "already exists", "conflict"),
@@ -142,10 +139,9 @@ CONTENT_TOOLS = re.compile(
 )
 
 CONTENT_COMMANDS = re.compile(r"^\s*(?:cat|head|tail|less|grep|rg|ag|find|ls|journalctl|git "
-                              r"(?:log|show|diff|blame|"
-                              r"status)|kubectl (?:logs|describe|get)|docker (?:logs|ps)|echo|sed "
-                              r"-n|awk|wc|"
-                              r"systemctl status)\b")
+                              r"(?:log|show|diff|blame|status)|kubectl "
+                              r"(?:logs|describe|get)|docker (?:logs|ps)|echo|sed "
+                              r"-n|awk|wc|systemctl status)\b")
 
 
 def call_command(arguments: Any) -> str:

@@ -55,9 +55,8 @@ def answer(analysis: dict) -> Answer:
     regimes, none = analysis["regimes"], rate_summary(0, 0)
     n_values = sum(s["values"] for s in analysis["sessions"])
     sentences = [f"Of {n_values} exact values in {len(analysis['sessions'])} sessions, the final "
-                 "state kept verbatim "
-                 f"{shares(analysis['kept'], regimes)}; it lost (changed or dropped) "
-                 f"{shares(analysis['lost'], regimes)}."]
+                 f"state kept verbatim {shares(analysis['kept'], regimes)}; it lost (changed or "
+                 f"dropped) {shares(analysis['lost'], regimes)}."]
     if any(analysis["instructions"].get(r, none)["n"] for r in regimes):
         sentences.append(
             "Standing instructions in force with every key term in the state: "

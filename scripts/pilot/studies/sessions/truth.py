@@ -70,8 +70,7 @@ CLAUSE_BREAK, CLAUSE_END = re.compile(r"[,;:()\[\]]"), re.compile(r"[,;:()\[\].]
 WORD = re.compile(r"[A-Za-z][A-Za-z-]+")
 
 FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead "
-                    r"of|rather than|"
-                    r"up from|down from|replacing|replaced|superseded|it "
+                    r"of|rather than|up from|down from|replacing|replaced|superseded|it "
                     r"was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
 
 
@@ -207,18 +206,14 @@ EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of 
                       r"every (?:single )?time|at all|anywhere)[.!]*$", re.IGNORECASE)
 
 SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|for the rest of|for "
-                   r"the remainder of|"
-                   r"until further notice|until i (?:say|tell|confirm)|for this "
-                   r"(?:session|ticket|customer|repo|"
-                   r"project|task)|in this (?:repo|repository|project|codebase|session)|rule for "
-                   r"this|always|never|"
-                   r"ever|every time|whenever|at all times|anymore|any ?more|no more|under any "
-                   r"circumstances|"
-                   r"in (?:all|every|any) \w+|every \w+|each \w+|for "
-                   r"(?:anything|everything|any|all)\b|"
-                   r"while you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in "
-                   r"place|alone|untouched|"
-                   r"as it is|as is)\b",
+                   r"the remainder of|until further notice|until i (?:say|tell|confirm)|for this "
+                   r"(?:session|ticket|customer|repo|project|task)|in this "
+                   r"(?:repo|repository|project|codebase|session)|rule for "
+                   r"this|always|never|ever|every time|whenever|at all times|anymore|any ?more|no "
+                   r"more|under any circumstances|in (?:all|every|any) \w+|every \w+|each \w+|for "
+                   r"(?:anything|everything|any|all)\b|while "
+                   r"you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in "
+                   r"place|alone|untouched|as it is|as is)\b",
                    re.IGNORECASE)
 
 ORDER_START = re.compile(
@@ -240,10 +235,9 @@ ORDER_START = re.compile(
 )
 
 ADDRESSED = re.compile(r"\b(?:you|we)\b(?:[\s,]+\w+){0,3}?[\s,]+(?:should|must|need to|have to|are "
-                       r"to|will|shall|"
-                       r"always|never|don't|do not)\b|\b(?:i want you to|i need you to|i'd like "
-                       r"you to|could you "
-                       r"always|can you always)\b|\bshould be\b|\byou can\b[^.]*\bnow\b",
+                       r"to|will|shall|always|never|don't|do not)\b|\b(?:i want you to|i need you "
+                       r"to|i'd like you to|could you always|can you always)\b|\bshould be\b|\byou "
+                       r"can\b[^.]*\bnow\b",
                        re.IGNORECASE)
 
 # Verbs of an order about how things are done (in what form, with what, to whom), which holds beyond
@@ -257,17 +251,15 @@ POLICY_VERBS = frozenset("use stick treat reply answer address quote prefer avoi
                          "respond round cc log write keep".split())
 
 POLITE_ORDER = re.compile(r"^(?:could|can|would|will) you(?: please)? (?:always|never|from now "
-                          r"on)\b|"
-                          r"^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going "
+                          r"on)\b|^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going "
                           r"forward|from here on)\b",
                           re.IGNORECASE)
 
 NOT_AN_ORDER = re.compile(r"^\w+s (?:always|never)\b|\b(never mind|don't worry|do not worry|no "
-                          r"worries|no need|"
-                          r"not now|never heard|"
-                          r"says?\b[^.]*\balways|say never|i (?:always|never)|it (?:always|never)|"
-                          r"(?:ci|build|tests?|it|this|that|he|she|they|the \w+) (?:always|never) "
-                          r"\w+s\b)",
+                          r"worries|no need|not now|never heard|says?\b[^.]*\balways|say never|i "
+                          r"(?:always|never)|it "
+                          r"(?:always|never)|(?:ci|build|tests?|it|this|that|he|she|they|the \w+) "
+                          r"(?:always|never) \w+s\b)",
                           re.IGNORECASE)
 
 CODE_TO_BUILD = re.compile(

@@ -53,8 +53,7 @@ def label_reasons(results: dict, coverage: dict, task_set: dict | None,
                        "(tasks/tasks.json)")
     if coverage["primary_partial_cells"]:
         reasons.append(f"partial bank: {len(coverage['primary_partial_cells'])} cell(s) lack "
-                       "probes "
-                       f"(first: {coverage['primary_partial_cells'][0]})")
+                       f"probes (first: {coverage['primary_partial_cells'][0]})")
     temperature = results.get("temperature", TEMPERATURE)
     if temperature != TEMPERATURE:
         reasons.append(f"temperature {temperature} is not the pre-registered {TEMPERATURE:g}")
@@ -68,8 +67,7 @@ def label_reasons(results: dict, coverage: dict, task_set: dict | None,
         reasons.append(f"{coverage['duplicates']} duplicated probe(s)")
     if coverage["outside"]:
         reasons.append(f"{coverage['outside']} probe(s) outside the pre-registered models, "
-                       "regimes, episodes "
-                       f"or questions")
+                       "regimes, episodes or questions")
     if coverage["mismatched_truths"]:
         reasons.append(f"{coverage['mismatched_truths']} probe(s) whose truth or type differs "
                        "from the task set")
@@ -477,10 +475,8 @@ def budget_guard(budget: dict, regimes: list[str], read_on: list[str]) -> dict |
         return {
             "status": "unmatched",
             "text": "the budgets were not matched: the realized R1/R2 "
-            "ratio of mean "
-            "compaction tokens is outside the pinned band "
-            f"[{band[0]}, {band[1]}] for "
-            f"{', '.join(f'{m} ({ratios[m]:.3f})' for m in outside)}",
+            f"ratio of mean compaction tokens is outside the pinned band [{band[0]}, {band[1]}] "
+            f"for {', '.join(f'{m} ({ratios[m]:.3f})' for m in outside)}",
             "ratios": ratios,
         }
     capped = {}
@@ -492,18 +488,16 @@ def budget_guard(budget: dict, regimes: list[str], read_on: list[str]) -> dict |
             capped[m] = over
     if capped:
         return {"status": "capped", "text": f"the R1/R2 ratio ({shown}) is inside the pinned band "
-                "only because most "
-                                            "compactions stopped at their "
-                                            f"{COMPACTION_NUM_PREDICT}-token cap ("
+                f"only because most compactions stopped at their {COMPACTION_NUM_PREDICT}-token "
+                "cap ("
                                             + "; ".join(f"{m}: {', '.join(c)}" for m,
                                                         c in capped.items()) +
                                             "): states cut at the same cap match whatever each "
                                             "format needed",
                 "ratios": ratios}
     return {"status": "matched", "text": "the realized R1/R2 ratio of mean compaction tokens "
-            f"({shown}) is inside "
-                                         f"the pinned band [{band[0]}, {band[1]}] for every model "
-                                         "the falsifier is "
+            f"({shown}) is inside the pinned band [{band[0]}, {band[1]}] for every model the "
+            "falsifier is "
                                          f"read on", "ratios": ratios}
 
 

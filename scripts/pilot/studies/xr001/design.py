@@ -126,8 +126,7 @@ def check_episode_design(index: int, episode: dict) -> list[str]:
         base, partner, neighbor = roles["base"], roles["partner"], roles["neighbor"]
         if neighbor["value"] != base["value"] + 1:
             problems.append(f"{where}: neighbor {neighbor['name']} = {neighbor['value']} is not "
-                            "base "
-                            f"{base['name']} + 1")
+                            f"base {base['name']} + 1")
         combined = seg["combined"]
         if list(combined["names"]) != [base["name"], partner["name"]] or \
                 combined["value"] != base["value"] + partner["value"]:
@@ -142,8 +141,7 @@ def check_episode_design(index: int, episode: dict) -> list[str]:
         problems.append("entity names repeat within the episode")
     if not values_are_valid(layout):
         problems.append("values break the no-accidental-structure rules (distinct values, only the "
-                        "designed "
-                        "pairs one apart, distinct sums, distinct multi-hop truths)")
+                        "designed pairs one apart, distinct sums, distinct multi-hop truths)")
     expected = [make_question(qid, qtype, refs, segments) for qid, qtype, refs in QUESTION_PLAN]
     questions = episode["questions"]
     if len(questions) != len(expected):
@@ -152,8 +150,7 @@ def check_episode_design(index: int, episode: dict) -> list[str]:
         for field in ("id", "type", "truth", "segment", "entity", "entities"):
             if have.get(field) != want.get(field):
                 problems.append(f"question {want['id']}: `{field}` is {have.get(field)!r}, the "
-                                "plan gives "
-                                f"{want.get(field)!r}")
+                                f"plan gives {want.get(field)!r}")
         if not isinstance(have.get("prompt"), str) or not have["prompt"].strip():
             problems.append(f"question {want['id']}: no prompt text")
     conflation = sorted({e["value"] for seg in segments for e in segment_entities(seg)}
@@ -185,8 +182,7 @@ def check_segment_text(text: str, entities: list[dict], base: dict, neighbor: di
     sentences = split_units(text, WRAPPED_SENTENCE_END)
     if not any(neighbor["name"] in s and base["name"] in s for s in sentences):
         problems.append(f"no sentence names neighbor {neighbor['name']} with its base "
-                        f"{base['name']} "
-                        f"(the designed relation is not stated)")
+                        f"{base['name']} (the designed relation is not stated)")
     if not any(all(n in s for n in combined["names"])
                and str(combined["value"]) in s for s in sentences):
         problems.append(f"no sentence states the combined value with both of its parts")
@@ -202,9 +198,8 @@ def load_task_set(path: Path, raw: bytes, tasks: Any, sha: str, in_repo: bool) -
     if in_repo and kind != "pinned":
         raise PilotError(f"{shown} is not the pre-registered task set (sha256 {sha[:12]}, pinned "
                          f"{PINNED_TASKS_SHA256[:12]}); restore it with `git checkout -- {shown}` "
-                         "(a changed task "
-                         "set needs a dated protocol amendment); to run another task file, pass "
-                         "--tasks PATH")
+                         "(a changed task set needs a dated protocol amendment); to run another "
+                         "task file, pass --tasks PATH")
     if kind is None:
         problems = check_task_design(tasks)
         if problems:

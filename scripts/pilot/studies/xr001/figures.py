@@ -129,8 +129,7 @@ def retention_cells(analysis: dict) -> tuple[list[str], dict, dict, list[str]]:
                     cells[(model,
                            regime)]["flag"] = "the bank counted more right values than names found"
                     flagged.append(f"{model} {regime}: {agg['correct']} right values over "
-                                   f"{agg['retained']} names "
-                                   f"found")
+                                   f"{agg['retained']} names found")
     return regimes, cells, names, flagged
 
 

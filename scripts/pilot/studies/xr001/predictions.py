@@ -36,8 +36,7 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
             holds = None not in rates.values() and rates["R0"] <= rates["R2"] < rates["R1"]
             all_hold = all_hold and holds
             checks.append(f"{model}: R0 {pct(rates['R0'])} <= R2 {pct(rates['R2'])} < R1 "
-                          f"{pct(rates['R1'])} "
-                          f"{'holds' if holds else 'fails'}")
+                          f"{pct(rates['R1'])} {'holds' if holds else 'fails'}")
         verdicts.append({"id": "P1", "claim": "corruption ordering R0 <= R2 < R1 in every model",
                          "verdict": "confirmed" if all_hold else "not confirmed",
                          "evidence": checks + excluded_note, "guards": ceiling_guard})
@@ -48,9 +47,8 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
                           + by_model[m][r]["conflation"] for m in informative)
                       for r in ("R1", "R2"))
         verdicts.append({"id": "P2", "claim": "the incident signature (off_by_one + conflation) is "
-                         "more frequent "
-                         "under prose (R1) than under typed state (R2), pooled over the "
-                         "informative models",
+                         "more frequent under prose (R1) than under typed state (R2), pooled over "
+                         "the informative models",
                          "verdict": "confirmed" if informative and sig1 > sig2 else "not confirmed",
                          "evidence": [f"signature R1 {sig1} vs R2 {sig2} (probe counts pooled over "
                                       f"{', '.join(informative) or 'no model'})"] + excluded_note,
@@ -82,9 +80,8 @@ def evaluate_predictions(analysis: dict) -> list[dict]:
         elif guard["status"] == "unknown":
             verdict = "not judged: the matched budget was not checked"
         verdicts.append({"id": "F", "claim": "falsifier: prose is as good as typed state at "
-                         "matched budget "
-                         f"(pooled exact McNemar, two-sided, alpha = {ALPHA}; a model "
-                         "significantly better under "
+                         f"matched budget (pooled exact McNemar, two-sided, alpha = {ALPHA}; a "
+                         "model significantly better under "
                          f"prose keeps it from being rejected)", "verdict": verdict,
                          "evidence": [test] + directions + excluded_note +
                                      ([guard["text"]] if guard["status"] != "matched" else []),
@@ -109,8 +106,7 @@ def evaluate_p3(ret: dict) -> dict | None:
     confirmed = share(r2["right"], r2) > share(r1["right"], r1)
     evidence = [f"values retained with the right value: R2 {r2['right']}/{r2['n_entities']} = "
                 f"{pct(share(r2['right'], r2))}, R1 {r1['right']}/{r1['n_entities']} = "
-                f"{pct(share(r1['right'], r1))}; "
-                f"R1 read by {RIGHT_READERS[r1['right_reader']]}"]
+                f"{pct(share(r1['right'], r1))}; R1 read by {RIGHT_READERS[r1['right_reader']]}"]
     if r1["right_reader"] == "sentence":
         heuristic = share(r1["consistent_correct"], r1)
         other = "confirmed" if share(r2["right"], r2) > heuristic else "not confirmed"
@@ -121,9 +117,8 @@ def evaluate_p3(ret: dict) -> dict | None:
     for regime, agg in (("R1", r1), ("R2", r2)):
         if agg["over_retained"]:
             evidence.append(f"{regime}: {agg['over_retained']} final state(s) scored with more "
-                            "right values than "
-                            "names found (the bank's own count, inconsistent); each is read as "
-                            "its names found")
+                            "right values than names found (the bank's own count, inconsistent); "
+                            "each is read as its names found")
     return {"id": "P3", "claim": "exploratory: write-time retention of correct entity values is "
             "higher in the typed "
             "final states (R2) than in the prose ones (R1)", "verdict": "confirmed" if confirmed

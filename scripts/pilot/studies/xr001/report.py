@@ -41,8 +41,7 @@ def label_explanation(analysis: dict) -> str:
     label, cov = analysis["label"], analysis["coverage"]
     if label == "CONFIRMATORY":
         why = (f"every pre-registered probe is present exactly once ({cov['complete_cells']} "
-               "complete cells, "
-               f"{cov['task_episodes']} episodes). ")
+               f"complete cells, {cov['task_episodes']} episodes). ")
     else:
         why = "; ".join(analysis["label_reasons"]) + ". "
     return why + label_consequence(label) + replaced_prompts_note(analysis)
@@ -56,9 +55,8 @@ def replaced_prompts_note(analysis: dict) -> str:
         return ""
     files = sorted(set(replaced.values()))
     return (f" Prompts: {', '.join(replaced)} ran under the prompts of {', '.join(files)} (a "
-            "regime file "
-            "replacing this protocol's pre-registered prompts), so every verdict is about those "
-            "prompts.")
+            "regime file replacing this protocol's pre-registered prompts), so every verdict is "
+            "about those prompts.")
 
 
 def regime_header(analysis: dict, regime: str) -> str:
@@ -103,11 +101,9 @@ def render_extra_section(analysis: dict) -> list[str]:
                          if pooled_any else [""] * 5))
     out = ["## Exploratory regimes", "",
            "Not pre-registered: descriptive comparisons only. Each extra regime against R1 and "
-           "against R2 on "
-           "identical probes (exact McNemar, two-sided; b = the extra regime correct and the "
-           "reference wrong), "
-           "with Holm's correction across the whole family of these tests, pooled over the models "
-           "that pass the "
+           "against R2 on identical probes (exact McNemar, two-sided; b = the extra regime correct "
+           "and the reference wrong), with Holm's correction across the whole family of these "
+           "tests, pooled over the models that pass the "
            "ceiling check" + ("." if pooled_any else ": none does, so the tests are left empty."),
            "",
            md_table(["regime", "corruption (pooled)", "against", "b", "c", "p", "p (Holm)",
@@ -144,9 +140,8 @@ def render_sweep_section(analysis: dict) -> list[str]:
              "samples (exploratory)")
     return [f"## {title}", "",
             "Corruption pooled over models at each compaction budget; the output cap and the "
-            "instructed word "
-            f"limit scale together (120 words : 256 tokens). 95% {intervals} intervals. The "
-            "confirmatory test "
+            f"instructed word limit scale together (120 words : 256 tokens). 95% {intervals} "
+            "intervals. The confirmatory test "
             f"is read at 256 only; every other budget is exploratory.", "",
             md_table(head, rows), ""]
 
@@ -318,8 +313,7 @@ def matched_budget_line(analysis: dict) -> str:
         return "Matched budget: not checked, the bank lacks R1 or R2."
     if guard["status"] == "unknown":
         return (f"Matched budget: {guard['text']}, so the label is NON-CONFIRMATORY and the "
-                "falsifier is not "
-                f"judged.")
+                "falsifier is not judged.")
     ratios = guard.get("ratios") or {}
     per_model = "; ".join(f"{m} {r:.3f}" + ("" if band[0] <= r <= band[1] else " (OUTSIDE)")
                           for m, r in ratios.items() if r is not None)
@@ -330,8 +324,7 @@ def matched_budget_line(analysis: dict) -> str:
                               len(analysis["models"]) > 1 else "") + "; ")
     if guard["status"] == "unmatched":
         text += (f"outside the pinned band [{band[0]}, {band[1]}], so the budgets were not "
-                 "matched: the label is "
-                 f"NON-CONFIRMATORY and the falsifier is not judged.")
+                 "matched: the label is NON-CONFIRMATORY and the falsifier is not judged.")
     else:
         text += f"inside the pinned band [{band[0]}, {band[1]}]."
     at_cap = analysis["budget"].get("at_cap")
@@ -350,8 +343,7 @@ def matched_budget_line(analysis: dict) -> str:
         text += " The bank does not say which compactions stopped at their cap."
     if guard["status"] == "capped":
         text += (" The band is passed only because most compactions were cut at the cap, so it "
-                 "does not show that "
-                 "the two formats needed the same budget.")
+                 "does not show that the two formats needed the same budget.")
     return text
 
 
@@ -395,8 +387,7 @@ def right_values_text(agg: dict) -> str:
     text = f"{agg['right']}/{agg['n_entities']} = {pct(agg['right'] / agg['n_entities'])}"
     if agg["over_retained"]:
         text += (f" (flagged: the bank counted {agg['correct']}, more right values than names "
-                 "found in "
-                 f"{agg['over_retained']} state(s); each read as its names found)")
+                 f"found in {agg['over_retained']} state(s); each read as its names found)")
     return text
 
 
@@ -429,18 +420,16 @@ def render_retention_section(analysis: dict) -> list[str]:
            "Entity names found in each final state (retained) and entity values found with the "
            "right value; P3 "
            "reads the right values." + (" Prose states are read by the sentence that names the "
-                                        "entity (amendment "
-                                        "of 2026-12-01); the paper's nearest-number heuristic is "
-                                        "shown beside them "
+                                        "entity (amendment of 2026-12-01); the paper's "
+                                        "nearest-number heuristic is shown beside them "
                                         "for comparison with its table." if both else ""), "",
            md_table(["regime", "final states", "names retained", "values retained correctly",
                      *(["right by the paper's heuristic"] if both else []), "method"], rows), ""]
     loose = ret.get("R2", {})
     if "loose_correct" in loose:
         out += ["Diagnostic, not the metric: a looser reading of R2 (bullets, `NAME: N`, trailing "
-                "text) finds "
-                f"{loose['loose_retained']}/{loose['n_entities']} names, {loose['loose_correct']} "
-                "with the right "
+                f"text) finds {loose['loose_retained']}/{loose['n_entities']} names, "
+                f"{loose['loose_correct']} with the right "
                 f"value.", ""]
     return out
 
@@ -453,17 +442,15 @@ def render_guards_section(analysis: dict) -> list[str]:
     r0 = guards["r0_prompt_tokens"]
     if r0["n"]:
         out.append(f"- R0 transcript size: answer prompts of {fmt_mean(r0['mean'])} tokens on "
-                   "average, "
-                   f"{r0['max']} at most, against num_ctx {guards['num_ctx']}.")
+                   f"average, {r0['max']} at most, against num_ctx {guards['num_ctx']}.")
     leaks = sum(g["thinking_returned"] for g in guards["by_cell"].values())
     out.append(f"- Calls that returned thinking text although thinking was turned off: {leaks}.")
     unknown = sum(g["unknown_output_tokens"] for g in guards["by_cell"].values())
     out.append(f"- Calls whose output token count the server did not report: {unknown}.")
     if guards.get("control_token_calls"):
         out.append("- Replies carrying chat-template control tokens (the server's template does "
-                   "not match the "
-                   f"model, and such replies are noise): {guards['control_token_calls']} of "
-                   f"{guards['calls']} calls.")
+                   "not match the model, and such replies are noise): "
+                   f"{guards['control_token_calls']} of {guards['calls']} calls.")
     return out + [""]
 
 
@@ -501,11 +488,9 @@ def recheck_note(analysis: dict) -> str | None:
     if not recheck or not recheck.get("changed"):
         return None
     return (f"Determinism probe: {recheck['changed']} of {recheck['sent']} re-sent calls gave a "
-            "different reply "
-            "than the first time, so this server's replies are not reproducible under this run's "
-            "settings "
-            f"(prompt cache {analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism "
-            "probe\" below.")
+            "different reply than the first time, so this server's replies are not reproducible "
+            "under this run's settings (prompt cache "
+            f"{analysis.get('prompt_cache') or 'not recorded'}); see \"Determinism probe\" below.")
 
 
 def render_headline(analysis: dict) -> str:
@@ -577,8 +562,7 @@ def answer(analysis: dict) -> Answer:
     if mc.get("pooled") and mc.get("models"):
         p = mc["pooled"]
         sentences.append(f"On the same probes prose was worse {p['c']} times and better {p['b']} "
-                         "(exact McNemar "
-                         f"p = {fmt_p(p['p'])}; models: {', '.join(mc['models'])}).")
+                         f"(exact McNemar p = {fmt_p(p['p'])}; models: {', '.join(mc['models'])}).")
     elif mc.get("pooled"):
         sentences.append("Prose and the typed block are not compared: no model passed the ceiling "
                          "check.")

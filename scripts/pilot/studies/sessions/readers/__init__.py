@@ -71,10 +71,8 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
         raise refuse(str(path), "is a link", "give the session file or folder itself")
     if not path.exists():
         raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder "
-                     "of them with "
-                     "--sessions PATH (the formats read: tasks/sessions/README.md), or leave "
-                     "--sessions out to run "
-                     "the example sessions")
+                     "of them with --sessions PATH (the formats read: tasks/sessions/README.md), "
+                     "or leave --sessions out to run the example sessions")
     if path.is_file():
         if not printable_name(path.name):
             raise refuse(repr(str(path))[1:-1], "has a name that is not printable UTF-8 (the lock "
@@ -112,8 +110,7 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
                          f"holds one" + (f" ({len(below)} subfolders do)" if len(below)
                                          > 1 else ""),
                          "give that subfolder or a file in it with --sessions, or copy the "
-                         "sessions you want into "
-                         "one folder (`audit` reads a whole tree of logs: "
+                         "sessions you want into one folder (`audit` reads a whole tree of logs: "
                          "tasks/sessions/README.md)")
         raise refuse(str(path), "holds no session file (.json, .jsonl, .traj, .eval or "
                      ".aider.chat.history.md)",

@@ -18,9 +18,8 @@ CLAUDE_NOISE_TYPES = {"summary": "a session title line",
                       "tag": "a tag line", "agent-name": "a sub-agent name line"}
 
 CLAUDE_DENIAL = re.compile(r"requested permissions to [^\n]{0,300}haven't granted|doesn't want to "
-                           r"proceed with this "
-                           r"tool use|tool use was rejected|Permission to use [^\n]{0,300}has been "
-                           r"denied|"
+                           r"proceed with this tool use|tool use was rejected|Permission to use "
+                           r"[^\n]{0,300}has been denied|"
                            r"This command requires approval", re.IGNORECASE)
 
 DENIAL_HEAD = 600                       # Claude Code's refusals are the whole of a short result
@@ -56,8 +55,7 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
     if sidechain_only:
         builder.kind = "sub-agent"
         builder.notes.append("every line is a side conversation (isSidechain): a sub-agent's own "
-                             "log, read as its "
-                             "own session")
+                             "log, read as its own session")
     after_command = False
     for n, line in lines:
         builder.read += 1

@@ -151,8 +151,7 @@ class ClineReader:
                      replaces=replaces)
         if condense_id is None:
             b.notes.append("a condensed summary with no condenseId: this version of Roo Code "
-                           "deleted the messages it "
-                           "replaced, so they are not in the file")
+                           "deleted the messages it replaced, so they are not in the file")
         b.skip("compaction record (kept as a compaction event, not a turn)")
 
     def assistant(self, content: Any, index: int) -> None:

@@ -98,8 +98,7 @@ class ResponseItems:
         elif kind in ("compaction", "compaction_summary"):
             b.compaction(at, None, source=f"{kind} item", replaces=None, tokens_before=self.tokens,
                          why_unreadable="the summary is encrypted (encrypted_content); the items "
-                         "it replaced are not "
-                                        "in the list")
+                                        "it replaced are not in the list")
             b.skip("compaction record (kept as a compaction event, not a turn)")
         elif kind == "ghost_snapshot":
             b.skip("ghost_snapshot (undo bookkeeping)")
