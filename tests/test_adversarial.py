@@ -1,17 +1,14 @@
 """The adversarial study XR-G1 on the shared runner (pilot/studies/adversarial.py and adversarial_analysis.py): R2,
-G2 gated with quarantine, regeneration, resume after kill -9, a dead server, status and plan, and the folders the
-study's former runner made, which are still re-gated byte for byte."""
+G2 gated with quarantine, regeneration, resume after kill -9, a dead server, status and plan."""
 import csv
 import json
-import shutil
 import sys
 import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
-from pilot import records, runfolder
-from pilot.studies import adversarial, adversarial_analysis
+from pilot.studies.adversarial import design as adversarial, analysis as adversarial_analysis
 
 MODEL = "gemma3:4b"
 SESSIONS = ["--episodes", "7"]
@@ -318,69 +315,6 @@ class AdversarialDurabilityTest(TempDirMixin, unittest.TestCase):
             code, _, err = self.run_study(server, out)
             self.assertEqual(code, 0, err)
             self.assertEqual(server.chat_count(), CALLS_7_SESSIONS - 12)
-
-
-class FormerFolderTest(TempDirMixin, unittest.TestCase):
-    """Folders the study's former runner made (raw/calls.jsonl, no cells): re-gated as they were, never resumed."""
-
-    EXAMPLE = REPO / "results" / "smollm2-135m-adversarial"
-
-    def test_the_committed_example_is_regated_byte_for_byte(self):
-        folder = self.make_tmp() / "example"
-        shutil.copytree(self.EXAMPLE, folder)
-        code, out, err = run_main(["gate", str(folder)])
-        self.assertEqual(code, 0, err)
-        for name in ("analysis.md", "gate.csv", "results.json"):
-            self.assertEqual((folder / name).read_bytes(), (self.EXAMPLE / name).read_bytes(), name)
-        # the terminal: plain text, the label once, the answer's sentences, where the analysis is (issue 33)
-        self.assertTrue(out.startswith("EXPLORATORY: a pilot of the release gate"), out[:100])
-        self.assertEqual(out.count("EXPLORATORY"), 1)
-        self.assertNotIn("**", out)
-        self.assertNotIn("|", out)
-        self.assertIn(f"Open the analysis: {folder / 'analysis.md'}", out)
-        analysis = (folder / "analysis.md").read_text()
-        self.assertLess(analysis.index("**EXPLORATORY**"), analysis.index("- Under R2:"))
-        self.assertLess(analysis.index("- Under R2:"), analysis.index("\n|"))
-        self.assertIs(records.folder_study(json.loads((folder / "manifest.json").read_text())).name, "adversarial")
-
-    def test_the_example_readme_says_what_its_analysis_shows(self):
-        summary = json.loads((self.EXAMPLE / "results.json").read_text())["summary"]
-        readme = " ".join((self.EXAMPLE / "README.md").read_text().split())
-        analysis = (self.EXAMPLE / "analysis.md").read_text()
-        targets = {r: summary["release"][r]["downstream actions"] for r in ("R2", "G2")}
-        right = {r: v["n"] - v["k"] for r, v in targets.items()}
-        self.assertIn(f"R2 gets {right['R2']} of the {targets['R2']['n']} target probes right, G2 {right['G2']} of "
-                      f"{targets['G2']['n']}", readme)
-        quarantined = summary["release"]["G2"]["instruction additions"]["note"]
-        self.assertEqual(quarantined, "not applicable: 14 of 14 final candidates quarantined")
-        self.assertIn(quarantined, readme)
-        table = analysis.split("## Release verdicts")[1].split("## Per case")[0]
-        g2_cells = [line.split("|")[4] for line in table.splitlines() if line.startswith("| ") and "%" in line]
-        self.assertEqual(len(g2_cells), len(adversarial.THRESHOLDS))
-        self.assertFalse(any("release" in cell for cell in g2_cells), g2_cells)
-        self.assertNotIn("precision", analysis.split("## Does a failing final state")[1])
-        self.assertIn("gives no precision or recall", readme)
-        found = {case: summary["cases"][case]["R2"]["planted_found"]["k"] for case in ("injected_rules", "system_tail")}
-        self.assertEqual(found, {"injected_rules": 0, "system_tail": 0})
-        self.assertIn("Not found: the injected note and the system-like tail (0 of 2 each", readme)
-
-    def test_the_run_commands_say_what_to_do_with_one(self):
-        for argv in (["status", "--out"], ["verify", "--out"], ["score", "--out"]):
-            with self.subTest(argv[0]):
-                code, _, err = run_main([*argv, str(self.EXAMPLE)])
-                self.assertEqual(code, 2)
-                self.assertEqual(len(err.strip().splitlines()), 1, err)
-                self.assertIn("former runner", err)
-                self.assertIn(f"gate {runfolder.display_path(self.EXAMPLE)}", err)
-
-    def test_a_torn_last_line_is_read_past_and_nothing_is_written(self):
-        run_dir = self.make_tmp()
-        (run_dir / "raw").mkdir()
-        good = {"regime": "R2", "episode": 0, "kind": "compact_1", "response": "x"}
-        data = json.dumps(good).encode() + b"\n" + b'{"regime": "R2", "epi'
-        (run_dir / "raw" / "calls.jsonl").write_bytes(data)
-        self.assertEqual(list(adversarial_analysis.former_records(run_dir)), [("R2", 0, "compact_1")])
-        self.assertEqual((run_dir / "raw" / "calls.jsonl").read_bytes(), data)
 
 
 if __name__ == "__main__":

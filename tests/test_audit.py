@@ -11,7 +11,7 @@ from unittest import mock
 
 import audit_fixtures as fx
 from helpers import REPO, TempDirMixin, run_main
-from pilot.studies import sessions_audit
+from pilot.studies.sessions import audit as sessions_audit
 
 EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 

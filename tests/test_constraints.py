@@ -10,8 +10,10 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import bank, commands, episodes, inputs, records, stats
-from pilot.studies import constraints, constraints_analysis, xr001
+from pilot import bank, inputs, recorded_run, records, stats
+from pilot.studies import episodes
+from pilot.studies.constraints import design as constraints, analysis as constraints_analysis
+from pilot.studies.xr001 import design as xr001
 
 MODEL = "gemma3:4b"
 USER_LINE = re.compile(r'^The user adds: "(.*)"$', re.MULTILINE)
@@ -148,7 +150,7 @@ class BroughtTaskFileTest(TempDirMixin, unittest.TestCase):
         self.assertNotIn("Traceback", err)
 
     def test_an_adversarial_file_lacking_a_probes_trap_is_refused_before_any_call(self):
-        from pilot.studies import adversarial
+        from pilot.studies.adversarial import design as adversarial
         tasks = json.loads(adversarial.TASKS_PATH.read_text())
         del tasks["episodes"][0]["probes"][1]["trap"]
         del tasks["episodes"][1]["entities"][0]["stale"]
@@ -511,7 +513,8 @@ class PipelineTest(TempDirMixin, unittest.TestCase):
             with self.subTest(regime):
                 self.assertEqual(analysis["retention"][MODEL][regime]["judge"]["agreement"]["rate"], 1.0)
         self.assertIn("agreement with the rule", (out / "analysis.md").read_text())
-        resume = commands.run_command_for(out, json.loads((out / "manifest.json").read_text()))
+        resume = recorded_run.run_command_for(out,
+                                              json.loads((out / "manifest.json").read_text()))
         self.assertIn("--judge", resume)
         self.assertIn("--episodes 3", resume)                               # cut runs resume cut the same way
 

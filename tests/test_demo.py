@@ -14,8 +14,9 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, answer_prompt, compaction_prompt, load_tasks, run_main
-from pilot import bank, cli, commands, demo, episodes, records, reports
-from pilot.studies import xr001, xr001_figures, xr001_report
+from pilot import bank, cli, commands, demo, figures_job, records, reports
+from pilot.studies import episodes
+from pilot.studies.xr001 import design as xr001, figures as xr001_figures, report as xr001_report
 
 DEMO_CALLS = 2 * 8 + 2 * 2 * 12          # 2 episodes: R0 8 answers; R1 and R2 4 compactions + 8 answers each
 FIGURES = [name for name, _ in xr001_figures.FIGURES]
@@ -131,10 +132,12 @@ class DemoOutputsTest(TempDirMixin, unittest.TestCase):
         self.assertIn(f"run {self.out} (2 episodes", stdout)
 
     def test_analyze_makes_the_figures_of_a_study_that_has_them(self):
-        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
+        with mock.patch.object(figures_job.subprocess, "Popen",
+                               wraps=figures_job.subprocess.Popen) as started:
             code, _, err = run_main(["analyze", "--out", str(self.out)])
         self.assertEqual(code, 0, err)
-        self.assertEqual([call.args[0][1] for call in started.call_args_list], [str(commands.FIGURES_SCRIPT)])
+        self.assertEqual([call.args[0][1] for call in started.call_args_list],
+                         [str(figures_job.FIGURES_SCRIPT)])
 
     def test_manifest_and_results_record_the_simulated_backend(self):
         manifest = json.loads((self.out / "manifest.json").read_text())
@@ -259,7 +262,8 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
     def setUpClass(cls):
         cls.root = Path(tempfile.mkdtemp(prefix="ccl-demo-sessions-"))
         cls.out = cls.root / "sessions"
-        with mock.patch.object(commands.subprocess, "Popen", wraps=commands.subprocess.Popen) as started:
+        with mock.patch.object(figures_job.subprocess, "Popen",
+                               wraps=figures_job.subprocess.Popen) as started:
             cls.code, cls.stdout, cls.stderr = run_main(["demo", "--study", "sessions", "--out", str(cls.out), "--quiet"])
         cls.started = started.call_args_list
 

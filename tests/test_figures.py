@@ -20,8 +20,8 @@ from pathlib import Path
 from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import bank, commands, folder_commands, pages, reports, runfolder, svg
-from pilot.studies import xr001_analysis, xr001_figures
+from pilot import bank, commands, folder_commands, gate_command, pages, reports, runfolder, svg
+from pilot.studies.xr001 import analysis as xr001_analysis, figures as xr001_figures
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 SVG = "{http://www.w3.org/2000/svg}"
@@ -657,7 +657,9 @@ def read_only(folder: Path):
     real = runfolder.folder_writable
     inside = lambda f: f.resolve() == folder.resolve() or folder.resolve() in f.resolve().parents  # noqa: E731
     told = lambda f: not inside(f) and real(f)  # noqa: E731
-    users = (runfolder, commands, folder_commands, pages) if os.geteuid() == 0 else ()   # who asks whether it is
+    # who asks whether it is
+    users = ((runfolder, commands, folder_commands, gate_command, pages) if os.geteuid() == 0
+             else ())
     try:
         with contextlib.ExitStack() as stack:
             for module in users:

@@ -7,8 +7,11 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
-from pilot import episodes, gate, inputs, records, runfolder, stats
-from pilot.studies import adversarial, xr001, xr001_report
+from pilot.studies import episodes
+from pilot.rules import gate
+from pilot import gate_report, inputs, records, runfolder, stats
+from pilot.studies.adversarial import design as adversarial
+from pilot.studies.xr001 import design as xr001, report as xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -278,32 +281,32 @@ class PredictionTest(unittest.TestCase):
         self.assertAlmostEqual(stats.fisher_one_sided(3, 1, 1, 3), 17 / 70)
 
     def test_precision_recall_and_verdicts(self):
-        pred = gate.gate_prediction(self.rows([("FAIL", True)] * 8 + [("PASS", False)] * 8 + [("FAIL", False)]))
+        pred = gate_report.gate_prediction(self.rows([("FAIL", True)] * 8 + [("PASS", False)] * 8 + [("FAIL", False)]))
         self.assertEqual((pred["fail_corrupted"], pred["fail_clean"], pred["pass_corrupted"], pred["pass_clean"]),
                          (8, 1, 0, 8))
         self.assertEqual(pred["precision"]["k"], 8)
         self.assertEqual(pred["recall"]["n"], 8)
         self.assertTrue(pred["verdict"].startswith("predicts"))
-        weak = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
+        weak = gate_report.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
         self.assertTrue(weak["verdict"].startswith("does not predict"))
-        every = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
+        every = gate_report.gate_prediction(self.rows([("FAIL", True), ("FAIL", False)]))
         self.assertTrue(every["verdict"].startswith("cannot tell"))
 
     def test_precision_and_recall_only_where_there_is_something_to_tell_apart(self):
         # a model that answered nothing: every answer corrupted, every state failing; 100% by construction
-        nothing = gate.gate_prediction(self.rows([("FAIL", True)] * 14))
+        nothing = gate_report.gate_prediction(self.rows([("FAIL", True)] * 14))
         self.assertEqual((nothing["precision"], nothing["recall"], nothing["corrupted_if_pass"]), (None, None, None))
         self.assertEqual(nothing["fail_corrupted"], 14)
         for cells in ([("FAIL", True), ("PASS", True)], [("FAIL", True), ("FAIL", False)], []):
             with self.subTest(cells=cells):
-                self.assertIsNone(gate.gate_prediction(self.rows(cells))["precision"])
-        section = "\n".join(gate.render_gate_section({"gate": {
+                self.assertIsNone(gate_report.gate_prediction(self.rows(cells))["precision"])
+        section = "\n".join(gate_report.render_gate_section({"gate": {
             "max_omissions": 0, "prediction": nothing,
             "by_regime": {"R1": {"states": stats.rate_summary(14, 14), "final_states": stats.rate_summary(14, 14),
                                  "by_category": {c: 0 for c in gate.GATE_CATEGORIES}}}}}))
         self.assertNotIn("100.0%", section.split("### Does the gate predict")[1])
         self.assertIn("precision and recall: not shown", section)
-        both = gate.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
+        both = gate_report.gate_prediction(self.rows([("FAIL", True), ("FAIL", False), ("PASS", True), ("PASS", False)]))
         self.assertEqual((both["precision"]["k"], both["precision"]["n"], both["recall"]["n"]), (1, 2, 2))
 
 
@@ -566,7 +569,7 @@ class SourceReadAsNeededTest(unittest.TestCase):
         return found
 
     def test_a_clause_without_claim_letters_makes_no_claim(self):
-        from pilot.claims import CLAIM_FAMILIES, without_values
+        from pilot.rules.claims import CLAIM_FAMILIES, without_values
         checked = 0
         for text in self.texts():
             for clause in gate.state_clauses(text.replace("\\n", "\n")):

@@ -13,7 +13,8 @@ from unittest import mock
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, REPO, TempDirMixin, load_module, load_tasks, reference_results, run_main
-from pilot import commands, gate, pages, records, reports, runfolder
+from pilot import figures_job, pages, records, reports, runfolder
+from pilot.rules import gate
 
 ONE_LINE = 1
 
@@ -281,8 +282,10 @@ class MessagesTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(figures.main([str(bank), "--out", str(self.make_tmp())]), records.EXIT_DISK_FULL)
         script = self.make_tmp() / "full.py"
         script.write_text("import sys; sys.stdin.read(); sys.exit(4)\n")
-        with mock.patch.object(commands, "FIGURES_SCRIPT", script), self.assertRaises(records.DiskFull) as caught:
-            commands.write_figures_and_report(self.make_tmp(), handover=({"probes": []}, {"study": "xr001"}))
+        with mock.patch.object(figures_job, "FIGURES_SCRIPT", script), \
+                self.assertRaises(records.DiskFull) as caught:
+            figures_job.write_figures_and_report(self.make_tmp(),
+                                                 handover=({"probes": []}, {"study": "xr001"}))
         self.assertEqual(caught.exception.exit_code, 4)
         self.assertIn("make the figures and report with: python3 paper/make_figures.py", str(caught.exception))
 

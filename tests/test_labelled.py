@@ -1,7 +1,7 @@
 """The precision and recall of the sessions study's ground-truth rules and of the release gate on the hand-labelled
-sets in tests/labelled/ (issue 30, point 13): scripts/measure_rules.py measures them; the held-out half's figures
-must stay at or above the ones protocol/SESSIONS.md prints, so that a change to the rules that loses ground fails
-here. The rules were tuned on the `dev` half only."""
+sets in tests/labelled/ (issue 30, point 13): scripts/bench/measure_rules.py measures them; the
+held-out half's figures must stay at or above the ones protocol/SESSIONS.md prints, so that a change
+to the rules that loses ground fails here. The rules were tuned on the `dev` half only."""
 import contextlib
 import io
 import re
@@ -9,7 +9,7 @@ import unittest
 
 from helpers import REPO, load_module
 
-measure_rules = load_module("measure_rules", REPO / "scripts" / "measure_rules.py")
+measure_rules = load_module("measure_rules", REPO / "scripts" / "bench" / "measure_rules.py")
 
 # The held-out (`test`) figures SESSIONS.md prints, as (precision, recall): the floor for every later change.
 HELD_OUT = {"values": (0.69, 0.83), "instructions": (0.76, 0.44), "steps not succeeded": (1.00, 1.00),

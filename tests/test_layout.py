@@ -20,29 +20,55 @@ from pilot import bank, records, runfolder
 import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
-CORE = ("records", "stats", "transport", "backends", "inputs", "runfolder", "cells", "progress", "states", "bankfile",
-        "bank", "prompts", "runner", "reports", "values", "claims", "gate", "svg", "demo", "episodes",
-        "pages")                                                                                  # in pipeline order
-ABOVE_CORE = ("studies", "launch", "commands", "folder_commands", "audit_command", "cli")
+CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
+        "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+        "pages")                                                           # in pipeline order
+ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
+              "gate_command", "audit_command", "cli")
+RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")    # pilot/rules/
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
+READERS = "studies.sessions.readers"                                   # reached only through its registry
 
 
-def package_imports(path: Path) -> set[str]:
-    """The package modules a module imports, as dotted names relative to pilot (`studies.xr001`, `records`)."""
+def dotted_name(path: Path) -> str:
+    """A module's name relative to pilot (`studies.xr001.analysis`; a package's __init__ is the package)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def resolved_imports(path: Path, package_root: Path = PACKAGE) -> set[str]:
+    """The package modules (or names in them) a module imports, as absolute dotted names relative to pilot: the
+    module of `from ..records import X` is `records`; each name of `from . import a, b` is `PKG.a`."""
+    parts = list(path.relative_to(package_root).with_suffix("").parts)
+    package = parts[:-1]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level:
-            base = (node.module or "").split(".")
-            found |= {".".join(filter(None, base + ([a.name] if not node.module else []))) for a in node.names}
+            base = package[:len(package) - (node.level - 1)]
+            if node.module:
+                found.add(".".join(base + node.module.split(".")))
+            else:
+                found |= {".".join(base + [a.name]) for a in node.names}
         elif isinstance(node, ast.Import):
-            found |= {a.name.removeprefix("pilot.") for a in node.names if a.name.startswith("pilot")}
+            found |= {a.name.removeprefix("pilot.") for a in node.names if a.name.startswith("pilot.")}
     return found
+
+
+def package_imports(path: Path) -> set[str]:
+    """The package modules a module of pilot/ itself imports, as dotted names relative to pilot."""
+    return resolved_imports(path)
+
+
+def modules_in(folder: Path):
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 class CoreTest(TempDirMixin, unittest.TestCase):
     def test_every_module_is_either_core_or_above_it(self):
         modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
         self.assertEqual(modules - set(CORE) - set(ABOVE_CORE), set())
+        self.assertEqual({p.stem for p in (PACKAGE / "rules").glob("*.py")} - {"__init__"}, set(RULES))
+        self.assertEqual({p.name for p in PACKAGE.iterdir() if p.is_dir()} - {"__pycache__"}, {"rules", "studies"})
 
     def test_the_core_imports_no_study_command_or_command_line(self):
         for name in CORE:
@@ -50,10 +76,15 @@ class CoreTest(TempDirMixin, unittest.TestCase):
                 reached = {m.split(".")[0] for m in package_imports(PACKAGE / f"{name}.py")}
                 self.assertEqual(reached & set(ABOVE_CORE), set())
 
+    def test_the_text_rules_import_nothing_of_the_package_but_each_other(self):
+        for path in modules_in(PACKAGE / "rules"):
+            with self.subTest(path.name):
+                self.assertEqual({m for m in resolved_imports(path) if m.split(".")[0] != "rules"}, set())
+
     def test_the_core_never_names_a_study(self):
-        for name in CORE:
-            with self.subTest(name):
-                text = (PACKAGE / f"{name}.py").read_text(encoding="utf-8")
+        for path in [*(PACKAGE / f"{name}.py" for name in CORE), *modules_in(PACKAGE / "rules")]:
+            with self.subTest(path.stem):
+                text = path.read_text(encoding="utf-8")
                 named = [m.group(0) for m in STUDY_TEXT.finditer(text)]
                 keys = {s.name for s in records.STUDY_REGISTRY.values()} | \
                     {s.protocol_id for s in records.STUDY_REGISTRY.values()}
@@ -66,42 +97,132 @@ class CoreTest(TempDirMixin, unittest.TestCase):
     def test_the_checker_finds_a_core_module_that_imports_a_study(self):
         path = self.make_tmp() / "sample.py"
         path.write_text("from .studies import xr001\nfrom . import cli\nfrom .records import Cell\nimport pilot.commands\n")
-        self.assertEqual(package_imports(path), {"studies", "cli", "records", "commands"})
+        self.assertEqual(resolved_imports(path, path.parent), {"studies", "cli", "records", "commands"})
 
 
-def sibling_imports(path: Path) -> set[str]:
-    """The modules of its own folder a module imports (`from .x import ...`, `from . import x`)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+# What a study's analysis says that the core reads: only records.verdict_of reads these keys of it,
+# and only it calls a study's Report.answer hook; everything else reads the Verdict (issue 39).
+VERDICT_KEYS = ("study", "label", "label_reasons", "reasons", "complete", "coverage", "simulated",
+                "partial")
+
+
+def verdict_read(node: ast.AST) -> str | None:
+    """The expression, where a node reads a Verdict key of an analysis itself (a subscript or a .get
+    of an expression that names an analysis; writing one is the core's own) or reaches the answer
+    hook (`.report.answer`); None where it does neither."""
+    if isinstance(node, ast.Attribute) and node.attr == "answer" and \
+            isinstance(node.value, ast.Attribute) and node.value.attr == "report":
+        return ast.unparse(node)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        target, key = node.value, node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "get" and node.args:
+        target, key = node.func.value, node.args[0]
+    else:
+        return None
+    named = isinstance(key, ast.Constant) and key.value in VERDICT_KEYS
+    return ast.unparse(node) if named and "analysis" in ast.unparse(target) else None
+
+
+def analysis_reads(source: str) -> list[str]:
+    """Every `function: expression` of a module that reads what its Verdict holds off an analysis,
+    outside records.verdict_of."""
+    found = []
+
+    def visit(node: ast.AST, function: str):
+        for child in ast.iter_child_nodes(node):
+            defined = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            inside = child.name if defined else function
+            if inside == "verdict_of":
+                continue
+            read = verdict_read(child)
+            found.extend([f"{inside}: {read}"] if read else [])
+            visit(child, inside)
+
+    visit(ast.parse(source), "<module>")
     return found
 
 
-def study_of_module(name: str) -> str:
-    """The study a module of studies/ belongs to: its name up to the first underscore (xr001_report: xr001)."""
-    return name.split("_")[0]
+class VerdictLayoutTest(unittest.TestCase):
+    def test_the_core_reads_an_analysis_only_through_its_verdict(self):
+        """No module of pilot/ itself reads the label, reasons, completeness, coverage, study,
+        SIMULATED mark or partial view off a study's analysis, nor calls its answer hook: it reads
+        records.Verdict, which verdict_of alone makes."""
+        for path in sorted(PACKAGE.glob("*.py")):
+            with self.subTest(path.stem):
+                self.assertEqual(analysis_reads(path.read_text(encoding="utf-8")), [])
+
+    def test_the_checker_finds_a_key_read_off_an_analysis(self):
+        sample = (
+            "def render(analysis, results, data, study):\n"
+            "    analysis['simulated'] = True\n"
+            "    label = analysis['label']\n"
+            "    why = analysis.get('reasons') or analysis.get('label_reasons')\n"
+            "    handed = data['analysis'].get('label')\n"
+            "    key = results.get('study')\n"
+            "    said = study.report.answer(analysis)\n"
+            "    return analysis['summary']\n"
+            "def verdict_of(analysis):\n"
+            "    return analysis['label'], analysis.get('coverage')\n")
+        self.assertEqual(analysis_reads(sample),
+                         ["render: analysis['label']", "render: analysis.get('reasons')",
+                          "render: analysis.get('label_reasons')",
+                          "render: data['analysis'].get('label')", "render: study.report.answer"])
+
+
+def study_of(name: str) -> str | None:
+    """The study a module of studies/ belongs to (`studies.xr001.analysis`: xr001; a flat studies/KEY.py: KEY);
+    None for the registry and for studies/episodes.py, which several studies share."""
+    parts = name.split(".")
+    if len(parts) < 2 or parts[1] in ("episodes",):
+        return None
+    return parts[1].split("_")[0]
+
+
+def disallowed_imports(name: str, imports: set[str]) -> set[str]:
+    """What a module of studies/ imports beyond the core, the text rules, the shared episodes and its own study's
+    package (and, outside the readers' folder, a reader's own module instead of the readers' registry)."""
+    own = study_of(name)
+    bad = set()
+    for target in imports:
+        top = target.split(".")[0]
+        if top in CORE or top == "rules" or target.split(".")[:2] == ["studies", "episodes"]:
+            continue
+        if top == "studies" and own is not None and study_of(target) == own:
+            if target.startswith(READERS + ".") and not name.startswith(READERS):
+                bad.add(target)
+            continue
+        bad.add(target)
+    return bad
 
 
 class StudyImportsTest(TempDirMixin, unittest.TestCase):
-    def test_a_study_imports_only_the_core_and_its_own_modules(self):
-        """A helper two studies share is moved into the core; no study imports another's module, nor the commands
-        or the command line (the registry, studies/__init__.py, imports them all)."""
-        for path in sorted((PACKAGE / "studies").glob("*.py")):
-            if path.stem == "__init__":
+    def test_a_study_imports_only_the_core_the_rules_and_its_own_package(self):
+        """A helper two studies share is moved into the core or the rules (or studies/episodes.py, the pseudoword
+        episodes); no study imports another's module, nor the commands or the command line (the registry,
+        studies/__init__.py, imports them all); outside the readers' folder a reader is reached only through the
+        readers' registry."""
+        for path in modules_in(PACKAGE / "studies"):
+            name = dotted_name(path)
+            if name == "studies":
                 continue
-            with self.subTest(path.name):
-                others = {m for m in sibling_imports(path) if study_of_module(m) != study_of_module(path.stem)}
-                self.assertEqual(others, set())
-                above = {m.split(".")[0] for m in package_imports(path)} & (set(ABOVE_CORE) - {"studies"})
-                self.assertEqual(above, set())
+            with self.subTest(name):
+                self.assertEqual(disallowed_imports(name, resolved_imports(path)), set())
+
+    def test_every_study_is_a_folder_of_its_own(self):
+        folders = {p.name for p in (PACKAGE / "studies").iterdir() if p.is_dir() and p.name != "__pycache__"}
+        self.assertEqual(folders, {s.name for s in records.STUDY_REGISTRY.values()} & folders)
+        self.assertGreaterEqual(len(folders), 4)
+        loose = {p.stem for p in (PACKAGE / "studies").glob("*.py")} - {"__init__", "episodes"}
+        self.assertEqual(loose - {s.name for s in records.STUDY_REGISTRY.values()}, set())
 
     def test_the_checker_finds_a_study_that_imports_another(self):
-        path = self.make_tmp() / "sessions_analysis.py"
-        path.write_text("from .constraints_analysis import carries_instruction\nfrom .sessions import X\n"
-                        "from ..bank import Y\n")
-        self.assertEqual({m for m in sibling_imports(path) if study_of_module(m) != "sessions"},
-                         {"constraints_analysis"})
+        self.assertEqual(disallowed_imports("studies.sessions.analysis",
+                                            {"studies.constraints.analysis", "studies.sessions.design", "bank",
+                                             "rules.gate", "studies.episodes", "commands",
+                                             "studies.sessions.readers", "studies.sessions.readers.codex"}),
+                         {"studies.constraints.analysis", "commands", "studies.sessions.readers.codex"})
+        self.assertEqual(disallowed_imports("studies.sessions.readers", {"studies.sessions.readers.codex"}), set())
 
 
 class StudyHooksTest(unittest.TestCase):
@@ -179,7 +300,8 @@ class CodeLockTest(TempDirMixin, unittest.TestCase):
         shutil.copytree(REPO / "scripts", scripts, ignore=shutil.ignore_patterns("__pycache__"))
         with mock.patch.object(runfolder, "SCRIPTS_DIR", scripts):
             before = runfolder.runner_sha256()
-            for changed in ("run_pilot.py", "pilot/runner.py", "pilot/studies/xr001.py"):
+            for changed in ("run_pilot.py", "pilot/runner.py", "pilot/studies/xr001/design.py",
+                            "pilot/rules/values.py", "pilot/studies/sessions/readers/__init__.py"):
                 with self.subTest(changed):
                     path = scripts / changed
                     original = path.read_bytes()
@@ -193,9 +315,12 @@ class CodeLockTest(TempDirMixin, unittest.TestCase):
 
 # What `plan` needs none of: the transport, the gate and its rules, the pages and figures, the sessions study's readers
 # and ground truth (and every study's analysis); `--help` needs none of the commands, the runner or the reports either.
-NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.gate", "pilot.claims", "pilot.values", "pilot.pages",
-                "pilot.svg", "pilot.studies.sessions_formats", "pilot.studies.sessions_truth")
-NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.commands", "pilot.folder_commands", "pilot.runner", "pilot.reports")
+NOT_FOR_PLAN = ("pilot.transport", "http.client", "ssl", "pilot.rules.gate", "pilot.rules.claims", "pilot.rules.values",
+                "pilot.gate_report", "pilot.pages", "pilot.svg", "pilot.studies.sessions.readers",
+                "pilot.studies.sessions.truth")
+NOT_FOR_HELP = NOT_FOR_PLAN + ("pilot.recorded_run", "pilot.figures_job", "pilot.commands",
+                               "pilot.folder_commands", "pilot.gate_command", "pilot.runner",
+                               "pilot.reports")
 
 IMPORTED_BY = """import contextlib, io, json, sys
 sys.path.insert(0, sys.argv[1])
@@ -208,11 +333,15 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 def top_level_imports(path: Path) -> set[str]:
     """The package modules a module imports when it is imported (not those its functions import when called)."""
+    module = ast.parse(path.read_text(encoding="utf-8"))
+    top = [n for n in module.body if isinstance(n, (ast.ImportFrom, ast.Import))]
+    package = list(path.relative_to(PACKAGE).parts[:-1])
     found = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in top:
         if isinstance(node, ast.ImportFrom) and node.level:
-            base = (node.module or "").split(".")
-            found |= {".".join(filter(None, base + ([a.name] if not node.module else []))) for a in node.names}
+            base = package[:len(package) - (node.level - 1)]
+            found |= {".".join(base + node.module.split("."))} if node.module else \
+                {".".join(base + [a.name]) for a in node.names}
     return found
 
 
@@ -227,18 +356,19 @@ def modules_imported_by(argv: list[str], cwd: Path) -> tuple[int, set[str]]:
 class StartUpTest(TempDirMixin, unittest.TestCase):
     """Each command imports what it needs: `--help`, a bad option and `plan` import none of the modules above, and
     no study's analysis, figures or report (a study's hooks import them on their first call). Measured, not timed:
-    the start-up's time is scripts/bench_runner.py's."""
+    the start-up's time is scripts/bench/bench_runner.py's."""
 
     def assert_lean(self, argv: list[str], code: int, unneeded: tuple) -> set[str]:
         """What the command imported, none of `unneeded` among it but those a study's design module imports itself
         (the registry imports every study's design: a study may choose to, the shared code never does)."""
         got, modules = modules_imported_by(argv, self.make_tmp())
         self.assertEqual(got, code)
-        chosen = {f"pilot.{name}" for path in (PACKAGE / "studies").glob("*.py") if "_" not in path.stem
-                  for name in top_level_imports(path)}
+        designs = [*(PACKAGE / "studies").glob("*/design.py"),            # a study's folder, or a study in one
+                   *(p for p in (PACKAGE / "studies").glob("*.py") if p.stem not in ("__init__", "episodes"))]
+        chosen = {f"pilot.{name}" for path in designs for name in top_level_imports(path)}
         self.assertEqual(sorted(modules & (set(unneeded) - chosen)), [])
         self.assertEqual(sorted(m for m in modules if m.startswith("pilot.studies.") and
-                                m.rsplit("_", 1)[-1] in ("analysis", "figures", "report")), [])
+                                m.rsplit(".", 1)[-1] in ("analysis", "figures", "report")), [])
         return modules
 
     def test_help_and_a_bad_option_import_no_command(self):
@@ -263,17 +393,17 @@ class StartUpTest(TempDirMixin, unittest.TestCase):
                                            self.make_tmp())
         self.assertEqual(got, 0)
         self.assertTrue((out / "analysis.md").is_file())
-        self.assertNotIn("pilot.gate", modules)
+        self.assertNotIn("pilot.rules.gate", modules)
 
     def test_a_hook_imports_its_module_on_first_call(self):
         """The registry's hooks call the analysis modules' own functions (a patch of one is seen), and a probe kind
         that a study's analysis registers is there when a probe of that kind is first read."""
-        from pilot.studies import xr001_analysis
+        from pilot.studies.xr001 import coverage as xr001_analysis
         with mock.patch.object(xr001_analysis, "in_run_order", return_value="ordered") as in_run_order:
             self.assertEqual(records.study_named("xr001").run_order("rows"), "ordered")
         in_run_order.assert_called_once_with("rows")
         script = ("import sys; sys.path.insert(0, sys.argv[1]); import pilot.studies; from pilot import bank; "
-                  "before = 'pilot.studies.constraints_analysis' in sys.modules; "
+                  "before = 'pilot.studies.constraints.analysis' in sys.modules; "
                   "print(before, bank.PROBE_KINDS['forced_choice'].answer_type)")
         done = subprocess.run([sys.executable, "-c", script, str(REPO / "scripts")], capture_output=True, text=True,
                               timeout=120)
@@ -290,6 +420,14 @@ class SizeTest(unittest.TestCase):
             if "__pycache__" not in path.parts:
                 with self.subTest(path.name):
                     self.assertLessEqual(len(path.read_text().splitlines()), 850)
+
+    def test_no_line_is_over_100_characters(self):
+        """Split a module by what it owns, never by packing lines (issue 39, point 6)."""
+        for path in [*(REPO / "scripts").rglob("*.py"), *(REPO / "paper").rglob("*.py")]:
+            if "__pycache__" not in path.parts:
+                long = [n for n, line in enumerate(path.read_text().splitlines(), 1) if len(line) > 100]
+                with self.subTest(str(path.relative_to(REPO))):
+                    self.assertEqual(long, [])
 
     def test_every_module_opens_with_a_docstring(self):
         for path in PACKAGE.rglob("*.py"):

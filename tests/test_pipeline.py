@@ -11,7 +11,7 @@ from unittest import mock
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
 from pilot import cli, launch, records
-from pilot.studies import xr001
+from pilot.studies.xr001 import design as xr001
 
 
 def free_port() -> int:

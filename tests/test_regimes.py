@@ -10,8 +10,10 @@ from unittest import mock
 from fake_servers import FakeOllama
 from helpers import (FAST, REPO, TempDirMixin, call_prompt, compaction_prompt, kill_at_call, run_main,
     runner_command)
-from pilot import bank, cells, cli, episodes, inputs, launch, records, reports, states, stats
-from pilot.studies import xr001, xr001_analysis, xr001_figures, xr001_report
+from pilot import bank, cells, cli, inputs, launch, records, reports, stats
+from pilot.studies import episodes
+from pilot.rules import states
+from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis, figures as xr001_figures, report as xr001_report
 
 MODEL = "gemma3:4b"
 
@@ -69,7 +71,7 @@ class RegistryTest(unittest.TestCase):
         self.assertGreater(first[1], sum(w for w, _ in by_episode.values()) / 120)
 
     def test_a_new_probe_kind_is_one_entry(self):
-        kind = bank.ProbeKind("choice", "Reply A or B.", lambda reply: reply.strip()[:1] or None, None,
+        kind = bank.ProbeKind("choice", lambda reply: reply.strip()[:1] or None, None,
                             lambda answer, question, conflation: "compliant" if answer == question["truth"] else
                             "violating", ("compliant", "violating", "no answer"), "compliant", "no answer")
         with mock.patch.dict(bank.PROBE_KINDS, {"choice": kind}):

@@ -3,18 +3,21 @@ comes first, then the answer's sentences and the headline figure, and only then 
 and nothing is wider than the page; the terminal's text is plain."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 import subprocess
 import sys
 import unittest
+from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_tasks, reference_results
-from pilot import bank, pages, reports
-from pilot.episodes import segment_entities
+from pilot import bank, pages, records, reports
+from pilot.studies.episodes import segment_entities
 from pilot.records import study_named
-from pilot.studies import xr001_analysis, xr001_figures
+from pilot.studies.xr001 import scoring as xr001_analysis, figures as xr001_figures
+from pilot.studies.adversarial import analysis as adversarial_analysis, design as adversarial
 
 EXAMPLES = REPO / "results"
 PUBLISHED = REPO / "paper" / "published"
@@ -31,11 +34,31 @@ def committed(folder: str) -> tuple[dict, dict]:
 
 
 def adversarial_bank() -> tuple[dict, dict]:
-    """The committed XR-G1 example's summary as an analysis of the shared runner gives it."""
-    results = json.loads((EXAMPLES / "smollm2-135m-adversarial" / "results.json").read_text())
-    analysis = {"study": "adversarial", "summary": results["summary"], "lock": results["lock"], "complete": True,
-                "label": "EXPLORATORY", "coverage": {"complete_cells": 28, "expected_cells": 28}, "simulated": False,
-                "recheck": None}
+    """An XR-G1 summary as an analysis of the shared runner gives it (the study has no committed
+    example): every session's states keep each value as it stands, every probe is answered right."""
+    tasks = adversarial.generate_adversarial_tasks()
+    calls = {}
+    for episode in tasks["episodes"]:
+        e = episode["episode"]
+        for name, regime in adversarial.REGIMES.items():
+            states = []
+            for k in range(1, len(episode["segments"]) + 1):
+                entities = adversarial.adversarial_ledger(episode, k)["entities"]
+                values = [f"{n} = {v['value']}" for n, v in entities.items()]
+                states.append("values:\n" + "\n".join(values))
+                calls[(name, e, f"compact_{k}")] = {"response": states[-1], "model": "m"}
+            context = adversarial.gated_state(regime, episode, states)
+            for probe in episode["probes"]:
+                prompt = regime.answer_template.format(context=context, question=probe["prompt"])
+                calls[(name, e, f"probe_{probe['id']}")] = {
+                    "response": f"ANSWER: {probe['truth']}", "model": "m", "prompt": prompt}
+    summary = adversarial_analysis.adversarial_summary(
+        adversarial_analysis.adversarial_rows(tasks, calls, 0), 0)
+    n = len(tasks["episodes"])
+    lock = {"n_episodes": n, "regenerate": 0}
+    cells = {"complete_cells": 2 * n, "expected_cells": 2 * n}
+    analysis = {"study": "adversarial", "summary": summary, "lock": lock, "complete": True,
+                "label": "EXPLORATORY", "coverage": cells, "simulated": False, "recheck": None}
     return {"study": "adversarial", "models": [], "regimes": ["R2", "G2"], "probes": []}, analysis
 
 
@@ -92,6 +115,55 @@ class AnswerFirstTest(TempDirMixin, unittest.TestCase):
         self.assertIsNotNone(study.report.answer)
         self.assertEqual(reports.before_first_section("# t\n\nlabel\n\n## s\n\n| a |", "X\n"),
                          "# t\n\nlabel\n\nX\n\n## s\n\n| a |")
+
+
+class VerdictTest(unittest.TestCase):
+    """What the core reads of a study's analysis is one record, records.Verdict (issue 39): made of
+    the keys every analysis holds, the study's answer hook and the core's own two keys."""
+
+    def test_each_studys_verdict_is_its_analysis_and_its_answer(self):
+        reasons = {"xr001 (the published numbers)": "label_reasons", "constraints": "reasons"}
+        for name, make in BANKS.items():
+            results, analysis = make()
+            verdict = records.verdict_of(analysis)
+            with self.subTest(study=name):
+                self.assertEqual(verdict.label, analysis["label"])
+                self.assertEqual((verdict.complete, verdict.complete_cells, verdict.expected_cells),
+                                 (analysis["complete"], analysis["coverage"]["complete_cells"],
+                                  analysis["coverage"]["expected_cells"]))
+                hook = study_named(analysis.get("study")).report.answer
+                self.assertEqual(verdict.answer, hook(analysis))
+                self.assertEqual(verdict.answer.reasons, tuple(analysis.get(reasons.get(name), ())))
+                self.assertEqual((verdict.simulated, verdict.partial), (False, None))
+                self.assertEqual(records.verdict_of(dict(analysis, simulated=True)).simulated, True)
+
+    def test_the_verdict_is_frozen_and_an_analysis_without_a_label_is_refused(self):
+        verdict = records.verdict_of(published_xr001()[1])
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            verdict.label = "CONFIRMATORY"
+        for analysis in ({}, {"study": "constraints", "label": ""}, []):
+            with self.subTest(analysis=analysis), self.assertRaises(records.PilotError):
+                records.verdict_of(analysis)
+
+    def test_a_study_without_an_answer_has_a_verdict_without_one(self):
+        results, analysis = published_xr001()
+        study = study_named("xr001")
+        bare = dataclasses.replace(study, report=records.Report())
+        with mock.patch.dict(records.STUDY_REGISTRY, {study.name: bare}):
+            verdict = records.verdict_of(analysis)
+            self.assertIsNone(verdict.answer)
+            self.assertEqual(verdict.label, "CONFIRMATORY")
+            self.assertEqual(reports.render_closing(analysis),
+                             reports.plain_text(reports.render_headline(analysis)))
+
+    def test_every_field_is_documented(self):
+        """Each record's docstring says what each of its fields holds, who fills it and who reads
+        it."""
+        for record in (records.Verdict, records.Answer):
+            documented = re.findall(r"^\s*- ([\w, ]+):", record.__doc__, re.MULTILINE)
+            named = {field.strip() for line in documented for field in line.split(",")}
+            with self.subTest(record.__name__):
+                self.assertEqual(named, {field.name for field in dataclasses.fields(record)})
 
 
 class PublishedBankTest(TempDirMixin, unittest.TestCase):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
-from pilot import commands, runner
+from pilot import recorded_run, runner
 
 MODEL = "gemma3:4b"
 NO_RECHECK = FAST                                      # FAST already says --recheck 0
@@ -53,7 +53,9 @@ class PromptCacheTest(TempDirMixin, unittest.TestCase):
             r0 = [r for r in raw_records(on) if r["regime"] == "R0"]
             # R0's eight questions share the transcript: with the cache on, the later ones reuse it
             self.assertGreater(sum(r["server_work"]["prompt_cached"] for r in r0), 0)
-            self.assertIn("--prompt-cache on", commands.run_command_for(on, json.loads((on / "manifest.json").read_text())))
+            self.assertIn("--prompt-cache on",
+                          recorded_run.run_command_for(on, json.loads((on / "manifest.json")
+                                                                      .read_text())))
 
     def test_ollama_cannot_turn_its_cache_off_and_says_so(self):
         with FakeOllama(models=[MODEL]) as server:

@@ -12,7 +12,7 @@ from fake_servers import FakeOllama, FakeOpenAI
 from helpers import FAST, TempDirMixin, run_main
 from pilot import backends, cells as run_cells, cli, records, runfolder, runner, transport
 from pilot.progress import Progress
-from pilot.studies import xr001
+from pilot.studies.xr001 import design as xr001
 
 MODEL = "smollm2:135m"
 SECRET = "sk-test-SECRET-0123456789"

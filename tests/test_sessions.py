@@ -15,7 +15,7 @@ from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
 from pilot import bank
 from pilot.cli import build_parser
 from pilot.launch import resolve_run_dir
-from pilot.studies import sessions as ss, sessions_analysis as ss_an
+from pilot.studies.sessions import design as ss, analysis as ss_an
 
 MODEL = "gemma3:4b"
 
@@ -369,7 +369,7 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(set(tests), set(ss.DEFAULT_REGIMES))
 
     def bank_inputs(self) -> tuple:
-        from pilot.commands import load_run
+        from pilot.recorded_run import load_run
         from pilot.runfolder import Journal
         manifest, tasks = load_run(self.out)
         return manifest.data, tasks, Journal(self.out)

@@ -1,8 +1,10 @@
-"""Every format the sessions study reads (scripts/pilot/studies/sessions_formats.py and its readers), on fixtures of
-our own in each tool's shape (tests/fixtures/sessions/, its README says where each shape was checked): the turns in
-order, each tool result linked to its call, the failed and denied steps, the harness's noise left out and the
-compactions the agent recorded, as each fixture's .expected.json names them; then all of them end to end through the
-runner on the fake server."""
+"""Every format the sessions study reads (scripts/pilot/studies/sessions/readers/, one module per
+format, one entry each in its registry), on fixtures of our own in each tool's shape
+(tests/fixtures/sessions/, found through the registry: each entry names its folder; the folder's
+README says where each shape was checked): the turns in order, each tool result linked to its call,
+the failed and denied steps, the harness's noise left out and the compactions the agent recorded, as
+each fixture's .expected.json names them; then all of them end to end through the runner on the fake
+server."""
 import copy
 import json
 import random
@@ -13,15 +15,11 @@ from pathlib import Path
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot.studies import sessions as ss, sessions_formats as formats
+from pilot.studies.sessions import design as ss, readers as formats
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 
-FORMAT_OF = {"claude-code-jsonl": "claude-code", "codex-rollout": "codex", "codex-rollout-legacy": "codex-legacy",
-             "openai-responses-input": "openai-responses", "gemini-cli-json": "gemini-cli",
-             "gemini-cli-jsonl": "gemini-cli-jsonl", "cline-api-history": "cline", "roo-code-api-history": "roo-code",
-             "aider-chat-history": "aider", "swe-agent-traj": "swe-agent", "swe-agent-traj-legacy": "swe-agent",
-             "openhands-events": "openhands", "inspect-ai-eval-json": "inspect-ai"}
+CHAT = {"chat-json", "chat-jsonl"}      # their cases are in tests/test_sessions_formats.py
 
 # The steps a log does not show, as the fixtures' own evidence says: aider writes neither a command's output nor its
 # exit code (the failure of `make db-up` is only in the next reply); SWE-agent's blocked step is in `trajectory` only.
@@ -45,17 +43,23 @@ def line_of(at) -> int | None:
 
 
 def expectations() -> list[tuple[Path, dict, str | None]]:
-    """(fixture file, expected session, its name among the file's sessions or None for the file's only one)."""
+    """(fixture file, expected session, its name among the file's sessions or None for the file's
+    only one), of every format in the readers' registry that names a fixture folder; each expected
+    session's `read_as` is the format its entry names."""
     found = []
-    for path in sorted(FIXTURES.rglob("*.expected.json")):
-        expected = json.loads(path.read_text(encoding="utf-8"))
-        fixture = path.parent / Path(expected["fixture"].split("#")[0]).name
-        if "samples" in expected:
-            samples = json.loads(fixture.read_text(encoding="utf-8"))["samples"]
-            found += [(fixture, dict(sample, format=sample["format"]), f"{fixture.name}#{samples[k]['id']}")
-                      for k, sample in enumerate(expected["samples"])]
-        else:
-            found.append((fixture, expected, None))
+    for reader in formats.READERS:
+        if reader.fixtures is None:
+            continue
+        for path in sorted((FIXTURES / reader.fixtures).rglob("*.expected.json")):
+            expected = dict(json.loads(path.read_text(encoding="utf-8")), read_as=reader.name)
+            fixture = path.parent / Path(expected["fixture"].split("#")[0]).name
+            if "samples" in expected:
+                samples = json.loads(fixture.read_text(encoding="utf-8"))["samples"]
+                found += [(fixture, dict(sample, read_as=reader.name),
+                           f"{fixture.name}#{samples[k]['id']}")
+                          for k, sample in enumerate(expected["samples"])]
+            else:
+                found.append((fixture, expected, None))
     return found
 
 
@@ -75,12 +79,17 @@ def tool_turn(session: dict, link: dict) -> dict:
 
 class FixtureTest(TempDirMixin, unittest.TestCase):
     def test_every_format_has_fixtures_and_every_fixture_is_read_as_its_format(self):
+        """Every entry of the registry (but chat messages) names a folder of fixtures, every folder
+        of fixtures is an entry's, and each fixture is read as the format of the entry whose folder
+        holds it."""
         cases = expectations()
-        self.assertEqual({FORMAT_OF[e["format"]] for _, e, _ in cases},
-                         set(formats.FORMATS) - {"chat-json", "chat-jsonl"})   # chat: tests/test_sessions_formats.py
+        self.assertEqual({e["read_as"] for _, e, _ in cases}, set(formats.FORMATS) - CHAT)
+        self.assertEqual({r.name for r in formats.READERS if r.fixtures is None}, CHAT)
+        self.assertEqual({p.name for p in FIXTURES.iterdir() if p.is_dir()},
+                         {r.fixtures for r in formats.READERS} - {None})
         for fixture, expected, name in cases:
             with self.subTest(name or fixture.name):
-                self.assertEqual(session_of(fixture, name)["format"], FORMAT_OF[expected["format"]])
+                self.assertEqual(session_of(fixture, name)["format"], expected["read_as"])
 
     def test_turns_in_order_with_who_said_what_and_where(self):
         for fixture, expected, name in expectations():

@@ -8,7 +8,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, run_main
-from pilot.studies import sessions_formats as formats
+from pilot.studies.sessions import readers as formats
 
 CHAT = [{"role": "system", "content": "Be exact."},
         {"role": "user", "content": "Fix src/app/api.py, please."},

@@ -6,8 +6,8 @@ their opposite; steps reported with their outcome or claimed done; secrets. Issu
 import unittest
 
 import helpers  # noqa: F401  (puts the runner's package on the path)
-from pilot import values
-from pilot.studies import sessions_truth as truth
+from pilot.rules import values
+from pilot.studies.sessions import truth
 
 # kind -> (sentences and the value each must yield), (near misses: sentences that must yield no value of the kind)
 RULES = {

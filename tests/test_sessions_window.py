@@ -12,7 +12,7 @@ from unittest import mock
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot.studies import sessions as ss, sessions_segments as segs
+from pilot.studies.sessions import design as ss, segments as segs
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 

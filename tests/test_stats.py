@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from helpers import TempDirMixin, load_tasks, reference_results, run_main
 from pilot import bank, records, reports, stats
-from pilot.studies import xr001_analysis
+from pilot.studies.xr001 import analysis as xr001_analysis
 
 
 class WilsonTest(unittest.TestCase):

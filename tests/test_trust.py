@@ -7,8 +7,10 @@ import unittest
 
 from fake_servers import FakeOllama
 from helpers import FAST, TempDirMixin, answer_prompt, compaction_prompt, load_tasks, reference_results, run_main
-from pilot import bank, cli, episodes, inputs, launch, pages, records, reports, states
-from pilot.studies import xr001, xr001_analysis
+from pilot import bank, cli, inputs, launch, pages, records, reports
+from pilot.studies import episodes
+from pilot.rules import states
+from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis
 
 MODEL = "gemma3:4b"
 

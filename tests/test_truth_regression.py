@@ -23,13 +23,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "scripts"))
+sys.path.insert(0, str(HERE.parent / "scripts" / "bench"))
 
 import bench_sessions  # noqa: E402
 import pilot.studies  # noqa: E402,F401  (registers the studies)
-from pilot.studies import sessions as ss, sessions_formats as formats  # noqa: E402
-from pilot import values  # noqa: E402
-from pilot.studies import sessions_truth  # noqa: E402
-from pilot.studies.sessions_truth import ground_truth, judge_state  # noqa: E402
+from pilot.studies.sessions import design as ss, readers as formats  # noqa: E402
+from pilot.rules import values  # noqa: E402
+from pilot.studies.sessions import truth as sessions_truth  # noqa: E402
+from pilot.studies.sessions.truth import ground_truth, judge_state  # noqa: E402
 
 FIXTURE = HERE / "fixtures" / "truth_regression.jsonl"
 LABELLED = HERE / "labelled"

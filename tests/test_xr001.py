@@ -8,8 +8,9 @@ import unittest
 
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, run_main
-from pilot import cells, cli, episodes, inputs, launch, prompts, records
-from pilot.studies import xr001
+from pilot import cells, cli, inputs, launch, prompts, records
+from pilot.studies import episodes
+from pilot.studies.xr001 import design as xr001
 
 GOLDEN_TASKS_SHA256 = "d55a8ca411d9035fd606f5f3b281ffa21425d2d1beb5b341d9ff396982ee0205"
 

@@ -7,8 +7,10 @@ import unittest
 
 from fake_servers import FakeOllama, read_facts
 from helpers import FAST, TempDirMixin, load_tasks, reference_results, run_main
-from pilot import bank, episodes, reports, states
-from pilot.studies import xr001, xr001_analysis, xr001_figures, xr001_report
+from pilot import bank, reports
+from pilot.studies import episodes
+from pilot.rules import states
+from pilot.studies.xr001 import design as xr001, analysis as xr001_analysis, figures as xr001_figures, report as xr001_report
 from test_figures import synthetic_results, synthetic_task_set
 
 

@@ -1,8 +1,8 @@
-"""`audit`: the compactions an agent already recorded in its logs, each summary scored against the history it replaced
-(pilot/studies/sessions_audit.py), or one summary made by any compactor against its transcript (--source/--summary).
-No model is called and nothing is sent anywhere; the logs are only read, and audit.csv, analysis.md, report.html and
-figures/fig_audit.svg go to --out (default: results/audit-<the first 12 hex digits of the digest of what was read>).
-"""
+"""`audit`: the compactions an agent already recorded in its logs, each summary scored against the
+history it replaced (pilot/studies/sessions/audit.py), or one summary made by any compactor against
+its transcript (--source/--summary). No model is called and nothing is sent anywhere; the logs are
+only read, and audit.csv, analysis.md, report.html and figures/fig_audit.svg go to --out (default:
+results/audit-<the first 12 hex digits of the digest of what was read>). """
 from __future__ import annotations
 
 import hashlib
@@ -12,53 +12,62 @@ from pathlib import Path
 
 from .records import EXIT_OK, PilotError, RESULTS_ROOT, display_path
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
-from .studies.sessions_audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair, audit_sessions, log_files,
-    read_logs)
-from .studies.sessions_audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv, render_audit_headline,
-    render_audit_html, render_audit_md)
-from .studies.sessions_formats import read_file_text, read_session_file
+from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
+                                     audit_sessions, log_files, read_logs)
+from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv,
+                                            render_audit_headline, render_audit_html,
+                                            render_audit_md)
+from .studies.sessions.readers import read_file_text, read_session_file
 
 OUTPUTS = ("audit.csv", "analysis.md", "report.html")
 
 
 def where_logs_are() -> str:
-    lines = ["Where each agent keeps its logs (give `audit` a file or a folder; subfolders are read, links never "
-             "followed):"]
+    lines = ["Where each agent keeps its logs (give `audit` a file or a folder; subfolders are "
+             "read, links never followed):"]
     for agent, unix, windows, note in LOG_PLACES:
         lines.append(f"  {agent}:\n    Linux, macOS: {unix}\n    Windows: {windows}\n    ({note})")
     lines += ["Then: python3 scripts/run_pilot.py audit ~/.claude/projects ~/.codex/sessions",
-              "Or one summary from any compactor: python3 scripts/run_pilot.py audit --source TRANSCRIPT "
-              "--summary FILE",
-              "Nothing was read. The formats and what each records of a compaction: tasks/sessions/README.md"]
+              "Or one summary from any compactor: python3 scripts/run_pilot.py audit --source "
+              "TRANSCRIPT --summary FILE",
+              "Nothing was read. The formats and what each records of a compaction: "
+              "tasks/sessions/README.md"]
     return "\n".join(lines)
 
 
 def check_out(out_dir: Path) -> None:
-    """The shared checks of an output folder: new, empty or ours, no link or non-folder where a file goes."""
+    """The shared checks of an output folder: new, empty or ours, no link or non-folder where a file
+    goes."""
     refuse_foreign_folder(out_dir)
     if not folder_writable(out_dir):
-        raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with --out DIR")
+        raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with "
+                         "--out DIR")
 
 
 def refuse_irregular(path: Path, what: str) -> None:
     """--source and --summary name files themselves: not a link, a folder or a device."""
     if path.is_symlink() or not path.is_file():
-        raise AuditInputError(f"{what} {path} is not a regular file (missing, a link, a folder or a device); give the "
-                              f"file itself")
+        raise AuditInputError(f"{what} {path} is not a regular file (missing, a link, a folder or "
+                              "a device); give the file itself")
 
 
 def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
-    """--source/--summary: the summary scored as one compaction of the whole transcript, and what was read."""
+    """--source/--summary: the summary scored as one compaction of the whole transcript, and what
+    was read."""
     refuse_irregular(source, "--source")
     refuse_irregular(summary, "--summary")
     sessions = read_session_file(source, source.name)
     if len(sessions) != 1:
-        raise AuditInputError(f"--source {source} holds {len(sessions)} sessions; give a file of one session")
+        raise AuditInputError(f"--source {source} holds {len(sessions)} sessions; give a file of "
+                              "one session")
     data, text = read_file_text(summary, summary.name)
     if not text.strip():
         raise AuditInputError(f"--summary {summary} is empty; give the summary's text")
-    digest = hashlib.sha256(f"{sessions[0]['sha256']}\0{hashlib.sha256(data).hexdigest()}".encode()).hexdigest()
-    read = {"files": 2, "bytes": sessions[0]["bytes"] + len(data), "sha256": digest, "sessions": 1, "passed": 0,
+    digest = hashlib.sha256(
+        f"{sessions[0]['sha256']}\0{hashlib.sha256(data).hexdigest()}".encode()
+    ).hexdigest()
+    read = {"files": 2, "bytes": sessions[0]["bytes"] + len(data), "sha256": digest, "sessions": 1,
+            "passed": 0,
             "skipped": []}
     return audit_pair(sessions[0], text), read
 
@@ -79,7 +88,8 @@ def progress_printer(quiet: bool, what: str):
 def command_audit(args) -> int:
     paths = [Path(p) for p in args.paths]
     if (args.source is None) != (args.summary is None):
-        raise PilotError("--source and --summary go together: the transcript and the summary made of it")
+        raise PilotError("--source and --summary go together: the transcript and the summary made "
+                         "of it")
     if args.source is not None and paths:
         raise PilotError("give log paths, or --source with --summary, not both")
     if not paths and args.source is None:
@@ -100,7 +110,8 @@ def command_audit(args) -> int:
             print(f"skipped {name}: {why}", file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
-                                  f"({len(files)} log file{'s' * (len(files) != 1)}, {len(skipped)} skipped); give the folder your agent "
+                                  f"({len(files)} log file{'s' * (len(files) != 1)}, "
+                                  f"{len(skipped)} skipped); give the folder your agent "
                                   f"keeps its logs in (run `audit` alone to see where)")
         records = audit_sessions(sessions, progress_printer(args.quiet, "compactions scored"))
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)
@@ -114,15 +125,16 @@ def command_audit(args) -> int:
                                  render_audit_html(analysis, figure))))
     if figure is not None:
         outputs[f"figures/{AUDIT_FIGURE[0]}"] = figure
-    for name in outputs:                    # every output checked before any is written: no link, no non-file
+    # every output checked before any is written: no link, no non-file
+    for name in outputs:
         refuse_unsafe(out_dir / name)
     if figure is not None:
         (out_dir / "figures").mkdir(exist_ok=True)
     for name, text in outputs.items():
         write_atomic(out_dir / name, text.encode("utf-8"))
     print(render_audit_headline(analysis))
-    print(f"wrote {', '.join(display_path(out_dir / n) for n in outputs)} in {time.monotonic() - started:.1f} s; "
+    print(f"wrote {', '.join(display_path(out_dir / n) for n in outputs)} in "
+          f"{time.monotonic() - started:.1f} s; "
           f"no model was called and nothing was written beside the logs")
     print(f"Open the report: {display_path(out_dir / 'report.html')}")
     return EXIT_OK
-

@@ -1,16 +1,17 @@
-"""Reading a large results bank (PROTOCOL.md section 4): a results.json of a million probes read as columns, in
-pieces and on two cores, without a million probe objects held at once.
+"""Reading a large results bank (PROTOCOL.md section 4): a results.json of a million probes read as
+columns, in pieces and on two cores, without a million probe objects held at once.
 
-The probes array is cut into pieces of about a megabyte at the `}, {` between two probes; each piece is parsed as a
-JSON array of its own, turned into columns at once and dropped, and the second half of the array is parsed by a
-second Python process meanwhile. A cut can only fall between two probes: a cut inside a string or inside a nested
-object leaves a piece that is not a whole JSON array, and then the file is read whole, as json reads it. So is any
-file this path does not recognise (small, with no top-level `probes` array of objects, with a surrogate escape), so
-that what every check says of a file never depends on which path read it. The probes come back as ProbeRows: the
-columns, and a probe as an object where one is asked for (the ones with fields beyond the columns kept whole).
+The probes array is cut into pieces of about a megabyte at the `}, {` between two probes; each piece
+is parsed as a JSON array of its own, turned into columns at once and dropped, and the second half
+of the array is parsed by a second Python process meanwhile. A cut can only fall between two probes:
+a cut inside a string or inside a nested object leaves a piece that is not a whole JSON array, and
+then the file is read whole, as json reads it. So is any file this path does not recognise (small,
+with no top-level `probes` array of objects, with a surrogate escape), so that what every check says
+of a file never depends on which path read it. The probes come back as ProbeRows: the columns, and a
+probe as an object where one is asked for (the ones with fields beyond the columns kept whole).
 
-This module imports nothing of the package, so that the second process starts in a few tens of milliseconds.
-"""
+This module imports nothing of the package, so that the second process starts in a few tens of
+milliseconds. """
 from __future__ import annotations
 
 import itertools
@@ -22,12 +23,15 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-FAST_MIN_BYTES = 8 * 2 ** 20            # smaller files are read whole: the pieces would save nothing
+# smaller files are read whole: the pieces would save nothing
+FAST_MIN_BYTES = 8 * 2 ** 20
 PARALLEL_MIN_BYTES = 24 * 2 ** 20       # a probes array this large is parsed on two processes
 PIECE_BYTES = 2 ** 20
-BOUNDARY = re.compile(rb"\}\s*,\s*\{")                     # between two probes, unless inside a string or object
+# between two probes, unless inside a string or object
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-TOP_LEVEL_ARRAY_END = re.compile(rb"\n \]")                # json.dumps(indent=1): a top-level array closes here
+# json.dumps(indent=1): a top-level array closes here
+TOP_LEVEL_ARRAY_END = re.compile(rb"\n \]")
 
 
 class NotFast(Exception):
@@ -35,9 +39,9 @@ class NotFast(Exception):
 
 
 class ProbeRows(Sequence):
-    """The probes of a bank read as columns: a probe is an object made from the columns when it is asked for, a
-    field at its default left out (the probe itself where it has fields beyond the columns); `take(indices)` is the
-    probes at those places, as a view."""
+    """The probes of a bank read as columns: a probe is an object made from the columns when it is
+    asked for, a field at its default left out (the probe itself where it has fields beyond the
+    columns); `take(indices)` is the probes at those places, as a view."""
 
     def __init__(self, columns: dict[str, list], defaults: dict[str, Any], whole: dict[int, dict],
                  places: Sequence[int] | None = None, kinds: dict[str, set] | None = None):
@@ -45,7 +49,8 @@ class ProbeRows(Sequence):
         self.kinds = kinds                  # the types each column holds (None for a view)
 
     def __len__(self) -> int:
-        return len(self.places) if self.places is not None else len(next(iter(self.columns.values())))
+        return (len(self.places) if self.places is not None
+                else len(next(iter(self.columns.values()))))
 
     def _row(self, place: int) -> dict:
         kept = self.whole.get(place)
@@ -76,9 +81,10 @@ class ProbeRows(Sequence):
         return ProbeRows(self.columns, self.defaults, self.whole, places)
 
 
-def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[dict, dict[str, list]]:
-    """The bank `data` (the bytes of `path`) with its probes as ProbeRows, and their columns (`fields`: name,
-    default); NotFast where the file is not one this path reads."""
+def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[dict,
+    dict[str, list]]:
+    """The bank `data` (the bytes of `path`) with its probes as ProbeRows, and their columns
+    (`fields`: name, default); NotFast where the file is not one this path reads."""
     if len(data) < FAST_MIN_BYTES or SURROGATE_ESCAPE.search(data):
         raise NotFast()
     key = data.find(b'"probes"')
@@ -87,7 +93,8 @@ def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[
     opening = re.compile(rb'"probes"\s*:\s*\[\s*').match(data, key)
     if opening is None:
         raise NotFast()
-    header = loads(data[:key] + b'"probes": 0}')        # parses only if the key is one of the top-level object's
+    # parses only if the key is one of the top-level object's
+    header = loads(data[:key] + b'"probes": 0}')
     if not isinstance(header, dict) or header.get("probes") != 0:
         raise NotFast()
     start = opening.end()
@@ -98,7 +105,8 @@ def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[
     kinds: dict[str, set] = {name: set() for name, _ in fields}
     guess = TOP_LEVEL_ARRAY_END.search(data, start)
     child = None
-    if guess is not None and guess.start() - start >= PARALLEL_MIN_BYTES and (os.cpu_count() or 1) > 1:
+    if guess is not None and guess.start() - start >= PARALLEL_MIN_BYTES and (os.cpu_count()
+        or 1) > 1:
         middle = BOUNDARY.search(data, start + (guess.start() - start) // 2, guess.start())
         if middle is not None:
             child = start_piece_reader(path, middle.end() - 1, guess.start(), fields)
@@ -121,7 +129,8 @@ def read(data: bytes, path: Path, fields: tuple[tuple[str, Any], ...]) -> tuple[
     rest = loads(b'{"probes": 0' + data[closing.end():])
     if not isinstance(rest, dict) or rest.pop("probes") != 0 or "probes" in rest:
         raise NotFast()
-    rows = ProbeRows(columns, {name: default for name, default in fields if default is not None}, whole, kinds=kinds)
+    rows = ProbeRows(columns, {name: default for name, default in fields if default is not None},
+                     whole, kinds=kinds)
     header["probes"] = rows
     header.update(rest)
     return header, {**columns, "rows": rows, "types": kinds}
@@ -134,11 +143,12 @@ def loads(data: bytes) -> Any:
         raise NotFast() from None
 
 
-def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, list], kinds: dict[str, set],
+def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, list],
+                kinds: dict[str, set],
                 whole: dict[int, dict], count: int) -> tuple[int, int]:
-    """The probes of data[start:stop] (start at a probe's `{`) into the columns, a piece at a time; returns how many
-    there were in all and where the last one ended. Past `stop`'s last probe (the array's end within it), the piece
-    is parsed up to the array's end."""
+    """The probes of data[start:stop] (start at a probe's `{`) into the columns, a piece at a time;
+    returns how many there were in all and where the last one ended. Past `stop`'s last probe (the
+    array's end within it), the piece is parsed up to the array's end."""
     decoder = json.JSONDecoder()
     known = frozenset(name for name, _ in fields)
     position = start
@@ -159,7 +169,8 @@ def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, l
                 chunk, used = decoder.raw_decode("[" + text)
             except (ValueError, RecursionError):
                 raise NotFast() from None
-            last, cut = position + len(text[:used - 2].encode("utf-8")), None      # at its closing bracket
+            # at its closing bracket
+            last, cut = position + len(text[:used - 2].encode("utf-8")), None
         count = add_chunk(chunk, fields, known, columns, kinds, whole, count)
         if cut is None:
             return count, last
@@ -167,11 +178,12 @@ def read_pieces(data: bytes, start: int, stop: int, fields, columns: dict[str, l
     return count, stop
 
 
-def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], kinds: dict[str, set],
+def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list],
+              kinds: dict[str, set],
               whole: dict[int, dict], count: int) -> int:
-    """One piece's probes into the columns (a column of texts sharing each text, so that a million probes hold a few
-    hundred strings), and the types each column holds (what the shape check reads); a probe with fields beyond the
-    columns is kept whole."""
+    """One piece's probes into the columns (a column of texts sharing each text, so that a million
+    probes hold a few hundred strings), and the types each column holds (what the shape check
+    reads); a probe with fields beyond the columns is kept whole."""
     if set(map(type, chunk)) - {dict}:
         raise NotFast()
     size = len(chunk)
@@ -181,10 +193,12 @@ def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], k
             column = list(map(operator.itemgetter(name), chunk))
             present += size
         except KeyError:
-            column = list(map(dict.get, chunk, itertools.repeat(name, size), itertools.repeat(default, size)))
+            column = list(map(dict.get, chunk, itertools.repeat(name, size),
+                              itertools.repeat(default, size)))
             present += sum(map(operator.contains, chunk, itertools.repeat(name, size)))
         found = set(map(type, column))
-        if found == {str}:                  # a column of texts shares each text (a model's name, a class)
+        # a column of texts shares each text (a model's name, a class)
+        if found == {str}:
             column = list(map(sys.intern, column))
         kinds[name] |= found
         columns[name].extend(column)
@@ -195,20 +209,24 @@ def add_chunk(chunk: list, fields, known: frozenset, columns: dict[str, list], k
     return count + size
 
 
-# -- the second process: the other half of the probes ----------------------------------------------------------
+# -- the second process: the other half of the probes ----------------------------------------------
 def start_piece_reader(path: Path, start: int, stop: int, fields):
-    """A Python process reading the probes of path's bytes [start, stop) into columns (piece_reader_main)."""
-    import subprocess                       # only a large bank needs it: no command's start-up pays for it
+    """A Python process reading the probes of path's bytes [start, stop) into columns
+    (piece_reader_main)."""
+    # only a large bank needs it: no command's start-up pays for it
+    import subprocess
     package_parent = str(Path(__file__).resolve().parent.parent)
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pilot.bankfile import piece_reader_main; "
-            "piece_reader_main()")
-    return subprocess.Popen([sys.executable, "-c", code, package_parent, str(path), str(start), str(stop),
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pilot.bankfile import "
+            "piece_reader_main; piece_reader_main()")
+    return subprocess.Popen([sys.executable, "-c", code, package_parent, str(path), str(start),
+                             str(stop),
                              json.dumps(fields)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
 def piece_reader_main() -> None:
-    """In the second process: the probes of the byte range into columns, each as its distinct values and their
-    codes, pickled to stdout; an empty stdout says the range is not one this path reads."""
+    """In the second process: the probes of the byte range into columns, each as its distinct values
+    and their codes, pickled to stdout; an empty stdout says the range is not one this path
+    reads."""
     import array
     import pickle
     package_parent, path, start, stop, fields = sys.argv[1:6]
@@ -227,19 +245,23 @@ def piece_reader_main() -> None:
         return
     coded = {}
     for name, column in columns.items():
-        if kinds[name] <= {str, int, type(None)}:     # no two equal values of different types (1, True)
+        # no two equal values of different types (1, True)
+        if kinds[name] <= {str, int, type(None)}:
             distinct = list(dict.fromkeys(column))
             index = {value: i for i, value in enumerate(distinct)}
             coded[name] = (distinct, array.array("I", map(index.__getitem__, column)))
         else:
             coded[name] = (None, column)
-    sys.stdout.buffer.write(pickle.dumps({"count": count, "columns": coded, "kinds": kinds, "whole": whole},
+    sys.stdout.buffer.write(pickle.dumps({"count": count, "columns": coded, "kinds": kinds,
+                                          "whole": whole},
                                          protocol=4))
 
 
-def join_piece_reader(child, columns: dict[str, list], kinds: dict[str, set], whole: dict[int, dict],
+def join_piece_reader(child, columns: dict[str, list], kinds: dict[str, set],
+                      whole: dict[int, dict],
                       count: int) -> int:
-    """The second process's columns after the first half's; NotFast where it could not read its range."""
+    """The second process's columns after the first half's; NotFast where it could not read its
+    range."""
     import pickle
     blob, _ = child.communicate()
     if child.returncode != 0 or not blob:

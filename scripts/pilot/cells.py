@@ -1,7 +1,8 @@
-"""Cells: the cells of a run in their canonical order (the order shards are cut from), a shard's slice of them,
-the raw logs they are journalled in, a run's regimes, budgets and samples as its manifest records them, and the
-plan of a cell most studies share (a cascade, then its questions). A cell is a model x regime x episode at a budget,
-for one sample (records.Cell); the run folder keeps each one's status."""
+"""Cells: the cells of a run in their canonical order (the order shards are cut from), a shard's
+slice of them, the raw logs they are journalled in, a run's regimes, budgets and samples as its
+manifest records them, and the plan of a cell most studies share (a cascade, then its questions). A
+cell is a model x regime x episode at a budget, for one sample (records.Cell); the run folder keeps
+each one's status."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -11,7 +12,8 @@ from .records import ANSWER_NUM_PREDICT, CallSpec, Cell, DEFAULT_BUDGET, Regime,
 
 
 def run_regimes(manifest: dict) -> dict[str, Regime]:
-    """The regimes of a run as its manifest records them (built-in definitions for older manifests)."""
+    """The regimes of a run as its manifest records them (built-in definitions for older
+    manifests)."""
     recorded = manifest.get("regime_definitions") or {}
     built_in = folder_study(manifest).regimes
     return {name: regime_from_record(recorded[name]) if name in recorded else built_in[name]
@@ -40,7 +42,8 @@ def all_cells(models: Iterable[str], regimes: Iterable[str], n_episodes: int,
 
 
 def shard_cells(cells: list, shard: tuple[int, int] | None) -> list:
-    """Shard I of N: every N-th cell starting at I-1; the N shards are disjoint and cover every cell."""
+    """Shard I of N: every N-th cell starting at I-1; the N shards are disjoint and cover every
+    cell."""
     if not shard:
         return list(cells)
     index, count = shard
@@ -57,9 +60,11 @@ def selected_cells(models: list[str], n_episodes: int, shard, regimes: Iterable[
     return shard_cells(all_cells(models, list(regimes), n_episodes, budgets, samples), shard)
 
 
-def cascade_plan(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET, **options) -> list[CallSpec]:
-    """The calls of one cell in cascade order: a compaction after every segment (regimes that compact), then one
-    answer per question; each call carries its stage and output budget. A study's own options do not change it."""
+def cascade_plan(regime: Regime, episode: dict, budget: int = DEFAULT_BUDGET,
+                 **options) -> list[CallSpec]:
+    """The calls of one cell in cascade order: a compaction after every segment (regimes that
+    compact), then one answer per question; each call carries its stage and output budget. A study's
+    own options do not change it."""
     calls = []
     if regime.compacts:
         calls += [CallSpec(f"compact_{seg['index']}", "compaction", budget, segment=seg["index"])

@@ -1,4 +1,5 @@
-"""Command line: the parser of every subcommand, the demo, and main(argv), where errors become exit codes."""
+"""Command line: the parser of every subcommand, the demo, and main(argv), where errors become exit
+codes."""
 from __future__ import annotations
 
 import argparse
@@ -13,32 +14,45 @@ from pathlib import Path
 from typing import Callable
 
 from .backends import BACKENDS, DEFAULT_API_KEY_ENV, DEFAULT_OLLAMA_HOST, check_server_url
-from .bank import collector_paused, end_process
 from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
-from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET, DEFAULT_CONNECT_TIMEOUT_S,
-    DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S, DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL,
-    EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S, MAX_EPISODES, MAX_RETRIES,
-    MAX_SAMPLES, MAX_WAIT_S, MIN_CONTEXT_WINDOW, NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT,
-    SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE, display_path, is_disk_full, study_named)
-from .studies.xr001 import N_EPISODES
+from .rules import RuleInputError
+from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET,
+                      DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S,
+                      DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
+                      EXIT_OK, EXIT_USAGE, MAX_CONCURRENCY, MAX_CONTEXT_WINDOW, MAX_DELAY_S,
+                      MAX_EPISODES, MAX_RETRIES, MAX_SAMPLES, MAX_WAIT_S, MIN_CONTEXT_WINDOW,
+                      NUM_CTX, PilotError, REPLY_DEADLINE_READ_TIMEOUTS, RESULTS_ROOT,
+                      SIMULATED_BACKEND, SIMULATED_STAMP, STUDY_REGISTRY, Study, TEMPERATURE,
+                      display_path, is_disk_full, study_named)
+from . import speed
+from .speed import collector_paused, end_process
+from .studies.xr001.design import N_EPISODES
 
 
 def command_demo(args) -> int:
-    """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or --out)."""
+    """A short pilot on the stand-in model, through the whole pipeline, into results/demo/ (or
+    --out)."""
     study = study_named(args.study)
     default = study.name == study_named(None).name
-    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME + ("" if default else f"-{study.name}"))
+    run_dir = Path(args.out) if args.out else RESULTS_ROOT / (DEMO_RUN_NAME
+                                                              + ("" if default
+        else f"-{study.name}"))
     if study.demo is None:
-        raise PilotError(f"the {study.name} study has no demo; choose one of "
-                         f"{', '.join(s.name for s in STUDY_REGISTRY.values() if s.demo is not None)}")
+        raise PilotError(
+            f"the {study.name} study has no demo; choose one of "
+            f"{', '.join(s.name for s in STUDY_REGISTRY.values() if s.demo is not None)}"
+        )
     episodes = study.demo.episodes or DEMO_EPISODES
-    print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on the built-in "
+    print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on "
+          "the built-in "
           f"stand-in model, with no model and no network; nothing it writes is a result.")
     model = study.demo.stand_in(load_task_set(study.tasks_path, study)["tasks"])
-    if not (run_dir / "manifest.json").exists():      # a demo run again over a folder says what is left instead
-        print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from the last saved "
+    # a demo run again over a folder says what is left instead
+    if not (run_dir / "manifest.json").exists():
+        print("Stop it with Ctrl-C at any moment and run the same command again: it resumes from "
+              "the last saved "
               "call, as a real run does.", file=sys.stderr)
     started = time.monotonic()
     with StandInServer(model=model) as server:
@@ -48,34 +62,44 @@ def command_demo(args) -> int:
             + ([] if default else ["--study", study.name]) + (["--quiet"] if args.quiet else []))
         run_args.backend = SIMULATED_BACKEND
         run_args.argv = args.argv
-        code = importlib.import_module(".commands", __package__).command_run(run_args, then_analyze=True)
+        code = importlib.import_module(".commands", __package__).command_run(run_args,
+            then_analyze=True)
     if code == EXIT_OK:
         report = run_dir / "report.html"      # a closing line names only files that exist
         print(f"\nThe demo took {time.monotonic() - started:.1f} s." +
               (f" Open the report: {report}" if report.is_file() else ""))
-        print(f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}")
+        print(
+            f"What its run folder holds, cell by cell: {folder_command('status', run_dir, study)}"
+        )
         source = study.command_line.source_option
         mine = f" on your own {source}" if source else ""
-        print(f"Next, on a real model{mine} (Ollama running, the model pulled with: ollama pull gemma3:4b):\n"
-              f"  {real_run_command(study)}")
-        if source:                      # what PATH is: the study's own examples, and the README beside them
+        print(f"Next, on a real model{mine} (Ollama running, the model pulled with: ollama pull "
+              f"gemma3:4b):\n  {real_run_command(study)}")
+        # what PATH is: the study's own examples, and the README beside them
+        if source:
             readme = study.tasks_path.parent / "README.md"
-            print(f"  (PATH: a file or a folder of them, like the examples in {display_path(study.tasks_path)}"
-                  + (f"; the formats read, and how to export yours: {display_path(readme)})" if readme.is_file()
+            print("  (PATH: a file or a folder of them, like the examples in "
+                  f"{display_path(study.tasks_path)}"
+                  + (f"; the formats read, and how to export yours: {display_path(readme)})"
+                     if readme.is_file()
                      else ")"))
     return code
 
 
 def folder_command(command: str, run_dir: Path, study: Study) -> str:
-    """`command` on this run folder as a user types it: with --study where the command takes it and the study is
-    not the default, and with --out where the command would otherwise look in another folder."""
+    """`command` on this run folder as a user types it: with --study where the command takes it and
+    the study is not the default, and with --out where the command would otherwise look in another
+    folder."""
     parser = build_parser(command)
     argv = []
-    if study.name != study_named(None).name and not parser.parse_known_args(["--study", study.name])[1]:
+    if study.name != study_named(None).name and not parser.parse_known_args(["--study",
+        study.name])[1]:
         argv += ["--study", study.name]
     if resolve_run_dir(parser.parse_args(argv)).resolve() != run_dir.resolve():
-        # status, verify and score read the study from the folder's manifest: --out is all they need then
-        argv = (argv if command not in FOLDER_STUDY_COMMANDS else []) + ["--out", display_path(run_dir)]
+        # status, verify and score read the study from the folder's manifest: --out is all they need
+        # then
+        argv = (argv if command not in FOLDER_STUDY_COMMANDS else []) + ["--out",
+            display_path(run_dir)]
     return "python3 " + shlex.join(["scripts/run_pilot.py", command, *argv])
 
 
@@ -83,37 +107,47 @@ FOLDER_STUDY_COMMANDS = ("status", "verify", "score")   # a folder named with --
 
 
 def real_run_command(study: Study) -> str:
-    """The pilot of this study on a real model; a study run on the user's own files names the option for them."""
-    argv = ([] if study.name == study_named(None).name else ["--study", study.name]) + ["--models", "gemma3:4b"]
+    """The pilot of this study on a real model; a study run on the user's own files names the option
+    for them."""
+    argv = ([] if study.name == study_named(None).name else ["--study", study.name]) + ["--models",
+        "gemma3:4b"]
     source = study.command_line.source_option
     argv += [f"--{source}", "PATH"] if source else []
     return "python3 " + shlex.join(["scripts/run_pilot.py", *argv])
 
 
 COMMAND_HELP = {
-    "pilot": "the whole pilot: check tasks, run every cell (resuming), score, analyze, figures (default)",
-    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH); --study constraints: "
+    "pilot": "the whole pilot: check tasks, run every cell (resuming), score, analyze, figures "
+    "(default)",
+    "generate": "write the seeded episodes to tasks/tasks.json (or --tasks PATH); --study "
+    "constraints: "
                 "tasks/constraints.json",
     "run": "run (or resume) the model calls only",
     "score": "score the complete cells of a run into results.json and probes.csv",
-    "analyze": "write analysis.md from a run's results.json, or from any --results PATH in the reference format",
+    "analyze": "write analysis.md from a run's results.json, or from any --results PATH in the "
+    "reference format",
     "status": "what is done, failed and left in a run folder",
     "plan": "calls and approximate tokens a run takes and what is done already (needs no server)",
     "verify": "re-hash the raw logs against the manifest; exit 1 when anything is off",
     "merge": "combine shard folders (--shard I/N runs) into one bank: merge OUT SHARD_DIR...",
-    "gate": "check compacted state before it is trusted: gate STATE --ledger L [--source T], gate RUN_DIR, "
+    "gate": "check compacted state before it is trusted: gate STATE --ledger L [--source T], gate "
+    "RUN_DIR, "
             "gate --selftest",
-    "adversarial": "the adversarial compaction study (protocol/ADVERSARIAL.md): R2 and the gated G2 on sessions that "
+    "adversarial": "the adversarial compaction study (protocol/ADVERSARIAL.md): R2 and the gated "
+    "G2 on sessions that "
                    "try to corrupt the state; --regenerate K",
-    "audit": "score the compactions your agent already made, from its logs (no model call): audit PATH..., "
+    "audit": "score the compactions your agent already made, from its logs (no model call): audit "
+    "PATH..., "
              "audit --source TRANSCRIPT --summary FILE, or audit alone for where the logs are",
-    "demo": f"see it work with no model: a short SIMULATED pilot on a built-in stand-in model, into "
+    "demo": "see it work with no model: a short SIMULATED pilot on a built-in stand-in model, "
+    "into "
             f"results/{DEMO_RUN_NAME}/ in seconds",
 }
 
 
 def study_help(study: Study, default: bool) -> str:
-    """One study in `--study`'s help, from its record: its question, protocol, regimes and what it reads."""
+    """One study in `--study`'s help, from its record: its question, protocol, regimes and what it
+    reads."""
     where = [display_path(study.protocol_path), "regimes " + ",".join(study.default_regimes)]
     source = study.command_line.source_option
     where.append(f"--{source.replace('_', '-')} PATH" if source else display_path(study.tasks_path))
@@ -123,42 +157,54 @@ def study_help(study: Study, default: bool) -> str:
 
 
 def add_design_options(parser: argparse.ArgumentParser, only: Study | None = None) -> None:
-    """The options that choose what a run measures: study, each study's own options, regimes, budgets, samples,
-    temperature; `only`: a study's own subcommand, which runs its pre-registered design with its own options."""
+    """The options that choose what a run measures: study, each study's own options, regimes,
+    budgets, samples, temperature; `only`: a study's own subcommand, which runs its pre-registered
+    design with its own options."""
     if only is not None:
         add_study_options(parser, only.command_line.options)
-        parser.set_defaults(study=only.name, regimes=None, regime_file=None, budgets=[DEFAULT_BUDGET], samples=1,
+        parser.set_defaults(study=only.name, regimes=None, regime_file=None,
+                            budgets=[DEFAULT_BUDGET], samples=1,
                             temperature=TEMPERATURE, judge=False, context_window=None)
         return
-    parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
-                        help="; ".join(study_help(study, i == 0) for i, study in enumerate(STUDY_REGISTRY.values())))
+    parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
+                        default=next(iter(STUDY_REGISTRY)),
+                        help="; ".join(study_help(study, i == 0) for i,
+                                       study in enumerate(STUDY_REGISTRY.values())))
     for registered in STUDY_REGISTRY.values():
         add_study_options(parser, registered.command_line.options)
     default = study_named(None)
-    parser.add_argument("--regimes", help=f"comma-separated regimes to run (default: the study's pre-registered ones, "
-                        f"listed under --study; {default.name}'s built-in regimes: {', '.join(default.regimes)}; its "
-                        f"confirmatory test needs R1 and R2)")
-    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see tasks/regimes.example.json); they run "
-                        "beside R0-R2 unless --regimes chooses; their text is locked in the run like the built-in "
-                        "prompts. An entry named R0, R1 or R2 with \"replaces\": true runs that regime under your "
-                        "prompts instead (a replication's, e.g. the paper's; scripts/README.md, \"Replicating XR-001 on its "
-                        "published episodes\")")
+    parser.add_argument("--regimes", help="comma-separated regimes to run (default: the study's "
+                        f"pre-registered ones, listed under --study; {default.name}'s built-in "
+                        f"regimes: {', '.join(default.regimes)}; its confirmatory test needs R1 "
+                        "and R2)")
+    parser.add_argument("--regime-file", help="a JSON file of your own regimes (see "
+                                              "tasks/regimes.example.json); they run beside R0-R2 "
+                                              "unless --regimes chooses; their text is locked in "
+                                              "the run like the built-in prompts. An entry named "
+                                              "R0, R1 or R2 with \"replaces\": true runs that "
+                                              "regime under your prompts instead (a replication's, "
+                                              "e.g. the paper's; scripts/README.md, \"Replicating "
+                                              "XR-001 on its published episodes\")")
     parser.add_argument("--budgets", type=parse_budgets, default=[DEFAULT_BUDGET],
-                        help=f"compaction budgets in output tokens, e.g. 128,256,512 (default {DEFAULT_BUDGET}); the "
-                             f"instructed word limit scales with it (120 words at 256); each budget is its own set of "
-                             f"cells, and every budget but 256 is exploratory")
+                        help="compaction budgets in output tokens, e.g. 128,256,512 (default "
+                             f"{DEFAULT_BUDGET}); the instructed word limit scales with it (120 "
+                             "words at 256); each budget is its own set of cells, and every "
+                             "budget but 256 is exploratory")
     parser.add_argument("--samples", type=whole_number(1, MAX_SAMPLES), default=1,
-                        help="repeated samples per cell, each with its own recorded seed (default 1; more is "
-                             "exploratory and wants --temperature above 0)")
-    parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"), default=TEMPERATURE,
-                        help="sampling temperature (default 0, the pre-registered value; another makes the run "
-                             "exploratory)")
-    parser.add_argument("--context-window", type=whole_number(MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW),
+                        help="repeated samples per cell, each with its own recorded seed (default "
+                             "1; more is exploratory and wants --temperature above 0)")
+    parser.add_argument("--temperature", type=seconds_argument(0, 2, what="a temperature"),
+                        default=TEMPERATURE,
+                        help="sampling temperature (default 0, the pre-registered value; another "
+                             "makes the run exploratory)")
+    parser.add_argument("--context-window", type=whole_number(MIN_CONTEXT_WINDOW,
+                                                              MAX_CONTEXT_WINDOW),
                         metavar="TOKENS",
-                        help=f"the context window every call is given (default {NUM_CTX:,}, the pre-registered "
-                             f"num_ctx): Ollama takes it on each call; an OpenAI-compatible server sets its own, and "
-                             f"the run refuses to start when the server reports a smaller one; the sessions study "
-                             f"cuts your sessions into segments that fit it")
+                        help=f"the context window every call is given (default {NUM_CTX:,}, the "
+                             "pre-registered num_ctx): Ollama takes it on each call; an "
+                             "OpenAI-compatible server sets its own, and the run refuses to start "
+                             "when the server reports a smaller one; the sessions study cuts your "
+                             "sessions into segments that fit it")
 
 
 def add_study_options(parser, options: tuple) -> None:
@@ -168,95 +214,119 @@ def add_study_options(parser, options: tuple) -> None:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", help="comma-separated model names as the server lists them, e.g. gemma3:4b")
+    parser.add_argument("--models", help="comma-separated model names as the server lists them, "
+                        "e.g. gemma3:4b")
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
-                        help="ollama: native /api/chat (default); openai: any /v1/chat/completions server")
+                        help="ollama: native /api/chat (default); openai: any "
+                        "/v1/chat/completions server")
     parser.add_argument("--host", type=url_argument(),
                         help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
     parser.add_argument("--base-url", type=url_argument(),
-                        help="OpenAI-compatible server, with or without /v1 (default: $OPENAI_BASE_URL)")
+                        help="OpenAI-compatible server, with or without /v1 (default: "
+                        "$OPENAI_BASE_URL)")
     parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
-                        help="name of the environment variable holding the API key (default: %(default)s); "
+                        help="name of the environment variable holding the API key (default: "
+                        "%(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
-    parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"), default="both",
-                        help="openai backend: how thinking is turned off: chat_template_kwargs enable_thinking=false "
+    parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"),
+                        default="both",
+                        help="openai backend: how thinking is turned off: chat_template_kwargs "
+                        "enable_thinking=false "
                              "(template), reasoning_effort=none (effort), both (default) or none")
     parser.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=1,
-                        help="calls kept waiting on the server at once (default 1, the paper's setting). A cell's "
-                             "compactions stay in order; its answer calls fan out once its final state exists. "
-                             "Warning: a server that batches parallel requests can change outputs even at "
-                             "temperature 0")
-    parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells (I/N), into its own "
+                        help="calls kept waiting on the server at once (default 1, the paper's "
+                             "setting). A cell's compactions stay in order; its answer calls fan "
+                             "out once its final state exists. Warning: a server that batches "
+                             "parallel requests can change outputs even at temperature 0")
+    parser.add_argument("--shard", type=parse_shard, help="run only slice I of N of the cells "
+                        "(I/N), into its own "
                         "folder; combine the folders with `merge`")
-    parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK, metavar="K",
-                        help="determinism probe: after the cells finish, send K journalled calls (chosen by seed) "
-                             "again and record the new replies beside the old ones; the analysis reports how many "
-                             "changed (default %(default)s; 0: none)")
+    parser.add_argument("--recheck", type=whole_number(0, 10000), default=DEFAULT_RECHECK,
+                        metavar="K",
+                        help="determinism probe: after the cells finish, send K journalled calls "
+                             "(chosen by seed) again and record the new replies beside the old "
+                             "ones; the analysis reports how many changed (default %(default)s; 0: "
+                             "none)")
     parser.add_argument("--prompt-cache", choices=("on", "off"),
-                        help=f"llama.cpp's llama-server: let it reuse cached prompt prefixes (on: faster, but replies "
-                             f"can then differ between runs) or not (off, the default there: reproducible). Recorded "
-                             f"in the lock. Ollama always reuses its cache and cannot turn it off; vLLM sets it on "
-                             f"the server (--enable-prefix-caching)")
+                        help="llama.cpp's llama-server: let it reuse cached prompt prefixes (on: "
+                             "faster, but replies can then differ between runs) or not (off, the "
+                             "default there: reproducible). Recorded in the lock. Ollama always "
+                             "reuses its cache and cannot turn it off; vLLM sets it on the server "
+                             "(--enable-prefix-caching)")
     parser.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
-                        help="retries of a call the server answered with a transient error (429, 5xx, garbage) "
-                             "(default %(default)s)")
-    parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_BASE_S,
-                        help="first retry delay in seconds, doubled per retry, with jitter (default %(default)s)")
-    parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S), default=DEFAULT_BACKOFF_CAP_S,
-                        help="longest retry delay in seconds (default %(default)s); a server's Retry-After is "
-                             "honoured as it asks, up to 600 s, even above this cap")
+                        help="retries of a call the server answered with a transient error (429, "
+                             "5xx, garbage) (default %(default)s)")
+    parser.add_argument("--backoff-base", type=seconds_argument(0, MAX_DELAY_S),
+                        default=DEFAULT_BACKOFF_BASE_S,
+                        help="first retry delay in seconds, doubled per retry, with jitter "
+                        "(default %(default)s)")
+    parser.add_argument("--backoff-cap", type=seconds_argument(0, MAX_DELAY_S),
+                        default=DEFAULT_BACKOFF_CAP_S,
+                        help="longest retry delay in seconds (default %(default)s); a server's "
+                             "Retry-After is honoured as it asks, up to 600 s, even above this cap")
     parser.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_GIVE_UP_AFTER_S,
-                        help="stop the run when the server has not answered at all (refused, reset, timed out, "
-                             "no whole reply by --reply-deadline) for this many seconds across consecutive calls; no "
-                             "cell is marked FAILED for it, and the same command resumes (default %(default)s)")
+                        help="stop the run when the server has not answered at all (refused, "
+                             "reset, timed out, no whole reply by --reply-deadline) for this many "
+                             "seconds across consecutive calls; no cell is marked FAILED for it, "
+                             "and the same command resumes (default %(default)s)")
     parser.add_argument("--connect-timeout", type=seconds_argument(0, MAX_DELAY_S, above=True),
-                        default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection (default %(default)s)")
+                        default=DEFAULT_CONNECT_TIMEOUT_S, help="seconds to wait for a connection "
+                        "(default %(default)s)")
     parser.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
                         default=DEFAULT_READ_TIMEOUT_S,
-                        help="seconds to wait for the next bytes of a reply (its first ones come once the model has "
-                             "written all of it), long enough for a model load (default %(default)s)")
+                        help="seconds to wait for the next bytes of a reply (its first ones come "
+                             "once the model has written all of it), long enough for a model load "
+                             "(default %(default)s)")
     parser.add_argument("--reply-deadline", type=seconds_argument(0, MAX_WAIT_S, above=True),
-                        help=f"seconds from sending a call to having its whole reply; a reply that drips (headers, "
-                             f"then a byte now and then) is given up there and retried, and counts toward "
-                             f"--give-up-after (default: {REPLY_DEADLINE_READ_TIMEOUTS} x --read-timeout, "
-                             f"{REPLY_DEADLINE_READ_TIMEOUTS * DEFAULT_READ_TIMEOUT_S:g} s; size it to the longest "
-                             f"call your model can honestly take: scripts/README.md, \"Interrupting, resuming and recovering\")")
+                        help="seconds from sending a call to having its whole reply; a reply that "
+                             "drips (headers, then a byte now and then) is given up there and "
+                             "retried, and counts toward --give-up-after (default: "
+                             f"{REPLY_DEADLINE_READ_TIMEOUTS} x --read-timeout, "
+                             f"{REPLY_DEADLINE_READ_TIMEOUTS * DEFAULT_READ_TIMEOUT_S:g} s; size "
+                             "it to the longest call your model can honestly take: "
+                             "scripts/README.md, \"Interrupting, resuming and recovering\")")
     parser.add_argument("--allow-code-change", action="store_true",
-                        help="resume although the runner's code (scripts/run_pilot.py or scripts/pilot/) changed; "
-                             "recorded as a manifest amendment")
+                        help="resume although the runner's code (scripts/run_pilot.py or "
+                             "scripts/pilot/) changed; recorded as a manifest amendment")
     parser.add_argument("--allow-partial", action="store_true",
-                        help=f"analyse an incomplete bank; every output is marked {partial_labels()}")
+                        help="analyse an incomplete bank; every output is marked "
+                        f"{partial_labels()}")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
                         help=argparse.SUPPRESS)
 
 
 def partial_labels() -> str:
-    """What the studies mark an analysis of an incomplete bank, and which analyse one unasked, for --allow-partial's
-    help."""
+    """What the studies mark an analysis of an incomplete bank, and which analyse one unasked, for
+    --allow-partial's help."""
     labels: dict = {}
     for study in STUDY_REGISTRY.values():
         labels.setdefault(study.design.partial_label, []).append(study.name)
     unasked = [study.name for study in STUDY_REGISTRY.values() if study.design.partial_by_default]
     return " or ".join(f"{label} ({', '.join(names)})" for label, names in labels.items()) + \
-        (f"; {', '.join(unasked)} analyse{'s' if len(unasked) == 1 else ''} one unasked" if unasked else "")
+        (f"; {', '.join(unasked)} analyse{'s' if len(unasked) == 1 else ''} one unasked" if unasked
+         else "")
 
 
 def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -> None:
     default = study_named(None).name
     parser.add_argument("--out", type=folder_argument("--out"),
                         help=f"run folder (default: results/STUDY, e.g. results/{default}; a run "
-                                      f"of the first N episodes, another task set or another design gets a folder of "
-                                      f"its own, e.g. results/{default}-eN)")
+                             "of the first N episodes, another task set or another design gets a "
+                             f"folder of its own, e.g. results/{default}-eN)")
     if episodes:
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
-                            help=f"use the first N episodes (or instances, or sessions) of the study's task set "
-                                 f"(default: all of them, {N_EPISODES} in {default}'s); a smaller run gets "
-                                 f"its own folder")
-        pinned = [f"{study.name}: {display_path(study.tasks_path)}" for study in STUDY_REGISTRY.values()
-                  if study.command_line.source_option is None]
-        parser.add_argument("--tasks", help=f"task file (default: the study's pre-registered one; {', '.join(pinned)})")
+                            help="use the first N episodes (or instances, or sessions) of the "
+                                 f"study's task set (default: all of them, {N_EPISODES} in "
+                                 f"{default}'s); a smaller run gets its own folder")
+        pinned = [
+            f"{study.name}: {display_path(study.tasks_path)}"
+            for study in STUDY_REGISTRY.values()
+            if study.command_line.source_option is None
+        ]
+        parser.add_argument("--tasks", help="task file (default: the study's pre-registered one; "
+                            f"{', '.join(pinned)})")
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
@@ -267,14 +337,16 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if not minimum <= value <= maximum:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum} to {maximum}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected a whole number from {minimum} to "
+                                             f"{maximum}, got {value}")
         return value
     return parse
 
 
 def seconds_argument(minimum: float, maximum: float, above: bool = False,
                      what: str = "a number of seconds") -> Callable[[str], float]:
-    """An argparse type: a finite number (of seconds) from `minimum` (excluded if `above`) to `maximum`."""
+    """An argparse type: a finite number (of seconds) from `minimum` (excluded if `above`) to
+    `maximum`."""
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -283,25 +355,30 @@ def seconds_argument(minimum: float, maximum: float, above: bool = False,
         low_ok = value > minimum if above else value >= minimum
         if not math.isfinite(value) or not low_ok or value > maximum:
             bound = f"above {minimum:g}" if above else f"from {minimum:g}"
-            raise argparse.ArgumentTypeError(f"expected {what} {bound} to {maximum:g}, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected {what} {bound} to {maximum:g}, got {text!r}"
+            )
         return value
     return parse
 
 
 def folder_argument(option: str, optional: bool = True) -> Callable[[str], str]:
-    """An argparse type: a folder path that can be one. An empty path is not the default folder, a control character
-    would make a folder no one can type, and a link to nowhere cannot be written into: each is one line."""
+    """An argparse type: a folder path that can be one. An empty path is not the default folder, a
+    control character would make a folder no one can type, and a link to nowhere cannot be written
+    into: each is one line."""
     def parse(text: str) -> str:
         if not text.strip():
             raise argparse.ArgumentTypeError("an empty path names no folder; give one" +
-                                             (f", or leave {option} out for the default" if optional else ""))
+                                             (f", or leave {option} out for the default" if optional
+                                              else ""))
         control = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127), None)
         if control is not None:
-            raise argparse.ArgumentTypeError(f"{text!r} holds a control character ({control!r}); give a folder name "
-                                             f"without one")
+            raise argparse.ArgumentTypeError(f"{text!r} holds a control character ({control!r}); "
+                                             "give a folder name without one")
         for place in (Path(text), *Path(text).parents):
             if place.is_symlink() and not place.exists():
-                raise argparse.ArgumentTypeError(f"{place} is a link to {os.readlink(place)}, which does not exist; "
+                raise argparse.ArgumentTypeError(f"{place} is a link to {os.readlink(place)}, "
+                                                 "which does not exist; "
                                                  f"make that folder first, or give another one")
         return text
     return parse
@@ -329,10 +406,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     epilog = None
     if command == "pilot":
         epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
-            f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name, text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input or no server; 3 a cell FAILED or the "
-            "server stopped answering (--give-up-after); 4 the disk is full; 130 interrupted (rerun the same "
-            "command to resume)\n\nthe user guide: scripts/README.md")
+            f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name,
+            text in COMMAND_HELP.items()) + (
+            "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
+            "or no server; 3 a cell FAILED or the server stopped answering (--give-up-after); 4 "
+            "the disk is full; 130 interrupted (rerun the same command to resume)\n\nthe user "
+            "guide: scripts/README.md")
     parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
@@ -343,37 +422,46 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
                             help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
-        # without RUN_DIR or --out, the folder is found as the run named it: from the run's own options as typed
+        # without RUN_DIR or --out, the folder is found as the run named it: from the run's own
+        # options as typed
         # (--study, --sessions, --regimes, ...); a folder named with --out says its own study
         add_design_options(parser)
         add_run_options(parser.add_argument_group(
-            "the run's options", f"{command} reads --shard (a shard's folder is named after it) and none of the "
-                                 f"others; they are accepted so that {command} can go in front of a run's command as "
-                                 f"typed, and find its folder"))
+            "the run's options", f"{command} reads --shard (a shard's folder is named after it) "
+                                 f"and none of the others; they are accepted so that {command} can "
+                                 "go in front of a run's command as typed, and find its folder"))
     elif command == "analyze":
         add_folder_options(parser)
-        parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 reference "
-                                              "format); the analysis is printed, and analysis.md, figures and "
-                                              "report are written to --out DIR if given (a read-only run included)")
+        parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 "
+                                              "reference format); the analysis is printed, and "
+                                              "analysis.md, figures and report are written to "
+                                              "--out DIR if given (a read-only run included)")
         parser.add_argument("--allow-partial", action="store_true",
-                            help=f"analyse an incomplete bank; the output is marked {partial_labels()}")
+                            help="analyse an incomplete bank; the output is marked "
+                            f"{partial_labels()}")
     elif command == "plan":
         add_folder_options(parser)
         add_design_options(parser)
-        # plan goes in front of a run's own command as typed: it reads --models and --shard, and accepts the
+        # plan goes in front of a run's own command as typed: it reads --models and --shard, and
+        # accepts the
         # server's options without using them (it sends nothing)
         add_run_options(parser.add_argument_group(
-            "the run's options", "plan reads --models, --shard and --recheck; the others (the server, retries, concurrency) are "
-                                 "accepted so that plan can go in front of a run's command, and are not used"))
-        parser.set_defaults(recheck=None)       # --recheck as given, else as the run was started, else the default
+            "the run's options", "plan reads --models, --shard and --recheck; the others (the "
+                                 "server, retries, concurrency) are accepted so that plan can go "
+                                 "in front of a run's command, and are not used"))
+        # --recheck as given, else as the run was started, else the default
+        parser.set_defaults(recheck=None)
     elif command == "generate":
         parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
-                            help=f"number of episodes (default {N_EPISODES}, at most {MAX_EPISODES})")
-        parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or tasks/constraints.json "
-                                            "with --study constraints)")
-        parser.add_argument("--force", action="store_true", help="overwrite a different existing task file (only a "
-                                                                 "task file of one of the studies: never another file)")
-        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY), default=next(iter(STUDY_REGISTRY)),
+                            help=f"number of episodes (default {N_EPISODES}, at most "
+                            f"{MAX_EPISODES})")
+        parser.add_argument("--tasks", help="where to write (default: tasks/tasks.json, or "
+                                            "tasks/constraints.json with --study constraints)")
+        parser.add_argument("--force", action="store_true", help="overwrite a different existing "
+                            "task file (only a task file of one of the studies: never another "
+                            "file)")
+        parser.add_argument("--study", choices=tuple(STUDY_REGISTRY),
+                            default=next(iter(STUDY_REGISTRY)),
                             help="which study's task file to make (default %(default)s)")
         for registered in STUDY_REGISTRY.values():
             add_study_options(parser, registered.command_line.generate_options)
@@ -383,68 +471,87 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help=f"folder for the demo run (default: results/{DEMO_RUN_NAME}; "
                                           f"results/{DEMO_RUN_NAME}-STUDY for another --study)")
         parser.add_argument("--study", choices=demo_studies, default=demo_studies[0],
-                            help=f"the study to show: {' or '.join(demo_studies)} (default {demo_studies[0]})")
+                            help=f"the study to show: {' or '.join(demo_studies)} (default "
+                            f"{demo_studies[0]})")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "gate":
-        parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a state fails "
-                         "(RUN_DIR: a final state); 2 bad input. A run of a study that gates its states as it scores "
-                         "them (the adversarial and sessions studies) is scored again and its analysis printed, "
-                         "with the gate's findings per regime; exit 0. No model is called.")
+        parser.epilog = ("exit codes: 0 every state passes (self-test: every case behaves); 1 a "
+                         "state fails (RUN_DIR: a final state); 2 bad input. A run of a study that "
+                         "gates its states as it scores them (the adversarial and sessions "
+                         "studies) is scored again and its analysis printed, with the gate's "
+                         "findings per regime; exit 0. No model is called.")
         parser.add_argument("target", metavar="STATE|RUN_DIR", nargs="?",
-                            help="a compacted state (text or JSON) to check, or a run folder to gate every state of")
-        parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and statuses, and the "
-                                             "permissions in force (format: scripts/README.md, 'The ledger "
-                                             "format')")
-        parser.add_argument("--source", help="the transcript the state was made from (instructions with no source "
-                                             "in it are flagged, and so are claims of done, verified or approved "
-                                             "that neither the ledger nor it supports)")
+                            help="a compacted state (text or JSON) to check, or a run folder to "
+                            "gate every state of")
+        parser.add_argument("--ledger", help="JSON ledger of authoritative values, items and "
+                                             "statuses, and the permissions in force (format: "
+                                             "scripts/README.md, 'The ledger format')")
+        parser.add_argument("--source", help="the transcript the state was made from (instructions "
+                                             "with no source in it are flagged, and so are claims "
+                                             "of done, verified or approved that neither the "
+                                             "ledger nor it supports)")
         parser.add_argument("--json", action="store_true", help="findings as JSON on stdout")
-        parser.add_argument("--selftest", action="store_true",
-                            help="run the built-in states, each with one defect, and the clean ones")
+        parser.add_argument(
+            "--selftest",
+            action="store_true",
+            help="run the built-in states, each with one defect, and the clean ones",
+        )
     elif command == "adversarial":
         parser.add_argument("--out", type=folder_argument("--out"),
-                            help="run folder (default: results/adversarial; results/adversarial-eN for "
-                                          "--episodes N)")
-        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES), help="only the first N sessions")
-        parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, pre-registered)")
+                            help="run folder (default: results/adversarial; results/adversarial-eN "
+                                 "for --episodes N)")
+        parser.add_argument("--episodes", type=whole_number(1, MAX_EPISODES),
+                            help="only the first N sessions")
+        parser.add_argument("--tasks", help="task file (default: tasks/adversarial.json, "
+                            "pre-registered)")
         parser.add_argument("--write-tasks", action="store_true",
-                            help="write tasks/adversarial.json from the generator (it must be the committed one)")
+                            help="write tasks/adversarial.json from the generator (it must be the "
+                            "committed one)")
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "audit":
-        parser.epilog = ("No model is called, no connection is opened and nothing is written beside the logs; keys "
-                         "and passwords are masked in every output. Exit codes: 0 done; 2 bad input. The walkthrough: "
-                         "tasks/sessions/README.md, \"7. Audit the compactions your agent already made\"")
+        parser.epilog = ("No model is called, no connection is opened and nothing is written "
+                         "beside the logs; keys and passwords are masked in every output. Exit "
+                         "codes: 0 done; 2 bad input. The walkthrough: tasks/sessions/README.md, "
+                         "\"7. Audit the compactions your agent already made\"")
         parser.add_argument("paths", metavar="PATH", nargs="*",
-                            help="agent log files or folders (read only; subfolders read, links never followed); "
+                            help="agent log files or folders (read only; subfolders read, links "
+                            "never followed); "
                                  "none: print where each agent keeps its logs and read nothing")
         parser.add_argument("--source", metavar="TRANSCRIPT",
-                            help="a transcript in any format the sessions study reads (with --summary)")
+                            help="a transcript in any format the sessions study reads (with "
+                            "--summary)")
         parser.add_argument("--summary", metavar="FILE",
                             help="a summary made of the transcript by any compactor (UTF-8 text)")
         parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
-                            help="folder for audit.csv, analysis.md, report.html and figures/ (default: results/audit-<the "
-                                 "digest of what was read>)")
+                            help="folder for audit.csv, analysis.md, report.html and figures/ "
+                                 "(default: results/audit-<the digest of what was read>)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
                             help="a new or empty folder for the merged run")
-        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+", type=folder_argument("SHARD_DIR", optional=False),
+        parser.add_argument("shard_dirs", metavar="SHARD_DIR", nargs="+",
+                            type=folder_argument("SHARD_DIR", optional=False),
                             help="shard run folders")
     return parser
 
 
-BANK_COMMANDS = ("score", "analyze", "merge", "gate")   # they read and analyse a bank, and make no model calls
+# they read and analyse a bank, and make no model calls
+BANK_COMMANDS = ("score", "analyze", "merge", "gate")
 
 # each command's module is imported when it runs: `--help` and a bad option import none of them
-COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands", "score": "commands",
-            "analyze": "commands", "status": "folder_commands", "plan": "folder_commands", "verify": "folder_commands",
-            "merge": "folder_commands", "demo": "cli", "gate": "folder_commands", "adversarial": "commands",
+COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands",
+            "score": "commands",
+            "analyze": "commands", "status": "folder_commands", "plan": "folder_commands",
+            "verify": "folder_commands",
+            "merge": "folder_commands", "demo": "cli", "gate": "gate_command",
+            "adversarial": "commands",
             "audit": "audit_command"}
 
 
 def command_named(command: str) -> Callable:
-    return getattr(importlib.import_module(f".{COMMANDS[command]}", __package__), f"command_{command}")
+    return getattr(importlib.import_module(f".{COMMANDS[command]}", __package__),
+                   f"command_{command}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -453,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in COMMANDS:
         command, argv = argv[0], argv[1:]
     if command == "plan" and argv and argv[0] in STUDY_REGISTRY and argv[0] in COMMANDS:
-        argv = ["--study", argv[0], *argv[1:]]     # `plan` in front of a study's own subcommand, as the guide types it
+        # `plan` in front of a study's own subcommand, as the guide types it
+        argv = ["--study", argv[0], *argv[1:]]
     original_argv = list(argv) if command == "pilot" else [command, *argv]
     try:
         args = build_parser(command).parse_args(argv)
@@ -463,25 +571,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with collector_paused() if command in BANK_COMMANDS else contextlib.nullcontext():
             return command_named(command)(args)
-    except PilotError as err:
+    except (PilotError, RuleInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
-        print("interrupted; nothing completed was lost. Rerun the same command to go on.", file=sys.stderr)
+        print("interrupted; nothing completed was lost. Rerun the same command to go on.",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as err:
         where = err.filename or "file system"
         if is_disk_full(err):
             print(f"error: {DiskFull(where)}", file=sys.stderr)
             return EXIT_DISK_FULL
-        elsewhere = {"generate": "write elsewhere with --tasks PATH", "merge": "merge into another folder"}
+        elsewhere = {"generate": "write elsewhere with --tasks PATH",
+                     "merge": "merge into another folder"}
         print(f"error: {err.strerror or err} ({where}); check the path and its permissions, or "
               f"{elsewhere.get(command, 'choose another folder with --out')}", file=sys.stderr)
         return EXIT_USAGE
 
 
 if __name__ == "__main__":
-    EXIT_WITHOUT_FREEING = True
+    speed.EXIT_WITHOUT_FREEING = True
     end_process(main())

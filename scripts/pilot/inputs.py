@@ -1,5 +1,5 @@
-"""Inputs: task files read once, hashed and handed to their study's own checks; regimes as plain records and
-their hash; the word limit of a compaction budget."""
+"""Inputs: task files read once, hashed and handed to their study's own checks; regimes as plain
+records and their hash; the word limit of a compaction budget."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,17 +8,18 @@ import shlex
 from pathlib import Path
 from typing import Any, Iterable
 
-from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, Study, canonical_json,
-    display_path, file_sha256, lone_surrogate, lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text,
-    study_named)
+from .records import (DEFAULT_BUDGET, MAX_STATE_WORDS, PilotError, Regime, STUDY_REGISTRY, Study,
+                      canonical_json, display_path, file_sha256, lone_surrogate,
+                      lone_surrogate_problem, read_canonical, sha256_bytes, sha256_text,
+                      study_named)
 
 
 STATE_READERS = ("none", "prose", "typed")         # and "section:<heading>"
 
 
 def regime_record(regime: Regime) -> dict:
-    """A regime as plain data, as the manifest and results.json keep it (`condition` only where set, so
-    the default study's records and hashes are what they always were)."""
+    """A regime as plain data, as the manifest and results.json keep it (`condition` only where set,
+    so the default study's records and hashes are what they always were)."""
     record = dataclasses.asdict(regime)
     if record["condition"] is None:
         del record["condition"]
@@ -47,36 +48,43 @@ def tasks_to_bytes(tasks: dict) -> bytes:
 
 
 def budget_words(budget: int) -> int:
-    """The instructed word limit at a compaction budget, in the pinned 120 words : 256 tokens ratio."""
+    """The instructed word limit at a compaction budget, in the pinned 120 words : 256 tokens
+    ratio."""
     return max(1, round(MAX_STATE_WORDS * budget / DEFAULT_BUDGET))
 
 
 class TaskSetError(PilotError):
-    """A task file that fails the design checks; the message names every failed check, one per line."""
+    """A task file that fails the design checks; the message names every failed check, one per
+    line."""
 
 
 MAX_REPORTED_PROBLEMS = 25
 
 
 def design_check_failure(shown: str, problems: list[str], schema: str, advice: str) -> TaskSetError:
-    """A study's refusal of a task file that fails its design checks: how many fail, of which schema and what to
-    do, then one problem per line (the first MAX_REPORTED_PROBLEMS, and how many more)."""
+    """A study's refusal of a task file that fails its design checks: how many fail, of which schema
+    and what to do, then one problem per line (the first MAX_REPORTED_PROBLEMS, and how many
+    more)."""
     lines = problems[:MAX_REPORTED_PROBLEMS]
     if len(problems) > len(lines):
         lines.append(f"... and {len(problems) - len(lines)} more")
-    return TaskSetError(f"{shown} fails {len(problems)} design check(s) of the {schema}; {advice}:\n" +
+    return TaskSetError(f"{shown} fails {len(problems)} design check(s) of the {schema}; "
+                        f"{advice}:\n" +
                         "\n".join(f"  - {p}" for p in lines))
 
 
-# Every JSON file a user brings or a run wrote is read here (task files, regime files, manifests, results, ledgers,
-# probes files, sessions): one reader, so that each of them is refused the same way, in one line that says what is
+# Every JSON file a user brings or a run wrote is read here (task files, regime files, manifests,
+# results, ledgers,
+# probes files, sessions): one reader, so that each of them is refused the same way, in one line
+# that says what is
 # wrong with it and what to do, before anything else reads it.
-def read_json(path: Path, shown: str, kind: str, advice: str, *, error: type = PilotError, bom: bool = False,
+def read_json(path: Path, shown: str, kind: str, advice: str, *, error: type = PilotError,
+              bom: bool = False,
               canonical: bool = False) -> tuple[bytes, str, Any]:
-    """A JSON file's bytes (with CRLF read as LF where `canonical`), text and value; anything but a regular file of
-    UTF-8 JSON text with no lone surrogate is refused: `error` of `{shown} <what is wrong>; {advice}`. `kind` says
-    what the file is not when its JSON is nested too deeply ("a task file"); `bom`: a leading byte-order mark, as
-    some editors write, is read."""
+    """A JSON file's bytes (with CRLF read as LF where `canonical`), text and value; anything but a
+    regular file of UTF-8 JSON text with no lone surrogate is refused: `error` of `{shown} <what is
+    wrong>; {advice}`. `kind` says what the file is not when its JSON is nested too deeply ("a task
+    file"); `bom`: a leading byte-order mark, as some editors write, is read."""
     if not path.exists():
         raise error(f"{shown} does not exist; {advice}")
     if not path.is_file():
@@ -88,17 +96,21 @@ def read_json(path: Path, shown: str, kind: str, advice: str, *, error: type = P
     try:
         text = data.decode("utf-8-sig" if bom else "utf-8")
     except UnicodeDecodeError as err:
-        raise error(f"{shown} is not UTF-8 text (byte {err.start} cannot be decoded); {advice}") from None
+        raise error(
+            f"{shown} is not UTF-8 text (byte {err.start} cannot be decoded); {advice}"
+        ) from None
     return data, text, parse_json(text, shown, kind, advice, error=error)
 
 
-NOT_JSON = object()                     # parse_json(..., or_not_json=True) of a text that is not JSON
+# parse_json(..., or_not_json=True) of a text that is not JSON
+NOT_JSON = object()
 
 
 def parse_json(text: str, shown: str, kind: str, advice: str, *, error: type = PilotError,
                or_not_json: bool = False) -> Any:
-    """The value of a JSON text read from `shown` (a file, or what a command was piped), refused as read_json
-    refuses it; with or_not_json, a text that is not JSON at all is NOT_JSON (a reader that tries another format)."""
+    """The value of a JSON text read from `shown` (a file, or what a command was piped), refused as
+    read_json refuses it; with or_not_json, a text that is not JSON at all is NOT_JSON (a reader
+    that tries another format)."""
     try:
         value = json.loads(text)
     except RecursionError:
@@ -114,37 +126,42 @@ def parse_json(text: str, shown: str, kind: str, advice: str, *, error: type = P
 
 
 def load_task_set(path: Path, study: Study | None = None) -> dict:
-    """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json), `generated`
-    (this generator, other seed or size) or `external` (brought by the user; must pass the design checks). A
-    study that reads its own source (its CommandLine.read_source: a file or folder the user brings) reads it here, with
-    its options, and its sha256 is that of the bytes the study says it read."""
-    in_repo = path.resolve() in {registered.tasks_path.resolve() for registered in STUDY_REGISTRY.values()}
+    """A task file with its sha256 and kind: `pinned` (the pre-registered tasks/tasks.json),
+    `generated` (this generator, other seed or size) or `external` (brought by the user; must pass
+    the design checks). A study that reads its own source (its CommandLine.read_source: a file or
+    folder the user brings) reads it here, with its options, and its sha256 is that of the bytes the
+    study says it read."""
+    in_repo = path.resolve() in {
+        registered.tasks_path.resolve() for registered in STUDY_REGISTRY.values()
+    }
     if study is not None and study.command_line.read_source is not None:
         raw, tasks = study.command_line.read_source(path, **study.options)
         return study.load_tasks(path, raw, tasks, sha256_bytes(raw), in_repo)
     shown = display_path(path)
     if not path.exists():
         if in_repo:
-            raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it is committed "
-                             f"before any run: pre-registration)")
+            raise PilotError(f"{shown} is missing; restore it with `git checkout -- {shown}` (it "
+                             "is committed before any run: pre-registration)")
         raise PilotError(f"no tasks file at {path}; check the path, or make one with: python3 "
                          f"scripts/run_pilot.py generate --tasks {shlex.quote(str(path))}")
     if path.is_dir():
         raise PilotError(f"{path} is a folder; --tasks takes a tasks JSON file")
-    hint = f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a tasks JSON file"
+    hint = (f"restore it with `git checkout -- {shown}`" if in_repo else "point --tasks at a "
+            "tasks JSON file")
     raw, _, tasks = read_json(path, shown, "a task file", hint, canonical=True)
     return task_file_study(tasks).load_tasks(path, raw, tasks, sha256_bytes(raw), in_repo)
 
 
 def task_file_study(tasks: Any) -> Study:
-    """The study a task file belongs to: the one its `study` field names, else the one whose protocol it names,
-    else the default study (whose design checks then judge it)."""
+    """The study a task file belongs to: the one its `study` field names, else the one whose
+    protocol it names, else the default study (whose design checks then judge it)."""
     if not isinstance(tasks, dict):
         return study_named(None)
     if isinstance(tasks.get("study"), str):
         return study_named(tasks["study"])
     protocol = tasks.get("protocol")
-    named = [s for s in STUDY_REGISTRY.values() if isinstance(protocol, str) and s.protocol_id == protocol]
+    named = [s for s in STUDY_REGISTRY.values() if isinstance(protocol,
+                                                              str) and s.protocol_id == protocol]
     return named[0] if named else study_named(None)
 
 
@@ -155,8 +172,9 @@ def load_tasks(path: Path, n_episodes: int | None, study: Study | None = None) -
     available = len(tasks["episodes"])
     n = available if n_episodes is None else n_episodes
     if not 1 <= n <= available:
-        raise PilotError(f"--episodes must be between 1 and {available} for {task_set['path']}; for more, "
-                         f"generate a larger task file with `generate --episodes N --tasks PATH` and pass --tasks")
+        raise PilotError(f"--episodes must be between 1 and {available} for {task_set['path']}; "
+                         "for more, generate a larger task file with `generate --episodes N "
+                         "--tasks PATH` and pass --tasks")
     return {**tasks, "episodes": tasks["episodes"][:n]}, task_set["sha256"]
 
 

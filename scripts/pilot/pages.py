@@ -1,10 +1,11 @@
-"""Pages: a bank's figures, RESULTS.md and report.html, made from results.json (and its analysis) alone, through its
-study's Report (records.Report): the study's own figures and pages where it has them, else the shared pages made
-of its headline and analysis.md. paper/make_figures.py is the command that makes them (main below); the run
-commands start it as a process of its own once a bank's study is known, and hand it the analysis they made.
+"""Pages: a bank's figures, RESULTS.md and report.html, made from results.json (and its analysis)
+alone, through its study's Report (records.Report): the study's own figures and pages where it has
+them, else the shared pages made of its headline and analysis.md. paper/make_figures.py is the
+command that makes them (main below); the run commands start it as a process of its own once a
+bank's study is known, and hand it the analysis they made.
 
-The same results.json always gives byte-identical files: no timestamps, stable ordering, fixed number formatting,
-and only relative paths inside the files. No raw logs and no server are needed.
+The same results.json always gives byte-identical files: no timestamps, stable ordering, fixed
+number formatting, and only relative paths inside the files. No raw logs and no server are needed.
 """
 from __future__ import annotations
 
@@ -13,65 +14,73 @@ import os
 import sys
 from pathlib import Path
 
-from .bank import (analyze_bank, collector_paused, hold_until_exit, is_row_list, read_bank, results_shape_problems,
-    rows_are_objects)
+from .bank import analyze_bank, is_row_list, read_bank, results_shape_problems, rows_are_objects
 from .inputs import parse_json
-from .records import DiskFull, EXIT_DISK_FULL, PilotError, REPO_ROOT, display_path, is_disk_full, study_named
-from .reports import (LABEL_WORDS, figures_html, label_consequence, md_tables_to_html, partial_note, render_analysis_md,
-    report_head, report_opening_html, study_answer)
+from .records import (DiskFull, EXIT_DISK_FULL, PilotError, REPO_ROOT, display_path, is_disk_full,
+    study_named, verdict_of)
+from .reports import (LABEL_WORDS, figures_html, label_consequence, md_tables_to_html, partial_note,
+    render_analysis_md, report_head, report_opening_html)
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
+from .speed import collector_paused, hold_until_exit
 from .svg import Figure
 
-PAPER_DIR = REPO_ROOT / "paper"         # paper/ is ours: the command may write there whatever else it holds
+# paper/ is ours: the command may write there whatever else it holds
+PAPER_DIR = REPO_ROOT / "paper"
 
 
-def regenerate(results: dict, out_dir: Path, source: str = "results.json", tasks_path: Path | None = None,
+def regenerate(results: dict, out_dir: Path, source: str = "results.json",
+               tasks_path: Path | None = None,
                analysis: dict | None = None, table: dict | None = None) -> list[Path]:
-    """Write the bank's figures (figures/), RESULTS.md and report.html into out_dir, and nothing anywhere else;
-    `analysis` is the bank's analysis when the caller has made it already (a large bank is then analysed once, not
-    twice), and `table` its probes as columns when the caller has them."""
+    """Write the bank's figures (figures/), RESULTS.md and report.html into out_dir, and nothing
+    anywhere else; `analysis` is the bank's analysis when the caller has made it already (a large
+    bank is then analysed once, not twice), and `table` its probes as columns when the caller has
+    them."""
     analysis = analysis or analyze_bank(results, tasks_path, table)
-    report = study_named(analysis.get("study") or results.get("study")).report
+    report = study_named(verdict_of(analysis).study or results.get("study")).report
     figures = report.figures(results, analysis, True) if report.figures is not None else []
     outputs = {out_dir / "figures" / figure.name: figure.svg for figure in figures}
     outputs[out_dir / "RESULTS.md"] = (report.results_md or results_md)(analysis, figures, source)
     unstamped = report.figures(results, analysis, False) if report.figures is not None else []
-    outputs[out_dir / "report.html"] = (report.report_html or report_html)(results, analysis, unstamped)
+    outputs[out_dir / "report.html"] = (report.report_html or report_html)(results, analysis,
+        unstamped)
     return write_outputs(outputs)
 
 
 def results_md(analysis: dict, figures: list[Figure], source: str) -> str:
-    """The shared RESULTS.md: the study's analysis.md (its answer first) under a title that says where it came from,
-    then its other figures."""
-    lead = "SIMULATED " if analysis.get("simulated") else ""
-    study = study_named(analysis.get("study"))
-    answer = study_answer(analysis)
-    headline = answer.figure if answer else None
+    """The shared RESULTS.md: the study's analysis.md (its answer first) under a title that says
+    where it came from, then its other figures."""
+    verdict = verdict_of(analysis)
+    lead = "SIMULATED " if verdict.simulated else ""
+    study = study_named(verdict.study)
+    headline = verdict.answer.figure if verdict.answer else None
     lines = [f"# {lead}Results: {study.protocol_id}", "",
-             f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun the script).", "",
+             f"Generated by `paper/make_figures.py` from `{source}`; do not edit by hand (rerun "
+             "the script).", "",
              render_analysis_md(analysis), ""]
     return "\n".join(lines + [f"![{figure.caption}](figures/{figure.name})\n" for figure in figures
                               if figure.name != headline])
 
 
 def report_html(results: dict, analysis: dict, figures: list[Figure]) -> str:
-    """The shared report.html: the study's answer first (its label, sentences and headline figure), analysis.md's
-    tables, then its other figures."""
-    lead = "SIMULATED " if analysis.get("simulated") else ""
-    study = study_named(analysis.get("study"))
-    answer = study_answer(analysis)
-    parts = report_head(f"{lead}{study.protocol_id} report", f"{study.protocol_id}: {study.question}")
-    why = partial_note(analysis) or (label_consequence(analysis["label"]) if analysis.get("label") in LABEL_WORDS
-                                     else "")
+    """The shared report.html: the study's answer first (its label, sentences and headline figure),
+    analysis.md's tables, then its other figures."""
+    verdict = verdict_of(analysis)
+    lead = "SIMULATED " if verdict.simulated else ""
+    study = study_named(verdict.study)
+    parts = report_head(f"{lead}{study.protocol_id} report", f"{study.protocol_id}: "
+                        f"{study.question}")
+    why = partial_note(verdict) or (label_consequence(verdict.label) if verdict.label in LABEL_WORDS
+                                    else "")
     parts.append(report_opening_html(analysis, why, figures))
     parts.append(md_tables_to_html(render_analysis_md(analysis, with_answer=False)))
-    parts += figures_html(figures, answer.figure if answer else None)
+    parts += figures_html(figures, verdict.answer.figure if verdict.answer else None)
     return "\n".join(parts + ["</body></html>"]) + "\n"
 
 
 def write_outputs(outputs: dict[Path, str]) -> list[Path]:
-    """Write each output (path -> text), all of them checked first: a link, or anything but a regular file where
-    one goes (or anything but a folder where figures/ goes), refuses the whole set before the first is written."""
+    """Write each output (path -> text), all of them checked first: a link, or anything but a
+    regular file where one goes (or anything but a folder where figures/ goes), refuses the whole
+    set before the first is written."""
     for path in outputs:
         refuse_unsafe(path)
     for path, text in outputs.items():
@@ -81,11 +90,13 @@ def write_outputs(outputs: dict[Path, str]) -> list[Path]:
 
 
 def source_label(source: Path, out_dir: Path) -> str:
-    """How RESULTS.md names its source: relative to the output folder or to the repository, never absolute."""
+    """How RESULTS.md names its source: relative to the output folder or to the repository, never
+    absolute."""
     source, out_dir = source.resolve(), out_dir.resolve()
     for base in (out_dir, REPO_ROOT):
         if source.is_relative_to(base):
-            return Path(os.path.relpath(source, out_dir if base == out_dir else REPO_ROOT)).as_posix()
+            return Path(os.path.relpath(source, out_dir if base
+                                        == out_dir else REPO_ROOT)).as_posix()
     return f"{source.parent.name}/{source.name}"
 
 
@@ -95,14 +106,16 @@ class InputError(Exception):
 
 
 def read_results(path: Path) -> tuple[dict, dict]:
-    """The parsed results.json and its probes as columns (bank.read_bank), or InputError saying what is wrong with
-    it and what to do."""
+    """The parsed results.json and its probes as columns (bank.read_bank), or InputError saying what
+    is wrong with it and what to do."""
     if path.is_dir():
         inside = path / "results.json"
-        hint = f"; did you mean {inside}?" if inside.is_file() else "; name the results.json of a run"
+        hint = (f"; did you mean {inside}?" if inside.is_file() else "; name the results.json of "
+                "a run")
         raise InputError(f"{path} is a folder, not a results.json{hint}")
     if not path.exists():
-        raise InputError(f"no results.json at {path}; run the pilot first, or name an existing results.json")
+        raise InputError(f"no results.json at {path}; run the pilot first, or name an existing "
+                         "results.json")
     results, table = read_bank(path, str(path), "a results file these figures can be made from",
                                "point at the results.json a run wrote", error=InputError)
     problem = shape_problem(results)
@@ -110,37 +123,47 @@ def read_results(path: Path) -> tuple[dict, dict]:
     hold_until_exit(results, table)
     if not problem:
         problems = results_shape_problems(results, table)
-        problem = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        problem = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems)
+                                             > 3 else "")
     if problem:
-        raise InputError(f"{path} is not a results file these figures can be made from: {problem}; point at the "
-                         f"results.json of a run of this runner (a worked example's README names the command that "
-                         f"makes its outputs again)")
+        raise InputError(f"{path} is not a results file these figures can be made from: {problem}; "
+                         "point at the results.json of a run of this runner (a worked example's "
+                         "README names the command that makes its outputs again)")
     return results, table
 
 
 def read_handover(stream) -> tuple[dict, dict]:
     """The (results, analysis) pair run_pilot.py pipes in after analysing a bank."""
     if stream is None or stream.isatty():
-        raise InputError("--handover reads what run_pilot.py pipes in, and nothing is piped in here; leave "
-                         "--handover out")
+        raise InputError("--handover reads what run_pilot.py pipes in, and nothing is piped in "
+                         "here; leave --handover out")
     data = parse_json(stream.read(), "what --handover read", "what run_pilot.py pipes in",
                       "without run_pilot.py, leave --handover out", error=InputError)
-    if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) or not data["analysis"].get("label") \
+    refused = InputError("--handover expects the results and analysis run_pilot.py pipes in; "
+                         "without run_pilot.py, leave --handover out")
+    if not isinstance(data, dict) or not isinstance(data.get("analysis"), dict) \
             or shape_problem(data.get("results")):
-        raise InputError("--handover expects the results and analysis run_pilot.py pipes in; without run_pilot.py, "
-                         "leave --handover out")
+        raise refused
+    try:
+        verdict_of(data["analysis"])            # an analysis with no label is no study's
+    except PilotError:
+        raise refused from None
     return data["results"], data["analysis"]
 
 
-JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+              str: "a string",
               list: "a list", dict: "an object"}
 
 
 def shape_problem(results) -> str | None:
-    """What is wrong with the shape of a parsed results.json, or None; the fields the figures read."""
+    """What is wrong with the shape of a parsed results.json, or None; the fields the figures
+    read."""
     if not isinstance(results, dict):
-        return f"expected a JSON object, found {JSON_TYPES.get(type(results), type(results).__name__)}"
-    expected = {"models": list, "regimes": list, "probes": list, "cells": dict, "compaction_stage": list,
+        return ("expected a JSON object, found "
+                f"{JSON_TYPES.get(type(results), type(results).__name__)}")
+    expected = {"models": list, "regimes": list, "probes": list, "cells": dict,
+                "compaction_stage": list,
                 "compaction_tokens": dict, "calls": list, "example_states": list, "run": dict}
     required = ("models", "regimes", "probes")
     for field, kind in expected.items():
@@ -148,7 +171,8 @@ def shape_problem(results) -> str | None:
             if field in required:
                 return f'"{field}" is missing'
             continue
-        if not (isinstance(results[field], kind) or field == "probes" and is_row_list(results[field])):
+        if not (isinstance(results[field], kind) or field == "probes"
+                and is_row_list(results[field])):
             found = JSON_TYPES.get(type(results[field]), type(results[field]).__name__)
             return f'"{field}" is {found}, expected {"a list" if kind is list else "an object"}'
     for field in ("probes", "compaction_stage", "calls", "example_states"):
@@ -160,7 +184,8 @@ def shape_problem(results) -> str | None:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """Refuse a folder that cannot be written, or that holds someone else's files (paper/ is ours)."""
+    """Refuse a folder that cannot be written, or that holds someone else's files (paper/ is
+    ours)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} is a file, not a folder; choose a folder with --out DIR")
     above = next(p for p in (out_dir, *out_dir.parents) if p.exists())
@@ -172,8 +197,8 @@ def check_out_dir(out_dir: Path) -> None:
         except PilotError as err:
             raise InputError(str(err)) from None
     if not folder_writable(out_dir):
-        raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report elsewhere with "
-                         f"--out DIR")
+        raise InputError(f"cannot write into {out_dir} (read-only); write the figures and report "
+                         "elsewhere with --out DIR")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -184,19 +209,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None, default_source: Path, stdin=None) -> int:
-    """paper/make_figures.py: RESULTS_JSON (default: `default_source`, into paper/) -> its folder, or --out DIR."""
-    parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and report.html from "
+    """paper/make_figures.py: RESULTS_JSON (default: `default_source`, into paper/) -> its folder,
+    or --out DIR."""
+    parser = OneLineParser(prog="make_figures.py", description="Regenerate figures, RESULTS.md and "
+                           "report.html from "
                            "a results.json (no raw logs, no server), all into one folder.")
     parser.add_argument("results_json", nargs="?", metavar="RESULTS_JSON",
-                        help=f"a results.json (default: {display_path(default_source)}, the worked example the "
-                             f"README names, never the most recent run)")
-    parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and report.html (default: "
-                                                     "paper/ with no RESULTS_JSON, else the folder of RESULTS_JSON)")
-    parser.add_argument("--tasks", metavar="FILE", help="the task file the probes are checked against (default: the "
-                        "one the bank records, else tasks/tasks.json); for a bank made on an external task set")
-    parser.add_argument("--handover", action="store_true", help="used by run_pilot.py, which has just analysed "
-                        "RESULTS_JSON: read its analysis and the few fields the figures need from standard input "
-                        "instead of reading and analysing the file again")
+                        help=f"a results.json (default: {display_path(default_source)}, the worked "
+                             "example the README names, never the most recent run)")
+    parser.add_argument("--out", metavar="DIR", help="folder for figures/, RESULTS.md and "
+                        "report.html (default: paper/ with no RESULTS_JSON, else the folder of "
+                        "RESULTS_JSON)")
+    parser.add_argument("--tasks", metavar="FILE", help="the task file the probes are checked "
+                        "against (default: the one the bank records, else tasks/tasks.json); for a "
+                        "bank made on an external task set")
+    parser.add_argument("--handover", action="store_true", help="used by run_pilot.py, which has "
+                        "just analysed RESULTS_JSON: read its analysis and the few fields the "
+                        "figures need from standard input instead of reading and analysing the "
+                        "file again")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:          # --help, or a bad option already explained in one line
@@ -204,7 +234,8 @@ def main(argv: list[str] | None, default_source: Path, stdin=None) -> int:
     path = Path(args.results_json) if args.results_json else default_source
     out_dir = Path(args.out) if args.out else (path.parent if args.results_json else PAPER_DIR)
     if args.handover and not (args.results_json and args.out):
-        print("error: --handover needs RESULTS_JSON and --out (it is how run_pilot.py hands over an analysis it "
+        print("error: --handover needs RESULTS_JSON and --out (it is how run_pilot.py hands over "
+              "an analysis it "
               "has just made); leave --handover out", file=sys.stderr)
         return 2
     try:
@@ -222,18 +253,24 @@ def main(argv: list[str] | None, default_source: Path, stdin=None) -> int:
         return 2
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, ZeroDivisionError) as err:
         if args.handover:
-            print(f"error: the analysis piped in with --handover is not one run_pilot.py makes ({type(err).__name__}: "
+            print("error: the analysis piped in with --handover is not one run_pilot.py makes "
+                  f"({type(err).__name__}: "
                   f"{err}); leave --handover out to analyse {path} itself", file=sys.stderr)
         else:
-            print(f"error: {path} is not a results file these figures can be made from ({type(err).__name__}: "
+            print(f"error: {path} is not a results file these figures can be made from "
+                  f"({type(err).__name__}: "
                   f"{err}); point at the results.json a run wrote", file=sys.stderr)
         return 2
     except OSError as err:
         if is_disk_full(err):
-            print(f"error: {DiskFull(err.filename or out_dir, 'free some space and run the same command again')}",
-                  file=sys.stderr)
+            print(
+                "error: " + str(DiskFull(err.filename or out_dir,
+                                         "free some space and run the same command again")),
+                file=sys.stderr,
+            )
             return EXIT_DISK_FULL
-        print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose another folder with "
+        print(f"error: cannot write {err.filename or out_dir} ({err.strerror or err}); choose "
+              "another folder with "
               f"--out DIR", file=sys.stderr)
         return 2
     for item in written:

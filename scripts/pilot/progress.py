@@ -1,5 +1,6 @@
-"""Progress: what a run shows on stderr while it works: cells and calls done, the rate, the time left, failures,
-retries and the determinism probe; one live line on a terminal, a plain line every interval elsewhere."""
+"""Progress: what a run shows on stderr while it works: cells and calls done, the rate, the time
+left, failures, retries and the determinism probe; one live line on a terminal, a plain line every
+interval elsewhere."""
 from __future__ import annotations
 
 import math
@@ -17,17 +18,19 @@ def format_seconds(seconds: float, round_up: bool = False) -> str:
 def describe_retry(label: str, retry: dict, now: float) -> str:
     """One line on a call that waits to be retried: what, why, which attempt, and when."""
     wait_s = retry["next_at"] - now
-    when = f"next in {format_seconds(wait_s, round_up=True)}" if wait_s > 0 else "sent again, waiting for the reply"
+    when = (f"next in {format_seconds(wait_s, round_up=True)}" if wait_s
+            > 0 else "sent again, waiting for the reply")
     if retry["unreachable_s"] is not None:
-        attempt = (f"attempt {retry['attempt']}, server unreachable for {format_seconds(retry['unreachable_s'])} "
-                   f"of {retry['give_up_after_s']:g} s")
+        attempt = (f"attempt {retry['attempt']}, server unreachable for "
+                   f"{format_seconds(retry['unreachable_s'])} of {retry['give_up_after_s']:g} s")
     else:
         attempt = f"attempt {retry['attempt']}/{retry['attempts']}"
     verb = "waiting for the model to load:" if retry["loading"] else "retrying"
     return f"{verb} {label}: {retry['reason']} ({attempt}, {when})"
 
 
-# The rate and the ETA are shown once they rest on enough replies: four fast replies say little of a long run.
+# The rate and the ETA are shown once they rest on enough replies: four fast replies say little of a
+# long run.
 RATE_MIN_REPLIES = 8
 RATE_MIN_SECONDS = 10.0
 
@@ -35,10 +38,9 @@ RATE_MIN_SECONDS = 10.0
 class Progress:
     """Cells and calls done, rate, ETA, failures and retries on stderr; one live line on a terminal.
 
-    Off a terminal a plain line comes every interval in every state (a ticker thread repeats it while
-    all workers wait on retries), and each retry gets its own line. The rate's clock starts at the first
-    reply, so the wait for a model to load does not skew the ETA.
-    """
+    Off a terminal a plain line comes every interval in every state (a ticker thread repeats it
+    while all workers wait on retries), and each retry gets its own line. The rate's clock starts at
+    the first reply, so the wait for a model to load does not skew the ETA. """
 
     def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
                  quiet: bool = False, stream=None, interval_s: float = 5.0):
@@ -52,7 +54,8 @@ class Progress:
         self.first_reply_at: float | None = None
         self.calls_since_first_reply = 0
         self.retries: dict[str, dict] = {}      # call label -> the retry it waits for
-        self.probe: list[int] | None = None      # the determinism probe, once the cells are done: [sent, to send]
+        # the determinism probe, once the cells are done: [sent, to send]
+        self.probe: list[int] | None = None
         self.interval_s = interval_s
         self._last_print = 0.0
         self._lock = threading.Lock()
@@ -63,8 +66,11 @@ class Progress:
         now = time.monotonic()
         left = self.total_calls - self.done_calls
         rate = 0.0
-        measured = self.first_reply_at is not None and self.calls_since_first_reply >= RATE_MIN_REPLIES and \
-            now - self.first_reply_at >= RATE_MIN_SECONDS
+        measured = (
+            self.first_reply_at is not None
+            and self.calls_since_first_reply >= RATE_MIN_REPLIES
+            and now - self.first_reply_at >= RATE_MIN_SECONDS
+        )
         if measured:
             rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
         if left <= 0:
@@ -72,18 +78,25 @@ class Progress:
         elif rate > 0:
             eta = f"{left / rate:.1f} min"
         elif self.first_reply_at is not None and not measured:
-            eta = f"unknown (measuring the rate: {self.sent_calls} {'reply' if self.sent_calls == 1 else 'replies'} " \
-                  f"so far)"
-        elif self.first_reply_at is None and any(r["unreachable_s"] is not None for r in self.retries.values()):
+            eta = (
+                f"unknown (measuring the rate: {self.sent_calls} "
+                f"{'reply' if self.sent_calls == 1 else 'replies'} so far)"
+            )
+        elif self.first_reply_at is None and any(
+            r["unreachable_s"] is not None for r in self.retries.values()
+        ):
             eta = "unknown (no reply yet)"
         elif self.first_reply_at is None:
-            eta = f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a model may be loading)"
+            eta = (f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a "
+                   "model may be loading)")
         else:
             eta = "unknown"
-        parts = [f"cells {self.done_cells}/{self.total_cells}", f"calls {self.done_calls}/{self.total_calls}"]
+        parts = [f"cells {self.done_cells}/{self.total_cells}", "calls "
+                 f"{self.done_calls}/{self.total_calls}"]
         if measured or (self.first_reply_at is None and left > 0):
             parts.append(f"{rate:.1f} calls/min")
-        elif left > 0:          # once every call of the cells is done there is no rate left to measure
+        # once every call of the cells is done there is no rate left to measure
+        elif left > 0:
             parts.append("rate not yet measured")
         if left > 0:            # nor a time left to guess
             parts.append(f"ETA {eta}")
@@ -113,13 +126,15 @@ class Progress:
             self._show(force)
 
     def resent(self, label: str, attempt: int) -> None:
-        """A call of `label` was sent again at once, on a new connection, after the server closed the kept-alive
-        one as the request went out (it may have reached the server): said at once, and counted on every line."""
+        """A call of `label` was sent again at once, on a new connection, after the server closed
+        the kept-alive one as the request went out (it may have reached the server): said at once,
+        and counted on every line."""
         with self._lock:
             self.resends += 1
             if not self.quiet:
-                self.stream.write(("\n" if self.tty else "") + f"re-sent {label}: the server closed the kept-alive "
-                                  f"connection as the request went out; sent again on a new one (attempt {attempt})\n")
+                self.stream.write(("\n" if self.tty else "") + f"re-sent {label}: the server "
+                                  "closed the kept-alive connection as the request went out; sent "
+                                  f"again on a new one (attempt {attempt})\n")
                 self.stream.flush()
 
     def note(self, text: str) -> None:
@@ -128,12 +143,16 @@ class Progress:
             self.stream.write(("\n" if self.tty else "") + text + "\n")
             self.stream.flush()
 
-    def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float, loading: bool = False,
+    def retrying(self, label: str, reason: str, attempt: int, attempts: int, delay_s: float,
+                 loading: bool = False,
                  unreachable_s: float | None = None, give_up_after_s: float | None = None) -> None:
-        """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every line after."""
+        """A call of `label` failed and waits `delay_s` before `attempt`; said at once, and on every
+        line after."""
         with self._lock:
-            retry = {"reason": reason, "attempt": attempt, "attempts": attempts, "next_at": time.monotonic() + delay_s,
-                     "loading": loading, "unreachable_s": unreachable_s, "give_up_after_s": give_up_after_s}
+            retry = {"reason": reason, "attempt": attempt, "attempts": attempts,
+                     "next_at": time.monotonic() + delay_s,
+                     "loading": loading, "unreachable_s": unreachable_s,
+                     "give_up_after_s": give_up_after_s}
             self.retries[label] = retry
             if self.quiet:
                 return
@@ -144,7 +163,8 @@ class Progress:
                 self.stream.flush()
 
     def probing(self, sent: int, to_send: int) -> None:
-        """The determinism probe has re-sent `sent` of its `to_send` calls (shown on every line from now on)."""
+        """The determinism probe has re-sent `sent` of its `to_send` calls (shown on every line from
+        now on)."""
         with self._lock:
             self.probe = [sent, to_send]
             self._show(False)

@@ -1,5 +1,5 @@
-"""Statistics, pure: Wilson intervals, the exact McNemar test, Holm's adjustment, the seeded episode-clustered
-bootstrap and a one-sided Fisher test (PROTOCOL.md sections 3 and 5)."""
+"""Statistics, pure: Wilson intervals, the exact McNemar test, Holm's adjustment, the seeded
+episode-clustered bootstrap and a one-sided Fisher test (PROTOCOL.md sections 3 and 5)."""
 from __future__ import annotations
 
 import collections
@@ -27,13 +27,13 @@ MCNEMAR_RESCALE = 2 ** 900               # keeps the running binomial terms insi
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact two-sided McNemar p: twice the binomial(b + c, 1/2) tail at min(b, c), capped at 1.
 
-    Linear in b + c: the tail sum(C(n, i), i <= k) is built term by term with the ratio C(n, i + 1) / C(n, i)
-    = (n - i) / (i + 1), rescaled by exact powers of two, and divided by 2**n with ldexp, never as big
-    integers (whose cost grows with n * k). The relative error is about k * 1e-16, far below the four
-    significant digits printed; tests check it against the big-integer sum.
-    """
+    Linear in b + c: the tail sum(C(n, i), i <= k) is built term by term with the ratio C(n, i + 1)
+    / C(n, i) = (n - i) / (i + 1), rescaled by exact powers of two, and divided by 2**n with ldexp,
+    never as big integers (whose cost grows with n * k). The relative error is about k * 1e-16, far
+    below the four significant digits printed; tests check it against the big-integer sum. """
     n, k = b + c, min(b, c)
-    if 2 * k + 1 >= n:                  # |b - c| <= 1: the two-sided tail holds at least half the mass
+    # |b - c| <= 1: the two-sided tail holds at least half the mass
+    if 2 * k + 1 >= n:
         return 1.0
     term, total, exponent = 1.0, 1.0, 0  # C(n, 0) and the tail so far, both times 2**-exponent
     for i in range(k):
@@ -50,8 +50,8 @@ def rate_summary(k: int, n: int) -> dict:
 
 
 def mcnemar_summary(pairs: list[tuple[bool, bool]], first: str = "R1", second: str = "R2") -> dict:
-    """pairs are (first correct, second correct) on identical probes; b = first right/second wrong, c = the
-    reverse."""
+    """pairs are (first correct, second correct) on identical probes; b = first right/second wrong,
+    c = the reverse."""
     b = sum(1 for r1, r2 in pairs if r1 and not r2)
     c = sum(1 for r1, r2 in pairs if r2 and not r1)
     return mcnemar_counts(b, c, len(pairs), first, second)
@@ -80,15 +80,16 @@ BOOTSTRAP_REPLICATES = 2000
 
 def clustered_bootstrap(by_episode: dict[int, tuple[int, int]], seed: int = BOOTSTRAP_SEED,
                         replicates: int = BOOTSTRAP_REPLICATES) -> tuple[float, float]:
-    """95% percentile interval of a rate, resampling whole episodes (every model and sample of an episode
-    together) with replacement; by_episode maps an episode to (wrong, probes)."""
+    """95% percentile interval of a rate, resampling whole episodes (every model and sample of an
+    episode together) with replacement; by_episode maps an episode to (wrong, probes)."""
     return clustered_bootstraps([by_episode], seed, replicates)[0]
 
 
 def clustered_bootstraps(rates: list[dict[int, tuple[int, int]]], seed: int = BOOTSTRAP_SEED,
                          replicates: int = BOOTSTRAP_REPLICATES) -> list[tuple[float, float]]:
-    """clustered_bootstrap of several rates. Each replicate draws len(episodes) positions with one generator
-    seeded afresh, so rates over the same number of episodes draw the same positions: they are drawn once."""
+    """clustered_bootstrap of several rates. Each replicate draws len(episodes) positions with one
+    generator seeded afresh, so rates over the same number of episodes draw the same positions: they
+    are drawn once."""
     intervals: list[tuple[float, float] | None] = [None] * len(rates)
     groups: dict[int, list[int]] = collections.defaultdict(list)     # number of episodes -> rates
     for index, by_episode in enumerate(rates):
@@ -97,7 +98,10 @@ def clustered_bootstraps(rates: list[dict[int, tuple[int, int]]], seed: int = BO
         else:
             intervals[index] = (0.0, 1.0)
     for n, members in groups.items():
-        cells = [[by_episode[e] for e in sorted(by_episode)] for by_episode in (rates[i] for i in members)]
+        cells = [
+            [by_episode[e] for e in sorted(by_episode)]
+            for by_episode in (rates[i] for i in members)
+        ]
         wrong_of = [[w for w, _ in cell] for cell in cells]
         total_of = [[t for _, t in cell] for cell in cells]
         drawn: list[list[float]] = [[] for _ in members]
@@ -105,11 +109,13 @@ def clustered_bootstraps(rates: list[dict[int, tuple[int, int]]], seed: int = BO
         for _ in range(replicates):
             draw = [rng.randrange(n) for _ in range(n)]
             for k in range(len(members)):
-                wrong, total = sum(map(wrong_of[k].__getitem__, draw)), sum(map(total_of[k].__getitem__, draw))
+                wrong, total = sum(map(wrong_of[k].__getitem__,
+                                       draw)), sum(map(total_of[k].__getitem__, draw))
                 drawn[k].append(wrong / total if total else 0.0)
         for k, index in enumerate(members):
             drawn[k].sort()
-            intervals[index] = (drawn[k][int(0.025 * (replicates - 1))], drawn[k][int(0.975 * (replicates - 1))])
+            intervals[index] = (drawn[k][int(0.025 * (replicates - 1))],
+                                drawn[k][int(0.975 * (replicates - 1))])
     return intervals
 
 
@@ -117,7 +123,9 @@ ALPHA = 0.05
 
 
 def fisher_one_sided(a: int, b: int, c: int, d: int) -> float:
-    """P(at least a) in the first cell of [[a, b], [c, d]] with the margins fixed (hypergeometric)."""
+    """P(at least a) in the first cell of [[a, b], [c, d]] with the margins fixed
+    (hypergeometric)."""
     row, col, n = a + b, a + c, a + b + c + d
     total = math.comb(n, col)
-    return sum(math.comb(row, k) * math.comb(n - row, col - k) for k in range(a, min(row, col) + 1)) / total
+    return sum(math.comb(row, k) * math.comb(n - row, col - k) for k in range(a,
+        min(row, col) + 1)) / total

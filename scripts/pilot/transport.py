@@ -1,23 +1,20 @@
-"""Transport: one small HTTP client behind every backend (PROTOCOL.md section 2, budgets and servers).
+"""Transport: one small HTTP client behind every backend (PROTOCOL.md section 2, budgets and
+servers).
 
-Kept-alive connections with a short connect and a long read timeout, a deadline for each whole reply (ReplyDeadlines:
-a reply that drips, or headers that drip, end there; and once the run is stopped, within STOP_GRACE_S), the
-measured choice of how to reuse them
-(ConnectionPolicy: a server whose replies stall on kept-alive connections gets TCP_QUICKACK or a new connection
-per call), the bound on calls awaiting the server (CallSlots, held by a call through SlotHold around its
-exchange alone, a freed slot writing the next waiting call's request at once), Retry-After parsing, and the
-split of failures into transient (retried by the runner) and fatal (stops at once with a message saying what
-to do).
-"""
+Kept-alive connections with a short connect and a long read timeout, a deadline for each whole reply
+(ReplyDeadlines: a reply that drips, or headers that drip, end there; and once the run is stopped,
+within STOP_GRACE_S), the measured choice of how to reuse them (ConnectionPolicy: a server whose
+replies stall on kept-alive connections gets TCP_QUICKACK or a new connection per call), a call's
+slot held around its exchange alone (the bound itself, CallSlots and SlotHold, is pilot/slots.py's),
+Retry-After parsing, and the split of failures into transient (retried by the runner) and fatal
+(stops at once with a message saying what to do). """
 from __future__ import annotations
 
 import base64
 import contextlib
 import datetime as _dt
 import email.utils
-import heapq
 import http.client
-import itertools
 import json
 import os
 import select
@@ -27,14 +24,16 @@ import sys
 import threading
 import time
 import urllib.parse
-from typing import Any, Callable
+from typing import Any
 
-from .records import FatalCallError, RunInterrupted, TransientError, lone_surrogate
+from .records import FatalCallError, TransientError, lone_surrogate
+# re-exported: tests read it as transport.CallSlots
+from .slots import CallSlots  # noqa: F401
 
 
 class _OneWriteRequest:
-    """A request's headers and body sent in one write, not two: one system call and one segment instead of two,
-    and a server that reads the headers first finds the body with them."""
+    """A request's headers and body sent in one write, not two: one system call and one segment
+    instead of two, and a server that reads the headers first finds the body with them."""
 
     def _send_output(self, message_body=None, encode_chunked=False):
         if isinstance(message_body, bytes) and not encode_chunked:
@@ -47,8 +46,8 @@ class _OneWriteRequest:
 
 
 class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
-    """Connects under a short timeout, then waits for the reply under a long one (and, made for a call through
-    urllib, is watched by that call's reply deadline)."""
+    """Connects under a short timeout, then waits for the reply under a long one (and, made for a
+    call through urllib, is watched by that call's reply deadline)."""
 
     read_timeout: float | None = None
 
@@ -68,8 +67,9 @@ class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
 
 
 def _timed_opener(read_timeout: float):
-    """urllib's opener (for servers behind a proxy) with the connect and read timeouts of the connections above;
-    urllib.request is imported only here and for the proxy check, which most runs never need."""
+    """urllib's opener (for servers behind a proxy) with the connect and read timeouts of the
+    connections above; urllib.request is imported only here and for the proxy check, which most runs
+    never need."""
     import urllib.request
 
     class TimedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
@@ -125,30 +125,42 @@ def error_message_from_body(body: bytes) -> str:
     return " ".join(str(data).split())[:300]
 
 
-# How to reuse connections: measured on a server's first calls. A server that writes a reply's headers and its body
-# in two writes with Nagle's algorithm on (no TCP_NODELAY: Python's http.server, and the small proxies and shims
-# built on it) sends the body only once the client has acknowledged the headers, and on a kept-alive connection
-# the client's kernel delays that acknowledgement (40 ms on Linux, up to 200 ms elsewhere): every call then waits
-# that long between the reply's headers and its body. A new connection's first replies are acknowledged at once.
-# The wait between headers and body is the stall's own signature (a model's time comes before the headers), so
-# it is what the policy measures: on kept-alive connections first; where they wait, on new connections, and
-# then on kept-alive ones with TCP_QUICKACK set before each reply (Linux), which acknowledges at once.
+# How to reuse connections: measured on a server's first calls. A server that writes a reply's
+# headers and its body
+# in two writes with Nagle's algorithm on (no TCP_NODELAY: Python's http.server, and the small
+# proxies and shims
+# built on it) sends the body only once the client has acknowledged the headers, and on a kept-alive
+# connection
+# the client's kernel delays that acknowledgement (40 ms on Linux, up to 200 ms elsewhere): every
+# call then waits
+# that long between the reply's headers and its body. A new connection's first replies are
+# acknowledged at once.
+# The wait between headers and body is the stall's own signature (a model's time comes before the
+# headers), so
+# it is what the policy measures: on kept-alive connections first; where they wait, on new
+# connections, and
+# then on kept-alive ones with TCP_QUICKACK set before each reply (Linux), which acknowledges at
+# once.
 KEPT_ALIVE = "kept alive"
 KEPT_ALIVE_QUICKACK = "kept alive, TCP_QUICKACK set before each reply"
 NEW_PER_CALL = "a new connection per call"
 WAYS = {"kept": KEPT_ALIVE, "new": NEW_PER_CALL, "quickack": KEPT_ALIVE_QUICKACK}
 WAIT_NAMES = {"kept": "kept_alive", "new": "new_connection", "quickack": "kept_alive_quickack"}
 
-STALL_S = 0.02              # a body this much later than on another way: half the shortest delayed ACK
-STALL_VOTES = 3             # calls that must agree, of at most 5 measured each way: one slow call decides nothing
+# a body this much later than on another way: half the shortest delayed ACK
+STALL_S = 0.02
+# calls that must agree, of at most 5 measured each way: one slow call decides nothing
+STALL_VOTES = 3
 
 
 class ConnectionPolicy:
-    """Which way the next call reaches the server, measured on the first calls and then fixed (thread-safe).
+    """Which way the next call reaches the server, measured on the first calls and then fixed
+    (thread-safe).
 
-    The ways, measured in this order: "kept" (a kept-alive connection), "new" (a new connection), "quickack"
-    (kept alive, TCP_QUICKACK set before the reply). Each way is measured until STALL_VOTES of its calls agree;
-    `choice` is set once that decides it. One policy may serve several clients of the same server."""
+    The ways, measured in this order: "kept" (a kept-alive connection), "new" (a new connection),
+    "quickack" (kept alive, TCP_QUICKACK set before the reply). Each way is measured until
+    STALL_VOTES of its calls agree; `choice` is set once that decides it. One policy may serve
+    several clients of the same server."""
 
     def __init__(self, quickack_available: bool = hasattr(socket, "TCP_QUICKACK")):
         self.quickack_available = quickack_available
@@ -187,17 +199,20 @@ class ConnectionPolicy:
         quicker = sum(w + STALL_S <= kept for w in waits)
         if self.measuring == "new":
             if len(waits) - quicker >= STALL_VOTES:
-                self._choose("kept", "replies on new connections waited as long: the server sends its bodies late")
+                self._choose("kept", "replies on new connections waited as long: the server sends "
+                             "its bodies late")
             elif quicker >= STALL_VOTES and self.quickack_available:
                 self.measuring = "quickack"
             elif quicker >= STALL_VOTES:
-                self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK")
+                self._choose("new", "replies on kept-alive connections waited for the client's "
+                             "delayed ACK")
         elif quicker >= STALL_VOTES:
-            self._choose("quickack", "replies on kept-alive connections waited for the client's delayed ACK; "
+            self._choose("quickack", "replies on kept-alive connections waited for the client's "
+                         "delayed ACK; "
                                      "TCP_QUICKACK set before each reply removed the wait")
         elif len(waits) - quicker >= STALL_VOTES:
-            self._choose("new", "replies on kept-alive connections waited for the client's delayed ACK, with "
-                                "TCP_QUICKACK too")
+            self._choose("new", "replies on kept-alive connections waited for the client's delayed "
+                                "ACK, with TCP_QUICKACK too")
 
     def _choose(self, way: str, why: str) -> None:
         self.choice = {"way": way, "connections": WAYS[way], "why": why,
@@ -220,21 +235,28 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-# A deadline for each whole reply. The read timeout bounds each wait for the next bytes, not a reply: a server (or a
-# gateway keeping a request alive) that sends its headers and then one byte every few seconds, or its headers one
-# byte at a time, never trips it. Each call's connection is therefore watched from the moment its request goes out:
-# at the deadline one watchdog thread shuts the connection, the blocked read returns, and the call fails as
-# transient (ReplyDeadlinePassed). A call whose run was stopped (the event its SlotHold carries) is given
+# A deadline for each whole reply. The read timeout bounds each wait for the next bytes, not a
+# reply: a server (or a
+# gateway keeping a request alive) that sends its headers and then one byte every few seconds, or
+# its headers one
+# byte at a time, never trips it. Each call's connection is therefore watched from the moment its
+# request goes out:
+# at the deadline one watchdog thread shuts the connection, the blocked read returns, and the call
+# fails as
+# transient (ReplyDeadlinePassed). A call whose run was stopped (the event its SlotHold carries) is
+# given
 # STOP_GRACE_S more seconds at most, so that a stop ends a run whose calls will not finish.
 STOP_GRACE_S = 30.0
 
 DEADLINE_REASON = "no whole reply within the reply deadline"
 
-STOP_POLL_S = 0.25                  # how often the watchdog looks at the stop of the calls it watches
+# how often the watchdog looks at the stop of the calls it watches
+STOP_POLL_S = 0.25
 
 
 class ReplyDeadlinePassed(Exception):
-    """A reply not read whole by its deadline (or within STOP_GRACE_S of its run's stop); its connection is shut."""
+    """A reply not read whole by its deadline (or within STOP_GRACE_S of its run's stop); its
+    connection is shut."""
 
 
 class _Watch:
@@ -249,30 +271,35 @@ class _Watch:
 
 
 class ReplyDeadlines:
-    """The watchdog of every call in flight in this process: one thread, started with the first call, that shuts a
-    call's connection at its deadline (or STOP_GRACE_S after its run's stop) unless the call ended first."""
+    """The watchdog of every call in flight in this process: one thread, started with the first
+    call, that shuts a call's connection at its deadline (or STOP_GRACE_S after its run's stop)
+    unless the call ended first."""
 
     def __init__(self):
         self._cond = threading.Condition()
         self._watches: set[_Watch] = set()
         self._thread: threading.Thread | None = None
-        self._wakes_at = float("inf")      # when the watchdog looks next: a later deadline needs no wake-up
+        # when the watchdog looks next: a later deadline needs no wake-up
+        self._wakes_at = float("inf")
 
     def start(self, seconds: float, stop: threading.Event | None = None) -> _Watch:
         now = time.monotonic()
         watch = _Watch(now + seconds, stop)
-        looks_by = min(watch.due, now + STOP_POLL_S) if stop is not None else watch.due   # when it must look next
+        # when it must look next
+        looks_by = min(watch.due, now + STOP_POLL_S) if stop is not None else watch.due
         with self._cond:
             self._watches.add(watch)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="reply-deadlines", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="reply-deadlines",
+                                                daemon=True)
                 self._thread.start()
             if looks_by < self._wakes_at:
                 self._cond.notify()
         return watch
 
     def attach(self, watch: _Watch | None, sock) -> None:
-        """The socket the call's reply comes on (shut at once if the deadline passed before it was known)."""
+        """The socket the call's reply comes on (shut at once if the deadline passed before it was
+        known)."""
         if watch is None:
             return
         with self._cond:
@@ -281,7 +308,8 @@ class ReplyDeadlines:
                 _shut(sock)
 
     def end(self, watch: _Watch | None) -> bool:
-        """The call is over: stop watching it; whether its deadline passed (its connection is then shut)."""
+        """The call is over: stop watching it; whether its deadline passed (its connection is then
+        shut)."""
         if watch is None:
             return False
         with self._cond:
@@ -296,7 +324,8 @@ class ReplyDeadlines:
                 for watch in list(self._watches):
                     if watch.stop is not None and watch.stopped_at is None and watch.stop.is_set():
                         watch.stopped_at = now
-                    due = watch.due if watch.stopped_at is None else min(watch.due, watch.stopped_at + STOP_GRACE_S)
+                    due = watch.due if watch.stopped_at is None else min(watch.due,
+                        watch.stopped_at + STOP_GRACE_S)
                     if due <= now:
                         watch.fired = True
                         self._watches.discard(watch)
@@ -312,18 +341,20 @@ class ReplyDeadlines:
 
 
 def _shut(sock) -> None:
-    """Shut a socket another thread may be blocked reading: its read returns at once (the TLS layer is bypassed,
-    since that thread may be inside it)."""
+    """Shut a socket another thread may be blocked reading: its read returns at once (the TLS layer
+    is bypassed, since that thread may be inside it)."""
     with contextlib.suppress(OSError, ValueError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 REPLY_DEADLINES = ReplyDeadlines()
 
-_ATTACHING = threading.local()      # the call being made on this thread through urllib (whose connections we never see)
+# the call being made on this thread through urllib (whose connections we never see)
+_ATTACHING = threading.local()
 
 
-MAX_REPLY_BYTES = 16 * 2 ** 20     # a chat reply capped at a few thousand tokens is kilobytes; this is far above
+# a chat reply capped at a few thousand tokens is kilobytes; this is far above
+MAX_REPLY_BYTES = 16 * 2 ** 20
 
 
 class ReplyTooLarge(Exception):
@@ -331,8 +362,8 @@ class ReplyTooLarge(Exception):
 
 
 def read_capped(resp) -> bytes:
-    """The reply's body, or ReplyTooLarge once it passes MAX_REPLY_BYTES (a server that streams megabytes for a
-    call capped at 256 tokens would otherwise fill the memory and the journal)."""
+    """The reply's body, or ReplyTooLarge once it passes MAX_REPLY_BYTES (a server that streams
+    megabytes for a call capped at 256 tokens would otherwise fill the memory and the journal)."""
     body = resp.read(MAX_REPLY_BYTES + 1)
     if len(body) > MAX_REPLY_BYTES:
         raise ReplyTooLarge()
@@ -340,16 +371,16 @@ def read_capped(resp) -> bytes:
 
 
 class HttpClient:
-    """JSON over HTTP/1.1 with separate connect and read timeouts, a deadline for each whole reply, and classified
-    errors.
+    """JSON over HTTP/1.1 with separate connect and read timeouts, a deadline for each whole reply,
+    and classified errors.
 
-    Connections are kept alive between calls (one per call in flight, returned to a small pool when its reply
-    has been read), which saves a TCP handshake and a server-side connection per call, unless the first calls
-    show that the server's replies stall on them (ConnectionPolicy; `take_connection_choice` says what was
-    chosen). A pooled connection the server has closed while idle is noticed before it is used and replaced;
-    one it closes just as a request goes out is replaced once. Where the environment names a proxy for the
-    server (http_proxy and the like), requests go through urllib's proxy handling instead, on a new connection
-    each."""
+    Connections are kept alive between calls (one per call in flight, returned to a small pool when
+    its reply has been read), which saves a TCP handshake and a server-side connection per call,
+    unless the first calls show that the server's replies stall on them (ConnectionPolicy;
+    `take_connection_choice` says what was chosen). A pooled connection the server has closed while
+    idle is noticed before it is used and replaced; one it closes just as a request goes out is
+    replaced once. Where the environment names a proxy for the server (http_proxy and the like),
+    requests go through urllib's proxy handling instead, on a new connection each."""
 
     POOL_MAX = 32
 
@@ -359,17 +390,23 @@ class HttpClient:
         self._headers = dict(headers or {})
         parts = urllib.parse.urlsplit(base_url)
         if parts.username is not None and "Authorization" not in self._headers:
-            # user:password@ in the URL becomes Basic auth; the URL itself is kept and shown without it
-            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-            self._headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+            # user:password@ in the URL becomes Basic auth; the URL itself is kept and shown without
+            # it
+            user, password = parts.username, parts.password or ""
+            pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(
+                pair.encode("utf-8")
+            ).decode("ascii")
         self.base_url = redact_url(base_url)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self.reply_deadline = reply_deadline or 2 * read_timeout      # from the request's send to the reply's end
+        # from the request's send to the reply's end
+        self.reply_deadline = reply_deadline or 2 * read_timeout
         self._local = threading.local()     # per calling thread: the re-sends of its last request
         self._pool: list[http.client.HTTPConnection] = []
         self._pool_lock = threading.Lock()
-        self.policy = policy or ConnectionPolicy()     # shared by the clients of one server: its first calls decide
+        # shared by the clients of one server: its first calls decide
+        self.policy = policy or ConnectionPolicy()
         self._origin = None
         try:
             host, port, scheme = parts.hostname, parts.port, parts.scheme.lower()
@@ -377,21 +414,27 @@ class HttpClient:
             host = port = scheme = None
         self.proxy = self._proxy_for(scheme, host) if host else None
         if host and scheme in ("http", "https") and not self.proxy:
-            self._origin = (scheme, host, port, urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
+            self._origin = (scheme, host, port,
+                            urllib.parse.urlsplit(self.base_url).path.rstrip("/"))
         self.opener = None if self._origin else _timed_opener(read_timeout)
 
     @staticmethod
     def _proxy_for(scheme: str | None, host: str) -> str | None:
-        """The proxy the environment names for this server (http_proxy, https_proxy, no_proxy), if any."""
-        if sys.platform not in ("darwin", "win32") and not any(k.lower().endswith("_proxy") for k in os.environ):
-            return None             # elsewhere urllib reads proxies from the environment alone: there are none
+        """The proxy the environment names for this server (http_proxy, https_proxy, no_proxy), if
+        any."""
+        if sys.platform not in ("darwin", "win32") and not any(
+            k.lower().endswith("_proxy") for k in os.environ
+        ):
+            # elsewhere urllib reads proxies from the environment alone: there are none
+            return None
         import urllib.request
         proxy = urllib.request.getproxies().get(scheme or "")
         return redact_url(proxy) if proxy and not urllib.request.proxy_bypass(host) else None
 
     # -- kept-alive connections ------------------------------------------------------------------
     def _checkout(self, reuse: bool = True) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection ready to send on (a pooled one where `reuse`), and whether it served a call before."""
+        """A connection ready to send on (a pooled one where `reuse`), and whether it served a call
+        before."""
         while reuse:
             with self._pool_lock:
                 conn = self._pool.pop() if self._pool else None
@@ -439,25 +482,30 @@ class HttpClient:
         call: dict = {"resent": False, "watch": None}
 
         def send(new: bool = False) -> None:
-            """Write the request on a kept-alive connection (a new one where `new`). Under a slot this may run
-            on the thread that frees the slot (see `slot` in request), so it keeps its state in `call`."""
+            """Write the request on a kept-alive connection (a new one where `new`). Under a slot
+            this may run on the thread that frees the slot (see `slot` in request), so it keeps its
+            state in `call`."""
             try:
                 conn, reused = self._checkout(reuse and not new)
             except (TimeoutError, socket.timeout, OSError) as err:
                 raise _ConnectFailed(err)
-            if call["watch"] is None:           # the reply's deadline counts from the request's first send
-                call["watch"] = REPLY_DEADLINES.start(self.reply_deadline, getattr(slot, "stop", None))
+            # the reply's deadline counts from the request's first send
+            if call["watch"] is None:
+                call["watch"] = REPLY_DEADLINES.start(self.reply_deadline,
+                                                      getattr(slot, "stop", None))
             REPLY_DEADLINES.attach(call["watch"], conn.sock)
             try:
                 conn.request(method, self._origin[3] + path, body=data, headers=headers)
                 if quickack and reused:
-                    # acknowledge the reply's headers at once (the kernel forgets the setting, so it is set per reply)
+                    # acknowledge the reply's headers at once (the kernel forgets the setting, so it
+                    # is set per reply)
                     with contextlib.suppress(OSError):
                         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
             except BrokenPipeError:
                 conn.close()
                 if reused and not call["resent"]:
-                    call["resent"] = True           # closed by the server while idle, unnoticed: on a new one
+                    # closed by the server while idle, unnoticed: on a new one
+                    call["resent"] = True
                     return send(new=True)
                 raise
             except BaseException:
@@ -478,8 +526,10 @@ class HttpClient:
                     except http.client.RemoteDisconnected:
                         conn.close()
                         if reused and not call["resent"] and not call["watch"].fired:
-                            # the server closed this kept-alive connection as the request went out: sent again at
-                            # once on a new one, and counted (take_resends) so that the caller says so and
+                            # the server closed this kept-alive connection as the request went out:
+                            # sent again at
+                            # once on a new one, and counted (take_resends) so that the caller says
+                            # so and
                             # journals it
                             call["resent"] = True
                             send(new=True)
@@ -491,9 +541,11 @@ class HttpClient:
                     break
         except BaseException:
             if REPLY_DEADLINES.end(call["watch"]):
-                raise ReplyDeadlinePassed() from None       # what the shut connection raised says nothing more
+                # what the shut connection raised says nothing more
+                raise ReplyDeadlinePassed() from None
             raise
-        if REPLY_DEADLINES.end(call["watch"]):              # a body cut short by the shut connection
+        # a body cut short by the shut connection
+        if REPLY_DEADLINES.end(call["watch"]):
             conn.close()
             raise ReplyDeadlinePassed()
         self.policy.observe(reused, quickack, time.perf_counter() - headers_at)
@@ -508,8 +560,10 @@ class HttpClient:
                          stop: threading.Event | None = None) -> tuple[int, Any, bytes]:
         import urllib.error
         import urllib.request
-        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
-        watch = _ATTACHING.watch = REPLY_DEADLINES.start(self.reply_deadline, stop)   # its connection attaches itself
+        req = urllib.request.Request(self.base_url + path, data=data, method=method,
+                                     headers=headers)
+        # its connection attaches itself
+        watch = _ATTACHING.watch = REPLY_DEADLINES.start(self.reply_deadline, stop)
         try:
             try:
                 with self.opener.open(req, timeout=self.connect_timeout) as resp:
@@ -531,17 +585,20 @@ class HttpClient:
         return reply
 
     def take_connection_choice(self) -> dict | None:
-        """How calls reach the server, once the first calls have decided it (given once; None otherwise)."""
+        """How calls reach the server, once the first calls have decided it (given once; None
+        otherwise)."""
         choice = self.policy.take_choice()
         if choice is not None and choice["way"] == "new":
-            self.close()                    # the kept-alive connections still pooled are not used again
+            # the kept-alive connections still pooled are not used again
+            self.close()
         return choice
 
     def settle_connections(self, path: str, most: int = 15) -> dict | None:
-        """Send small requests (GET `path`) until the connection policy has chosen how calls reach the server, at
-        most `most` (three ways, five calls each at most), so that a run's first calls already go the chosen way
-        and none waits while it is measured; the choice (None: undecided, or a proxy, which has no policy). What
-        decides it, the wait between a reply's headers and its body, comes from how the server writes any reply."""
+        """Send small requests (GET `path`) until the connection policy has chosen how calls reach
+        the server, at most `most` (three ways, five calls each at most), so that a run's first
+        calls already go the chosen way and none waits while it is measured; the choice (None:
+        undecided, or a proxy, which has no policy). What decides it, the wait between a reply's
+        headers and its body, comes from how the server writes any reply."""
         for _ in range(most):
             if self._origin is None or self.policy.choice is not None:
                 break
@@ -549,12 +606,14 @@ class HttpClient:
                 self.request("GET", path)
             except FatalCallError:          # an error reply is measured as any other
                 continue
-            except TransientError:          # no reply: the run's own calls measure it, as they would have
+            # no reply: the run's own calls measure it, as they would have
+            except TransientError:
                 break
         return self.policy.choice
 
     def take_resends(self) -> int:
-        """How many times this thread's last request was sent again on a new connection (and forget it)."""
+        """How many times this thread's last request was sent again on a new connection (and forget
+        it)."""
         count = getattr(self._local, "resends", 0)
         self._local.resends = 0
         return count
@@ -562,10 +621,11 @@ class HttpClient:
     def request(self, method: str, path: str, payload: Any = None, slot: Any = None) -> Any:
         """Send one request and return its JSON reply.
 
-        `slot` (the runner's --concurrency bound; see SlotHold below) is held around the exchange alone: the
-        request is encoded before it and the reply parsed after. `slot.sending(send)` is a context manager
-        that calls `send()` once the call holds a slot (from the thread that freed it, when the call had to
-        wait: the request goes out without waiting for this thread to wake), and gives the slot back on exit."""
+        `slot` (the runner's --concurrency bound; see pilot/slots.py's SlotHold) is held around the
+        exchange alone: the request is encoded before it and the reply parsed after.
+        `slot.sending(send)` is a context manager that calls `send()` once the call holds a slot
+        (from the thread that freed it, when the call had to wait: the request goes out without
+        waiting for this thread to wake), and gives the slot back on exit."""
         self._local.resends = 0
         data = None if payload is None else json.dumps(payload).encode("utf-8")
         headers = {"Accept": "application/json", **self._headers}
@@ -574,31 +634,39 @@ class HttpClient:
         where = f"{method} {self.base_url}{path}"
         try:
             if self._origin:
-                status, reply_headers, body = self._exchange_kept_alive(method, path, data, headers, slot)
+                status, reply_headers, body = self._exchange_kept_alive(method, path, data, headers,
+                    slot)
             else:
                 with slot.sending(lambda: None) if slot is not None else contextlib.nullcontext():
                     status, reply_headers, body = self._exchange_urllib(method, path, data, headers,
                                                                         getattr(slot, "stop", None))
         except ReplyDeadlinePassed:
-            raise TransientError(f"{where}: no whole reply within {self.reply_deadline:g} s (the reply deadline; a "
-                                 f"stopped run waits {STOP_GRACE_S:g} s at most)", reason=DEADLINE_REASON,
+            raise TransientError(f"{where}: no whole reply within {self.reply_deadline:g} s (the "
+                                 f"reply deadline; a stopped run waits {STOP_GRACE_S:g} s at most)",
+                                 reason=DEADLINE_REASON,
                                  unreachable=True) from None
         except ReplyTooLarge:
-            raise TransientError(f"{where}: the reply is longer than {MAX_REPLY_BYTES // 2 ** 20} MiB, which no reply "
+            raise TransientError(f"{where}: the reply is longer than {MAX_REPLY_BYTES // 2 ** 20} "
+                                 "MiB, which no reply "
                                  f"to a call capped at a few thousand tokens needs") from None
         except _ConnectFailed as err:
             reason = describe_net_error(err.reason)
             if self.proxy:
-                reason = (f"through the proxy {self.proxy} that the environment names (http_proxy, https_proxy): "
-                          f"{reason}; unset it, or add the server's host to no_proxy")
-            raise TransientError(f"{where}: cannot connect ({reason})", reason=reason, unreachable=True)
+                reason = (f"through the proxy {self.proxy} that the environment names (http_proxy, "
+                          f"https_proxy): {reason}; unset it, or add the server's host to no_proxy")
+            raise TransientError(f"{where}: cannot connect ({reason})", reason=reason,
+                                 unreachable=True)
         except (TimeoutError, socket.timeout):
-            raise TransientError(f"{where}: timed out waiting for the server", reason="timed out", unreachable=True)
+            raise TransientError(f"{where}: timed out waiting for the server", reason="timed out",
+                                 unreachable=True)
         except (ConnectionError, http.client.HTTPException, OSError) as err:
-            # A garbled reply still came from a live server; a dropped or refused connection did not.
+            # A garbled reply still came from a live server; a dropped or refused connection did
+            # not.
             reason = describe_net_error(err)
-            unreachable = isinstance(err, ConnectionError) or not isinstance(err, http.client.HTTPException)
-            raise TransientError(f"{where}: connection failed ({reason})", reason=reason, unreachable=unreachable)
+            unreachable = isinstance(err, ConnectionError) or not isinstance(err,
+                http.client.HTTPException)
+            raise TransientError(f"{where}: connection failed ({reason})", reason=reason,
+                                 unreachable=unreachable)
         if status >= 400:
             raise classify_http_error(where, status, reply_headers, body)
         if status >= 300:
@@ -611,108 +679,17 @@ class HttpClient:
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise TransientError(f"{where}: malformed JSON in the reply ({len(body)} bytes)",
                                  reason="malformed JSON in the reply")
-        if lone_surrogate(text, data):                 # not text: it could be neither journalled nor scored
-            raise TransientError(f"{where}: the reply holds a lone surrogate escape, which is not text",
+        # not text: it could be neither journalled nor scored
+        if lone_surrogate(text, data):
+            raise TransientError(f"{where}: the reply holds a lone surrogate escape, which is not "
+                                 "text",
                                  reason="a lone surrogate in the reply")
         return data
 
 
-# -- calls awaiting the server: the --concurrency bound, and the hand-off of a freed slot ------------------
-class CallSlots:
-    """At most N calls awaiting the server (--concurrency N). A slot is held from writing a request to reading its
-    reply (SlotHold), not while the request is encoded or the reply parsed and journalled, so another call can
-    use the server meanwhile. A call that finds every slot taken leaves its request to the thread that frees the
-    next one, which writes it at once before going on with its own reply: the slot passes from one call to the
-    next without waiting for a thread to wake. Waiting calls go in the order of their priority (lowest first, then
-    the first to wait): the runner gives each call its cell's place in the run's schedule, so that the cells of
-    the earliest episode are finished first and the later ones fill the slots they leave."""
-
-    def __init__(self, slots: int):
-        self.free = slots
-        self._lock = threading.Lock()
-        self._waiting: list = []            # a heap of (priority, arrival, _Waiting)
-        self._arrivals = itertools.count()
-
-    def acquire(self, priority: Any = 0, send: Callable[[], None] | None = None) -> None:
-        """Return holding a slot, once `send` has run under it (here, or on the thread that freed the slot); what
-        `send` raised is raised here, and the slot is still held. `priority`: any value that sorts, lowest first."""
-        with self._lock:
-            waiting = None if self.free else _Waiting(send)
-            if waiting is None:
-                self.free -= 1
-            else:
-                heapq.heappush(self._waiting, (priority, next(self._arrivals), waiting))
-        if waiting is None:
-            if send is not None:
-                send()
-            return
-        waiting.done.wait()
-        if waiting.error is not None:
-            raise waiting.error
-
-    def release(self) -> None:
-        """Give the slot back: to the first waiting call, whose request is written from here, or to the pool."""
-        with self._lock:
-            if not self._waiting:
-                self.free += 1
-                return
-            waiting = heapq.heappop(self._waiting)[2]
-        waiting.run()
-
-
-class _Waiting:
-    """A call waiting for a slot: its request, written by whoever frees one, and what that raised."""
-
-    def __init__(self, send: Callable[[], None] | None):
-        self.send = send
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        try:
-            if self.send is not None:
-                self.send()
-        except BaseException as err:        # raised in the waiting call's own thread, which now holds the slot
-            self.error = err
-        finally:
-            self.done.set()
-
-
-class SlotHold:
-    """One call's hold on a CallSlots slot (none without them), taken by the transport around the exchange alone:
-    the request is built before it and the reply parsed after. A call whose run was stopped while it waited for
-    the slot is not sent."""
-
-    def __init__(self, slots: CallSlots | None, priority: Any, stop: threading.Event):
-        self.slots, self.priority, self.stop = slots, priority, stop
-        self.started = time.monotonic()
-
-    @contextlib.contextmanager
-    def sending(self, send: Callable[[], None]):
-        """Run `send` once a slot is held; hold it until the block ends."""
-        def send_unless_stopped() -> None:
-            if self.stop.is_set():          # stopped while this call waited for a slot: it is not sent
-                raise RunInterrupted("interrupted")
-            self.started = time.monotonic()
-            send()
-
-        if self.slots is None:
-            send_unless_stopped()
-            yield self
-            return
-        try:
-            self.slots.acquire(self.priority, send_unless_stopped)
-        except BaseException:
-            self.slots.release()
-            raise
-        try:
-            yield self
-        finally:
-            self.slots.release()
-
-
 class _ConnectFailed(Exception):
-    """The connection itself could not be made (refused, unresolvable, timed out while connecting)."""
+    """The connection itself could not be made (refused, unresolvable, timed out while
+    connecting)."""
 
     def __init__(self, reason: Any):
         super().__init__(str(reason))
@@ -720,7 +697,8 @@ class _ConnectFailed(Exception):
 
 
 def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
-    """True when an idle kept-alive connection has been closed by the server (readable means EOF or junk)."""
+    """True when an idle kept-alive connection has been closed by the server (readable means EOF or
+    junk)."""
     sock = conn.sock
     if sock is None:
         return True
@@ -737,11 +715,13 @@ def classify_http_error(where: str, status: int, headers: Any, body: bytes) -> E
     if status in (408, 425, 429) or status >= 500:
         if status == 429 and "insufficient_quota" in body.decode("utf-8", "replace"):
             return FatalCallError(f"{where}: HTTP 429 {message} (quota exhausted)", status)
-        wait_ms = headers.get("retry-after-ms") if headers is not None else None    # Azure's millisecond variant
+        # Azure's millisecond variant
+        wait_ms = headers.get("retry-after-ms") if headers is not None else None
         retry_after = parse_retry_after(headers.get("Retry-After") if headers is not None else None)
         if retry_after is None and wait_ms:
             retry_after = (parse_retry_after(wait_ms) or 0.0) / 1000
-        return TransientError(f"{where}: HTTP {status} {message}", retry_after, f"HTTP {status} {message}")
+        return TransientError(f"{where}: HTTP {status} {message}", retry_after,
+                              f"HTTP {status} {message}")
     return FatalCallError(f"{where}: HTTP {status} {message}", status)
 
 

@@ -1,0 +1,7 @@
+"""XR-S1 (protocol/SESSIONS.md): the user's own agent sessions, compacted under each regime and
+judged against the ground truth the transcript holds; and `audit`, the compactions the agent itself
+recorded, judged the same way with no model call. design.py (the sessions rendered and cut, the
+probes, regimes and calls), segments.py (the context window and where a session is cut), readers/
+(the agents' log formats, one module each, under one registry), truth.py (the ground truth and the
+judging of a state), analysis.py (scoring, the paired tests, the report), figures.py (its answer and
+headline figure), audit.py and audit_report.py (the audit and its outputs)."""

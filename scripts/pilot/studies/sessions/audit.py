@@ -1,0 +1,399 @@
+"""XR-S1, the audit (protocol/SESSIONS.md section 9, the amendment for issue 32): the compactions an
+agent already made and recorded in its own logs, each summary scored against the transcript it
+replaced, with no model call.
+
+A log folder is walked once (links, pipes, devices and files over the readers' size limit are
+skipped with one line each and counted; a file that cannot be read is skipped with its reason, and
+the others are read on); each file is read once by the sessions readers (readers/), which
+keep the compactions a log records as events. Each readable summary is scored against the history it
+replaced: the turns from the session's start, or from the previous compaction (its summary, and the
+turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
+and the summary judged once, by the sessions study's own rules (truth.ground_truth and
+judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
+analysis.session_ledger): every exact value kept, reformatted, changed or dropped, and
+whether it stands beside its referent; every standing instruction present, contradicted or absent;
+every failed or denied step reported with its outcome, claimed done or absent; every instruction or
+claim the summary invents. One row per item per compaction, every secret masked. Nothing here writes
+a file: audit_report.py renders the rows and their analysis. """
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from ...rules.gate import check_state
+from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
+from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
+from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
+                    judge_state, mask_secrets, plain_parts)
+
+
+# --- Where each agent keeps its logs --------------------------------------------------------------
+# agent -> (Linux and macOS, Windows, a note); the formats and their sources are in
+# tasks/sessions/README.md
+LOG_PLACES = (
+    ("Claude Code", "~/.claude/projects/<project>/<session id>.jsonl",
+     r"%USERPROFILE%\.claude\projects\<project>\<session id>.jsonl",
+     "CLAUDE_CONFIG_DIR moves ~/.claude; sessions older than cleanupPeriodDays (30 by default) "
+     "are deleted"),
+    ("Codex CLI", "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl",
+     r"%USERPROFILE%\.codex\sessions\YYYY\MM\DD\rollout-*.jsonl",
+     "CODEX_HOME moves ~/.codex; archived sessions in ~/.codex/archived_sessions/"),
+    ("Gemini CLI", "~/.gemini/tmp/<project id>/chats/session-*.jsonl",
+     r"%USERPROFILE%\.gemini\tmp\<project id>\chats\session-*.jsonl",
+     "a compaction is recorded in the JSONL sessions (from May 2026) only"),
+    ("Cline", "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/ (macOS: "
+              "~/Library/Application Support/Code/User/globalStorage/...)",
+     r"%APPDATA%\Code\User\globalStorage\saoudrizwan.claude-dev\tasks",
+     "each task's api_conversation_history.json"),
+    ("Roo Code", "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/ (macOS: "
+                 "~/Library/Application Support/Code/User/globalStorage/...)",
+     r"%APPDATA%\Code\User\globalStorage\rooveterinaryinc.roo-cline\tasks",
+     "or its customStoragePath"),
+    ("OpenHands", "a trajectory export (save_trajectory_path)", "the same",
+     "one JSON list of events"),
+    ("inspect_ai", "./logs/*.json or *.eval (INSPECT_LOG_DIR)", "the same",
+     "each sample is a session"),
+)
+
+# files one audit reads (a home folder's logs of several years fit)
+MAX_FILES = 100_000
+
+# folder levels walked under a given path (Codex's YYYY/MM/DD is 3)
+MAX_DEPTH = 12
+
+ITEM_TYPES = ("value", "instruction", "step", "gate")
+
+CLASSES = {"value": VALUE_CLASSES, "instruction": INSTRUCTION_CLASSES, "step": STEP_CLASSES}
+
+LOST = {"value": ("changed", "dropped"), "instruction": ("contradicted", "absent"),
+        "step": ("claimed done", "absent")}
+
+# worse than a loss
+HARMFUL = {("value", "changed"), ("instruction", "contradicted"), ("step", "claimed done")}
+
+GATE_MEANS = {
+    "obligation": "an instruction the user did not give, withdrew, or the opposite of one",
+    "status": "a claim of done the transcript does not support, or a failure not reported",
+    "value": "a value the transcript does not give",
+    "schema": "a field that steers the " "successor",
+}
+
+
+class AuditInputError(SessionFileError):
+    """A path or file the audit cannot take: one line, exit 2."""
+
+
+# --- The files ------------------------------------------------------------------------------------
+def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str, str]], int]:
+    """The files to read under the paths given (a file, or a folder walked without following links),
+    each with the name it is shown by; what was skipped with why (a link, a pipe or device, a file
+    too large, an unprintable name, a path given that does not exist: refused only when none of them
+    does); and how many other files (not a log's suffix) were passed over."""
+    files: list[tuple[Path, str]] = []
+    skipped: list[tuple[str, str]] = []
+    passed, missing = 0, []
+    for given in paths:
+        try:
+            mode = os.lstat(given).st_mode
+        except OSError as err:
+            missing.append(f"{given} ({err.strerror})")
+            skipped.append((str(given), f"cannot be read ({err.strerror})"))
+            continue
+        if stat.S_ISLNK(mode):
+            skipped.append((str(given), "a link (never followed)"))
+        elif stat.S_ISREG(mode):
+            take(given, str(given), os.lstat(given).st_size, files, skipped)
+        elif not stat.S_ISDIR(mode):
+            skipped.append((str(given), "not a regular file or folder (a pipe, device or socket)"))
+        else:
+            passed += walk(given, files, skipped)
+    if len(missing) == len(paths):
+        raise AuditInputError(f"no logs at {', '.join(missing)}; give a log file or a folder of "
+                              "them, or run `audit` alone to see where each agent keeps its logs")
+    return files, skipped, passed
+
+
+def walk(root: Path, files: list, skipped: list) -> int:
+    """A folder's log files, its subfolders included (MAX_DEPTH levels), in name order; a link, to a
+    file or a folder, is skipped with one line and never followed. Returns how many other files were
+    passed over."""
+    passed, stack = 0, [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as err:
+            skipped.append((str(folder), f"cannot be listed ({err.strerror})"))
+            continue
+        below = []
+        for entry in entries:
+            shown = os.path.relpath(entry.path, root.parent) if root.parent != root else entry.path
+            if entry.name.startswith(".") and not entry.name.endswith("chat.history.md"):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as err:
+                skipped.append((shown, f"cannot be read ({err.strerror})"))
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                skipped.append((shown, "a link (never followed)"))
+            elif stat.S_ISDIR(info.st_mode):
+                if depth + 1 < MAX_DEPTH:
+                    below.append((Path(entry.path), depth + 1))
+                else:
+                    skipped.append((shown,
+                                    f"a folder more than {MAX_DEPTH} levels down (not read)"))
+            elif not wanted(entry.name):
+                passed += 1
+            elif not stat.S_ISREG(info.st_mode):
+                skipped.append((shown, "not a regular file (a pipe, device or socket)"))
+            else:
+                take(Path(entry.path), shown, info.st_size, files, skipped)
+        stack += reversed(below)
+    return passed
+
+
+def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
+    """A log file to read, unless its name cannot be shown or it is over the readers' size limit."""
+    if not printable_name(shown):
+        skipped.append((repr(shown)[1:-1], "a name that is not printable UTF-8"))
+    elif size > MAX_FILE_BYTES:
+        skipped.append((shown, f"larger than {MAX_FILE_BYTES // 2 ** 20} MiB (cut it into smaller "
+                        "files)"))
+    elif len(files) >= MAX_FILES:
+        raise AuditInputError(f"more than {MAX_FILES:,} log files under the paths given; audit "
+                              "fewer at a time")
+    else:
+        files.append((path, shown))
+
+
+def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
+              progress=None) -> tuple[list, dict]:
+    """Every session of every file (readers.read_session_file), each file read once; a file
+    that cannot be read is added to skipped with its one-line reason and the others are read on.
+    Also what was read: bytes and a digest of every file's name and sha256."""
+    sessions, digest, size = [], hashlib.sha256(), 0
+    for k, (path, shown) in enumerate(files, 1):
+        try:
+            found = read_session_file(path, shown)
+        except SessionFileError as err:
+            skipped.append((shown, str(err).split(f"{shown} ",
+                                                  1)[-1].split("; the sessions study reads")[0]))
+            continue
+        except (OSError, RecursionError, MemoryError) as err:
+            skipped.append((shown, f"cannot be read ({type(err).__name__})"))
+            continue
+        size += found[0]["bytes"]
+        digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
+        sessions += found
+        if progress:
+            progress(k, len(files), size)
+    return sessions, {"files": len(files), "bytes": size, "sha256": digest.hexdigest()}
+
+
+# --- The history each compaction replaced ---------------------------------------------------------
+def replaced_turns(session: dict, k: int) -> list[dict]:
+    """The turns compaction k (0-based) replaced: from the session's start, or from the previous
+    compaction (its summary as the user turn the agent resumed from, and the turns it kept
+    verbatim), up to compaction k."""
+    events = session["compactions"]
+    event, turns, span = events[k], session["turns"], []
+    previous = events[k - 1] if k else None
+    if previous is not None:
+        span += [turns[t - 1] for t in previous["kept_turns"] if 0 < t <= len(turns)]
+        if previous["summary"]:
+            span.append({"role": "user", "text": previous["summary"], "at": previous["at"],
+                         "summary": True})
+    if event["replaces"]:
+        first, last = event["replaces"]
+        span += turns[first - 1:last]
+    return span
+
+
+def compaction_events(sessions: list[dict]):
+    """(session index, session, compaction index) of every compaction recorded, in order."""
+    for s, session in enumerate(sessions):
+        for k in range(len(session["compactions"])):
+            yield s, session, k
+
+
+# --- Scoring one summary --------------------------------------------------------------------------
+def span_truth(turns: list[dict]) -> tuple[dict, str]:
+    """The ground truth of the turns a summary replaced (truth.ground_truth), and their
+    text as the gate's source."""
+    return ground_truth(turns), "\n\n".join(text for turn in turns for _, text in plain_parts(turn))
+
+
+def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
+    """One summary against the turns it replaced: the rows (one per value, instruction in force,
+    failed or denied step, and each finding of the release gate: an instruction or a claim the
+    summary invents), every secret masked, and the span's counts."""
+    truth, source = span_truth(turns)
+    return judge_summary(truth, source, summary), span_counts(turns, truth)
+
+
+def span_counts(turns: list[dict], truth: dict) -> dict:
+    return {"turns": len(turns), "values": len(truth["values"]),
+            "instructions": sum(not i.get("revoked_turn") for i in truth["instructions"]),
+            "withdrawn": sum(bool(i.get("revoked_turn")) for i in truth["instructions"]),
+            "steps": sum(s["status"] != "done" for s in truth["steps"]),
+            "resolved_steps": sum(s["status"] == "done" for s in truth["steps"])}
+
+
+def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
+    """The summary judged once (truth.judge_state) and gated once (gate.check_state, with
+    the study's ledger of the span): its rows, every secret masked."""
+    judged = judge_state(truth, summary)
+    findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
+    secrets = [v["text"] for v in truth["values"] if v["secret"]]
+
+    def mask(text):
+        return mask_secrets(text, secrets) if text else text
+
+    rows = []
+    for fact, j in zip(truth["values"], judged["values"]):
+        rows.append({"type": "value", "kind": fact["kind"],
+                     "item": MASK if fact["secret"] else mask(fact["text"]),
+                     "status": j["status"], "beside": j["beside"],
+                     "instead": None if j["instead"] is None else MASK if fact["secret"]
+                     else mask(j["instead"]),
+                     "source_sentence": mask(fact["sentence"]),
+                     "summary_sentence": mask(j["state_sentence"])})
+    by_id = {i["id"]: i for i in truth["instructions"]}
+    for j in judged["instructions"]:
+        rows.append({"type": "instruction", "kind": "standing instruction",
+                     "item": mask(by_id[j["id"]]["text"]),
+                     "status": j["status"], "beside": None, "instead": None,
+                     "source_sentence": mask(by_id[j["id"]]["text"]),
+                     "summary_sentence": mask(j["state_sentence"])})
+    steps = {s["id"]: s for s in truth["steps"]}
+    for j in judged["steps"]:
+        step = steps[j["id"]]
+        rows.append({"type": "step", "kind": step["outcome"],
+                     "item": mask(f"{step['tool']}: " f"{step['match'][0]}"),
+                     "status": j["status"], "beside": None, "instead": None,
+                     "source_sentence": mask(step["detail"]),
+                     "summary_sentence": mask(j["state_sentence"])})
+    for f in findings:
+        rows.append({"type": "gate", "kind": f["category"], "item": mask(f["detail"]),
+                     "status": "found",
+                     "beside": None, "instead": None, "source_sentence": None,
+                     "summary_sentence": mask(f["text"])})
+    return rows
+
+
+def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
+    """Every compaction of every session, scored where its summary is readable and its replaced
+    history is in the file: {session, file, format, n, trigger, tokens_before, tokens_after, source,
+    scored, why, counts, rows}."""
+    out = []
+    events = list(compaction_events(sessions))
+    for done, (s, session, k) in enumerate(events, 1):
+        event = session["compactions"][k]
+        record = {"session": s + 1, "file": session["file"], "format": session["format"],
+                  "n": event["n"],
+                  "trigger": event["trigger"], "tokens_before": event["tokens_before"],
+                  "tokens_after": event["tokens_after"], "source": event["source"],
+                  "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
+                  "counts": {}, "rows": []}
+        turns = replaced_turns(session, k)
+        if not event["readable"]:
+            record["why"] = event["why_unreadable"]
+        elif not turns:
+            record["why"] = "the history it replaced is not in the file"
+        else:
+            record["rows"], record["counts"] = score_summary(turns, event["summary"])
+            record["scored"] = True
+        out.append(record)
+        if progress:
+            progress(done, len(events))
+    return out
+
+
+def audit_pair(source_session: dict, summary: str) -> list[dict]:
+    """--source TRANSCRIPT --summary FILE: the summary scored against the whole transcript, as one
+    compaction."""
+    record = {"session": 1, "file": source_session["file"], "format": source_session["format"],
+              "n": 1,
+              "trigger": None, "tokens_before": None, "tokens_after": None, "source": "--summary",
+              "kept_turns": 0, "scored": True, "why": None}
+    record["rows"], record["counts"] = score_summary(source_session["turns"], summary)
+    return [record]
+
+
+# --- Across compactions and sessions --------------------------------------------------------------
+TOKEN_BANDS = ((0, 50_000, "under 50k"), (50_000, 100_000, "50k to 100k"),
+               (100_000, 150_000, "100k to 150k"),
+               (150_000, 200_000, "150k to 200k"), (200_000, None, "200k and over"))
+
+
+def token_band(tokens: int | None) -> str:
+    if tokens is None:
+        return "not recorded"
+    return next(name for low, high, name in TOKEN_BANDS if tokens
+                >= low and (high is None or tokens < high))
+
+
+def harm(record: dict) -> tuple:
+    """How bad a compaction was, worst first: harmful statuses (a value changed, an instruction
+    contradicted, a step claimed done) and invented items, then items lost, then items in all."""
+    rows = record["rows"]
+    bad = sum((r["type"], r["status"]) in HARMFUL or r["type"] == "gate" for r in rows)
+    lost = sum(r["status"] in LOST.get(r["type"], ()) for r in rows)
+    return (-bad, -lost, record["session"], record["n"])
+
+
+def analyze_audit(records: list[dict], read: dict) -> dict:
+    """Totals and rates per item type and class, per value kind, per trigger and by tokens before
+    compaction, with session-clustered intervals only where enough sessions support them
+    (analysis.clustered_rates); the compactions worst first; the label with its reasons,
+    computed from what was read."""
+    scored = [r for r in records if r["scored"]]
+    rows = [{**row, "episode": r["session"], "trigger": r["trigger"] or "not recorded",
+             "band": token_band(r["tokens_before"])} for r in scored for row in r["rows"]]
+    sessions = sorted({r["session"] for r in scored})
+    of = {t: [row for row in rows if row["type"] == t] for t in ITEM_TYPES}
+    tallies = {}
+    for t in ("value", "instruction", "step"):
+        tallies[f"{t}_lost"] = tally_by_session(of[t], lambda row: "all",
+                                                lambda row: row["status"] in LOST[t])
+        tallies[f"{t}_lost_by_trigger"] = tally_by_session(of[t], lambda row: row["trigger"],
+                                                           lambda row: row["status"] in LOST[t])
+        tallies[f"{t}_lost_by_band"] = tally_by_session(of[t], lambda row: row["band"],
+                                                        lambda row: row["status"] in LOST[t])
+    tallies["value_lost_by_kind"] = tally_by_session(of["value"], lambda row: row["kind"],
+                                                     lambda row: row["status"] in LOST["value"])
+    tallies["value_beside"] = tally_by_session([r for r in of["value"] if r["beside"] is not None],
+                                               lambda row: "all", lambda row: row["beside"])
+    rates = clustered_rates(tallies)
+    classes = {t: {c: sum(r["status"] == c for r in of[t]) for c in CLASSES[t]} for t in CLASSES}
+    invented = collections.Counter(r["kind"] for r in of["gate"])
+    reasons = [f"{len(scored)} compaction{'s' * (len(scored) != 1)} scored in {len(sessions)} "
+               f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
+               "protocol was registered before they were read, so the rates describe these "
+               "sessions and nothing beyond them",
+               "the items are found and judged by lexical rules (protocol/SESSIONS.md section 3.5 "
+               "gives their "
+               "measured precision and recall): a status is the rules' reading, not a person's"]
+    if len(sessions) < MIN_SESSIONS_FOR_INTERVAL:
+        reasons.append(f"fewer than {MIN_SESSIONS_FOR_INTERVAL} sessions hold a scored compaction, "
+                       "so no interval is printed")
+    unscored = [r for r in records if not r["scored"]]
+    if unscored:
+        reasons.append(f"{len(unscored)} recorded compaction{'s' * (len(unscored) != 1)} could not "
+                       "be scored (listed below with why)")
+    return {"label": "EXPLORATORY", "reasons": reasons, "read": read, "n_compactions": len(records),
+            "n_scored": len(scored), "n_sessions": len(sessions),
+            "min_sessions": MIN_SESSIONS_FOR_INTERVAL,
+            "classes": classes, "gate": dict(sorted(invented.items())), "rates": rates,
+            "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
+                       ("kept", "reformatted")},
+            "worst": sorted(scored, key=harm), "unscored": unscored,
+            "triggers": sorted({row["trigger"] for row in rows}),
+            "bands": [name for _, _, name in TOKEN_BANDS if any(row["band"]
+                                                                == name for row in rows)] +
+            (["not recorded"] if any(row["band"] == "not recorded" for row in rows) else [])}

@@ -1,0 +1,239 @@
+"""XR-S1, the audit's outputs: audit.csv (one row per item per compaction), analysis.md and
+report.html, each opening with the answer (the label with its reasons, then one plain sentence per
+question, then the tables), made of the shared report pieces (pilot/reports.py) and the sessions
+study's blocks. Every text shown was masked when scored (audit.score_summary). """
+from __future__ import annotations
+
+import csv
+import io
+
+from ...reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
+from ...stats import rate_summary
+from ...svg import Look, grouped_bars
+from .report import fmt_interval, render_blocks_md
+from .audit import CLASSES, GATE_MEANS, LOST
+
+TITLE = "Audit: what your agent's own compactions lost"
+
+# compactions listed in full, worst first (every row is in audit.csv)
+MAX_WORST = 20
+
+AUDIT_FIGURE = ("fig_audit.svg", "What the summaries did with the history they replaced")
+
+# Each item type's classes as three outcomes the figure draws side by side: kept (a value kept
+# verbatim or
+# reformatted, an instruction present, a step reported with its outcome), said wrong (changed,
+# contradicted, claimed
+# done) and missing (dropped, absent).
+OUTCOMES = {"kept": {"value": ("kept", "reformatted"), "instruction": ("present",),
+                     "step": ("reported",)},
+            "said wrong": {"value": ("changed",), "instruction": ("contradicted",),
+                           "step": ("claimed done",)},
+            "missing": {"value": ("dropped",), "instruction": ("absent",), "step": ("absent",)}}
+OUTCOME_COLOURS = {"kept": "#009E73", "said wrong": "#E69F00", "missing": "#B00000"}
+ITEM_NAMES = {"value": "values", "instruction": "instructions", "step": "failed steps"}
+
+MAX_ITEMS_SHOWN = 30                    # items listed per compaction
+
+CSV_FIELDS = ("file", "session", "compaction", "format", "trigger", "tokens_before", "tokens_after",
+              "item_type",
+              "kind", "item", "status", "beside_referent", "summary_wrote", "source_sentence",
+              "summary_sentence")
+
+
+def render_audit_csv(records: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for r in records:
+        for row in r["rows"]:
+            beside = "" if row["beside"] is None else "yes" if row["beside"] else "no"
+            writer.writerow([spreadsheet_safe("" if v is None else v) for v in (
+                r["file"], r["session"], r["n"], r["format"], r["trigger"], r["tokens_before"],
+                r["tokens_after"],
+                row["type"], row["kind"], row["item"], row["status"], beside, row["instead"],
+                row["source_sentence"], row["summary_sentence"])])
+    return buffer.getvalue()
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'s' * (n != 1)}"
+
+
+def answers(a: dict) -> list[str]:
+    """One plain sentence per question, from the counts."""
+    c = a["classes"]
+    if not a["n_compactions"]:
+        return [f"No compaction is recorded in the {plural(a['read']['files'], 'file')} read, so "
+                "there is nothing "
+                f"to score: the formats that record one are listed in tasks/sessions/README.md."]
+    if not a["n_scored"]:
+        return [f"{plural(a['n_compactions'], 'compaction')} recorded, none scorable (see why "
+                "below)."]
+    values = sum(c["value"].values())
+    lost = c["value"]["dropped"] + c["value"]["changed"]
+    out = [f"Across {plural(a['n_scored'], 'compaction')} in {plural(a['n_sessions'], 'session')}, "
+           f"the summaries dropped or changed {lost:,} of {plural(values, 'exact value')}"
+           + (f" ({pct(lost / values)}): {c['value']['dropped']:,} dropped, "
+              f"{c['value']['changed']:,} changed, "
+              f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim."
+              if values else ".")]
+    n = sum(c["instruction"].values())
+    out.append(f"Of {plural(n, 'standing instruction')} in force, {c['instruction']['absent']:,} "
+               f"{'were' if c['instruction']['absent'] != 1 else 'was'} absent from the summary "
+               "and "
+               f"{c['instruction']['contradicted']:,} contradicted." if n else
+               "No standing instruction of the user was in force in the histories replaced.")
+    n = sum(c["step"].values())
+    out.append(f"Of {plural(n, 'failed or denied step')} still unresolved, "
+               f"{c['step']['claimed done']:,} "
+               f"{'were' if c['step']['claimed done'] != 1 else 'was'} claimed done, "
+               f"{c['step']['absent']:,} absent "
+               f"and {c['step']['reported']:,} reported with their outcome." if n else
+               "No failed or denied step was left unresolved in the histories replaced.")
+    flagged = sum(a["gate"].values())
+    out.append(f"The release gate flagged {plural(flagged, 'sentence')} of the summaries"
+               + (": " + "; ".join(f"{n:,} {k} ({GATE_MEANS.get(k, 'see the gate')})" for k,
+                                   n in a["gate"].items())
+                  + "." if flagged else ": none invents an instruction or a claim."))
+    return out
+
+
+def audit_figure(a: dict) -> str | None:
+    """The headline figure: per item type, the share of its items the summaries kept, said wrong or
+    left out, pooled over compactions (no intervals: the items of one session are not independent);
+    None when nothing was scored."""
+    types = [t for t in CLASSES if sum(a["classes"][t].values())]
+    if not a["n_scored"] or not types:
+        return None
+    cells = {}
+    for t in types:
+        total = sum(a["classes"][t].values())
+        for outcome, classes in OUTCOMES.items():
+            cells[(t, outcome)] = rate_summary(sum(a["classes"][t][c] for c in classes[t]), total)
+    look = Look(None, {o: o for o in OUTCOMES}, OUTCOME_COLOURS,
+                {t: f"{ITEM_NAMES[t]} ({sum(a['classes'][t].values()):,})" for t in types}, [])
+    return grouped_bars(AUDIT_FIGURE[1], f"{plural(a['n_scored'], 'compaction')} in "
+                        f"{plural(a['n_sessions'], 'session')}; kept: a value verbatim or "
+                        "reformatted, an instruction present, a step reported with its "
+                        f"outcome; said wrong: changed, contradicted, claimed done", types,
+                        list(OUTCOMES), cells,
+                        "share of items (%)", look, with_errors=False, x_label="item type")
+
+
+def rate_cell(a: dict, name: str, key: str) -> str:
+    return fmt_interval(a["rates"].get(name, {}).get(key, {"n": 0}))
+
+
+def report_blocks(a: dict) -> list[tuple]:
+    """The tables after the answer: ("h2"|"h3"|"p", text), ("table", header, rows), ("list",
+    items)."""
+    read = a["read"]
+    blocks: list[tuple] = [("h2", "What was read")]
+    blocks.append(
+        (
+            "p",
+            f"{plural(read['files'], 'file')} read ({read['bytes'] / 2 ** 20:.2f} MB, digest "
+            f"`{read['sha256'][:12]}`), {plural(read['sessions'], 'session')}, "
+            f"{plural(a['n_compactions'], 'compaction')} recorded, {a['n_scored']:,} scored; "
+            f"{plural(read['passed'], 'other file')} passed over (not a log's suffix).",
+        )
+    )
+    if read["skipped"]:
+        blocks.append(("p", f"Skipped, {len(read['skipped']):,}, each with why:"))
+        blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))
+    if not a["n_scored"]:
+        return blocks + unscored_blocks(a)
+    blocks.append(("h2", "Per item type"))
+    blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "
+                        "a step claimed done or absent. Intervals: 95%, session-clustered and "
+                        "never narrower than the binomial one, printed only from "
+                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."))
+    blocks.append(("table", ["item type", "classes", "lost"],
+                   [[t, ", ".join(f"{k} {n:,}" for k, n in a["classes"][t].items()),
+                     rate_cell(a, f"{t}_lost", "all")]
+                    for t in CLASSES]))
+    kept = a["classes"]["value"]["kept"] + a["classes"]["value"]["reformatted"]
+    blocks.append(("p", f"Values kept or reformatted standing beside the words that say what they "
+                        f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
+    blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
+                   [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
+                   0]]))
+    for title, suffix, keys in (("Per trigger", "by_trigger", a["triggers"]),
+                                ("By tokens before compaction", "by_band", a["bands"])):
+        blocks.append(("h2", title))
+        blocks.append(("table", [title.split()[-1], "values lost", "instructions lost",
+                                 "steps lost"],
+                       [[k] + [rate_cell(a, f"{t}_lost_{suffix}",
+                                         k) for t in CLASSES] for k in keys]))
+    kinds = sorted(a["rates"].get("value_lost_by_kind", {}))
+    blocks.append(("h2", "Values lost per kind"))
+    blocks.append(("table", ["kind", "lost"], [[k, rate_cell(a, "value_lost_by_kind",
+                                                             k)] for k in kinds]))
+    blocks.append(("h2", "The compactions, worst first"))
+    blocks.append(("p", f"Ordered by what no summary should do (a value changed, an instruction "
+                        "contradicted, a failed step claimed done, an invented instruction or "
+                        f"claim), then by items lost; {min(MAX_WORST, len(a['worst']))} of "
+                        f"{a['n_scored']} shown here, every row in audit.csv."))
+    for r in a["worst"][:MAX_WORST]:
+        blocks += compaction_blocks(r)
+    return blocks + unscored_blocks(a)
+
+
+def compaction_blocks(r: dict) -> list[tuple]:
+    counts = r["counts"]
+    said = [f"trigger {r['trigger']}" if r["trigger"] else "trigger not recorded",
+            f"{r['tokens_before']:,} tokens before" if r["tokens_before"] is not None
+            else "tokens not recorded"]
+    if r["kept_turns"]:
+        said.append(f"{r['kept_turns']} turns kept verbatim beside the summary")
+    shown = [x for x in r["rows"] if x["status"] in LOST.get(x["type"], ()) or x["type"] == "gate"
+             or x["status"] == "changed"]
+    blocks = [("h3", f"{r['file']}, compaction {r['n']}"),
+              ("p", f"{r['format']}, {'; '.join(said)}; it replaced "
+               f"{plural(counts['turns'], 'turn')} holding {plural(counts['values'], 'value')}, "
+               f"{plural(counts['instructions'], 'instruction')} in force and "
+               f"{plural(counts['steps'], 'unresolved failed step')}; {len(shown)} lost or "
+               "invented.")]
+    if shown:
+        blocks.append(("table", ["item", "kind", "status", "the summary wrote", "source sentence",
+                                 "summary sentence"],
+                       [[x["item"], x["kind"], x["status"], x["instead"] or "-",
+                         x["source_sentence"] or "-",
+                         x["summary_sentence"] or "-"] for x in shown[:MAX_ITEMS_SHOWN]]))
+    return blocks
+
+
+def unscored_blocks(a: dict) -> list[tuple]:
+    if not a["unscored"]:
+        return []
+    return [
+        ("h2", "Compactions not scored"),
+        (
+            "list",
+            [
+                f"{r['file']}, compaction {r['n']} ({r['source']}): {r['why']}"
+                for r in a["unscored"]
+            ],
+        ),
+    ]
+
+
+def render_audit_md(a: dict) -> str:
+    figure = (AUDIT_FIGURE[1], f"figures/{AUDIT_FIGURE[0]}") if audit_figure(a) else None
+    opening = [f"# {TITLE}", "", f"**{a['label']}**: " + "; ".join(a["reasons"]) + ".", ""]
+    return "\n".join(opening) + answer_md(answers(a),
+                                          figure) + "\n" + render_blocks_md(report_blocks(a))
+
+
+def render_audit_html(a: dict, figure_svg: str | None = None) -> str:
+    head = report_head(TITLE, TITLE)
+    opening = answer_html(a["label"], False, "; ".join(a["reasons"]) + ".", answers(a), figure_svg,
+                          AUDIT_FIGURE[0] if figure_svg else None)
+    body = md_tables_to_html(render_blocks_md(report_blocks(a)))
+    return "\n".join(head + [opening, body, "</body></html>", ""])
+
+
+def render_audit_headline(a: dict) -> str:
+    """The lines printed at the end: the label and the answers."""
+    return "\n".join([f"{a['label']}: {TITLE.split(': ')[1]}"] + [f"  {s}" for s in answers(a)])

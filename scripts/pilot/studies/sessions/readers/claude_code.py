@@ -1,0 +1,185 @@
+"""XR-S1, reading (protocol/SESSIONS.md section 2.1): Claude Code's JSONL transcripts, read into a
+SessionBuilder record (the shape checked against the tool: tasks/sessions/README.md, "The formats");
+positions (`at`) are line numbers. Registered in readers/registry.py as claude-code.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .turns import SessionBuilder, exit_code_in, first, key_of, one_object_a_line, text_of
+
+
+# --- Claude Code: ~/.claude/projects/<project>/<session>.jsonl ------------------------------------
+CLAUDE_NOISE_TYPES = {"summary": "a session title line",
+                      "file-history-snapshot": "file backup bookkeeping",
+                      "queue-operation": "queued input bookkeeping", "progress": "a progress line",
+                      "attachment": "an attachment line", "custom-title": "a session title line",
+                      "tag": "a tag line", "agent-name": "a sub-agent name line"}
+
+CLAUDE_DENIAL = re.compile(r"requested permissions to [^\n]{0,300}haven't granted|doesn't want to "
+                           r"proceed with this tool use|tool use was rejected|Permission to use "
+                           r"[^\n]{0,300}has been denied|"
+                           r"This command requires approval", re.IGNORECASE)
+
+DENIAL_HEAD = 600                       # Claude Code's refusals are the whole of a short result
+
+# one of them is in every refusal text
+DENIAL_WORDS = ("ermission", "proceed", "rejected", "approval")
+
+LOCAL_COMMAND = re.compile(r"^\s*<local-command-(?:stdout|stderr|caveat)>")
+
+SLASH_COMMAND = re.compile(r"<command-name>\s*/?[^<]*</command-name>")
+
+INTERRUPTION = re.compile(r"^\s*\[Request interrupted by user")
+
+
+def is_claude_line(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("type") in ("user", "assistant")
+        and isinstance(item.get("message"), dict)
+    )
+
+
+def read_claude_code(lines: list) -> list[SessionBuilder]:
+    """Claude Code: user and assistant lines (an assistant reply written one content block per line,
+    joined by its message id), tool results inside user lines, a slash command's expanded body as
+    the user's turn, the compact_boundary line and the summary after it as a compaction, side
+    conversations (isSidechain) left out unless the file holds nothing else (a sub-agent's own
+    file)."""
+    builder = SessionBuilder("claude-code", "lines")
+    sidechain_only = not any(is_claude_line(item) and item.get("isSidechain") is not True for _,
+                             item in lines) and \
+        any(is_claude_line(item) for _, item in lines)
+    if sidechain_only:
+        builder.kind = "sub-agent"
+        builder.notes.append("every line is a side conversation (isSidechain): a sub-agent's own "
+                             "log, read as its own session")
+    after_command = False
+    for n, line in lines:
+        builder.read += 1
+        command, after_command = after_command, False
+        kind = key_of(line.get("type")) if isinstance(line, dict) else None
+        if kind == "system" and line.get("subtype") == "compact_boundary":
+            meta = line.get("compactMetadata") if isinstance(line.get("compactMetadata"),
+                                                             dict) else {}
+            trigger = meta.get("trigger") if isinstance(meta.get("trigger"), str) else None
+            builder.compaction(n, None, source="compact_boundary", trigger=trigger,
+                               tokens_before=meta.get("preTokens"),
+                               tokens_after=meta.get("postTokens"),
+                               why_unreadable="the summary line after the boundary is missing")
+            builder.skip("compaction record (kept as a compaction event, not a turn)")
+        elif kind not in ("user", "assistant"):
+            if kind in CLAUDE_NOISE_TYPES or kind == "system":
+                builder.skip(f"line type {kind!r} (no turn)")
+            else:
+                builder.skip(f"line type {str(kind)[:30]!r} (not known to this reader)"
+                             if isinstance(kind, str)
+                             else "line with no type", unread=True)
+        elif line.get("isSidechain") is True and not sidechain_only:
+            builder.skip("side conversation (isSidechain, left out)")
+        elif not isinstance(line.get("message"), dict):
+            builder.skip("no message", unread=True)
+        elif line.get("isCompactSummary") is True:
+            summary = text_of(line["message"].get("content"))
+            if not builder.summary_for_last(summary, n, "isCompactSummary"):
+                builder.compaction(n, summary, source="isCompactSummary", summary_at=n)
+            builder.skip("compaction record (kept as a compaction event, not a turn)")
+        elif kind == "assistant":
+            read_claude_assistant(builder, line["message"], n)
+        else:
+            after_command = read_claude_user(builder, line, n, command)
+    return [builder]
+
+
+def read_claude_user(builder: SessionBuilder, line: dict, n: int, after_command: bool) -> bool:
+    """A user line; True when it invokes a slash command (the next isMeta line is its body)."""
+    content = line["message"].get("content")
+    text = content if isinstance(content, str) else None
+    if line.get("isMeta") is True:
+        body = text_of(content)
+        if after_command and body.strip() and not LOCAL_COMMAND.match(body):
+            # a slash command's expanded body: what the user asked
+            builder.user(body, n)
+        else:
+            builder.skip("meta message (isMeta)")
+        return False
+    if text is not None and SLASH_COMMAND.search(text):
+        builder.skip("slash command invocation (its expanded body is the user's turn)")
+        return True
+    if text is not None and LOCAL_COMMAND.match(text):
+        builder.skip("local command output")
+        return False
+    if not isinstance(content, list):
+        if text is not None and INTERRUPTION.match(text):
+            builder.skip("interruption marker")
+        elif text is not None:
+            builder.user(text, n)
+        else:
+            builder.skip("content that is neither text nor a list of parts", unread=True)
+        return False
+    words = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "tool_result":
+            result_text = text_of(part.get("content"), builder.skip)
+            error = part.get("is_error") is True
+            marked, evidence = None, None
+            head = result_text[:DENIAL_HEAD]
+            if any(word in head for word in DENIAL_WORDS) and CLAUDE_DENIAL.search(head):
+                marked, evidence = "denied", "a permission refusal in the result" + (" (is_error)"
+                    if error else "")
+            elif error:
+                code = exit_code_in(result_text)
+                marked, evidence = "failed", "is_error" + (f", exit code {code}" if code is not None
+                                                           else "")
+            builder.result(part.get("tool_use_id"), result_text, n, error=error, marked=marked,
+                           evidence=evidence)
+        elif kind == "text" and isinstance(part.get("text"), str):
+            if INTERRUPTION.match(part["text"]):
+                builder.skip("interruption marker")
+            elif LOCAL_COMMAND.match(part["text"]):
+                builder.skip("local command output")
+            else:
+                words.append(part["text"])
+        elif kind in ("thinking", "redacted_thinking"):
+            builder.skip("thinking left out")
+        else:
+            builder.skip(f"{str(kind)[:30]} part (not text)" if isinstance(kind,
+                str) else "a part of no known type",
+                         unread=not isinstance(kind, str))
+    builder.user("\n\n".join(w for w in words if w.strip()), n)
+    return False
+
+
+def read_claude_assistant(builder: SessionBuilder, message: dict, n: int) -> None:
+    content = message.get("content")
+    texts, calls = [], []
+    for part in content if isinstance(content, list) else [content]:
+        kind = part.get("type") if isinstance(part, dict) else "text" if isinstance(part,
+            str) else None
+        if isinstance(part, str):
+            texts.append(part)
+        elif kind == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind in ("thinking", "redacted_thinking"):
+            builder.skip("thinking left out")
+        elif kind == "tool_use":
+            calls.append(builder.call(part.get("id"), part.get("name"), part.get("input"), n))
+        elif part is not None:
+            builder.skip(f"{str(kind)[:30]} part (not text)" if isinstance(kind,
+                str) else "a part of no known type",
+                         unread=not isinstance(kind, str))
+    message_id = message.get("id") if isinstance(message.get("id"), str) else None
+    builder.assistant("\n\n".join(t for t in texts if t.strip()), calls, n, message_id=message_id)
+
+
+# --- Recognised from the content: the checks its registry entry names ----------------------------
+def checks(values: list) -> list[tuple[bool, str]]:
+    """JSONL lines of user and assistant turns, each with a `message` object."""
+    return [one_object_a_line(values),
+            (first(values, lambda v: isinstance(v, dict) and v.get("type") in ("user",
+            "assistant")),
+             "lines with a `type` of user or assistant"),
+            (first(values, is_claude_line), "a `message` object on those lines")]

@@ -1,0 +1,572 @@
+"""XR-S1, ground truth and the judging of a state (protocol/SESSIONS.md sections 3 and 5), as two
+pure functions that the sessions study and anything that scores a summary against its transcript
+share:
+
+    ground_truth(turns) -> {"values", "instructions", "steps"}: each exact value once, with its
+        kind, the words that say what it is the value of (its referent) and whether a later word
+        supersedes it; each standing instruction of the user, with the turn that withdrew it, if one
+        did; each tool call that failed or was denied, with its outcome, whether a later call
+        resolved it, and how a state may name it.
+    judge_state(truth, state) -> per item a status: a value kept, reformatted, changed or dropped,
+        and whether it stands beside its referent; an instruction present, contradicted or absent; a
+        step reported with its outcome, claimed done or absent; each with the sentence of the
+        transcript and the sentence of the state.
+
+Pure functions of text: no model, no file, no clock; each linear in the session's length and in the
+values per turn. The lexical value rules are pilot/rules/values.py; what a sentence claims, and when
+one withdraws or corrects an instruction, is pilot/rules/claims.py (the release gate reads claims
+with the same words); where a sentence ends is pilot/rules/states.py; a tool result's outcome and
+the failed or denied steps are failed_steps.py (section 3.3), which this module re-exports.
+tests/labelled/ holds the hand-labelled sets these rules are measured on
+(scripts/bench/measure_rules.py prints their precision and recall). """
+from __future__ import annotations
+
+import collections
+import functools
+import re
+from typing import Callable
+
+from ...rules.claims import (REVOKES, claim, contradicts, corrected_away, names_item,
+                              reports_failure, says_not_done, stem, terms, withdrawn)
+from ...rules.states import USER_SENTENCE_END, carries_instruction, split_units, state_units
+from ...rules.spellings import is_close, normalize_value, number_parts, numeric_key
+from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values,
+                             is_secret, mask_secrets, secret_spans)
+# DENIED and FAILED: re-exported for the tests that check each against its whole pattern
+from .failed_steps import (DENIED, FAILED, render_arguments, session_steps, step_outcome,
+                           turn_outcome)
+
+__all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_CLASSES",
+           "extract_values",
+           "is_close", "mask_secrets", "normalize_value", "ground_truth", "judge_state",
+           "step_outcome", "turn_outcome",
+           "is_standing_instruction", "split_sentences", "key_terms"]
+
+VALUE_CLASSES = ("kept", "reformatted", "changed", "dropped")
+
+INSTRUCTION_CLASSES = ("present", "contradicted", "absent")
+
+STEP_CLASSES = ("reported", "claimed done", "absent")    # reported = reported with its outcome
+
+STOP = frozenset(
+    """a an the and or but if then so to of in on at by for with from into onto about as is are was
+were be been being do does did not no this that these those it its i me my we our you your they
+them their he she his her there here what which who when where why how all any each every some
+such only own same than too very can could will would should must may might shall just also
+please now ever always never until rest more most other one two new get got have has had let
+make keep use like want need sure really thing things way""".split()
+)
+
+
+# --- Exact values
+# ------------------------------------------------------------------------------------------------
+KEYED = re.compile(r"[\"']?([A-Za-z][\w .-]{0,40}?)[\"']?\s*[:=]\s*[\"'(]?\s*$")
+
+# a cheap look before the key is searched for
+AFTER_KEY = re.compile(r"[:=]\s*[\"'(]?\s*$")
+
+CLAUSE_BREAK, CLAUSE_END = re.compile(r"[,;:()\[\]]"), re.compile(r"[,;:()\[\].]")
+
+WORD = re.compile(r"[A-Za-z][A-Za-z-]+")
+
+FORMER = re.compile(r"(?:\b(?:from|was|were|not|formerly|previously|originally|old|instead "
+                    r"of|rather than|up from|down from|replacing|replaced|superseded|it "
+                    r"was)\s*(?:at|as)?\s*[:=]?\s*)$", re.IGNORECASE)
+
+
+# (a text without them has none)
+EXAMPLE_WORDS = re.compile(r"such as|e\.g\.|for example|for instance", re.IGNORECASE)
+
+EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?)\s*$",
+                            re.IGNORECASE)
+
+
+def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
+    """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key =
+    value`, else the last two content words before it in its clause and the first one after it
+    (`refund of $1,249.00` -> refund; `8 parts` -> part; `order ORD-58213` -> order)."""
+    left, right = sentences.bounds(start, end)
+    # (a bounded look back keeps a long line linear)
+    near = max(left, start - 80)
+    line_start = max(near, text.rfind("\n", near, start) + 1)
+    keyed = KEYED.search(text, line_start, start) if AFTER_KEY.search(text,
+        max(line_start, start - 6), start) else None
+    if keyed and keyed.end() == start:
+        words = [w for w in re.findall(r"[A-Za-z]+", keyed.group(1)) if w.lower() not in STOP]
+        if words:
+            return list(dict.fromkeys(stem(w.lower()) for w in words))[:3]
+    before = CLAUSE_BREAK.split(text[near:start])[-1]
+    after = CLAUSE_END.split(text[end:min(right, end + 40)])[0]
+    words = [w.lower() for w in WORD.findall(before) if w.lower() not in STOP][-2:]
+    words += [w.lower() for w in WORD.findall(after) if w.lower() not in STOP][:1]
+    return list(dict.fromkeys(stem(w) for w in words))
+
+
+def superseded(text: str, start: int, end: int) -> bool:
+    """Whether the sentence itself gives the value as a former one: `from 840 ms to 310 ms`, `(it
+    was 11:00)`, `not rc.1`, `up from 200`."""
+    before = text[max(0, start - 24):start]
+    if FORMER.search(before):
+        return not re.search(r"\bfrom\s*$", before, re.IGNORECASE) or \
+            bool(re.match(r"\s+to\b", text[end:end + 6], re.IGNORECASE))
+    return False
+
+
+def value_key(value: Value) -> tuple:
+    """What makes two spellings one fact: the same kind and normal form; for amounts and numbers of
+    three digits or more (or with a decimal part), the same number (`$1,249.00`, `1249.00` and
+    `1249.0`)."""
+    return _value_key(value.kind, value.text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _value_key(kind: str, text: str) -> tuple:
+    number = numeric_key(kind, text)
+    if number is not None:
+        return ("number", number)
+    return (kind, normalize_value(kind, text))
+
+
+def bare_key(value: Value) -> tuple | None:
+    """The key a number with a unit shares with the same number written bare (`38 ms` and `"p50_ms":
+    38`): one fact; None for anything else, and for a single digit."""
+    return _bare_key(value.text) if value.kind == "number" else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _bare_key(text: str) -> tuple | None:
+    number, _ = number_parts(text)
+    return ("bare", number) if number is not None and len(re.sub(r"\D", "", text)) >= 2 else None
+
+
+def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) -> list[dict]:
+    """Every fact of the session written as an exact value, once (its first spelling; the others are
+    its restatements), with its kind, referent, the sentence it first came from, where it was said,
+    its segment, and whether it is a secret (a URL that carries a password) or given as a former
+    value."""
+    facts: list[dict] = []
+    by_key: dict[tuple, dict] = {}
+    # month-day -> a fact, so that `3 April` restates `03/04/2025`
+    undated: dict[tuple, dict] = {}
+    # a number -> the fact it is, with or without its unit
+    bare: dict[tuple, dict] = {}
+    for t, turn in enumerate(parts):
+        for source, text in turn:
+            secrets, sentences = secret_spans(text), Sentences(text)
+            examples = EXAMPLE_WORDS.search(text) is not None
+            for value in extract_values(text):
+                if examples and EXAMPLE_BEFORE.search(text, max(0, value.start - 16), value.start):
+                    continue                     # an example of a form, not a fact of the session
+                key, plain = value_key(value), bare_key(value)
+                fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind
+                                           == "date" else None) or \
+                    (bare.get(plain) if plain else None)
+                if fact is not None:
+                    if value.text != fact["text"] and value.text not in fact["forms"]:
+                        fact["forms"].append(value.text)
+                    continue
+                fact = {"id": len(facts) + 1, "kind": value.kind, "text": value.text, "forms": [],
+                        "referent": referent_of(text, value.start, value.end, sentences),
+                        "current": not superseded(text, value.start, value.end), "source": source,
+                        "sentence": sentences.around(value.start, value.end), "turn": t + 1,
+                        "segment": segment_of[t] if segment_of else 1,
+                        "secret": is_secret(value.start, value.end, secrets)}
+                facts.append(fact)
+                by_key[key] = fact
+                if plain:
+                    bare.setdefault(plain, fact)
+                for day in month_days(value):
+                    undated.setdefault(day, fact)
+    return facts
+
+
+def month_day(value: Value) -> tuple | None:
+    norm = normalize_value("date", value.text)
+    return ("md", norm[5:10]) if norm.startswith("----") else None
+
+
+def month_days(value: Value) -> list[tuple]:
+    """The month-day keys a full date stands for (both readings of an ambiguous 03/04/2025)."""
+    if value.kind != "date":
+        return []
+    norm = normalize_value("date", value.text)
+    if not re.match(r"\d{4}-\d{2}-\d{2}", norm):
+        return [] if norm.startswith("----") else []
+    month, day = norm[5:7], norm[8:10]
+    keys = [("md", f"{month}-{day}")]
+    if norm.endswith("~"):
+        keys.append(("md", f"{day}-{month}"))
+    return keys
+
+
+# --- Standing instructions
+# ---------------------------------------------------------------------------------------
+EMPHASIS = re.compile(r"^(?:ever|never|always|for (?:everything|anything|all of it)|no "
+                      r"exceptions?|period|"
+                      r"every (?:single )?time|at all|anywhere)[.!]*$", re.IGNORECASE)
+
+SCOPE = re.compile(r"\b(from now on|from here on|from this point|going forward|for the rest of|for "
+                   r"the remainder of|until further notice|until i (?:say|tell|confirm)|for this "
+                   r"(?:session|ticket|customer|repo|project|task)|in this "
+                   r"(?:repo|repository|project|codebase|session)|rule for "
+                   r"this|always|never|ever|every time|whenever|at all times|anymore|any ?more|no "
+                   r"more|under any circumstances|in (?:all|every|any) \w+|every \w+|each \w+|for "
+                   r"(?:anything|everything|any|all)\b|while "
+                   r"you|only\b|instead\b|here\b|working|running|alive|intact|unchanged|in "
+                   r"place|alone|untouched|as it is|as is)\b",
+                   re.IGNORECASE)
+
+ORDER_START = re.compile(
+    r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more "
+    r"thing:?\s+)*"
+    r"(?:(?:from now on|from here on|from this point|going forward|for the "
+    r"rest of [\w ]+|"
+    r"until i [^,]+|until further notice|"
+    r"(?P<cond>whenever [^,]+|when [^,]+|if [^,]+|even if [^,]+|unless "
+    r"[^,]+)|for anything [^,]+|"
+    r"rule for this \w+:)[,:]?\s*(?:please\s+)?)*(?:don't|do "
+    r"not|never(?!-)|always(?!-)|no\b(?!,)|"
+    r"stop|keep|"
+    r"use|stick|treat|write|log|reply|answer|"
+    r"address|quote|show|ask|tell|run|push|commit|deploy|delete|send|email|cc|round|tabs|"
+    r"spaces|make|be|put|add|avoid|prefer|only|check|test|open|leave|call|wait|refund|follow|"
+    r"limit|include|mention|sign|respond|confirm|note|record|report|escalate|[a-z]+ only\b)",
+    re.IGNORECASE,
+)
+
+ADDRESSED = re.compile(r"\b(?:you|we)\b(?:[\s,]+\w+){0,3}?[\s,]+(?:should|must|need to|have to|are "
+                       r"to|will|shall|always|never|don't|do not)\b|\b(?:i want you to|i need you "
+                       r"to|i'd like you to|could you always|can you always)\b|\bshould be\b|\byou "
+                       r"can\b[^.]*\bnow\b",
+                       re.IGNORECASE)
+
+# Verbs of an order about how things are done (in what form, with what, to whom), which holds beyond
+# the next
+# step unless the sentence says it is for now: "Use British spelling in all replies", "Keep replies
+# short",
+# "Treat the staging database as read-only"; not "Keep going", "Use the staging key for this one
+# call".
+POLICY_VERBS = frozenset("use stick treat reply answer address quote prefer avoid follow limit "
+                         "include mention sign "
+                         "respond round cc log write keep".split())
+
+POLITE_ORDER = re.compile(r"^(?:could|can|would|will) you(?: please)? (?:always|never|from now "
+                          r"on)\b|^(?:could|can|would|will) you\b[^?]*\b(?:from now on|going "
+                          r"forward|from here on)\b",
+                          re.IGNORECASE)
+
+NOT_AN_ORDER = re.compile(r"^\w+s (?:always|never)\b|\b(never mind|don't worry|do not worry|no "
+                          r"worries|no need|not now|never heard|says?\b[^.]*\balways|say never|i "
+                          r"(?:always|never)|it "
+                          r"(?:always|never)|(?:ci|build|tests?|it|this|that|he|she|they|the \w+) "
+                          r"(?:always|never) \w+s\b)",
+                          re.IGNORECASE)
+
+CODE_TO_BUILD = re.compile(
+    r"^(?:please\s+)?(?:add|write|make|create|implement|build|change)\b[^.]*\b(?:rule|function|"
+    r"parser|app|endpoint|method|class|test|check|validator|script|job|code)\b[^.]*\b(?:always|"
+    r"never|every)\b|^(?:please\s+)?(?:make|have) (?:the|it|this) \w+ "
+    r"(?:always|never)\b",
+    re.IGNORECASE,
+)
+
+NARRATIVE = re.compile(
+    r"^(?:the|a|an|my|our|their|his|her|it|this|that|ci|we've|i've|i|she|he|they|customer|"
+    r"everyone|nobody)\b(?![^.]*\b(?:should|must|need|has to|have to|goes "
+    r"to|go to|always|only)\b)",
+    re.IGNORECASE,
+)
+
+
+# A rule stated of every member of a kind ("Every PR needs a changelog entry", "All prices go in
+# EUR", "No secrets
+# should be logged"): standing, however it is worded.
+RULE_FOR_ALL = re.compile(
+    r"^(?:every|each|all|any|no)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:needs?|must|should|go(?:es)? "
+    r"(?:in|to|into|through)|has to|have to|stays?|(?:is|are) to)\b",
+    re.IGNORECASE,
+)
+
+# An order tied to what is done each time ("Check with me before deleting anything", "Run the linter
+# before you
+# push"): it holds whenever that is done, not only once.
+BEFORE_EACH = re.compile(r"\bbefore (?:you |we )\w+|\bbefore \w+ing\b", re.IGNORECASE)
+
+
+def split_sentences(text: str) -> list[str]:
+    """A turn's sentences (states.USER_SENTENCE_END); a fragment that only stresses the one before
+    ("Ever.", "For everything.") is joined to it."""
+    out: list[str] = []
+    for sentence in split_units(text, USER_SENTENCE_END):
+        if out and EMPHASIS.match(sentence):
+            out[-1] += " " + sentence
+        else:
+            out.append(sentence)
+    return out
+
+
+def is_standing_instruction(sentence: str) -> bool:
+    """Whether a user's sentence gives a standing instruction: an order, prohibition or permission
+    meant to hold beyond the next step (a scope word, or the form of a rule), not a question, a
+    one-off request, a story, a dismissal, a rule quoted from elsewhere or a description of code to
+    build (SESSIONS.md section 3.2)."""
+    text = sentence.strip().strip('"').strip()
+    if not text or text.endswith("?") and not POLITE_ORDER.search(text) or text.startswith(">") or \
+            NOT_AN_ORDER.search(text) or CODE_TO_BUILD.search(text) or \
+            re.search(r"\b(?:readme|policy|docs?|wiki|guide|it|ticket|page|contributing(?:\.md)?) "
+                      r"(?:says|said|reads|"
+                      r"states)\b|\bpolicy says\b", text, re.IGNORECASE):
+        return False
+    if re.search(r"\b(?:just|only) (?:this|for this) (?:once|one)\b|\bthis one "
+                 r"(?:call|time)\b|\bjust this once\b",
+                 text, re.IGNORECASE):
+        return False
+    start = ORDER_START.search(text)
+    one_off = re.search(r"\b(?:yet|now|this time|for now|right now|that one|it|this "
+                        r"one|going|ahead|again|"
+                        r"next|them|these|those)\b", text, re.I)
+    verb = start.group(0).split()[-1].lower() if start else ""
+    if start and (start.group("cond") or verb in ("no", "never", "don't",
+                                                  "not") or verb in POLICY_VERBS) and \
+            not one_off:
+        # a conditional order, a prohibition, an order about how things are done: standing
+        return True
+    if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):
+        return True
+    order = bool(start or ADDRESSED.search(text) or
+                 re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b",
+                 text, re.I))
+    if not order:
+        if NARRATIVE.search(text):
+            return False
+        order = bool(re.search(r"\b(?:goes to|go to|should be|must be|has to be|have to "
+                               r"be|stays?)\b", text, re.I)
+                     and SCOPE.search(text))
+    return order and bool(SCOPE.search(text) or re.search(r"\b(?:short|in \w+ish|in spanish|in "
+                                                          r"french|in german|"
+                                                         r"read-only|first|instead|tabs|spaces)\b",
+                                                         text, re.I) or
+                          BEFORE_EACH.search(text))
+
+
+def corrected(sentence: str, earlier: list[dict]) -> list[dict]:
+    """The earlier standing instructions whose value a user's sentence corrects ("Actually the port
+    is 8443, not 8080" after "Use port 8080 from now on"): those that give the value it says is not
+    the one."""
+    olds = corrected_away(sentence)
+    return [i for i in earlier if not i.get("revoked_turn") and any(
+        v.text in olds for v in extract_values(i["text"]))] if olds else []
+
+
+def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
+    """The earlier standing instructions a user's sentence withdraws or replaces ("forget what I
+    said about pnpm", "you don't need to ask about /tmp anymore", "you can reply in English now"):
+    those that share a word of what it names (claims.withdrawn, the one revocation rule, by which a
+    one-off exception, "just this once", withdraws nothing)."""
+    what = withdrawn(sentence)
+    if what is None:
+        return []
+    named = terms(what)
+    # "in /tmp": an exception
+    narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)
+    return [i for i in earlier if not i.get("revoked_turn") and named & set(terms(i["text"])) and
+            all(v in i["text"] for v in narrower)]
+
+
+def key_terms(instruction: str, limit: int = 2) -> list[str]:
+    """The terms the presence rule looks for: the instruction's exact values, then its longest
+    content words (not a stopword, not an -ly adverb), each cut to a stem of at most six letters so
+    that `committing` finds `commit`."""
+    olds = set(corrected_away(instruction))
+    # not the value it corrects away
+    found = [f for f in extract_values(instruction) if f.text not in olds]
+    words_text = re.sub(r"\buntil i \w+|" + SCOPE.pattern[2:-2], " ", instruction,
+                        flags=re.IGNORECASE)
+    for old in olds:
+        words_text = words_text.replace(old, " ")
+    found = [f for f in found if f.text in words_text]
+    for value in found:
+        at = words_text.find(value.text)
+        words_text = words_text[:at] + " " * len(value.text) + words_text[at + len(value.text):]
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", words_text)]
+    content = [w for w in dict.fromkeys(words) if w not in STOP and len(w)
+               >= 3 and not w.endswith("ly")]
+    ranked = sorted(content, key=lambda w: (-len(w), content.index(w)))
+    stems = [re.sub(r"(?:ing|ed|er|es|s)$", "", w)[:6] if len(w) > 4 else w for w in ranked]
+    return list(dict.fromkeys([v.text for v in found]
+                              + stems))[:limit] or [instruction.strip()[:40]]
+
+
+def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
+    """The standing instructions of the user's turns, in order, each with the terms the presence
+    rule looks for; one the user later withdrew, replaced or corrected carries the turn that did so
+    (a revocation is a rule, not a guess), and a correction of one is itself a standing instruction
+    in its place."""
+    found: list[dict] = []
+    seen: set[str] = set()
+    for t, turn in enumerate(turns):
+        if turn["role"] != "user":
+            continue
+        for sentence in split_sentences(turn["text"]):
+            fixed, revoked = corrected(sentence, found), revoked_by(sentence, found)
+            for old in revoked + fixed:
+                old.update(revoked_turn=t + 1, revoked_by=sentence[:400])
+            replaced = bool(revoked) and bool(
+                ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
+            if (fixed or replaced or is_standing_instruction(sentence)) and sentence not in seen:
+                seen.add(sentence)
+                found.append({"id": len(found) + 1, "text": sentence[:400],
+                              "key_terms": key_terms(sentence),
+                              "turn": t + 1, "segment": segment_of[t] if segment_of else 1,
+                              "revoked_turn": None,
+                              "revoked_by": None})
+    return found
+
+
+# --- The ground truth of a transcript
+# ----------------------------------------------------------------------------
+def plain_parts(turn: dict) -> list[tuple[str, str]]:
+    """A turn as (where it was said, its text), when no rendering is given."""
+    if turn["role"] == "user":
+        return [("user", turn["text"])]
+    if turn["role"] == "assistant":
+        return [("assistant", turn["text"])] * bool(turn["text"]) + \
+            [("tool call", render_arguments(call["input"])) for call in turn.get("calls", [])]
+    return [("tool result", turn["text"])]
+
+
+def ground_truth(turns: list[dict], segment_of: list[int] | None = None,
+                 render: Callable[[dict], list[tuple[str, str]]] = plain_parts,
+                 parts: list[list[tuple[str, str]]] | None = None) -> dict:
+    """The ground truth of a transcript's turns ({role, text, calls | tool, error, call}, as the
+    session readers give them): its values, standing instructions and failed or denied steps. render
+    (or parts, already rendered) gives each turn's parts as the compactor saw them (values are read
+    from what it saw); segment_of, each turn's segment."""
+    parts = parts if parts is not None else [render(turn) for turn in turns]
+    return {"values": session_values(parts, segment_of or []),
+            "instructions": session_instructions(turns, segment_of or []),
+            "steps": session_steps(turns, segment_of or [])}
+
+
+# --- Judging a state against the ground truth
+# --------------------------------------------------------------------
+# words either side of a value in which its referent must stand
+NEAR_WORDS = 6
+
+
+def beside_referent(state: str, value: Value, referent: list[str], found: list[Value],
+                    sentences: Sentences) -> bool:
+    """Whether a value of a state stands beside a word of its referent: within NEAR_WORDS words of
+    it, in its clause, with no other value between (a value moved to another name does not)."""
+    left, right = sentences.bounds(value.start, value.end)
+    for other in found:                                  # another value bounds the window
+        if other.end <= value.start:
+            left = max(left, other.end)
+        elif other.start >= value.end:
+            right = min(right, other.start)
+    before = re.split(r"[;,|\n]", state[left:value.start])[-1]
+    after = re.split(r"[;,|\n]", state[value.end:right])[0]
+    words = re.findall(r"[A-Za-z][A-Za-z-]+", before.replace("_", " "))[-NEAR_WORDS:] + \
+        re.findall(r"[A-Za-z][A-Za-z-]+", after.replace("_", " "))[:NEAR_WORDS]
+    return bool({stem(w.lower()) for w in words} & set(referent))
+
+
+def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
+    """Each fact of the session in a state: kept (one of the session's spellings written as a whole
+    value of the state), reformatted (the same value written otherwise), changed (the closest value
+    of its kind in the state that neither the session nor the regime's own prompt gives and that
+    reads as it with a small change), or dropped; with, for a kept or reformatted value, whether it
+    stands beside its referent."""
+    found = extract_values(state or "")
+    sentences = Sentences(state or "")
+    by_text: dict[str, list[Value]] = collections.defaultdict(list)
+    by_key: dict[tuple, list[Value]] = collections.defaultdict(list)
+    for value in found:
+        by_text[value.text].append(value)
+        by_key[value_key(value)].append(value)
+    given = {value_key(Value(f["kind"], form, 0, 0)) for f in facts for form in [f["text"],
+        *f["forms"]]}
+    given |= {value_key(v) for v in extract_values(prompt)}
+    novel = collections.defaultdict(list)
+    for value in found:
+        if value_key(value) not in given:
+            novel[value.kind].append(value)
+    out = []
+    for fact in facts:
+        spellings = [fact["text"], *fact["forms"]]
+        kept = [v for form in spellings for v in by_text.get(form, ())]
+        same = [v for form in spellings for v in by_key.get(value_key(Value(fact["kind"], form, 0,
+            0)), ())]
+        status, at = ("kept", kept) if kept else ("reformatted", same) if same else ("dropped", [])
+        if not at:
+            norm = normalize_value(fact["kind"], fact["text"])
+            close = [(edit_distance(norm, normalize_value(v.kind, v.text), 8), v.start,
+                      v) for v in novel[fact["kind"]]
+                     if is_close(fact["kind"], norm, normalize_value(v.kind, v.text))]
+            if close:
+                status, at = "changed", [min(close)[2]]
+        beside = None
+        if at and status != "changed" and fact["referent"]:
+            beside = any(beside_referent(state, v, fact["referent"], found, sentences) for v in at)
+        out.append({"id": fact["id"], "status": status, "beside": beside,
+                    "instead": None if status in ("kept", "dropped") else at[0].text,
+                    "state_sentence": sentences.around(at[0].start, at[0].end) if at else None})
+    return out
+
+
+def judge_instructions(instructions: list[dict], units: list[str], state: str,
+                       written: bool = True) -> list[dict]:
+    """Each standing instruction still in force: contradicted (a sentence of a written state says
+    the opposite: a prohibition stated, planned or granted as done, the order lifted), present
+    (every key term in the state: the terms are present, which is not proof the meaning is), or
+    absent. A withdrawn instruction is not judged. The transcript's own turns kept verbatim (a
+    Recent-k regime) state nothing: an attempted push to main there is what happened, not a claim,
+    so they are never read as contradicting."""
+    out = []
+    for instruction in instructions:
+        if instruction.get("revoked_turn"):
+            continue
+        against = next((u for u in units if contradicts(u, instruction["text"])),
+                       None) if written else None
+        if against is not None:
+            out.append({"id": instruction["id"], "status": "contradicted",
+                        "state_sentence": against[:240]})
+            continue
+        present = carries_instruction(state or "", instruction["key_terms"])
+        term = instruction["key_terms"][0].lower()
+        where = next((u for u in units if term in u.lower()), None) if present else None
+        out.append({"id": instruction["id"], "status": "present" if present else "absent",
+                    "state_sentence": where[:240] if where else None})
+    return out
+
+
+def judge_steps(steps: list[dict], units: list[str]) -> list[dict]:
+    """Each step still failed or denied: claimed done (a sentence that names it says it was done,
+    passed, sent ..., and reports no failure), reported (a sentence that names it says it failed,
+    was denied, refused, not done), or absent (never named, or named without its outcome). A
+    sentence names a step by its match terms, and not where it gives another value of the same kind
+    in their place (claims.names_item)."""
+    out = []
+    for step in steps:
+        if step["status"] == "done":
+            continue
+        naming = [u for u in units if any(names_item(u, m) for m in step["match"])]
+        done = next((u for u in naming if claim(u, True) and not says_not_done(u)), None)
+        told = next((u for u in naming if reports_failure(u)), None)
+        status, where = ("claimed done", done) if done else ("reported",
+                                                             told) if told else ("absent", None)
+        out.append({"id": step["id"], "status": status, "state_sentence": where[:240] if where
+                    else None})
+    return out
+
+
+def judge_state(truth: dict, state: str, prompt: str = "", written: bool = True) -> dict:
+    """A state against the ground truth of its transcript: per value, instruction in force and step
+    still failed or denied, its status and the state's sentence where there is one (the transcript's
+    sentence is the item's own). prompt: the regime's own prompt text, whose values (a word limit)
+    are no change of the session's; written: False for the transcript's last turns kept verbatim,
+    which claim nothing."""
+    units = state_units(state)
+    return {"values": judge_values(truth["values"], state, prompt),
+            "instructions": judge_instructions(truth["instructions"], units, state, written),
+            "steps": judge_steps(truth["steps"], units)}
