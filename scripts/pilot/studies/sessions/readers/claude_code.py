@@ -1,6 +1,13 @@
 """XR-S1, reading (protocol/SESSIONS.md section 2.1): Claude Code's JSONL transcripts, read into a
 SessionBuilder record (the shape checked against the tool: tasks/sessions/README.md, "The formats");
 positions (`at`) are line numbers. Registered in readers/registry.py as claude-code.
+
+Beside the shared record: a message the user typed while the agent worked (a `queue-operation`
+enqueue with its text) is a user turn marked `queued`; a compaction event carries the `workspace`
+its boundary line records (the git branch and the working folder), and a file that begins
+mid-session (its first line's parent is not in the file) with fewer than MIN_HISTORY_TURNS turns
+before its first boundary holds too little of the history that boundary replaced: its `replaces` is
+None (the history is not in the file) and its `why_not_in_file` says so.
 """
 from __future__ import annotations
 
@@ -33,6 +40,10 @@ SLASH_COMMAND = re.compile(r"<command-name>\s*/?[^<]*</command-name>")
 
 INTERRUPTION = re.compile(r"^\s*\[Request interrupted by user")
 
+# a file that begins mid-session holds the history its first compaction replaced only when at least
+# this many turns precede it (a resumed session's file opens with a few turns, then the boundary)
+MIN_HISTORY_TURNS = 10
+
 
 def is_claude_line(item: Any) -> bool:
     return (
@@ -57,19 +68,37 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
         builder.notes.append("every line is a side conversation (isSidechain): a sub-agent's own "
                              "log, read as its own session")
     after_command = False
+    seen: set[str] = set()
+    mid_session: bool | None = None     # decided by the first user or assistant line
     for n, line in lines:
         builder.read += 1
         command, after_command = after_command, False
         kind = key_of(line.get("type")) if isinstance(line, dict) else None
+        if mid_session is None and kind in ("user", "assistant"):
+            parent = key_of(line.get("parentUuid"))
+            mid_session = isinstance(parent, str) and parent not in seen
+        if isinstance(line, dict) and isinstance(key_of(line.get("uuid")), str):
+            seen.add(line["uuid"])
         if kind == "system" and line.get("subtype") == "compact_boundary":
             meta = line.get("compactMetadata") if isinstance(line.get("compactMetadata"),
                                                              dict) else {}
             trigger = meta.get("trigger") if isinstance(meta.get("trigger"), str) else None
-            builder.compaction(n, None, source="compact_boundary", trigger=trigger,
-                               tokens_before=meta.get("preTokens"),
-                               tokens_after=meta.get("postTokens"),
-                               why_unreadable="the summary line after the boundary is missing")
+            event = builder.compaction(n, None, source="compact_boundary", trigger=trigger,
+                                       tokens_before=meta.get("preTokens"),
+                                       tokens_after=meta.get("postTokens"),
+                                       why_unreadable="the summary line after the boundary is "
+                                                      "missing")
+            event["workspace"] = {"branch": clean_text(line.get("gitBranch")),
+                                  "cwd": clean_text(line.get("cwd"))}
+            if mid_session and event["n"] == 1 and len(builder.turns) < MIN_HISTORY_TURNS:
+                event["replaces"] = None
+                event["why_not_in_file"] = (f"the file begins mid-session and holds "
+                                            f"{len(builder.turns)} turns before the boundary")
             builder.skip("compaction record (kept as a compaction event, not a turn)")
+        elif kind == "queue-operation" and line.get("operation") == "enqueue" and \
+                isinstance(line.get("content"), str) and line["content"].strip():
+            builder.user(line["content"], n)
+            builder.turns[-1]["queued"] = True
         elif kind not in ("user", "assistant"):
             if kind in CLAUDE_NOISE_TYPES or kind == "system":
                 builder.skip(f"line type {kind!r} (no turn)")
@@ -91,6 +120,10 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
         else:
             after_command = read_claude_user(builder, line, n, command)
     return [builder]
+
+
+def clean_text(value: Any) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= 1000 else None
 
 
 def read_claude_user(builder: SessionBuilder, line: dict, n: int, after_command: bool) -> bool:

@@ -1,0 +1,187 @@
+"""What the next agent needed, measured on real compactions (issue 40, protocol/SESSIONS.md, the
+amendment of 2026-12-06): the needed items (studies/sessions/needed.py) of each compaction of the
+real Claude Code logs, judged against its summary, compared with the hand labels in
+tests/labelled/compactions/ (the format in shared/real-logs/LABELLING.md), per half and per
+category. Rules are tuned on `dev`; `held-out` is run once a round of rules is finished.
+
+    python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on
+    python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
+    python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
+
+A label is matched to an item of its category (request, instruction and decision, the user's and the
+agent's words, match one another when none of the category does) whose key or sentence holds the
+label's key (case, quotes and spacing aside), or whose key the label's key holds; a path also by its
+tail. Printed per half and category:
+- recall: the share of labelled lost or wrong items the rules report lost or wrong (target 0.8,
+  decisions aside);
+- false loss: the share of labelled kept items the rules report lost or wrong (target at most 5%);
+- found: the share of labelled items matched at all;
+- loss rows per labelled loss: every item the rules report lost or wrong, over the labelled lost or
+  wrong items (decisions aside; target at most 2);
+- kept share: the rules' kept items over their items, beside the labels' (target within 5 points);
+- decisions' precision: the share of the rules' decision items a decision label matches.
+A compaction whose history is not in the file contributes no item; one with loss rows is counted.
+Standard library only; reads the logs, writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the repository
+sys.path.insert(0, str(REPO / "scripts"))
+
+from pilot.studies.sessions.audit import replaced_turns  # noqa: E402
+from pilot.studies.sessions.needed import (CATEGORIES, history_in_file, judge_needed,  # noqa: E402
+                                           needed_items)
+from pilot.studies.sessions.readers import read_session_file  # noqa: E402
+
+LABELS = REPO / "tests" / "labelled" / "compactions"
+LOGS = Path("/work/shared/real-logs/claude-code")
+
+# the categories whose labels may match an item of another of them
+WORDS = ("request", "instruction", "decision")
+
+LOSS = ("lost", "wrong")
+
+
+def norm(text: str) -> str:
+    text = text.lower().replace("\\", "")
+    text = re.sub(r"[`*\"']", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def matches(label: dict, item: dict) -> bool:
+    key, item_key = norm(label["key"]), norm(item["key"])
+    if not key:
+        return False
+    if key in item_key or key in norm(item.get("source", "")) or \
+            (len(item_key) >= 4 and item_key in key):
+        return True
+    if label["type"] == "file_changed":
+        return item_key.endswith("/" + key.lstrip("/")) or key.endswith("/" + item_key)
+    return False
+
+
+def match(label: dict, items: list[dict]) -> dict | None:
+    same = [i for i in items if i["category"] == label["type"] and matches(label, i)]
+    if same:
+        return same[0]
+    if label["type"] in WORDS:
+        return next((i for i in items if i["category"] in WORDS and matches(label, i)), None)
+    return None
+
+
+def compaction_items(log: Path, n: int) -> tuple[list[dict] | None, str | None]:
+    """The judged needed items of compaction n (1-based) of a log; None and why when its history
+    is not in the file."""
+    session = read_session_file(log, log.name)[0]
+    event = session["compactions"][n - 1]
+    inside, why = history_in_file(event)
+    if not inside:
+        return None, why
+    turns = replaced_turns(session, n - 1)
+    items = needed_items(turns, event.get("workspace"))
+    return judge_needed(items, event["summary"] or ""), None
+
+
+def measure(records: list[dict], logs: Path, show: int) -> dict:
+    tally = collections.defaultdict(collections.Counter)
+    shown = []
+    for record in records:
+        items, why = compaction_items(logs / record["file"], record["compaction"])
+        if items is None:
+            tally["all"]["not in file"] += 1
+            continue
+        hit = set()
+        for label in record["needed"]:
+            item = match(label, items)
+            kind, said = label["type"], label["summary"]
+            t = tally[kind]
+            t["labels"] += 1
+            t["found"] += item is not None
+            if item is not None:
+                hit.add(id(item))
+            loss = item is not None and item["status"] in LOSS
+            if said in LOSS:
+                t["labelled losses"] += 1
+                t["caught"] += loss
+            else:
+                t["labelled kept"] += 1
+                t["false losses"] += loss
+            t["labelled kept share"] += said == "kept"
+            if (said in LOSS) != loss and len(shown) < show:
+                shown.append(f"{record['file'][:13]} {kind:16} label {said:4} rules "
+                             f"{item['status'] if item else 'not found':9} {label['key'][:50]!r}")
+        for item in items:
+            t = tally[item["category"]]
+            t["items"] += 1
+            t["kept items"] += item["status"] == "kept"
+            t["loss rows"] += item["status"] in LOSS
+            t["matched items"] += id(item) in hit
+            if item["status"] in LOSS and id(item) not in hit and len(shown) < show:
+                shown.append(f"{record['file'][:13]} {item['category']:16} no label  rules "
+                             f"{item['status']:9} {item['key'][:50]!r}")
+    return {"tally": tally, "shown": shown}
+
+
+def share(a: int, b: int) -> str:
+    return f"{a / b:.2f} ({a}/{b})" if b else "-"
+
+
+def table(tally: dict) -> list[str]:
+    lines = ["| category | labels | found | recall (lost/wrong) | false loss (kept) | items | "
+             "loss rows | kept share: rules / labels |", "|---|---|---|---|---|---|---|---|"]
+    total = collections.Counter()
+    for kind in CATEGORIES:
+        t = tally.get(kind, collections.Counter())
+        if kind != "decision":
+            total.update(t)
+        lines.append(f"| {kind} | {t['labels']} | {share(t['found'], t['labels'])} | "
+                     f"{share(t['caught'], t['labelled losses'])} | "
+                     f"{share(t['false losses'], t['labelled kept'])} | {t['items']} | "
+                     f"{t['loss rows']} | {share(t['kept items'], t['items'])} / "
+                     f"{share(t['labelled kept share'], t['labels'])} |")
+    t = total
+    lines.append(f"| all but decisions | {t['labels']} | {share(t['found'], t['labels'])} | "
+                 f"{share(t['caught'], t['labelled losses'])} | "
+                 f"{share(t['false losses'], t['labelled kept'])} | {t['items']} | "
+                 f"{t['loss rows']} | {share(t['kept items'], t['items'])} / "
+                 f"{share(t['labelled kept share'], t['labels'])} |")
+    d = tally.get("decision", collections.Counter())
+    rows = t["loss rows"] / t["labelled losses"] if t["labelled losses"] else 0.0
+    lines += ["", f"loss rows per labelled loss (decisions aside): {rows:.2f} "
+                  f"({t['loss rows']}/{t['labelled losses']})",
+              f"decisions' precision (rule items a decision label matches): "
+              f"{share(d['matched items'], d['items'])}",
+              f"compactions whose history is not in the file: {tally['all']['not in file']}"]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--logs", type=Path, default=LOGS)
+    parser.add_argument("--split", choices=("dev", "held-out", "both"), default="dev")
+    parser.add_argument("--show", type=int, default=0, help="print the first N disagreements")
+    args = parser.parse_args(argv)
+    halves = ("dev", "held-out") if args.split == "both" else (args.split,)
+    split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
+                 if line.strip())
+    for half in halves:
+        records = [json.loads((LABELS / f"{name}.json").read_text())
+                   for name, h in sorted(split.items()) if h == half]
+        result = measure(records, args.logs, args.show)
+        print(f"\n## {half}: {len(records)} compactions\n")
+        print("\n".join(table(result["tally"])))
+        if result["shown"]:
+            print("\n" + "\n".join(result["shown"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
