@@ -61,6 +61,7 @@ def matches(label: dict, item: dict) -> bool:
     if not key:
         return False
     if key in item_key or key in norm(item.get("source", "")) or \
+            key in norm(item.get("result", "")) or \
             (len(item_key) >= 4 and item_key in key):
         return True
     if label["type"] == "file_changed":

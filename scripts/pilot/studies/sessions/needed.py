@@ -93,13 +93,21 @@ COMMON_BRANCHES = frozenset({"main", "master", "HEAD", "develop", "trunk"})
 # values a user message or the agent's text gives that are worth a row of their own
 VALUE_KINDS = frozenset({"url", "email", "digest", "version", "identifier", "amount"})
 
+# a value that names one thing: letters and digits together (ENT-194, v2.3.1, a digest), an
+# address; not a word, a bare number or a range
+NAMING_VALUE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[\w.:/@#-]{5,}$|^https?://|@")
+
+MAX_GIVEN = 5
+
 # the part of a long message whose words decide whether a summary keeps it
 JUDGED_TERMS = 30
 
 # the share of an item's words a summary must hold to keep it
-KEPT_SHARE = 0.5
+KEPT_SHARE = 0.65
 
 MAX_TEXT = 400
+
+ERROR_HEAD = 1200                       # the head of a failed call's output kept beside its row
 
 
 # --- The history a summary replaced --------------------------------------------------------------
@@ -165,11 +173,18 @@ def user_items(turns: list[dict]) -> list[dict]:
         for sentence in sentences:
             for old in revoked_by(sentence, [i for i in found if i["category"] == "instruction"]):
                 old["revoked_turn"] = t + 1
-        standing = how == "tool rejection" or any(is_standing_instruction(s) for s in sentences)
-        key = next((s for s in sentences if terms(s)), text)
-        found.append({"category": "instruction" if standing else "request", "key": key[:80],
-                      "text": text, "source": text, "how": how, "turn": t + 1,
-                      "kind": how, "revoked_turn": None})
+        standing = [s for s in sentences if is_standing_instruction(s)]
+        rest = " ".join(s for s in sentences if s not in standing)
+        if how == "tool rejection":
+            standing, rest = [text], ""
+        for sentence in standing:
+            found.append({"category": "instruction", "key": sentence[:80], "text": sentence,
+                          "source": sentence, "how": how, "turn": t + 1, "kind": how,
+                          "revoked_turn": None})
+        if terms(rest):
+            key = next((s for s in sentences if s not in standing and terms(s)), rest)
+            found.append({"category": "request", "key": key[:80], "text": rest, "source": rest,
+                          "how": how, "turn": t + 1, "kind": how, "revoked_turn": None})
     return [i for i in found if not i.pop("revoked_turn")]
 
 
@@ -237,7 +252,8 @@ def error_items(turns: list[dict]) -> list[dict]:
         out.append({"category": "unresolved_error", "key": step["match"][0][:80],
                     "text": f"{step['tool']} {step['outcome']}: {step['detail']}",
                     "source": f"{command}\n{step['detail']}", "kind": step["outcome"],
-                    "turn": step["turn"], "step": step})
+                    "turn": step["turn"], "step": step,
+                    "result": mask_secrets(turn["text"][:ERROR_HEAD])})
     return out
 
 
@@ -252,20 +268,12 @@ def value_items(turns: list[dict], workspace: dict) -> list[dict]:
     if folder and "worktree" in folder.lower():
         out.append(value_item(folder, "folder", "the worktree the log records at the boundary", 0))
     out += made_items(turns)
-    written: dict[str, tuple[int, Any]] = {}
     for t, turn in enumerate(turns):
         if turn["role"] == "user" and not turn.get("summary"):
-            out += [value_item(v.text, v.kind, turn["text"], t + 1)
-                    for v in extract_values(turn["text"]) if v.kind in VALUE_KINDS]
-        elif turn["role"] == "assistant":
-            for call in turn["calls"]:
-                rendered = str(call.get("input"))
-                for text in [x for x in written if x in rendered]:
-                    w, v, source = written.pop(text)
-                    out.append(value_item(v.text, v.kind, source, w + 1))
-            for v in extract_values(turn["text"]):
-                if v.kind in VALUE_KINDS | {"path"} and len(v.text) >= 4:
-                    written.setdefault(v.text, (t, v, turn["text"]))
+            given = [v for v in extract_values(turn["text"]) if v.kind in VALUE_KINDS
+                     and NAMING_VALUE.search(v.text)]
+            if len(given) <= MAX_GIVEN:        # more: a pasted listing, not values given one by one
+                out += [value_item(v.text, v.kind, turn["text"], t + 1) for v in given]
     return out
 
 
@@ -277,7 +285,7 @@ def value_item(text: str, kind: str, source: str, turn: int, **more) -> dict:
 def made_items(turns: list[dict]) -> list[dict]:
     """The commits the agent made (git's `[branch hash]` report), each with whether a later call
     pushed it, and the pull requests it opened (the address a create command printed)."""
-    out = []
+    out: list[dict] = []
     pushes = [t for t, turn in enumerate(turns) if turn["role"] == "tool" and
               turn_outcome(turn) == "ok" and PUSH.search(call_command(arguments(call_of(turn))))]
     for t, turn in enumerate(turns):
@@ -286,8 +294,12 @@ def made_items(turns: list[dict]) -> list[dict]:
         command = call_command(arguments(call_of(turn)))
         if "commit" in command:
             for match in COMMIT_REPORT.finditer(turn["text"]):
-                out.append(value_item(match.group("hash"), "commit", turn["text"][:200], t + 1,
-                                      pushed=any(p > t for p in pushes)))
+                # a pushed commit is work done; one not pushed is state the next agent needs
+                if not any(p >= t for p in pushes):
+                    # only the last one: the commit the branch stands at
+                    out = [i for i in out if i["kind"] != "commit"]
+                    out.append(value_item(match.group("hash"), "commit", turn["text"][:200],
+                                          t + 1, pushed=False))
         if re.search(r"\bpr create\b|pull request create", command):
             out += [value_item(m.group("key"), "pull request", m.group(0), t + 1)
                     for m in PULL_REQUEST.finditer(turn["text"])]
@@ -368,7 +380,11 @@ def judge_value(item, summary, lower, units, spellings):
     """A value kept in any spelling; a commit no call pushed is wrong where a sentence that names
     it says it was pushed."""
     key = item["key"]
-    if item["kind"] in ("path", "folder", "branch") and "/" in key:
+    if item["kind"] == "folder":
+        tail = "/".join(key.rstrip("/").split("/")[-2:])
+        status, sentence = ("kept", unit_with(units, tail)) if tail.lower() in lower else \
+            ("lost", None)
+    elif item["kind"] == "path" and "/" in key:
         status, sentence = judge_file(item, summary, lower, units, spellings)
     elif key.lower() in lower or normalize_value(item["kind"], key) in spellings:
         status, sentence = "kept", unit_with(units, key) or ""
