@@ -107,6 +107,10 @@ KEPT_SHARE = 0.65
 
 MAX_TEXT = 400
 
+# an order the summary gives the user is invented when fewer of its words than this share are the
+# user's (a paraphrase keeps more of them)
+INVENTED_SHARE = 0.25
+
 ERROR_HEAD = 1200                       # the head of a failed call's output kept beside its row
 
 
@@ -353,6 +357,30 @@ def judge_needed(items: list[dict], summary: str) -> list[dict]:
         status, sentence = judge(item, summary, lower, units, spellings)
         out.append({**item, "status": status,
                     "summary_sentence": mask_secrets(sentence[:240]) if sentence else None})
+    return out + invented_orders(items, units)
+
+
+# a sentence that says the user ordered something, whatever words stand between "user" and the verb
+ORDER_CLAIM = re.compile(r"\buser\b[^.\n]{0,80}?\b(?:asked|requested|told|instructed|wants|wanted|"
+                         r"insisted|demanded|required|directed)\b(?P<what>[^.\n]*)", re.IGNORECASE)
+
+
+def invented_orders(items: list[dict], units: list[str]) -> list[dict]:
+    """The summary's sentences that give the user an order the user's words never gave (fewer than
+    half its words in them): a wrong instruction row each."""
+    said = set()
+    for item in items:
+        if item.get("how"):
+            said |= terms(item["source"])
+    out = []
+    for unit in units:
+        match = ORDER_CLAIM.search(unit)
+        words = terms(match.group("what")) if match else set()
+        if words and len(words & said) / len(words) < INVENTED_SHARE:
+            out.append({"category": "instruction", "key": match.group("what").strip()[:80],
+                        "text": mask_secrets(unit[:MAX_TEXT]), "source": "", "kind": "invented",
+                        "turn": None, "status": "wrong",
+                        "summary_sentence": mask_secrets(unit[:240])})
     return out
 
 
