@@ -1,7 +1,7 @@
 """What the next agent needed, measured on real compactions (issue 40, protocol/SESSIONS.md, the
 amendment of 2026-12-06): the needed items (studies/sessions/needed.py) of each compaction of the
 real Claude Code logs, judged against its summary, compared with the hand labels in
-tests/labelled/compactions/ (the format in shared/real-logs/LABELLING.md), per half and per
+tests/labelled/compactions/ (the format in its README), per half and per
 category. Rules are tuned on `dev`; `held-out` is run once a round of rules is finished.
 
     python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on

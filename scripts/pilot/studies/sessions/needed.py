@@ -5,8 +5,8 @@ from the structure the agent's log records, not from every word of the history:
     needed_items(turns, workspace) -> the work state at the compaction, from the replaced history:
         request and instruction (every user message, a queued message, a correction written into a
         tool-rejection message, an answer to the agent's question; standing instructions told apart
-        by truth.is_standing_instruction; withdrawn ones dropped), file_changed (the agent's edit and
-        write tools, of every agent the readers know), open_task (the last task list before the
+        by truth.is_standing_instruction; withdrawn ones dropped), file_changed (the agent's edit
+        and write tools, of every agent the readers know), open_task (the last task list before the
         boundary, tasks not completed), unresolved_error (a failed or denied call no later call
         resolved: failed_steps.session_steps), value (given by the user, written by the agent and
         passed to a later tool call, the branch and worktree the log records, a commit or pull
@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ...rules.claims import claim, contradicts, reports_failure, says_not_done, terms
-from ...rules.spellings import normalize_value
+from ...rules.spellings import normalize_value, numeric_key
 from ...rules.states import state_units
 from ...rules.values import extract_values, mask_secrets
 from .failed_steps import call_command, session_steps, turn_outcome
@@ -81,8 +81,8 @@ FINDING = re.compile(r"\b(?:the (?:root cause|real (?:issue|problem|cause)|cause
                      r"(?:i|we)(?:'ve| have)? decided|decision:)", re.IGNORECASE)
 
 # git's report of a commit, `[branch 1a2b3c4] message`, and a pull request's address
-COMMIT_REPORT = re.compile(r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? (?P<hash>[0-9a-f]{7,40})\]",
-                           re.MULTILINE)
+COMMIT_REPORT = re.compile(r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? "
+                           r"(?P<hash>[0-9a-f]{7,40})\]", re.MULTILINE)
 PULL_REQUEST = re.compile(r"https://\S+?/(?P<key>pull/\d+)\b")
 PUSH = re.compile(r"\bgit\s+push\b")
 PUSHED = re.compile(r"\bpushed\b|\bpush(?:ed)? to (?:origin|remote)\b", re.IGNORECASE)
@@ -385,8 +385,12 @@ def invented_orders(items: list[dict], units: list[str]) -> list[dict]:
 
 
 def summary_spellings(summary: str) -> set[str]:
-    """The normal forms of the summary's values (spellings.normalize_value)."""
-    return {normalize_value(v.kind, v.text) for v in extract_values(summary)}
+    """The normal forms of the summary's values (spellings.normalize_value) and the numbers they
+    stand for (2.5k and 2,500 alike)."""
+    values = extract_values(summary)
+    return {normalize_value(v.kind, v.text) for v in values} | \
+        {numeric_key(v.kind, v.text) for v in values} - {None} | \
+        {numeric_key("amount", v.text) for v in values if v.kind == "number"} - {None}
 
 
 def unit_with(units: list[str], needle: str) -> str | None:
@@ -414,7 +418,8 @@ def judge_value(item, summary, lower, units, spellings):
             ("lost", None)
     elif item["kind"] == "path" and "/" in key:
         status, sentence = judge_file(item, summary, lower, units, spellings)
-    elif key.lower() in lower or normalize_value(item["kind"], key) in spellings:
+    elif key.lower() in lower or normalize_value(item["kind"], key) in spellings or \
+            numeric_key(item["kind"], key) in spellings - {None}:
         status, sentence = "kept", unit_with(units, key) or ""
     else:
         status, sentence = "lost", None
@@ -449,6 +454,8 @@ def judge_words(item, summary, lower, units, spellings):
 
 def judge_instruction(item, summary, lower, units, spellings):
     """An instruction the summary states the opposite of is wrong (claims.contradicts)."""
+    if item["key"].lower() in lower:
+        return "kept", unit_with(units, item["key"])        # quoted as the user gave it
     against = next((u for u in units if contradicts(u, item["source"][:MAX_TEXT])), None)
     if against and item.get("how") != "tool rejection":
         return "wrong", against
