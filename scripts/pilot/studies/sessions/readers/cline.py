@@ -55,6 +55,9 @@ CLINE_FAILURE = "The tool execution failed"
 
 ROO_EXIT = re.compile(r"\bExit code: (-?\d+)")
 
+# Cline's own first line of a command's result (src/core/task/tools/handlers)
+CLINE_EXIT = re.compile(r"^\s*Command failed with exit code (-?\d+)")
+
 
 def is_cline_history(value: Any) -> bool:
     """A list of Anthropic-style messages that carries Cline's or Roo Code's own marks."""
@@ -295,6 +298,8 @@ class ClineReader:
                                 else 'JSON status "denied"')
         elif text.lstrip().startswith(CLINE_FAILURE) or status == "error" or error:
             marked, evidence = "failed", "is_error" if error else "the tool's failure text"
+        elif CLINE_EXIT.match(text) and CLINE_EXIT.match(text).group(1) != "0":
+            marked, evidence = "failed", "Cline's `Command failed with exit code` line"
         elif "Command execution was not successful" in text or (ROO_EXIT.search(text) and
                                                                 ROO_EXIT.search(text).group(1)
                                                                 != "0"):
