@@ -44,6 +44,11 @@ class ReadingToolsTest(unittest.TestCase):
         self.assertEqual([("read_file", "ok"), ("write_to_file", "ok")], outcomes(session))
         self.assertEqual([], ground_truth(session["turns"])["steps"])
 
+    def test_cline_task_progress_reminder_is_not_the_users_words(self):
+        session = read("cline-task/api_conversation_history.json")
+        users = [t["text"] for t in session["turns"] if t["role"] == "user"]
+        self.assertEqual(["Fix the retry helper in src/retry.ts; the worker log shows why."], users)
+
     def test_one_rule_for_tail_and_for_a_tool_that_prints_logs(self):
         text = "FAILED tests/test_totals.py::test_rounding\n1 failed, 88 passed"
         for command in ("tail -n 50 build.log", "ci logs 1182", "gh run view 991 --log",
