@@ -44,7 +44,8 @@ FEEDBACK = re.compile(r"<(feedback|answer)>\s*(.*?)\s*</\1>", re.DOTALL)
 HARNESS_BLOCKS = ("<environment_details>", "<explicit_instructions", "<system-reminder>",
                   "[TASK RESUMPTION]",
                   "<slash-command", "# TODO LIST", "# task_progress",
-                  "[ERROR] You did not use a tool", "The user has provided feedback on the results.",
+                  "[ERROR] You did not use a tool",
+                  "The user has provided feedback on the results.",
                   "(The user did not provide a new message")
 
 THINKING = re.compile(r"<thinking>.*?</thinking>", re.DOTALL)
