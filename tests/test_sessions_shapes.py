@@ -1,0 +1,60 @@
+"""Issue 42, round two, on the shapes real logs take: tests/fixtures/shapes/ holds our own text in
+each tool's shape (a Claude Code Read of a 40-line file, a SWE-agent `open` window, an inspect_ai
+web_browser page, ...), each read by the study's readers; every test here fails on the code before
+its point was fixed."""
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts"))
+
+import pilot.studies  # noqa: E402,F401  (registers the studies)
+from pilot.studies.sessions import readers  # noqa: E402
+from pilot.studies.sessions.design import turn_parts  # noqa: E402
+from pilot.studies.sessions.truth import ground_truth  # noqa: E402
+
+SHAPES = HERE / "fixtures" / "shapes"
+
+
+def read(name: str) -> dict:
+    path = SHAPES / name
+    (session,) = readers.read_session_file(path, path.name)
+    return session
+
+
+def values(session: dict) -> list[str]:
+    """The session's values as the study takes them (from the turns as the compactor sees them)."""
+    truth = ground_truth(session["turns"], render=turn_parts)
+    return [v["text"] for v in truth["values"]]
+
+
+class ViewNumbersTest(unittest.TestCase):
+    """Point 1: a number a tool writes only to show where a line or an element is, is no value."""
+
+    def test_claude_code_read_of_a_40_line_file(self):
+        found = values(read("claude-code-read-settings.jsonl"))
+        self.assertIn("8443", found)
+        self.assertIn("worker/settings.py", " ".join(found))
+        self.assertFalse({str(n) for n in range(10, 41)} & set(found), found)
+
+    def test_swe_agent_open_window(self):
+        found = values(read("swe-agent-open-window.traj"))
+        self.assertFalse({str(n) for n in range(118, 131)} - {"121", "124"} & set(found), found)
+        # said elsewhere (the call's line_number, the reply's `line 121`): still values
+        self.assertIn("124", found)
+        self.assertIn("121", found)
+        self.assertIn("fxrates/client.py", found)
+
+    def test_inspect_ai_browser_element_ids(self):
+        found = values(read("inspect-ai-browser.json"))
+        self.assertFalse({"212", "218", "224", "231", "241", "305", "309"} & set(found), found)
+        self.assertIn("237", found)                     # the id the agent clicked, in its call
+        self.assertIn("RF-5521", found)
+        self.assertIn("77120", found)
+
+
+if __name__ == "__main__":
+    unittest.main()
