@@ -13,7 +13,9 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 
 import pilot.studies  # noqa: E402,F401  (registers the studies)
 from pilot.studies.sessions import readers  # noqa: E402
+from pilot.studies.sessions import design  # noqa: E402
 from pilot.studies.sessions.design import turn_parts  # noqa: E402
+from pilot.studies.sessions.segments import CallRoom  # noqa: E402
 from pilot.studies.sessions.truth import ground_truth  # noqa: E402
 
 SHAPES = HERE / "fixtures" / "shapes"
@@ -54,6 +56,35 @@ class ViewNumbersTest(unittest.TestCase):
         self.assertIn("237", found)                     # the id the agent clicked, in its call
         self.assertIn("RF-5521", found)
         self.assertIn("77120", found)
+
+
+
+class LongTurnsTest(unittest.TestCase):
+    """Point 8: a turn over MAX_TURN_CHARS is cut at every window size, and plan says so; the whole
+    session in one segment is counted once."""
+
+    def setUp(self):
+        design.READ_MEMO.clear()
+        _, self.tasks = design.read_sessions(SHAPES / "claude-code-long-test-log.jsonl")
+        (self.episode,) = self.tasks["episodes"]
+
+    def test_plan_says_how_many_turns_were_cut_and_by_how_much(self):
+        read = self.episode["read"]
+        self.assertEqual(1, read["cut_turns"])
+        self.assertGreater(read["cut_chars"], 4000)
+        said = "\n".join(design.describe_sessions(self.tasks))
+        self.assertIn("1 of 4 turns are longer than 4,000 characters and cut to that", said)
+        self.assertIn(f"{read['cut_chars']:,} of the session's {read['whole_chars']:,} characters",
+                      said)
+
+    def test_the_whole_session_in_one_segment_is_counted_once(self):
+        room = CallRoom(compaction_frame=10, state=20, output=30, answer_frame=5, answer=7)
+        self.assertEqual(5 + 7 + 2 * 1000, room.window_for(1000))
+        self.assertEqual(10 + 20 + 30 + 1000, room.window_for(1000, alone=True))
+        fit = self.episode["window"]
+        room = design.call_room(self.episode["questions"])
+        self.assertEqual(room.window_for(fit["tokens"], alone=True), fit["one_segment_window"])
+        self.assertLess(fit["one_segment_window"], room.answer_frame + 2 * fit["tokens"])
 
 
 if __name__ == "__main__":
