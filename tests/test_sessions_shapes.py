@@ -87,5 +87,25 @@ class LongTurnsTest(unittest.TestCase):
         self.assertLess(fit["one_segment_window"], room.answer_frame + 2 * fit["tokens"])
 
 
+class OneOffRequestsTest(unittest.TestCase):
+    """Point 6: a request for one thing to be made is no standing instruction; a rule still is."""
+
+    def test_write_a_hello_world_function_is_a_one_off_request(self):
+        truth = ground_truth(read("gemini-hello-world.json")["turns"])
+        self.assertEqual(["From now on, put every new script under tools/."],
+                         [i["text"] for i in truth["instructions"]])
+
+    def test_one_thing_to_make_and_a_rule_about_how(self):
+        from pilot.studies.sessions.truth import is_standing_instruction
+        for sentence in ("Write a hello world function", "Write me a script that prints the date",
+                         "Make a backup of the config", "Add a test for the parser"):
+            with self.subTest(sentence=sentence):
+                self.assertFalse(is_standing_instruction(sentence))
+        for sentence in ("Write all commit messages in English", "Use a branch for every change",
+                         "Write tests first", "Use a virtualenv from now on"):
+            with self.subTest(sentence=sentence):
+                self.assertTrue(is_standing_instruction(sentence))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -364,9 +364,12 @@ def is_standing_instruction(sentence: str) -> bool:
                         r"one|going|ahead|again|"
                         r"next|them|these|those)\b", text, re.I)
     verb = start.group(0).split()[-1].lower() if start else ""
+    # "Write a hello world function": one thing to make, not how things are done
+    one_thing = verb in POLICY_VERBS and not start.group("cond") and not SCOPE.search(text) and \
+        re.match(r"\s+(?:me\s+|us\s+)?(?:a|an)\s", text[start.end():], re.I)
     if start and (start.group("cond") or verb in ("no", "never", "don't",
                                                   "not") or verb in POLICY_VERBS) and \
-            not one_off:
+            not one_off and not one_thing:
         # a conditional order, a prohibition, an order about how things are done: standing
         return True
     if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):
