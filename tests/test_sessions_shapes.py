@@ -107,5 +107,43 @@ class OneOffRequestsTest(unittest.TestCase):
                 self.assertTrue(is_standing_instruction(sentence))
 
 
+class ShapesReadTest(unittest.TestCase):
+    """Point 7: shapes that were refused or half read."""
+
+    def test_a_swe_agent_demonstration_file_of_history_alone_is_read(self):
+        whole = read("swe-agent-open-window.traj")
+        demo = read("swe-agent-demonstration.traj")
+        self.assertEqual("swe-agent", demo["format"])
+        self.assertEqual([t["role"] for t in whole["turns"]], [t["role"] for t in demo["turns"]])
+        self.assertEqual([t["text"] for t in whole["turns"]], [t["text"] for t in demo["turns"]])
+
+    def test_a_codex_rollout_of_2026_with_tool_search_items_is_read_whole(self):
+        session = read("codex-2026-tool-search.jsonl")
+        self.assertEqual({}, session["read"]["not_understood"])
+        self.assertEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"],
+                         [t["role"] for t in session["turns"]])
+        self.assertEqual(["tool_search", "tracker__get_issue"],
+                         [t["tool"] for t in session["turns"] if t["role"] == "tool"])
+        self.assertIn("tracker__get_issue", session["turns"][2]["text"])
+        self.assertEqual(0, session["read"]["calls_without_result"])
+
+    def test_a_folder_with_one_file_that_is_no_session_reads_the_rest(self):
+        folder = HERE / "fixtures" / "outcomes" / "cline-task"
+        design.READ_MEMO.clear()
+        _, tasks = design.read_sessions(folder)
+        self.assertEqual(["api_conversation_history.json"], [e["file"] for e in tasks["episodes"]])
+        self.assertIn("task_metadata.json", tasks["left_out"])
+        self.assertIn("not a session", tasks["left_out"]["task_metadata.json"])
+        said = "\n".join(design.describe_sessions(tasks))
+        self.assertIn("task_metadata.json: left out (not a session", said)
+
+    def test_a_file_that_is_no_session_given_alone_is_still_refused(self):
+        from pilot.studies.sessions.readers import SessionFileError
+        design.READ_MEMO.clear()
+        with self.assertRaises(SessionFileError):
+            design.read_sessions(HERE / "fixtures" / "outcomes" / "cline-task" /
+                                 "task_metadata.json")
+
+
 if __name__ == "__main__":
     unittest.main()

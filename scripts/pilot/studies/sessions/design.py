@@ -479,7 +479,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
@@ -487,10 +487,20 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                      f"MiB one run reads", "run the sessions in several folders")
     progress = ReadProgress(total)
     sessions, done = [], 0
+    not_sessions: list[NotASession] = []
     for file, name in files:
-        sessions += read_session_file(file, name)
+        try:
+            sessions += read_session_file(file, name)
+        except NotASession as err:
+            if not path.is_dir():
+                raise
+            # a folder's file that is no session (Cline's task_metadata.json): left out, named
+            not_sessions.append(err)
+            left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name + " ")
         done += file.stat().st_size
         progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
+    if not sessions and not_sessions:
+        raise not_sessions[0]
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:

@@ -182,9 +182,9 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
     return facts
 
 
-# A file view's line-number prefix (Claude Code's Read `   124→`, `cat -n` and `nl -ba` `   124<tab>`,
-# SWE-agent's window `124:`, Roo Code's `124 | `) and a browser page's element id (`[123] link`): at
-# the start of a line, or after the result's own heading on its first line
+# A file view's line-number prefix (Claude Code's Read `   124→`, `cat -n` and `nl -ba`
+# `   124<tab>`, SWE-agent's window `124:`, Roo Code's `124 | `) and a browser page's element id
+# (`[123] link`): at the start of a line, or after the result's own heading on its first line
 VIEW_NUMBER = re.compile(r"(?m)(?:^|(?<=\): ))[ \t]*(\d{1,7})(→|\t|:| \| )")
 
 ELEMENT_ID = re.compile(r"(?m)^[ \t]*(?:.*?\): [ \t]*)?(\[\d{1,7}\])(?= \w)")

@@ -22,6 +22,11 @@ def is_swe_agent(value: Any) -> bool:
     if isinstance(value.get("attempts"), list) and "history" not in value:
         return any(is_swe_agent(a) for a in value["attempts"][:5])
     history, steps = value.get("history"), value.get("trajectory")
+    if isinstance(history, list) and steps is None:
+        # a demonstration file (trajectories/demonstrations/): `history` alone, each message with
+        # SWE-agent's own `message_type`
+        return any(isinstance(m, dict) and "role" in m and isinstance(m.get("message_type"), str)
+                   for m in history[:20])
     return (isinstance(history, list) and isinstance(steps, list)) and (
         any(isinstance(m, dict) and "role" in m for m in history[:20]) or
         any(isinstance(s, dict) and "action" in s for s in steps[:20]))
@@ -119,11 +124,12 @@ def blocked_step(b: SessionBuilder, at: int, action: str, observation: str) -> N
 # --- Recognised from the content: the checks its registry entry names ----------------------------
 def checks(value: Any) -> list[tuple[bool, str]]:
     """An object with a `history` of messages and a `trajectory` of steps (or `attempts` of
-    them)."""
+    them, or, in a demonstration file, `history` alone)."""
     obj = isinstance(value, dict)
     history = value.get("history") if obj else None
     return [(obj, "an object"),
             (obj and (isinstance(history, list) or "attempts" in value), "a `history` list"),
-            (obj and isinstance(value.get("trajectory"), list) or obj and "attempts" in value,
-             "a `trajectory` list"),
+            (obj and (isinstance(value.get("trajectory"), list) or "attempts" in value or
+                      "trajectory" not in value and is_swe_agent(value)),
+             "a `trajectory` list (or a demonstration's `history` alone)"),
             (is_swe_agent(value), "history messages with a `role`")]
