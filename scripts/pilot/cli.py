@@ -18,6 +18,7 @@ from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .rules import RuleInputError
+from .runfolder import refuse_foreign_folder
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET,
                       DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S,
                       DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
@@ -44,6 +45,7 @@ def command_demo(args) -> int:
             f"the {study.name} study has no demo; choose one of "
             f"{', '.join(s.name for s in STUDY_REGISTRY.values() if s.demo is not None)}"
         )
+    refuse_foreign_folder(run_dir)         # before a word is printed: one line if refused
     episodes = study.demo.episodes or DEMO_EPISODES
     print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on "
           "the built-in "
@@ -422,6 +424,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
                             help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
+        if command == "score":
+            parser.add_argument("--force", action="store_true", help="replace a results.json "
+                                "that holds more probes than this scoring gives")
         # without RUN_DIR or --out, the folder is found as the run named it: from the run's own
         # options as typed
         # (--study, --sessions, --regimes, ...); a folder named with --out says its own study

@@ -1,0 +1,191 @@
+"""The folder marker (issue 41, point 1): a folder is ours only by the marker the tool wrote there,
+never by the names of the files it holds; a file we did not write, or changed since, is never
+replaced, whatever the command, and each refusal is one line that loses nothing."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import shutil
+import unittest
+from pathlib import Path
+
+from helpers import REPO, TempDirMixin, load_module, run_main
+from pilot import marker
+
+mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
+EXAMPLE = REPO / "results" / "smollm2-135m-llamacpp"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def make_figures(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = mf.main(argv)
+    return code, err.getvalue()
+
+
+class FolderMarkerTest(TempDirMixin, unittest.TestCase):
+
+    def assert_refused(self, code: int, err: str, *words: str) -> None:
+        self.assertEqual(code, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        for word in words:
+            self.assertIn(word, err)
+
+    def demo(self) -> Path:
+        out = self.make_tmp() / "demo"
+        code, _, err = run_main(["demo", "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_files_named_like_ours_are_never_replaced_by_any_command(self):
+        folder = self.make_tmp() / "x"
+        folder.mkdir()
+        (folder / "results.json").write_text('{"my":"own"}\n')
+        (folder / "report.html").write_text("mine\n")
+        before = snapshot(folder)
+        bank = str(EXAMPLE / "results.json")
+        for argv in (["demo", "--out", str(folder), "--quiet"],
+                     ["--models", "m:1", "--out", str(folder), "--host", "http://127.0.0.1:9"],
+                     ["analyze", "--results", bank, "--out", str(folder)],
+                     ["audit", str(REPO / "tasks" / "sessions" / "audit-example"), "--out",
+                      str(folder), "--quiet"]):
+            with self.subTest(argv[0]):
+                code, _, err = run_main(argv)
+                self.assert_refused(code, err, "was not written by this tool", "--out")
+                self.assertEqual(snapshot(folder), before)
+        self.assert_refused(*make_figures([bank, "--out", str(folder)]), "not written")
+        self.assertEqual(snapshot(folder), before)
+
+    def test_the_demo_never_writes_into_an_audit_and_the_audit_never_into_a_run(self):
+        audit = self.make_tmp() / "audit-example"
+        shutil.copytree(REPO / "results" / "audit-example", audit)
+        before = snapshot(audit)
+        code, _, err = run_main(["demo", "--out", str(audit), "--quiet"])
+        self.assert_refused(code, err, "holds an audit", "--out")
+        self.assertEqual(snapshot(audit), before)
+        run = self.demo()
+        before = snapshot(run)
+        code, _, err = run_main(["audit", str(REPO / "tasks" / "sessions" / "audit-example"),
+                                 "--out", str(run), "--quiet"])
+        self.assert_refused(code, err, "holds a run", "--out")
+        self.assertEqual(snapshot(run), before)
+
+    def test_the_marker_records_each_output_and_a_changed_one_is_never_replaced(self):
+        run = self.demo()
+        files = json.loads((run / marker.MARKER_NAME).read_text())["files"]
+        self.assertEqual(sorted(files), marker.present_outputs(run))
+        self.assertEqual(files["results.json"], snapshot(run)["results.json"])
+        code, _, err = run_main(["demo", "--out", str(run), "--quiet"])     # ours: rewritten
+        self.assertEqual(code, 0, err)
+        with open(run / "report.html", "a", encoding="utf-8") as fh:
+            fh.write("my notes\n")
+        before = snapshot(run)
+        for argv in (["analyze", "--out", str(run)], ["score", "--out", str(run)]):
+            with self.subTest(argv[0]):
+                code, _, err = run_main(argv)
+                self.assert_refused(code, err, "report.html was changed since this tool wrote it")
+        self.assert_refused(*make_figures([str(run / "results.json")]), "changed since")
+        self.assertEqual(snapshot(run), before)
+
+    def test_a_folder_made_before_the_marker_is_taken_by_its_content_once(self):
+        copy = self.make_tmp() / "example"
+        shutil.copytree(EXAMPLE, copy)
+        self.assertFalse((copy / marker.MARKER_NAME).exists())
+        code, err = make_figures([str(copy / "results.json")])
+        self.assertEqual(code, 0, err)
+        files = json.loads((copy / marker.MARKER_NAME).read_text())["files"]
+        self.assertEqual(sorted(files), marker.present_outputs(copy))
+        self.assertEqual((copy / "report.html").read_bytes(), (EXAMPLE / "report.html").read_bytes())
+
+
+class ManifestJournalTest(TempDirMixin, unittest.TestCase):
+    """Issue 41, point 7: a manifest that disagrees with its own journal is refused by every command
+    in one line, and results.json is never replaced by fewer probes without --force."""
+
+    def demo(self) -> Path:
+        out = self.make_tmp() / "demo"
+        code, _, err = run_main(["demo", "--out", str(out), "--quiet"])
+        self.assertEqual(code, 0, err)
+        return out
+
+    def edit_manifest(self, run: Path, change) -> None:
+        data = json.loads((run / "manifest.json").read_text())
+        change(data)
+        (run / "manifest.json").write_text(json.dumps(data))
+
+    def assert_every_command_refuses(self, run: Path, *words: str) -> None:
+        before = snapshot(run)
+        for command in ("verify", "status", "score", "analyze", "run"):
+            with self.subTest(command):
+                code, _, err = run_main([command, "--out", str(run), "--quiet"]
+                                        if command == "run" else [command, "--out", str(run)])
+                self.assertEqual(code, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                for word in ("disagrees with its own journal", *words):
+                    self.assertIn(word, err)
+                self.assertEqual(snapshot(run), before)
+
+    def test_another_model_in_the_manifest_is_refused(self):
+        run = self.demo()
+
+        def other_model(data):
+            data["models"] = ["other:1"]
+            data["cells"] = {}
+        self.edit_manifest(run, other_model)
+        self.assert_every_command_refuses(run, "does not list", "other:1")
+
+    def test_fewer_episodes_in_the_manifest_are_refused(self):
+        run = self.demo()
+
+        def one_episode(data):
+            data["n_episodes"] = 1
+            data["cells"] = {k: v for k, v in data["cells"].items() if v["episode"] < 1}
+        self.edit_manifest(run, one_episode)
+        self.assert_every_command_refuses(run, "episode 1", "1 episodes")
+
+    def test_results_json_is_never_replaced_by_fewer_probes_without_force(self):
+        run = self.demo()
+        held = len(json.loads((run / "results.json").read_text())["probes"])
+
+        def one_failed(data):
+            key = sorted(data["cells"])[0]
+            data["cells"][key]["status"] = "FAILED"
+        self.edit_manifest(run, one_failed)
+        before = (run / "results.json").read_bytes()
+        code, _, err = run_main(["score", "--out", str(run)])
+        self.assertEqual(code, 2, err)
+        self.assertIn(f"holds {held} probes", err)
+        self.assertIn("--force", err)
+        self.assertEqual((run / "results.json").read_bytes(), before)
+        code, _, err = run_main(["score", "--out", str(run), "--force"])
+        self.assertEqual(code, 0, err)
+        self.assertLess(len(json.loads((run / "results.json").read_text())["probes"]), held)
+
+
+class ClosingLinesTest(TempDirMixin, unittest.TestCase):
+    """Issue 41, point 9: a model that never writes an ANSWER: line is told on the terminal why its
+    answers count as corrupted, not only in analysis.md."""
+
+    def test_the_closing_lines_say_every_answer_was_omitted(self):
+        from fake_servers import FakeOllama
+        from helpers import FAST
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"], behaviour={"answer_style": "plain"}) as server:
+            code, printed, err = run_main(["--models", "m:1", "--host", server.url, "--out",
+                                           str(out), "--episodes", "1", *FAST])
+        self.assertEqual(code, 0, err)
+        self.assertIn("UNINFORMATIVE", printed)
+        closing = printed[printed.index("UNINFORMATIVE"):]
+        self.assertIn("every answer had no parseable ANSWER: <integer> line (omitted)", closing)
+        self.assertNotIn("Why: every answer", (out / "analysis.md").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
