@@ -124,12 +124,13 @@ class ManifestJournalTest(TempDirMixin, unittest.TestCase):
         before = snapshot(run)
         for command in ("verify", "status", "score", "analyze", "run"):
             with self.subTest(command):
-                code, _, err = run_main([command, "--out", str(run), "--quiet"]
+                code, out, err = run_main([command, "--out", str(run), "--quiet"]
                                         if command == "run" else [command, "--out", str(run)])
-                self.assertEqual(code, 2, err)
-                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                said = out if command == "verify" else err        # verify: one of its problems
+                self.assertEqual(code, 1 if command == "verify" else 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 0 if command == "verify" else 1)
                 for word in ("disagrees with its own journal", *words):
-                    self.assertIn(word, err)
+                    self.assertIn(word, said)
                 self.assertEqual(snapshot(run), before)
 
     def test_another_model_in_the_manifest_is_refused(self):
@@ -185,6 +186,31 @@ class ClosingLinesTest(TempDirMixin, unittest.TestCase):
         closing = printed[printed.index("UNINFORMATIVE"):]
         self.assertIn("every answer had no parseable ANSWER: <integer> line (omitted)", closing)
         self.assertNotIn("Why: every answer", (out / "analysis.md").read_text())
+
+
+class RunSideDetailsTest(unittest.TestCase):
+    """Issue 41, point 11 (the run's side): the subcommands open --help, the resume hint gives a
+    flag once, and a default run's folder is not left for git to add."""
+
+    def test_the_subcommands_are_near_the_top_of_help(self):
+        code, printed, _ = run_main(["--help"])
+        self.assertEqual(code, 0)
+        lines = printed.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("subcommands"))
+        self.assertLess(at, 10, printed[:400])
+        self.assertTrue(any(line.lstrip().startswith("demo ") for line in lines[at:at + 20]))
+
+    def test_the_resume_hint_gives_the_reply_deadline_once(self):
+        from pilot.commands import resume_command
+        hint = resume_command(["--models", "m:1", "--reply-deadline", "15", "--quiet"],
+                              ("--reply-deadline", "60"))
+        self.assertEqual(hint.count("--reply-deadline"), 1, hint)
+        self.assertTrue(hint.endswith("--quiet --reply-deadline 60"), hint)
+
+    def test_a_default_run_folder_is_ignored_by_git(self):
+        ignored = (REPO / ".gitignore").read_text().splitlines()
+        for line in ("/results/xr001/", ".pilot-outputs.json"):
+            self.assertIn(line, ignored)
 
 
 if __name__ == "__main__":

@@ -405,16 +405,19 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     prog = "run_pilot.py" if command == "pilot" else f"run_pilot.py {command}"
-    epilog = None
+    epilog, usage, description = None, None, COMMAND_HELP[command]
     if command == "pilot":
-        epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
+        # the subcommands first, under a one-line usage, not after 170 lines of options (issue 41)
+        usage = "run_pilot.py [COMMAND] [options]"
+        description += ("\n\nsubcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
             f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name,
-            text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
+            text in COMMAND_HELP.items()))
+        epilog = (
+            "exit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
             "or no server; 3 a cell FAILED or the server stopped answering (--give-up-after); 4 "
             "the disk is full; 130 interrupted (rerun the same command to resume)\n\nthe user "
             "guide: scripts/README.md")
-    parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
+    parser = OneLineParser(prog=prog, usage=usage, description=description, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
         add_folder_options(parser)

@@ -229,8 +229,9 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             deadline = options.backend.deadline_s
             what = ("The server began its replies but sent none whole within the reply deadline "
                     f"({deadline:g} s; a server or gateway that drips bytes to keep a call open "
-                    f"does this); if the model is only slow, resume with a longer one: {resume} "
-                    f"--reply-deadline {max(2 * deadline, 60):g}")
+                    "does this); if the model is only slow, resume with a longer one: "
+                    + resume_command(options.argv, ("--reply-deadline",
+                                                    f"{max(2 * deadline, 60):g}")))
         else:
             what = f"Start the server, then resume with: {resume}"
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED "
@@ -249,8 +250,16 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
     return EXIT_OK
 
 
-def resume_command(argv: list[str]) -> str:
-    """The command line that resumes this run: the same one again."""
+def resume_command(argv: list[str], replace: tuple[str, str] | None = None) -> str:
+    """The command line that resumes this run: the same one again, with replace's (flag, value)
+    given once, in place of any value it had."""
+    if replace is not None:
+        flag, kept, skip = replace[0], [], False
+        for arg in argv:
+            if not skip and arg != flag and not arg.startswith(flag + "="):
+                kept.append(arg)
+            skip = arg == flag
+        argv = kept + list(replace)
     script = (sys.argv[0] if sys.argv and sys.argv[0].endswith("run_pilot.py")
               else "scripts/run_pilot.py")
     return "python3 " + shlex.join([script, *argv])

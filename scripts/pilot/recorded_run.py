@@ -19,7 +19,8 @@ RECHECK_LOG = "recheck.jsonl"           # the determinism probe's replies (runne
 
 
 def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>",
-             folder_alone: bool = False) -> tuple[Manifest, dict | None]:
+             folder_alone: bool = False,
+             check_journal: bool = True) -> tuple[Manifest, dict | None]:
     """A run folder's manifest and the task set it ran on, read from where the run read it. A
     command that works from the folder alone (status, verify) gets None for tasks when they are gone
     or changed; any other is refused with the one message every command gives (run_inputs)."""
@@ -27,7 +28,8 @@ def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --
     if not manifest_path.exists():
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
-    refuse_disagreement(run_dir, manifest.data)
+    if check_journal:                   # verify reports it among its problems instead
+        refuse_disagreement(run_dir, manifest.data)
     tasks, problem = run_inputs(run_dir, manifest.data)
     if problem is not None and not folder_alone:
         raise PilotError(problem)
