@@ -8,11 +8,15 @@ import hashlib
 import io
 import json
 import shutil
+import threading
+import time
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from helpers import REPO, TempDirMixin, load_module, run_main
 from pilot import marker
+from pilot.progress import Progress
 
 mf = load_module("make_figures", REPO / "paper" / "make_figures.py")
 EXAMPLE = REPO / "results" / "smollm2-135m-llamacpp"
@@ -211,6 +215,77 @@ class RunSideDetailsTest(unittest.TestCase):
         ignored = (REPO / ".gitignore").read_text().splitlines()
         for line in ("/results/xr001/", ".pilot-outputs.json"):
             self.assertIn(line, ignored)
+
+
+class ProgressLineTest(TempDirMixin, unittest.TestCase):
+    """Issue 41, points 8 and 11 (the progress line): a reply that drips is named with the time it
+    is given up at, not taken for a model loading; a resume counts this session's cells and calls
+    against this session's, the whole run's cells apart; a fast run gets its rate by its count."""
+
+    def test_the_transport_tells_a_dripping_reply_from_a_model_still_writing(self):
+        from fake_servers import FakeOllama
+        from pilot import transport
+        chat = {"model": "m:1", "stream": False,
+                "messages": [{"role": "user", "content": "ABCDEF is 5.\nQuestion: ABCDEF?"}]}
+        for fault, dripping in ((("drip", 0.1, 10), True), (("drip_headers", 0.1, 10), True),
+                                (("delay", 1.0), False)):
+            with self.subTest(fault[0]), FakeOllama(models=["m:1"]) as server:
+                server.faults = [fault]
+                client = transport.HttpClient(server.url, 5, read_timeout=1.5, reply_deadline=2)
+                call = threading.Thread(target=self.send, args=(client, chat))
+                call.start()
+                time.sleep(0.8)
+                slow = transport.REPLY_DEADLINES.slow_replies()
+                call.join()
+                client.close()
+                self.assertEqual(len(slow), int(dripping), slow)
+                if dripping:
+                    self.assertEqual(slow[0]["deadline_s"], 2)
+                    self.assertGreater(slow[0]["bytes"], 0)
+                    self.assertLess(abs(slow[0]["gives_up_at"] - time.time()), 2)
+
+    @staticmethod
+    def send(client, chat) -> None:
+        with contextlib.suppress(Exception):         # a drip ends at its deadline
+            client.request("POST", "/api/chat", chat)
+
+    def test_a_run_whose_reply_drips_says_so_from_the_first_seconds(self):
+        from fake_servers import FakeOllama
+        out = self.make_tmp() / "run"
+        with FakeOllama(models=["m:1"]) as server:
+            server.faults = [("drip", 0.1, 10)]
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", str(out),
+                                     "--episodes", "1", "--recheck", "0", "--read-timeout", "1",
+                                     "--reply-deadline", "2", "--progress-interval", "0.2"])
+        self.assertEqual(code, 0, err)
+        dripping = [line for line in err.splitlines() if "bytes arriving slowly" in line]
+        self.assertTrue(dripping, err)
+        self.assertRegex(dripping[0], r"progress: .*ETA unknown \(no whole reply yet\).*; bytes "
+                         r"arriving slowly on 1 call\(s\) \(a gateway or a slow server\); giving up "
+                         r"at \d\d:\d\d:\d\d \(--reply-deadline 2 s\)")
+        self.assertFalse([line for line in dripping if "a model may be loading" in line], err)
+
+    def test_a_resume_counts_this_sessions_work_apart_from_the_whole_run(self):
+        stream = io.StringIO()
+        # 10 cells, 2 complete before; this session has 8 cells of 80 calls to make
+        progress = Progress(10, 80, 2, 0, stream=stream, interval_s=0)
+        progress.update(calls=5)
+        progress.update(cells=1, force=True)
+        self.assertTrue(progress.line().startswith(
+            "progress: cells 1/8 and calls 5/80 this session (whole run: cells 3/10), "), progress.line())
+        fresh = Progress(10, 100, 0, 0, stream=io.StringIO(), interval_s=0)
+        fresh.update(calls=5, cells=1)
+        self.assertTrue(fresh.line().startswith("progress: cells 1/10, calls 5/100, "))
+
+    def test_a_fast_run_gets_its_rate_by_the_count_of_replies(self):
+        now = [1000.0]
+        with mock.patch.object(time, "monotonic", lambda: now[0]):
+            progress = Progress(10, 400, 0, 0, stream=io.StringIO(), interval_s=60)
+            for _ in range(90):                     # 90 replies in 4.5 s: 1,200 a minute
+                now[0] += 0.05
+                progress.update(calls=1)
+            line = progress.line()
+        self.assertIn("calls 90/400, 1200.0 calls/min, ETA 0.3 min", line)
 
 
 if __name__ == "__main__":

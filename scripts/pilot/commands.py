@@ -171,9 +171,10 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         total_calls = sum(len(study.plan(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
                           for c in todo)
         # a resumed run counts the calls it still has to make, not those its earlier runs made
+        from .transport import REPLY_DEADLINES
         progress = Progress(total_cells, total_calls - done_calls, total_cells - len(todo), 0,
-                            quiet=options.quiet,
-                            interval_s=options.progress_interval)
+                            quiet=options.quiet, interval_s=options.progress_interval,
+                            slow_replies=REPLY_DEADLINES.slow_replies)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
                          options.policy, stop,
