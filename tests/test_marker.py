@@ -8,6 +8,7 @@ import hashlib
 import io
 import json
 import shutil
+import tempfile
 import threading
 import time
 import unittest
@@ -83,9 +84,6 @@ class FolderMarkerTest(TempDirMixin, unittest.TestCase):
 
     def test_the_marker_records_each_output_and_a_changed_one_is_never_replaced(self):
         run = self.demo()
-        files = json.loads((run / marker.MARKER_NAME).read_text())["files"]
-        self.assertEqual(sorted(files), marker.present_outputs(run))
-        self.assertEqual(files["results.json"], snapshot(run)["results.json"])
         code, _, err = run_main(["demo", "--out", str(run), "--quiet"])     # ours: rewritten
         self.assertEqual(code, 0, err)
         with open(run / "report.html", "a", encoding="utf-8") as fh:
@@ -97,6 +95,9 @@ class FolderMarkerTest(TempDirMixin, unittest.TestCase):
                 self.assert_refused(code, err, "report.html was changed since this tool wrote it")
         self.assert_refused(*make_figures([str(run / "results.json")]), "changed since")
         self.assertEqual(snapshot(run), before)
+        files = json.loads((run / marker.MARKER_NAME).read_text())["files"]
+        self.assertEqual(sorted(files), marker.present_outputs(run))
+        self.assertEqual(files["results.json"], snapshot(run)["results.json"])
 
     def test_a_folder_made_before_the_marker_is_taken_by_its_content_once(self):
         copy = self.make_tmp() / "example"
@@ -210,6 +211,19 @@ class RunSideDetailsTest(unittest.TestCase):
                               ("--reply-deadline", "60"))
         self.assertEqual(hint.count("--reply-deadline"), 1, hint)
         self.assertTrue(hint.endswith("--quiet --reply-deadline 60"), hint)
+
+    def test_a_run_stopped_by_its_reply_deadline_names_a_longer_one_once(self):
+        from fake_servers import FakeOllama
+        from helpers import FAST
+        with tempfile.TemporaryDirectory() as tmp, FakeOllama(models=["m:1"]) as server:
+            server.faults = [("drip", 0.3, 10)] * 5
+            code, _, err = run_main(["--models", "m:1", "--host", server.url, "--out", tmp,
+                                     "--episodes", "1", *FAST, "--read-timeout", "1",
+                                     "--reply-deadline", "1", "--give-up-after", "1.5"])
+        self.assertEqual(code, 3, err)
+        last = err.strip().splitlines()[-1]
+        self.assertEqual(last.count("--reply-deadline"), 1, last)
+        self.assertTrue(last.endswith("--reply-deadline 60"), last)
 
     def test_a_default_run_folder_is_ignored_by_git(self):
         ignored = (REPO / ".gitignore").read_text().splitlines()
