@@ -294,7 +294,7 @@ STOP_POLL_S = 0.25
 
 # A reply whose first bytes came this long ago (a tenth of its deadline where that is shorter) and
 # is still not whole is dripping: a model's reply comes whole once it is written (a few kilobytes
-# in one go), so only a gateway keeping the call open, or a server stalling, sends bytes this slowly.
+# in one go), so only a gateway keeping the call open, or a server stalling, sends this slowly.
 SLOW_REPLY_S = 10.0
 
 
