@@ -10,6 +10,7 @@ from pathlib import Path
 from unittest import mock
 
 import audit_fixtures as fx
+import audit_hostile as hostile
 from helpers import REPO, TempDirMixin, run_main
 from pilot.studies.sessions import audit as sessions_audit
 
@@ -142,6 +143,21 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 text = (out / name).read_text(encoding="utf-8")
                 self.assertNotIn(fx.KEY[8:], text)
         self.assertIn("sk-proj-[masked]", (out / "audit.csv").read_text(encoding="utf-8"))
+
+    def test_a_key_cut_by_any_excerpt_leaves_no_piece_of_itself(self):
+        """Issue 41, point 2: keys of every shape the masks know, each at every position of every
+        cut the audit makes; no output holds any 8 characters of a key's secret part."""
+        folder = self.make_tmp()
+        hostile.write_keys(folder)
+        code, stdout, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 0, stderr)
+        texts = {name: (out / name).read_text(encoding="utf-8")
+                 for name in ("audit.csv", "analysis.md", "report.html")}
+        texts["the terminal"] = stdout + stderr
+        for key, prefix in hostile.KEYS:
+            for name, text in texts.items():
+                with self.subTest(key=key[:12], output=name):
+                    self.assertEqual(sorted(p for p in hostile.pieces(key, prefix) if p in text), [])
 
     def test_no_connection_is_made(self):
         def refuse(*args, **kwargs):

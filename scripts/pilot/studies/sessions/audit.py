@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from ...rules.gate import check_state
+from ...rules.values import secret_pieces
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
@@ -250,9 +251,11 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
     judged = judge_state(truth, summary)
     findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
+    # every secret of the whole texts, found before the excerpts below were cut from them
+    pieces = secret_pieces((source, summary))
 
     def mask(text):
-        return mask_secrets(text, secrets) if text else text
+        return mask_secrets(text, secrets, pieces) if text else text
 
     rows = []
     for fact, j in zip(truth["values"], judged["values"]):
