@@ -13,6 +13,7 @@ import audit_fixtures as fx
 import audit_hostile as hostile
 from helpers import REPO, TempDirMixin, run_main
 from pilot.studies.sessions import audit as sessions_audit
+from pilot.studies.sessions import audit_report
 
 EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 
@@ -158,6 +159,23 @@ class AuditTest(TempDirMixin, unittest.TestCase):
             for name, text in texts.items():
                 with self.subTest(key=key[:12], output=name):
                     self.assertEqual(sorted(p for p in hostile.pieces(key, prefix) if p in text), [])
+
+    def test_the_answer_and_the_gate_never_contradict_each_other(self):
+        """Issue 41, point 10: no failed step in the rules' reading, two gate findings of a failure
+        presented as passed: the answer's sentence on steps says both, from one source."""
+        rows = [{"type": "gate", "kind": "status", "item": "a failure presented as passed",
+                 "status": "found", "beside": None, "instead": None, "source_sentence": None,
+                 "summary_sentence": f"The build {n} passed."} for n in (1, 2)]
+        record = {"session": 1, "file": "a.jsonl", "format": "claude-code", "n": 1,
+                  "trigger": "auto", "tokens_before": None, "tokens_after": None,
+                  "source": "compact_boundary", "kept_turns": 0, "scored": True, "why": None,
+                  "counts": {"turns": 2, "values": 0, "instructions": 0, "steps": 0}, "rows": rows}
+        read = {"files": 1, "bytes": 10, "sha256": "0" * 64, "sessions": 1, "passed": 0,
+                "skipped": []}
+        answer = audit_report.answers(sessions_audit.analyze_audit([record], read))
+        self.assertNotIn("No failed or denied step was left unresolved in the histories replaced.",
+                         answer)
+        self.assertTrue(any("2 sentences that present a failure as passed" in a for a in answer))
 
     def test_no_connection_is_made(self):
         def refuse(*args, **kwargs):
