@@ -104,7 +104,8 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
             skipped.append((str(given), f"cannot be read ({err.strerror})"))
             continue
         if stat.S_ISLNK(mode):
-            skipped.append((str(given), "a link (never followed)"))
+            skipped.append((str(given), "a link (never followed); give the path it points to: "
+                            f"{os.path.realpath(given)}"))
         elif stat.S_ISREG(mode):
             take(given, str(given), os.lstat(given).st_size, files, skipped)
         elif not stat.S_ISDIR(mode):
@@ -177,10 +178,11 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
     """Every session of every file (readers.read_session_file), each file read once; a file
     that cannot be read is added to skipped with its one-line reason and the others are read on.
     Also what was read: bytes and a digest of every file's name and sha256."""
-    sessions, digest, size = [], hashlib.sha256(), 0
+    sessions, digest, size, read = [], hashlib.sha256(), 0, 0
     for k, (path, shown) in enumerate(files, 1):
         try:
-            found = read_session_file(path, shown)
+            # one byte that is not UTF-8 does not make a log unreadable
+            found = read_session_file(path, shown, lenient=True)
         except SessionFileError as err:
             skipped.append((shown, str(err).split(f"{shown} ",
                                                   1)[-1].split("; the sessions study reads")[0]))
@@ -188,12 +190,13 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
         except (OSError, RecursionError, MemoryError) as err:
             skipped.append((shown, f"cannot be read ({type(err).__name__})"))
             continue
-        size += found[0]["bytes"]
+        size, read = size + found[0]["bytes"], read + 1
         digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
         sessions += found
         if progress:
             progress(k, len(files), size)
-    return sessions, {"files": len(files), "bytes": size, "sha256": digest.hexdigest()}
+    # the files read and their bytes together: a file skipped counts in neither
+    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest()}
 
 
 # --- The history each compaction replaced ---------------------------------------------------------
