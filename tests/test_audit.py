@@ -118,6 +118,25 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
         self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
 
+    def test_the_same_logs_twice_count_once(self):
+        """Issue 41, point 3: 8 sessions copied twice are 8 sessions (no interval printed), and the
+        report says how many copies were set aside."""
+        folder = self.make_tmp()
+        for copy in ("a", "b"):
+            (folder / copy).mkdir()
+            for k in range(8):
+                story = [(kind, payload.replace("2,500", f"2,{500 + k}")
+                          if isinstance(payload, str) else payload) for kind, payload in fx.STORY]
+                fx.write(folder / copy / f"s{k}.jsonl", fx.claude_lines(story, fx.LOSSY))
+        code, _, _, out = self.audit(str(folder))
+        self.assertEqual(code, 0)
+        text = (out / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("- Across 8 compactions in 8 sessions", text)
+        self.assertIn("8 copies of a log already read set aside", text)
+        self.assertIn("no interval is printed", text)
+        self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
+        self.assertEqual(len({r["file"] for r in rows_of(out)}), 8)
+
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
         for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),

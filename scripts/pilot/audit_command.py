@@ -158,6 +158,10 @@ def audit_now(args) -> int:
                                   f"path it points to: {os.path.realpath(links[0])}")
         for name, why in skipped:
             print(f"skipped {name}: {why}", file=sys.stderr)
+        if read["copies"] and not args.quiet:
+            print(f"set aside {len(read['copies']):,} cop{'ies' if len(read['copies']) > 1 else 'y'}"
+                  " of logs already read (the same sessions and content, counted once)",
+                  file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
                                   f"({len(files)} log file{'s' * (len(files) != 1)}, "

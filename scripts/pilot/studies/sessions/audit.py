@@ -176,9 +176,12 @@ def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
 def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
               progress=None) -> tuple[list, dict]:
     """Every session of every file (readers.read_session_file), each file read once; a file
-    that cannot be read is added to skipped with its one-line reason and the others are read on.
-    Also what was read: bytes and a digest of every file's name and sha256."""
+    that cannot be read is added to skipped with its one-line reason and the others are read on; a
+    file whose content was already read (a copy: the same sessions, ids and all) is set aside.
+    Also what was read: files and bytes, a digest of every file's name and sha256, the copies."""
     sessions, digest, size, read = [], hashlib.sha256(), 0, 0
+    first_of: dict[str, str] = {}       # a file's content (sha256) -> the name it was first read by
+    copies: list[tuple[str, str]] = []
     for k, (path, shown) in enumerate(files, 1):
         try:
             # one byte that is not UTF-8 does not make a log unreadable
@@ -190,13 +193,18 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
         except (OSError, RecursionError, MemoryError) as err:
             skipped.append((shown, f"cannot be read ({type(err).__name__})"))
             continue
+        if found[0]["sha256"] in first_of:
+            # the same sessions (their ids and content) counted once: a copy is no more evidence
+            copies.append((shown, first_of[found[0]["sha256"]]))
+            continue
+        first_of[found[0]["sha256"]] = shown
         size, read = size + found[0]["bytes"], read + 1
         digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
         sessions += found
         if progress:
             progress(k, len(files), size)
     # the files read and their bytes together: a file skipped counts in neither
-    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest()}
+    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest(), "copies": copies}
 
 
 # --- The history each compaction replaced ---------------------------------------------------------

@@ -57,6 +57,8 @@ def render_audit_csv(records: list[dict]) -> str:
 
 
 def plural(n: int, word: str) -> str:
+    if word.endswith("y") and n != 1:
+        return f"{n:,} {word[:-1]}ies"
     return f"{n:,} {word}{'s' * (n != 1)}"
 
 
@@ -151,6 +153,12 @@ def report_blocks(a: dict) -> list[tuple]:
             f"{plural(read['passed'], 'other file')} passed over (not a log's suffix).",
         )
     )
+    copies = read.get("copies") or []
+    if copies:
+        blocks.append(("p", f"{plural(len(copies), 'copy')} of a log already read set aside (the "
+                            "same sessions, ids and content: counted once, since a copy is no more "
+                            "evidence):"))
+        blocks.append(("list", [f"`{name}`: a copy of `{first}`" for name, first in copies]))
     if read["skipped"]:
         blocks.append(("p", f"Skipped, {len(read['skipped']):,}, each with why:"))
         blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))
