@@ -94,5 +94,16 @@ class AuditHostileTest(TempDirMixin, unittest.TestCase):
         self.assertIn("left out a-package.json", stderr)
 
 
+    def test_progress_is_shown_from_the_first_second(self):
+        """Point 4 (its progress part): the MB to read, the MB read of them and the compactions
+        scored, from the start, not only for more than 50 files."""
+        out = self.make_tmp() / "o"
+        code, _, stderr = run_main(["audit", str(EXAMPLE), "--out", str(out)])
+        self.assertEqual(code, 0)
+        lines = stderr.splitlines()
+        self.assertRegex(lines[0], r"^reading 4 log files \([\d.]+ MB\)")
+        self.assertTrue(any(" MB)" in line and "of" in line for line in lines[1:]), stderr)
+        self.assertIn("  compactions scored: 0 of 5", lines)
+
 if __name__ == "__main__":
     unittest.main()

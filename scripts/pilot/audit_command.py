@@ -74,16 +74,23 @@ def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
     return audit_pair(sessions[0], text), read
 
 
-def progress_printer(quiet: bool, what: str):
-    """A progress line on stderr at most every 2 seconds (and none with --quiet)."""
-    last = [time.monotonic()]
+def progress_printer(quiet: bool, what: str, total_bytes: int | None = None):
+    """A progress line on stderr at once and then at most every 2 seconds (none with --quiet): done
+    of total, the MB read of the MB to read, and an estimate of the time left."""
+    started, last = time.monotonic(), [float("-inf")]
 
     def show(done: int, total: int, size: int | None = None) -> None:
         now = time.monotonic()
-        if not quiet and now - last[0] >= 2:
-            last[0] = now
-            read = f" ({size / 2 ** 20:.1f} MB)" if size is not None else ""
-            print(f"  {what}: {done:,} of {total:,}{read}", file=sys.stderr, flush=True)
+        if quiet or (now - last[0] < 2 and done < total):
+            return
+        last[0] = now
+        read = ""
+        if size is not None:
+            read = f" ({size / 2 ** 20:.1f}" + (f" of {total_bytes / 2 ** 20:.1f}" if total_bytes
+                                               else "") + " MB)"
+        part = (size / total_bytes if size is not None and total_bytes else done / max(total, 1))
+        left = f", about {(now - started) * (1 - part) / part:.0f} s left" if 0 < part < 1 else ""
+        print(f"  {what}: {done:,} of {total:,}{read}{left}", file=sys.stderr, flush=True)
     return show
 
 
@@ -149,9 +156,12 @@ def audit_now(args) -> int:
         records, read = pair_records(Path(args.source), Path(args.summary))
     else:
         files, skipped, passed = log_files(paths)
-        if not args.quiet and len(files) > 50:
-            print(f"reading {len(files):,} log files ...", file=sys.stderr, flush=True)
-        sessions, read = read_logs(files, skipped, progress_printer(args.quiet, "log files read"))
+        total = sum(os.lstat(path).st_size for path, _ in files)
+        if not args.quiet and files:
+            print(f"reading {len(files):,} log file{'s' * (len(files) != 1)} "
+                  f"({total / 2 ** 20:.1f} MB) ...", file=sys.stderr, flush=True)
+        sessions, read = read_logs(files, skipped,
+                                   progress_printer(args.quiet, "log files read", total))
         links = [p for p in paths if p.is_symlink()]
         if not sessions and links:
             raise AuditInputError(f"{links[0]} is a link, and links are never followed; give the "

@@ -306,6 +306,8 @@ def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     scored, why, counts, rows}."""
     out = []
     events = list(compaction_events(sessions))
+    if progress:
+        progress(0, len(events))                # a line from the start, however long the first
     for done, (s, session, k) in enumerate(events, 1):
         event = session["compactions"][k]
         record = {"session": s + 1, "file": session["file"], "format": session["format"],
