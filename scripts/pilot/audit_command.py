@@ -102,7 +102,8 @@ class AuditInterrupted(PilotError):
 
 def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
     """Each output written whole or not at all; a full disk names the file it could not write, and
-    a folder this audit made (--out's, figures/) is removed again when nothing was written into it."""
+    a folder this audit made (--out's, figures/) is removed again when nothing was written
+    into it."""
     figures, new_out = out_dir / "figures", not out_dir.exists()
     made = any(name.startswith("figures/") for name in outputs) and not figures.exists()
     try:
@@ -169,9 +170,9 @@ def audit_now(args) -> int:
         for name, why in skipped:
             print(f"skipped {name}: {why}", file=sys.stderr)
         if read["copies"] and not args.quiet:
-            print(f"set aside {len(read['copies']):,} cop{'ies' if len(read['copies']) > 1 else 'y'}"
-                  " of logs already read (the same sessions and content, counted once)",
-                  file=sys.stderr)
+            copies = len(read["copies"])
+            print(f"set aside {copies:,} cop{'ies' if copies > 1 else 'y'} of logs already read "
+                  "(the same sessions and content, counted once)", file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
                                   f"({len(files)} log file{'s' * (len(files) != 1)}, "

@@ -474,7 +474,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, SessionFileError, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, read_session_file, refuse
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
@@ -482,21 +482,10 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                      f"MiB one run reads", "run the sessions in several folders")
     progress = ReadProgress(total)
     sessions, done = [], 0
-    first_error = None
     for file, name in files:
-        # a file that is not a session is left out with one line, as `audit` does; the run
-        # is refused only when no file is one
-        try:
-            sessions += read_session_file(file, name)
-        except SessionFileError as err:
-            first_error = first_error or err
-            left_out[name] = str(err).split(f"{name} ", 1)[-1].split("; ")[0]
-            print(f"sessions: left out {name}: {left_out[name]}", file=sys.stderr)
-            continue
+        sessions += read_session_file(file, name)
         done += file.stat().st_size
         progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
-    if not sessions and first_error is not None:
-        raise first_error
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:
