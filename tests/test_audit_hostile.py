@@ -2,13 +2,19 @@
 given by name, an interrupt, a full disk, a skipped file's bytes, a byte that is not UTF-8, and progress from
 the start; each ends in one line, with nothing lost and nothing left half-made."""
 import errno
+import io
+import json
 import os
+import time
+import tracemalloc
 import unittest
+from contextlib import redirect_stderr
 from unittest import mock
 
 import audit_fixtures as fx
 from helpers import REPO, TempDirMixin, run_main
 from pilot import audit_command
+from pilot.studies.sessions import audit, audit_report
 
 EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 
@@ -92,6 +98,47 @@ class AuditHostileTest(TempDirMixin, unittest.TestCase):
         self.assertRegex(lines[0], r"^reading 4 log files \([\d.]+ MB\)")
         self.assertTrue(any(" MB)" in line and "of" in line for line in lines[1:]), stderr)
         self.assertIn("  compactions scored: 0 of 5", lines)
+
+    def test_a_long_step_says_it_still_runs(self):
+        """Point 4: while one huge compaction is scored, a line every few seconds."""
+        err = io.StringIO()
+        with redirect_stderr(err):
+            show = audit_command.progress_printer(False, "compactions scored", beat=0.2)
+            show(0, 1)
+            time.sleep(1.5)
+            show(1, 1)
+            show.stop()
+        self.assertIn("compactions scored: 0 of 1; still on the next", err.getvalue())
+
+    def test_one_huge_turn_is_scored_in_memory_and_a_csv_bounded_by_the_log(self):
+        """Point 4: a log whose one user turn is 1.5 MB of tickets (a paste): the scoring's traced
+        peak under 20 times the file and audit.csv smaller than it (main: about 80 and 2.5 times)."""
+        log, lines, size, k = self.make_tmp() / "huge.jsonl", [], 0, 0
+        while size < 1_500_000:
+            lines.append(f"Ticket LS-{2000 + k} for tenant ACME-{4000 + k % 500}: the ledger is "
+                         f"off by ${k * 37 % 99991:,}.{k % 100:02d}; check services/ledger/"
+                         f"mod_{k % 37}.py at release 1.{k % 20}.{k % 31}.")
+            size, k = size + len(lines[-1]) + 1, k + 1
+        turns = [{"type": "user", "uuid": "u1", "sessionId": "s", "message": {
+                     "role": "user", "content": "Always run the tests first.\n" + "\n".join(lines)}},
+                 {"type": "assistant", "uuid": "u2", "sessionId": "s", "message": {
+                     "role": "assistant", "content": [{"type": "text", "text": "Read it."}]}},
+                 {"type": "system", "subtype": "compact_boundary", "content": "compacted",
+                  "compactMetadata": {"trigger": "auto", "preTokens": 190000}},
+                 {"type": "user", "isCompactSummary": True, "message": {"role": "user",
+                  "content": "Ticket LS-2001 for tenant ACME-4001 is off by $37.01."}}]
+        log.write_text("".join(json.dumps(t) + "\n" for t in turns), encoding="utf-8")
+        sessions, _ = audit.read_logs([(log, log.name)], [])
+        tracemalloc.start()
+        try:
+            records = audit.audit_sessions(sessions)
+            csv = audit_report.render_audit_csv(records).encode("utf-8")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertTrue(records[0]["scored"])
+        self.assertLess(peak, 20 * log.stat().st_size)
+        self.assertLess(len(csv), log.stat().st_size)
 
 if __name__ == "__main__":
     unittest.main()

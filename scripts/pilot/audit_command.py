@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_a
 from .studies.sessions.readers import read_file_text, read_session_file
 
 OUTPUTS = ("audit.csv", "analysis.md", "report.html")
+
+# seconds one step (reading one file, scoring one compaction) may run before a line says it still is
+HEARTBEAT_S = 10.0
 
 
 def where_logs_are() -> str:
@@ -74,23 +78,44 @@ def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
     return audit_pair(sessions[0], text), read
 
 
-def progress_printer(quiet: bool, what: str, total_bytes: int | None = None):
+def progress_printer(quiet: bool, what: str, total_bytes: int | None = None,
+                     beat: float = HEARTBEAT_S):
     """A progress line on stderr at once and then at most every 2 seconds (none with --quiet): done
-    of total, the MB read of the MB to read, and an estimate of the time left."""
-    started, last = time.monotonic(), [float("-inf")]
+    of total, the MB read of the MB to read, and an estimate of the time left; while one step takes
+    longer than `beat` seconds (one huge compaction), a line every `beat` seconds says how long it
+    has run. Call its stop() when the work ends, however it ends."""
+    started, last, step = time.monotonic(), [float("-inf")], {"done": 0, "total": 0, "at": 0.0}
+    lock, stopped = threading.Lock(), threading.Event()
+
+    def say(text: str) -> None:
+        last[0] = time.monotonic()
+        print(text, file=sys.stderr, flush=True)
+
+    def heartbeat() -> None:
+        while not stopped.wait(min(1.0, beat)):
+            with lock:
+                now = time.monotonic()
+                if step["done"] < step["total"] and now - last[0] >= beat:
+                    say(f"  {what}: {step['done']:,} of {step['total']:,}; still on the next, "
+                        f"{now - step['at']:.0f} s so far")
 
     def show(done: int, total: int, size: int | None = None) -> None:
         now = time.monotonic()
-        if quiet or (now - last[0] < 2 and done < total):
+        with lock:
+            step.update(done=done, total=total, at=now)
+        if quiet or size == 0 or (now - last[0] < 2 and done < total):
             return
-        last[0] = now
         read = ""
         if size is not None:
             read = f" ({size / 2 ** 20:.1f}" + (f" of {total_bytes / 2 ** 20:.1f}" if total_bytes
                                                else "") + " MB)"
         part = (size / total_bytes if size is not None and total_bytes else done / max(total, 1))
         left = f", about {(now - started) * (1 - part) / part:.0f} s left" if 0 < part < 1 else ""
-        print(f"  {what}: {done:,} of {total:,}{read}{left}", file=sys.stderr, flush=True)
+        with lock:
+            say(f"  {what}: {done:,} of {total:,}{read}{left}")
+    if not quiet:
+        threading.Thread(target=heartbeat, daemon=True).start()
+    show.stop = stopped.set
     return show
 
 
@@ -161,8 +186,11 @@ def audit_now(args) -> int:
         if not args.quiet and files:
             print(f"reading {len(files):,} log file{'s' * (len(files) != 1)} "
                   f"({total / 2 ** 20:.1f} MB) ...", file=sys.stderr, flush=True)
-        sessions, read = read_logs(files, skipped,
-                                   progress_printer(args.quiet, "log files read", total))
+        shown = progress_printer(args.quiet, "log files read", total)
+        try:
+            sessions, read = read_logs(files, skipped, shown)
+        finally:
+            shown.stop()
         links = [p for p in paths if p.is_symlink()]
         if not sessions and links:
             raise AuditInputError(f"{links[0]} is a link, and links are never followed; give the "
@@ -178,7 +206,11 @@ def audit_now(args) -> int:
                                   f"({len(files)} log file{'s' * (len(files) != 1)}, "
                                   f"{len(skipped)} skipped); give the folder your agent "
                                   f"keeps its logs in (run `audit` alone to see where)")
-        records = audit_sessions(sessions, progress_printer(args.quiet, "compactions scored"))
+        shown = progress_printer(args.quiet, "compactions scored")
+        try:
+            records = audit_sessions(sessions, shown)
+        finally:
+            shown.stop()
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)
     analysis = analyze_audit(records, read)
     if out_dir is None:
