@@ -3,6 +3,7 @@
 
     python3 scripts/bench/bench_audit.py                              # 5, 20 and 100 MB
     python3 scripts/bench/bench_audit.py --sizes 5,20 --max-seconds 120
+    python3 scripts/bench/bench_audit.py --huge 50     # one session whose one user turn is 50 MB
 
 For each size it writes, in a temporary folder deleted after, that many megabytes of logs: files of
 about 4 MB each, Claude Code logs and Codex CLI rollouts in turn (the seeded coding session of
@@ -12,12 +13,18 @@ Then, in a child process of its own (stopped after --max-seconds), it times the 
 `audit` runs them: reading (walking the folder and reading every file into sessions, once), ground
 truth (of each compaction's replaced turns, once), judging (each summary judged and gated, once) and
 writing (the analysis, audit.csv, analysis.md and report.html). It prints seconds and MB/s per stage
-and seconds per MB at every size, which stay level when the time is linear in the size. """
+and seconds per MB at every size, which stay level when the time is linear in the size.
+
+With --huge MB it writes instead one Claude Code session whose one user turn is that many megabytes
+of tickets (a paste), a reply and a compaction, runs the `audit` command on it in a child process
+and prints its wall time, the child's peak memory (its ru_maxrss) and audit.csv's size against the
+log's (issue 41, point 4). """
 from __future__ import annotations
 
 import argparse
 import json
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -122,6 +129,56 @@ def write_logs(folder: Path, megabytes: float, seed: int = 32) -> int:
     return total
 
 
+def write_huge(path: Path, megabytes: float, seed: int = 41) -> int:
+    """One session: a user turn of `megabytes` of tickets, a reply, a compaction; its bytes."""
+    rng, pieces, size, k = random.Random(seed), [], 0, 0
+    while size < megabytes * 2 ** 20:
+        v = bench_sessions.story_values(rng, k)
+        pieces.append(f"Ticket {v['ticket']} for tenant {v['tenant']}: the ledger is off by "
+                      f"{v['amount']}. Check {v['path']} against release {v['version']} (commit "
+                      f"{v['digest']}).\n")
+        size, k = size + len(pieces[-1]), k + 1
+    base = {"sessionId": "huge", "timestamp": "2026-03-14T09:12:08.000Z", "isSidechain": False}
+    records = [{**base, "uuid": "u1", "type": "user", "message": {
+                    "role": "user", "content": "Always run the tests before you commit. The "
+                    "export:\n" + "".join(pieces)}},
+               {**base, "uuid": "u2", "type": "assistant", "message": {
+                    "id": "m2", "role": "assistant",
+                    "content": [{"type": "text", "text": "Read."}]}},
+               *claude_compaction(rng, 4)]
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
+    return path.stat().st_size
+
+
+def huge(megabytes: float, max_s: float) -> int:
+    """`audit` on one session with one huge user turn: wall time, peak memory, audit.csv's size."""
+    with tempfile.TemporaryDirectory(prefix="bench-audit-huge-") as tmp:
+        log, out = Path(tmp) / "huge.jsonl", Path(tmp) / "out"
+        size = write_huge(log, megabytes)
+        print(f"{size / 2 ** 20:.1f} MB written (one user turn); running audit ...", flush=True)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, str(SCRIPTS / "run_pilot.py"), "audit", str(log),
+                               "--out", str(out)], capture_output=True, text=True, timeout=max_s)
+        wall = time.perf_counter() - started
+        # ru_maxrss: the largest child waited for, in KiB on Linux
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2 ** 10
+        if done.returncode != 0:
+            print(f"audit failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+            return 1
+        csv = (out / "audit.csv").stat().st_size
+        print(f"| log MB | wall s | peak MB (ru_maxrss) | audit.csv MB | csv / log | "
+              f"progress lines |\n| --- | --- | --- | --- | --- | --- |\n"
+              f"| {size / 2 ** 20:.1f} | {wall:.1f} | {peak:.0f} | {csv / 2 ** 20:.2f} | "
+              f"{csv / size:.3f} | {progress_lines(done.stderr)} |")
+    return 0
+
+
+def progress_lines(stderr: str) -> int:
+    return sum(line.startswith("  ") for line in stderr.splitlines())
+
+
 # --- The measured stages (in a child process) -----------------------------------------------------
 def measure(folder: Path, out: Path) -> None:
     """Each stage's seconds, printed as a JSON line the moment it ends."""
@@ -189,12 +246,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="total log sizes in MB, comma-separated (default 5,20,100)")
     parser.add_argument("--max-seconds", type=float, default=600.0,
                         help="stop a size's measurement after this many seconds (default 600)")
+    parser.add_argument("--huge", type=float,
+                        help="instead: one session whose one user turn is this many MB")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
         measure(Path(args.measure), Path(args.out))
         return 0
+    if args.huge:
+        return huge(args.huge, args.max_seconds)
     try:
         sizes = [float(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:

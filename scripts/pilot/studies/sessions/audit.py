@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from ...rules.gate import check_state
+from ...rules.values import extract_values, secret_pieces
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
@@ -64,6 +65,18 @@ MAX_FILES = 100_000
 # folder levels walked under a given path (Codex's YYYY/MM/DD is 3)
 MAX_DEPTH = 12
 
+# The characters of one turn the ground truth reads (the 2026-12-06 amendment, protocol/SESSIONS.md
+# section 9): a quarter of a 200k-token window. A longer turn is a paste (a log, an export), not
+# what a person asks or instructs: its first characters, up to the last space before this many,
+# are read for values, instructions and steps, and the rest only for the lines that hold one of
+# the summary's values, so that the gate does not call them invented
+MAX_TURN_CHARS = 200_000
+
+# audit.csv: an excerpt's characters, and either side of the item where the same sentence was
+# already shown on an earlier row of the compaction (so the csv stays smaller than the logs)
+EXCERPT_CHARS = 240
+REPEAT_CHARS = 40
+
 ITEM_TYPES = ("value", "instruction", "step", "gate")
 
 CLASSES = {"value": VALUE_CLASSES, "instruction": INSTRUCTION_CLASSES, "step": STEP_CLASSES}
@@ -103,7 +116,8 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
             skipped.append((str(given), f"cannot be read ({err.strerror})"))
             continue
         if stat.S_ISLNK(mode):
-            skipped.append((str(given), "a link (never followed)"))
+            skipped.append((str(given), "a link (never followed); give the path it points to: "
+                            f"{os.path.realpath(given)}"))
         elif stat.S_ISREG(mode):
             take(given, str(given), os.lstat(given).st_size, files, skipped)
         elif not stat.S_ISDIR(mode):
@@ -174,12 +188,18 @@ def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
 def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
               progress=None) -> tuple[list, dict]:
     """Every session of every file (readers.read_session_file), each file read once; a file
-    that cannot be read is added to skipped with its one-line reason and the others are read on.
-    Also what was read: bytes and a digest of every file's name and sha256."""
-    sessions, digest, size = [], hashlib.sha256(), 0
+    that cannot be read is added to skipped with its one-line reason and the others are read on; a
+    file whose content was already read (a copy: the same sessions, ids and all) is set aside.
+    Also what was read: files and bytes, a digest of every file's name and sha256, the copies."""
+    sessions, digest, size, read = [], hashlib.sha256(), 0, 0
+    first_of: dict[str, str] = {}       # a file's content (sha256) -> the name it was first read by
+    copies: list[tuple[str, str]] = []
+    if progress:
+        progress(0, len(files), 0)          # no line: the time the first file takes is counted
     for k, (path, shown) in enumerate(files, 1):
         try:
-            found = read_session_file(path, shown)
+            # one byte that is not UTF-8 does not make a log unreadable
+            found = read_session_file(path, shown, lenient=True)
         except SessionFileError as err:
             skipped.append((shown, str(err).split(f"{shown} ",
                                                   1)[-1].split("; the sessions study reads")[0]))
@@ -187,12 +207,18 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
         except (OSError, RecursionError, MemoryError) as err:
             skipped.append((shown, f"cannot be read ({type(err).__name__})"))
             continue
-        size += found[0]["bytes"]
+        if found[0]["sha256"] in first_of:
+            # the same sessions (their ids and content) counted once: a copy is no more evidence
+            copies.append((shown, first_of[found[0]["sha256"]]))
+            continue
+        first_of[found[0]["sha256"]] = shown
+        size, read = size + found[0]["bytes"], read + 1
         digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
         sessions += found
         if progress:
             progress(k, len(files), size)
-    return sessions, {"files": len(files), "bytes": size, "sha256": digest.hexdigest()}
+    # the files read and their bytes together: a file skipped counts in neither
+    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest(), "copies": copies}
 
 
 # --- The history each compaction replaced ---------------------------------------------------------
@@ -222,26 +248,73 @@ def compaction_events(sessions: list[dict]):
 
 
 # --- Scoring one summary --------------------------------------------------------------------------
-def span_truth(turns: list[dict]) -> tuple[dict, str]:
-    """The ground truth of the turns a summary replaced (truth.ground_truth), and their
-    text as the gate's source."""
-    return ground_truth(turns), "\n\n".join(text for turn in turns for _, text in plain_parts(turn))
+def capped_turns(turns: list[dict]) -> tuple[list[dict], list[str]]:
+    """The turns with each text cut after the last space within MAX_TURN_CHARS (a copy only of a
+    turn that is cut), and the tails cut off."""
+    out, tails = [], []
+    for turn in turns:
+        text = turn.get("text") or ""
+        if len(text) <= MAX_TURN_CHARS:
+            out.append(turn)
+            continue
+        # a cut at a space never splits a secret, which holds none: its pieces stay maskable
+        cut = max(text.rfind(" ", 0, MAX_TURN_CHARS), text.rfind("\n", 0, MAX_TURN_CHARS), 0)
+        out.append({**turn, "text": text[:cut]})
+        tails.append(text[cut:])
+    return out, tails
+
+
+def lines_holding(tails: list[str], summary: str) -> list[str]:
+    """The lines of the tails that hold one of the summary's values (as written), each once."""
+    wanted_values = {v.text for v in extract_values(summary)}
+    found: dict[str, None] = {}
+    for tail in tails:
+        for line in tail.splitlines():
+            if line not in found and any(v in line for v in wanted_values):
+                found[line] = None
+    return list(found)
+
+
+def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str]:
+    """The ground truth of the turns a summary replaced (truth.ground_truth, each turn read up to
+    MAX_TURN_CHARS), and their text as the gate's source: the same, and the lines cut off that hold
+    one of the summary's values."""
+    head, tails = capped_turns(turns)
+    parts = [text for turn in head for _, text in plain_parts(turn)]
+    return ground_truth(head), "\n\n".join(parts + lines_holding(tails, summary))
 
 
 def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
     """One summary against the turns it replaced: the rows (one per value, instruction in force,
     failed or denied step, and each finding of the release gate: an instruction or a claim the
     summary invents), every secret masked, and the span's counts."""
-    truth, source = span_truth(turns)
+    truth, source = span_truth(turns, summary)
     return judge_summary(truth, source, summary), span_counts(turns, truth)
 
 
 def span_counts(turns: list[dict], truth: dict) -> dict:
-    return {"turns": len(turns), "values": len(truth["values"]),
+    cut = [len(t.get("text") or "") for t in turns if len(t.get("text") or "") > MAX_TURN_CHARS]
+    return {"turns": len(turns), "values": len(truth["values"]), "cut_turns": len(cut),
+            "cut_chars": sum(cut) - MAX_TURN_CHARS * len(cut),
             "instructions": sum(not i.get("revoked_turn") for i in truth["instructions"]),
             "withdrawn": sum(bool(i.get("revoked_turn")) for i in truth["instructions"]),
             "steps": sum(s["status"] != "done" for s in truth["steps"]),
             "resolved_steps": sum(s["status"] == "done" for s in truth["steps"])}
+
+
+def excerpt(text: str | None, item: str, seen: set[str]) -> str | None:
+    """text cut to EXCERPT_CHARS around item (where it stands in text), or to REPEAT_CHARS either
+    side of it where an earlier row showed the same text (seen); ... marks a cut."""
+    if not text:
+        return text
+    width = (2 * REPEAT_CHARS + len(item)) if text in seen else EXCERPT_CHARS
+    seen.add(text)
+    if len(text) <= width:
+        return text
+    at = max(text.find(item), 0) if item else 0
+    start = max(0, min(at + len(item) // 2 - width // 2, len(text) - width))
+    return ("..." * (start > 0) + text[start:start + width] +
+            "..." * (start + width < len(text)))
 
 
 def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
@@ -250,39 +323,45 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
     judged = judge_state(truth, summary)
     findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
+    # every secret of the whole texts, found before the excerpts below were cut from them
+    pieces = secret_pieces((source, summary))
 
     def mask(text):
-        return mask_secrets(text, secrets) if text else text
+        return mask_secrets(text, secrets, pieces) if text else text
+
+    # every excerpt cut after masking, from the masked whole
+    shown_source: set[str] = set()
+    shown_summary: set[str] = set()
+
+    def cut(item, source_text, summary_text):
+        return {"source_sentence": excerpt(mask(source_text), item, shown_source),
+                "summary_sentence": excerpt(mask(summary_text), item, shown_summary)}
 
     rows = []
     for fact, j in zip(truth["values"], judged["values"]):
-        rows.append({"type": "value", "kind": fact["kind"],
-                     "item": MASK if fact["secret"] else mask(fact["text"]),
+        item = MASK if fact["secret"] else mask(fact["text"])
+        rows.append({"type": "value", "kind": fact["kind"], "item": item,
                      "status": j["status"], "beside": j["beside"],
                      "instead": None if j["instead"] is None else MASK if fact["secret"]
-                     else mask(j["instead"]),
-                     "source_sentence": mask(fact["sentence"]),
-                     "summary_sentence": mask(j["state_sentence"])})
+                     else mask(j["instead"]), **cut(item, fact["sentence"], j["state_sentence"])})
     by_id = {i["id"]: i for i in truth["instructions"]}
     for j in judged["instructions"]:
-        rows.append({"type": "instruction", "kind": "standing instruction",
-                     "item": mask(by_id[j["id"]]["text"]),
+        item = excerpt(mask(by_id[j["id"]]["text"]), "", set())
+        rows.append({"type": "instruction", "kind": "standing instruction", "item": item,
                      "status": j["status"], "beside": None, "instead": None,
-                     "source_sentence": mask(by_id[j["id"]]["text"]),
-                     "summary_sentence": mask(j["state_sentence"])})
+                     **cut(item, by_id[j["id"]]["text"], j["state_sentence"])})
     steps = {s["id"]: s for s in truth["steps"]}
     for j in judged["steps"]:
         step = steps[j["id"]]
-        rows.append({"type": "step", "kind": step["outcome"],
-                     "item": mask(f"{step['tool']}: " f"{step['match'][0]}"),
+        item = excerpt(mask(f"{step['tool']}: " f"{step['match'][0]}"), "", set())
+        rows.append({"type": "step", "kind": step["outcome"], "item": item,
                      "status": j["status"], "beside": None, "instead": None,
-                     "source_sentence": mask(step["detail"]),
-                     "summary_sentence": mask(j["state_sentence"])})
+                     **cut(item, step["detail"], j["state_sentence"])})
     for f in findings:
-        rows.append({"type": "gate", "kind": f["category"], "item": mask(f["detail"]),
-                     "status": "found",
-                     "beside": None, "instead": None, "source_sentence": None,
-                     "summary_sentence": mask(f["text"])})
+        rows.append({"type": "gate", "kind": f["category"],
+                     "item": excerpt(mask(f["detail"]), "", set()), "status": "found",
+                     "beside": None, "instead": None,
+                     **cut("", None, f["text"])})
     return rows
 
 
@@ -292,6 +371,8 @@ def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     scored, why, counts, rows}."""
     out = []
     events = list(compaction_events(sessions))
+    if progress:
+        progress(0, len(events))                # a line from the start, however long the first
     for done, (s, session, k) in enumerate(events, 1):
         event = session["compactions"][k]
         record = {"session": s + 1, "file": session["file"], "format": session["format"],
@@ -382,6 +463,13 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
     if len(sessions) < MIN_SESSIONS_FOR_INTERVAL:
         reasons.append(f"fewer than {MIN_SESSIONS_FOR_INTERVAL} sessions hold a scored compaction, "
                        "so no interval is printed")
+    cut = sum(r["counts"].get("cut_turns", 0) for r in scored)
+    if cut:
+        reasons.append(f"{cut} turn{'s' * (cut != 1)} longer than {MAX_TURN_CHARS:,} characters "
+                       f"(a paste, not what a person asks) {'were' if cut != 1 else 'was'} read "
+                       f"for {'their' if cut != 1 else 'its'} first {MAX_TURN_CHARS:,} only; "
+                       f"{sum(r['counts'].get('cut_chars', 0) for r in scored):,} characters "
+                       "after them were read only for the summaries' values")
     unscored = [r for r in records if not r["scored"]]
     if unscored:
         reasons.append(f"{len(unscored)} recorded compaction{'s' * (len(unscored) != 1)} could not "
