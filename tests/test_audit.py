@@ -10,8 +10,10 @@ from pathlib import Path
 from unittest import mock
 
 import audit_fixtures as fx
+import audit_hostile as hostile
 from helpers import REPO, TempDirMixin, run_main
 from pilot.studies.sessions import audit as sessions_audit
+from pilot.studies.sessions import audit_report
 
 EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 
@@ -116,6 +118,25 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
         self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
 
+    def test_the_same_logs_twice_count_once(self):
+        """Issue 41, point 3: 8 sessions copied twice are 8 sessions (no interval printed), and the
+        report says how many copies were set aside."""
+        folder = self.make_tmp()
+        for copy in ("a", "b"):
+            (folder / copy).mkdir()
+            for k in range(8):
+                story = [(kind, payload.replace("2,500", f"2,{500 + k}")
+                          if isinstance(payload, str) else payload) for kind, payload in fx.STORY]
+                fx.write(folder / copy / f"s{k}.jsonl", fx.claude_lines(story, fx.LOSSY))
+        code, _, _, out = self.audit(str(folder))
+        self.assertEqual(code, 0)
+        text = (out / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("- Across 8 compactions in 8 sessions", text)
+        self.assertIn("8 copies of a log already read set aside", text)
+        self.assertIn("no interval is printed", text)
+        self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
+        self.assertEqual(len({r["file"] for r in rows_of(out)}), 8)
+
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
         for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),
@@ -142,6 +163,38 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 text = (out / name).read_text(encoding="utf-8")
                 self.assertNotIn(fx.KEY[8:], text)
         self.assertIn("sk-proj-[masked]", (out / "audit.csv").read_text(encoding="utf-8"))
+
+    def test_a_key_cut_by_any_excerpt_leaves_no_piece_of_itself(self):
+        """Issue 41, point 2: keys of every shape the masks know, each at every position of every
+        cut the audit makes; no output holds any 8 characters of a key's secret part."""
+        folder = self.make_tmp()
+        hostile.write_keys(folder)
+        code, stdout, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 0, stderr)
+        texts = {name: (out / name).read_text(encoding="utf-8")
+                 for name in ("audit.csv", "analysis.md", "report.html")}
+        texts["the terminal"] = stdout + stderr
+        for key, prefix in hostile.KEYS:
+            for name, text in texts.items():
+                with self.subTest(key=key[:12], output=name):
+                    self.assertEqual(sorted(p for p in hostile.pieces(key, prefix) if p in text), [])
+
+    def test_the_answer_and_the_gate_never_contradict_each_other(self):
+        """Issue 41, point 10: no failed step in the rules' reading, two gate findings of a failure
+        presented as passed: the answer's sentence on steps says both, from one source."""
+        rows = [{"type": "gate", "kind": "status", "item": "a failure presented as passed",
+                 "status": "found", "beside": None, "instead": None, "source_sentence": None,
+                 "summary_sentence": f"The build {n} passed."} for n in (1, 2)]
+        record = {"session": 1, "file": "a.jsonl", "format": "claude-code", "n": 1,
+                  "trigger": "auto", "tokens_before": None, "tokens_after": None,
+                  "source": "compact_boundary", "kept_turns": 0, "scored": True, "why": None,
+                  "counts": {"turns": 2, "values": 0, "instructions": 0, "steps": 0}, "rows": rows}
+        read = {"files": 1, "bytes": 10, "sha256": "0" * 64, "sessions": 1, "passed": 0,
+                "skipped": []}
+        answer = audit_report.answers(sessions_audit.analyze_audit([record], read))
+        self.assertNotIn("No failed or denied step was left unresolved in the histories replaced.",
+                         answer)
+        self.assertTrue(any("2 sentences that present a failure as passed" in a for a in answer))
 
     def test_no_connection_is_made(self):
         def refuse(*args, **kwargs):

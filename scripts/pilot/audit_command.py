@@ -6,11 +6,13 @@ results/audit-<the first 12 hex digits of the digest of what was read>). """
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import time
 from pathlib import Path
 
-from .records import EXIT_OK, PilotError, RESULTS_ROOT, display_path
+from .records import (EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, DiskFull, PilotError, display_path,
+                      is_disk_full)
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
                                      audit_sessions, log_files, read_logs)
@@ -72,20 +74,72 @@ def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
     return audit_pair(sessions[0], text), read
 
 
-def progress_printer(quiet: bool, what: str):
-    """A progress line on stderr at most every 2 seconds (and none with --quiet)."""
-    last = [time.monotonic()]
+def progress_printer(quiet: bool, what: str, total_bytes: int | None = None):
+    """A progress line on stderr at once and then at most every 2 seconds (none with --quiet): done
+    of total, the MB read of the MB to read, and an estimate of the time left."""
+    started, last = time.monotonic(), [float("-inf")]
 
     def show(done: int, total: int, size: int | None = None) -> None:
         now = time.monotonic()
-        if not quiet and now - last[0] >= 2:
-            last[0] = now
-            read = f" ({size / 2 ** 20:.1f} MB)" if size is not None else ""
-            print(f"  {what}: {done:,} of {total:,}{read}", file=sys.stderr, flush=True)
+        if quiet or (now - last[0] < 2 and done < total):
+            return
+        last[0] = now
+        read = ""
+        if size is not None:
+            read = f" ({size / 2 ** 20:.1f}" + (f" of {total_bytes / 2 ** 20:.1f}" if total_bytes
+                                               else "") + " MB)"
+        part = (size / total_bytes if size is not None and total_bytes else done / max(total, 1))
+        left = f", about {(now - started) * (1 - part) / part:.0f} s left" if 0 < part < 1 else ""
+        print(f"  {what}: {done:,} of {total:,}{read}{left}", file=sys.stderr, flush=True)
     return show
 
 
+class AuditInterrupted(PilotError):
+    """Ctrl-C during an audit: it keeps nothing until it ends, so a rerun starts over."""
+
+    exit_code = EXIT_INTERRUPTED
+
+
+def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
+    """Each output written whole or not at all; a full disk names the file it could not write, and
+    a folder this audit made (--out's, figures/) is removed again when nothing was written
+    into it."""
+    figures, new_out = out_dir / "figures", not out_dir.exists()
+    made = any(name.startswith("figures/") for name in outputs) and not figures.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if made:
+            figures.mkdir()
+        for name, text in outputs.items():
+            try:
+                write_atomic(out_dir / name, text.encode("utf-8"))
+            except OSError as err:
+                if is_disk_full(err):
+                    raise DiskFull(out_dir / name, "free some space (or choose another folder "
+                                   "with --out DIR) and run the same command again; the audit "
+                                   "starts over") from None
+                raise
+    finally:
+        for folder, ours in ((figures, made), (out_dir, new_out)):
+            if ours and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
 def command_audit(args) -> int:
+    try:
+        return audit_now(args)
+    except KeyboardInterrupt:
+        raise AuditInterrupted("interrupted; an audit keeps nothing until it has read and scored "
+                               "every log, so a rerun starts over from the first file (nothing "
+                               "was written, and the logs are untouched)") from None
+
+
+def audit_now(args) -> int:
+    if any(not p.strip() for p in args.paths):
+        # Path("") is the current folder: an unset variable would audit whatever is here
+        raise AuditInputError("an empty path was given (an unset variable?); give the folder or "
+                              "file of your agent's logs by name, or run `audit` alone to see "
+                              "where each agent keeps them")
     paths = [Path(p) for p in args.paths]
     if (args.source is None) != (args.summary is None):
         raise PilotError("--source and --summary go together: the transcript and the summary made "
@@ -103,11 +157,22 @@ def command_audit(args) -> int:
         records, read = pair_records(Path(args.source), Path(args.summary))
     else:
         files, skipped, passed = log_files(paths)
-        if not args.quiet and len(files) > 50:
-            print(f"reading {len(files):,} log files ...", file=sys.stderr, flush=True)
-        sessions, read = read_logs(files, skipped, progress_printer(args.quiet, "log files read"))
+        total = sum(os.lstat(path).st_size for path, _ in files)
+        if not args.quiet and files:
+            print(f"reading {len(files):,} log file{'s' * (len(files) != 1)} "
+                  f"({total / 2 ** 20:.1f} MB) ...", file=sys.stderr, flush=True)
+        sessions, read = read_logs(files, skipped,
+                                   progress_printer(args.quiet, "log files read", total))
+        links = [p for p in paths if p.is_symlink()]
+        if not sessions and links:
+            raise AuditInputError(f"{links[0]} is a link, and links are never followed; give the "
+                                  f"path it points to: {os.path.realpath(links[0])}")
         for name, why in skipped:
             print(f"skipped {name}: {why}", file=sys.stderr)
+        if read["copies"] and not args.quiet:
+            copies = len(read["copies"])
+            print(f"set aside {copies:,} cop{'ies' if copies > 1 else 'y'} of logs already read "
+                  "(the same sessions and content, counted once)", file=sys.stderr)
         if not sessions:
             raise AuditInputError(f"no session could be read under {', '.join(map(str, paths))} "
                                   f"({len(files)} log file{'s' * (len(files) != 1)}, "
@@ -119,7 +184,6 @@ def command_audit(args) -> int:
     if out_dir is None:
         out_dir = RESULTS_ROOT / f"audit-{read['sha256'][:12]}"
         check_out(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     figure = audit_figure(analysis)
     outputs = dict(zip(OUTPUTS, (render_audit_csv(records), render_audit_md(analysis),
                                  render_audit_html(analysis, figure))))
@@ -128,10 +192,7 @@ def command_audit(args) -> int:
     # every output checked before any is written: no link, no non-file
     for name in outputs:
         refuse_unsafe(out_dir / name)
-    if figure is not None:
-        (out_dir / "figures").mkdir(exist_ok=True)
-    for name, text in outputs.items():
-        write_atomic(out_dir / name, text.encode("utf-8"))
+    write_outputs(out_dir, outputs)
     print(render_audit_headline(analysis))
     print(f"wrote {', '.join(display_path(out_dir / n) for n in outputs)} in "
           f"{time.monotonic() - started:.1f} s; "

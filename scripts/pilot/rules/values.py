@@ -44,7 +44,7 @@ class SecretRule(NamedTuple):
     or, with lower, in the lower-cased text, where the pattern ignores case): the pattern runs only
     over a text that holds one of them, which most texts do not."""
     pattern: re.Pattern
-    needs: tuple[str, ...]
+    needs: tuple[str, ...] | None     # None: runs over every text
     lower: bool = False         # looked for in the lower-cased text (in an ASCII text only: outside
                                 # it a letter such as the Kelvin sign matches `k`)
 
@@ -68,7 +68,14 @@ SECRET_RULES = (
                ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     SecretRule(re.compile(r"\b(github_pat_)[A-Za-z0-9_]{20,}"), ("github_pat_",)),
     SecretRule(re.compile(r"\b(xox[abposr]-)[A-Za-z0-9-]{10,}"), ("xox",)),
-    SecretRule(re.compile(r"\b(AKIA)[0-9A-Z]{16}\b"), ("AKIA",)),
+    SecretRule(re.compile(r"\b((?:sk|rk)_(?:live|test)_)[A-Za-z0-9]{16,}"),
+               ("sk_live_", "sk_test_", "rk_live_", "rk_test_")),
+    SecretRule(re.compile(r"\b((?:AKIA|ASIA))[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
+    # an AWS secret access key: 40 characters of base64 with a capital, a small letter and a digit,
+    # standing alone (a hex digest has no capital; a path is longer or holds a dot)
+    SecretRule(re.compile(r"(?<![A-Za-z0-9/+=._-])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+                          r"(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])"
+                          r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=._-])"), None),
     SecretRule(re.compile(r"\b(AIza)[0-9A-Za-z_-]{30,}"), ("AIza",)),
     SecretRule(re.compile(r"\b(glpat-)[A-Za-z0-9_-]{20,}"), ("glpat-",)),
     SecretRule(re.compile(r"\b(hf_)[A-Za-z0-9]{20,}"), ("hf_",)),
@@ -97,7 +104,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     lower = text.lower() if text.isascii() else None
     for pattern, hint, in_lower in SECRET_HINTS:
         seen = (lower if in_lower else text)
-        if seen is not None and not hint.search(seen):
+        if hint is not None and seen is not None and not hint.search(seen):
             continue
         for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
@@ -652,9 +659,11 @@ def edit_distance(a: str, b: str, limit: int = 3) -> int:
 SECRET_LIKE = re.compile(r"[\w+/=.~-]{4,}")
 
 
-def mask_secrets(text: str, known: Iterable[str] = ()) -> str:
-    """text with every secret a pattern finds, every known secret value, and every word within two
+def mask_secrets(text: str, known: Iterable[str] = (),
+                 pieces: frozenset[str] = frozenset()) -> str:
+    """text with every secret a pattern finds, every known secret value, every word within two
     edits of a known secret of six characters or more (a key with a digit altered is still the key)
+    and every run of secret pieces (secret_pieces, found on the whole text an excerpt was cut from)
     replaced by its prefix and [masked]."""
     if not text:
         return text
@@ -666,10 +675,41 @@ def mask_secrets(text: str, known: Iterable[str] = ()) -> str:
     if near:
         spans += [(m.start(), m.end(), "") for m in SECRET_LIKE.finditer(text)
                   if any(edit_distance(m.group(0), secret, 2) <= 2 for secret in near)]
+    if pieces:
+        spans += piece_spans(text, pieces)
     out, position = [], 0
     for start, end, prefix in sorted(spans, key=lambda span: (span[0], -span[1])):
-        if start < position:
+        if start < position:                # overlapping spans: the later one's tail masked too
+            position = max(position, end)
             continue
         out += [text[position:start], prefix + MASK]
         position = end
     return "".join(out) + text[position:]
+
+
+# A run of this many characters of a secret, anywhere in an excerpt, is masked: an excerpt cut
+# inside a key shows the rest of it, which no pattern knows as a key any more.
+PIECE = 6
+
+
+def secret_pieces(texts: Iterable[str], known: Iterable[str] = ()) -> frozenset[str]:
+    """Every PIECE-character piece of every secret in the whole texts (the prefix a mask keeps left
+    out) and of the known secrets: found before any excerpt of those texts is cut, for
+    mask_secrets' pieces."""
+    secrets = list(known)
+    for text in texts:
+        secrets += [text[start + len(prefix):end] for start, end, prefix in secret_spans(text)]
+    return frozenset(secret[i:i + PIECE] for secret in secrets
+                     for i in range(len(secret) - PIECE + 1))
+
+
+def piece_spans(text: str, pieces: frozenset[str]) -> list[tuple[int, int, str]]:
+    """The runs of text made of secret pieces (secret_pieces)."""
+    spans: list[tuple[int, int, str]] = []
+    for i in range(len(text) - PIECE + 1):
+        if text[i:i + PIECE] in pieces:
+            if spans and spans[-1][1] >= i:
+                spans[-1] = (spans[-1][0], i + PIECE, "")
+            else:
+                spans.append((i, i + PIECE, ""))
+    return spans

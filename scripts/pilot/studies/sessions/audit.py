@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 
 from ...rules.gate import check_state
+from ...rules.values import secret_pieces
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
@@ -103,7 +104,8 @@ def log_files(paths: list[Path]) -> tuple[list[tuple[Path, str]], list[tuple[str
             skipped.append((str(given), f"cannot be read ({err.strerror})"))
             continue
         if stat.S_ISLNK(mode):
-            skipped.append((str(given), "a link (never followed)"))
+            skipped.append((str(given), "a link (never followed); give the path it points to: "
+                            f"{os.path.realpath(given)}"))
         elif stat.S_ISREG(mode):
             take(given, str(given), os.lstat(given).st_size, files, skipped)
         elif not stat.S_ISDIR(mode):
@@ -174,12 +176,16 @@ def take(path: Path, shown: str, size: int, files: list, skipped: list) -> None:
 def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
               progress=None) -> tuple[list, dict]:
     """Every session of every file (readers.read_session_file), each file read once; a file
-    that cannot be read is added to skipped with its one-line reason and the others are read on.
-    Also what was read: bytes and a digest of every file's name and sha256."""
-    sessions, digest, size = [], hashlib.sha256(), 0
+    that cannot be read is added to skipped with its one-line reason and the others are read on; a
+    file whose content was already read (a copy: the same sessions, ids and all) is set aside.
+    Also what was read: files and bytes, a digest of every file's name and sha256, the copies."""
+    sessions, digest, size, read = [], hashlib.sha256(), 0, 0
+    first_of: dict[str, str] = {}       # a file's content (sha256) -> the name it was first read by
+    copies: list[tuple[str, str]] = []
     for k, (path, shown) in enumerate(files, 1):
         try:
-            found = read_session_file(path, shown)
+            # one byte that is not UTF-8 does not make a log unreadable
+            found = read_session_file(path, shown, lenient=True)
         except SessionFileError as err:
             skipped.append((shown, str(err).split(f"{shown} ",
                                                   1)[-1].split("; the sessions study reads")[0]))
@@ -187,12 +193,18 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
         except (OSError, RecursionError, MemoryError) as err:
             skipped.append((shown, f"cannot be read ({type(err).__name__})"))
             continue
-        size += found[0]["bytes"]
+        if found[0]["sha256"] in first_of:
+            # the same sessions (their ids and content) counted once: a copy is no more evidence
+            copies.append((shown, first_of[found[0]["sha256"]]))
+            continue
+        first_of[found[0]["sha256"]] = shown
+        size, read = size + found[0]["bytes"], read + 1
         digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
         sessions += found
         if progress:
             progress(k, len(files), size)
-    return sessions, {"files": len(files), "bytes": size, "sha256": digest.hexdigest()}
+    # the files read and their bytes together: a file skipped counts in neither
+    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest(), "copies": copies}
 
 
 # --- The history each compaction replaced ---------------------------------------------------------
@@ -250,9 +262,11 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
     judged = judge_state(truth, summary)
     findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
+    # every secret of the whole texts, found before the excerpts below were cut from them
+    pieces = secret_pieces((source, summary))
 
     def mask(text):
-        return mask_secrets(text, secrets) if text else text
+        return mask_secrets(text, secrets, pieces) if text else text
 
     rows = []
     for fact, j in zip(truth["values"], judged["values"]):
@@ -292,6 +306,8 @@ def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     scored, why, counts, rows}."""
     out = []
     events = list(compaction_events(sessions))
+    if progress:
+        progress(0, len(events))                # a line from the start, however long the first
     for done, (s, session, k) in enumerate(events, 1):
         event = session["compactions"][k]
         record = {"session": s + 1, "file": session["file"], "format": session["format"],

@@ -57,6 +57,8 @@ def render_audit_csv(records: list[dict]) -> str:
 
 
 def plural(n: int, word: str) -> str:
+    if word.endswith("y") and n != 1:
+        return f"{n:,} {word[:-1]}ies"
     return f"{n:,} {word}{'s' * (n != 1)}"
 
 
@@ -84,19 +86,31 @@ def answers(a: dict) -> list[str]:
                "and "
                f"{c['instruction']['contradicted']:,} contradicted." if n else
                "No standing instruction of the user was in force in the histories replaced.")
-    n = sum(c["step"].values())
-    out.append(f"Of {plural(n, 'failed or denied step')} still unresolved, "
-               f"{c['step']['claimed done']:,} "
-               f"{'were' if c['step']['claimed done'] != 1 else 'was'} claimed done, "
-               f"{c['step']['absent']:,} absent "
-               f"and {c['step']['reported']:,} reported with their outcome." if n else
-               "No failed or denied step was left unresolved in the histories replaced.")
+    out.append(steps_sentence(c["step"], a["gate"].get("status", 0)))
     flagged = sum(a["gate"].values())
     out.append(f"The release gate flagged {plural(flagged, 'sentence')} of the summaries"
                + (": " + "; ".join(f"{n:,} {k} ({GATE_MEANS.get(k, 'see the gate')})" for k,
                                    n in a["gate"].items())
                   + "." if flagged else ": none invents an instruction or a claim."))
     return out
+
+
+def steps_sentence(steps: dict, status_flags: int) -> str:
+    """The failed steps' sentence, from the study's rules and the gate's status findings together,
+    so that it never says no failure was left while the gate flags a failure presented as passed."""
+    n = sum(steps.values())
+    flagged = (f"; the release gate also flagged {plural(status_flags, 'sentence')} that "
+               "present a failure as passed or claim what the transcript does not support "
+               "(below)") if status_flags else ""
+    if n:
+        return (f"Of {plural(n, 'failed or denied step')} still unresolved, "
+                f"{steps['claimed done']:,} {'were' if steps['claimed done'] != 1 else 'was'} "
+                f"claimed done, {steps['absent']:,} absent and {steps['reported']:,} reported "
+                f"with their outcome{flagged}.")
+    if status_flags:
+        return ("The rules found no failed or denied step left unresolved in the histories "
+                f"replaced{flagged}.")
+    return "No failed or denied step was left unresolved in the histories replaced."
 
 
 def audit_figure(a: dict) -> str | None:
@@ -139,6 +153,12 @@ def report_blocks(a: dict) -> list[tuple]:
             f"{plural(read['passed'], 'other file')} passed over (not a log's suffix).",
         )
     )
+    copies = read.get("copies") or []
+    if copies:
+        blocks.append(("p", f"{plural(len(copies), 'copy')} of a log already read set aside (the "
+                            "same sessions, ids and content: counted once, since a copy is no more "
+                            "evidence):"))
+        blocks.append(("list", [f"`{name}`: a copy of `{first}`" for name, first in copies]))
     if read["skipped"]:
         blocks.append(("p", f"Skipped, {len(read['skipped']):,}, each with why:"))
         blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))

@@ -175,11 +175,14 @@ def too_large(shown: str) -> SessionFileError:
                   "cut it into smaller sessions, or remove the large tool outputs")
 
 
-def decode_text(data: bytes, shown: str) -> str:
-    """A file's text: UTF-8, a leading byte-order mark dropped."""
+def decode_text(data: bytes, shown: str, lenient: bool = False) -> str:
+    """A file's text: UTF-8, a leading byte-order mark dropped; lenient (the audit, which only
+    reads), a byte that is not UTF-8 read as U+FFFD instead of refusing the whole file."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
+        if lenient:
+            return decode_text(data.decode("utf-8", errors="replace").encode("utf-8"), shown)
         raise refuse(shown, f"is not UTF-8 text (byte {err.start} cannot be decoded)",
                      "save it as UTF-8 and run again") from None
     return text[1:] if text.startswith("\ufeff") else text
@@ -276,13 +279,13 @@ def choose(tried: list, shown: str, what: str) -> Reader:
                         f"({reader.about}), and it lacks {missing}")
 
 
-def read_sessions_in(data: bytes, shown: str) -> tuple[str, list]:
-    """(format, [SessionBuilder]) of one file's bytes."""
+def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[str, list]:
+    """(format, [SessionBuilder]) of one file's bytes (lenient: decode_text's)."""
     zipped = next((reader for reader in READERS if reader.unzip is not None), None)
     if data[:4] == ZIP_MAGIC and zipped is not None:
         value = zipped.unzip(data, lambda text, part: parse_session_json(text, f"{shown} ({part})"))
         return zipped.name, zipped.read(value)
-    text = decode_text(data, shown)
+    text = decode_text(data, shown, lenient)
     if not text.strip():
         raise refuse(shown, "is empty")
     whole = parse_session_json(text, shown) if text.lstrip()[:1] in "[{" else NOT_JSON
@@ -314,13 +317,13 @@ def read_sessions_in(data: bytes, shown: str) -> tuple[str, list]:
 
 
 # --- One file ---------------------------------------------------------------------------------
-def read_session_file(path: Path, shown: str) -> list[dict]:
+def read_session_file(path: Path, shown: str, lenient: bool = False) -> list[dict]:
     """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of
     several), "source", "format", "sha256", "bytes", "turns", "compactions", "kind", "notes",
-    "read"}."""
+    "read"}; lenient: a byte that is not UTF-8 read as U+FFFD (decode_text)."""
     data = read_file_bytes(path, shown)
     try:
-        fmt, builders = read_sessions_in(data, shown)
+        fmt, builders = read_sessions_in(data, shown, lenient)
     except NestedTooDeep:
         raise refuse(shown, "holds a tool call whose arguments are nested more than "
                      f"{MAX_ARGUMENT_DEPTH} levels deep",
