@@ -25,8 +25,10 @@ from pathlib import Path
 
 from ...rules.gate import check_state
 from ...rules.values import secret_pieces
+from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
+from .needed import history_in_file
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
                     judge_state, mask_secrets, plain_parts)
 
@@ -317,12 +319,17 @@ def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
                   "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
                   "counts": {}, "rows": []}
         turns = replaced_turns(session, k)
+        inside, missing = history_in_file(event)
         if not event["readable"]:
             record["why"] = event["why_unreadable"]
-        elif not turns:
-            record["why"] = "the history it replaced is not in the file"
+        elif not inside or not turns:
+            # listed apart, never as losses (issue 40, point 3)
+            record["why"] = f"{NOT_IN_FILE} ({missing or 'no turn before it'})"
+            record["history_missing"] = True
         else:
             record["rows"], record["counts"] = score_summary(turns, event["summary"])
+            record["needed"] = needed_rows(turns, event.get("workspace"), event["summary"],
+                                           record["rows"])
             record["scored"] = True
         out.append(record)
         if progress:
@@ -338,6 +345,7 @@ def audit_pair(source_session: dict, summary: str) -> list[dict]:
               "trigger": None, "tokens_before": None, "tokens_after": None, "source": "--summary",
               "kept_turns": 0, "scored": True, "why": None}
     record["rows"], record["counts"] = score_summary(source_session["turns"], summary)
+    record["needed"] = needed_rows(source_session["turns"], None, summary, record["rows"])
     return [record]
 
 
@@ -392,13 +400,17 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
                "protocol was registered before they were read, so the rates describe these "
                "sessions and nothing beyond them",
-               "the items are found and judged by lexical rules (protocol/SESSIONS.md section 3.5 "
-               "gives their "
-               "measured precision and recall): a status is the rules' reading, not a person's"]
+               "the items are found and judged by lexical rules (their measured figures are in "
+               "the report, under How sure these are): a status is the rules' reading, not a "
+               "person's"]
+    missing = [r for r in records if r.get("history_missing")]
+    if missing:
+        reasons.append(f"{len(missing)} compaction{'s' * (len(missing) != 1)} whose replaced "
+                       "history is not in the file listed apart, not scored")
     if len(sessions) < MIN_SESSIONS_FOR_INTERVAL:
         reasons.append(f"fewer than {MIN_SESSIONS_FOR_INTERVAL} sessions hold a scored compaction, "
                        "so no interval is printed")
-    unscored = [r for r in records if not r["scored"]]
+    unscored = [r for r in records if not r["scored"] and not r.get("history_missing")]
     if unscored:
         reasons.append(f"{len(unscored)} recorded compaction{'s' * (len(unscored) != 1)} could not "
                        "be scored (listed below with why)")
@@ -409,6 +421,7 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
             "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
                        ("kept", "reformatted")},
             "worst": sorted(scored, key=harm), "unscored": unscored,
+            "needed_items": analyze_needed(records),
             "triggers": sorted({row["trigger"] for row in rows}),
             "bands": [name for _, _, name in TOKEN_BANDS if any(row["band"]
                                                                 == name for row in rows)] +
