@@ -245,7 +245,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 mock.patch.object(socket, "getaddrinfo", refuse):
             code, _, _, out = self.audit(str(EXAMPLE))
         self.assertEqual(code, 0)
-        self.assertEqual(sorted(os.listdir(out)), ["analysis.md", "audit.csv", "figures", "report.html"])
+        self.assertEqual(sorted(os.listdir(out)), [".pilot-outputs.json", "analysis.md", "audit.csv", "figures",
+                                                   "report.html"])                 # and its folder marker
 
     def test_a_malformed_file_never_stops_the_others(self):
         folder = self.make_tmp()

@@ -310,7 +310,8 @@ class SessionsDemoTest(TempDirMixin, unittest.TestCase):
         elsewhere = self.make_tmp() / "elsewhere"
         code, _, err = run_main(["analyze", "--results", str(self.out / "results.json"), "--out", str(elsewhere)])
         self.assertEqual(code, 0, err)
-        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), ["RESULTS.md", "analysis.md", "figures",
+        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), [".pilot-outputs.json", "RESULTS.md",
+                                                                      "analysis.md", "figures",
                                                                        "report.html"])
         self.assertEqual((elsewhere / "report.html").read_text(), report)
 

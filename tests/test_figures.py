@@ -779,7 +779,8 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
         proc = self.make_figures(repo, str(source), "--out", str(out))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(snapshot(repo), before)
-        self.assertEqual(sorted(snapshot(out)), ["RESULTS.md", *[f"figures/{n}" for n, _ in xr001_figures.FIGURES],
+        self.assertEqual(sorted(snapshot(out)), [".pilot-outputs.json", "RESULTS.md",     # with its folder marker
+                                                 *[f"figures/{n}" for n, _ in xr001_figures.FIGURES],
                                                  "report.html"])
         for name in snapshot(out):
             text = (out / name).read_text(encoding="utf-8")
@@ -846,7 +847,7 @@ class OutputPlacesTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(code, 2)
             self.assertIn("read-only", err)
         self.assertEqual(snapshot(run), before)
-        self.assertEqual(sorted(snapshot(elsewhere)), ["RESULTS.md", "analysis.md",
+        self.assertEqual(sorted(snapshot(elsewhere)), [".pilot-outputs.json", "RESULTS.md", "analysis.md",
                                                        *[f"figures/{n}" for n, _ in xr001_figures.FIGURES], "report.html"])
         self.assertEqual((elsewhere / "figures" / "fig_a_corruption.svg").read_bytes(),
                          (run / "figures" / "fig_a_corruption.svg").read_bytes())

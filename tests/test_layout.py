@@ -20,7 +20,7 @@ from pilot import bank, records, runfolder
 import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
-CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "runfolder", "cells", "progress", "bankfile",
+CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "marker", "runfolder", "cells", "progress", "bankfile",
         "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",

@@ -192,7 +192,7 @@ class LostLogTest(TempDirMixin, unittest.TestCase):
                                      "--episodes", "2", *[a for a in FAST if a != "--quiet"], "--progress-interval", "0"])
             self.assertEqual(code, 0, err)
             # the progress line counts the calls this run makes, not those of the runs before it
-            self.assertIn("progress: cells 6/6, calls 24/24", err)
+            self.assertIn("progress: cells 2/2 and calls 24/24 this session (whole run: cells 6/6)", err)
         self.assertEqual(run_main(["score", "--out", str(out)])[0], 0)
         self.assertEqual(json.loads((out / "results.json").read_text())["probes"], probes)
         self.assertEqual(run_main(["verify", "--out", str(out)])[0], 0)

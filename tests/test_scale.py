@@ -432,9 +432,11 @@ class ProgressAndPlanTest(TempDirMixin, unittest.TestCase):
         progress.update(cells=1, failed=1, force=True)
         lines = stream.getvalue().splitlines()
         self.assertEqual(len(lines), 2)
-        # five replies in no time are no rate to extrapolate a run from (issue 21, 6): not shown yet
-        self.assertEqual(lines[-1], "progress: cells 3/10, calls 25/100, rate not yet measured, ETA unknown "
-                                    "(measuring the rate: 5 replies so far), failed cells 1")
+        # five replies in no time are no rate to extrapolate a run from (issue 21, 6): not shown yet; a
+        # resumed run counts this session's work apart from the whole run's (issue 41, 11)
+        self.assertEqual(lines[-1], "progress: cells 1/8 and calls 5/80 this session (whole run: cells 3/10), "
+                                    "rate not yet measured, ETA unknown (measuring the rate: 5 replies so far), "
+                                    "failed cells 1")
         self.assertNotIn("\r", stream.getvalue())
 
     def test_one_updating_line_on_a_terminal(self):

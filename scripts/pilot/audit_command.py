@@ -40,7 +40,7 @@ def where_logs_are() -> str:
 def check_out(out_dir: Path) -> None:
     """The shared checks of an output folder: new, empty or ours, no link or non-folder where a file
     goes."""
-    refuse_foreign_folder(out_dir)
+    refuse_foreign_folder(out_dir, "audit")
     if not folder_writable(out_dir):
         raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with "
                          "--out DIR")

@@ -18,6 +18,7 @@ from .demo import DEMO_EPISODES, DEMO_RUN_NAME, STAND_IN_MODEL, StandInServer
 from .inputs import load_task_set
 from .launch import parse_budgets, parse_shard, resolve_run_dir
 from .rules import RuleInputError
+from .runfolder import refuse_foreign_folder
 from .records import (DEFAULT_BACKOFF_BASE_S, DEFAULT_BACKOFF_CAP_S, DEFAULT_BUDGET,
                       DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_GIVE_UP_AFTER_S, DEFAULT_READ_TIMEOUT_S,
                       DEFAULT_RECHECK, DEFAULT_RETRIES, DiskFull, EXIT_DISK_FULL, EXIT_INTERRUPTED,
@@ -44,6 +45,7 @@ def command_demo(args) -> int:
             f"the {study.name} study has no demo; choose one of "
             f"{', '.join(s.name for s in STUDY_REGISTRY.values() if s.demo is not None)}"
         )
+    refuse_foreign_folder(run_dir)         # before a word is printed: one line if refused
     episodes = study.demo.episodes or DEMO_EPISODES
     print(f"{SIMULATED_STAMP}: a {episodes}-{study.episode_noun} pilot of {study.protocol_id} on "
           "the built-in "
@@ -403,16 +405,19 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     prog = "run_pilot.py" if command == "pilot" else f"run_pilot.py {command}"
-    epilog = None
+    epilog, usage, description = None, None, COMMAND_HELP[command]
     if command == "pilot":
-        epilog = "subcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
+        # the subcommands first, under a one-line usage, not after 170 lines of options (issue 41)
+        usage = "run_pilot.py [COMMAND] [options]"
+        description += ("\n\nsubcommands (run_pilot.py COMMAND --help for each):\n" + "\n".join(
             f"  {name:<{max(map(len, COMMAND_HELP))}}  {text}" for name,
-            text in COMMAND_HELP.items()) + (
-            "\n\nexit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
+            text in COMMAND_HELP.items()))
+        epilog = (
+            "exit codes: 0 done; 1 verify found a problem (gate: a state fails); 2 bad input "
             "or no server; 3 a cell FAILED or the server stopped answering (--give-up-after); 4 "
             "the disk is full; 130 interrupted (rerun the same command to resume)\n\nthe user "
             "guide: scripts/README.md")
-    parser = OneLineParser(prog=prog, description=COMMAND_HELP[command], epilog=epilog,
+    parser = OneLineParser(prog=prog, usage=usage, description=description, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     if command in ("pilot", "run"):
         add_folder_options(parser)
@@ -422,6 +427,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("folder", nargs="?", metavar="RUN_DIR", type=folder_argument("RUN_DIR"),
                             help="the run folder (the same as --out RUN_DIR)")
         add_folder_options(parser)
+        if command == "score":
+            parser.add_argument("--force", action="store_true", help="replace a results.json "
+                                "that holds more probes than this scoring gives")
         # without RUN_DIR or --out, the folder is found as the run named it: from the run's own
         # options as typed
         # (--study, --sessions, --regimes, ...); a folder named with --out says its own study

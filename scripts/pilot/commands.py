@@ -19,7 +19,8 @@ from .figures_job import FiguresJob, write_figures_and_report
 from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend,
                      missing_run_hint, read_run_options, resolve_run_dir, run_settings, study_of)
-from .recorded_run import changed_inputs, load_run, run_inputs, run_tasks_path
+from .recorded_run import (changed_inputs, load_run, refuse_disagreement, run_inputs,
+                           run_tasks_path)
 from .records import (Cell, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK,
                       FatalCallError, NUM_CTX, PilotError, Regime, RunInterrupted, ServerGone,
                       Settings, Study, TransientError, canonical_json, display_path, folder_study,
@@ -170,9 +171,10 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
         total_calls = sum(len(study.plan(by_name[c.regime], tasks["episodes"][c.episode], c.budget))
                           for c in todo)
         # a resumed run counts the calls it still has to make, not those its earlier runs made
+        from .transport import REPLY_DEADLINES
         progress = Progress(total_cells, total_calls - done_calls, total_cells - len(todo), 0,
-                            quiet=options.quiet,
-                            interval_s=options.progress_interval)
+                            quiet=options.quiet, interval_s=options.progress_interval,
+                            slow_replies=REPLY_DEADLINES.slow_replies)
         stop = threading.Event()
         ctx = RunContext(backend, journal, manifest, tasks, config, lock["runner_sha256"],
                          options.policy, stop,
@@ -228,8 +230,9 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
             deadline = options.backend.deadline_s
             what = ("The server began its replies but sent none whole within the reply deadline "
                     f"({deadline:g} s; a server or gateway that drips bytes to keep a call open "
-                    f"does this); if the model is only slow, resume with a longer one: {resume} "
-                    f"--reply-deadline {max(2 * deadline, 60):g}")
+                    "does this); if the model is only slow, resume with a longer one: "
+                    + resume_command(options.argv, ("--reply-deadline",
+                                                    f"{max(2 * deadline, 60):g}")))
         else:
             what = f"Start the server, then resume with: {resume}"
         raise ServerGone(f"{err}; stopped sending with {left} cell(s) left, none marked FAILED "
@@ -248,8 +251,16 @@ def execute_run(options: RunOptions, tasks: dict, tasks_sha: str, models: list[s
     return EXIT_OK
 
 
-def resume_command(argv: list[str]) -> str:
-    """The command line that resumes this run: the same one again."""
+def resume_command(argv: list[str], replace: tuple[str, str] | None = None) -> str:
+    """The command line that resumes this run: the same one again, with replace's (flag, value)
+    given once, in place of any value it had."""
+    if replace is not None:
+        flag, kept, skip = replace[0], [], False
+        for arg in argv:
+            if not skip and arg != flag and not arg.startswith(flag + "="):
+                kept.append(arg)
+            skip = arg == flag
+        argv = kept + list(replace)
     script = (sys.argv[0] if sys.argv and sys.argv[0].endswith("run_pilot.py")
               else "scripts/run_pilot.py")
     return "python3 " + shlex.join([script, *argv])
@@ -275,6 +286,7 @@ def run_pilot(options: RunOptions, then_analyze: bool = False) -> int:
     if (run_dir / "manifest.json").exists():
         # a folder this runner cannot resume says so first
         resumed = Manifest.load(run_dir / "manifest.json")
+        refuse_disagreement(run_dir, resumed.data)
         # its own inputs, gone or changed: the one message
         if tasks_path.resolve() == run_tasks_path(resumed.data).resolve() and \
                 recorded_study(run_dir) == study.name:
@@ -434,7 +446,7 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict,
-                  models: list[str] | None = None) -> dict:
+                  models: list[str] | None = None, force: bool = False) -> dict:
     # the gate is imported by the commands that gate states
     from .gate_report import gate_summary, render_gate_csv
     study = folder_study(manifest)
@@ -453,6 +465,8 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict,
              "server's template does not match the model there, and such replies are noise")
     results = score_run(manifest, tasks, journal, models)
     hold_until_exit(results)
+    if not force:
+        refuse_shrinking(run_dir, len(results["probes"]))
     gate_rows = study.gate_rows(manifest, tasks, Journal(run_dir),
                                 models) if study.gate_rows else []
     if gate_rows:                       # every compacted state through the release gate (issue 13)
@@ -464,6 +478,21 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict,
     if study.write_outputs is not None:
         study.write_outputs(run_dir, results)
     return results
+
+
+def refuse_shrinking(run_dir: Path, probes: int) -> None:
+    """results.json is never replaced by fewer probes than it holds, unless score --force says so
+    (a manifest edited by hand, or a journal cut short, would otherwise empty the bank)."""
+    path = run_dir / "results.json"
+    try:
+        held = json.loads(path.read_bytes()).get("probes") if path.is_file() else None
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return                          # not a bank: the folder checks say whose it is
+    if isinstance(held, list) and len(held) > probes:
+        raise PilotError(f"{path} holds {len(held)} probes and this scoring gives {probes}, so it "
+                         "was left as it is; check the run with `python3 scripts/run_pilot.py "
+                         f"verify --out {shlex.quote(str(run_dir))}`, or replace it anyway with "
+                         "`score --force`")
 
 
 def gated_analysis(results: dict, allow_partial: bool, tasks_path: Path | None = None,
@@ -540,10 +569,12 @@ def command_adversarial(args) -> int:
 def command_score(args) -> int:
     run_dir = resolve_run_dir(args)
     manifest, tasks = load_run(run_dir, missing_run_hint(args))
+    refuse_foreign_folder(run_dir)          # no output it writes may replace someone else's
     run_lock = RunLock(run_dir)             # one writer at a time: never beside a running runner
     run_lock.acquire()
     try:
-        results = write_results(run_dir, Manifest.load(manifest.path).data, tasks)
+        results = write_results(run_dir, Manifest.load(manifest.path).data, tasks,
+                                force=args.force)
     finally:
         run_lock.release()
     print(f"scored {len(results['probes'])} probes from {scored_what(results)} into "
@@ -576,13 +607,15 @@ def command_analyze(args) -> int:
     else:
         out_dir = resolve_run_dir(args)
         results_path = out_dir / "results.json"
+        if (out_dir / "manifest.json").is_file():     # a run folder: its ledger must agree
+            refuse_disagreement(out_dir, Manifest.load(out_dir / "manifest.json").data)
     if not results_path.exists():
         if args.results:
             raise PilotError(f"no file at {results_path}; point --results at a results.json")
         raise PilotError(f"no results.json at {results_path}; score the run first with "
                          f"`python3 scripts/run_pilot.py score --out {shlex.quote(str(out_dir))}`")
     if out_dir is not None:
-        refuse_foreign_folder(out_dir)
+        refuse_foreign_folder(out_dir, "report")
         if not folder_writable(out_dir):
             if args.results:
                 raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder "

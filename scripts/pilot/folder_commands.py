@@ -20,7 +20,8 @@ from .inputs import load_tasks, read_json, task_file_study
 from .launch import (check_study_design, chosen_regimes, context_window_of, given_source,
                      missing_run_hint, parse_models, resolve_run_dir, study_of)
 from .prompts import build_messages
-from .recorded_run import load_run, run_command_for, run_inputs, run_tasks_path
+from .recorded_run import (journal_disagreement, load_run, run_command_for, run_inputs,
+                           run_tasks_path)
 from .records import (ANSWER_NUM_PREDICT, Cell, DEFAULT_BUDGET, DEFAULT_RECHECK, DiskFull,
                       EXIT_CELLS_FAILED, EXIT_OK, EXIT_VERIFY_FAILED, PilotError, STUDY_REGISTRY,
                       Study, canonical_json, display_path, folder_study, is_disk_full,
@@ -452,10 +453,13 @@ def command_verify(args) -> int:
               f"call(s) in {run_dir / 'raw'} can be checked against a recorded hash")
         print(f"verify: nothing checked in {run_dir}; restore manifest.json from a backup")
         return EXIT_VERIFY_FAILED
-    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True)
+    manifest, tasks = load_run(run_dir, missing_run_hint(args), folder_alone=True,
+                               check_journal=False)
     if tasks is None:
         print(f"note: {run_inputs(run_dir, manifest.data)[1]}")
-    problems = verify_run(run_dir, manifest.data, tasks)
+    disagreement = journal_disagreement(run_dir, manifest.data)
+    problems = ([f"manifest.json disagrees with its own journal: {disagreement}"]
+                if disagreement else []) + verify_run(run_dir, manifest.data, tasks)
     complete = sum(1 for c in manifest.data["cells"].values() if c.get("status") == "COMPLETE")
     if problems:
         for problem in problems:

@@ -17,7 +17,7 @@ from .recorded_run import load_run
 from .records import (EXIT_OK, EXIT_VERIFY_FAILED, PilotError, SURROGATE_ESCAPE, folder_study,
                       lone_surrogate, lone_surrogate_problem)
 from .reports import render_analysis_md
-from .runfolder import Manifest, folder_writable, refuse_unsafe_folder
+from .runfolder import Manifest, folder_writable, refuse_foreign_folder
 
 
 def read_gate_input(path: str, what: str) -> str:
@@ -109,7 +109,7 @@ def gate_run_folder(run_dir: Path, as_json: bool = False) -> int:
     if not (run_dir / "manifest.json").exists():
         raise GateInputError(f"{run_dir} is a folder but not a run folder (no manifest.json); give "
                              "a run folder or a state file")
-    refuse_unsafe_folder(run_dir)
+    refuse_foreign_folder(run_dir)
     manifest, tasks = load_run(run_dir)
     # one writer at a time: never beside a running runner
     with contextlib.ExitStack() as held:

@@ -193,7 +193,7 @@ def check_out_dir(out_dir: Path) -> None:
         raise InputError(f"{out_dir} lies under the file {above}; choose a folder with --out DIR")
     if out_dir.resolve() != PAPER_DIR:
         try:
-            refuse_foreign_folder(out_dir)
+            refuse_foreign_folder(out_dir, "report")
         except PilotError as err:
             raise InputError(str(err)) from None
     if not folder_writable(out_dir):

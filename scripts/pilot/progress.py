@@ -30,9 +30,19 @@ def describe_retry(label: str, retry: dict, now: float) -> str:
 
 
 # The rate and the ETA are shown once they rest on enough replies: four fast replies say little of a
-# long run.
+# long run; eight over 10 s, or thirty however fast they came, say enough.
 RATE_MIN_REPLIES = 8
 RATE_MIN_SECONDS = 10.0
+RATE_ENOUGH_REPLIES = 30
+
+
+def describe_slow_replies(slow: list[dict]) -> str:
+    """Calls whose replies drip (a gateway keeping them open, a stalling server), and when the first
+    of them is given up (transport.ReplyDeadlines.slow_replies gives them)."""
+    first = min(slow, key=lambda reply: reply["gives_up_at"])
+    at = time.strftime("%H:%M:%S", time.localtime(first["gives_up_at"]))
+    return (f"bytes arriving slowly on {len(slow)} call(s) (a gateway or a slow server); giving up "
+            f"at {at} (--reply-deadline {first['deadline_s']:g} s)")
 
 
 class Progress:
@@ -40,15 +50,20 @@ class Progress:
 
     Off a terminal a plain line comes every interval in every state (a ticker thread repeats it
     while all workers wait on retries), and each retry gets its own line. The rate's clock starts at
-    the first reply, so the wait for a model to load does not skew the ETA. """
+    the first reply, so the wait for a model to load does not skew the ETA. A resumed run counts
+    this session's cells and calls against this session's, the whole run's cells apart.
+    `slow_replies` (transport.ReplyDeadlines.slow_replies) names the calls whose replies drip. """
 
     def __init__(self, total_cells: int, total_calls: int, done_cells: int, done_calls: int,
-                 quiet: bool = False, stream=None, interval_s: float = 5.0):
+                 quiet: bool = False, stream=None, interval_s: float = 5.0, slow_replies=None):
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.total_cells, self.total_calls = total_cells, total_calls
         self.done_cells, self.done_calls = done_cells, done_calls
+        # what earlier sessions did: a resume counts this session's work apart from them
+        self.cells_before, self.calls_before = done_cells, done_calls
+        self.slow_replies = slow_replies
         self.sent_calls, self.failed_cells, self.resends = 0, 0, 0
         self.started = time.monotonic()
         self.first_reply_at: float | None = None
@@ -66,11 +81,12 @@ class Progress:
         now = time.monotonic()
         left = self.total_calls - self.done_calls
         rate = 0.0
+        replies = self.calls_since_first_reply
         measured = (
-            self.first_reply_at is not None
-            and self.calls_since_first_reply >= RATE_MIN_REPLIES
-            and now - self.first_reply_at >= RATE_MIN_SECONDS
+            self.first_reply_at is not None and replies >= RATE_MIN_REPLIES
+            and (now - self.first_reply_at >= RATE_MIN_SECONDS or replies >= RATE_ENOUGH_REPLIES)
         )
+        slow = self.slow_replies() if self.slow_replies is not None else []
         if measured:
             rate = self.calls_since_first_reply / max(now - self.first_reply_at, 1e-9) * 60
         if left <= 0:
@@ -86,13 +102,21 @@ class Progress:
             r["unreachable_s"] is not None for r in self.retries.values()
         ):
             eta = "unknown (no reply yet)"
+        elif self.first_reply_at is None and slow:
+            eta = "unknown (no whole reply yet)"
         elif self.first_reply_at is None:
             eta = (f"unknown (waiting {format_seconds(now - self.started)} for the first reply; a "
                    "model may be loading)")
         else:
             eta = "unknown"
-        parts = [f"cells {self.done_cells}/{self.total_cells}", "calls "
-                 f"{self.done_calls}/{self.total_calls}"]
+        if self.cells_before or self.calls_before:
+            parts = [f"cells {self.done_cells - self.cells_before}/"
+                     f"{self.total_cells - self.cells_before} and calls "
+                     f"{self.done_calls - self.calls_before}/{self.total_calls - self.calls_before}"
+                     f" this session (whole run: cells {self.done_cells}/{self.total_cells})"]
+        else:
+            parts = [f"cells {self.done_cells}/{self.total_cells}",
+                     f"calls {self.done_calls}/{self.total_calls}"]
         if measured or (self.first_reply_at is None and left > 0):
             parts.append(f"{rate:.1f} calls/min")
         # once every call of the cells is done there is no rate left to measure
@@ -106,6 +130,8 @@ class Progress:
         text = "progress: " + ", ".join(parts)
         if self.probe is not None:
             text += f"; determinism probe: {self.probe[0]} of {self.probe[1]} calls re-sent"
+        if slow:
+            text += "; " + describe_slow_replies(slow)
         if self.retries:
             label, retry = next(iter(self.retries.items()))
             text += "; " + describe_retry(label, retry, now)

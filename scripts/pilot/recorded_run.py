@@ -3,6 +3,7 @@ from where the run read it (load_run, run_inputs: one message for every command 
 changed), and the command that resumes or finishes the run (run_command_for)."""
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -10,12 +11,16 @@ from .cells import run_budgets, run_samples
 from .inputs import load_task_set, load_tasks
 from .records import (DEFAULT_BUDGET, DEFAULT_RECHECK, PilotError, REPO_ROOT, STUDY_REGISTRY, Study,
                       TEMPERATURE, display_path, folder_study, is_simulated, study_named)
-from .runfolder import Manifest
+from .cells import journal_streams
+from .runfolder import Journal, Manifest
 from .studies.xr001.design import N_EPISODES
+
+RECHECK_LOG = "recheck.jsonl"           # the determinism probe's replies (runner.RECHECK_FILE)
 
 
 def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --out <run folder>",
-             folder_alone: bool = False) -> tuple[Manifest, dict | None]:
+             folder_alone: bool = False,
+             check_journal: bool = True) -> tuple[Manifest, dict | None]:
     """A run folder's manifest and the task set it ran on, read from where the run read it. A
     command that works from the folder alone (status, verify) gets None for tasks when they are gone
     or changed; any other is refused with the one message every command gives (run_inputs)."""
@@ -23,10 +28,53 @@ def load_run(run_dir: Path, missing_hint: str = "run the pilot first, or pass --
     if not manifest_path.exists():
         raise PilotError(f"no run at {run_dir} (no manifest.json); {missing_hint}")
     manifest = Manifest.load(manifest_path)
+    if check_journal:                   # verify reports it among its problems instead
+        refuse_disagreement(run_dir, manifest.data)
     tasks, problem = run_inputs(run_dir, manifest.data)
     if problem is not None and not folder_alone:
         raise PilotError(problem)
     return manifest, tasks
+
+
+# the journal's episode numbers, read without parsing each line (record_line sorts keys)
+EPISODE_FIELD = re.compile(rb'"episode": (\d+)')
+
+
+def journal_disagreement(run_dir: Path, manifest: dict) -> str | None:
+    """The first way a manifest disagrees with its own journal (a hand-edited model list, episode
+    count or cell), or None: a raw log no listed model, regime, budget and sample has, a cell
+    outside the run, or a call of an episode past the run's."""
+    listed = {Journal(run_dir).path(*stream).name for stream in journal_streams(manifest)}
+    raw = run_dir / "raw"
+    logs = sorted(p for p in raw.glob("*.jsonl") if p.name != RECHECK_LOG) if raw.is_dir() else []
+    for path in logs:
+        if path.name not in listed:
+            return (f"raw/{path.name} holds calls of a model or regime that manifest.json does "
+                    f"not list (it lists {', '.join(manifest['models'])})")
+    for key, entry in manifest["cells"].items():
+        if entry["model"] not in manifest["models"] or entry["regime"] not in \
+                manifest["regimes"] or entry["episode"] >= manifest["n_episodes"]:
+            return (f"manifest.json records cell {key}, outside its own models, regimes and "
+                    f"{manifest['n_episodes']} episodes")
+    for path in logs:
+        try:
+            last = max((int(n) for n in EPISODE_FIELD.findall(path.read_bytes())), default=-1)
+        except OSError:
+            continue                        # unreadable logs are verify's and the run's to report
+        if last >= manifest["n_episodes"]:
+            return (f"raw/{path.name} holds calls of episode {last} (counted from 0), but "
+                    f"manifest.json says the run has {manifest['n_episodes']} episodes")
+    return None
+
+
+def refuse_disagreement(run_dir: Path, manifest: dict) -> None:
+    """Every command refuses, in one line and before anything is written, a manifest that
+    disagrees with its own journal."""
+    problem = journal_disagreement(run_dir, manifest)
+    if problem:
+        raise PilotError(f"{run_dir}/manifest.json disagrees with its own journal: {problem}; "
+                         "nothing was changed. Restore manifest.json from a backup, or start a "
+                         "separate run in a new folder with --out")
 
 
 def run_inputs(run_dir: Path, manifest: dict) -> tuple[dict | None, str | None]:

@@ -490,11 +490,14 @@ class Answer:
     - figure: the file name of the one figure that shows them, one of its figures (None: it has
       none);
     - reasons: why its label is not CONFIRMATORY, in its words (empty: it gives none); the closing
-      lines of a run say them after the label, and a figure's note says the first."""
+      lines of a run say them after the label, and a figure's note says the first;
+    - closing: what only the closing lines of a run add after the sentences, a cause the reports
+      show in their own tables (empty: nothing)."""
 
     sentences: tuple[str, ...]
     figure: str | None = None
     reasons: tuple[str, ...] = ()
+    closing: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -97,7 +97,7 @@ def render_closing(analysis: dict) -> str:
     marks += (": " + "; ".join(reasons)) if reasons and verdict.label != "CONFIRMATORY" else ""
     note = partial_note(verdict)
     return "\n".join([marks] + ([plain_text(note)] if note else [])
-                     + [f"- {plain_text(s)}" for s in answer.sentences])
+                     + [f"- {plain_text(s)}" for s in answer.sentences + answer.closing])
 
 
 def plain_text(markdown: str) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 
 from .backends import server_identity
 from .inputs import read_json
+from .marker import (ForeignFile, MARKER_NAME, OUTPUT_FILES, claim_problem, marked, output_place,
+                     refuse_replacing)
 from .records import (Cell, DEFAULT_BUDGET, DiskFull, MAX_EPISODES, MAX_SAMPLES, NUM_CTX,
                       PilotError, Settings, canonical_json, folder_study, is_disk_full,
                       lone_surrogate, read_canonical, sha256_bytes, utc_now)
@@ -158,13 +160,6 @@ def refuse_unsafe_folder(run_dir: Path, elsewhere: str = ELSEWHERE) -> None:
                     refuse_unsafe(entry, elsewhere)
 
 
-# What a run or an analysis writes into its folder; hidden files (.lock, temporary files) are never
-# counted.
-OUTPUT_NAMES = ("manifest.json", "raw", "results.json", "probes.csv", "analysis.md", "figures",
-                "RESULTS.md",
-                "report.html", "gate.csv", "quarantine", "audit.csv")
-
-
 def folder_writable(folder: Path) -> bool:
     """Whether files can be made in folder (or, while it does not exist, in its nearest existing
     parent)."""
@@ -174,10 +169,10 @@ def folder_writable(folder: Path) -> bool:
     return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
-def refuse_foreign_folder(folder: Path) -> None:
-    """An --out folder must be new, empty, a run folder or one of our report folders: never
-    someone's files, and nothing but a real file or folder where the runner writes one (checked
-    before anything is written)."""
+def refuse_foreign_folder(folder: Path, purpose: str = "run") -> None:
+    """An --out folder must be new, empty or ours by its folder marker (marker.py) and of the kind
+    the command writes (run, report, audit): never someone's files, and nothing but a real file or
+    folder where the runner writes one (checked before anything is written)."""
     if folder.exists() and not folder.is_dir():
         raise PilotError(f"{folder} is a file, not a folder; choose a new or empty folder with "
                          "--out")
@@ -188,16 +183,17 @@ def refuse_foreign_folder(folder: Path) -> None:
     if not folder.is_dir():
         return
     refuse_unsafe_folder(folder)
-    if any((folder / name).exists() for name in ("manifest.json", "results.json", "audit.csv")):
-        # a run folder or an audit's: ours to write again (a README beside is kept)
-        return
-    foreign = sorted(p.name for p in folder.iterdir() if p.name not in OUTPUT_NAMES
-                     and not p.name.startswith("."))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign)
-                                          > 3 else "")
-        raise PilotError(f"{folder} is not a run folder and holds other files ({shown}); choose a "
-                         "new or empty folder with --out")
+    for name in (MARKER_NAME, *OUTPUT_FILES):
+        refuse_unsafe(folder / name)
+    manifest = folder / "manifest.json"
+    try:
+        run_manifest = manifest.is_file() and manifest_problem(json.loads(
+            manifest.read_bytes())) is None
+    except (OSError, ValueError, RecursionError):
+        run_manifest = False
+    problem = claim_problem(folder, purpose, run_manifest)
+    if problem:
+        raise ForeignFile(problem)
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -217,8 +213,10 @@ def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file, fsync, rename over the target, fsync the folder; a link or
-    non-regular file at the target is refused first."""
+    non-regular file at the target, or an output its folder marker does not record, is refused
+    first, and the marker records each output written."""
     refuse_unsafe(path)
+    refuse_replacing(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | getattr(os, "O_BINARY",
@@ -235,6 +233,9 @@ def write_atomic(path: Path, data: bytes) -> None:
             pass
         raise
     fsync_dir(path.parent)
+    marker = marked(path, data)
+    if marker is not None:
+        write_atomic(output_place(path)[0] / MARKER_NAME, marker)
 
 
 def record_line(record: dict) -> bytes:

@@ -15,6 +15,7 @@ import contextlib
 import datetime as _dt
 import email.utils
 import http.client
+import io
 import json
 import os
 import select
@@ -45,11 +46,48 @@ class _OneWriteRequest:
             super()._send_output(message_body, encode_chunked)
 
 
+class _CountedReads(io.RawIOBase):
+    """A reply's socket reads, each noted on its call's reply watch (the first byte, the last): how
+    the progress line tells a reply that drips from a model that has written nothing yet."""
+
+    def __init__(self, raw, watch: "_Watch"):
+        super().__init__()
+        self._raw, self._watch = raw, watch
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int | None:
+        count = self._raw.readinto(buffer)
+        if count:
+            self._watch.received(count)
+        return count
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _WatchedResponse(http.client.HTTPResponse):
+    """A reply whose bytes are counted on the reply watch of the call reading it on this thread
+    (none outside a call)."""
+
+    def __init__(self, sock, *args, **kwargs):
+        super().__init__(sock, *args, **kwargs)
+        watch = getattr(_READING, "watch", None)
+        if watch is not None:
+            self.fp = io.BufferedReader(_CountedReads(self.fp.detach(), watch))
+
+
 class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
     """Connects under a short timeout, then waits for the reply under a long one (and, made for a
     call through urllib, is watched by that call's reply deadline)."""
 
     read_timeout: float | None = None
+    response_class = _WatchedResponse
 
     def connect(self):
         super().connect()
@@ -59,6 +97,7 @@ class _TimedHTTPConnection(_OneWriteRequest, http.client.HTTPConnection):
 
 class _TimedHTTPSConnection(_OneWriteRequest, http.client.HTTPSConnection):
     read_timeout: float | None = None
+    response_class = _WatchedResponse
 
     def connect(self):
         super().connect()
@@ -253,6 +292,11 @@ DEADLINE_REASON = "no whole reply within the reply deadline"
 # how often the watchdog looks at the stop of the calls it watches
 STOP_POLL_S = 0.25
 
+# A reply whose first bytes came this long ago (a tenth of its deadline where that is shorter) and
+# is still not whole is dripping: a model's reply comes whole once it is written (a few kilobytes
+# in one go), so only a gateway keeping the call open, or a server stalling, sends this slowly.
+SLOW_REPLY_S = 10.0
+
 
 class ReplyDeadlinePassed(Exception):
     """A reply not read whole by its deadline (or within STOP_GRACE_S of its run's stop); its
@@ -260,14 +304,23 @@ class ReplyDeadlinePassed(Exception):
 
 
 class _Watch:
-    """One call's deadline: the socket to shut when it passes, and whether it did."""
+    """One call's deadline: the socket to shut when it passes, and whether it did; and when its
+    reply's first bytes came, and how many have come (_CountedReads)."""
 
-    __slots__ = ("due", "stop", "stopped_at", "sock", "fired")
+    __slots__ = ("seconds", "due", "stop", "stopped_at", "sock", "fired", "first_byte_at",
+                 "bytes_read")
 
-    def __init__(self, due: float, stop: threading.Event | None):
-        self.due, self.stop, self.stopped_at = due, stop, None
+    def __init__(self, seconds: float, due: float, stop: threading.Event | None):
+        self.seconds, self.due, self.stop, self.stopped_at = seconds, due, stop, None
         self.sock = None
         self.fired = False
+        self.first_byte_at: float | None = None
+        self.bytes_read = 0
+
+    def received(self, count: int) -> None:
+        if self.first_byte_at is None:
+            self.first_byte_at = time.monotonic()
+        self.bytes_read += count
 
 
 class ReplyDeadlines:
@@ -284,7 +337,7 @@ class ReplyDeadlines:
 
     def start(self, seconds: float, stop: threading.Event | None = None) -> _Watch:
         now = time.monotonic()
-        watch = _Watch(now + seconds, stop)
+        watch = _Watch(seconds, now + seconds, stop)
         # when it must look next
         looks_by = min(watch.due, now + STOP_POLL_S) if stop is not None else watch.due
         with self._cond:
@@ -315,6 +368,17 @@ class ReplyDeadlines:
         with self._cond:
             self._watches.discard(watch)
             return watch.fired
+
+    def slow_replies(self) -> list[dict]:
+        """The calls in flight whose replies drip (begun SLOW_REPLY_S ago, or a tenth of their
+        deadline, and not whole): each one's deadline in seconds, when it is given up
+        (time.time()), and the bytes come so far."""
+        now, wall = time.monotonic(), time.time()
+        with self._cond:
+            return [{"deadline_s": w.seconds, "gives_up_at": wall + w.due - now,
+                     "bytes": w.bytes_read} for w in self._watches
+                    if w.first_byte_at is not None
+                    and now - w.first_byte_at >= min(SLOW_REPLY_S, w.seconds / 10)]
 
     def _run(self) -> None:
         with self._cond:
@@ -351,6 +415,8 @@ REPLY_DEADLINES = ReplyDeadlines()
 
 # the call being made on this thread through urllib (whose connections we never see)
 _ATTACHING = threading.local()
+# the call whose reply this thread reads (its bytes are counted on its watch)
+_READING = threading.local()
 
 
 # a chat reply capped at a few thousand tokens is kilobytes; this is far above
@@ -519,6 +585,7 @@ class HttpClient:
             with slot.sending(send) if slot is not None else contextlib.nullcontext():
                 while True:
                     conn, reused = call["conn"], call["reused"]
+                    _READING.watch = call["watch"]
                     try:
                         resp = conn.getresponse()
                         headers_at = time.perf_counter()
@@ -538,6 +605,8 @@ class HttpClient:
                     except BaseException:
                         conn.close()
                         raise
+                    finally:
+                        _READING.watch = None
                     break
         except BaseException:
             if REPLY_DEADLINES.end(call["watch"]):
@@ -563,7 +632,8 @@ class HttpClient:
         req = urllib.request.Request(self.base_url + path, data=data, method=method,
                                      headers=headers)
         # its connection attaches itself
-        watch = _ATTACHING.watch = REPLY_DEADLINES.start(self.reply_deadline, stop)
+        watch = _ATTACHING.watch = _READING.watch = REPLY_DEADLINES.start(self.reply_deadline,
+                                                                          stop)
         try:
             try:
                 with self.opener.open(req, timeout=self.connect_timeout) as resp:
@@ -579,7 +649,7 @@ class HttpClient:
                 raise ReplyDeadlinePassed() from None
             raise
         finally:
-            _ATTACHING.watch = None
+            _ATTACHING.watch = _READING.watch = None
         if REPLY_DEADLINES.end(watch):
             raise ReplyDeadlinePassed()
         return reply

@@ -243,10 +243,10 @@ def render_arguments(arguments: Any) -> str:
     return "\n".join(lines) or "  (no arguments)"
 
 
-def turn_parts(turn: dict) -> list[tuple[str, str]]:
+def turn_parts(turn: dict, cap: int | None = MAX_TURN_CHARS) -> list[tuple[str, str]]:
     """A turn as (source, text) parts, the text as the compactor sees it: user, assistant, tool
-    call, tool result; a turn longer than MAX_TURN_CHARS in all has each of its parts cut to an
-    equal share of it."""
+    call, tool result; a turn longer than cap (MAX_TURN_CHARS) in all has each of its parts cut to
+    an equal share of it (cap None: the turn whole, to count what the cut leaves out)."""
     if turn["role"] == "user":
         parts = [("user", PROMPTS["user"].format(text=turn["text"]))]
     elif turn["role"] == "assistant":
@@ -265,9 +265,9 @@ def turn_parts(turn: dict) -> list[tuple[str, str]]:
         error = PROMPTS["result_error"] if turn["error"] else ""
         parts = [("tool result", PROMPTS["result"].format(name=turn["tool"], error=error,
                                                           text=turn["text"]))]
-    if sum(len(text) + 1 for _, text in parts) <= MAX_TURN_CHARS:
+    if cap is None or sum(len(text) + 1 for _, text in parts) <= cap:
         return parts
-    share = MAX_TURN_CHARS // len(parts) - 1
+    share = cap // len(parts) - 1
     return [(source, cut_long(text, share)) for source, text in parts]
 
 
@@ -319,7 +319,7 @@ def plan_segments(session: dict, rendered: list[str], at_least: int, window: int
     return {"starts": starts, "how": how, "window": window, "cap_tokens": cap_tokens,
             "tokens": tokens,
             "largest_tokens": largest_tokens, "needs_window": room.window_for(largest_tokens),
-            "one_segment_window": room.window_for(tokens), "asked": at_least}
+            "one_segment_window": room.window_for(tokens, alone=True), "asked": at_least}
 
 
 def build_episode(index: int, session: dict, parts: list, rendered: list[str], cut: dict,
@@ -329,6 +329,9 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
     compactions its agent recorded (events, never turns: `after_turn`, `segment`, the summary and
     what the log says of it)."""
     from .truth import ground_truth
+    whole = [len("\n".join(text for _, text in turn_parts(turn, None))) for turn in
+             session["turns"]]
+    cut_turns = sum(w > len(r) for w, r in zip(whole, rendered))
     segments = segments_of(rendered, cut["starts"])
     segment_of = [seg["index"] for seg in segments for _ in range(*seg["turns"])]
     compactions = [{**event, "segment": segment_of[event["after_turn"]
@@ -336,8 +339,10 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
                    for event in session["compactions"]]
     return {"episode": index, "file": session["file"], "format": session["format"],
             "sha256": session["sha256"],
-            "read": {**session["read"], "turns": len(rendered),
-                     "cut_turns": sum(CUT_MARKER in r for r in rendered),
+            "read": {**session["read"], "turns": len(rendered), "cut_turns": cut_turns,
+                     # (only where a turn was cut: a session cut nowhere reads as before)
+                     **({"cut_chars": sum(whole) - sum(map(len, rendered)),
+                         "whole_chars": sum(whole)} if cut_turns else {}),
                      "segments_asked": cut["asked"]},
             "kind": session["kind"], "notes": session["notes"],
             "window": {k: cut[k] for k in ("window", "how", "cap_tokens", "tokens",
@@ -474,7 +479,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
@@ -482,10 +487,20 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                      f"MiB one run reads", "run the sessions in several folders")
     progress = ReadProgress(total)
     sessions, done = [], 0
+    not_sessions: list[NotASession] = []
     for file, name in files:
-        sessions += read_session_file(file, name)
+        try:
+            sessions += read_session_file(file, name)
+        except NotASession as err:
+            if not path.is_dir():
+                raise
+            # a folder's file that is no session (Cline's task_metadata.json): left out, named
+            not_sessions.append(err)
+            left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name + " ")
         done += file.stat().st_size
         progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
+    if not sessions and not_sessions:
+        raise not_sessions[0]
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:
@@ -587,6 +602,13 @@ def session_notes(episode: dict) -> list[str]:
         notes.append(f"the agent compacted {len(events)} time(s) ({described}"
                      + ("; ..." if len(events) > 6 else "") +
                      "): kept as events, their summaries are not turns")
+    if read.get("cut_turns"):
+        whole = read.get("whole_chars") or 1
+        notes.append(f"{read['cut_turns']} of {read['turns']} turns are longer than "
+                     f"{MAX_TURN_CHARS:,} characters and cut to that at every window size (the "
+                     f"middle of each left out): {read.get('cut_chars', 0):,} of the session's "
+                     f"{whole:,} characters ({100 * read.get('cut_chars', 0) / whole:.0f}%) are "
+                     "not in any segment")
     fit = episode.get("window") or {}
     if fit.get("how") == "agent":
         notes.append("segments end where the agent compacted")

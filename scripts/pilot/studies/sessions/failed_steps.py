@@ -8,6 +8,7 @@ session's length."""
 from __future__ import annotations
 
 import collections
+import json
 import re
 from typing import Any
 
@@ -55,7 +56,7 @@ DENIED = Alternatives([
                                                             r"\bturned off for this agent\b"),
     ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ "
                r")?(?:policy|hook|settings|sandbox|administrator|harness)"),
-    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode\b|\bhook "
+    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|(?<!entered )\bplan mode\b|\bhook "
      r"(?:blocked|denied|refused)"),
     (("declined", "denied"), r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|"
                              r"\bapproval (?:was )?(?:denied|declined)\b"),
@@ -124,6 +125,16 @@ FAILED = Alternatives(
             r"\b(?:could " r"not|couldn't|cannot|can't|unable to) \w+",
         ),
         (
+            ('"fail', '"error', '"num_fail'),
+            r"\"(?:failed|failures|failing|errors|num_failed|failed_tests)\":"
+            r"\s*(?:[1-9]|\[\s*[{\"])",
+        ),
+        (
+            ("syntax error", "not been applied", "not applied"),
+            r"\bhas introduced new syntax error|\b(?:changes|edit) (?:have|has|was|were) "
+            r"NOT been applied\b|\bedit (?:was|were) not applied\b",
+        ),
+        (
             ("upload failed", "integrity checksum failed"),
             r"\bupload failed\b|\bintegrity checksum " r"failed\b",
         ),
@@ -132,25 +143,94 @@ FAILED = Alternatives(
 )
 
 
+# Tools that return what they read (a file, a page, a listing, search hits): failure words there
+# are content. Cline's, Gemini CLI's and Codex's read_file, SWE-agent's open, goto and scroll,
+# browser tools (amendment of 2026-12-06).
 CONTENT_TOOLS = re.compile(
-    r"^(?:read|webfetch|websearch|grep|glob|ls|fetch|search\w*|get_\w+|lookup\w*|find\w*|"
-    r"list\w*|query\w*|view\w*|open\w*|task|agent)$",
+    r"^(?:read\w*|webfetch|web_fetch|websearch|\w*web_search|grep\w*|glob|ls|fetch\w*|"
+    r"search\w*|get_\w+|lookup\w*|find\w*|list\w*|query\w*|view\w*|open\w*|goto|scroll_\w+|"
+    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent)$",
     re.IGNORECASE,
 )
 
-CONTENT_COMMANDS = re.compile(r"^\s*(?:cat|head|tail|less|grep|rg|ag|find|ls|journalctl|git "
-                              r"(?:log|show|diff|blame|status)|kubectl "
-                              r"(?:logs|describe|get)|docker (?:logs|ps)|echo|sed "
-                              r"-n|awk|wc|systemctl status)\b")
+# A command that only reads: its first word a reading program, or a subcommand that shows (a log,
+# a status, a listing, a view): `tail build.log` and `ci logs 4121` alike. Each part of a command
+# joined by `&&`, `;` or `||` reads (a `cd` or `export` aside), and each pipeline starts with a
+# read.
+READING_PROGRAMS = frozenset("cat head tail less more grep egrep rg ag find ls tree journalctl "
+                             "echo awk wc stat file nl bat jq printf pwd view".split())
+
+READING_SUBCOMMANDS = frozenset("log logs show view cat describe get status list ls diff blame "
+                                "tail".split())
+
+SHELL_WRAPPER = re.compile(r"^\s*(?:(?:/usr)?/bin/)?(?:ba|z|da)?sh\s+-l?c\s+")
+
+ENV_OR_SUDO = re.compile(r"^(?:\w+=\S*\s+|sudo\s+|timeout\s+\S+\s+|time\s+|command\s+)+")
+
+
+def reading_command(command: str) -> bool:
+    """Whether a shell command only reads (section 3.3: what it returns is content)."""
+    command = SHELL_WRAPPER.sub("", command or "").strip().strip("'\"")
+    parts = [p.strip() for p in re.split(r"&&|\|\||;|\n", command) if p.strip()]
+    acting = [p for p in parts if not re.match(r"^(?:cd|export|set|source|\.)\b", p)]
+    if not acting:
+        return False
+    for part in acting:
+        words = ENV_OR_SUDO.sub("", part.split("|")[0].strip()).split()
+        if not words:
+            return False
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "sed" and "-n" in words[1:3]:
+            continue
+        if program in READING_PROGRAMS:
+            continue
+        subcommands = [w for w in words[1:4] if not w.startswith("-")][:2]
+        if not set(subcommands) & READING_SUBCOMMANDS:
+            return False
+    return True
 
 
 def call_command(arguments: Any) -> str:
-    """A call's command-like argument (command, cmd, query, code ...), '' when it has none."""
+    """A call's command-like argument (command, cmd, query, code ...), '' when it has none; a
+    command given as a list of words (Codex's shell tool) is joined, a `bash -lc` wrapper
+    dropped."""
     if not isinstance(arguments, dict):
         return ""
-    return next((v for k, v in arguments.items() if k in ("command", "cmd", "query", "sql", "code",
-                                                          "script")
-                 and isinstance(v, str)), "")
+    for key, value in arguments.items():
+        if key not in ("command", "cmd", "query", "sql", "code", "script"):
+            continue
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and value and all(isinstance(w, str) for w in value):
+            if len(value) >= 3 and re.match(r"^(?:\S*/)?(?:ba|z|da)?sh$", value[0]) and \
+                    value[1] in ("-c", "-lc"):
+                return value[2]
+            return " ".join(value)
+    return ""
+
+
+# A file's lines as a tool shows them (`  12→`, `12:`, `12 | `, cat -n's tab) and the blocks in
+# which a tool returns a file it wrote or read (Cline's <final_file_content>): content, whatever
+# words they hold (amendment of 2026-12-06).
+FILE_VIEW_LINE = re.compile(r"^[ \t]*\d+(?:→|\t|:(?!\d)| \| ).*$", re.MULTILINE)
+
+FILE_BLOCK = re.compile(r"<(final_file_content|file_content)\b[^>]*>.*?</\1>", re.DOTALL)
+
+# Lines that say nothing failed: `Error: (none)` (Gemini CLI's shell result), `Failed: 0`,
+# `0 failed`, `no errors`.
+NOTHING_FAILED = re.compile(
+    r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b|"
+    r"^[ \t]*(?:error|stderr|signal|exception)s?:[ \t]*\((?:none|empty)\)[ \t]*$|"
+    r"\b(?:failed|failures?|errors?|failing)[ \t]*[:=][ \t]*0\b(?![.,]\d)",
+    re.IGNORECASE | re.MULTILINE)
+
+
+def without_content(text: str) -> str:
+    """A result's text with the file views and saved files it shows blanked out."""
+    if "<" in text:
+        text = FILE_BLOCK.sub(" ", text)
+    views = FILE_VIEW_LINE.findall(text)
+    return FILE_VIEW_LINE.sub(" ", text) if len(views) >= 3 else text
 
 
 def step_outcome(result_text: str, is_error: bool | None = False, tool: str = "",
@@ -158,24 +238,53 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     """A tool result's outcome: denied (refused by the user or the harness), failed (the log marks
     it as an error, or its text reports one: a non-zero exit, a traceback, a failing test, an error
     status or body, a refusal by the system or a remote), or ok. Failure words in what a reading
-    tool returned (a log that was read, a page, grep's hits) are its content, not its outcome."""
+    tool returned (a log that was read, a page, grep's hits, a file's numbered lines) are its
+    content, not its outcome."""
     text = result_text or ""
     head = text[:20000]
-    if DENIED.search(head):
+    reads = CONTENT_TOOLS.match(tool or "") or reading_command(call_command(arguments)) or \
+        call_command(arguments).strip() == "view"
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    if DENIED.search(first if reads else without_content(head)):
         return "denied"
-    if is_error:
+    if is_error or HARNESS_ERROR.search(first):
         return "failed"
-    reads = CONTENT_TOOLS.match(tool or "") or CONTENT_COMMANDS.match(call_command(arguments))
     if reads:
-        first = next((line for line in head.splitlines() if line.strip()), "")
-        own = re.match(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such "
-                       r"file|^\s*\w+: cannot",
-                       first, re.IGNORECASE)
-        return "failed" if own else "ok"
-    bare = re.sub(r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b", " ",
-                  head,
-                  flags=re.IGNORECASE)
+        return "failed" if READ_FAILED.match(first) else "ok"
+    body = json_body(head)
+    if body is not None:
+        return "failed" if JSON_FAILED.search(body) else "ok"
+    bare = NOTHING_FAILED.sub(" ", without_content(head))
     return "failed" if FAILED.search(bare) else "ok"
+
+
+# The harness's own refusal of a call's input (Claude Code's <tool_use_error>), whatever the tool.
+HARNESS_ERROR = re.compile(r"^\s*<tool_use_error>")
+
+# What a reading tool says of itself on its first line when the read failed.
+READ_FAILED = re.compile(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|"
+                         r"^\s*\w+: cannot|^\s*(?:File|Path|Directory) does not exist\b|"
+                         r"^\s*File content \(.*\) exceeds maximum", re.IGNORECASE)
+
+# A JSON body's fields that say a call failed; the words of its values are data (an issue's text,
+# a review comment), not the call's outcome (amendment of 2026-12-06).
+JSON_FAILED = re.compile(
+    r"^\s*\{\s*\"(?:error|errors)\":\s*(?!null|\[\]|\{\}|false|\"\")|"
+    r"\"(?:status|state|conclusion)\":\s*\"(?:error|failed|failure)\"|\"(?:ok|success)\":\s*false|"
+    r"\"(?:failed|failures|failing|errors|num_failed|failed_tests)\":\s*(?:[1-9]|\[\s*[{\"])",
+    re.IGNORECASE)
+
+
+def json_body(text: str) -> str | None:
+    """The text when it is one JSON object or list (a tool's structured output), else None."""
+    stripped = text.strip()
+    if not stripped[:1] in ("{", "[") or not stripped[-1:] in ("}", "]"):
+        return None
+    try:
+        json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return stripped
 
 
 def turn_outcome(turn: dict) -> str:

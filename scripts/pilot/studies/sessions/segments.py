@@ -39,10 +39,11 @@ class CallRoom:
         by_answer = (window - self.answer_frame - self.answer) // 2
         return max(0, min(by_compaction, by_answer))
 
-    def window_for(self, segment_tokens: int) -> int:
-        """The smallest window at which a segment of this many estimated tokens fits."""
+    def window_for(self, segment_tokens: int, alone: bool = False) -> int:
+        """The smallest window at which a segment of this many estimated tokens fits; alone: the
+        session's only segment, which a Recent-2 answer holds once, not beside another."""
         return max(self.compaction_frame + self.state + self.output + segment_tokens,
-                   self.answer_frame + self.answer + 2 * segment_tokens)
+                   self.answer_frame + self.answer + (1 if alone else 2) * segment_tokens)
 
 
 def cumulative(sizes: list[int]) -> list[int]:

@@ -152,6 +152,8 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
     bare: dict[tuple, dict] = {}
     for t, turn in enumerate(parts):
         for source, text in turn:
+            if source == "tool result":
+                text = without_view_numbers(text)
             secrets, sentences = secret_spans(text), Sentences(text)
             examples = EXAMPLE_WORDS.search(text) is not None
             for value in extract_values(text):
@@ -178,6 +180,42 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
                 for day in month_days(value):
                     undated.setdefault(day, fact)
     return facts
+
+
+# A file view's line-number prefix (Claude Code's Read `   124→`, `cat -n` and `nl -ba`
+# `   124<tab>`, SWE-agent's window `124:`, Roo Code's `124 | `) and a browser page's element id
+# (`[123] link`): at the start of a line, or after the result's own heading on its first line
+VIEW_NUMBER = re.compile(r"(?m)(?:^|(?<=\): ))[ \t]*(\d{1,7})(→|\t|:| \| )")
+
+ELEMENT_ID = re.compile(r"(?m)^[ \t]*(?:.*?\): [ \t]*)?(\[\d{1,7}\])(?= \w)")
+
+
+def without_view_numbers(text: str) -> str:
+    """A tool result with the numbers it writes only to show where things are blanked: the line
+    numbers of a file view (a run of two or more lines numbered one after the other, with the same
+    mark; a `N | ` line with another ` | ` is a table's row, not a view) and a browser page's
+    element ids (two or more lines that open with one). Blanked, not cut, so that every other value
+    keeps its place; a value the result also writes elsewhere stays."""
+    spans = []
+    numbered = []
+    for m in VIEW_NUMBER.finditer(text):
+        end = text.find("\n", m.end())
+        rest = text[m.end():end if end >= 0 else len(text)] if m.group(2) == " | " else ""
+        if " | " not in rest:
+            numbered.append((int(m.group(1)), m.group(2), m.span(1)))
+    for i, (number, mark, span) in enumerate(numbered):
+        before = numbered[i - 1] if i else None
+        after = numbered[i + 1] if i + 1 < len(numbered) else None
+        if before and before[:2] == (number - 1, mark) or after and after[:2] == (number + 1, mark):
+            spans.append(span)
+    ids = [m.span(1) for m in ELEMENT_ID.finditer(text)]
+    spans += ids if len(ids) >= 2 else []
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 def month_day(value: Value) -> tuple | None:
@@ -326,9 +364,12 @@ def is_standing_instruction(sentence: str) -> bool:
                         r"one|going|ahead|again|"
                         r"next|them|these|those)\b", text, re.I)
     verb = start.group(0).split()[-1].lower() if start else ""
+    # "Write a hello world function": one thing to make, not how things are done
+    one_thing = verb in POLICY_VERBS and not start.group("cond") and not SCOPE.search(text) and \
+        re.match(r"\s+(?:me\s+|us\s+)?(?:a|an)\s", text[start.end():], re.I)
     if start and (start.group("cond") or verb in ("no", "never", "don't",
                                                   "not") or verb in POLICY_VERBS) and \
-            not one_off:
+            not one_off and not one_thing:
         # a conditional order, a prohibition, an order about how things are done: standing
         return True
     if POLITE_ORDER.search(text) or RULE_FOR_ALL.search(text):

@@ -576,7 +576,21 @@ def answer(analysis: dict) -> Answer:
     # box)
     sentences += [note.strip() for note in (replaced_prompts_note(analysis),
                                             recheck_note(analysis)) if note]
-    return Answer(tuple(sentences), HEADLINE_FIGURE, tuple(analysis["label_reasons"]))
+    return Answer(tuple(sentences), HEADLINE_FIGURE, tuple(analysis["label_reasons"]),
+                  omission_closing(analysis))
+
+
+def omission_closing(analysis: dict) -> tuple[str, ...]:
+    """The terminal's word on answers with no parseable ANSWER: line, where they are at least half:
+    the corruption rates then count unanswered questions (analysis.md has the table)."""
+    cells = [analysis["omissions"][m][r] for m in analysis["models"] for r in analysis["regimes"]]
+    omitted, total = sum(c["k"] for c in cells), sum(c["n"] for c in cells)
+    if not total or 2 * omitted < total:
+        return ()
+    share = "every answer" if omitted == total else f"{omitted} of {total} answers"
+    return (f"Why: {share} had no parseable `ANSWER: <integer>` line (omitted), and an omitted "
+            "answer counts as corrupted: the rates above say the model did not keep the answer "
+            "format, not what its states kept (analysis.md, Omissions).",)
 
 
 def prediction_sentence(verdict: dict, analysis: dict) -> str:

@@ -44,9 +44,14 @@ class SessionFileError(TaskSetError):
     """A session file that cannot be read: one line, exit 2, before any call."""
 
 
-def refuse(where: str, why: str, hint: str = "") -> SessionFileError:
-    return SessionFileError(f"{where} {why}; "
-                            + (hint or f"the sessions study reads {FORMATS_READ}"))
+class NotASession(SessionFileError):
+    """A JSON object or list that is none of the session formats (Cline's task_metadata.json beside
+    its history): in a folder that holds sessions, left out and named, not a refusal of the folder
+    (a damaged file, a bare number, text that is not JSON are still refused)."""
+
+
+def refuse(where: str, why: str, hint: str = "", kind: type = SessionFileError) -> SessionFileError:
+    return kind(f"{where} {why}; " + (hint or f"the sessions study reads {FORMATS_READ}"))
 
 
 def printable_name(name: str) -> bool:
@@ -265,7 +270,7 @@ def passes(checks: list[tuple[bool, str]]) -> bool:
     return all(ok for ok, _ in checks)
 
 
-def choose(tried: list, shown: str, what: str) -> Reader:
+def choose(tried: list, shown: str, what: str, kind: type = SessionFileError) -> Reader:
     """The first format whose checks all pass; else a refusal naming the closest one (the most of
     its checks beyond the first, which only asks for a list or an object) and what it lacks."""
     for reader, checks in tried:
@@ -273,10 +278,10 @@ def choose(tried: list, shown: str, what: str) -> Reader:
             return reader
     reader, checks = max(tried, key=lambda c: sum(ok for ok, _ in c[1][1:]) / max(1, len(c[1]) - 1))
     if not any(ok for ok, _ in checks[1:]):
-        raise refuse(shown, f"is {what}, but none of the session formats")
+        raise refuse(shown, f"is {what}, but none of the session formats", kind=kind)
     missing = next(need for ok, need in checks if not ok)
     raise refuse(shown, f"is {what}, but none of the session formats: the closest is {reader.name} "
-                        f"({reader.about}), and it lacks {missing}")
+                        f"({reader.about}), and it lacks {missing}", kind=kind)
 
 
 def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[str, list]:
@@ -295,7 +300,7 @@ def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[st
         one_line.append((1, whole))
         if isinstance(whole, dict) and not any(passes(checks) for _, checks in tried):
             tried += candidates("jsonl", [whole])                # a JSONL file of one line
-        reader = choose(tried, shown, f"JSON ({type(whole).__name__})")
+        reader = choose(tried, shown, f"JSON ({type(whole).__name__})", NotASession)
         return reader.name, reader.read(one_line if reader.layout == "jsonl" else whole)
     if whole is not NOT_JSON:
         raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")

@@ -43,7 +43,10 @@ FEEDBACK = re.compile(r"<(feedback|answer)>\s*(.*?)\s*</\1>", re.DOTALL)
 
 HARNESS_BLOCKS = ("<environment_details>", "<explicit_instructions", "<system-reminder>",
                   "[TASK RESUMPTION]",
-                  "<slash-command", "# TODO LIST")
+                  "<slash-command", "# TODO LIST", "# task_progress",
+                  "[ERROR] You did not use a tool",
+                  "The user has provided feedback on the results.",
+                  "(The user did not provide a new message")
 
 THINKING = re.compile(r"<thinking>.*?</thinking>", re.DOTALL)
 
@@ -54,6 +57,9 @@ CLINE_DENIAL = "The user denied this operation"
 CLINE_FAILURE = "The tool execution failed"
 
 ROO_EXIT = re.compile(r"\bExit code: (-?\d+)")
+
+# Cline's own first line of a command's result (src/core/task/tools/handlers)
+CLINE_EXIT = re.compile(r"^\s*Command failed with exit code (-?\d+)")
 
 
 def is_cline_history(value: Any) -> bool:
@@ -295,6 +301,8 @@ class ClineReader:
                                 else 'JSON status "denied"')
         elif text.lstrip().startswith(CLINE_FAILURE) or status == "error" or error:
             marked, evidence = "failed", "is_error" if error else "the tool's failure text"
+        elif CLINE_EXIT.match(text) and CLINE_EXIT.match(text).group(1) != "0":
+            marked, evidence = "failed", "Cline's `Command failed with exit code` line"
         elif "Command execution was not successful" in text or (ROO_EXIT.search(text) and
                                                                 ROO_EXIT.search(text).group(1)
                                                                 != "0"):

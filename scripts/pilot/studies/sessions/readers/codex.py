@@ -17,7 +17,8 @@ CODEX_LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context"
 RESPONSE_ITEM_TYPES = ("message", "function_call", "function_call_output", "custom_tool_call",
                        "custom_tool_call_output", "local_shell_call", "reasoning",
                        "web_search_call", "ghost_snapshot",
-                       "compaction", "compaction_summary")
+                       "compaction", "compaction_summary", "tool_search_call",
+                       "tool_search_output", "image_generation_call")
 
 def is_codex_line(item: Any) -> bool:
     return (isinstance(item, dict) and item.get("type") in CODEX_LINE_TYPES

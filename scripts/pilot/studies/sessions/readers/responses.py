@@ -20,7 +20,8 @@ RESPONSES_ITEMS = ("function_call", "function_call_output", "reasoning", "mcp_ca
                    "computer_call_output", "web_search_call", "file_search_call",
                    "image_generation_call",
                    "code_interpreter_call", "item_reference", "compaction", "custom_tool_call",
-                   "custom_tool_call_output", "mcp_list_tools")
+                   "custom_tool_call_output", "mcp_list_tools", "tool_search_call",
+                   "tool_search_output")
 
 
 def responses_items(value: Any) -> list | None:
@@ -73,8 +74,14 @@ class ResponseItems:
         elif kind in ("function_call", "custom_tool_call", "local_shell_call", "computer_call",
                       "web_search_call",
                       "file_search_call", "image_generation_call", "code_interpreter_call",
-                      "mcp_approval_request"):
+                      "mcp_approval_request", "tool_search_call"):
             b.assistant("", [self.call(item, kind, at)], at, join=True)
+        elif kind == "tool_search_output":
+            # the tools a search loaded: their names are what the session learnt
+            tools = item.get("tools") if isinstance(item.get("tools"), list) else []
+            names = [key_of(t.get("name")) for t in tools if isinstance(t, dict)]
+            b.result(item.get("call_id") or item.get("id"), "tools loaded: " + (", ".join(
+                str(n) for n in names if n is not None) or "(none)"), at)
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
                       "computer_call_output"):
             self.output(item, at)
@@ -125,8 +132,9 @@ class ResponseItems:
 
     def call(self, item: dict, kind: str, at: Any) -> dict:
         b = self.builder
-        if kind in ("function_call", "mcp_approval_request"):
-            return b.call(item.get("call_id") or item.get("id"), item.get("name"),
+        if kind in ("function_call", "mcp_approval_request", "tool_search_call"):
+            name = item.get("name") or ("tool_search" if kind == "tool_search_call" else None)
+            return b.call(item.get("call_id") or item.get("id"), name,
                           item.get("arguments"), at)
         if kind == "custom_tool_call":
             return b.call(item.get("call_id"), item.get("name"),

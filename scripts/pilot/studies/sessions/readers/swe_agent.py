@@ -22,6 +22,11 @@ def is_swe_agent(value: Any) -> bool:
     if isinstance(value.get("attempts"), list) and "history" not in value:
         return any(is_swe_agent(a) for a in value["attempts"][:5])
     history, steps = value.get("history"), value.get("trajectory")
+    if isinstance(history, list) and steps is None:
+        # a demonstration file (trajectories/demonstrations/): `history` alone, each message with
+        # SWE-agent's own `message_type`
+        return any(isinstance(m, dict) and "role" in m and isinstance(m.get("message_type"), str)
+                   for m in history[:20])
     return (isinstance(history, list) and isinstance(steps, list)) and (
         any(isinstance(m, dict) and "role" in m for m in history[:20]) or
         any(isinstance(s, dict) and "action" in s for s in steps[:20]))
@@ -74,25 +79,57 @@ def read_swe_agent(value: dict) -> list[SessionBuilder]:
             b.skip(f"role {str(role)[:20]!r}", unread=True)
     steps = value.get("trajectory") if isinstance(value.get("trajectory"), list) else []
     wanted = [a for a in actions if a is not None]
-    position = 0
+    position, blocked = 0, []
     for step in steps:
         action = step.get("action") if isinstance(step, dict) else None
         if position < len(wanted) and action == wanted[position]:
             position += 1
+        elif isinstance(action, str) and isinstance(step.get("observation"), str) and \
+                step["observation"].strip():
+            blocked.append((position, action, step["observation"]))
         elif isinstance(action, str):
             b.skip("step only in `trajectory` (blocked by the environment, not in the history)")
             b.notes.append(f"a step the environment blocked (not a turn): {action[:80]}")
+    for position, action, observation in reversed(blocked):
+        blocked_step(b, turns_before(b, wanted, position), action, observation)
     return [b]
+
+
+def turns_before(b: SessionBuilder, wanted: list[str], position: int) -> int:
+    """Where a blocked step goes: before the assistant turn of the next action the history kept."""
+    seen = -1
+    for t, turn in enumerate(b.turns):
+        if turn["role"] == "assistant" and turn["calls"]:
+            seen += 1
+            if seen == position:
+                return t
+    return len(b.turns)
+
+
+def blocked_step(b: SessionBuilder, at: int, action: str, observation: str) -> None:
+    """A step the environment refused before it ran (the linter rejecting an edit, a blocked
+    command): in `trajectory`, not in `history`; read as the call and its failed result, since the
+    agent saw the refusal and retried (amendment of 2026-12-06)."""
+    text = FOOTER.sub("", OBSERVATION_PREFIX.sub("", observation)).strip()
+    call = b.call(None, action.split()[0], {"command": action.strip()}, "trajectory")
+    b.answered.add(id(call))
+    b.turns[at:at] = [{"role": "assistant", "text": "", "calls": [call], "at": "trajectory"},
+                      {"role": "tool", "tool": call["name"], "call": call, "text": text,
+                       "error": False, "at": "trajectory", "marked": "failed",
+                       "evidence": "a step only in `trajectory`: the environment refused it"}]
+    b.skip("step only in `trajectory` (blocked by the environment, read as a failed step)")
+    b.notes.append(f"a step the environment blocked (a failed step): {action[:80]}")
 
 
 # --- Recognised from the content: the checks its registry entry names ----------------------------
 def checks(value: Any) -> list[tuple[bool, str]]:
     """An object with a `history` of messages and a `trajectory` of steps (or `attempts` of
-    them)."""
+    them, or, in a demonstration file, `history` alone)."""
     obj = isinstance(value, dict)
     history = value.get("history") if obj else None
     return [(obj, "an object"),
             (obj and (isinstance(history, list) or "attempts" in value), "a `history` list"),
-            (obj and isinstance(value.get("trajectory"), list) or obj and "attempts" in value,
-             "a `trajectory` list"),
+            (obj and (isinstance(value.get("trajectory"), list) or "attempts" in value or
+                      "trajectory" not in value and is_swe_agent(value)),
+             "a `trajectory` list (or a demonstration's `history` alone)"),
             (is_swe_agent(value), "history messages with a `role`")]

@@ -1,0 +1,102 @@
+"""Precision and recall of the failed and denied steps rule (studies/sessions/failed_steps.py) on
+real agents' logs kept outside the repository (protocol/SESSIONS.md, amendment of 2026-12-06).
+
+    python3 scripts/bench/measure_real_logs.py /tmp/realogs/claude-code /tmp/realogs/cline ...
+
+The label of a tool result is what the log itself records about it, where the format records it
+(Claude Code's is_error, a non-zero exit code in a structured field or the tool's fixed failure
+line, a refusal the harness writes): the reader's `error` and `marked`. Two rules are scored
+against it, per format and per half (a file's half is fixed by the sha256 of its name: even dev,
+odd held-out): the text rule alone (step_outcome without the log's marks: what the rule finds in a
+format that records none) and the ground truth's rule (turn_outcome, marks and text). A result the
+text calls failed while the log records success counts as a false positive, even where the text
+shows a failure the log did not record; --show lists them to check by hand. Writes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import pilot.studies  # noqa: E402,F401  (registers the studies)
+from pilot.studies.sessions import readers  # noqa: E402
+from pilot.studies.sessions.failed_steps import step_outcome, turn_outcome  # noqa: E402
+
+
+def half(name: str) -> str:
+    return "dev" if hashlib.sha256(name.encode("utf-8")).digest()[-1] % 2 == 0 else "held-out"
+
+
+def labelled_results(path: Path) -> list[tuple[str, str, dict]]:
+    """(format, half, tool turn) for every tool result of the sessions in a file."""
+    out = []
+    for session in readers.read_session_file(path, path.name):
+        for turn in session["turns"]:
+            if turn["role"] == "tool":
+                out.append((session["format"], half(path.name), turn))
+    return out
+
+
+def label(turn: dict) -> str:
+    marked = turn.get("marked")
+    return marked if marked else "failed" if turn["error"] else "ok"
+
+
+def text_rule(turn: dict) -> str:
+    return step_outcome(turn["text"], False, turn["tool"], (turn.get("call") or {}).get("input"))
+
+
+def score(rows: list[tuple[str, str]]) -> str:
+    tp = sum(1 for want, got in rows if want != "ok" and got != "ok")
+    predicted = sum(1 for _, got in rows if got != "ok")
+    actual = sum(1 for want, _ in rows if want != "ok")
+    p = f"{tp / predicted:.2f} ({tp}/{predicted})" if predicted else "- (0/0)"
+    r = f"{tp / actual:.2f} ({tp}/{actual})" if actual else "- (0/0)"
+    return f"{p} | {r}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", type=Path, help="real log files or folders of them")
+    parser.add_argument("--show", type=int, default=0,
+                        help="list this many disagreements of the dev half")
+    args = parser.parse_args(argv)
+    files = []
+    for path in args.paths:
+        files += sorted(p for p in path.rglob("*") if p.is_file() and readers.wanted(p.name)) \
+            if path.is_dir() else [path]
+    groups: dict[tuple, dict[str, list]] = collections.defaultdict(
+        lambda: {"text": [], "truth": []})
+    wrong = []
+    for path in files:
+        try:
+            results = labelled_results(path)
+        except Exception as error:  # noqa: BLE001  (a file no reader takes is reported, not fatal)
+            print(f"{path}: not read ({str(error)[:80]})", file=sys.stderr)
+            continue
+        for fmt, part, turn in results:
+            want, text, truth = label(turn), text_rule(turn), turn_outcome(turn)
+            for key in ((fmt, part), ("all", part)):
+                groups[key]["text"].append((want, text))
+                groups[key]["truth"].append((want, truth))
+            if (want == "ok") != (text == "ok") and part == "dev":
+                wrong.append((path.name, turn["tool"], want, text, turn["text"][:160]))
+    print("| format | half | results | text rule precision | text rule recall "
+          "| truth precision | truth recall |")
+    print("|---|---|---|---|---|---|---|")
+    for (fmt, part), rows in sorted(groups.items()):
+        print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text'])} "
+              f"| {score(rows['truth'])} |")
+    for name, tool, want, got, text in wrong[:args.show]:
+        print(f"- {name} {tool}: log {want}, text {got}: {text!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
