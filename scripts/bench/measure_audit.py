@@ -36,9 +36,9 @@ sys.dont_write_bytecode = True
 REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the repository
 sys.path.insert(0, str(REPO / "scripts"))
 
-from pilot.studies.sessions.audit import replaced_turns  # noqa: E402
-from pilot.studies.sessions.needed import (CATEGORIES, history_in_file, judge_needed,  # noqa: E402
-                                           needed_items)
+from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
+from pilot.studies.sessions.audit_needed import ADDITIONS  # noqa: E402
+from pilot.studies.sessions.needed import CATEGORIES  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
@@ -60,8 +60,8 @@ def matches(label: dict, item: dict) -> bool:
     key, item_key = norm(label["key"]), norm(item["key"])
     if not key:
         return False
-    if key in item_key or key in norm(item.get("source", "")) or \
-            key in norm(item.get("result", "")) or \
+    if key in item_key or key in norm(item.get("source_sentence") or "") or \
+            key in norm(item.get("words") or "") or \
             (len(item_key) >= 4 and item_key in key):
         return True
     if label["type"] == "file_changed":
@@ -78,24 +78,25 @@ def match(label: dict, items: list[dict]) -> dict | None:
     return None
 
 
-def compaction_items(log: Path, n: int) -> tuple[list[dict] | None, str | None]:
-    """The judged needed items of compaction n (1-based) of a log; None and why when its history
-    is not in the file."""
+def compaction_items(log: Path, n: int, additions: tuple[str, ...] = ADDITIONS
+                     ) -> tuple[list[dict] | None, str | None]:
+    """The needed rows the audit reports for compaction n (1-based) of a log
+    (audit.audit_compaction); None and why when it is not scored."""
     session = read_session_file(log, log.name)[0]
-    event = session["compactions"][n - 1]
-    inside, why = history_in_file(event)
-    if not inside:
-        return None, why
-    turns = replaced_turns(session, n - 1)
-    items = needed_items(turns, event.get("workspace"))
-    return judge_needed(items, event["summary"] or ""), None
+    record = audit_compaction(session, n - 1, additions=additions)
+    if not record["scored"]:
+        return None, record["why"]
+    return record["needed"], None
 
 
-def measure(records: list[dict], logs: Path, show: int) -> dict:
+def measure(records: list[dict], logs: Path, show: int,
+            additions: tuple[str, ...] = ADDITIONS) -> dict:
+    """The tallies of the labels against the audit's needed rows; `additions` left as it is but to
+    measure the audit without some of audit_needed.ADDITIONS."""
     tally = collections.defaultdict(collections.Counter)
     shown = []
     for record in records:
-        items, why = compaction_items(logs / record["file"], record["compaction"])
+        items, why = compaction_items(logs / record["file"], record["compaction"], additions)
         if items is None:
             tally["all"]["not in file"] += 1
             continue

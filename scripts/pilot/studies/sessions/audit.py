@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...rules.gate import check_state
 from ...rules.values import secret_pieces
-from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
+from .audit_needed import ADDITIONS, NOT_IN_FILE, analyze_needed, needed_rows
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .needed import history_in_file
@@ -304,37 +304,44 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
 
 def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     """Every compaction of every session, scored where its summary is readable and its replaced
-    history is in the file: {session, file, format, n, trigger, tokens_before, tokens_after, source,
-    scored, why, counts, rows}."""
+    history is in the file (audit_compaction)."""
     out = []
     events = list(compaction_events(sessions))
     if progress:
         progress(0, len(events))                # a line from the start, however long the first
     for done, (s, session, k) in enumerate(events, 1):
-        event = session["compactions"][k]
-        record = {"session": s + 1, "file": session["file"], "format": session["format"],
-                  "n": event["n"],
-                  "trigger": event["trigger"], "tokens_before": event["tokens_before"],
-                  "tokens_after": event["tokens_after"], "source": event["source"],
-                  "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
-                  "counts": {}, "rows": []}
-        turns = replaced_turns(session, k)
-        inside, missing = history_in_file(event)
-        if not event["readable"]:
-            record["why"] = event["why_unreadable"]
-        elif not inside or not turns:
-            # listed apart, never as losses (issue 40, point 3)
-            record["why"] = f"{NOT_IN_FILE} ({missing or 'no turn before it'})"
-            record["history_missing"] = True
-        else:
-            record["rows"], record["counts"] = score_summary(turns, event["summary"])
-            record["needed"] = needed_rows(turns, event.get("workspace"), event["summary"],
-                                           record["rows"])
-            record["scored"] = True
-        out.append(record)
+        out.append(audit_compaction(session, k, s + 1))
         if progress:
             progress(done, len(events))
     return out
+
+
+def audit_compaction(session: dict, k: int, number: int = 1,
+                     additions: tuple[str, ...] = ADDITIONS) -> dict:
+    """Compaction k (0-based) of a session, as the audit reports it: {session, file, format, n,
+    trigger, tokens_before, tokens_after, source, scored, why, counts, rows, needed}. `additions`
+    (audit_needed.ADDITIONS) is left as it is but by scripts/bench/measure_audit.py."""
+    event = session["compactions"][k]
+    record = {"session": number, "file": session["file"], "format": session["format"],
+              "n": event["n"],
+              "trigger": event["trigger"], "tokens_before": event["tokens_before"],
+              "tokens_after": event["tokens_after"], "source": event["source"],
+              "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
+              "counts": {}, "rows": []}
+    turns = replaced_turns(session, k)
+    inside, missing = history_in_file(event)
+    if not event["readable"]:
+        record["why"] = event["why_unreadable"]
+    elif not inside or not turns:
+        # listed apart, never as losses (issue 40, point 3)
+        record["why"] = f"{NOT_IN_FILE} ({missing or 'no turn before it'})"
+        record["history_missing"] = True
+    else:
+        record["rows"], record["counts"] = score_summary(turns, event["summary"])
+        record["needed"] = needed_rows(turns, event.get("workspace"), event["summary"],
+                                       record["rows"], additions)
+        record["scored"] = True
+    return record
 
 
 def audit_pair(source_session: dict, summary: str) -> list[dict]:

@@ -54,6 +54,10 @@ VALUE_STATUS = {"kept": "kept", "reformatted": "kept", "changed": "wrong", "drop
 INVENTED = ("an instruction to set the rules aside, with no source",
             "a rule given as the user's that the user did not give")
 
+# the kinds of needed item added to needed.py's: a value the user gave in a message, an order the
+# release gate finds invented (each kept because on dev it helps recall within the targets)
+ADDITIONS = ("user values", "invented orders")
+
 LISTED = 40                       # lost and wrong items listed in the report (all in audit.csv)
 SHOWN = 20                               # compactions listed in full, worst first
 
@@ -64,9 +68,11 @@ FIGURE = ("fig_audit.svg", "What the summaries did with what the next agent need
 
 # --- One compaction ---------------------------------------------------------------------------
 def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
-                rows: list[dict]) -> list[dict]:
+                rows: list[dict], additions: tuple[str, ...] = ADDITIONS) -> list[dict]:
     """The needed rows of one compaction (category, kind, key, words, status, summary_sentence);
-    the study's rows they stand for get `needed` True."""
+    the study's rows they stand for get `needed` True. `additions` names the kinds added to
+    needed.py's items (all of ADDITIONS but when scripts/bench/measure_audit.py measures one
+    without the other)."""
     items = judge_needed(needed_items(turns, workspace), summary)
     # every piece of a secret of the whole texts, found before needed.py cut its excerpts
     pieces = secret_pieces([summary] + [str(t.get(f) or "") for t in turns
@@ -80,7 +86,10 @@ def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
             "status": i["status"], "summary_sentence": mask(i.get("summary_sentence"))}
            for i in items]
     stands_for(out, rows)
-    out += user_values(turns, rows, out) + invented_by_gate(rows, out)
+    if "user values" in additions:
+        out += user_values(turns, rows, out)
+    if "invented orders" in additions:
+        out += invented_by_gate(rows, out)
     return out
 
 
