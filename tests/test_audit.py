@@ -52,29 +52,36 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         page = (out / "report.html").read_text(encoding="utf-8")
         for file, tool in (("claude-code-lossy.jsonl", "Bash"), ("codex-lossy.jsonl", "shell")):
             with self.subTest(file):
-                # issue 40: each planted defect is a needed item, lost or misstated
-                self.assertEqual(needed_of(rows, file, "value", "2,500"), ["wrong"])
-                self.assertEqual([r["summary_wrote"] for r in rows if r["file"].endswith(file) and
-                                  r["item"] == "2,500"], ["2,000"])
-                self.assertEqual(needed_of(rows, file, "value", "02:15"), ["lost"])
+                # issue 40: each planted defect is found, as a needed item lost or misstated (the
+                # instruction, the failed push) or as a context row the report shows (the value the user
+                # gave, changed or dropped, and the order the release gate finds invented: as needed
+                # items they did not raise recall on real logs, the amendment of 2026-12-06)
                 self.assertEqual(needed_of(rows, file, "instruction", "Never push to main"), ["wrong"])
                 self.assertEqual(needed_of(rows, file, "unresolved_error", "feat/queue-export"), ["wrong"])
-                invented = [r for r in rows if r["file"].endswith(file) and r["needed"] == "yes" and
-                            "--skip-validation" in r["item"]]
-                self.assertEqual([(r["category"], r["status"]) for r in invented], [("instruction", "wrong")])
-                self.assertIn("no source in the transcript", invented[0]["source_sentence"])
+                context = [r for r in rows if r["file"].endswith(file) and r["category"] == "context"]
+                self.assertEqual([(r["status"], r["summary_wrote"]) for r in context
+                                  if r["item_type"] == "value" and r["item"] == "2,500"], [("changed", "2,000")])
+                self.assertEqual([r["status"] for r in context
+                                  if r["item_type"] == "value" and r["item"] == "02:15"], ["dropped"])
+                invented = [r for r in context if "--skip-validation" in r["summary_sentence"]]
+                self.assertEqual([r["item_type"] for r in invented], ["gate"])
+                self.assertIn("no source in the transcript", invented[0]["item"])
                 listed = [line for line in report.split("## What the summaries lost or misstated")[1]
                           .split("\n## ")[0].splitlines() if f"{file}, compaction 1" in line]
-                for said in ('"2,500"', '"02:15"', '"Never push to main."', "succeeded", "--skip-validation"):
+                for said in ('"Never push to main."', "succeeded"):
                     self.assertTrue(any(said in line for line in listed), said)
+                shown = report.split(f"### audit-example/{file}, compaction 1")[1].split("\n### ")[0]
+                for said in ("| 2,500 | number | changed | 2,000 |", "| 02:15 | time | dropped |",
+                             "--skip-validation"):
+                    self.assertIn(said, shown)
                 self.assertIn(f"{file}, compaction 1", page)
         worst = [line for line in report.splitlines() if line.startswith("### ")]
         self.assertEqual([w.split("/")[1].split(",")[0] for w in worst[:2]],
                          ["claude-code-lossy.jsonl", "codex-lossy.jsonl"])          # the worst first
         self.assertTrue(report.startswith("# Audit"))
         self.assertIn("**EXPLORATORY**", report.splitlines()[2])
-        self.assertIn("- Of 40 things the next agents needed, the summaries kept 30 (75.0%), lost 2 and "
-                      "misstated 8.", report)
+        self.assertIn("- Of 28 things the next agents needed, the summaries kept 24 (85.7%), lost 0 and "
+                      "misstated 4.", report)
         self.assertIn('class="label label-warn">EXPLORATORY', page)
 
     def test_a_clean_summary_reports_none_of_them(self):
@@ -88,7 +95,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                                                           "lost", "wrong") or r["item_type"] == "gate"]
                 self.assertEqual(bad, [])
                 self.assertEqual(needed_of(rows, file, "unresolved_error", "feat/queue-export"), ["kept"])
-                self.assertEqual(needed_of(rows, file, "value", "02:15"), ["kept"])
+                self.assertEqual(status_of(rows, file, "value", "02:15"), ["kept"])
 
     def test_the_second_compaction_is_scored_from_the_first_summary_on(self):
         _, _, _, out = self.audit(str(EXAMPLE))
@@ -163,8 +170,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         """Issue 40, point 6: the dev and held-out figures of the needed items, with their date and source."""
         _, _, _, out = self.audit(str(EXAMPLE))
         text = (out / "analysis.md").read_text(encoding="utf-8")
-        self.assertIn("| dev | 19 | 0.51 (22/43) | 0.01 (2/320) | 1.63 (70/43) | 0.85 / 0.88 | 0.25 (9/36) |", text)
-        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.50 (50/20) | 0.83 / 0.90 | 0.00 (0/7) |",
+        self.assertIn("| dev | 19 | 0.51 (22/43) | 0.00 (1/320) | 1.51 (65/43) | 0.86 / 0.88 | 0.25 (9/36) |", text)
+        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.45 (49/20) | 0.83 / 0.90 | 0.00 (0/7) |",
                       text)
         self.assertIn("measured on 2026-12-06", text)
         self.assertIn("tests/labelled/compactions/README.md", text)
@@ -191,7 +198,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 # the log records at the boundary (issue 40)
                 def same(rows):
                     return [[r[f] for f in fields] for r in rows
-                            if not (r["category"] == "value" and r["item"] == "feat/queue-export")]
+                            if not (r["category"] in ("value", "context") and
+                                    r["item"] == "feat/queue-export")]
                 pair = same(rows_of(out))
                 self.assertEqual(pair, same(rows_of(whole)))
                 self.assertIn("wrong", {r[3] for r in pair})
@@ -339,7 +347,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         code, printed, _ = run_main(["audit", str(EXAMPLE), "--out", str(out), "--quiet"])
         self.assertEqual(code, 0)
         report = (out / "report.html").read_text(encoding="utf-8")
-        first = "Of 40 things the next agents needed"
+        first = "Of 28 things the next agents needed"
         self.assertLess(report.index('<div class="headline">'), report.index(first))
         self.assertLess(report.index(first), report.index('<figure class="headline-figure">'))
         self.assertLess(report.index('<figure class="headline-figure">'), report.index("<table"))
@@ -350,7 +358,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertLess(markdown.index(first), markdown.index("(figures/fig_audit.svg)"))
         self.assertLess(markdown.index("(figures/fig_audit.svg)"), table)
         svg = (out / "figures" / "fig_audit.svg").read_text(encoding="utf-8")
-        self.assertIn('data-group="value" data-series="misstated"><title>value misstated: 2', svg)
+        self.assertIn('data-group="instruction" data-series="misstated"><title>instruction misstated: 2', svg)
         self.assertNotIn("**", printed)
         self.assertNotIn("`", printed)
         self.assertEqual(printed.count("EXPLORATORY"), 1)

@@ -1,17 +1,18 @@
 """What the next agent needed, measured on real compactions (issue 40, protocol/SESSIONS.md, the
-amendment of 2026-12-06): the needed items (studies/sessions/needed.py) of each compaction of the
-real Claude Code logs, judged against its summary, compared with the hand labels in
-tests/labelled/compactions/ (the format in its README), per half and per
-category. Rules are tuned on `dev`; `held-out` is run once a round of rules is finished.
+amendment of 2026-12-06): the needed rows the audit reports for each compaction of the real Claude
+Code logs (studies/sessions/audit.py's audit_compaction, the one function the audit itself calls,
+so this script cannot drift from it), compared with the hand labels in tests/labelled/compactions/
+(the format in its README), per half and per category. Rules are tuned on `dev`; `held-out` is
+run once a round of rules is finished.
 
     python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on
     python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
     python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
 
 A label is matched to an item of its category (request, instruction and decision, the user's and the
-agent's words, match one another when none of the category does) whose key or sentence holds the
-label's key (case, quotes and spacing aside), or whose key the label's key holds; a path also by its
-tail. Printed per half and category:
+agent's words, match one another when none of the category does) whose key, words or source
+sentence, as the audit reports them, holds the label's key (case, quotes and spacing aside), or
+whose key the label's key holds; a path also by its tail. Printed per half and category:
 - recall: the share of labelled lost or wrong items the rules report lost or wrong (target 0.8,
   decisions aside);
 - false loss: the share of labelled kept items the rules report lost or wrong (target at most 5%);
@@ -37,7 +38,6 @@ REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the rep
 sys.path.insert(0, str(REPO / "scripts"))
 
 from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
-from pilot.studies.sessions.audit_needed import ADDITIONS  # noqa: E402
 from pilot.studies.sessions.needed import CATEGORIES  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
@@ -78,25 +78,22 @@ def match(label: dict, items: list[dict]) -> dict | None:
     return None
 
 
-def compaction_items(log: Path, n: int, additions: tuple[str, ...] = ADDITIONS
-                     ) -> tuple[list[dict] | None, str | None]:
+def compaction_items(log: Path, n: int) -> tuple[list[dict] | None, str | None]:
     """The needed rows the audit reports for compaction n (1-based) of a log
     (audit.audit_compaction); None and why when it is not scored."""
     session = read_session_file(log, log.name)[0]
-    record = audit_compaction(session, n - 1, additions=additions)
+    record = audit_compaction(session, n - 1)
     if not record["scored"]:
         return None, record["why"]
     return record["needed"], None
 
 
-def measure(records: list[dict], logs: Path, show: int,
-            additions: tuple[str, ...] = ADDITIONS) -> dict:
-    """The tallies of the labels against the audit's needed rows; `additions` left as it is but to
-    measure the audit without some of audit_needed.ADDITIONS."""
+def measure(records: list[dict], logs: Path, show: int) -> dict:
+    """The tallies of the labels against the needed rows the audit reports."""
     tally = collections.defaultdict(collections.Counter)
     shown = []
     for record in records:
-        items, why = compaction_items(logs / record["file"], record["compaction"], additions)
+        items, why = compaction_items(logs / record["file"], record["compaction"])
         if items is None:
             tally["all"]["not in file"] += 1
             continue

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...rules.gate import check_state
 from ...rules.values import secret_pieces
-from .audit_needed import ADDITIONS, NOT_IN_FILE, analyze_needed, needed_rows
+from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .needed import history_in_file
@@ -316,11 +316,10 @@ def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     return out
 
 
-def audit_compaction(session: dict, k: int, number: int = 1,
-                     additions: tuple[str, ...] = ADDITIONS) -> dict:
-    """Compaction k (0-based) of a session, as the audit reports it: {session, file, format, n,
-    trigger, tokens_before, tokens_after, source, scored, why, counts, rows, needed}. `additions`
-    (audit_needed.ADDITIONS) is left as it is but by scripts/bench/measure_audit.py."""
+def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
+    """Compaction k (0-based) of a session, as the audit reports it (and as
+    scripts/bench/measure_audit.py measures it): {session, file, format, n, trigger, tokens_before,
+    tokens_after, source, scored, why, counts, rows, needed}."""
     event = session["compactions"][k]
     record = {"session": number, "file": session["file"], "format": session["format"],
               "n": event["n"],
@@ -339,7 +338,7 @@ def audit_compaction(session: dict, k: int, number: int = 1,
     else:
         record["rows"], record["counts"] = score_summary(turns, event["summary"])
         record["needed"] = needed_rows(turns, event.get("workspace"), event["summary"],
-                                       record["rows"], additions)
+                                       record["rows"])
         record["scored"] = True
     return record
 

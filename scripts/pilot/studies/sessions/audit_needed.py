@@ -5,10 +5,10 @@ context beside it. A compaction whose replaced history the file does not hold is
 *history not in this file, not scored*, never as losses.
 
     needed_rows(turns, workspace, summary, rows) -> the needed rows of one compaction: needed.py's
-        items judged against the summary, and two kinds the study's rules find that needed.py
-        leaves aside: a value the user gave in a message (a number or a time too; changed: wrong,
-        dropped: lost) and an order the release gate finds the summary invents. The rows of the
-        study they stand for are marked `needed`, so audit.csv gives each once.
+        items judged against the summary, exactly what scripts/bench/measure_audit.py measures.
+        The rows of the study they stand for are marked `needed`, so audit.csv gives each once;
+        the rest are context (a bare number or time the user gave, the release gate's findings:
+        adding them as needed items did not raise recall on dev, the amendment of 2026-12-06).
     analyze_needed(records) -> the headline's counts, the lost and wrong items, the compactions
         ranked by needed items lost or wrong, those whose history is not in the file.
     needed_blocks(a), headline(a), needed_figure(a) -> the report's opening and its figure.
@@ -18,25 +18,25 @@ Pure functions: no file, no clock, no model. Every text was masked when scored.
 from __future__ import annotations
 
 from ...reports import pct
-from ...rules.values import extract_values, mask_secrets, secret_pieces
+from ...rules.values import mask_secrets, secret_pieces
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
-from .needed import CATEGORIES, MAX_GIVEN, judge_needed, needed_items
-from .truth import MASK
+from .needed import CATEGORIES, judge_needed, needed_items
 
 # --- What the rules were measured to do -----------------------------------------------------------
-# The needed items against 30 real compactions labelled by hand, measured on 2026-12-06 by
-# scripts/bench/measure_audit.py (tests/labelled/compactions/README.md, protocol/SESSIONS.md, the
-# amendment of 2026-12-06): tuned on dev; held-out was run once, no rule changed after it.
+# The needed rows the audit reports (needed_rows: needed.py's items, nothing added) against 30 real
+# compactions labelled by hand, measured on 2026-12-06 by scripts/bench/measure_audit.py
+# (tests/labelled/compactions/README.md, protocol/SESSIONS.md, the amendment of 2026-12-06): tuned
+# on dev; held-out was run once, no rule changed after it.
 MEASURED_ON = "2026-12-06"
 MEASURED_FROM = ("tests/labelled/compactions/README.md and protocol/SESSIONS.md (the amendment of "
                  "2026-12-06), by scripts/bench/measure_audit.py")
 # half -> (compactions, recall of lost/wrong, false loss on kept, loss rows per labelled loss,
 #          kept share: the rules' and the labels', decisions' precision); all but the last
 #          leave decisions aside
-MEASURED = {"dev": (19, "0.51 (22/43)", "0.01 (2/320)", "1.63 (70/43)", "0.85 / 0.88",
+MEASURED = {"dev": (19, "0.51 (22/43)", "0.00 (1/320)", "1.51 (65/43)", "0.86 / 0.88",
                     "0.25 (9/36)"),
-            "held-out": (11, "0.20 (4/20)", "0.01 (1/180)", "2.50 (50/20)", "0.83 / 0.90",
+            "held-out": (11, "0.20 (4/20)", "0.01 (1/180)", "2.45 (49/20)", "0.83 / 0.90",
                          "0.00 (0/7)")}
 DECISION_PRECISION = (f"decisions' measured precision: {MEASURED['dev'][5]} on dev, "
                       f"{MEASURED['held-out'][5]} held-out")
@@ -45,18 +45,6 @@ NOT_IN_FILE = "history not in this file, not scored"
 
 # the category of each of the study's rows that is no needed item (audit.csv's `category`)
 CONTEXT = "context"
-
-# a value row's class -> the needed item's status
-VALUE_STATUS = {"kept": "kept", "reformatted": "kept", "changed": "wrong", "dropped": "lost"}
-
-# the release gate's obligation findings that are orders the summary invents (not an instruction
-# said the opposite of: needed.py's instruction rows hold those)
-INVENTED = ("an instruction to set the rules aside, with no source",
-            "a rule given as the user's that the user did not give")
-
-# the kinds of needed item added to needed.py's: a value the user gave in a message, an order the
-# release gate finds invented (each kept because on dev it helps recall within the targets)
-ADDITIONS = ("user values", "invented orders")
 
 LISTED = 40                       # lost and wrong items listed in the report (all in audit.csv)
 SHOWN = 20                               # compactions listed in full, worst first
@@ -68,11 +56,9 @@ FIGURE = ("fig_audit.svg", "What the summaries did with what the next agent need
 
 # --- One compaction ---------------------------------------------------------------------------
 def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
-                rows: list[dict], additions: tuple[str, ...] = ADDITIONS) -> list[dict]:
-    """The needed rows of one compaction (category, kind, key, words, status, summary_sentence);
-    the study's rows they stand for get `needed` True. `additions` names the kinds added to
-    needed.py's items (all of ADDITIONS but when scripts/bench/measure_audit.py measures one
-    without the other)."""
+                rows: list[dict]) -> list[dict]:
+    """The needed rows of one compaction (category, kind, key, words, status, summary_sentence):
+    needed.py's items, nothing added; the study's rows they stand for get `needed` True."""
     items = judge_needed(needed_items(turns, workspace), summary)
     # every piece of a secret of the whole texts, found before needed.py cut its excerpts
     pieces = secret_pieces([summary] + [str(t.get(f) or "") for t in turns
@@ -86,10 +72,6 @@ def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
             "status": i["status"], "summary_sentence": mask(i.get("summary_sentence"))}
            for i in items]
     stands_for(out, rows)
-    if "user values" in additions:
-        out += user_values(turns, rows, out)
-    if "invented orders" in additions:
-        out += invented_by_gate(rows, out)
     return out
 
 
@@ -107,45 +89,6 @@ def stands_for(needed: list[dict], rows: list[dict]) -> None:
                                 item.endswith(": " + n["key"].lower()) for n in needed)
         elif row["type"] == "value":
             row["needed"] = ("value", item) in keys
-
-
-def user_values(turns: list[dict], rows: list[dict], needed: list[dict]) -> list[dict]:
-    """The values the user gave one by one in a message (a message of more than needed.MAX_GIVEN
-    values is a pasted listing) that needed.py leaves aside (a bare number, a time), judged by the
-    study's value rules."""
-    messages = [mask_secrets(t["text"]) for t in turns if t["role"] == "user" and
-                not t.get("summary")]
-    given = [m for m in messages if len(extract_values(m)) <= MAX_GIVEN]
-    out = []
-    for row in rows:
-        if row["type"] != "value" or row.get("needed") or row["item"] == MASK or \
-                not row["source_sentence"] or \
-                not any(row["source_sentence"] in m for m in given):
-            continue
-        row["needed"] = True
-        status = VALUE_STATUS.get(row["status"], "lost")
-        out.append({"category": "value", "kind": row["kind"], "key": row["item"],
-                    "words": row["source_sentence"], "source_sentence": row["source_sentence"],
-                    "status": status, "instead": row.get("instead"),
-                    "summary_sentence": row["summary_sentence"]})
-    return out
-
-
-def invented_by_gate(rows: list[dict], needed: list[dict]) -> list[dict]:
-    """The orders the release gate finds the summary invents, that needed.py did not already give
-    a wrong row: a wrong instruction each."""
-    said = {n["summary_sentence"] for n in needed if n["status"] == "wrong"}
-    out = []
-    for row in rows:
-        if row["type"] == "gate" and row["kind"] == "obligation" and \
-                row["item"].startswith(INVENTED) and row["summary_sentence"] not in said:
-            row["needed"] = True
-            said.add(row["summary_sentence"])
-            out.append({"category": "instruction", "kind": "invented (the release gate)",
-                        "key": row["summary_sentence"], "words": row["item"],
-                        "source_sentence": "", "status": "wrong",
-                        "summary_sentence": row["summary_sentence"]})
-    return out
 
 
 # --- Across compactions -------------------------------------------------------------------------
@@ -243,8 +186,10 @@ def measured_blocks() -> list[tuple]:
     return [("h2", "How sure these are"),
             ("p", "The needed items are found and judged by rules (needed.py), measured on "
                   f"{MEASURED_ON} against 30 real compactions labelled by hand ({MEASURED_FROM}); "
-                  "tuned on dev, held-out run once. Values only a tool printed are never counted "
-                  "above; the study's rows on them are context, in the sections below."),
+                  "tuned on dev, held-out run once; the figures are of the needed items above. "
+                  "Values only a tool printed, a bare number or time the user gave and the release "
+                  "gate's findings are never counted above; the study's rows on them are context, "
+                  "in the sections below."),
             ("table", ["half", "compactions", "recall of lost/wrong", "false loss on kept",
                        "loss rows per labelled loss", "kept share, rules / labels",
                        "decisions' precision"],
