@@ -13,7 +13,7 @@ import audit_fixtures as fx
 import audit_hostile as hostile
 from helpers import REPO, TempDirMixin, run_main
 from pilot.studies.sessions import audit as sessions_audit
-from pilot.studies.sessions import audit_report
+from pilot.studies.sessions import audit_needed, audit_report
 
 EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 
@@ -25,6 +25,12 @@ def rows_of(out: Path) -> list[dict]:
 def status_of(rows: list[dict], file: str, item_type: str, item: str, compaction: str = "1") -> list[str]:
     return [r["status"] for r in rows if r["file"].endswith(file) and r["compaction"] == compaction and
             r["item_type"] == item_type and item in r["item"]]
+
+
+def needed_of(rows: list[dict], file: str, category: str, item: str, compaction: str = "1") -> list[str]:
+    """The statuses of the needed items (issue 40: audit.csv's `needed` yes) of a category holding item."""
+    return [r["status"] for r in rows if r["file"].endswith(file) and r["compaction"] == compaction and
+            r["needed"] == "yes" and r["category"] == category and item in r["item"]]
 
 
 class AuditTest(TempDirMixin, unittest.TestCase):
@@ -46,26 +52,36 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         page = (out / "report.html").read_text(encoding="utf-8")
         for file, tool in (("claude-code-lossy.jsonl", "Bash"), ("codex-lossy.jsonl", "shell")):
             with self.subTest(file):
-                self.assertEqual(status_of(rows, file, "value", "2,500"), ["changed"])
-                self.assertEqual([r["summary_wrote"] for r in rows if r["file"].endswith(file) and
-                                  r["item"] == "2,500"], ["2,000"])
-                self.assertEqual(status_of(rows, file, "value", "02:15"), ["dropped"])
-                self.assertEqual(status_of(rows, file, "instruction", "Never push to main"), ["contradicted"])
-                self.assertEqual(status_of(rows, file, "step", f"{tool}: feat/queue-export"), ["claimed done"])
-                invented = [r for r in rows if r["file"].endswith(file) and r["item_type"] == "gate" and
-                            "--skip-validation" in r["summary_sentence"]]
-                self.assertEqual([r["kind"] for r in invented], ["obligation"])
+                # issue 40: each planted defect is found, as a needed item lost or misstated (the
+                # instruction, the failed push) or as a context row the report shows (the value the user
+                # gave, changed or dropped, and the order the release gate finds invented: as needed
+                # items they did not raise recall on real logs, the amendment of 2026-12-06)
+                self.assertEqual(needed_of(rows, file, "instruction", "Never push to main"), ["wrong"])
+                self.assertEqual(needed_of(rows, file, "unresolved_error", "feat/queue-export"), ["wrong"])
+                context = [r for r in rows if r["file"].endswith(file) and r["category"] == "context"]
+                self.assertEqual([(r["status"], r["summary_wrote"]) for r in context
+                                  if r["item_type"] == "value" and r["item"] == "2,500"], [("changed", "2,000")])
+                self.assertEqual([r["status"] for r in context
+                                  if r["item_type"] == "value" and r["item"] == "02:15"], ["dropped"])
+                invented = [r for r in context if "--skip-validation" in r["summary_sentence"]]
+                self.assertEqual([r["item_type"] for r in invented], ["gate"])
                 self.assertIn("no source in the transcript", invented[0]["item"])
-                section = report.split(f"{file}, compaction 1")[1].split("###")[0]
-                for status in ("changed", "dropped", "contradicted", "claimed done", "--skip-validation"):
-                    self.assertIn(status, section)
+                listed = [line for line in report.split("## What the summaries lost or misstated")[1]
+                          .split("\n## ")[0].splitlines() if f"{file}, compaction 1" in line]
+                for said in ('"Never push to main."', "succeeded"):
+                    self.assertTrue(any(said in line for line in listed), said)
+                shown = report.split(f"### audit-example/{file}, compaction 1")[1].split("\n### ")[0]
+                for said in ("| 2,500 | number | changed | 2,000 |", "| 02:15 | time | dropped |",
+                             "--skip-validation"):
+                    self.assertIn(said, shown)
                 self.assertIn(f"{file}, compaction 1", page)
         worst = [line for line in report.splitlines() if line.startswith("### ")]
         self.assertEqual([w.split("/")[1].split(",")[0] for w in worst[:2]],
                          ["claude-code-lossy.jsonl", "codex-lossy.jsonl"])          # the worst first
         self.assertTrue(report.startswith("# Audit"))
         self.assertIn("**EXPLORATORY**", report.splitlines()[2])
-        self.assertIn("- Across 5 compactions in 4 sessions, the summaries dropped or changed", report)
+        self.assertIn("- Of 28 things the next agents needed, the summaries kept 24 (85.7%), lost 0 and "
+                      "misstated 4.", report)
         self.assertIn('class="label label-warn">EXPLORATORY', page)
 
     def test_a_clean_summary_reports_none_of_them(self):
@@ -75,10 +91,10 @@ class AuditTest(TempDirMixin, unittest.TestCase):
             with self.subTest(file):
                 mine = [r for r in rows if r["file"].endswith(file) and r["compaction"] == "1"]
                 self.assertTrue(mine)
-                bad = [r for r in mine if r["status"] in ("changed", "contradicted", "claimed done", "absent")
-                       or r["item_type"] == "gate"]
+                bad = [r for r in mine if r["status"] in ("changed", "contradicted", "claimed done", "absent",
+                                                          "lost", "wrong") or r["item_type"] == "gate"]
                 self.assertEqual(bad, [])
-                self.assertEqual(status_of(rows, file, "step", "feat/queue-export"), ["reported"])
+                self.assertEqual(needed_of(rows, file, "unresolved_error", "feat/queue-export"), ["kept"])
                 self.assertEqual(status_of(rows, file, "value", "02:15"), ["kept"])
 
     def test_the_second_compaction_is_scored_from_the_first_summary_on(self):
@@ -95,7 +111,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         summary; the encrypted ones listed as not scored, with why."""
         code, _, _, out = self.audit(str(REPO / "tests" / "fixtures" / "sessions"))
         self.assertEqual(code, 0)
-        scored = {r["format"] for r in rows_of(out)}
+        scored = {r["format"] for r in rows_of(out) if r["status"] != "not scored"}
         self.assertEqual(scored, {"claude-code", "codex", "gemini-cli-jsonl", "cline", "roo-code", "openhands",
                                   "inspect-ai"})
         report = (out / "analysis.md").read_text(encoding="utf-8").split("## Compactions not scored")[1]
@@ -137,6 +153,33 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
         self.assertEqual(len({r["file"] for r in rows_of(out)}), 8)
 
+    def test_a_compaction_whose_history_is_not_in_the_file_is_listed_apart_never_as_losses(self):
+        """Issue 40, point 3: a log that begins mid-session (tests/fixtures/needed/) gives no loss row; the
+        report lists it under its own heading, and audit.csv says `not scored`."""
+        code, _, _, out = self.audit(str(REPO / "tests" / "fixtures" / "needed" / "mid_session.jsonl"))
+        self.assertEqual(code, 0)
+        rows = rows_of(out)
+        self.assertEqual([(r["status"], r["needed"]) for r in rows], [("not scored", "no")])
+        self.assertIn("history not in this file, not scored", rows[0]["item"])
+        text = (out / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("## History not in this file, not scored", text)
+        self.assertNotIn("## Compactions not scored", text)
+        self.assertNotIn("lost", text.split("## The answer")[1].split("##")[0])
+
+    def test_the_report_prints_the_measured_figures_and_decisions_precision(self):
+        """Issue 40, point 6: the dev and held-out figures of the needed items, with their date and source."""
+        _, _, _, out = self.audit(str(EXAMPLE))
+        text = (out / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("| dev | 19 | 0.51 (22/43) | 0.00 (1/320) | 1.51 (65/43) | 0.86 / 0.88 | 0.25 (9/36) |", text)
+        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.45 (49/20) | 0.83 / 0.90 | 0.00 (0/7) |",
+                      text)
+        self.assertIn("measured on 2026-12-06", text)
+        self.assertIn("tests/labelled/compactions/README.md", text)
+        line = audit_needed.item_line({"file": "a.jsonl", "n": 1},
+                                      {"category": "decision", "kind": "the agent's finding", "key": "the fix is X",
+                                       "words": "the fix is X", "status": "lost", "summary_sentence": None})
+        self.assertIn("decisions' measured precision: 0.25 (9/36) on dev, 0.00 (0/7) held-out", line)
+
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
         for name, lines in (("claude.jsonl", fx.claude_lines(fx.STORY, None)),
@@ -150,10 +193,16 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                 log = "claude-code-lossy.jsonl" if name.startswith("claude") else "codex-lossy.jsonl"
                 _, _, _, whole = self.audit(str(EXAMPLE / log))
                 fields = ("item_type", "kind", "item", "status", "beside_referent", "summary_wrote",
-                          "source_sentence", "summary_sentence")
-                pair = [[r[f] for f in fields] for r in rows_of(out)]
-                self.assertEqual(pair, [[r[f] for f in fields] for r in rows_of(whole)])
-                self.assertIn("contradicted", {r[3] for r in pair})
+                          "source_sentence", "summary_sentence", "category", "needed")
+                # a summary given alone has no boundary, so the branch is the one the user gave, not the one
+                # the log records at the boundary (issue 40)
+                def same(rows):
+                    return [[r[f] for f in fields] for r in rows
+                            if not (r["category"] in ("value", "context") and
+                                    r["item"] == "feat/queue-export")]
+                pair = same(rows_of(out))
+                self.assertEqual(pair, same(rows_of(whole)))
+                self.assertIn("wrong", {r[3] for r in pair})
 
     def test_secrets_are_masked_in_every_output(self):
         _, _, _, out = self.audit(str(EXAMPLE))
@@ -191,7 +240,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
                   "counts": {"turns": 2, "values": 0, "instructions": 0, "steps": 0}, "rows": rows}
         read = {"files": 1, "bytes": 10, "sha256": "0" * 64, "sessions": 1, "passed": 0,
                 "skipped": []}
-        answer = audit_report.answers(sessions_audit.analyze_audit([record], read))
+        answer = audit_report.context_answers(sessions_audit.analyze_audit([record], read))
         self.assertNotIn("No failed or denied step was left unresolved in the histories replaced.",
                          answer)
         self.assertTrue(any("2 sentences that present a failure as passed" in a for a in answer))
@@ -298,7 +347,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         code, printed, _ = run_main(["audit", str(EXAMPLE), "--out", str(out), "--quiet"])
         self.assertEqual(code, 0)
         report = (out / "report.html").read_text(encoding="utf-8")
-        first = "Across 5 compactions in 4 sessions"
+        first = "Of 28 things the next agents needed"
         self.assertLess(report.index('<div class="headline">'), report.index(first))
         self.assertLess(report.index(first), report.index('<figure class="headline-figure">'))
         self.assertLess(report.index('<figure class="headline-figure">'), report.index("<table"))
@@ -309,8 +358,7 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertLess(markdown.index(first), markdown.index("(figures/fig_audit.svg)"))
         self.assertLess(markdown.index("(figures/fig_audit.svg)"), table)
         svg = (out / "figures" / "fig_audit.svg").read_text(encoding="utf-8")
-        self.assertIn('data-group="value" data-series="said wrong"', svg)
-        self.assertIn('data-value="5"', svg)                  # 2 of 40 values changed
+        self.assertIn('data-group="instruction" data-series="misstated"><title>instruction misstated: 2', svg)
         self.assertNotIn("**", printed)
         self.assertNotIn("`", printed)
         self.assertEqual(printed.count("EXPLORATORY"), 1)

@@ -1,17 +1,18 @@
 """What the next agent needed, measured on real compactions (issue 40, protocol/SESSIONS.md, the
-amendment of 2026-12-06): the needed items (studies/sessions/needed.py) of each compaction of the
-real Claude Code logs, judged against its summary, compared with the hand labels in
-tests/labelled/compactions/ (the format in its README), per half and per
-category. Rules are tuned on `dev`; `held-out` is run once a round of rules is finished.
+amendment of 2026-12-06): the needed rows the audit reports for each compaction of the real Claude
+Code logs (studies/sessions/audit.py's audit_compaction, the one function the audit itself calls,
+so this script cannot drift from it), compared with the hand labels in tests/labelled/compactions/
+(the format in its README), per half and per category. Rules are tuned on `dev`; `held-out` is
+run once a round of rules is finished.
 
     python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on
     python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
     python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
 
 A label is matched to an item of its category (request, instruction and decision, the user's and the
-agent's words, match one another when none of the category does) whose key or sentence holds the
-label's key (case, quotes and spacing aside), or whose key the label's key holds; a path also by its
-tail. Printed per half and category:
+agent's words, match one another when none of the category does) whose key, words or source
+sentence, as the audit reports them, holds the label's key (case, quotes and spacing aside), or
+whose key the label's key holds; a path also by its tail. Printed per half and category:
 - recall: the share of labelled lost or wrong items the rules report lost or wrong (target 0.8,
   decisions aside);
 - false loss: the share of labelled kept items the rules report lost or wrong (target at most 5%);
@@ -36,9 +37,8 @@ sys.dont_write_bytecode = True
 REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the repository
 sys.path.insert(0, str(REPO / "scripts"))
 
-from pilot.studies.sessions.audit import replaced_turns  # noqa: E402
-from pilot.studies.sessions.needed import (CATEGORIES, history_in_file, judge_needed,  # noqa: E402
-                                           needed_items)
+from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
+from pilot.studies.sessions.needed import CATEGORIES  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
@@ -60,8 +60,8 @@ def matches(label: dict, item: dict) -> bool:
     key, item_key = norm(label["key"]), norm(item["key"])
     if not key:
         return False
-    if key in item_key or key in norm(item.get("source", "")) or \
-            key in norm(item.get("result", "")) or \
+    if key in item_key or key in norm(item.get("source_sentence") or "") or \
+            key in norm(item.get("words") or "") or \
             (len(item_key) >= 4 and item_key in key):
         return True
     if label["type"] == "file_changed":
@@ -79,19 +79,17 @@ def match(label: dict, items: list[dict]) -> dict | None:
 
 
 def compaction_items(log: Path, n: int) -> tuple[list[dict] | None, str | None]:
-    """The judged needed items of compaction n (1-based) of a log; None and why when its history
-    is not in the file."""
+    """The needed rows the audit reports for compaction n (1-based) of a log
+    (audit.audit_compaction); None and why when it is not scored."""
     session = read_session_file(log, log.name)[0]
-    event = session["compactions"][n - 1]
-    inside, why = history_in_file(event)
-    if not inside:
-        return None, why
-    turns = replaced_turns(session, n - 1)
-    items = needed_items(turns, event.get("workspace"))
-    return judge_needed(items, event["summary"] or ""), None
+    record = audit_compaction(session, n - 1)
+    if not record["scored"]:
+        return None, record["why"]
+    return record["needed"], None
 
 
 def measure(records: list[dict], logs: Path, show: int) -> dict:
+    """The tallies of the labels against the needed rows the audit reports."""
     tally = collections.defaultdict(collections.Counter)
     shown = []
     for record in records:

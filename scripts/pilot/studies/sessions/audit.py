@@ -25,8 +25,10 @@ from pathlib import Path
 
 from ...rules.gate import check_state
 from ...rules.values import extract_values, secret_pieces
+from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
+from .needed import history_in_file
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
                     judge_state, mask_secrets, plain_parts)
 
@@ -367,32 +369,44 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
 
 def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
     """Every compaction of every session, scored where its summary is readable and its replaced
-    history is in the file: {session, file, format, n, trigger, tokens_before, tokens_after, source,
-    scored, why, counts, rows}."""
+    history is in the file (audit_compaction)."""
     out = []
     events = list(compaction_events(sessions))
     if progress:
         progress(0, len(events))                # a line from the start, however long the first
     for done, (s, session, k) in enumerate(events, 1):
-        event = session["compactions"][k]
-        record = {"session": s + 1, "file": session["file"], "format": session["format"],
-                  "n": event["n"],
-                  "trigger": event["trigger"], "tokens_before": event["tokens_before"],
-                  "tokens_after": event["tokens_after"], "source": event["source"],
-                  "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
-                  "counts": {}, "rows": []}
-        turns = replaced_turns(session, k)
-        if not event["readable"]:
-            record["why"] = event["why_unreadable"]
-        elif not turns:
-            record["why"] = "the history it replaced is not in the file"
-        else:
-            record["rows"], record["counts"] = score_summary(turns, event["summary"])
-            record["scored"] = True
-        out.append(record)
+        out.append(audit_compaction(session, k, s + 1))
         if progress:
             progress(done, len(events))
     return out
+
+
+def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
+    """Compaction k (0-based) of a session, as the audit reports it (and as
+    scripts/bench/measure_audit.py measures it): {session, file, format, n, trigger, tokens_before,
+    tokens_after, source, scored, why, counts, rows, needed}."""
+    event = session["compactions"][k]
+    record = {"session": number, "file": session["file"], "format": session["format"],
+              "n": event["n"],
+              "trigger": event["trigger"], "tokens_before": event["tokens_before"],
+              "tokens_after": event["tokens_after"], "source": event["source"],
+              "kept_turns": len(event["kept_turns"]), "scored": False, "why": None,
+              "counts": {}, "rows": []}
+    turns = replaced_turns(session, k)
+    inside, missing = history_in_file(event)
+    if not event["readable"]:
+        record["why"] = event["why_unreadable"]
+    elif not inside or not turns:
+        # listed apart, never as losses (issue 40, point 3)
+        record["why"] = f"{NOT_IN_FILE} ({missing or 'no turn before it'})"
+        record["history_missing"] = True
+    else:
+        record["rows"], record["counts"] = score_summary(turns, event["summary"])
+        # the needed items read each turn as the ground truth does, up to MAX_TURN_CHARS
+        record["needed"] = needed_rows(capped_turns(turns)[0], event.get("workspace"),
+                                       event["summary"], record["rows"])
+        record["scored"] = True
+    return record
 
 
 def audit_pair(source_session: dict, summary: str) -> list[dict]:
@@ -403,6 +417,8 @@ def audit_pair(source_session: dict, summary: str) -> list[dict]:
               "trigger": None, "tokens_before": None, "tokens_after": None, "source": "--summary",
               "kept_turns": 0, "scored": True, "why": None}
     record["rows"], record["counts"] = score_summary(source_session["turns"], summary)
+    record["needed"] = needed_rows(capped_turns(source_session["turns"])[0], None, summary,
+                                   record["rows"])
     return [record]
 
 
@@ -457,9 +473,13 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
                "protocol was registered before they were read, so the rates describe these "
                "sessions and nothing beyond them",
-               "the items are found and judged by lexical rules (protocol/SESSIONS.md section 3.5 "
-               "gives their "
-               "measured precision and recall): a status is the rules' reading, not a person's"]
+               "the items are found and judged by lexical rules (their measured figures are in "
+               "the report, under How sure these are): a status is the rules' reading, not a "
+               "person's"]
+    missing = [r for r in records if r.get("history_missing")]
+    if missing:
+        reasons.append(f"{len(missing)} compaction{'s' * (len(missing) != 1)} whose replaced "
+                       "history is not in the file listed apart, not scored")
     if len(sessions) < MIN_SESSIONS_FOR_INTERVAL:
         reasons.append(f"fewer than {MIN_SESSIONS_FOR_INTERVAL} sessions hold a scored compaction, "
                        "so no interval is printed")
@@ -470,7 +490,7 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
                        f"for {'their' if cut != 1 else 'its'} first {MAX_TURN_CHARS:,} only; "
                        f"{sum(r['counts'].get('cut_chars', 0) for r in scored):,} characters "
                        "after them were read only for the summaries' values")
-    unscored = [r for r in records if not r["scored"]]
+    unscored = [r for r in records if not r["scored"] and not r.get("history_missing")]
     if unscored:
         reasons.append(f"{len(unscored)} recorded compaction{'s' * (len(unscored) != 1)} could not "
                        "be scored (listed below with why)")
@@ -481,6 +501,7 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
             "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
                        ("kept", "reformatted")},
             "worst": sorted(scored, key=harm), "unscored": unscored,
+            "needed_items": analyze_needed(records),
             "triggers": sorted({row["trigger"] for row in rows}),
             "bands": [name for _, _, name in TOKEN_BANDS if any(row["band"]
                                                                 == name for row in rows)] +

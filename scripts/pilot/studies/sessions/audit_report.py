@@ -12,13 +12,14 @@ from ...stats import rate_summary
 from ...svg import Look, grouped_bars
 from .report import fmt_interval, render_blocks_md
 from .audit import CLASSES, GATE_MEANS, LOST
+from .audit_needed import FIGURE, csv_items, headline, needed_blocks, needed_figure
 
 TITLE = "Audit: what your agent's own compactions lost"
 
 # compactions listed in full, worst first (every row is in audit.csv)
 MAX_WORST = 20
 
-AUDIT_FIGURE = ("fig_audit.svg", "What the summaries did with the history they replaced")
+AUDIT_FIGURE = FIGURE
 
 # Each item type's classes as three outcomes the figure draws side by side: kept (a value kept
 # verbatim or
@@ -38,7 +39,7 @@ MAX_ITEMS_SHOWN = 30                    # items listed per compaction
 CSV_FIELDS = ("file", "session", "compaction", "format", "trigger", "tokens_before", "tokens_after",
               "item_type",
               "kind", "item", "status", "beside_referent", "summary_wrote", "source_sentence",
-              "summary_sentence")
+              "summary_sentence", "category", "needed")
 
 
 def render_audit_csv(records: list[dict]) -> str:
@@ -46,13 +47,14 @@ def render_audit_csv(records: list[dict]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_FIELDS)
     for r in records:
-        for row in r["rows"]:
+        for row in csv_items(r):
             beside = "" if row["beside"] is None else "yes" if row["beside"] else "no"
             writer.writerow([spreadsheet_safe("" if v is None else v) for v in (
                 r["file"], r["session"], r["n"], r["format"], r["trigger"], r["tokens_before"],
                 r["tokens_after"],
                 row["type"], row["kind"], row["item"], row["status"], beside, row["instead"],
-                row["source_sentence"], row["summary_sentence"])])
+                row["source_sentence"], row["summary_sentence"], row["category"],
+                row["needed"])])
     return buffer.getvalue()
 
 
@@ -63,7 +65,14 @@ def plural(n: int, word: str) -> str:
 
 
 def answers(a: dict) -> list[str]:
-    """One plain sentence per question, from the counts."""
+    """The report's opening sentence: what the next agents needed, kept, lost and misstated
+    (audit_needed.headline); or why nothing was scored."""
+    return context_answers(a) if not a["n_scored"] else [headline(a["needed_items"])]
+
+
+def context_answers(a: dict) -> list[str]:
+    """One plain sentence per question of the study's rules (every value, instruction and step:
+    context beside the needed items), from the counts."""
     c = a["classes"]
     if not a["n_compactions"]:
         return [f"No compaction is recorded in the {plural(a['read']['files'], 'file')} read, so "
@@ -117,6 +126,12 @@ def audit_figure(a: dict) -> str | None:
     """The headline figure: per item type, the share of its items the summaries kept, said wrong or
     left out, pooled over compactions (no intervals: the items of one session are not independent);
     None when nothing was scored."""
+    return needed_figure(a) if a["n_scored"] else None
+
+
+def context_figure(a: dict) -> str | None:
+    """Per item type of the study's rules, the share kept, said wrong or left out (not drawn in
+    the report since issue 40: the headline figure is the needed items')."""
     types = [t for t in CLASSES if sum(a["classes"][t].values())]
     if not a["n_scored"] or not types:
         return None
@@ -143,7 +158,7 @@ def report_blocks(a: dict) -> list[tuple]:
     """The tables after the answer: ("h2"|"h3"|"p", text), ("table", header, rows), ("list",
     items)."""
     read = a["read"]
-    blocks: list[tuple] = [("h2", "What was read")]
+    blocks: list[tuple] = needed_blocks(a) + [("h2", "What was read")]
     blocks.append(
         (
             "p",
@@ -164,6 +179,12 @@ def report_blocks(a: dict) -> list[tuple]:
         blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))
     if not a["n_scored"]:
         return blocks + unscored_blocks(a)
+    blocks.append(("h2", "Context: every value, instruction and step the study's rules read"))
+    blocks.append(("p", "The sessions study's rules on every exact value (a tool's output's "
+                        "too), standing instruction and failed step of the histories replaced, "
+                        "and the release gate: none of it is in the headline unless a needed "
+                        "item stands for it."))
+    blocks.append(("list", context_answers(a)))
     blocks.append(("h2", "Per item type"))
     blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "
                         "a step claimed done or absent. Intervals: 95%, session-clustered and "
@@ -190,12 +211,11 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(("h2", "Values lost per kind"))
     blocks.append(("table", ["kind", "lost"], [[k, rate_cell(a, "value_lost_by_kind",
                                                              k)] for k in kinds]))
-    blocks.append(("h2", "The compactions, worst first"))
-    blocks.append(("p", f"Ordered by what no summary should do (a value changed, an instruction "
-                        "contradicted, a failed step claimed done, an invented instruction or "
-                        f"claim), then by items lost; {min(MAX_WORST, len(a['worst']))} of "
+    blocks.append(("h2", "Each compaction's context rows"))
+    blocks.append(("p", "In the order of what each lost or misstated of what the next agent "
+                        f"needed (above); {min(MAX_WORST, len(a['worst']))} of "
                         f"{a['n_scored']} shown here, every row in audit.csv."))
-    for r in a["worst"][:MAX_WORST]:
+    for r in a["needed_items"]["ranked"][:MAX_WORST]:
         blocks += compaction_blocks(r)
     return blocks + unscored_blocks(a)
 
