@@ -134,6 +134,17 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
         self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
 
+    def test_two_processes_make_the_same_records_in_the_same_order_as_one(self):
+        """Issue 40, point 8: several sessions scored in two processes (the command's default for
+        several files) give the records one process gives, in session order."""
+        files, skipped, _ = sessions_audit.log_files([EXAMPLE])
+        sessions, _ = sessions_audit.read_logs(files, skipped)
+        self.assertGreater(sum(bool(s["compactions"]) for s in sessions), 1)
+        seen = []
+        two = sessions_audit.audit_sessions(sessions, lambda done, total: seen.append(done), 2)
+        self.assertEqual(two, sessions_audit.audit_sessions(sessions))
+        self.assertEqual(seen[-1], len(two))
+
     def test_the_same_logs_twice_count_once(self):
         """Issue 41, point 3: 8 sessions copied twice are 8 sessions (no interval printed), and the
         report says how many copies were set aside."""

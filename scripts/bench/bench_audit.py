@@ -4,6 +4,7 @@
     python3 scripts/bench/bench_audit.py                              # 5, 20 and 100 MB
     python3 scripts/bench/bench_audit.py --sizes 5,20 --max-seconds 120
     python3 scripts/bench/bench_audit.py --huge 50     # one session whose one user turn is 50 MB
+    python3 scripts/bench/bench_audit.py --logs /work/shared/real-logs/claude-code   # real logs
 
 For each size it writes, in a temporary folder deleted after, that many megabytes of logs: files of
 about 4 MB each, Claude Code logs and Codex CLI rollouts in turn (the seeded coding session of
@@ -18,7 +19,14 @@ and seconds per MB at every size, which stay level when the time is linear in th
 With --huge MB it writes instead one Claude Code session whose one user turn is that many megabytes
 of tickets (a paste), a reply and a compaction, runs the `audit` command on it in a child process
 and prints its wall time, the child's peak memory (its ru_maxrss) and audit.csv's size against the
-log's (issue 41, point 4). """
+log's (issue 41, point 4).
+
+With --logs DIR it reads real logs instead (the development set, /work/shared/real-logs/claude-code,
+is read where it lies and never copied): the `audit` command on the whole folder in a child process,
+with its wall time, CPU time, MB/s and peak memory (the largest process's ru_maxrss, and the sum of
+the process tree's resident memory, sampled every 0.1 s on Linux); then each file audited alone,
+one after the other in one more child process and in one process, with its MB/s, which stay level
+when the time is linear in the size (issue 40, point 8). """
 from __future__ import annotations
 
 import argparse
@@ -179,6 +187,107 @@ def progress_lines(stderr: str) -> int:
     return sum(line.startswith("  ") for line in stderr.splitlines())
 
 
+# --- Real logs: the command on a folder, then each file alone ------------------------------------
+def tree_rss(pid: int) -> int:
+    """The resident bytes of a process and its descendants, from /proc (0 where there is none)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        rss[int(entry.name)] = int(fields[21]) * resource.getpagesize()
+    tree, grown = {pid}, True
+    while grown:
+        more = {p for p, parent in parents.items() if parent in tree} - tree
+        tree, grown = tree | more, bool(more)
+    return sum(rss.get(p, 0) for p in tree)
+
+
+def audit_folder(folder: Path, max_s: float) -> dict:
+    """The `audit` command on a folder in a child process: wall and CPU seconds, the largest
+    process's peak memory and the process tree's sampled peak."""
+    with tempfile.TemporaryDirectory(prefix="bench-audit-logs-") as tmp:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, str(SCRIPTS / "run_pilot.py"), "audit",
+                                  str(folder), "--out", str(Path(tmp) / "out"), "--quiet"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        peak_tree, sampled = 0, Path("/proc").is_dir()
+        while child.poll() is None:
+            if time.perf_counter() - started > max_s:
+                child.kill()
+                child.wait()
+                return {"error": f"stopped after {max_s:g} s"}
+            if sampled:
+                peak_tree = max(peak_tree, tree_rss(child.pid))
+            time.sleep(0.1)
+        wall = time.perf_counter() - started
+        out, err = child.communicate()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if child.returncode != 0:
+            return {"error": (err.strip().splitlines() or ["no output"])[-1]}
+    return {"wall_s": wall, "cpu_s": after.ru_utime + after.ru_stime - before.ru_utime
+            - before.ru_stime, "peak_mb": after.ru_maxrss / 2 ** 10,
+            "tree_mb": peak_tree / 2 ** 20 if sampled else None,
+            "headline": out.strip().splitlines()[0] if out.strip() else ""}
+
+
+def measure_files(folder: Path) -> None:
+    """Each log file of a folder read and audited alone, in this one process: a JSON line each."""
+    import pilot.studies  # noqa: F401  (registers the studies)
+    from pilot.studies.sessions import audit
+    files, _, _ = audit.log_files([folder])
+    for path, shown in files:
+        started = time.perf_counter()
+        sessions, read = audit.read_logs([(path, shown)], [])
+        records = audit.audit_sessions(sessions)
+        print(json.dumps({"file": shown, "bytes": path.stat().st_size, "sessions": len(sessions),
+                          "compactions": len(records), "s": time.perf_counter() - started}),
+              flush=True)
+
+
+def real_logs(folder: Path, max_s: float) -> int:
+    """--logs: the command on the whole folder, then each file alone (linearity)."""
+    from pilot.studies.sessions import audit
+    files, _, _ = audit.log_files([folder])
+    size = sum(path.stat().st_size for path, _ in files) / 2 ** 20
+    print(f"{folder}: {size:.1f} MB in {len(files)} log files; running audit on the folder "
+          f"(processes: {audit.usable_processes()}) ...", flush=True)
+    r = audit_folder(folder, max_s)
+    if "error" in r:
+        print(f"audit failed: {r['error']}")
+        return 1
+    tree = f"{r['tree_mb']:.0f}" if r["tree_mb"] is not None else "-"
+    print(f"{r['headline']}\n\n| MB | wall s | CPU s | MB/s | peak MB (largest process, "
+          f"ru_maxrss) | peak MB (process tree, sampled) |\n| --- | --- | --- | --- | --- | --- |"
+          f"\n| {size:.1f} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {size / r['wall_s']:.2f} | "
+          f"{r['peak_mb']:.0f} | {tree} |", flush=True)
+    print("\neach file audited alone, in one process ...", flush=True)
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure-files",
+                           str(folder)], capture_output=True, text=True, timeout=max_s)
+    if done.returncode != 0:
+        print(f"failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+        return 1
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    print("| file | MB | compactions | s | MB/s | s per MB |\n" + "| --- " * 6 + "|")
+    for row in sorted(rows, key=lambda row: row["bytes"]):
+        mb = row["bytes"] / 2 ** 20
+        print(f"| {row['file']} | {mb:.2f} | {row['compactions']} | {row['s']:.2f} | "
+              f"{mb / row['s']:.2f} | {row['s'] / mb:.3f} |")
+    rates = sorted(row["bytes"] / 2 ** 20 / row["s"] for row in rows if row["s"] > 0)
+    total_mb, total_s = sum(r["bytes"] for r in rows) / 2 ** 20, sum(r["s"] for r in rows)
+    if rates:
+        print(f"\n{len(rows)} files alone: {total_mb:.1f} MB in {total_s:.1f} s, "
+              f"{total_mb / total_s:.2f} MB/s; per file {rates[0]:.2f} (slowest), "
+              f"{rates[len(rates) // 2]:.2f} (median), {rates[-1]:.2f} (fastest) MB/s")
+    return 0
+
+
 # --- The measured stages (in a child process) -----------------------------------------------------
 def measure(folder: Path, out: Path) -> None:
     """Each stage's seconds, printed as a JSON line the moment it ends."""
@@ -248,12 +357,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop a size's measurement after this many seconds (default 600)")
     parser.add_argument("--huge", type=float,
                         help="instead: one session whose one user turn is this many MB")
+    parser.add_argument("--logs", help="instead: audit this folder of real logs (the command "
+                        "on the whole folder, then each file alone)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-files", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
         measure(Path(args.measure), Path(args.out))
         return 0
+    if args.measure_files:
+        measure_files(Path(args.measure_files))
+        return 0
+    if args.logs:
+        return real_logs(Path(args.logs), args.max_seconds)
     if args.huge:
         return huge(args.huge, args.max_seconds)
     try:

@@ -16,7 +16,8 @@ from .records import (EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, DiskFull, PilotEr
                       is_disk_full)
 from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
-                                     audit_sessions, log_files, read_logs)
+                                     audit_sessions, log_files, read_logs,
+                                     usable_processes)
 from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv,
                                             render_audit_headline, render_audit_html,
                                             render_audit_md)
@@ -208,7 +209,9 @@ def audit_now(args) -> int:
                                   f"keeps its logs in (run `audit` alone to see where)")
         shown = progress_printer(args.quiet, "compactions scored")
         try:
-            records = audit_sessions(sessions, shown)
+            # several files in several processes; one file in this one (no process to start)
+            records = audit_sessions(sessions, shown,
+                                     usable_processes() if len(files) > 1 else 1)
         finally:
             shown.stop()
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)

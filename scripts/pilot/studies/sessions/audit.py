@@ -18,8 +18,11 @@ a file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import hashlib
+import multiprocessing
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -73,6 +76,11 @@ MAX_DEPTH = 12
 # are read for values, instructions and steps, and the rest only for the lines that hold one of
 # the summary's values, so that the gate does not call them invented
 MAX_TURN_CHARS = 200_000
+
+# The processes an audit of several sessions is scored in (one session a task): each holds its
+# session and the rules' caches, so that two keep the peak memory of the 86 MB development set
+# under 1 GB (scripts/BENCHMARKS.md); a single file is scored in the audit's own process
+MAX_PROCESSES = 2
 
 # audit.csv: an excerpt's characters, and either side of the item where the same sentence was
 # already shown on an earlier row of the compaction (so the csv stays smaller than the logs)
@@ -367,18 +375,61 @@ def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
     return rows
 
 
-def audit_sessions(sessions: list[dict], progress=None) -> list[dict]:
+def audit_sessions(sessions: list[dict], progress=None, processes: int = 1) -> list[dict]:
     """Every compaction of every session, scored where its summary is readable and its replaced
-    history is in the file (audit_compaction)."""
+    history is in the file (audit_compaction); with processes > 1 and several sessions, the
+    sessions are scored in that many processes and their records kept in session order."""
     out = []
     events = list(compaction_events(sessions))
     if progress:
         progress(0, len(events))                # a line from the start, however long the first
+    if processes > 1 and sum(bool(s["compactions"]) for s in sessions) > 1:
+        return audit_in_processes(sessions, processes, progress)
     for done, (s, session, k) in enumerate(events, 1):
         out.append(audit_compaction(session, k, s + 1))
         if progress:
             progress(done, len(events))
     return out
+
+
+def usable_processes() -> int:
+    """The processes an audit of several sessions runs in: the CPUs this process may use, at most
+    MAX_PROCESSES."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_PROCESSES, cpus or 1))
+
+
+def session_records(session: dict, number: int) -> list[dict]:
+    """The records of every compaction of one session (one task of audit_in_processes)."""
+    return [audit_compaction(session, k, number) for k in range(len(session["compactions"]))]
+
+
+def ignore_interrupt() -> None:
+    # Ctrl-C reaches every process of the group: the audit's own process alone answers it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def audit_in_processes(sessions: list[dict], processes: int, progress=None) -> list[dict]:
+    """audit_sessions in `processes` worker processes, one session a task, the longest first (so
+    that no long one is left to run alone at the end); the records the same, in the same order,
+    as one process makes them (each record is a pure function of its session)."""
+    total = sum(len(s["compactions"]) for s in sessions)
+    order = sorted((s for s in range(len(sessions)) if sessions[s]["compactions"]),
+                   key=lambda s: -sum(len(t.get("text") or "") for t in sessions[s]["turns"]))
+    records: list[list[dict]] = [[] for _ in sessions]
+    pool = concurrent.futures.ProcessPoolExecutor(
+        processes, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupt)
+    try:
+        tasks = {pool.submit(session_records, sessions[s], s + 1): s for s in order}
+        done = 0
+        for task in concurrent.futures.as_completed(tasks):
+            records[tasks[task]] = task.result()
+            done += len(records[tasks[task]])
+            if progress:
+                progress(done, total)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return [record for session in records for record in session]
 
 
 def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
