@@ -443,6 +443,39 @@ def analyze(results: dict, task_set: dict | None = None, table: dict | None = No
     return analysis
 
 
+def session_tallies(values: list[dict], value_of: dict, results: dict,
+                    probes: list[dict]) -> dict:
+    """Each rate the report gives, as tally_by_session counts it (per regime, or per a value's kind
+    or source and regime), in the order the analysis lists them."""
+    def regime(row):
+        return row["regime"]
+
+    def value_field(field):
+        return lambda row: (value_of[(row["episode"], row["value"])][field], row["regime"])
+
+    def status_is(status):
+        return lambda row: row["status"] == status
+
+    def kept(row):
+        return row["class"] == "kept"
+
+    return {
+        "kept": tally_by_session(values, regime, kept),
+        "lost": tally_by_session(values, regime,
+                                 lambda row: row["class"] in ("changed", "dropped")),
+        "kept_by_kind": tally_by_session(values, value_field("kind"), kept),
+        "kept_by_source": tally_by_session(values, value_field("source"), kept),
+        "beside": tally_by_session([row for row in values if "beside" in row], regime,
+                                   lambda row: row["beside"]),
+        "instructions": tally_by_session(results["instructions"], regime, status_is("present")),
+        "contradicted": tally_by_session(results["instructions"], regime,
+                                         status_is("contradicted")),
+        "steps": tally_by_session(results["steps"], regime, status_is("reported")),
+        "claimed_done": tally_by_session(results["steps"], regime, status_is("claimed done")),
+        "probes": tally_by_session(probes, regime, lambda row: row["class"] == "correct"),
+    }
+
+
 def compute_analysis(results: dict) -> dict:
     regimes, defs = results["regimes"], results["regime_definitions"]
     user = [r for r in regimes if (defs.get(r) or {}).get("origin", "built-in") != "built-in"]
@@ -513,65 +546,9 @@ def compute_analysis(results: dict) -> dict:
             }
             for r in regimes
         },
-        **{
-            name: nested(rates) if name.startswith("kept_by") else rates
-            for name, rates in clustered_rates(
-                {
-                    "kept": tally_by_session(
-                        values, lambda row: row["regime"], lambda row: row["class"] == "kept"
-                    ),
-                    "lost": tally_by_session(
-                        values,
-                        lambda row: row["regime"],
-                        lambda row: row["class"] in ("changed", "dropped"),
-                    ),
-                    "kept_by_kind": tally_by_session(
-                        values,
-                        lambda row: (
-                            value_of[(row["episode"], row["value"])]["kind"],
-                            row["regime"],
-                        ),
-                        lambda row: row["class"] == "kept",
-                    ),
-                    "kept_by_source": tally_by_session(
-                        values,
-                        lambda row: (
-                            value_of[(row["episode"], row["value"])]["source"],
-                            row["regime"],
-                        ),
-                        lambda row: row["class"] == "kept",
-                    ),
-                    "beside": tally_by_session(
-                        [row for row in values if "beside" in row],
-                        lambda row: row["regime"],
-                        lambda row: row["beside"],
-                    ),
-                    "instructions": tally_by_session(
-                        results["instructions"],
-                        lambda row: row["regime"],
-                        lambda row: row["status"] == "present",
-                    ),
-                    "contradicted": tally_by_session(
-                        results["instructions"],
-                        lambda row: row["regime"],
-                        lambda row: row["status"] == "contradicted",
-                    ),
-                    "steps": tally_by_session(
-                        results["steps"],
-                        lambda row: row["regime"],
-                        lambda row: row["status"] == "reported",
-                    ),
-                    "claimed_done": tally_by_session(
-                        results["steps"],
-                        lambda row: row["regime"],
-                        lambda row: row["status"] == "claimed done",
-                    ),
-                    "probes": tally_by_session(
-                        probes, lambda row: row["regime"], lambda row: row["class"] == "correct"
-                    ),
-                }
-            ).items()
-        },
+        **{name: nested(rates) if name.startswith("kept_by") else rates
+           for name, rates in clustered_rates(session_tallies(values, value_of, results,
+                                                              probes)).items()},
         "kept_by_session": nested(
             {
                 (file_of[e], r): rate_summary(
