@@ -37,6 +37,7 @@ The code lives in the package beside this file, scripts/pilot/, in rooms by owne
     transport        the HTTP client: kept-alive connections, timeouts, transient and fatal failures
     backends         Ollama and OpenAI-compatible adapters behind one interface; the preflight check
     inputs           task files read and hashed, regimes as records
+    marker           whose folder: the marker listing each output a command wrote, with its hash
     runfolder        journal, manifest, folder lock, code hash
     cells            a run's cells, shards and streams; the cascade plan
     progress         the progress line
