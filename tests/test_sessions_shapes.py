@@ -127,6 +127,15 @@ class ShapesReadTest(unittest.TestCase):
         self.assertIn("tracker__get_issue", session["turns"][2]["text"])
         self.assertEqual(0, session["read"]["calls_without_result"])
 
+    def test_a_cline_task_with_its_model_and_metrics_fields_is_cline_not_roo_code(self):
+        # Cline writes `ts` and <user_message> as Roo Code does; its modelInfo and metrics
+        # (ClineStorageMessage) are its own
+        session = read("cline-2026-task/api_conversation_history.json")
+        self.assertEqual("cline", session["format"])
+        self.assertEqual(["Add a dark mode toggle to the settings page.",
+                          "Keep the toggle in the header."],
+                         [t["text"] for t in session["turns"] if t["role"] == "user"])
+
     def test_a_folder_with_one_file_that_is_no_session_reads_the_rest(self):
         folder = HERE / "fixtures" / "outcomes" / "cline-task"
         design.READ_MEMO.clear()
