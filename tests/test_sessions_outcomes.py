@@ -100,5 +100,74 @@ class MissedFailuresTest(unittest.TestCase):
             "1. Read", False, "EnterPlanMode", {}))
 
 
+class HandLabelledTest(unittest.TestCase):
+    """The general causes the hand labels of real logs showed (amendment of 2026-12-06 (3))."""
+
+    def test_cline_saved_file_problems_background_commands_and_echoes(self):
+        # the save worked (the problems are the new code's), a server left running, the command's
+        # own echo; a real error printed before the command went to the background still counts
+        self.assertEqual([("write_to_file", "ok"), ("execute_command", "ok"),
+                          ("execute_command", "ok"), ("execute_command", "failed")],
+                         outcomes(read("cline-2026-steps/api_conversation_history.json")))
+
+    def test_a_users_answer_and_a_help_text_are_content(self):
+        answer = ('User has answered your questions: "Is the old flag needed?"="No, the deploy '
+                  'failed because of it". You can now continue with the user\'s answers in mind.')
+        self.assertEqual("ok", step_outcome(answer, False, "AskUserQuestion", {"questions": []}))
+        usage = "Usage: tool [options]\n  --strict   Exit with code 1 if any check failed"
+        self.assertEqual("ok", step_outcome(usage, False, "Bash", {"command": "tool --help"}))
+
+    def test_a_reading_command_whose_first_line_is_a_non_zero_exit(self):
+        for text, tool, arguments in (
+                ("Exit code 1\nwc: src/state.go: open: No such file or directory", "Bash",
+                 {"command": "wc -l src/state.go"}),
+                ("Exit code 128\nfatal: unable to read 3f1c", "Bash", {"command": "git status"}),
+                ("ENOENT: no such file or directory, posix_spawn '/opt/tool/rg'", "Grep",
+                 {"pattern": "main"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("failed", step_outcome(text, False, tool, arguments))
+
+
+class MeasureRealLogsTest(unittest.TestCase):
+    """scripts/bench/measure_real_logs.py scores against the log's labels and the hand labels."""
+
+    def test_a_hand_label_replaces_the_logs_label(self):
+        import contextlib
+        import io
+        import importlib.util
+        import tempfile
+        spec = importlib.util.spec_from_file_location(
+            "measure_real_logs", HERE.parent / "scripts" / "bench" / "measure_real_logs.py")
+        measure = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(measure)
+        folder = OUTCOMES / "cline-2026-steps"
+        with tempfile.TemporaryDirectory() as tmp:
+            labels = Path(tmp) / "labels.tsv"
+            # the log records no failure; by hand, the server's start failed (its port was taken)
+            labels.write_text("# own\ncline-2026-steps/api_conversation_history.json\t"
+                              "toolu_own_c3\tfailed\tport taken\n", encoding="utf-8")
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                measure.main([str(folder), "--hand-labels", str(labels)])
+        out = printed.getvalue()
+        self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one", out)
+        by_log, by_hand = out.split("corrected by hand")
+        self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_log)
+        self.assertIn("| cline | dev | 4 | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) |",
+                      by_hand)
+
+    def test_the_hand_labels_are_well_formed(self):
+        path = HERE / "labelled" / "real_steps.tsv"
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+        self.assertGreater(len(rows), 0)
+        for row in rows:
+            with self.subTest(row=row[:2]):
+                self.assertEqual(4, len(row))
+                self.assertIn(row[2], ("failed", "denied", "ok"))
+                self.assertLessEqual(len(row[3]), 60)
+        self.assertEqual(len(rows), len({(r[0], r[1]) for r in rows}))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -143,13 +143,14 @@ FAILED = Alternatives(
 )
 
 
-# Tools that return what they read (a file, a page, a listing, search hits): failure words there
+# Tools that return what they read (a file, a page, a listing, search hits) or what the user
+# answered (Claude Code's AskUserQuestion, Cline's ask_followup_question): failure words there
 # are content. Cline's, Gemini CLI's and Codex's read_file, SWE-agent's open, goto and scroll,
 # browser tools (amendment of 2026-12-06).
 CONTENT_TOOLS = re.compile(
     r"^(?:read\w*|webfetch|web_fetch|websearch|\w*web_search|grep\w*|glob|ls|fetch\w*|"
     r"search\w*|get_\w+|lookup\w*|find\w*|list\w*|query\w*|view\w*|open\w*|goto|scroll_\w+|"
-    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent)$",
+    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent|ask\w*)$",
     re.IGNORECASE,
 )
 
@@ -180,7 +181,7 @@ def reading_command(command: str) -> bool:
         if not words:
             return False
         program = words[0].rsplit("/", 1)[-1]
-        if program == "sed" and "-n" in words[1:3]:
+        if program == "sed" and "-n" in words[1:3] or "--help" in words:
             continue
         if program in READING_PROGRAMS:
             continue
@@ -216,9 +217,15 @@ FILE_VIEW_LINE = re.compile(r"^[ \t]*\d+(?:→|\t|:(?!\d)| \| ).*$", re.MULTILIN
 
 FILE_BLOCK = re.compile(r"<(final_file_content|file_content)\b[^>]*>.*?</\1>", re.DOTALL)
 
+# Cline's list of the editor's problems in a file it has just saved: the saved code's, not the
+# save's (amendment of 2026-12-06 (3)).
+SAVED_FILE_PROBLEMS = re.compile(r"^New problems detected after saving the file:.*", re.MULTILINE |
+                                 re.DOTALL)
+
 # Lines that say nothing failed: `Error: (none)` (Gemini CLI's shell result), `Failed: 0`,
 # `0 failed`, `no errors`.
 NOTHING_FAILED = re.compile(
+    r"^Command timed out after \d+ seconds\. Running in background\.|"
     r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b|"
     r"^[ \t]*(?:error|stderr|signal|exception)s?:[ \t]*\((?:none|empty)\)[ \t]*$|"
     r"\b(?:failed|failures?|errors?|failing)[ \t]*[:=][ \t]*0\b(?![.,]\d)",
@@ -229,6 +236,8 @@ def without_content(text: str) -> str:
     """A result's text with the file views and saved files it shows blanked out."""
     if "<" in text:
         text = FILE_BLOCK.sub(" ", text)
+    if "New problems detected" in text:
+        text = SAVED_FILE_PROBLEMS.sub(" ", text)
     views = FILE_VIEW_LINE.findall(text)
     return FILE_VIEW_LINE.sub(" ", text) if len(views) >= 3 else text
 
@@ -255,7 +264,21 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     if body is not None:
         return "failed" if JSON_FAILED.search(body) else "ok"
     bare = NOTHING_FAILED.sub(" ", without_content(head))
-    return "failed" if FAILED.search(bare) else "ok"
+    return "failed" if FAILED.search(without_echoes(bare, call_command(arguments))) else "ok"
+
+
+# What a command prints itself (`echo "File not found"`): the agent's words, not the outcome
+ECHOED = re.compile(r"\becho\s+(?:-\w+\s+)?([\"']?)([^\"'&|;\n]+)\1")
+
+
+def without_echoes(text: str, command: str) -> str:
+    """The text without the lines that are only what the command echoes itself (amendment of
+    2026-12-06 (3))."""
+    said = {m.group(2).strip() for m in ECHOED.finditer(command or "") if m.group(2).strip()}
+    if not said:
+        return text
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip().strip("\"'") not in said)
 
 
 # The harness's own refusal of a call's input (Claude Code's <tool_use_error>), whatever the tool.
@@ -263,6 +286,7 @@ HARNESS_ERROR = re.compile(r"^\s*<tool_use_error>")
 
 # What a reading tool says of itself on its first line when the read failed.
 READ_FAILED = re.compile(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|"
+                         r"^\s*Exit code:? [1-9]\d*\s*$|^\s*ENOENT\b|"
                          r"^\s*\w+: cannot|^\s*(?:File|Path|Directory) does not exist\b|"
                          r"^\s*File content \(.*\) exceeds maximum", re.IGNORECASE)
 
