@@ -91,6 +91,17 @@ class MissedFailuresTest(unittest.TestCase):
         self.assertEqual(1, len(steps))
         self.assertIn("syntax error", steps[0]["detail"])
 
+    def test_gemini_cli_exit_code_of_a_reading_command_in_both_layouts(self):
+        # the older JSON (`Exit Code: 2` after Stdout/Stderr) and the JSONL file (the newer
+        # llmContent, `Exit Code: 1` after Output, in <untrusted_context>): packages/core's shell
+        # tool writes the line only when the command exits non-zero
+        for name in ("gemini-failed-read.json", "gemini-failed-read.jsonl"):
+            with self.subTest(name=name):
+                (turn,) = [t for t in read(name)["turns"] if t["role"] == "tool"]
+                self.assertEqual("failed", turn_outcome(turn))
+                self.assertEqual("failed", step_outcome(turn["text"], False, turn["tool"],
+                                                        turn["call"]["input"]))
+
     def test_claude_code_harness_errors_and_plan_mode_messages(self):
         self.assertEqual("failed", step_outcome(
             "<tool_use_error>File does not exist.</tool_use_error>", False, "Read",

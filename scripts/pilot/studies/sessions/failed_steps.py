@@ -259,7 +259,7 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     if is_error or HARNESS_ERROR.search(first):
         return "failed"
     if reads:
-        return "failed" if READ_FAILED.match(first) else "ok"
+        return "failed" if READ_FAILED.match(first) or exit_line(text) else "ok"
     body = json_body(head)
     if body is not None:
         return "failed" if JSON_FAILED.search(body) else "ok"
@@ -286,9 +286,23 @@ HARNESS_ERROR = re.compile(r"^\s*<tool_use_error>")
 
 # What a reading tool says of itself on its first line when the read failed.
 READ_FAILED = re.compile(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|"
-                         r"^\s*Exit code:? [1-9]\d*\s*$|^\s*ENOENT\b|"
+                         r"^\s*ENOENT\b|"
                          r"^\s*\w+: cannot|^\s*(?:File|Path|Directory) does not exist\b|"
                          r"^\s*File content \(.*\) exceeds maximum", re.IGNORECASE)
+
+# A shell tool's own line with a non-zero exit code (Gemini CLI's `Exit Code: 2` after the output,
+# Claude Code's `Exit code 1` before it): a reading command that failed (amendment of 2026-12-06
+# (3))
+EXIT_LINE = re.compile(r"^[ \t]*Exit code:?[ \t]*-?[1-9]\d*[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+# how far into a result its tool's own header or footer lines are looked for
+EDGE_CHARS = 2000
+
+
+def exit_line(text: str) -> bool:
+    """Whether the head or the foot of a result holds a non-zero exit code line."""
+    return bool(EXIT_LINE.search(text[:EDGE_CHARS]) or EXIT_LINE.search(text[-EDGE_CHARS:]))
+
 
 # A JSON body's fields that say a call failed; the words of its values are data (an issue's text,
 # a review comment), not the call's outcome (amendment of 2026-12-06).
