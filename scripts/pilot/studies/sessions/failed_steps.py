@@ -181,7 +181,7 @@ def reading_command(command: str) -> bool:
         if not words:
             return False
         program = words[0].rsplit("/", 1)[-1]
-        if program == "sed" and "-n" in words[1:3] or "--help" in words:
+        if program == "sed" and "-n" in words[1:3] or shows_help(words):
             continue
         if program in READING_PROGRAMS:
             continue
@@ -189,6 +189,11 @@ def reading_command(command: str) -> bool:
         if not set(subcommands) & READING_SUBCOMMANDS:
             return False
     return True
+
+
+def shows_help(words: list[str]) -> bool:
+    """A command that only prints its usage (`tool --help`), not one whose quoted text says it."""
+    return "--help" in words and not any(q in part for part in words for q in "\"'")
 
 
 def call_command(arguments: Any) -> str:
