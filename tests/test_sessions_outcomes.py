@@ -128,6 +128,30 @@ class HandLabelledTest(unittest.TestCase):
         usage = "Usage: tool [options]\n  --strict   Exit with code 1 if any check failed"
         self.assertEqual("ok", step_outcome(usage, False, "Bash", {"command": "tool --help"}))
 
+    def test_warnings_and_tools_that_show_a_binary_are_no_failure(self):
+        # SWE-agent's CTF observations and a Go test run: a warning does not stop a run; a
+        # disassembly's own note and the strings of an image are content
+        for text, tool, arguments in (
+                ("Warning: _curses.error: setupterm: could not find terminfo database\n\n"
+                 "[+] Opening connection to ctf.example on port 8000: Done\nFLAG{own_flag}",
+                 "python", {"command": "python exploit.py"}),
+                ("[hooks] Warning: replacing pre-push (backup pre-push.old already exists)\n"
+                 "--- PASS: TestInstallHook (0.02s)\nPASS\nok  \texample.org/hooks\t0.6s", "Bash",
+                 {"command": "go test ./hooks/... -v"}),
+                ("Function main not found! Instead, here is the disassembly of equivalent "
+                 "function FUN_00401136:\n.text:00401136   55   PUSH RBP", "disassemble",
+                 {"command": "disassemble warmup"}),
+                ("the black flag waved\nthe French had killed the\nflag{own_flag}", "strings",
+                 {"command": "strings disk.img | grep flag"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("ok", step_outcome(text, False, tool, arguments))
+        for text, arguments in (
+                ("warning: unused variable `x`\nerror: aborting due to 1 previous error",
+                 {"command": "cargo build"}),
+                ("strings: 'disk.img': No such file", {"command": "strings disk.img | grep flag"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("failed", step_outcome(text, False, "Bash", arguments))
+
     def test_a_reading_command_whose_first_line_is_a_non_zero_exit(self):
         for text, tool, arguments in (
                 ("Exit code 1\nwc: src/state.go: open: No such file or directory", "Bash",

@@ -46,11 +46,19 @@ def read_hand_labels(path: Path) -> dict[tuple[str, str], str]:
     return labels
 
 
-def result_key(path: Path, position: int, turn: dict) -> tuple[str, str]:
-    """A result's key in the hand labels: its file as folder/name, and its call's id (#N, its
-    position among the file's results, where it has none)."""
-    call_id = (turn.get("call") or {}).get("id")
-    return f"{path.parent.name}/{path.name}", call_id or f"#{position}"
+def result_keys(path: Path, results: list) -> list[tuple[str, str]]:
+    """Each result's key in the hand labels: its file as folder/name, and its call's id (the id
+    and #K for the Kth result of an id the file answers more than once; #N, the result's position
+    among the file's results, where the call has none)."""
+    seen: collections.Counter = collections.Counter()
+    keys = []
+    for position, (_, _, turn) in enumerate(results, 1):
+        call_id = (turn.get("call") or {}).get("id")
+        seen[call_id] += 1
+        call = f"#{position}" if not call_id else call_id if seen[call_id] == 1 \
+            else f"{call_id}#{seen[call_id]}"
+        keys.append((f"{path.parent.name}/{path.name}", call))
+    return keys
 
 
 def half(name: str) -> str:
@@ -110,9 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as error:  # noqa: BLE001  (a file no reader takes is reported, not fatal)
             print(f"{path}: not read ({str(error)[:80]})", file=sys.stderr)
             continue
-        for position, (fmt, part, turn) in enumerate(results, 1):
+        for key, (fmt, part, turn) in zip(result_keys(path, results), results):
             want, text, truth = label(turn), text_rule(turn), turn_outcome(turn)
-            key = result_key(path, position, turn)
             verdict = hand.get(key, want)
             if key in hand:
                 used.add(key)

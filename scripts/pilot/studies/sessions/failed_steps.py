@@ -150,7 +150,7 @@ FAILED = Alternatives(
 CONTENT_TOOLS = re.compile(
     r"^(?:read\w*|webfetch|web_fetch|websearch|\w*web_search|grep\w*|glob|ls|fetch\w*|"
     r"search\w*|get_\w+|lookup\w*|find\w*|list\w*|query\w*|view\w*|open\w*|goto|scroll_\w+|"
-    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent|ask\w*)$",
+    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent|ask\w*|disassemble|decompile)$",
     re.IGNORECASE,
 )
 
@@ -159,7 +159,8 @@ CONTENT_TOOLS = re.compile(
 # joined by `&&`, `;` or `||` reads (a `cd` or `export` aside), and each pipeline starts with a
 # read.
 READING_PROGRAMS = frozenset("cat head tail less more grep egrep rg ag find ls tree journalctl "
-                             "echo awk wc stat file nl bat jq printf pwd view".split())
+                             "echo awk wc stat file nl bat jq printf pwd view strings xxd hexdump "
+                             "od".split())
 
 READING_SUBCOMMANDS = frozenset("log logs show view cat describe get status list ls diff blame "
                                 "tail".split())
@@ -228,9 +229,11 @@ SAVED_FILE_PROBLEMS = re.compile(r"^New problems detected after saving the file:
                                  re.DOTALL)
 
 # Lines that say nothing failed: `Error: (none)` (Gemini CLI's shell result), `Failed: 0`,
-# `0 failed`, `no errors`.
+# `0 failed`, `no errors`; and a warning (`Warning: ...`, `[tool] Warning: ...`), which does not
+# stop a run (amendment of 2026-12-06 (3)).
 NOTHING_FAILED = re.compile(
     r"^Command timed out after \d+ seconds\. Running in background\.|"
+    r"^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?warning:.*$|"
     r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b|"
     r"^[ \t]*(?:error|stderr|signal|exception)s?:[ \t]*\((?:none|empty)\)[ \t]*$|"
     r"\b(?:failed|failures?|errors?|failing)[ \t]*[:=][ \t]*0\b(?![.,]\d)",
