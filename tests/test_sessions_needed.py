@@ -1,5 +1,5 @@
 """The sessions study reads agent logs through the needed items (issue 40, point 7; protocol/SESSIONS.md, the
-amendment of 2026-12-06 (3)): a Claude Code session of our own with tool calls and TodoWrite lists
+amendment of 2026-12-06 (7)): a Claude Code session of our own with tool calls and TodoWrite lists
 (tests/fixtures/sessions_needed/report-cache.agent.jsonl) run through the study on the fake server has its needed
 items recorded in the manifest before any call, scored per regime, analysed and reported beside the existing figures;
 a plain transcript (no tool call) gives the outputs main's code gave, byte for byte.
@@ -225,6 +225,9 @@ class NeededItemsInTheStudyTest(TempDirMixin, unittest.TestCase):
         self.assertIn(f"needed row {len(doubled['needed'])} repeats an earlier row", ss_an.check_bank(doubled)[0])
         unknown = {**self.results, "needed": [{**self.results["needed"][0], "needed": 99}]}
         self.assertIn("needed row 1 names a regime, session or item", ss_an.check_bank(unknown)[0])
+        session = {**self.results["sessions"][0], "needed": [{"id": 1, "key": "x"}]}
+        self.assertIn("lack an id, a category or a key",
+                      ss_an.check_bank({**self.results, "sessions": [session]})[0])
 
     def test_a_folder_whose_manifest_recorded_no_needed_items_is_scored_as_before(self):
         out = self.make_tmp() / "run"

@@ -26,8 +26,8 @@ from .figures import figures
 # read the analysis and its rendering as one module
 from .report import (fmt_interval, render_blocks_html, render_blocks_md, render_lost_csv,
                      render_md, report_blocks, report_html)
-from .study_needed import (STATUSES as NEEDED_STATUSES, judge_needed_state, needed_counts,
-                           needed_sessions, session_items)
+from .study_needed import (CATEGORIES as NEEDED_CATEGORIES, STATUSES as NEEDED_STATUSES,
+                           judge_needed_state, needed_counts, needed_sessions, session_items)
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, judge_state,
                     mask_secrets)
 
@@ -304,10 +304,14 @@ def needed_problems(results: dict) -> list[str]:
     if "needed" not in results:
         return []
     rows = results["needed"]
-    known = {(s["episode"], i.get("id")) for s in results["sessions"]
-             for i in s.get("needed") or [] if isinstance(i, dict)}
-    if not isinstance(rows, list):
-        return ["`needed` is not a list"]
+    items = [(s["episode"], i) for s in results["sessions"] for i in s.get("needed") or []]
+    if not isinstance(rows, list) or not all(
+            isinstance(i, dict) and isinstance(i.get("id"), int) and
+            i.get("category") in NEEDED_CATEGORIES and isinstance(i.get("key"), str)
+            for _, i in items):
+        return ["`needed` is not a list of rows, or a session's `needed` items lack an id, a "
+                "category or a key"]
+    known = {(e, i["id"]) for e, i in items}
     seen: set = set()
     for number, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not all(isinstance(row.get(f), str) for f in

@@ -1,5 +1,5 @@
 """XR-S1, what the next agent needed, in the study (protocol/SESSIONS.md, the amendment of
-2026-12-06 (3), issue 40 point 7): a session whose log has the structure the audit reads (a tool
+2026-12-06 (7), issue 40 point 7): a session whose log has the structure the audit reads (a tool
 call or a task list) is also scored by the needed items the audit scores (needed.py: requests and
 instructions, files changed, open tasks, unresolved failures, values, decisions), beside its values,
 instructions and steps; a plain transcript (no tool call) gets none, and its outputs are what they
@@ -66,7 +66,7 @@ def scored_record(episodes: list[dict]) -> dict:
                                     "items": sum(len(e["needed"]) for e in with_items),
                                     "rules": "scripts/pilot/studies/sessions/needed.py, judged by "
                                              "its judge_needed (protocol/SESSIONS.md, the "
-                                             "amendment of 2026-12-06 (3))"}}}
+                                             "amendment of 2026-12-06 (7))"}}}
 
 
 def needed_sessions(manifest: dict) -> set[str]:
