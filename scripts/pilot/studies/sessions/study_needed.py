@@ -16,7 +16,10 @@ were.
     judge_needed_state(items, state, compacted, mask) -> one status per item (needed.judge_needed:
         kept, lost or wrong) and the orders a written state gives the user that the user's words
         never held.
-    needed_blocks(a) -> the report's section, from the analysis's needed_* fields.
+    needed_counts(results, regimes) -> the analysis's counts per regime and category, the invented
+        orders and the items lost or misstated (analysis.py adds the rates and the paired tests).
+    needed_blocks(a, fmt_interval, none) -> the report's section, from the analysis's needed_*
+        fields.
 
 Pure functions: no file, no clock, no model. needed.py's rules are called, never copied.
 """
