@@ -481,6 +481,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
     from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
+    from .study_needed import scored_record
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
@@ -525,7 +526,6 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     progress.done(len(episodes))
     listing = list({s["source"]: {"file": s["source"],
                                   "sha256": s["sha256"]} for s in sessions}.values())
-    from .study_needed import scored_record
     tasks = {"study": STUDY_KEY, "protocol": PROTOCOL_ID, "n_episodes": len(episodes),
              "segments": segments, "left_out": left_out, "listing": listing,
              "probes": probe_listing, "episodes": episodes, **scored_record(episodes)}
