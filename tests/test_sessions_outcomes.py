@@ -112,7 +112,7 @@ class MissedFailuresTest(unittest.TestCase):
 
 
 class HandLabelledTest(unittest.TestCase):
-    """The general causes the hand labels of real logs showed (amendment of 2026-12-06 (3))."""
+    """The general causes the hand labels of real logs showed (amendment of 2026-12-06 (8))."""
 
     def test_cline_saved_file_problems_background_commands_and_echoes(self):
         # the save worked (the problems are the new code's), a server left running, the command's

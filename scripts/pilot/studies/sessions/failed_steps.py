@@ -224,13 +224,13 @@ FILE_VIEW_LINE = re.compile(r"^[ \t]*\d+(?:→|\t|:(?!\d)| \| ).*$", re.MULTILIN
 FILE_BLOCK = re.compile(r"<(final_file_content|file_content)\b[^>]*>.*?</\1>", re.DOTALL)
 
 # Cline's list of the editor's problems in a file it has just saved: the saved code's, not the
-# save's (amendment of 2026-12-06 (3)).
+# save's (amendment of 2026-12-06 (8)).
 SAVED_FILE_PROBLEMS = re.compile(r"^New problems detected after saving the file:.*", re.MULTILINE |
                                  re.DOTALL)
 
 # Lines that say nothing failed: `Error: (none)` (Gemini CLI's shell result), `Failed: 0`,
 # `0 failed`, `no errors`; and a warning (`Warning: ...`, `[tool] Warning: ...`), which does not
-# stop a run (amendment of 2026-12-06 (3)).
+# stop a run (amendment of 2026-12-06 (8)).
 NOTHING_FAILED = re.compile(
     r"^Command timed out after \d+ seconds\. Running in background\.|"
     r"^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?warning:.*$|"
@@ -281,7 +281,7 @@ ECHOED = re.compile(r"\becho\s+(?:-\w+\s+)?([\"']?)([^\"'&|;\n]+)\1")
 
 def without_echoes(text: str, command: str) -> str:
     """The text without the lines that are only what the command echoes itself (amendment of
-    2026-12-06 (3))."""
+    2026-12-06 (8))."""
     said = {m.group(2).strip() for m in ECHOED.finditer(command or "") if m.group(2).strip()}
     if not said:
         return text
@@ -300,7 +300,7 @@ READ_FAILED = re.compile(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: N
 
 # A shell tool's own line with a non-zero exit code (Gemini CLI's `Exit Code: 2` after the output,
 # Claude Code's `Exit code 1` before it): a reading command that failed (amendment of 2026-12-06
-# (3))
+# (8))
 EXIT_LINE = re.compile(r"^[ \t]*Exit code:?[ \t]*-?[1-9]\d*[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 # how far into a result its tool's own header or footer lines are looked for
