@@ -102,6 +102,18 @@ class MissedFailuresTest(unittest.TestCase):
                 self.assertEqual("failed", step_outcome(turn["text"], False, turn["tool"],
                                                         turn["call"]["input"]))
 
+    def test_gemini_cli_tool_results_recorded_as_a_user_message(self):
+        # since May 2026 the CLI records the results it sends back as a user message of
+        # functionResponse parts (recordSyntheticMessage): a copy where the call holds its result,
+        # the only record where it does not (the cart tests' `Exit Code: 1`)
+        session = read("gemini-tool-results-as-user.jsonl")
+        self.assertEqual({}, session["read"]["not_understood"])
+        self.assertEqual(0, session["read"]["calls_without_result"])
+        self.assertEqual([("run_shell_command", "ok"), ("run_shell_command", "failed")],
+                         outcomes(session))
+        self.assertEqual(["Run the unit tests, then the cart tests."],
+                         [t["text"] for t in session["turns"] if t["role"] == "user"])
+
     def test_claude_code_harness_errors_and_plan_mode_messages(self):
         self.assertEqual("failed", step_outcome(
             "<tool_use_error>File does not exist.</tool_use_error>", False, "Read",
