@@ -13,10 +13,12 @@ from the structure the agent's log records, not from every word of the history:
         request the agent made; never a value seen only in a tool's output, so never a line-number
         prefix) and decision (the agent's "the root cause is ...", the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
-    judge_needed(items, summary) -> each item kept (in any spelling: a path by its tail, a number
-        reformatted, another case), lost, or wrong (another option than the one chosen, the opposite
-        instruction, a failure reported fixed, an unpushed commit reported pushed), with the
-        summary's sentence that keeps or misstates it.
+    judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
+        a number reformatted, another case), lost, or wrong (another option than the one chosen,
+        the opposite instruction, a failure reported fixed, an unpushed commit reported pushed),
+        with the summary's sentence that keeps or misstates it; and, wrong, an order the summary
+        gives the user that neither the user's words nor what a short "yes" agreed to hold
+        (agreed_words).
     history_in_file(event) -> whether the file holds the history a compaction replaced.
 
 Pure functions of the readers' record: no model, no file, no clock. Every text kept is masked the
