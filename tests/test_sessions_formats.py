@@ -1,7 +1,9 @@
 """Reading the sessions a user brings (scripts/pilot/studies/sessions_formats.py): each format read into turns with
 what was skipped and why; every malformed or unsafe file refused in one line, before any call."""
+import hashlib
 import json
 import os
+import tracemalloc
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -129,6 +131,28 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         session = self.read("torn.jsonl", text)
         self.assertEqual(session["read"]["skipped"]["last line cut short (not JSON)"], 1)
         self.assertEqual(session["read"]["read"], 7)
+
+    def test_a_jsonl_log_is_read_one_line_at_a_time(self):
+        """Issue 41, point 4: a JSONL log is read a line at a time, holding what its reader keeps and not the file
+        (read whole, its bytes, its text, its lines and their values were each held at once: 4 to 5 times it)."""
+        small = [agent_line("user", "Run the tests.")] + [{"type": "progress", "n": k} for k in range(520)]
+        large = [{"type": "progress", "data": f"{k} " + "x" * 20_000} for k in range(400)]
+        lines = [json.dumps(line) for line in small + large] + [
+            json.dumps(agent_line("assistant", [{"type": "text", "text": "Done."}], mid="m1")), '{"type": "assi']
+        path = self.write("long.jsonl", "\r\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]))
+        tracemalloc.start()
+        try:
+            (session,) = formats.read_session_file(path, path.name)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertEqual([(t["role"], t["text"], t["at"]) for t in session["turns"]],
+                         [("user", "Run the tests.", 1), ("assistant", "Done.", len(lines))])
+        self.assertEqual(session["read"]["skipped"], {"line type 'progress' (no turn)": 920,
+                                                      "last line cut short (not JSON)": 1})
+        self.assertEqual(session["bytes"], path.stat().st_size)
+        self.assertEqual(session["sha256"], hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest())
+        self.assertLess(peak, path.stat().st_size / 4)
 
     def test_the_format_is_decided_by_the_content_not_the_name(self):
         self.assertEqual(self.read("notes.txt", json.dumps(CHAT))["format"], "chat-json")
