@@ -305,6 +305,35 @@ class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(server.chat_count(), 0)
         self.assertFalse((tmp / "run").exists())
 
+    def test_a_folder_with_damaged_files_is_refused_in_one_line_naming_each(self):
+        """Issue 41, point 11: the study is pre-registered, so its sample never shrinks silently; it refuses before any
+        call, in one line that names every damaged file (five, then how many more) and says what to do."""
+        tmp = self.make_tmp()
+        damaged = {"a-number.json": "42", "b-latin1.jsonl": b'{"type": "user"}\n\xff\xfe\n',
+                   "c-deep.json": "[" * 3000 + "]" * 3000, "d-empty.jsonl": "", "e-text.jsonl": "not json\nat all\n",
+                   "f-torn.json": json.dumps(CHAT)[:40], "g-none.jsonl": '{"a": 1}\n{"b": 2}\n'}
+        with FakeOllama(models=["m"]) as server:
+            for count in (3, 7):
+                folder = tmp / f"logs{count}"
+                folder.mkdir()
+                (folder / "good.json").write_text(json.dumps(CHAT))
+                for name, text in list(damaged.items())[:count]:
+                    (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+                for command in (["plan"], ["run", "--host", server.url, "--out", str(tmp / "run"), *FAST]):
+                    with self.subTest(count=count, command=command[0]):
+                        code, out, err = run_main([*command, "--study", "sessions", "--sessions", str(folder),
+                                                   "--models", "m"])
+                        self.assertEqual((code, out), (2, ""))
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+                        self.assertIn(f"holds {count} session files that cannot be read", err)
+                        named = [name for name in damaged if name in err]
+                        self.assertEqual(named, list(damaged)[:min(count, 5)])
+                        self.assertEqual("and 2 more" in err, count == 7)
+                        self.assertIn("move them out of the folder", err)
+                        self.assertNotIn("good.json", err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertFalse((tmp / "run").exists())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -479,7 +479,8 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
+    from .readers import (MAX_TOTAL_BYTES, NotASession, SessionFileError, read_session_file,
+                          refuse, unreadable_files)
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
@@ -488,6 +489,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     progress = ReadProgress(total)
     sessions, done = [], 0
     not_sessions: list[NotASession] = []
+    unreadable: list[tuple[str, SessionFileError]] = []
     for file, name in files:
         try:
             sessions += read_session_file(file, name)
@@ -497,8 +499,14 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
             # a folder's file that is no session (Cline's task_metadata.json): left out, named
             not_sessions.append(err)
             left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name + " ")
+        except SessionFileError as err:
+            if not path.is_dir():
+                raise
+            unreadable.append((name, err))      # each named in one refusal, before any call
         done += file.stat().st_size
         progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
+    if unreadable:
+        raise unreadable_files(path, unreadable)
     if not sessions and not_sessions:
         raise not_sessions[0]
     names = [s["file"] for s in sessions]
@@ -666,7 +674,8 @@ OPTIONS = (
                           "help": "sessions study: your agent's logs, a file or a folder of them "
                           "(Claude Code, Codex, Gemini CLI, Cline, Roo Code, aider, SWE-agent, "
                           "OpenHands, inspect_ai, Responses API or chat messages; default: the "
-                          "examples in tasks/sessions/logs/)"}),
+                          "examples in tasks/sessions/logs/); a file there that cannot be read "
+                          "stops the study before any call, one line naming each"}),
     Option("--segments", {"type": int, "metavar": "N",
                           "help": "sessions study: the fewest segments each session is cut into "
                           "at turn boundaries, one compaction after each; more where a segment "

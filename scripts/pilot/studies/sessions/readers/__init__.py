@@ -68,6 +68,38 @@ def printable_name(name: str) -> bool:
     return name.isprintable()
 
 
+def shown_name(name: str) -> str:
+    """A file's name as a message prints it: itself when printable_name, else its escapes (never a
+    raw control character)."""
+    return name if printable_name(name) else repr(name)[1:-1]
+
+
+# a folder's refusal names at most this many of its files that cannot be read
+NAMED_FILES = 5
+
+# a reason, in that refusal, is cut after this many characters
+NAMED_REASON_CHARS = 120
+
+
+def unreadable_files(folder: Path, refused: list[tuple[str, SessionFileError]]) -> SessionFileError:
+    """One line naming each (name, refusal) of a folder's files that cannot be read, with why (at
+    most NAMED_FILES of them, then how many more): the sessions study, pre-registered, never runs on
+    part of a folder, so every file to move is named at once."""
+    named = []
+    for name, err in refused[:NAMED_FILES]:
+        why = str(err).removeprefix(name + " ").split("; ", 1)[0]
+        if len(why) > NAMED_REASON_CHARS:
+            why = why[:NAMED_REASON_CHARS].rsplit(" ", 1)[0] + " ..."
+        named.append(f"{shown_name(name)} ({why})")
+    more = len(refused) - len(named)
+    listed = ", ".join(named) + (f" and {more} more" if more else "")
+    count = f"{len(refused)} session file" + ("s" if len(refused) > 1 else "")
+    return refuse(shown_name(str(folder)), f"holds {count} that cannot be read: {listed}",
+                  "the sessions study is pre-registered and never runs on part of a folder: move "
+                  + ("them" if len(refused) > 1 else "it") + " out of the folder (or copy the good "
+                  "files into a folder of their own) and run again")
+
+
 def wanted(name: str) -> bool:
     lower = name.lower()
     return lower.endswith(SESSION_SUFFIXES) or lower.endswith(AIDER_NAME)
