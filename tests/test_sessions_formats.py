@@ -279,6 +279,14 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         with self.assertRaisesRegex(formats.SessionFileError, "holds no session file"):
             formats.session_files(empty)
 
+    def test_a_link_given_by_name_is_refused_with_the_path_it_points_to(self):
+        """Issue 41, point 6, for --sessions as for audit: the refusal says which path to give instead."""
+        target = self.write("real.json", json.dumps(CHAT))
+        os.symlink(target, self.tmp / "link.json")
+        with self.assertRaises(formats.SessionFileError) as caught:
+            formats.session_files(self.tmp / "link.json")
+        self.assertIn(f"give the path it points to: {target.resolve()}", str(caught.exception))
+
 
 class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
     """A malformed session is one line and exit 2 from plan and run, and the server receives no call."""

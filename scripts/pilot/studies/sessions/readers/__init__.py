@@ -109,7 +109,8 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
     """The files to read under path (a file, or a folder's session files, not its subfolders) with
     the name each is shown by, and the folder entries left out with why."""
     if path.is_symlink():
-        raise refuse(str(path), "is a link", "give the session file or folder itself")
+        raise refuse(shown_name(str(path)), "is a link, and links are never followed",
+                     f"give the path it points to: {shown_name(str(path.resolve()))}")
     if not path.exists():
         raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder "
                      "of them with --sessions PATH (the formats read: tasks/sessions/README.md), "
