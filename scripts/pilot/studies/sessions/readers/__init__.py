@@ -497,9 +497,10 @@ class StreamedLines:
 
 def stream_sessions(handle: BinaryIO, shown: str, lenient: bool) -> tuple[str, list, Scan]:
     """(format, [SessionBuilder], scan) of a JSONL file of two lines or more, read one line at a
-    time: no more of the file is held than one line and what its reader keeps. NotStreamed for any
-    other file (JSON, text, a zip) and for one the stream cannot read to its end: read_sessions_in
-    reads it whole, so a damaged file is refused as it always was."""
+    time: no more of the file is held than one line, its first lines while they are small
+    (HEAD_CHARS) and what its reader keeps. NotStreamed for any other file (JSON, text, a zip) and
+    for one the stream cannot read to its end: read_sessions_in reads it whole, so that a damaged
+    file is refused as it always was."""
     scan = scan_file(handle, lenient)
     if scan.lines < 2:
         raise NotStreamed                       # one line may be one JSON value: read it whole
