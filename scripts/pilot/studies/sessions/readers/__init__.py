@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ....inputs import NOT_JSON, TaskSetError, parse_json
 from ....records import sha256_bytes
@@ -566,6 +566,36 @@ def read_whole_file(data: bytes, shown: str, lenient: bool) -> tuple[str, list]:
                      "no session format nests so deeply") from None
     except Refused as err:
         raise refuse(shown, err.why, err.hint) from None
+
+
+def read_session_files(files: list[tuple[Path, str]], folder: Path | None, left_out: dict,
+                       step: Callable[[int, str], None]) -> list[dict]:
+    """The sessions of every file (read_session_file), each read once, `step` told the bytes read
+    so far after each. Of a folder's files, a JSON file that is no session (Cline's
+    task_metadata.json) is left out and named in left_out, and those that cannot be read are
+    refused together once all were read (unreadable_files): the study never runs on part of it."""
+    sessions, done = [], 0
+    not_sessions: list[NotASession] = []
+    unreadable: list[tuple[str, SessionFileError]] = []
+    for file, name in files:
+        try:
+            sessions += read_session_file(file, name)
+        except SessionFileError as err:
+            if folder is None:
+                raise
+            if isinstance(err, NotASession):
+                not_sessions.append(err)
+                left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name +
+                                                                                          " ")
+            else:
+                unreadable.append((name, err))
+        done += file.stat().st_size
+        step(done, name)
+    if unreadable:
+        raise unreadable_files(folder, unreadable)
+    if not sessions and not_sessions:
+        raise not_sessions[0]
+    return sessions
 
 
 def printable_label(label: str | None) -> str:
