@@ -287,6 +287,13 @@ class FormatTest(TempDirMixin, unittest.TestCase):
             formats.session_files(self.tmp / "link.json")
         self.assertIn(f"give the path it points to: {target.resolve()}", str(caught.exception))
 
+    def test_a_file_made_a_pipe_after_it_was_listed_is_refused_when_opened(self):
+        """A log is read by seeking in it (issue 41, point 4): a pipe put in its place after the folder was listed
+        is refused in one line when it is opened, not read as an empty file or a traceback."""
+        os.mkfifo(self.tmp / "swapped.jsonl")
+        with self.assertRaisesRegex(formats.SessionFileError, "swapped.jsonl is not a regular file"):
+            formats.read_session_file(self.tmp / "swapped.jsonl", "swapped.jsonl")
+
 
 class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
     """A malformed session is one line and exit 2 from plan and run, and the server receives no call."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
@@ -204,9 +205,12 @@ def open_session_file(path: Path, shown: str) -> BinaryIO:
         raise refuse(shown, f"cannot be opened ({err.strerror})", "check the file and its "
                      "permissions") from None
     handle = os.fdopen(fd, "rb")
-    if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+    status = os.fstat(handle.fileno())
+    if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
         handle.close()
-        raise too_large(shown)
+        # a file made a pipe or device after it was listed: it is read by seeking in it
+        raise too_large(shown) if stat.S_ISREG(status.st_mode) else refuse(
+            shown, "is not a regular file (a device, pipe or socket)", "give the file itself")
     return handle
 
 
