@@ -48,7 +48,8 @@ def session_ledger(episode: dict) -> dict:
     `name = value` lines from being read as invented entities; the gate then checks the state's
     values against the transcript), one item per failed or denied step with its status (done, with
     the turn as receipt, when a later call resolved it), and the user's standing instructions still
-    in force as accepted ones (a withdrawn one is not)."""
+    in force as accepted ones (a withdrawn one is not), and what the user asked where the episode
+    lists it (`user_requests`: the audit's spans)."""
     items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"],
               "status": s["status"],
               "receipt": f"turn {s['resolved_turn']}" if s["status"]
@@ -57,6 +58,7 @@ def session_ledger(episode: dict) -> dict:
                              "name_pattern": NO_NAMES,
                              "accepted_instructions": [i["text"] for i in episode["instructions"]
                                                        if not i.get("revoked_turn")],
+                             "user_requests": episode.get("user_requests", []),
                              "max_omissions": 0})
 
 
