@@ -175,33 +175,79 @@ class HandLabelledTest(unittest.TestCase):
                 self.assertEqual("failed", step_outcome(text, False, tool, arguments))
 
 
+def run_measure_real_logs(argv: list[str]) -> str:
+    """scripts/bench/measure_real_logs.py's main, called with argv; what it printed."""
+    import contextlib
+    import importlib.util
+    import io
+    spec = importlib.util.spec_from_file_location(
+        "measure_real_logs", HERE.parent / "scripts" / "bench" / "measure_real_logs.py")
+    measure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(measure)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        measure.main(argv)
+    return printed.getvalue()
+
+
 class MeasureRealLogsTest(unittest.TestCase):
     """scripts/bench/measure_real_logs.py scores against the log's labels and the hand labels."""
 
     def test_a_hand_label_replaces_the_logs_label(self):
-        import contextlib
-        import io
-        import importlib.util
         import tempfile
-        spec = importlib.util.spec_from_file_location(
-            "measure_real_logs", HERE.parent / "scripts" / "bench" / "measure_real_logs.py")
-        measure = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(measure)
         folder = OUTCOMES / "cline-2026-steps"
         with tempfile.TemporaryDirectory() as tmp:
             labels = Path(tmp) / "labels.tsv"
             # the log records no failure; by hand, the server's start failed (its port was taken)
             labels.write_text("# own\ncline-2026-steps/api_conversation_history.json\t"
                               "toolu_own_c3\tfailed\tport taken\n", encoding="utf-8")
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                measure.main([str(folder), "--hand-labels", str(labels)])
-        out = printed.getvalue()
+            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
         self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one", out)
         by_log, by_hand = out.split("corrected by hand")
         self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_log)
         self.assertIn("| cline | dev | 4 | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) |",
                       by_hand)
+
+    def test_an_unsure_verdict_counts_as_that_verdict(self):
+        import tempfile
+        folder = OUTCOMES / "cline-2026-steps"
+        with tempfile.TemporaryDirectory() as tmp:
+            labels = Path(tmp) / "labels.tsv"
+            labels.write_text("cline-2026-steps/api_conversation_history.json\t"
+                              "toolu_own_c3\tok?\tstill running, maybe\n", encoding="utf-8")
+            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
+        by_hand = out.split("corrected by hand")[1]
+        self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_hand)
+
+    def test_the_held_out_half_is_listed_for_a_labeller_and_scored_by_hand(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            # report.json falls in the held-out half (the sha256 of the name is odd)
+            folder = Path(tmp) / "own-logs"
+            folder.mkdir()
+            log = shutil.copy(OUTCOMES / "responses-json-test-report.json", folder / "report.json")
+            labels = Path(tmp) / "labels.tsv"
+            labels.write_text("# none yet\n", encoding="utf-8")
+            unlabelled = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                                "--unlabelled-held-out"])
+            labels.write_text("own-logs/report.json\tcall_t1\tfailed\t2 tests fail\n",
+                              encoding="utf-8")
+            labelled = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                              "--unlabelled-held-out"])
+            dev_only = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                              "--half", "dev"])
+        self.assertIn("0 dev disagreements without one, 1 held-out)", unlabelled)
+        self.assertIn("without a hand label (1):\n- own-logs/report.json\tcall_t1\trun_tests: "
+                      "log ok, text failed\n  call: '{\"suite\": \"billing-contract\"}'\n"
+                      "  result: '{\"suite\": \"billing-contract\", \"passed\": 37", unlabelled)
+        by_hand = labelled.split("corrected by hand")[1]
+        self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one, 0 held-out)",
+                      by_hand)
+        self.assertIn("| openai-responses | held-out | 2 | 1.00 (1/1) | 1.00 (1/1) ", by_hand)
+        self.assertIn("without a hand label (0):", by_hand)
+        self.assertIn("0 of 0 hand labels used", dev_only)
+        self.assertNotIn("held-out", dev_only)
 
     def test_the_hand_labels_are_well_formed(self):
         path = HERE / "labelled" / "real_steps.tsv"
@@ -211,7 +257,7 @@ class MeasureRealLogsTest(unittest.TestCase):
         for row in rows:
             with self.subTest(row=row[:2]):
                 self.assertEqual(4, len(row))
-                self.assertIn(row[2], ("failed", "denied", "ok"))
+                self.assertIn(row[2].removesuffix("?"), ("failed", "denied", "ok"))
                 self.assertLessEqual(len(row[3]), 60)
         self.assertEqual(len(rows), len({(r[0], r[1]) for r in rows}))
 
