@@ -250,7 +250,8 @@ class ThirdRound(unittest.TestCase):
     """The third round (protocol/SESSIONS.md, the amendment of 2026-12-06, third round): a plan's
     checks are orders, not headings, outcomes or descriptions; a handed plan's item that forbids
     something is an instruction; a question orders nothing; the harness's text is not the user's;
-    an order the summary recounts from a question or from the previous summary is not invented."""
+    a call the user stopped without a word is an instruction; an order the summary recounts from a
+    question or from the previous summary is not invented."""
 
     def test_a_plans_check_is_an_order_not_a_heading_an_outcome_or_a_description(self):
         turns = [user("Implement the following plan:\n\n" + PLAN_CHECKS),
@@ -288,6 +289,22 @@ class ThirdRound(unittest.TestCase):
                  user("Fix the flaky merge test")]
         self.assertEqual([i["key"] for i in needed_items(turns) if i["category"] == "request"],
                          ["Fix the flaky merge test"])
+
+    def test_a_call_the_user_stopped_without_a_word_is_an_order_not_to_go_on(self):
+        args = {"command": "git commit -m 'Fix token counts'", "description": "Commit the fixes"}
+        refused = result("Bash", args, "The user doesn't want to proceed with this tool use. The "
+                                       "tool use was rejected. STOP what you are doing and wait "
+                                       "for the user to tell you how to proceed.")
+        refused["marked"] = "denied"
+        items = needed_items([user("Fix the token counts"), agent(("Bash", args)), refused])
+        stopped = [i for i in items if i["kind"] == "refusal"]
+        self.assertEqual([(i["category"], i["key"]) for i in stopped],
+                         [("instruction", "Commit the fixes")])
+        self.assertFalse([i for i in items if i["category"] == "unresolved_error"])
+        lost = "Fixed the token counts; next, commit the fixes and push."
+        self.assertEqual(judge_needed(stopped, lost)[0]["status"], "lost")
+        kept = "The user rejected the commit of the fixes: they will commit themselves."
+        self.assertEqual(judge_needed(stopped, kept)[0]["status"], "kept")
 
     def test_a_recounted_question_or_an_earlier_summarys_order_is_not_invented(self):
         earlier = {"role": "user", "summary": True,

@@ -89,6 +89,13 @@ DONE_STATUSES = frozenset({"completed", "complete", "done", "cancelled", "cancel
 # Claude Code's rejection text: what the user wrote follows its fixed preamble
 REJECTION_WORDS = re.compile(r"the user said:\s*\n(?P<words>.+)", re.DOTALL)
 
+# Claude Code's words when the user stops a call and says nothing more
+REFUSED = re.compile(r"^The user doesn't want to proceed with this tool use", re.IGNORECASE)
+
+# a summary's sentence that says the user stopped or refused something
+STOPPED = re.compile(r"\b(?:reject\w*|refus\w*|declin\w*|denied|stopp?\w*|interrupt\w*|"
+                     r"(?:did not|didn't|does not|doesn't) want|not to|wait\w*)\b", re.IGNORECASE)
+
 # a rejection that carries no words of the user's (Claude Code's own text for a dismissed question)
 REJECTION_BOILERPLATE = re.compile(r"^The user wants to clarify these questions", re.IGNORECASE)
 
@@ -421,6 +428,13 @@ def error_items(turns: list[dict]) -> list[dict]:
                 turn["tool"] in TASK_LISTS:
             continue
         command = call_command(arguments(call_of(turn))) or step["match"][0]
+        said = str(arguments(call_of(turn)).get("description") or "")
+        if step["outcome"] == "denied" and REFUSED.match(turn["text"]):
+            # the user stopped this call without a word: an order not to go on with it
+            out.append({"category": "instruction", "key": (said or command)[:80],
+                        "text": f"the user refused: {said or command}", "source": command,
+                        "how": "refusal", "kind": "refusal", "turn": step["turn"]})
+            continue
         out.append({"category": "unresolved_error", "key": step["match"][0][:80],
                     "text": f"{step['tool']} {step['outcome']}: {step['detail']}",
                     "source": f"{command}\n{step['detail']}", "kind": step["outcome"],
@@ -638,6 +652,8 @@ def judge_words(item, summary, lower, units, spellings):
 
 def judge_instruction(item, summary, lower, units, spellings):
     """An instruction the summary states the opposite of is wrong (claims.contradicts)."""
+    if item["kind"] == "refusal":
+        return judge_refusal(item, summary, lower, units, spellings)
     if item["key"].lower() in lower:
         return "kept", unit_with(units, item["key"])        # quoted as the user gave it
     against = next((u for u in units if contradicts(u, item["source"][:MAX_TEXT])), None)
@@ -646,6 +662,13 @@ def judge_instruction(item, summary, lower, units, spellings):
     if item["kind"] == "directive":
         return judge_sentence(item, lower, units)
     return judge_words(item, summary, lower, units, spellings)
+
+
+def judge_refusal(item, summary, lower, units, spellings):
+    """A call the user stopped is kept by a sentence that says so and names what it did."""
+    what = terms(item["key"]) | terms(item["source"][:200])
+    said = next((u for u in units if STOPPED.search(u) and terms(u) & what), None)
+    return ("kept", said) if said else ("lost", None)
 
 
 def judge_task(item, summary, lower, units, spellings):
