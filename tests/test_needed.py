@@ -250,8 +250,8 @@ class ThirdRound(unittest.TestCase):
     """The third round (protocol/SESSIONS.md, the amendment of 2026-12-06, third round): a plan's
     checks are orders, not headings, outcomes or descriptions; a handed plan's item that forbids
     something is an instruction; a question orders nothing; the harness's text is not the user's;
-    a call the user stopped without a word is an instruction; an order the summary recounts from a
-    question or from the previous summary is not invented."""
+    a call the user stopped without a word is an instruction; a finding says what was found; an
+    order the summary recounts from a question or from the previous summary is not invented."""
 
     def test_a_plans_check_is_an_order_not_a_heading_an_outcome_or_a_description(self):
         turns = [user("Implement the following plan:\n\n" + PLAN_CHECKS),
@@ -305,6 +305,14 @@ class ThirdRound(unittest.TestCase):
         self.assertEqual(judge_needed(stopped, lost)[0]["status"], "lost")
         kept = "The user rejected the commit of the fixes: they will commit themselves."
         self.assertEqual(judge_needed(stopped, kept)[0]["status"], "kept")
+
+    def test_a_finding_says_what_was_found(self):
+        said = ("The fix is complete. The issue is becoming clearer. Decision: keep or reset? "
+                "The issue is that the hook reads stdin twice.")
+        findings = [i["key"] for i in needed_items([user("Why does the hook hang?"),
+                                                    agent(text=said)])
+                    if i["category"] == "decision"]
+        self.assertEqual(findings, ["The issue is that the hook reads stdin twice."])
 
     def test_a_recounted_question_or_an_earlier_summarys_order_is_not_invented(self):
         earlier = {"role": "user", "summary": True,

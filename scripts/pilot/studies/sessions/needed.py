@@ -114,6 +114,8 @@ FINDING = re.compile(r"\b(?:the (?:root cause|real (?:issue|problem|cause)|cause
                      r"fix|problem|issue) (?:is|was)|(?:i'll|i will|let's|we'll) go with|"
                      r"(?:i|we)(?:'ve| have)? decided|decision:)", re.IGNORECASE)
 
+FINDING_TERMS = 3
+
 # git's report of a commit, `[branch 1a2b3c4] message`, and a pull request's address
 COMMIT_REPORT = re.compile(r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? "
                            r"(?P<hash>[0-9a-f]{7,40})\]", re.MULTILINE)
@@ -508,7 +510,11 @@ def decision_items(turns: list[dict]) -> list[dict]:
                             "others": [o for o in offered if o not in chosen]})
         elif turn["role"] == "assistant" and turn["text"]:
             for sentence in state_units(turn["text"]):
-                if FINDING.search(sentence) and terms(sentence):
+                found = FINDING.search(sentence)
+                # a finding says what it found: a few words after "the issue is", not a state of
+                # the search ("The fix is complete.", "The issue is becoming clearer.") or a question
+                if found and len(terms(sentence[found.end():])) >= FINDING_TERMS and \
+                        not sentence.rstrip().endswith("?"):
                     out.append({"category": "decision", "key": sentence[:80], "text": sentence,
                                 "source": sentence, "kind": "the agent's finding",
                                 "turn": t + 1, "others": []})
