@@ -511,8 +511,9 @@ def decision_items(turns: list[dict]) -> list[dict]:
         elif turn["role"] == "assistant" and turn["text"]:
             for sentence in state_units(turn["text"]):
                 found = FINDING.search(sentence)
-                # a finding says what it found: a few words after "the issue is", not a state of
-                # the search ("The fix is complete.", "The issue is becoming clearer.") or a question
+                # a finding says what it found: a few words after "the issue is", not a state
+                # of the search ("The fix is complete.", "The issue is becoming clearer."), no
+                # question
                 if found and len(terms(sentence[found.end():])) >= FINDING_TERMS and \
                         not sentence.rstrip().endswith("?"):
                     out.append({"category": "decision", "key": sentence[:80], "text": sentence,
