@@ -1,22 +1,27 @@
-"""XR-S1, the audit's question per recorded compaction (protocol/SESSIONS.md, the amendment of
+"""XR-S1, the audit's question per recorded compaction (protocol/SESSIONS.md, the amendments of
 2026-12-06, issue 40): what did the agent that continued need, and did the summary keep it? Built
 from the structure the agent's log records, not from every word of the history:
 
     needed_items(turns, workspace) -> the work state at the compaction, from the replaced history:
         request and instruction (every user message, a queued message, a correction written into a
-        tool-rejection message, an answer to the agent's question; standing instructions told apart
-        by truth.is_standing_instruction; withdrawn ones dropped), file_changed (the agent's edit
-        and write tools, of every agent the readers know), open_task (the last task list before the
-        boundary, tasks not completed), unresolved_error (a failed or denied call no later call
-        resolved: failed_steps.session_steps), value (given by the user, written by the agent and
-        passed to a later tool call, the branch and worktree the log records, a commit or pull
-        request the agent made; never a value seen only in a tool's output, so never a line-number
-        prefix) and decision (the agent's "the root cause is ...", the user's choice of an offered
+        tool-rejection message, an answer to the agent's question, not the text the harness writes
+        into a user turn; standing instructions told apart by truth.is_standing_instruction, and a
+        sentence of a typed request that says how the work must go, or a handed plan's item that
+        forbids something, judged on its own; a call the user stopped without a word; withdrawn
+        ones dropped), file_changed (the agent's edit and write tools, of every agent the readers
+        know, and files a `git add` names one by one), open_task (the last task list before the
+        boundary, tasks not completed, and the last plan's checks no task took up and no call ran),
+        unresolved_error (a failed or denied call no later call resolved:
+        failed_steps.session_steps), value (given by the user, the branch and worktree the log
+        records, a commit or pull request the agent made, not in a scratch repository; never a
+        value seen only in a tool's output, so never a line-number prefix) and decision (the
+        agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
-    judge_needed(items, summary) -> each item kept (in any spelling: a path by its tail, a number
-        reformatted, another case), lost, or wrong (another option than the one chosen, the opposite
-        instruction, a failure reported fixed, an unpushed commit reported pushed), with the
-        summary's sentence that keeps or misstates it.
+    judge_needed(items, summary, earlier) -> each item kept (in any spelling: a path by its tail, a
+        number reformatted, another case), lost, or wrong (another option than the one chosen, the
+        opposite instruction, a failure reported fixed, an unpushed commit reported pushed, an order
+        the summary gives the user that neither the user's words nor the earlier summary gave),
+        with the summary's sentence that keeps or misstates it.
     history_in_file(event) -> whether the file holds the history a compaction replaced.
 
 Pure functions of the readers' record: no model, no file, no clock. Every text kept is masked the
@@ -447,8 +452,8 @@ def error_items(turns: list[dict]) -> list[dict]:
 
 def value_items(turns: list[dict], workspace: dict) -> list[dict]:
     """Values the work turned on: the branch and the worktree the log records at the boundary, a
-    commit or pull request the agent made, values the user gave, and values the agent wrote in its
-    own text and passed to a later tool call."""
+    commit or pull request the agent made, and values the user gave (a value the agent computed is
+    not found yet)."""
     out = []
     branch, folder = workspace.get("branch"), workspace.get("cwd")
     if branch and branch not in COMMON_BRANCHES:
