@@ -10,7 +10,11 @@ against it, per format and per half (a file's half is fixed by the sha256 of its
 odd held-out): the text rule alone (step_outcome without the log's marks: what the rule finds in a
 format that records none) and the ground truth's rule (turn_outcome, marks and text). A result the
 text calls failed while the log records success counts as a false positive, even where the text
-shows a failure the log did not record; --show lists them to check by hand. Writes nothing.
+shows a failure the log did not record; --show lists them to check by hand. Each rule is therefore
+scored twice: against the log's labels, and against the labels corrected by hand
+(tests/labelled/real_steps.tsv: a verdict for each dev result where the log and the text rule
+disagreed, keyed by the file's folder and name and the call's id). Dev results that disagree and
+have no hand label are counted, so that a changed rule shows what is left to label. Writes nothing.
 """
 from __future__ import annotations
 
@@ -27,6 +31,34 @@ sys.path.insert(0, str(REPO / "scripts"))
 import pilot.studies  # noqa: E402,F401  (registers the studies)
 from pilot.studies.sessions import readers  # noqa: E402
 from pilot.studies.sessions.failed_steps import step_outcome, turn_outcome  # noqa: E402
+
+
+HAND_LABELS = REPO / "tests" / "labelled" / "real_steps.tsv"
+
+
+def read_hand_labels(path: Path) -> dict[tuple[str, str], str]:
+    """(folder/name, call id or #N) -> verdict, from the hand labels' file."""
+    labels = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            where, call, verdict = line.split("\t")[:3]
+            labels[(where, call)] = verdict
+    return labels
+
+
+def result_keys(path: Path, results: list) -> list[tuple[str, str]]:
+    """Each result's key in the hand labels: its file as folder/name, and its call's id (the id
+    and #K for the Kth result of an id the file answers more than once; #N, the result's position
+    among the file's results, where the call has none)."""
+    seen: collections.Counter = collections.Counter()
+    keys = []
+    for position, (_, _, turn) in enumerate(results, 1):
+        call_id = (turn.get("call") or {}).get("id")
+        seen[call_id] += 1
+        call = f"#{position}" if not call_id else call_id if seen[call_id] == 1 \
+            else f"{call_id}#{seen[call_id]}"
+        keys.append((f"{path.parent.name}/{path.name}", call))
+    return keys
 
 
 def half(name: str) -> str:
@@ -66,33 +98,56 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", type=Path, help="real log files or folders of them")
     parser.add_argument("--show", type=int, default=0,
                         help="list this many disagreements of the dev half")
+    parser.add_argument("--half", choices=("dev", "both"), default="both",
+                        help="print the dev half only while rules are being changed")
+    parser.add_argument("--hand-labels", type=Path, default=HAND_LABELS,
+                        help="the hand labels' file (default: %(default)s)")
     args = parser.parse_args(argv)
+    hand = read_hand_labels(args.hand_labels)
+    used: set = set()
     files = []
     for path in args.paths:
         files += sorted(p for p in path.rglob("*") if p.is_file() and readers.wanted(p.name)) \
             if path.is_dir() else [path]
     groups: dict[tuple, dict[str, list]] = collections.defaultdict(
-        lambda: {"text": [], "truth": []})
-    wrong = []
+        lambda: {"text": [], "truth": [], "text_hand": [], "truth_hand": []})
+    wrong, unlabelled = [], 0
     for path in files:
         try:
             results = labelled_results(path)
         except Exception as error:  # noqa: BLE001  (a file no reader takes is reported, not fatal)
             print(f"{path}: not read ({str(error)[:80]})", file=sys.stderr)
             continue
-        for fmt, part, turn in results:
+        for key, (fmt, part, turn) in zip(result_keys(path, results), results):
             want, text, truth = label(turn), text_rule(turn), turn_outcome(turn)
-            for key in ((fmt, part), ("all", part)):
-                groups[key]["text"].append((want, text))
-                groups[key]["truth"].append((want, truth))
+            verdict = hand.get(key, want)
+            if key in hand:
+                used.add(key)
+            for group in ((fmt, part), ("all", part)):
+                groups[group]["text"].append((want, text))
+                groups[group]["truth"].append((want, truth))
+                groups[group]["text_hand"].append((verdict, text))
+                groups[group]["truth_hand"].append((verdict, truth))
             if (want == "ok") != (text == "ok") and part == "dev":
+                unlabelled += key not in hand
                 wrong.append((path.name, turn["tool"], want, text, turn["text"][:160]))
+    print("Against the log's labels:\n")
     print("| format | half | results | text rule precision | text rule recall "
           "| truth precision | truth recall |")
     print("|---|---|---|---|---|---|---|")
     for (fmt, part), rows in sorted(groups.items()):
-        print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text'])} "
-              f"| {score(rows['truth'])} |")
+        if part == "dev" or args.half == "both":
+            print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text'])} "
+                  f"| {score(rows['truth'])} |")
+    print(f"\nAgainst the labels corrected by hand, dev half ({len(used)} of {len(hand)} hand "
+          f"labels used; {unlabelled} dev disagreements without one):\n")
+    print("| format | half | results | text rule precision | text rule recall "
+          "| truth precision | truth recall |")
+    print("|---|---|---|---|---|---|---|")
+    for (fmt, part), rows in sorted(groups.items()):
+        if part == "dev":                       # the held-out half is never looked at by hand
+            print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text_hand'])} "
+                  f"| {score(rows['truth_hand'])} |")
     for name, tool, want, got, text in wrong[:args.show]:
         print(f"- {name} {tool}: log {want}, text {got}: {text!r}")
     return 0
