@@ -480,7 +480,7 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, read_session_files, refuse
     from .study_needed import scored_record
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
@@ -488,21 +488,9 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                      f"{MAX_TOTAL_BYTES // 2 ** 20} "
                      f"MiB one run reads", "run the sessions in several folders")
     progress = ReadProgress(total)
-    sessions, done = [], 0
-    not_sessions: list[NotASession] = []
-    for file, name in files:
-        try:
-            sessions += read_session_file(file, name)
-        except NotASession as err:
-            if not path.is_dir():
-                raise
-            # a folder's file that is no session (Cline's task_metadata.json): left out, named
-            not_sessions.append(err)
-            left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name + " ")
-        done += file.stat().st_size
-        progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
-    if not sessions and not_sessions:
-        raise not_sessions[0]
+    sessions = read_session_files(files, path if path.is_dir() else None, left_out, lambda done,
+                                  name: progress.step(f"read {done / 2 ** 20:.1f} of "
+                                                      f"{total / 2 ** 20:.1f} MiB ({name})"))
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:
@@ -671,7 +659,8 @@ OPTIONS = (
                           "help": "sessions study: your agent's logs, a file or a folder of them "
                           "(Claude Code, Codex, Gemini CLI, Cline, Roo Code, aider, SWE-agent, "
                           "OpenHands, inspect_ai, Responses API or chat messages; default: the "
-                          "examples in tasks/sessions/logs/)"}),
+                          "examples in tasks/sessions/logs/); a file there that cannot be read "
+                          "stops the study before any call, one line naming each"}),
     Option("--segments", {"type": int, "metavar": "N",
                           "help": "sessions study: the fewest segments each session is cut into "
                           "at turn boundaries, one compaction after each; more where a segment "
