@@ -181,15 +181,15 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         """Issue 40, point 6: the dev and held-out figures of the needed items, with their date and source."""
         _, _, _, out = self.audit(str(EXAMPLE))
         text = (out / "analysis.md").read_text(encoding="utf-8")
-        self.assertIn("| dev | 19 | 0.51 (22/43) | 0.00 (1/320) | 1.51 (65/43) | 0.86 / 0.88 | 0.25 (9/36) |", text)
-        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.45 (49/20) | 0.83 / 0.90 | 0.00 (0/7) |",
+        self.assertIn("| dev | 19 | 0.72 (31/43) | 0.00 (1/320) | 1.65 (71/43) | 0.85 / 0.88 | 0.35 (9/26) |", text)
+        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.75 (55/20) | 0.81 / 0.90 | 0.00 (0/5) |",
                       text)
         self.assertIn("measured on 2026-12-06", text)
         self.assertIn("tests/labelled/compactions/README.md", text)
         line = audit_needed.item_line({"file": "a.jsonl", "n": 1},
                                       {"category": "decision", "kind": "the agent's finding", "key": "the fix is X",
                                        "words": "the fix is X", "status": "lost", "summary_sentence": None})
-        self.assertIn("decisions' measured precision: 0.25 (9/36) on dev, 0.00 (0/7) held-out", line)
+        self.assertIn("decisions' measured precision: 0.35 (9/26) on dev, 0.00 (0/5) held-out", line)
 
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()

@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from pilot.studies.sessions.audit import replaced_turns  # noqa: E402
+from pilot.studies.sessions.audit_needed import needed_rows  # noqa: E402
 from pilot.studies.sessions.needed import (history_in_file, judge_needed,  # noqa: E402
                                            needed_items)
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
@@ -130,6 +131,203 @@ class Judging(unittest.TestCase):
         item = {"category": "value", "key": "AUTH-4521", "text": "AUTH-4521", "source": "",
                 "kind": "identifier", "turn": 1}
         self.assertEqual(judge_needed([item], "ticket auth-4521")[0]["status"], "kept")
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "text": text}
+
+
+def agent(*calls: tuple[str, dict], text: str = "") -> dict:
+    return {"role": "assistant", "text": text,
+            "calls": [{"id": f"c{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)]}
+
+
+def result(name: str, args: dict, text: str) -> dict:
+    return {"role": "tool", "tool": name, "call": {"name": name, "input": args}, "text": text,
+            "error": False}
+
+
+PLAN = """# Add a status line
+
+## Steps
+1. Add `lastSeen` to the session state
+2. Print it in `status`
+
+## Verification
+1. `make test`
+2. Unit test for `timeAgo` - formats minutes and hours
+3. Manual test: run `app status` in a repo with two worktrees
+"""
+
+
+class SecondRound(unittest.TestCase):
+    """The rules of the second round, adopted with the third (protocol/SESSIONS.md, the amendments
+    of 2026-12-06): staged files, a scratch repository's commit, a plan's checks, a request's
+    directive."""
+
+    def test_a_file_staged_by_name_is_changed_once(self):
+        command = "git add src/a.py docs/b.md && git commit -m x"
+        turns = [user("commit the subagent's work"),
+                 agent(("Edit", {"file_path": "/repo/src/a.py", "old_string": "1",
+                                 "new_string": "2"})),
+                 result("Edit", {"file_path": "/repo/src/a.py"}, "The file has been updated"),
+                 agent(("Bash", {"command": command})),
+                 result("Bash", {"command": command}, "[feature/x 1a2b3c4] x")]
+        files = [i["key"] for i in needed_items(turns) if i["category"] == "file_changed"]
+        self.assertEqual(files, ["/repo/src/a.py", "docs/b.md"])   # a.py not twice
+
+    def test_a_commit_in_a_scratch_repository_is_no_value_of_the_work(self):
+        command = "cd /tmp/t && git init && echo a > f.txt && git add f.txt && git commit -m a"
+        turns = [user("check how git restore behaves"), agent(("Bash", {"command": command})),
+                 result("Bash", {"command": command}, "[main (root-commit) 5dffb3a] a")]
+        keys = {i["key"] for i in needed_items(turns)}
+        self.assertNotIn("5dffb3a", keys)
+        self.assertNotIn("f.txt", keys)
+
+    def plan_turns(self, *done: str) -> list[dict]:
+        tasks = [("TaskCreate", {"subject": "Add lastSeen to the session state"}),
+                 ("TaskCreate", {"subject": "Print lastSeen in status",
+                                 "description": "Unit tests for timeAgo; run make test"})]
+        turns = [user("Implement the following plan:\n\n" + PLAN), agent(*tasks)]
+        for command in done:
+            turns += [agent(("Bash", {"command": command})),
+                      result("Bash", {"command": command}, "ok")]
+        return turns
+
+    def test_a_plans_check_no_task_took_up_is_an_open_task(self):
+        steps = [i for i in needed_items(self.plan_turns()) if i["kind"] == "plan step"]
+        self.assertEqual([i["key"] for i in steps],
+                         ["Manual test: run `app status` in a repo with two worktrees"])
+        summary = "Pending: none. The tasks are done and make test passes."
+        self.assertEqual(judge_needed(steps, summary)[0]["status"], "lost")
+        kept = "Still to do: a manual test, running app status in a repo with two worktrees."
+        self.assertEqual(judge_needed(steps, kept)[0]["status"], "kept")
+
+    def test_a_check_the_agent_ran_or_a_plan_without_tasks_gives_no_step(self):
+        ran = needed_items(self.plan_turns("app status"))
+        self.assertFalse([i for i in ran if i["kind"] == "plan step"])
+        untaken = needed_items([user("Implement the following plan:\n\n" + PLAN)])
+        self.assertFalse([i for i in untaken if i["kind"] == "plan step"])
+
+    def test_a_directive_inside_a_request_is_judged_on_its_own(self):
+        message = ("Can you handle several state files for one session? The new code should "
+                   "reuse the file written today.")
+        items = needed_items([user(message)])
+        directive = [i for i in items if i["kind"] == "directive"]
+        self.assertEqual(len(directive), 1)
+        summary = ("The user asked to handle several state files for one session: the new code "
+                   "looks them up by session and reuses the oldest file.")
+        judged = by_key(judge_needed(items, summary))
+        self.assertIn(judged[directive[0]["key"]]["status"], ("lost", "wrong"))
+        self.assertEqual(judged["Can you handle several state files for one session?"]["status"],
+                         "kept")
+        said = summary.replace("the oldest file", "the file written today")
+        self.assertEqual(by_key(judge_needed(items, said))[directive[0]["key"]]["status"], "kept")
+
+    def test_a_pasted_message_gives_no_directive(self):
+        pasted = "Here is the review:\n" + "The handler should never block. " * 30
+        self.assertFalse([i for i in needed_items([user(pasted)]) if i["kind"] == "directive"])
+
+
+PLAN_CHECKS = """# Fix the merge case
+
+## Steps
+1. Walk both parents of a merge commit
+
+## Testing
+New files:
+- `merge_test.go`
+- Add `TestMergeFromMain` to `explain_test.go` with a merge at HEAD
+- This is the exact scenario that was broken
+- Expected: FAILS before the fix
+
+Manual test in `playground`:
+  - commit after merging main and run `app explain`
+"""
+
+
+class ThirdRound(unittest.TestCase):
+    """The third round (protocol/SESSIONS.md, the amendment of 2026-12-06, third round): a plan's
+    checks are orders, not headings, outcomes or descriptions; a handed plan's item that forbids
+    something is an instruction; a question orders nothing; the harness's text is not the user's;
+    a call the user stopped without a word is an instruction; a finding says what was found; an
+    order the summary recounts from a question or from the previous summary is not invented."""
+
+    def test_a_plans_check_is_an_order_not_a_heading_an_outcome_or_a_description(self):
+        turns = [user("Implement the following plan:\n\n" + PLAN_CHECKS),
+                 agent(("TaskCreate", {"subject": "Walk both parents of a merge commit"}))]
+        steps = [i["key"] for i in needed_items(turns) if i["kind"] == "plan step"]
+        self.assertEqual(steps, [
+            "Add `TestMergeFromMain` to `explain_test.go` with a merge at HEAD",
+            "Manual test in `playground`:"])
+
+    def test_a_handed_plans_item_that_forbids_something_is_an_instruction(self):
+        plan = ("Implement the following plan:\n\n# Status shows sessions\n\n## Step 3\n"
+                "- Add `timeAgo(t)`, a relative time formatter\n"
+                "- No external dependencies (don't import go-humanize for this)\n" + "x " * 400)
+        items = needed_items([user(plan)])
+        forbids = [i for i in items if i["kind"] == "directive"]
+        self.assertEqual([i["key"] for i in forbids],
+                         ["No external dependencies (don't import go-humanize for this)"])
+        summary = "The user asked to implement the status plan: timeAgo added in setup.go."
+        self.assertEqual(judge_needed(forbids, summary)[0]["status"], "lost")
+        kept = summary + " No external dependencies: go-humanize is not imported for this."
+        self.assertEqual(judge_needed(forbids, kept)[0]["status"], "kept")
+
+    def test_a_question_gives_no_directive(self):
+        asked = ("Is there any reason we don't parse the stdin on entry? The stdin should be "
+                 "parsed once, at entry.")
+        directives = [i["key"] for i in needed_items([user(asked)]) if i["kind"] == "directive"]
+        self.assertEqual(directives, ["The stdin should be parsed once, at entry."])
+
+    def test_text_the_harness_writes_into_a_user_turn_is_not_the_users(self):
+        turns = [user("<bash-input>git status</bash-input>"),
+                 user("<bash-stdout>nothing to commit</bash-stdout><bash-stderr></bash-stderr>"),
+                 user("/ide"), user("Base directory for this skill: /home/u/.claude/skills/pr\n\n"
+                                    "# PR review\nRead every comment."),
+                 user("<task-notification>\n<status>completed</status>\n</task-notification>"),
+                 user("Fix the flaky merge test")]
+        self.assertEqual([i["key"] for i in needed_items(turns) if i["category"] == "request"],
+                         ["Fix the flaky merge test"])
+
+    def test_a_call_the_user_stopped_without_a_word_is_an_order_not_to_go_on(self):
+        args = {"command": "git commit -m 'Fix token counts'", "description": "Commit the fixes"}
+        refused = result("Bash", args, "The user doesn't want to proceed with this tool use. The "
+                                       "tool use was rejected. STOP what you are doing and wait "
+                                       "for the user to tell you how to proceed.")
+        refused["marked"] = "denied"
+        items = needed_items([user("Fix the token counts"), agent(("Bash", args)), refused])
+        stopped = [i for i in items if i["kind"] == "refusal"]
+        self.assertEqual([(i["category"], i["key"]) for i in stopped],
+                         [("instruction", "Commit the fixes")])
+        self.assertFalse([i for i in items if i["category"] == "unresolved_error"])
+        lost = "Fixed the token counts; next, commit the fixes and push."
+        self.assertEqual(judge_needed(stopped, lost)[0]["status"], "lost")
+        kept = "The user rejected the commit of the fixes: they will commit themselves."
+        self.assertEqual(judge_needed(stopped, kept)[0]["status"], "kept")
+
+    def test_a_finding_says_what_was_found(self):
+        said = ("The fix is complete. The issue is becoming clearer. Decision: keep or reset? "
+                "The issue is that the hook reads stdin twice.")
+        findings = [i["key"] for i in needed_items([user("Why does the hook hang?"),
+                                                    agent(text=said)])
+                    if i["category"] == "decision"]
+        self.assertEqual(findings, ["The issue is that the hook reads stdin twice."])
+
+    def test_a_recounted_question_or_an_earlier_summarys_order_is_not_invented(self):
+        earlier = {"role": "user", "summary": True,
+                   "text": "Summary: the user asked to drop the legacy billing tables."}
+        turns = [earlier, user("Fix the flaky merge test")]
+
+        def invented(summary, history):
+            return [r for r in needed_rows(history, None, summary, []) if r["kind"] == "invented"]
+        for sentence in ("The user asked whether the legacy billing tables are still read.",
+                         "The user asked about the legacy billing tables."):
+            with self.subTest(sentence=sentence):
+                self.assertFalse(invented(sentence, turns[1:]))
+        recounted = "The user asked to drop the legacy billing tables."
+        self.assertFalse(invented(recounted, turns))
+        self.assertEqual(len(invented(recounted, turns[1:])), 1)
 
 
 class HistoryInFile(unittest.TestCase):

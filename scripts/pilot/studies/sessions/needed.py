@@ -1,24 +1,28 @@
-"""XR-S1, the audit's question per recorded compaction (protocol/SESSIONS.md, the amendment of
+"""XR-S1, the audit's question per recorded compaction (protocol/SESSIONS.md, the amendments of
 2026-12-06, issue 40): what did the agent that continued need, and did the summary keep it? Built
 from the structure the agent's log records, not from every word of the history:
 
     needed_items(turns, workspace) -> the work state at the compaction, from the replaced history:
         request and instruction (every user message, a queued message, a correction written into a
-        tool-rejection message, an answer to the agent's question; standing instructions told apart
-        by truth.is_standing_instruction; withdrawn ones dropped), file_changed (the agent's edit
-        and write tools, of every agent the readers know), open_task (the last task list before the
-        boundary, tasks not completed), unresolved_error (a failed or denied call no later call
-        resolved: failed_steps.session_steps), value (given by the user, written by the agent and
-        passed to a later tool call, the branch and worktree the log records, a commit or pull
-        request the agent made; never a value seen only in a tool's output, so never a line-number
-        prefix) and decision (the agent's "the root cause is ...", the user's choice of an offered
+        tool-rejection message, an answer to the agent's question, not the text the harness writes
+        into a user turn; standing instructions told apart by truth.is_standing_instruction, and a
+        sentence of a typed request that says how the work must go, or a handed plan's item that
+        forbids something, judged on its own; a call the user stopped without a word; withdrawn
+        ones dropped), file_changed (the agent's edit and write tools, of every agent the readers
+        know, and files a `git add` names one by one), open_task (the last task list before the
+        boundary, tasks not completed, and the last plan's checks no task took up and no call ran),
+        unresolved_error (a failed or denied call no later call resolved:
+        failed_steps.session_steps), value (given by the user, the branch and worktree the log
+        records, a commit or pull request the agent made, not in a scratch repository; never a
+        value seen only in a tool's output, so never a line-number prefix) and decision (the
+        agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
     judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
         a number reformatted, another case), lost, or wrong (another option than the one chosen,
         the opposite instruction, a failure reported fixed, an unpushed commit reported pushed),
         with the summary's sentence that keeps or misstates it; and, wrong, an order the summary
-        gives the user that neither the user's words nor what a short "yes" agreed to hold
-        (agreed_words).
+        gives the user that neither the user's words, nor what a short "yes" agreed to
+        (agreed_words), nor the previous summary (earlier_summary) hold.
     history_in_file(event) -> whether the file holds the history a compaction replaced.
 
 Pure functions of the readers' record: no model, no file, no clock. Every text kept is masked the
@@ -67,13 +71,47 @@ TASK_LISTS = {"TodoWrite": ("todos", "content", "status"),
               "write_todos": ("todos", "description", "status"),
               "todo_write": ("todos", "content", "status")}
 
+# where a plan stands: the plan-mode tool's argument, or a user message handing the agent a plan
+PLAN_TOOLS = frozenset({"ExitPlanMode", "exit_plan_mode"})
+PLAN_HANDED = re.compile(r"^\s*(?:implement|execute|follow) (?:the|this) (?:following )?plan\b",
+                         re.IGNORECASE)
+
+# Claude Code's words after a plan it hands to a fresh context: no step of the plan
+PLAN_TRAILER = re.compile(r"^If you need specific details from before", re.IGNORECASE)
+
+# a plan's section of checks: its steps are the ones agents leave out of their task lists
+CHECK_HEADING = re.compile(r"\b(?:test|tests|testing|verif\w*|validat\w*|manual)\b",
+                           re.IGNORECASE)
+
+# a plan's list item; a line of prose headed as a check; a line that says what a check should give
+LIST_ITEM = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+CHECK_LABEL = re.compile(r"^(?:\w+\s){0,2}?(?:test|tests|testing|check|verif\w*|manual)\b"
+                         r"[^:]{0,40}:", re.IGNORECASE)
+# a line that describes (its subject first) rather than orders a step
+DESCRIBES = re.compile(r"^(?:the|this|these|that|those|it|all|both|each)\b", re.IGNORECASE)
+EXPECTED = re.compile(r"^(?:expected|expect|result|output)\b\W", re.IGNORECASE)
+
 DONE_STATUSES = frozenset({"completed", "complete", "done", "cancelled", "canceled"})
 
 # Claude Code's rejection text: what the user wrote follows its fixed preamble
 REJECTION_WORDS = re.compile(r"the user said:\s*\n(?P<words>.+)", re.DOTALL)
 
+# Claude Code's words when the user stops a call and says nothing more
+REFUSED = re.compile(r"^The user doesn't want to proceed with this tool use", re.IGNORECASE)
+
+# a summary's sentence that says the user stopped or refused something
+STOPPED = re.compile(r"\b(?:reject\w*|refus\w*|declin\w*|denied|stopp?\w*|interrupt\w*|"
+                     r"(?:did not|didn't|does not|doesn't) want|not to|wait\w*)\b", re.IGNORECASE)
+
 # a rejection that carries no words of the user's (Claude Code's own text for a dismissed question)
 REJECTION_BOILERPLATE = re.compile(r"^The user wants to clarify these questions", re.IGNORECASE)
+
+# text the agent's harness writes into a user turn, not the user's words: Claude Code's shell mode
+# (`<bash-input>`, `<bash-stdout>`), a background agent's notice, a loaded skill's body, a slash
+# command given alone (its expansion, if any, is a turn of its own)
+HARNESS_TEXT = re.compile(r"^\s*(?:<(?:bash-(?:input|stdout|stderr)|task-notification|"
+                          r"agent-notification|system-reminder)>|Base directory for this skill: |"
+                          r"/[\w:-]+\s*$)")
 
 # Claude Code's AskUserQuestion result: "question"="answer" pairs
 ANSWERED = re.compile(r'"(?P<question>[^"\n]{3,400})"="(?P<answer>[^"]{1,600})"')
@@ -82,6 +120,8 @@ ANSWERED = re.compile(r'"(?P<question>[^"\n]{3,400})"="(?P<answer>[^"]{1,600})"'
 FINDING = re.compile(r"\b(?:the (?:root cause|real (?:issue|problem|cause)|cause|bug|culprit|"
                      r"fix|problem|issue) (?:is|was)|(?:i'll|i will|let's|we'll) go with|"
                      r"(?:i|we)(?:'ve| have)? decided|decision:)", re.IGNORECASE)
+
+FINDING_TERMS = 3
 
 # git's report of a commit, `[branch 1a2b3c4] message`, and a pull request's address
 COMMIT_REPORT = re.compile(r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? "
@@ -102,13 +142,38 @@ NAMING_VALUE = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[\w.:/@#-]{5,}$|^https?://|@"
 
 MAX_GIVEN = 5
 
+# a message the user typed, not pasted (a pasted plan, log or table holds "should" and "never"
+# that are no order of the user's)
+TYPED_MESSAGE = 600
+
+# a sentence that says how the work must go (inside a message that asks for something)
+DIRECTIVE = re.compile(r"\b(?:should(?:n't| not)?|must(?:n't| not)?|needs? to|ha(?:s|ve) to|"
+                       r"make sure|don't|do not|never|always|instead of|rather than)\b",
+                       re.IGNORECASE)
+
+# a part of a long message that forbids something
+FORBIDS = re.compile(r"\b(?:don't|do not|never|must(?:n't| not)|should(?:n't| not)|avoid)\b",
+                     re.IGNORECASE)
+
+# `git add` and its arguments up to the next command; a named file has an extension
+GIT_ADD = re.compile(r"\bgit\s+add\s+(?P<args>[^&|;\n]+)")
+STAGED_FILE = re.compile(r"^[\w./-]*\w\.\w{1,8}$")
+
+# a command that makes a repository of its own: its commits are a scratch test, not the work's
+SCRATCH_REPO = re.compile(r"\bgit\s+init\b")
+
 # the part of a long message whose words decide whether a summary keeps it
 JUDGED_TERMS = 30
 
 # the share of an item's words a summary must hold to keep it
 KEPT_SHARE = 0.65
 
+# the share of a key's (or one sentence's) words a summary must hold anywhere to keep it
+KEY_SHARE = 0.8
+
 MAX_TEXT = 400
+
+MAX_EARLIER = 40_000                 # the characters of a previous summary read for its words
 
 ERROR_HEAD = 1200                       # the head of a failed call's output kept beside its row
 
@@ -127,7 +192,8 @@ def needed_items(turns: list[dict], workspace: dict | None = None) -> list[dict]
     """The needed items of a compaction's replaced turns (readers' record), in the order of
     CATEGORIES: {category, key, text, kind, turn, ...}; workspace: the branch and folder the log
     records at the boundary."""
-    items = (user_items(turns) + file_items(turns) + task_items(turns) + error_items(turns)
+    items = (user_items(turns) + file_items(turns) + task_items(turns) + plan_items(turns)
+             + error_items(turns)
              + value_items(turns, workspace or {}) + decision_items(turns))
     out, seen = [], set()
     for item in items:
@@ -156,7 +222,9 @@ def user_words(turns: list[dict]) -> list[tuple[int, str, str]]:
     out = []
     for t, turn in enumerate(turns):
         if turn["role"] == "user" and not turn.get("summary"):
-            out.append((t, "queued message" if turn.get("queued") else "message", turn["text"]))
+            if not HARNESS_TEXT.match(turn["text"]):
+                out.append((t, "queued message" if turn.get("queued") else "message",
+                            turn["text"]))
         elif turn["role"] == "tool" and turn.get("marked") == "denied":
             said = REJECTION_WORDS.search(turn["text"])
             if said and not REJECTION_BOILERPLATE.match(said.group("words").strip()):
@@ -210,7 +278,32 @@ def user_items(turns: list[dict]) -> list[dict]:
             key = next((s for s in sentences if s not in standing and terms(s)), rest)
             found.append({"category": "request", "key": key[:80], "text": rest, "source": rest,
                           "how": how, "turn": t + 1, "kind": how, "revoked_turn": None})
+            # a request's sentence that says how the work must go, judged on its own: a summary
+            # can keep most of a message's words and drop the one constraint in it
+            found += [{"category": "instruction", "key": s[:80], "text": s, "source": s,
+                       "how": how, "turn": t + 1, "kind": "directive", "revoked_turn": None}
+                      for s in directive_parts(text, sentences)
+                      if s not in standing and s != rest and len(terms(s)) >= 3]
     return [i for i in found if not i.pop("revoked_turn")]
+
+
+def directive_parts(text: str, sentences: list[str]) -> list[str]:
+    """The parts of a user's message that say how the work must go: a sentence of a typed message,
+    or a list item of a longer one (a plan or a specification handed over, outside code) that
+    forbids something (its other items are the work itself, judged with the message)."""
+    if len(text) <= TYPED_MESSAGE:
+        # a question asks; it orders nothing
+        return [s for s in sentences if s[:1].isalpha() and DIRECTIVE.search(s)
+                and not s.rstrip().endswith("?")]
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        listed = LIST_ITEM.match(line.lstrip())
+        part = line.lstrip()[listed.end():].replace("**", "").strip() if listed else ""
+        if not fenced and part[:1].isalpha() and FORBIDS.search(part):
+            out.append(part)
+    return out
 
 
 def edited_paths(call: dict) -> list[str]:
@@ -224,9 +317,20 @@ def edited_paths(call: dict) -> list[str]:
     return [args[f] for f in fields if isinstance(args.get(f), str) and args[f].strip()][:1]
 
 
-def file_items(turns: list[dict]) -> list[dict]:
-    """Every file an edit or write call changed (its result not failed or denied)."""
+def staged_paths(command: str) -> list[str]:
+    """The files a `git add` names one by one (not -A, not a folder): files the agent, or a
+    subagent it sent, changed and meant to keep."""
     out = []
+    for match in GIT_ADD.finditer(command):
+        out += [w.strip("'\"") for w in match.group("args").split()
+                if not w.startswith("-") and STAGED_FILE.search(w.strip("'\""))]
+    return out
+
+
+def file_items(turns: list[dict]) -> list[dict]:
+    """Every file an edit or write call changed (its result not failed or denied), and every file
+    a successful `git add` staged by name that no edit call named (a subagent's work)."""
+    out, staged = [], []
     for t, turn in enumerate(turns):
         if turn["role"] != "tool" or turn_outcome(turn) != "ok":
             continue
@@ -234,6 +338,15 @@ def file_items(turns: list[dict]) -> list[dict]:
             out.append({"category": "file_changed", "key": path.strip(), "text": path.strip(),
                         "source": f"{turn['tool']} {path.strip()}", "kind": turn["tool"],
                         "turn": t + 1})
+        command = call_command(arguments(call_of(turn)))
+        if not SCRATCH_REPO.search(command):
+            staged += [(t, p) for p in staged_paths(command)]
+    for t, path in staged:
+        tail = "/" + path.lstrip("./")
+        if not any(("/" + i["key"]).endswith(tail) or ("/" + path).endswith("/" + i["key"])
+                   for i in out):
+            out.append({"category": "file_changed", "key": path, "text": path,
+                        "source": f"git add {path}", "kind": "staged", "turn": t + 1})
     return out
 
 
@@ -264,6 +377,74 @@ def task_items(turns: list[dict]) -> list[dict]:
             if isinstance(text, str) and text.strip() and status.lower() not in DONE_STATUSES]
 
 
+def plan_items(turns: list[dict]) -> list[dict]:
+    """The checks of the last plan before the boundary (its plan-mode text, or a user message that
+    hands the agent a plan) that no later task list took up and no later call ran: the steps of a
+    section headed as tests or verification, which agents turning a plan into tasks leave out."""
+    plan, t_plan = None, 0
+    for t, turn in enumerate(turns):
+        if turn["role"] == "user" and PLAN_HANDED.match(turn["text"] or ""):
+            plan, t_plan = turn["text"], t
+        for call in turn.get("calls") or [] if turn["role"] == "assistant" else []:
+            if call.get("name") in PLAN_TOOLS and isinstance(arguments(call).get("plan"), str):
+                plan, t_plan = arguments(call)["plan"], t
+    if plan is None:
+        return []
+    later = turns[t_plan + 1:]
+    tasks = [terms(" ".join(str(v) for v in task.values() if isinstance(v, str)))
+             for turn in later if turn["role"] == "assistant" for call in turn["calls"]
+             for task in planned_tasks(call)]
+    ran = " ".join(call_command(arguments(call_of(turn))) for turn in later
+                   if turn["role"] == "tool" and turn_outcome(turn) == "ok")
+    if not tasks:
+        return []                  # the plan not yet taken up: its steps are all still ahead
+    out = []
+    for step in check_steps(plan):
+        head = terms(re.split(r" [—-]+ ", step, maxsplit=1)[0])
+        code = re.findall(r"`([^`]{3,})`", step)
+        if not head or any(len(head & task) / len(head) > 0.5 for task in tasks) or \
+                (code and all(c in ran for c in code)):
+            continue
+        out.append({"category": "open_task", "key": step[:80], "text": step, "source": step,
+                    "kind": "plan step", "turn": t_plan + 1})
+    return out
+
+
+def planned_tasks(call: dict) -> list[dict]:
+    """The tasks a call writes: a task list's entries, or the one task a create call makes."""
+    name, args = call.get("name", ""), arguments(call)
+    if name in TASK_LISTS and isinstance(args.get(TASK_LISTS[name][0]), list):
+        return [task for task in args[TASK_LISTS[name][0]] if isinstance(task, dict)]
+    return [args] if name == "TaskCreate" else []
+
+
+def check_steps(plan: str) -> list[str]:
+    """The top-level steps of a plan's sections headed as tests or verification: its list items,
+    and its lines of prose headed as a check ("Manual test: run ..."); not code, not a heading
+    of a list ("New files:"), not an expected outcome ("Expected: FAILS")."""
+    out, inside, fenced = [], False, False
+    for line in plan.splitlines():
+        if PLAN_TRAILER.match(line):
+            break
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced or not line.strip():
+            continue
+        elif line.startswith("#"):
+            inside = bool(CHECK_HEADING.search(line))
+        elif inside and not line[0].isspace() and not line.startswith("|"):
+            listed = LIST_ITEM.match(line)
+            step = line[listed.end():].replace("**", "").strip() if listed else \
+                line.replace("**", "").strip()
+            # an order holds words outside its code (a file listed alone is no step)
+            if len(terms(step)) >= 3 and len(terms(re.sub(r"`[^`]*`", "", step))) >= 2 and \
+                    not EXPECTED.match(step) and \
+                    not DESCRIBES.match(step) and (CHECK_LABEL.match(step) or (
+                        listed and not step.endswith(":"))):
+                out.append(step)
+    return out
+
+
 def error_items(turns: list[dict]) -> list[dict]:
     """Each failed or denied call no later call resolved (failed_steps.session_steps), a rejection
     that carries the user's words aside (it is an instruction)."""
@@ -274,6 +455,13 @@ def error_items(turns: list[dict]) -> list[dict]:
                 turn["tool"] in TASK_LISTS:
             continue
         command = call_command(arguments(call_of(turn))) or step["match"][0]
+        said = str(arguments(call_of(turn)).get("description") or "")
+        if step["outcome"] == "denied" and REFUSED.match(turn["text"]):
+            # the user stopped this call without a word: an order not to go on with it
+            out.append({"category": "instruction", "key": (said or command)[:80],
+                        "text": f"the user refused: {said or command}", "source": command,
+                        "how": "refusal", "kind": "refusal", "turn": step["turn"]})
+            continue
         out.append({"category": "unresolved_error", "key": step["match"][0][:80],
                     "text": f"{step['tool']} {step['outcome']}: {step['detail']}",
                     "source": f"{command}\n{step['detail']}", "kind": step["outcome"],
@@ -284,8 +472,8 @@ def error_items(turns: list[dict]) -> list[dict]:
 
 def value_items(turns: list[dict], workspace: dict) -> list[dict]:
     """Values the work turned on: the branch and the worktree the log records at the boundary, a
-    commit or pull request the agent made, values the user gave, and values the agent wrote in its
-    own text and passed to a later tool call."""
+    commit or pull request the agent made, and values the user gave (a value the agent computed is
+    not found yet)."""
     out = []
     branch, folder = workspace.get("branch"), workspace.get("cwd")
     if branch and branch not in COMMON_BRANCHES:
@@ -317,7 +505,7 @@ def made_items(turns: list[dict]) -> list[dict]:
         if turn["role"] != "tool" or turn_outcome(turn) != "ok":
             continue
         command = call_command(arguments(call_of(turn)))
-        if "commit" in command:
+        if "commit" in command and not SCRATCH_REPO.search(command):
             for match in COMMIT_REPORT.finditer(turn["text"]):
                 # a pushed commit is work done; one not pushed is state the next agent needs
                 if not any(p >= t for p in pushes):
@@ -347,7 +535,12 @@ def decision_items(turns: list[dict]) -> list[dict]:
                             "others": [o for o in offered if o not in chosen]})
         elif turn["role"] == "assistant" and turn["text"]:
             for sentence in state_units(turn["text"]):
-                if FINDING.search(sentence) and terms(sentence):
+                found = FINDING.search(sentence)
+                # a finding says what it found: a few words after "the issue is", not a state
+                # of the search ("The fix is complete.", "The issue is becoming clearer."), no
+                # question
+                if found and len(terms(sentence[found.end():])) >= FINDING_TERMS and \
+                        not sentence.rstrip().endswith("?"):
                     out.append({"category": "decision", "key": sentence[:80], "text": sentence,
                                 "source": sentence, "kind": "the agent's finding",
                                 "turn": t + 1, "others": []})
@@ -398,6 +591,13 @@ def invented_orders(items: list[dict], units: list[str], agreed: list[str] = ())
                         "turn": None, "status": "wrong",
                         "summary_sentence": mask_secrets(unit[:240])})
     return out
+
+
+def earlier_summary(turns: list[dict]) -> str:
+    """The previous compaction's summary the replaced history opens with, if any (its first
+    MAX_EARLIER characters): a later summary recounts the orders it gives, so they are no
+    invention."""
+    return next((turn["text"][:MAX_EARLIER] for turn in turns if turn.get("summary")), "")
 
 
 def summary_spellings(summary: str) -> set[str]:
@@ -462,7 +662,7 @@ def judge_words(item, summary, lower, units, spellings):
         return "kept", unit_with(units, key)
     summary_terms = terms(summary)
     if word_share(item["source"], summary_terms) >= KEPT_SHARE or \
-            word_share(item["key"], summary_terms) >= 0.8:
+            word_share(item["key"], summary_terms) >= KEY_SHARE:
         best = max(units, key=lambda u: len(terms(u) & terms(item["source"])), default=None)
         return "kept", best
     return "lost", None
@@ -470,23 +670,52 @@ def judge_words(item, summary, lower, units, spellings):
 
 def judge_instruction(item, summary, lower, units, spellings):
     """An instruction the summary states the opposite of is wrong (claims.contradicts)."""
+    if item["kind"] == "refusal":
+        return judge_refusal(item, summary, lower, units, spellings)
     if item["key"].lower() in lower:
         return "kept", unit_with(units, item["key"])        # quoted as the user gave it
     against = next((u for u in units if contradicts(u, item["source"][:MAX_TEXT])), None)
     if against and item.get("how") != "tool rejection":
         return "wrong", against
+    if item["kind"] == "directive":
+        return judge_sentence(item, lower, units)
     return judge_words(item, summary, lower, units, spellings)
+
+
+def judge_refusal(item, summary, lower, units, spellings):
+    """A call the user stopped is kept by a sentence that says so and names what it did."""
+    what = terms(item["key"]) | terms(item["source"][:200])
+    said = next((u for u in units if STOPPED.search(u) and terms(u) & what), None)
+    return ("kept", said) if said else ("lost", None)
 
 
 def judge_task(item, summary, lower, units, spellings):
     """An open task the summary reports done (a sentence that names it claims it was done) is
     wrong."""
+    if item["kind"] == "plan step":
+        return judge_sentence(item, lower, units)
     status, sentence = judge_words(item, summary, lower, units, spellings)
     if sentence and claim(sentence) and not says_not_done(sentence) and \
             re.search(r"\b(?:completed|done|finished)\b", sentence, re.I) and \
             not re.search(r"\b(?:pending|todo|next|remaining|in progress)\b", sentence, re.I):
         return "wrong", sentence
     return status, sentence
+
+
+def judge_sentence(item, lower, units):
+    """A plan's step or a request's directive kept where one sentence of the summary holds most of
+    its words (words spread over a long summary keep no single sentence)."""
+    if item["key"].lower() in lower:
+        return "kept", unit_with(units, item["key"])
+    head = terms(re.split(r" [—-]+ ", item["source"], maxsplit=1)[0])
+    best = max(units, key=lambda u: len(terms(u) & head), default=None)
+    if best and head and len(terms(best) & head) / len(head) >= KEPT_SHARE:
+        return "kept", best
+    # a user's sentence may be paraphrased over several of the summary's; a plan's step of a few
+    # words is in any long summary's vocabulary, so it is kept by one sentence only
+    if item["kind"] == "directive" and word_share(item["source"], terms(lower)) >= KEY_SHARE:
+        return "kept", best
+    return "lost", None
 
 
 def judge_error(item, summary, lower, units, spellings):
