@@ -121,6 +121,14 @@ class MissedFailuresTest(unittest.TestCase):
         self.assertEqual("ok", step_outcome(
             "Entered plan mode. You should now focus on exploring.\n\nIn plan mode, you should:\n"
             "1. Read", False, "EnterPlanMode", {}))
+        # issue 40: leaving plan mode with the user's approval is no denial; a refusal in it is
+        for tool in ("ExitPlanMode", "Bash"):
+            self.assertEqual("ok", step_outcome(
+                "User has approved exiting plan mode. You can now start coding. Start with updating "
+                "your todo list if applicable", False, tool, {"plan": "1. Fix the parser"}))
+        self.assertEqual("denied", step_outcome(
+            "Edits are not allowed in plan mode: the file was left as it is.", True, "Edit",
+            {"file_path": "a.py"}))
 
 
 class HandLabelledTest(unittest.TestCase):

@@ -56,8 +56,11 @@ DENIED = Alternatives([
                                                             r"\bturned off for this agent\b"),
     ((" by",), r"\b(?:blocked|denied|disallowed) by (?:the |your |a |this )?(?:\w+ "
                r")?(?:policy|hook|settings|sandbox|administrator|harness)"),
-    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|(?<!entered )\bplan mode\b|\bhook "
-     r"(?:blocked|denied|refused)"),
+    # plan mode refuses only where the message says so: "User has approved exiting plan mode" and
+    # "Entered plan mode" are the mode's own notices, no refusal
+    (("deny rule", "plan mode", "hook "), r"\bdeny rule\b|\bplan mode is (?:on|active|enabled)\b|"
+     r"\b(?:not (?:allowed|available|permitted)|disabled|blocked) (?:in|during|while in) plan "
+     r"mode\b|\bhook (?:blocked|denied|refused)"),
     (("declined", "denied"), r"\bapproval request [\w-]+ was declined\b|\bwas declined by\b|"
                              r"\bapproval (?:was )?(?:denied|declined)\b"),
     (("not run:", "not permitted by"), r"^not run:|\bnot permitted by (?:the "
