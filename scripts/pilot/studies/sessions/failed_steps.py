@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ...rules.spellings import normalize_value
-from ...rules.values import extract_values
+from ...rules.values import extract_values, folded
 
 
 # Denied: the user or the harness refused the call (permission not granted, a declined or rejected
@@ -27,8 +27,8 @@ class Alternatives:
     """A pattern written as its alternatives, each with the lower-case strings of which a text holds
     one wherever that alternative can match (None: no such string). search(text) says whether the
     whole pattern matches anywhere in text, as `pattern.search` would, running only the alternatives
-    whose strings an ASCII text holds (a text with other characters is searched with the whole
-    pattern: a letter such as the Kelvin sign matches `k`)."""
+    whose strings the text holds in lower case (outside ASCII with values.folded: a letter such as
+    the dotless i matches `i`)."""
 
     def __init__(self, alternatives: list[tuple[tuple[str, ...] | None, str]], flags: int):
         self.pattern = re.compile("|".join(alternative for _, alternative in alternatives), flags)
@@ -36,9 +36,7 @@ class Alternatives:
                              alternative in alternatives]
 
     def search(self, text: str) -> bool:
-        if not text.isascii():
-            return bool(self.pattern.search(text))
-        lower = text.lower()
+        lower = text.lower() if text.isascii() else folded(text)
         return any(pattern.search(text) for needs, pattern in self.alternatives
                    if needs is None or any(need in lower for need in needs))
 
