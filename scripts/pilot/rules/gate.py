@@ -337,11 +337,14 @@ def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) ->
     return (after[0] if after else pool[-1][1]), not current
 
 
-def check_state(state_text: str, ledger: dict, source: str | None = None) -> list[dict]:
+def check_state(state_text: str, ledger: dict, source: str | None = None,
+                values_from: list[str] | None = None) -> list[dict]:
     """Findings for one compacted state against a normalized ledger and its source transcript.
 
     Each finding: category (GATE_CATEGORIES), detail, the offending text, and whether it blocks
-    release."""
+    release. values_from: the texts of the source whose values a state's value is compared with
+    when the ledger names none (the audit: what the conversation wrote, not a tool's output); a
+    value written as is anywhere in the source is given too. None: the whole source."""
     findings: list[dict] = []
 
     def find(category: str, detail: str, text: str, blocking: bool = True, **about: Any) -> None:
@@ -469,8 +472,10 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         # a ledger that names no values leaves them to the source: a value the source never gives
         # that reads as one
         # it gives, changed, is a changed value
-        for value, instead in changed_values(text, source + "\n"
-                                             + "\n".join(ledger["accepted_instructions"])):
+        accepted = "\n".join(ledger["accepted_instructions"])
+        compared = [source + "\n" + accepted] if values_from is None else [*values_from, accepted]
+        for value, instead in changed_values(text, compared,
+                                             written_in=None if values_from is None else source):
             find("value", f"`{value.text}` is not in the source, which gives `{instead}`",
                  value.text,
                  value=value.text)
