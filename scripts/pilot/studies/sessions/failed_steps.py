@@ -8,6 +8,7 @@ session's length."""
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 from typing import Any
@@ -238,10 +239,15 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     status or body, a refusal by the system or a remote), or ok. Failure words in what a reading
     tool returned (a log that was read, a page, grep's hits, a file's numbered lines) are its
     content, not its outcome."""
-    text = result_text or ""
-    head = text[:20000]
-    reads = CONTENT_TOOLS.match(tool or "") or reading_command(call_command(arguments)) or \
-        call_command(arguments).strip() == "view"
+    return head_outcome((result_text or "")[:20000], bool(is_error), tool or "",
+                        call_command(arguments))
+
+
+# (a result is read by the ground truth and by the needed items alike)
+@functools.lru_cache(maxsize=2048)
+def head_outcome(head: str, is_error: bool, tool: str, command: str) -> str:
+    """step_outcome of a result's first 20,000 characters and its call's command."""
+    reads = CONTENT_TOOLS.match(tool) or reading_command(command) or command.strip() == "view"
     first = next((line for line in head.splitlines() if line.strip()), "")
     if DENIED.search(first if reads else without_content(head)):
         return "denied"
