@@ -98,9 +98,10 @@ MASK = "[masked]"
 
 
 # The letters outside ASCII that a pattern ignoring case reads as an ASCII letter, each as the
-# letter it reads as, where lower() does not make it that letter (the Kelvin sign's is `k`):
-# a text is looked at in lower case with these made ASCII too, so that no hint is missed
-# (tests/test_truth_regression.py finds every such letter)
+# letter it reads as, where lower() does not make them that letter alone (it makes the Kelvin sign
+# `k`, but the dotted capital I an `i` and a combining dot): a text is looked at in lower case with
+# these made ASCII first, so that no hint is missed (tests/test_truth_regression.py finds every
+# such letter)
 CASE_FOLDS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 
 
@@ -587,7 +588,7 @@ def _values_cached(text: str) -> tuple[Value, ...]:
 LONG_CACHED_CHARS = 200_000
 
 
-@functools.lru_cache(maxsize=512)                       # (at most 100 MB of texts, a few MB most)
+@functools.lru_cache(maxsize=512)                       # (at most 100 MB of texts)
 def _long_values_cached(text: str) -> tuple[Value, ...]:
     return _values(text)
 
