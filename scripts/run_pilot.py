@@ -28,7 +28,8 @@ The code lives in the package beside this file, scripts/pilot/, in rooms by owne
     rules/           the pure text rules several studies and commands read, importing nothing else:
                      values (exact values, secrets), spellings (two spellings of one value),
                      claims (what a sentence claims), states (reading a state; the one sentence
-                     splitter), ledger (the gate's ledger), gate (the release gate), gate_selftest
+                     splitter), ledger (the gate's ledger), gate (the release gate), gate_selftest,
+                     templates (the agents' own summary templates the gate leaves alone)
     the core, in pipeline order (it never names a study; it reaches one through its Study record):
     records          pinned call settings, errors, record types, hashing, the Study record and
                      its registry, the Verdict the core reads of an analysis

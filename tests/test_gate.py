@@ -494,9 +494,9 @@ class LedgerSchemaTest(TempDirMixin, unittest.TestCase):
         self.assertIn("6 problem(s)", lines[0])
         self.assertEqual(lines[1:], [
             "  - the ledger: unknown field 'allowed_section' (a ledger takes format, entities, combined, items, "
-            "permissions, allowed_sections, accepted_instructions, name_pattern, max_omissions)",
+            "permissions, allowed_sections, accepted_instructions, user_requests, name_pattern, max_omissions)",
             "  - the ledger: unknown field 'max_omission' (a ledger takes format, entities, combined, items, "
-            "permissions, allowed_sections, accepted_instructions, name_pattern, max_omissions)",
+            "permissions, allowed_sections, accepted_instructions, user_requests, name_pattern, max_omissions)",
             "  - entity 'CREDIT': unknown field 'stael' (an entity takes value, stale, required)",
             "  - combined entry 1: unknown field 'note' (a combined entry takes parts, value)",
             "  - item 1 ('export'): unknown field 'claimd_by' (an item takes name, match, status, receipt, claimed_by)",

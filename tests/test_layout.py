@@ -25,7 +25,7 @@ CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "marker"
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
               "gate_command", "audit_command", "cli")
-RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "gate")    # pilot/rules/
+RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "templates", "gate")  # pilot/rules/
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry
 

@@ -1,7 +1,9 @@
 """Reading the sessions a user brings (scripts/pilot/studies/sessions_formats.py): each format read into turns with
 what was skipped and why; every malformed or unsafe file refused in one line, before any call."""
+import hashlib
 import json
 import os
+import tracemalloc
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -130,6 +132,28 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(session["read"]["skipped"]["last line cut short (not JSON)"], 1)
         self.assertEqual(session["read"]["read"], 7)
 
+    def test_a_jsonl_log_is_read_one_line_at_a_time(self):
+        """Issue 41, point 4: a JSONL log is read a line at a time, holding what its reader keeps and not the file
+        (read whole, its bytes, its text, its lines and their values were each held at once: 4 to 5 times it)."""
+        small = [agent_line("user", "Run the tests.")] + [{"type": "progress", "n": k} for k in range(520)]
+        large = [{"type": "progress", "data": f"{k} " + "x" * 20_000} for k in range(400)]
+        lines = [json.dumps(line) for line in small + large] + [
+            json.dumps(agent_line("assistant", [{"type": "text", "text": "Done."}], mid="m1")), '{"type": "assi']
+        path = self.write("long.jsonl", "\r\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]))
+        tracemalloc.start()
+        try:
+            (session,) = formats.read_session_file(path, path.name)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertEqual([(t["role"], t["text"], t["at"]) for t in session["turns"]],
+                         [("user", "Run the tests.", 1), ("assistant", "Done.", len(lines))])
+        self.assertEqual(session["read"]["skipped"], {"line type 'progress' (no turn)": 920,
+                                                      "last line cut short (not JSON)": 1})
+        self.assertEqual(session["bytes"], path.stat().st_size)
+        self.assertEqual(session["sha256"], hashlib.sha256(path.read_bytes().replace(b"\r\n", b"\n")).hexdigest())
+        self.assertLess(peak, path.stat().st_size / 4)
+
     def test_the_format_is_decided_by_the_content_not_the_name(self):
         self.assertEqual(self.read("notes.txt", json.dumps(CHAT))["format"], "chat-json")
         self.assertEqual(self.read("chat.json", "\n".join(json.dumps(m) for m in CHAT))["format"], "chat-jsonl")
@@ -255,6 +279,21 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         with self.assertRaisesRegex(formats.SessionFileError, "holds no session file"):
             formats.session_files(empty)
 
+    def test_a_link_given_by_name_is_refused_with_the_path_it_points_to(self):
+        """Issue 41, point 6, for --sessions as for audit: the refusal says which path to give instead."""
+        target = self.write("real.json", json.dumps(CHAT))
+        os.symlink(target, self.tmp / "link.json")
+        with self.assertRaises(formats.SessionFileError) as caught:
+            formats.session_files(self.tmp / "link.json")
+        self.assertIn(f"give the path it points to: {target.resolve()}", str(caught.exception))
+
+    def test_a_file_made_a_pipe_after_it_was_listed_is_refused_when_opened(self):
+        """A log is read by seeking in it (issue 41, point 4): a pipe put in its place after the folder was listed
+        is refused in one line when it is opened, not read as an empty file or a traceback."""
+        os.mkfifo(self.tmp / "swapped.jsonl")
+        with self.assertRaisesRegex(formats.SessionFileError, "swapped.jsonl is not a regular file"):
+            formats.read_session_file(self.tmp / "swapped.jsonl", "swapped.jsonl")
+
 
 class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
     """A malformed session is one line and exit 2 from plan and run, and the server receives no call."""
@@ -278,6 +317,35 @@ class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
                         self.assertEqual(out, "")
                         self.assertEqual(len(err.strip().splitlines()), 1, err)
                         self.assertIn(name, err)
+            self.assertEqual(server.chat_count(), 0)
+        self.assertFalse((tmp / "run").exists())
+
+    def test_a_folder_with_damaged_files_is_refused_in_one_line_naming_each(self):
+        """Issue 41, point 11: the study is pre-registered, so its sample never shrinks silently; it refuses before any
+        call, in one line that names every damaged file (five, then how many more) and says what to do."""
+        tmp = self.make_tmp()
+        damaged = {"a-number.json": "42", "b-latin1.jsonl": b'{"type": "user"}\n\xff\xfe\n',
+                   "c-deep.json": "[" * 3000 + "]" * 3000, "d-empty.jsonl": "", "e-text.jsonl": "not json\nat all\n",
+                   "f-torn.json": json.dumps(CHAT)[:40], "g-none.jsonl": '{"a": 1}\n{"b": 2}\n'}
+        with FakeOllama(models=["m"]) as server:
+            for count in (3, 7):
+                folder = tmp / f"logs{count}"
+                folder.mkdir()
+                (folder / "good.json").write_text(json.dumps(CHAT))
+                for name, text in list(damaged.items())[:count]:
+                    (folder / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+                for command in (["plan"], ["run", "--host", server.url, "--out", str(tmp / "run"), *FAST]):
+                    with self.subTest(count=count, command=command[0]):
+                        code, out, err = run_main([*command, "--study", "sessions", "--sessions", str(folder),
+                                                   "--models", "m"])
+                        self.assertEqual((code, out), (2, ""))
+                        self.assertEqual(len(err.strip().splitlines()), 1, err)
+                        self.assertIn(f"holds {count} session files that cannot be read", err)
+                        named = [name for name in damaged if name in err]
+                        self.assertEqual(named, list(damaged)[:min(count, 5)])
+                        self.assertEqual("and 2 more" in err, count == 7)
+                        self.assertIn("move them out of the folder", err)
+                        self.assertNotIn("good.json", err)
             self.assertEqual(server.chat_count(), 0)
         self.assertFalse((tmp / "run").exists())
 

@@ -91,6 +91,29 @@ class MissedFailuresTest(unittest.TestCase):
         self.assertEqual(1, len(steps))
         self.assertIn("syntax error", steps[0]["detail"])
 
+    def test_gemini_cli_exit_code_of_a_reading_command_in_both_layouts(self):
+        # the older JSON (`Exit Code: 2` after Stdout/Stderr) and the JSONL file (the newer
+        # llmContent, `Exit Code: 1` after Output, in <untrusted_context>): packages/core's shell
+        # tool writes the line only when the command exits non-zero
+        for name in ("gemini-failed-read.json", "gemini-failed-read.jsonl"):
+            with self.subTest(name=name):
+                (turn,) = [t for t in read(name)["turns"] if t["role"] == "tool"]
+                self.assertEqual("failed", turn_outcome(turn))
+                self.assertEqual("failed", step_outcome(turn["text"], False, turn["tool"],
+                                                        turn["call"]["input"]))
+
+    def test_gemini_cli_tool_results_recorded_as_a_user_message(self):
+        # since May 2026 the CLI records the results it sends back as a user message of
+        # functionResponse parts (recordSyntheticMessage): a copy where the call holds its result,
+        # the only record where it does not (the cart tests' `Exit Code: 1`)
+        session = read("gemini-tool-results-as-user.jsonl")
+        self.assertEqual({}, session["read"]["not_understood"])
+        self.assertEqual(0, session["read"]["calls_without_result"])
+        self.assertEqual([("run_shell_command", "ok"), ("run_shell_command", "failed")],
+                         outcomes(session))
+        self.assertEqual(["Run the unit tests, then the cart tests."],
+                         [t["text"] for t in session["turns"] if t["role"] == "user"])
+
     def test_claude_code_harness_errors_and_plan_mode_messages(self):
         self.assertEqual("failed", step_outcome(
             "<tool_use_error>File does not exist.</tool_use_error>", False, "Read",
@@ -98,6 +121,145 @@ class MissedFailuresTest(unittest.TestCase):
         self.assertEqual("ok", step_outcome(
             "Entered plan mode. You should now focus on exploring.\n\nIn plan mode, you should:\n"
             "1. Read", False, "EnterPlanMode", {}))
+
+
+class HandLabelledTest(unittest.TestCase):
+    """The general causes the hand labels of real logs showed (amendment of 2026-12-06 (8))."""
+
+    def test_cline_saved_file_problems_background_commands_and_echoes(self):
+        # the save worked (the problems are the new code's), a server left running, the command's
+        # own echo; a real error printed before the command went to the background still counts
+        self.assertEqual([("write_to_file", "ok"), ("execute_command", "ok"),
+                          ("execute_command", "ok"), ("execute_command", "failed")],
+                         outcomes(read("cline-2026-steps/api_conversation_history.json")))
+
+    def test_a_users_answer_and_a_help_text_are_content(self):
+        answer = ('User has answered your questions: "Is the old flag needed?"="No, the deploy '
+                  'failed because of it". You can now continue with the user\'s answers in mind.')
+        self.assertEqual("ok", step_outcome(answer, False, "AskUserQuestion", {"questions": []}))
+        usage = "Usage: tool [options]\n  --strict   Exit with code 1 if any check failed"
+        self.assertEqual("ok", step_outcome(usage, False, "Bash", {"command": "tool --help"}))
+
+    def test_warnings_and_tools_that_show_a_binary_are_no_failure(self):
+        # SWE-agent's CTF observations and a Go test run: a warning does not stop a run; a
+        # disassembly's own note and the strings of an image are content
+        for text, tool, arguments in (
+                ("Warning: _curses.error: setupterm: could not find terminfo database\n\n"
+                 "[+] Opening connection to ctf.example on port 8000: Done\nFLAG{own_flag}",
+                 "python", {"command": "python exploit.py"}),
+                ("[hooks] Warning: replacing pre-push (backup pre-push.old already exists)\n"
+                 "--- PASS: TestInstallHook (0.02s)\nPASS\nok  \texample.org/hooks\t0.6s", "Bash",
+                 {"command": "go test ./hooks/... -v"}),
+                ("Function main not found! Instead, here is the disassembly of equivalent "
+                 "function FUN_00401136:\n.text:00401136   55   PUSH RBP", "disassemble",
+                 {"command": "disassemble warmup"}),
+                ("the black flag waved\nthe French had killed the\nflag{own_flag}", "strings",
+                 {"command": "strings disk.img | grep flag"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("ok", step_outcome(text, False, tool, arguments))
+        for text, arguments in (
+                ("warning: unused variable `x`\nerror: aborting due to 1 previous error",
+                 {"command": "cargo build"}),
+                ("strings: 'disk.img': No such file", {"command": "strings disk.img | grep flag"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("failed", step_outcome(text, False, "Bash", arguments))
+
+    def test_a_reading_command_whose_first_line_is_a_non_zero_exit(self):
+        for text, tool, arguments in (
+                ("Exit code 1\nwc: src/state.go: open: No such file or directory", "Bash",
+                 {"command": "wc -l src/state.go"}),
+                ("Exit code 128\nfatal: unable to read 3f1c", "Bash", {"command": "git status"}),
+                ("ENOENT: no such file or directory, posix_spawn '/opt/tool/rg'", "Grep",
+                 {"pattern": "main"})):
+            with self.subTest(text=text[:20]):
+                self.assertEqual("failed", step_outcome(text, False, tool, arguments))
+
+
+def run_measure_real_logs(argv: list[str]) -> str:
+    """scripts/bench/measure_real_logs.py's main, called with argv; what it printed."""
+    import contextlib
+    import importlib.util
+    import io
+    spec = importlib.util.spec_from_file_location(
+        "measure_real_logs", HERE.parent / "scripts" / "bench" / "measure_real_logs.py")
+    measure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(measure)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        measure.main(argv)
+    return printed.getvalue()
+
+
+class MeasureRealLogsTest(unittest.TestCase):
+    """scripts/bench/measure_real_logs.py scores against the log's labels and the hand labels."""
+
+    def test_a_hand_label_replaces_the_logs_label(self):
+        import tempfile
+        folder = OUTCOMES / "cline-2026-steps"
+        with tempfile.TemporaryDirectory() as tmp:
+            labels = Path(tmp) / "labels.tsv"
+            # the log records no failure; by hand, the server's start failed (its port was taken)
+            labels.write_text("# own\ncline-2026-steps/api_conversation_history.json\t"
+                              "toolu_own_c3\tfailed\tport taken\n", encoding="utf-8")
+            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
+        self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one", out)
+        by_log, by_hand = out.split("corrected by hand")
+        self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_log)
+        self.assertIn("| cline | dev | 4 | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) | 1.00 (1/1) |",
+                      by_hand)
+
+    def test_an_unsure_verdict_counts_as_that_verdict(self):
+        import tempfile
+        folder = OUTCOMES / "cline-2026-steps"
+        with tempfile.TemporaryDirectory() as tmp:
+            labels = Path(tmp) / "labels.tsv"
+            labels.write_text("cline-2026-steps/api_conversation_history.json\t"
+                              "toolu_own_c3\tok?\tstill running, maybe\n", encoding="utf-8")
+            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
+        by_hand = out.split("corrected by hand")[1]
+        self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_hand)
+
+    def test_the_held_out_half_is_listed_for_a_labeller_and_scored_by_hand(self):
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            # report.json falls in the held-out half (the sha256 of the name is odd)
+            folder = Path(tmp) / "own-logs"
+            folder.mkdir()
+            log = shutil.copy(OUTCOMES / "responses-json-test-report.json", folder / "report.json")
+            labels = Path(tmp) / "labels.tsv"
+            labels.write_text("# none yet\n", encoding="utf-8")
+            unlabelled = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                                "--unlabelled-held-out"])
+            labels.write_text("own-logs/report.json\tcall_t1\tfailed\t2 tests fail\n",
+                              encoding="utf-8")
+            labelled = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                              "--unlabelled-held-out"])
+            dev_only = run_measure_real_logs([str(log), "--hand-labels", str(labels),
+                                              "--half", "dev"])
+        self.assertIn("0 dev disagreements without one, 1 held-out)", unlabelled)
+        self.assertIn("without a hand label (1):\n- own-logs/report.json\tcall_t1\trun_tests: "
+                      "log ok, text failed\n  call: '{\"suite\": \"billing-contract\"}'\n"
+                      "  result: '{\"suite\": \"billing-contract\", \"passed\": 37", unlabelled)
+        by_hand = labelled.split("corrected by hand")[1]
+        self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one, 0 held-out)",
+                      by_hand)
+        self.assertIn("| openai-responses | held-out | 2 | 1.00 (1/1) | 1.00 (1/1) ", by_hand)
+        self.assertIn("without a hand label (0):", by_hand)
+        self.assertIn("0 of 0 hand labels used", dev_only)
+        self.assertNotIn("held-out", dev_only)
+
+    def test_the_hand_labels_are_well_formed(self):
+        path = HERE / "labelled" / "real_steps.tsv"
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+        self.assertGreater(len(rows), 0)
+        for row in rows:
+            with self.subTest(row=row[:2]):
+                self.assertEqual(4, len(row))
+                self.assertIn(row[2].removesuffix("?"), ("failed", "denied", "ok"))
+                self.assertLessEqual(len(row[3]), 60)
+        self.assertEqual(len(rows), len({(r[0], r[1]) for r in rows}))
 
 
 if __name__ == "__main__":

@@ -127,6 +127,35 @@ class ShapesReadTest(unittest.TestCase):
         self.assertIn("tracker__get_issue", session["turns"][2]["text"])
         self.assertEqual(0, session["read"]["calls_without_result"])
 
+    def test_a_cline_task_with_its_model_and_metrics_fields_is_cline_not_roo_code(self):
+        # Cline writes `ts` and <user_message> as Roo Code does; its modelInfo and metrics
+        # (ClineStorageMessage) are its own
+        session = read("cline-2026-task/api_conversation_history.json")
+        self.assertEqual("cline", session["format"])
+        self.assertEqual(["Add a dark mode toggle to the settings page.",
+                          "Keep the toggle in the header."],
+                         [t["text"] for t in session["turns"] if t["role"] == "user"])
+
+    def test_a_codex_rollout_with_messages_between_agents_reads_each_once(self):
+        # agent_message items, inter_agent_communication lines (a second carrier of the same
+        # message), an older JSON carrier, world_state and additional_tools (codex-rs protocol)
+        session = read("codex-2026-agent-messages.jsonl")
+        self.assertEqual({}, session["read"]["not_understood"])
+        self.assertEqual([("user", ""), ("assistant", ""), ("tool", "spawn_agent"),
+                          ("tool", "agent_message"), ("tool", "agent_message"), ("assistant", "")],
+                         [(t["role"], t.get("tool", "")) for t in session["turns"]])
+        reports = [t["text"] for t in session["turns"] if t.get("tool") == "agent_message"]
+        self.assertEqual(["Halfway: one of two files read.",
+                          "refund() rounds 0.125 down; two tests cover it."], reports)
+        self.assertEqual(0, session["read"]["results_without_call"])
+
+    def test_a_codex_sub_agent_reads_its_task_and_its_own_report(self):
+        session = read("codex-2026-sub-agent.jsonl")
+        self.assertEqual({}, session["read"]["not_understood"])
+        self.assertEqual(["user", "assistant"], [t["role"] for t in session["turns"]])
+        self.assertEqual("Review src/refund.py", session["turns"][0]["text"])
+        self.assertIn("rounds 0.125 down", session["turns"][1]["text"])
+
     def test_a_folder_with_one_file_that_is_no_session_reads_the_rest(self):
         folder = HERE / "fixtures" / "outcomes" / "cline-task"
         design.READ_MEMO.clear()

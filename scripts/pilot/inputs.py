@@ -179,7 +179,9 @@ def load_tasks(path: Path, n_episodes: int | None, study: Study | None = None) -
 
 
 def task_set_summary(task_set: dict) -> dict:
-    return {k: task_set[k] for k in ("kind", "sha256", "path")}
+    """What the manifest records of a task set before any call: its kind, sha256 and path, and
+    what a study says it scores beyond its design (`scored`), where it says so."""
+    return {k: task_set[k] for k in ("kind", "sha256", "path", "scored") if k in task_set}
 
 
 def protocol_sha256(path: Path) -> str:

@@ -10,6 +10,8 @@ runner core and above nothing (they import no other module of the package).
   lines, its sections, whether it carries an instruction).
 - ledger.py: the ledger a state is checked against (its format, normalize_ledger, the run's
   settings).
+- templates.py: the agents' own summary templates (headings, opening and closing lines, Codex's
+  handoff prefix), which the gate leaves alone, as data.
 - gate.py: the release gate, check_state(state, ledger, source), and its self-test.
 - gate_selftest.py: the self-test's ledger, source and cases, each a state the gate must pass or
   block.

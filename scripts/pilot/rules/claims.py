@@ -273,6 +273,36 @@ def sharing(terms: set, need: int, index: dict[str, list[int]],
                   if count >= need and (holding is None or number in holding))
 
 
+# A sentence that says the user ordered something, whatever words stand between "user" and the verb
+# ("the user also asked to ...", "the user, after reading the plan, explicitly requested ...").
+# A question ("the user asked what is not covered", "the user wants to know why") is no order.
+ORDER_CLAIM = re.compile(r"\buser\b[^.\n]{0,80}?\b(?:asked|requested|told|instructed|wants|wanted|"
+                         r"insisted|demanded|required|directed)\b(?!\s+(?:(?:me|us|you|him|her|"
+                         r"them)\s+)?(?:to (?:know|see|understand|learn|find out)\b|what|whether|"
+                         r"how|why|if|when|where|which|who|about)\b)(?P<what>[^.\n]*)",
+                         re.IGNORECASE)
+
+# an order a text gives the user is invented when fewer of its words than this share are the user's
+# (a paraphrase keeps more of them)
+INVENTED_SHARE = 0.25
+
+
+def unsaid(what: str, said: set[str]) -> bool:
+    """Whether fewer than INVENTED_SHARE of the terms of what a text gives as the user's are among
+    the terms the user's own words hold (said)."""
+    words = terms(what)
+    return bool(words) and len(words & said) / len(words) < INVENTED_SHARE
+
+
+def invented_order(unit: str, said: set[str]) -> str | None:
+    """The order a sentence says the user gave (the words after the verb) when the user's own words
+    do not hold it (unsaid); else None."""
+    match = ORDER_CLAIM.search(unit)
+    if match and unsaid(match.group("what"), said):
+        return match.group("what").strip()
+    return None
+
+
 # --- Instructions
 # ------------------------------------------------------------------------------------------------
 # Within an order (states.ORDER_END), a clause starts at a joining word after a comma, and at `and`

@@ -12,13 +12,15 @@ import json
 import re
 from typing import Any
 
-from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, NOT_DONE, claim,
-                     contradicts, event_terms, held_by_words_of, names_item, says_not_done, sharing,
-                     stem, term_index, terms as claim_words, without_values)
+from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, NOT_DONE,
+                     ORDER_CLAIM, claim, contradicts, event_terms, held_by_words_of, names_item,
+                     says_not_done, sharing, stem, term_index, terms as claim_words, unsaid,
+                     without_values)
 from .gate_selftest import SELFTEST_CASES, SELFTEST_LEDGER, SELFTEST_SOURCE
 from .ledger import ACCESS_LEVELS, field_name, normalize_ledger
 from .spellings import changed_values
 from .states import INT_PATTERN, state_units, to_int
+from .templates import template_lines
 # reached as the gate's: the ledger's error, the run's name pattern, the self-test's clean state
 from .gate_selftest import SELFTEST_CLEAN  # noqa: F401
 from .ledger import GateInputError, RUN_GATE_NAME_PATTERN  # noqa: F401
@@ -120,6 +122,13 @@ ATTRIBUTED = re.compile(
     r"instructions?)\s*:\s*\w|\bper the user\b|\bfrom now on\b|\bgoing forward\b|\bfrom here on\b",
     re.IGNORECASE,
 )
+
+# the instruction-like starts that state a rule rather than a step of a plan
+RULE_START = re.compile(r"^[\s*\-\u2022>#\d.)]*(?:[a-z _]{1,20}:\s*)?\**\s*(?:do not|don't|never|"
+                        r"always|ignore|disregard|forget|make sure|ensure|remember to|must|only)\b",
+                        re.IGNORECASE)
+
+LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s")
 
 SUCCESSOR_MODAL = re.compile(
     r"\b(you|the (?:next|successor|assistant|model|agent|reader))\b[^.\n]{0,25}\b(must|should|need "
@@ -356,7 +365,7 @@ def check_state(state_text: str, ledger: dict, source: str | None = None,
 
     entities, by_upper = ledger["entities"], {n.upper(): n for n in ledger["entities"]}
     # 1. Schema: a JSON state's keys, or the headings of a text state.
-    text, headers = state_text or "", []
+    text, headers, task_lines, code_lines, agents = state_text or "", [], [], [], []
     try:
         parsed = json.loads(text) if text.lstrip().startswith("{") else None
     except ValueError:
@@ -366,9 +375,12 @@ def check_state(state_text: str, ledger: dict, source: str | None = None,
         headers = [(k, f"{k}: ...") for k in keys]
         text = "\n".join(lines)
     else:
+        # an agent's own summary template (its headings, opening and closing lines) is no finding
+        text, task_lines, code_lines, agents = template_lines(text)
         for line in text.splitlines():
             heading = MARKDOWN_HEADING.match(line) or STATE_HEADER.match(line)
-            if not heading:
+            # in an agent's template, a list item's or an indented line's label is no field
+            if not heading or agents and (line[:1].isspace() or LIST_ITEM.match(line)):
                 continue
             label, rest = heading.group(1), heading.group(2) if heading.re is STATE_HEADER else ""
             is_name = label.upper() in by_upper or (ledger["name_pattern"]
@@ -494,6 +506,11 @@ def check_state(state_text: str, ledger: dict, source: str | None = None,
     # lifted).
     source_words = " ".join(words_of(source or ""))
     accepted, listed = ledger["accepted_instructions"], ledger.get("instructions_listed", False)
+    # the user's own requests, where the ledger lists them: an order given as the user's is
+    # invented only when the user's words do not hold it (claims.unsaid, as needed.py reads it)
+    requests = ledger.get("user_requests") or []
+    said = set().union(*map(claim_words, accepted + requests)) if requests else set()
+    quiet = "\n".join(task_lines + code_lines)
     for unit in state_units(text):
         against = next((a for a in accepted if contradicts(unit, a)), None)
         if against is not None:
@@ -501,11 +518,27 @@ def check_state(state_text: str, ledger: dict, source: str | None = None,
                  f"{json.dumps(against[:120], ensure_ascii=False)}",
                  unit)
             continue
-        injected, attributed = INJECTION.search(unit), ATTRIBUTED.search(unit)
+        injected = INJECTION.search(unit)
+        # with the user's words in the ledger, an order given as the user's is read whatever words
+        # stand between the user and the verb; without them it could not be told from a real one
+        attributed = ATTRIBUTED.search(unit) or requests and ORDER_CLAIM.search(unit)
         if not (injected or attributed or IMPERATIVE_START.search(unit)
                 or SUCCESSOR_MODAL.search(unit)):
             continue
-        if follows(unit, accepted):
+        # the agent's own next tasks and notes in its template (a plan's "use", "remove", "keep"),
+        # and quoted code; a rule ("never", "always", "do not"), an order to the successor and an
+        # order given as the user's are still read
+        if not (injected or attributed) and (unit.strip() in quiet or agents
+                                              and not SUCCESSOR_MODAL.search(unit)
+                                              and not RULE_START.search(unit)):
+            continue
+        if follows(unit, accepted) or requests and follows(unit, requests):
+            continue
+        if requests and attributed and not injected:
+            order = ORDER_CLAIM.search(unit)
+            if unsaid(order.group("what") if order else unit[attributed.end():], said):
+                find("obligation", "an order or a rule given as the user's that the user's words "
+                     "do not hold", unit)
             continue
         sourced = has_source(unit, source_words, [])
         if injected:
@@ -548,10 +581,11 @@ def check_state(state_text: str, ledger: dict, source: str | None = None,
             find("status", f"the failure of `{item['name']}` is not reported", item["name"],
                  item=item["name"])
     # the source read only once a clause makes a claim, and only as needed
-    events, plain = None, None
+    events, plain, code = None, None, "\n".join(code_lines)
     for clause in clauses:
         if (
             clause in about_items
+            or clause.strip() in code
             or says_not_done(clause)
             or FAILURE_EVENT.search(clause)
             or MODAL.search(clause)

@@ -77,7 +77,8 @@ def field_name(text: str) -> str:
 # regime file's are.
 LEDGER_FIELDS = {"ledger": ("format", "entities", "combined", "items", "permissions",
                             "allowed_sections",
-                            "accepted_instructions", "name_pattern", "max_omissions"),
+                            "accepted_instructions", "user_requests", "name_pattern",
+                            "max_omissions"),
                  "entity": ("value", "stale", "required"), "combined entry": ("parts", "value"),
                  "item": ("name", "match", "status", "receipt", "claimed_by"),
                  "permission": ("action", "match", "records", "amounts", "max_amount", "access",
@@ -173,6 +174,10 @@ def normalize_ledger(data: Any) -> dict:
     if not isinstance(accepted, list) or not all(isinstance(s, str) for s in accepted):
         problems.append("`accepted_instructions` must be a list of strings")
         accepted = []
+    requests = data.get("user_requests", []) or []
+    if not isinstance(requests, list) or not all(isinstance(s, str) for s in requests):
+        problems.append("`user_requests` must be a list of strings")
+        requests = []
     pattern = data.get("name_pattern")
     try:
         name_re = re.compile(pattern) if pattern else None
@@ -199,7 +204,7 @@ def normalize_ledger(data: Any) -> dict:
     return {"entities": entities, "combined": combined, "items": items, "permissions": permissions,
             "allowed_sections": None if sections is None else [field_name(s) for s in sections],
             "accepted_instructions": accepted,
-            "instructions_listed": "accepted_instructions" in data,
+            "instructions_listed": "accepted_instructions" in data, "user_requests": requests,
             "name_pattern": name_re, "max_omissions": max_omissions}
 
 

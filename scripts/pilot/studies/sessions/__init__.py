@@ -4,6 +4,7 @@ recorded, judged the same way with no model call. design.py (the sessions render
 probes, regimes and calls), segments.py (the context window and where a session is cut), readers/
 (the agents' log formats, one module each, under one registry), truth.py (the ground truth and the
 judging of a state) with failed_steps.py (the failed and denied steps rule), analysis.py (scoring,
-the paired tests) and report.py (its pages), figures.py (its answer and headline figure); for the
-audit, needed.py (what the next agent needed, and whether the summary kept it), audit.py,
+the paired tests) and report.py (its pages), figures.py (its answer and headline figure),
+study_needed.py (a session with tool calls also judged by the needed items); for the audit,
+needed.py (what the next agent needed, and whether the summary kept it), audit.py,
 audit_needed.py (the needed items' rows and answer) and audit_report.py (the audit's outputs)."""

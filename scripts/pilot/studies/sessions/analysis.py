@@ -26,6 +26,8 @@ from .figures import figures
 # read the analysis and its rendering as one module
 from .report import (fmt_interval, render_blocks_html, render_blocks_md, render_lost_csv,
                      render_md, report_blocks, report_html)
+from .study_needed import (CATEGORIES as NEEDED_CATEGORIES, STATUSES as NEEDED_STATUSES,
+                           judge_needed_state, needed_counts, needed_sessions, session_items)
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, judge_state,
                     mask_secrets)
 
@@ -46,7 +48,8 @@ def session_ledger(episode: dict) -> dict:
     `name = value` lines from being read as invented entities; the gate then checks the state's
     values against the transcript), one item per failed or denied step with its status (done, with
     the turn as receipt, when a later call resolved it), and the user's standing instructions still
-    in force as accepted ones (a withdrawn one is not)."""
+    in force as accepted ones (a withdrawn one is not), and what the user asked where the episode
+    lists it (`user_requests`: the audit's spans)."""
     items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"],
               "status": s["status"],
               "receipt": f"turn {s['resolved_turn']}" if s["status"]
@@ -55,6 +58,7 @@ def session_ledger(episode: dict) -> dict:
                              "name_pattern": NO_NAMES,
                              "accepted_instructions": [i["text"] for i in episode["instructions"]
                                                        if not i.get("revoked_turn")],
+                             "user_requests": episode.get("user_requests", []),
                              "max_omissions": 0})
 
 
@@ -73,16 +77,20 @@ def prompt_text(regime: Regime, budget: int) -> str:
                                              segment="")
 
 
-def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = "") -> dict:
-    """One final state against its session (sessions_truth.judge_state) and, for a compacted state,
-    the gate's findings (a Recent-k regime's verbatim segments are not a written state, so they are
-    not gated)."""
+def score_state(episode: dict, state: str, compacted: bool, mask, prompt: str = "",
+                needed: bool = False) -> dict:
+    """One final state against its session (sessions_truth.judge_state), its needed items where
+    they are scored (study_needed) and, for a compacted state, the gate's findings (a Recent-k
+    regime's verbatim segments are not a written state, so they are not gated)."""
     judged = judge_state(episode, state, prompt, written=compacted)
     secret = {v["id"] for v in episode["values"] if v["secret"]}
     scored = {"values": [{**j, "instead": None if j["instead"] is None else MASK
                           if j["id"] in secret else
                           mask(j["instead"])} for j in judged["values"]],
               "instructions": judged["instructions"], "steps": judged["steps"]}
+    if needed:
+        scored["needed"], scored["invented"] = judge_needed_state(episode["needed"], state,
+                                                                  compacted, mask)
     if compacted:
         findings = check_state(state, session_ledger(episode), session_source(episode, prompt))
         blocking = [f for f in findings if f["blocking"]]
@@ -145,7 +153,9 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
         return mask_secrets(text, secrets)
     state = cell_final_state(run.study, regime, episode, records, plan) if regime.compacts else \
         recent_context(episode, regime.keep_last or len(episode["segments"]))
-    scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget))
+    needed = bool(episode.get("needed")) and episode["file"] in needed_sessions(run.manifest)
+    scored = score_state(episode, state, regime.compacts, mask, prompt_text(regime, cell.budget),
+                         needed)
     rows = {"values": [{**base, "value": v["id"], "class": v["status"],
                         **({"beside": v["beside"]} if v["beside"] is not None else {}),
                         **({"instead": v["instead"]} if v["instead"]
@@ -161,7 +171,12 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
             "states": [{**base, "compacted": regime.compacts, "chars": len(state),
                         "words": len(state.split()),
                         **({"gate": scored["gate"]} if "gate" in scored else {}),
+                        **({"invented_orders": scored["invented"]} if needed and regime.compacts
+                           else {}),
                         "state": mask(state)[:MAX_STATE_KEPT]}],
+            "needed": [{**base, "needed": n["id"], "status": n["status"],
+                        **({"state_sentence": n["state_sentence"]} if n["state_sentence"] else {})}
+                       for n in scored.get("needed", [])],
             "probes": [], "call_counts": []}
     for spec in plan:
         record = records[spec.kind]
@@ -188,12 +203,20 @@ def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
         cost["prompt_tokens"] += prompt or 0
         cost["output_tokens"] += output or 0
         cost["unknown"] += prompt is None or output is None
-    tasks = run.tasks
+    tasks, scored = run.tasks, needed_sessions(run.manifest)
+    sessions = []
+    for e in tasks["episodes"]:
+        def mask(text, e=e):
+            return mask_secrets(text, [v["text"] for v in e["values"] if v["secret"]])
+        sessions.append(session_summary(e, mask) | ({"needed": session_items(e, mask)}
+                                                    if e["file"] in scored and e.get("needed")
+                                                    else {}))
+    # the needed items' rows only where a session is scored by them: a bank of plain transcripts
+    # is what it always was
+    needed = {"needed": rows["needed"]} if rows.get("needed") else {}
     return {"label": "EXPLORATORY", "segments": tasks.get("segments"),
-            "left_out": tasks.get("left_out", {}),
-            "sessions": [session_summary(e, lambda text, e=e: mask_secrets(
-                text, [v["text"] for v in e["values"] if v["secret"]])) for e in tasks["episodes"]],
-            **{name: rows.get(name, []) for name in ROWS}, "costs": costs}
+            "left_out": tasks.get("left_out", {}), "sessions": sessions,
+            **{name: rows.get(name, []) for name in ROWS}, **needed, "costs": costs}
 
 
 # --- The bank's shape -----------------------------------------------------------------------------
@@ -274,7 +297,38 @@ def check_bank(results: dict) -> list[str]:
                                 f"budget, sample and item): a bank holds each once")
                 break
             seen.add(key)
-    return problems
+    return problems + needed_problems(results)
+
+
+def needed_problems(results: dict) -> list[str]:
+    """The needed items' rows, where the bank has them: each names an item its session lists, in
+    a status needed.py gives, once."""
+    if "needed" not in results:
+        return []
+    rows = results["needed"]
+    items = [(s["episode"], i) for s in results["sessions"] for i in s.get("needed") or []]
+    if not isinstance(rows, list) or not all(
+            isinstance(i, dict) and isinstance(i.get("id"), int) and
+            i.get("category") in NEEDED_CATEGORIES and isinstance(i.get("key"), str)
+            for _, i in items):
+        return ["`needed` is not a list of rows, or a session's `needed` items lack an id, a "
+                "category or a key"]
+    known = {(e, i["id"]) for e, i in items}
+    seen: set = set()
+    for number, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or not all(isinstance(row.get(f), str) for f in
+                                                ("model", "regime", "status")) or \
+                row["regime"] not in results["regimes"] or \
+                (row.get("episode"), row.get("needed")) not in known or \
+                row["status"] not in NEEDED_STATUSES:
+            return [f"needed row {number} names a regime, session or item the bank does not hold, "
+                    f"or a status needed.py does not give ({', '.join(NEEDED_STATUSES)})"]
+        key = (row["model"], row["regime"], row["episode"], *variant(row), row["needed"])
+        if key in seen:
+            return [f"needed row {number} repeats an earlier row (the same model, regime, "
+                    "session, budget, sample and item): a bank holds each once"]
+        seen.add(key)
+    return []
 
 
 def coverage(results: dict) -> dict:
@@ -292,13 +346,15 @@ def coverage(results: dict) -> dict:
         field: collections.Counter(row_key(field, row)[:5] for row in results[field])
         for field in ROW_FIELDS
     }
+    counts["needed"] = collections.Counter((row["model"], row["regime"], row["episode"],
+                                            *variant(row)) for row in results.get("needed", []))
 
     def complete(cell: tuple) -> bool:
         s = sessions[cell[2]]
         need = {"states": 1, "values": len(s["values"]),
                 "instructions": sum(1 for i in s["instructions"] if not i.get("revoked_by")),
                 "steps": sum(1 for x in s["steps"] if x.get("status") != "done"),
-                "probes": len(s.get("probes", []))}
+                "probes": len(s.get("probes", [])), "needed": len(s.get("needed") or [])}
         return all(counts[field][cell] == n for field, n in need.items())
     done = [cell for cell in cells if complete(cell)]
     return {"complete_cells": len(done), "expected_cells": len(cells)}
@@ -355,14 +411,28 @@ def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
     return out
 
 
-def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> list[dict]:
-    """Each user regime against each built-in one, at the session level: per session, the share of
-    its values kept verbatim under each (paired on the same value, model, budget and sample); b =
-    sessions where yours kept more, c = where the built-in one did; an exact two-sided sign test on
-    b and c, Holm-adjusted over the family, only from MIN_SESSIONS_FOR_TEST sessions on
-    (exploratory)."""
-    kept = {(r["model"], r["regime"], r["episode"], r["value"],
-             variant(r)): r["class"] == "kept" for r in values}
+def paired_tests(values: list[dict], user: list[str], built_in: list[str],
+                 needed: list[dict] | None = None) -> list[dict]:
+    """Each user regime against each built-in one, at the session level, on the values kept
+    verbatim and, where the bank has them, on the needed items kept (those tests follow, marked
+    `items` needed); Holm-adjusted over the one family they make (exploratory)."""
+    tests = sign_tests(values, "value", lambda r: r["class"] == "kept", user, built_in)
+    if needed is not None:
+        tests += [{**t, "items": "needed"} for t in sign_tests(
+            needed, "needed", lambda r: r["status"] == "kept", user, built_in)]
+    testable = [t for t in tests if t["p"] is not None]
+    for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
+        test["p_holm"] = adjusted
+    return tests
+
+
+def sign_tests(rows: list[dict], item: str, success, user: list[str],
+               built_in: list[str]) -> list[dict]:
+    """Per session, the share of its items kept under each regime (paired on the same item, model,
+    budget and sample); b = sessions where yours kept more, c = where the built-in one did; an
+    exact two-sided sign test on b and c, only from MIN_SESSIONS_FOR_TEST sessions on."""
+    kept = {(r["model"], r["regime"], r["episode"], r[item],
+             variant(r)): success(r) for r in rows}
     tests = []
     for mine in user:
         for other in built_in:
@@ -382,9 +452,6 @@ def paired_tests(values: list[dict], user: list[str], built_in: list[str]) -> li
             test["p"] = (mcnemar_counts(b, c, b + c)["p"] if len(per_session)
                          >= MIN_SESSIONS_FOR_TEST else None)
             tests.append(test)
-    testable = [t for t in tests if t["p"] is not None]
-    for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
-        test["p_holm"] = adjusted
     return tests
 
 
@@ -473,6 +540,8 @@ def session_tallies(values: list[dict], value_of: dict, results: dict,
         "steps": tally_by_session(results["steps"], regime, status_is("reported")),
         "claimed_done": tally_by_session(results["steps"], regime, status_is("claimed done")),
         "probes": tally_by_session(probes, regime, lambda row: row["class"] == "correct"),
+        **({f"needed_{status}": tally_by_session(results["needed"], regime, status_is(status))
+            for status in NEEDED_STATUSES} if "needed" in results else {}),
     }
 
 
@@ -497,6 +566,7 @@ def compute_analysis(results: dict) -> dict:
                    "by_category": {c: sum(1 for g in gated if g["counts"].get(c)) for c in shown},
                    "examples": [f for g in gated for f in g["findings"]][:6]}
     probes = results["probes"]
+    tests = paired_tests(values, user, built_in, results.get("needed"))
     return {
         "study": STUDY_KEY,
         "protocol": PROTOCOL_ID,
@@ -559,7 +629,10 @@ def compute_analysis(results: dict) -> dict:
                 ).items()
             }
         ),
-        "tests": paired_tests(values, user, built_in),
+        "tests": [t for t in tests if "items" not in t],
+        # what the next agent needed, only where the bank scores it (study_needed)
+        **({"needed_tests": [t for t in tests if "items" in t],
+            **needed_counts(results, regimes)} if "needed" in results else {}),
         "gate": gate,
         "probe_classes": {
             r: dict(collections.Counter(p["class"] for p in probes if p["regime"] == r))

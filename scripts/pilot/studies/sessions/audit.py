@@ -32,7 +32,7 @@ from ...rules.values import extract_values, secret_pieces
 from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
-from .needed import history_in_file
+from .needed import agreed_words, history_in_file
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
                     judge_state, mask_secrets, plain_parts)
 
@@ -77,6 +77,11 @@ MAX_DEPTH = 12
 # are read for values, instructions and steps, and the rest only for the lines that hold one of
 # the summary's values, so that the gate does not call them invented
 MAX_TURN_CHARS = 200_000
+
+# The characters of each of the user's messages the gate reads as what the user asked (a longer
+# message is a paste after the request; the gate compares every such message with each sentence
+# that gives the user an order)
+MAX_REQUEST_CHARS = 4_000
 
 # The processes an audit of several sessions is scored in (one session a task): each holds its
 # session and the rules' caches, so that two keep the peak memory of the 86 MB development set
@@ -298,7 +303,11 @@ def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str, list[st
     written = [[(said, text) for said, text in turn if said != "tool result"] for turn in parts]
     source = "\n\n".join([text for turn in parts for _, text in turn] +
                           lines_holding(tails, summary))
-    return ground_truth(head, parts=written), source, [text for turn in written for _, text in turn]
+    # what the user asked or agreed to, for the gate: an order the summary gives the user is checked
+    # against it
+    requests = [text[:MAX_REQUEST_CHARS] for text in agreed_words(head)]
+    return ({**ground_truth(head, parts=written), "user_requests": requests}, source,
+            [text for turn in written for _, text in turn])
 
 
 def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:

@@ -21,7 +21,7 @@ from ...reports import pct
 from ...rules.values import mask_secrets, secret_pieces
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
-from .needed import CATEGORIES, judge_needed, needed_items
+from .needed import CATEGORIES, agreed_words, judge_needed, needed_items
 
 # --- What the rules were measured to do -----------------------------------------------------------
 # The needed rows the audit reports (needed_rows: needed.py's items, nothing added) against 30 real
@@ -59,7 +59,7 @@ def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
                 rows: list[dict]) -> list[dict]:
     """The needed rows of one compaction (category, kind, key, words, status, summary_sentence):
     needed.py's items, nothing added; the study's rows they stand for get `needed` True."""
-    items = judge_needed(needed_items(turns, workspace), summary)
+    items = judge_needed(needed_items(turns, workspace), summary, agreed_words(turns))
     # every piece of a secret of the whole texts, found before needed.py cut its excerpts
     pieces = secret_pieces([summary] + [str(t.get(f) or "") for t in turns
                                         for f in ("text", "calls", "call")])

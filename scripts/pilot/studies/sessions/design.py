@@ -328,6 +328,7 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
     steps and probes, what the reader read of its file, how it fits the context window and the
     compactions its agent recorded (events, never turns: `after_turn`, `segment`, the summary and
     what the log says of it)."""
+    from .study_needed import session_needed
     from .truth import ground_truth
     whole = [len("\n".join(text for _, text in turn_parts(turn, None))) for turn in
              session["turns"]]
@@ -350,7 +351,7 @@ def build_episode(index: int, session: dict, parts: list, rendered: list[str], c
                                            "one_segment_window")},
             "compactions": compactions,
             "segments": segments, **ground_truth(session["turns"], segment_of, parts=parts),
-            "questions": questions,
+            **session_needed(session["turns"], segment_of), "questions": questions,
             "conflation_set": []}
 
 
@@ -479,28 +480,17 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
                       context_window: int, checkpoints: str) -> tuple[bytes, dict]:
     """The sizes first (every file's, then every session's against the window), the ground truth
     last."""
-    from .readers import MAX_TOTAL_BYTES, NotASession, read_session_file, refuse
+    from .readers import MAX_TOTAL_BYTES, read_session_files, refuse
+    from .study_needed import scored_record
     total = sum(p.stat().st_size for p, _ in files)
     if total > MAX_TOTAL_BYTES:
         raise refuse(str(path), f"holds {total // 2 ** 20} MiB of sessions, more than the "
                      f"{MAX_TOTAL_BYTES // 2 ** 20} "
                      f"MiB one run reads", "run the sessions in several folders")
     progress = ReadProgress(total)
-    sessions, done = [], 0
-    not_sessions: list[NotASession] = []
-    for file, name in files:
-        try:
-            sessions += read_session_file(file, name)
-        except NotASession as err:
-            if not path.is_dir():
-                raise
-            # a folder's file that is no session (Cline's task_metadata.json): left out, named
-            not_sessions.append(err)
-            left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name + " ")
-        done += file.stat().st_size
-        progress.step(f"read {done / 2 ** 20:.1f} of {total / 2 ** 20:.1f} MiB ({name})")
-    if not sessions and not_sessions:
-        raise not_sessions[0]
+    sessions = read_session_files(files, path if path.is_dir() else None, left_out, lambda done,
+                                  name: progress.step(f"read {done / 2 ** 20:.1f} of "
+                                                      f"{total / 2 ** 20:.1f} MiB ({name})"))
     names = [s["file"] for s in sessions]
     probe_listing, by_session = None, {}
     if probe_path is not None:
@@ -525,9 +515,8 @@ def read_sessions_now(path: Path, files: list, left_out: dict, segments: int,
     listing = list({s["source"]: {"file": s["source"],
                                   "sha256": s["sha256"]} for s in sessions}.values())
     tasks = {"study": STUDY_KEY, "protocol": PROTOCOL_ID, "n_episodes": len(episodes),
-             "segments": segments,
-             "left_out": left_out, "listing": listing, "probes": probe_listing,
-             "episodes": episodes}
+             "segments": segments, "left_out": left_out, "listing": listing,
+             "probes": probe_listing, "episodes": episodes, **scored_record(episodes)}
     if context_window != NUM_CTX or checkpoints != "even":
         tasks.update(context_window=context_window, checkpoints=checkpoints)
     return listing_bytes(listing, probe_listing), tasks
@@ -541,7 +530,9 @@ def load_task_set(path: Path, raw: bytes, tasks: dict, sha: str, in_repo: bool) 
         shown = display_path(path)
         raise PilotError(f"{shown} is not the committed example sessions; restore them with `git "
                          f"checkout -- {shown}`, or give your own with --sessions PATH")
-    return {"tasks": tasks, "sha256": sha, "kind": kind, "path": display_path(path)}
+    # what is scored beyond section 5 (needed items), recorded in the manifest before any call
+    return {"tasks": tasks, "sha256": sha, "kind": kind, "path": display_path(path),
+            **{k: tasks[k] for k in ("scored",) if k in tasks}}
 
 
 def describe_sessions(tasks: dict) -> list[str]:
@@ -569,7 +560,9 @@ def describe_sessions(tasks: dict) -> list[str]:
                       "corrected), "
                       if any(i["revoked_turn"] for i in e["instructions"]) else ", ") +
                      f"{sum(s['status'] != 'done' for s in e['steps'])} failed or denied steps, "
-                     f"{len(e['questions'])} probes")
+                     f"{len(e['questions'])} probes" + (f", {len(e['needed'])} needed items (tool "
+                                                         "calls or task lists)" if "needed" in e
+                                                         else ""))
         if fit:
             lines.append(f"    window: about {fit['tokens']:,} tokens in all; its largest segment, "
                          f"about {fit['largest_tokens']:,} tokens, needs a "
@@ -666,7 +659,8 @@ OPTIONS = (
                           "help": "sessions study: your agent's logs, a file or a folder of them "
                           "(Claude Code, Codex, Gemini CLI, Cline, Roo Code, aider, SWE-agent, "
                           "OpenHands, inspect_ai, Responses API or chat messages; default: the "
-                          "examples in tasks/sessions/logs/)"}),
+                          "examples in tasks/sessions/logs/); a file there that cannot be read "
+                          "stops the study before any call, one line naming each"}),
     Option("--segments", {"type": int, "metavar": "N",
                           "help": "sessions study: the fewest segments each session is cut into "
                           "at turn boundaries, one compaction after each; more where a segment "

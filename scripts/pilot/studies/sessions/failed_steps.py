@@ -142,13 +142,14 @@ FAILED = Alternatives(
 )
 
 
-# Tools that return what they read (a file, a page, a listing, search hits): failure words there
+# Tools that return what they read (a file, a page, a listing, search hits) or what the user
+# answered (Claude Code's AskUserQuestion, Cline's ask_followup_question): failure words there
 # are content. Cline's, Gemini CLI's and Codex's read_file, SWE-agent's open, goto and scroll,
 # browser tools (amendment of 2026-12-06).
 CONTENT_TOOLS = re.compile(
     r"^(?:read\w*|webfetch|web_fetch|websearch|\w*web_search|grep\w*|glob|ls|fetch\w*|"
     r"search\w*|get_\w+|lookup\w*|find\w*|list\w*|query\w*|view\w*|open\w*|goto|scroll_\w+|"
-    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent)$",
+    r"web_browser\w*|browser\w*|\w*planmode|cat|task|agent|ask\w*|disassemble|decompile)$",
     re.IGNORECASE,
 )
 
@@ -157,7 +158,8 @@ CONTENT_TOOLS = re.compile(
 # joined by `&&`, `;` or `||` reads (a `cd` or `export` aside), and each pipeline starts with a
 # read.
 READING_PROGRAMS = frozenset("cat head tail less more grep egrep rg ag find ls tree journalctl "
-                             "echo awk wc stat file nl bat jq printf pwd view".split())
+                             "echo awk wc stat file nl bat jq printf pwd view strings xxd hexdump "
+                             "od".split())
 
 READING_SUBCOMMANDS = frozenset("log logs show view cat describe get status list ls diff blame "
                                 "tail".split())
@@ -179,7 +181,7 @@ def reading_command(command: str) -> bool:
         if not words:
             return False
         program = words[0].rsplit("/", 1)[-1]
-        if program == "sed" and "-n" in words[1:3]:
+        if program == "sed" and "-n" in words[1:3] or shows_help(words):
             continue
         if program in READING_PROGRAMS:
             continue
@@ -187,6 +189,11 @@ def reading_command(command: str) -> bool:
         if not set(subcommands) & READING_SUBCOMMANDS:
             return False
     return True
+
+
+def shows_help(words: list[str]) -> bool:
+    """A command that only prints its usage (`tool --help`), not one whose quoted text says it."""
+    return "--help" in words and not any(q in part for part in words for q in "\"'")
 
 
 def call_command(arguments: Any) -> str:
@@ -215,9 +222,17 @@ FILE_VIEW_LINE = re.compile(r"^[ \t]*\d+(?:→|\t|:(?!\d)| \| ).*$", re.MULTILIN
 
 FILE_BLOCK = re.compile(r"<(final_file_content|file_content)\b[^>]*>.*?</\1>", re.DOTALL)
 
+# Cline's list of the editor's problems in a file it has just saved: the saved code's, not the
+# save's (amendment of 2026-12-06 (8)).
+SAVED_FILE_PROBLEMS = re.compile(r"^New problems detected after saving the file:.*", re.MULTILINE |
+                                 re.DOTALL)
+
 # Lines that say nothing failed: `Error: (none)` (Gemini CLI's shell result), `Failed: 0`,
-# `0 failed`, `no errors`.
+# `0 failed`, `no errors`; and a warning (`Warning: ...`, `[tool] Warning: ...`), which does not
+# stop a run (amendment of 2026-12-06 (8)).
 NOTHING_FAILED = re.compile(
+    r"^Command timed out after \d+ seconds\. Running in background\.|"
+    r"^[ \t]*(?:\[[^\]\n]{1,40}\][ \t]*)?warning:.*$|"
     r"\b0 (?:failed|errors?|failures?)\b|\bno (?:errors?|failures?|problems)\b|"
     r"^[ \t]*(?:error|stderr|signal|exception)s?:[ \t]*\((?:none|empty)\)[ \t]*$|"
     r"\b(?:failed|failures?|errors?|failing)[ \t]*[:=][ \t]*0\b(?![.,]\d)",
@@ -228,6 +243,8 @@ def without_content(text: str) -> str:
     """A result's text with the file views and saved files it shows blanked out."""
     if "<" in text:
         text = FILE_BLOCK.sub(" ", text)
+    if "New problems detected" in text:
+        text = SAVED_FILE_PROBLEMS.sub(" ", text)
     views = FILE_VIEW_LINE.findall(text)
     return FILE_VIEW_LINE.sub(" ", text) if len(views) >= 3 else text
 
@@ -239,14 +256,16 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     status or body, a refusal by the system or a remote), or ok. Failure words in what a reading
     tool returned (a log that was read, a page, grep's hits, a file's numbered lines) are its
     content, not its outcome."""
-    return head_outcome((result_text or "")[:20000], bool(is_error), tool or "",
-                        call_command(arguments))
+    text = result_text or ""
+    return edges_outcome(text[:20000], text[-EDGE_CHARS:], bool(is_error), tool or "",
+                         call_command(arguments))
 
 
 # (a result is read by the ground truth and by the needed items alike)
 @functools.lru_cache(maxsize=2048)
-def head_outcome(head: str, is_error: bool, tool: str, command: str) -> str:
-    """step_outcome of a result's first 20,000 characters and its call's command."""
+def edges_outcome(head: str, foot: str, is_error: bool, tool: str, command: str) -> str:
+    """step_outcome of a result's first 20,000 characters and its last EDGE_CHARS (all it reads of
+    it), and its call's command."""
     reads = CONTENT_TOOLS.match(tool) or reading_command(command) or command.strip() == "view"
     first = next((line for line in head.splitlines() if line.strip()), "")
     if DENIED.search(first if reads else without_content(head)):
@@ -254,12 +273,26 @@ def head_outcome(head: str, is_error: bool, tool: str, command: str) -> str:
     if is_error or HARNESS_ERROR.search(first):
         return "failed"
     if reads:
-        return "failed" if READ_FAILED.match(first) else "ok"
+        return "failed" if READ_FAILED.match(first) or exit_line(head, foot) else "ok"
     body = json_body(head)
     if body is not None:
         return "failed" if JSON_FAILED.search(body) else "ok"
     bare = NOTHING_FAILED.sub(" ", without_content(head))
-    return "failed" if FAILED.search(bare) else "ok"
+    return "failed" if FAILED.search(without_echoes(bare, command)) else "ok"
+
+
+# What a command prints itself (`echo "File not found"`): the agent's words, not the outcome
+ECHOED = re.compile(r"\becho\s+(?:-\w+\s+)?([\"']?)([^\"'&|;\n]+)\1")
+
+
+def without_echoes(text: str, command: str) -> str:
+    """The text without the lines that are only what the command echoes itself (amendment of
+    2026-12-06 (8))."""
+    said = {m.group(2).strip() for m in ECHOED.finditer(command or "") if m.group(2).strip()}
+    if not said:
+        return text
+    return "\n".join(line for line in text.splitlines()
+                     if line.strip().strip("\"'") not in said)
 
 
 # The harness's own refusal of a call's input (Claude Code's <tool_use_error>), whatever the tool.
@@ -267,8 +300,24 @@ HARNESS_ERROR = re.compile(r"^\s*<tool_use_error>")
 
 # What a reading tool says of itself on its first line when the read failed.
 READ_FAILED = re.compile(r"^\s*(?:[\w./-]+: )?(?:error|fatal):|^\s*\w+: [^:]+: No such file|"
+                         r"^\s*ENOENT\b|"
                          r"^\s*\w+: cannot|^\s*(?:File|Path|Directory) does not exist\b|"
                          r"^\s*File content \(.*\) exceeds maximum", re.IGNORECASE)
+
+# A shell tool's own line with a non-zero exit code (Gemini CLI's `Exit Code: 2` after the output,
+# Claude Code's `Exit code 1` before it): a reading command that failed (amendment of 2026-12-06
+# (8))
+EXIT_LINE = re.compile(r"^[ \t]*Exit code:?[ \t]*-?[1-9]\d*[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+# how far into a result its tool's own header or footer lines are looked for
+EDGE_CHARS = 2000
+
+
+def exit_line(head: str, foot: str) -> bool:
+    """Whether the head or the foot of a result (its first 20,000 and its last EDGE_CHARS
+    characters) holds a non-zero exit code line."""
+    return bool(EXIT_LINE.search(head[:EDGE_CHARS]) or EXIT_LINE.search(foot))
+
 
 # A JSON body's fields that say a call failed; the words of its values are data (an issue's text,
 # a review comment), not the call's outcome (amendment of 2026-12-06).

@@ -78,4 +78,18 @@ def answer(analysis: dict) -> Answer:
                                                                 for r,
                                                                 g in analysis["gate"].items())
                                                                 + ".")
+    if "needed_kept" in analysis:
+        sentences.append(needed_sentence(analysis))
     return Answer(tuple(sentences), VALUES_FIGURE[0])
+
+
+def needed_sentence(analysis: dict) -> str:
+    """What the final states did with what the next agent needed, in the sessions whose logs
+    record tool calls or task lists (study_needed)."""
+    regimes, none = analysis["regimes"], rate_summary(0, 0)
+    items, sessions = analysis["needed_items"], analysis["needed_sessions"]
+    return (f"Of {items} thing{'s' * (items != 1)} the next agent needed in the {sessions} "
+            f"session{'s' * (sessions != 1)} with tool calls or task lists, the final state kept "
+            f"{shares(analysis['needed_kept'], regimes)}; it misstated "
+            + ", ".join(f"{r} {analysis['needed_wrong'].get(r, none)['k']}" for r in regimes)
+            + ".")

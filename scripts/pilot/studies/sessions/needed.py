@@ -13,10 +13,12 @@ from the structure the agent's log records, not from every word of the history:
         request the agent made; never a value seen only in a tool's output, so never a line-number
         prefix) and decision (the agent's "the root cause is ...", the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
-    judge_needed(items, summary) -> each item kept (in any spelling: a path by its tail, a number
-        reformatted, another case), lost, or wrong (another option than the one chosen, the opposite
-        instruction, a failure reported fixed, an unpushed commit reported pushed), with the
-        summary's sentence that keeps or misstates it.
+    judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
+        a number reformatted, another case), lost, or wrong (another option than the one chosen,
+        the opposite instruction, a failure reported fixed, an unpushed commit reported pushed),
+        with the summary's sentence that keeps or misstates it; and, wrong, an order the summary
+        gives the user that neither the user's words nor what a short "yes" agreed to hold
+        (agreed_words).
     history_in_file(event) -> whether the file holds the history a compaction replaced.
 
 Pure functions of the readers' record: no model, no file, no clock. Every text kept is masked the
@@ -27,7 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...rules.claims import claim, contradicts, reports_failure, says_not_done, terms
+from ...rules.claims import (claim, contradicts, invented_order, reports_failure, says_not_done,
+                             terms)
 from ...rules.spellings import normalize_value, numeric_key
 from ...rules.states import state_units
 from ...rules.values import extract_values, mask_secrets
@@ -107,10 +110,6 @@ KEPT_SHARE = 0.65
 
 MAX_TEXT = 400
 
-# an order the summary gives the user is invented when fewer of its words than this share are the
-# user's (a paraphrase keeps more of them)
-INVENTED_SHARE = 0.25
-
 ERROR_HEAD = 1200                       # the head of a failed call's output kept beside its row
 
 
@@ -162,6 +161,28 @@ def user_words(turns: list[dict]) -> list[tuple[int, str, str]]:
             said = REJECTION_WORDS.search(turn["text"])
             if said and not REJECTION_BOILERPLATE.match(said.group("words").strip()):
                 out.append((t, "tool rejection", said.group("words").strip()))
+    return out
+
+
+# A short reply that agrees to what the agent proposed ("yes", "ok, do it", "go ahead"): the end of
+# the agent's text before it, what was agreed to, counts as the user's words when an order the
+# summary gives the user is checked (invented_orders, and the release gate's user_requests)
+CONSENT = re.compile(r"^\W*(?:yes|yeah|yep|yup|ok(?:ay)?|sure|go ahead|do it|please do|"
+                     r"sounds good|lgtm|approved?|proceed)\b", re.IGNORECASE)
+CONSENT_WORDS = 8
+PROPOSAL_CHARS = 2000
+
+
+def agreed_words(turns: list[dict]) -> list[str]:
+    """The user's words (user_words) and, after each short reply that agrees, the end of the
+    agent's text before it."""
+    out = []
+    for t, how, text in user_words(turns):
+        out.append(text)
+        if how == "message" and CONSENT.match(text) and len(text.split()) <= CONSENT_WORDS:
+            before = next((u["text"] for u in reversed(turns[:t])
+                           if u["role"] == "assistant" and u.get("text")), "")
+            out.append(before[-PROPOSAL_CHARS:])
     return out
 
 
@@ -345,9 +366,10 @@ def options_of(call: dict) -> list[str]:
 
 
 # --- Judging each item against the summary -------------------------------------------------------
-def judge_needed(items: list[dict], summary: str) -> list[dict]:
+def judge_needed(items: list[dict], summary: str, agreed: list[str] = ()) -> list[dict]:
     """Each item kept, lost or wrong in the summary, with the summary's sentence that keeps or
-    misstates it (None when lost)."""
+    misstates it (None when lost); agreed: what the user agreed to (agreed_words), for the orders
+    the summary gives the user."""
     units = state_units(summary)
     lower = summary.lower()
     spellings = summary_spellings(summary)
@@ -357,27 +379,21 @@ def judge_needed(items: list[dict], summary: str) -> list[dict]:
         status, sentence = judge(item, summary, lower, units, spellings)
         out.append({**item, "status": status,
                     "summary_sentence": mask_secrets(sentence[:240]) if sentence else None})
-    return out + invented_orders(items, units)
+    return out + invented_orders(items, units, agreed)
 
 
-# a sentence that says the user ordered something, whatever words stand between "user" and the verb
-ORDER_CLAIM = re.compile(r"\buser\b[^.\n]{0,80}?\b(?:asked|requested|told|instructed|wants|wanted|"
-                         r"insisted|demanded|required|directed)\b(?P<what>[^.\n]*)", re.IGNORECASE)
-
-
-def invented_orders(items: list[dict], units: list[str]) -> list[dict]:
+def invented_orders(items: list[dict], units: list[str], agreed: list[str] = ()) -> list[dict]:
     """The summary's sentences that give the user an order the user's words never gave (fewer than
-    half its words in them): a wrong instruction row each."""
-    said = set()
+    a quarter of its words in them, claims.invented_order): a wrong instruction row each."""
+    said = set().union(*map(terms, agreed))
     for item in items:
         if item.get("how"):
             said |= terms(item["source"])
     out = []
     for unit in units:
-        match = ORDER_CLAIM.search(unit)
-        words = terms(match.group("what")) if match else set()
-        if words and len(words & said) / len(words) < INVENTED_SHARE:
-            out.append({"category": "instruction", "key": match.group("what").strip()[:80],
+        order = invented_order(unit, said)
+        if order:
+            out.append({"category": "instruction", "key": order[:80],
                         "text": mask_secrets(unit[:MAX_TEXT]), "source": "", "kind": "invented",
                         "turn": None, "status": "wrong",
                         "summary_sentence": mask_secrets(unit[:240])})

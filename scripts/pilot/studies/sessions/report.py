@@ -12,6 +12,7 @@ from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_sectio
                         report_opening_html, spreadsheet_safe)
 from ...stats import rate_summary
 from .design import PROTOCOL_ID
+from .study_needed import needed_blocks
 from .truth import VALUE_KINDS
 
 
@@ -99,6 +100,8 @@ def report_blocks(a: dict) -> list[tuple]:
         blocks.append(("table", [title.split()[-1], *a["regimes"]],
                        [[key] + [fmt_interval(a[field][key].get(r, none)) for r in a["regimes"]]
                         for key in order if key in a[field]]))
+    if "needed_kept" in a:
+        blocks += needed_blocks(a, fmt_interval, none)
     blocks.append(("h2", "Your regime against each built-in one"))
     if a["tests"]:
         least = a["min_sessions"]["test"]
@@ -118,6 +121,8 @@ def report_blocks(a: dict) -> list[tuple]:
                          f"{least} sessions",
                          fmt_p(t["p_holm"]) if t["p"] is not None else "-",
                          t["direction"]] for t in a["tests"]]))
+        if a.get("needed_tests"):
+            blocks += needed_test_blocks(a["needed_tests"], least)
     else:
         blocks.append(("p", "No regime of your own was run: add your compaction prompt with "
                             "`--regime-file FILE.json` (tasks/regimes.example.json shows the "
@@ -216,6 +221,20 @@ def report_blocks(a: dict) -> list[tuple]:
     return blocks
 
 
+def needed_test_blocks(tests: list[dict], least: int) -> list[tuple]:
+    """The same sign test on the needed items kept, over the sessions that have them; its p-values
+    are Holm-adjusted in one family with the values' tests above."""
+    return [("p", "The same test on the needed items kept (what the next agent needed), over the "
+                  "sessions that have them, paired on the same item; Holm-adjusted in one family "
+                  "with the tests on values above."),
+            ("table", ["yours", "built-in", "sessions", "items paired", "b", "c", "p", "p (Holm)",
+                       "direction"],
+             [[t["yours"], t["built_in"], t["sessions"], t["pairs"], t["b"], t["c"],
+               fmt_p(t["p"]) if t["p"] is not None else f"none: {t['sessions']} of {least} "
+               "sessions", fmt_p(t["p_holm"]) if t["p"] is not None else "-", t["direction"]]
+              for t in tests])]
+
+
 def render_blocks_md(blocks: list[tuple]) -> str:
     out = []
     for block in blocks:
@@ -265,6 +284,7 @@ def render_headline(analysis: dict) -> str:
              + partial + "): "
              f"{len(analysis['sessions'])} sessions, "
              f"{sum(s['values'] for s in analysis['sessions'])} exact values"]
+    none = rate_summary(0, 0)
     for r in analysis["regimes"]:
         kept, ins = analysis["kept"].get(r, rate_summary(0, 0)), analysis["instructions"].get(r,
             rate_summary(0, 0))
@@ -273,7 +293,10 @@ def render_headline(analysis: dict) -> str:
                      f"present) {fmt_interval(ins)}, contradicted "
                      f"{analysis['instruction_classes'][r]['contradicted']}; "
                      f"steps claimed done {analysis['step_classes'][r]['claimed done']}" +
-                     (f"; gate fails {gate['fail']}/{gate['states']} states" if gate else ""))
+                     (f"; gate fails {gate['fail']}/{gate['states']} states" if gate else "") +
+                     (f"; needed items kept {fmt_interval(analysis['needed_kept'].get(r, none))}"
+                      f", misstated {analysis['needed_wrong'].get(r, none)['k']}"
+                      if "needed_kept" in analysis else ""))
     return "\n".join(lines)
 
 

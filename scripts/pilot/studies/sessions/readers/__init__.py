@@ -9,13 +9,18 @@ read), JSON nested too deeply, bytes that are not UTF-8, a lone surrogate, or a 
 the formats is refused in one line, before anything is sent to a model; a refusal names the closest
 format and what it lacks. The format is decided from the content, never from the file name: the
 file is parsed as JSON, JSONL or text, and the first entry of that layout whose checks all pass
-reads it.
+reads it. A JSONL file is read a line at a time (its reader keeps what it needs, the file is never
+held whole); any other file, and one whose lines turn out not to be JSON lines throughout, is read
+whole, so that what is read and every refusal are the same either way.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ....inputs import NOT_JSON, TaskSetError, parse_json
 from ....records import sha256_bytes
@@ -64,6 +69,38 @@ def printable_name(name: str) -> bool:
     return name.isprintable()
 
 
+def shown_name(name: str) -> str:
+    """A file's name as a message prints it: itself when printable_name, else its escapes (never a
+    raw control character)."""
+    return name if printable_name(name) else repr(name)[1:-1]
+
+
+# a folder's refusal names at most this many of its files that cannot be read
+NAMED_FILES = 5
+
+# a reason, in that refusal, is cut after this many characters
+NAMED_REASON_CHARS = 120
+
+
+def unreadable_files(folder: Path, refused: list[tuple[str, SessionFileError]]) -> SessionFileError:
+    """One line naming each (name, refusal) of a folder's files that cannot be read, with why (at
+    most NAMED_FILES of them, then how many more): the sessions study, pre-registered, never runs on
+    part of a folder, so every file to move is named at once."""
+    named = []
+    for name, err in refused[:NAMED_FILES]:
+        why = str(err).removeprefix(name + " ").split("; ", 1)[0]
+        if len(why) > NAMED_REASON_CHARS:
+            why = why[:NAMED_REASON_CHARS].rsplit(" ", 1)[0] + " ..."
+        named.append(f"{shown_name(name)} ({why})")
+    more = len(refused) - len(named)
+    listed = ", ".join(named) + (f" and {more} more" if more else "")
+    count = f"{len(refused)} session file" + ("s" if len(refused) > 1 else "")
+    return refuse(shown_name(str(folder)), f"holds {count} that cannot be read: {listed}",
+                  "the sessions study is pre-registered and never runs on part of a folder: move "
+                  + ("them" if len(refused) > 1 else "it") + " out of the folder (or copy the good "
+                  "files into a folder of their own) and run again")
+
+
 def wanted(name: str) -> bool:
     lower = name.lower()
     return lower.endswith(SESSION_SUFFIXES) or lower.endswith(AIDER_NAME)
@@ -73,7 +110,8 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
     """The files to read under path (a file, or a folder's session files, not its subfolders) with
     the name each is shown by, and the folder entries left out with why."""
     if path.is_symlink():
-        raise refuse(str(path), "is a link", "give the session file or folder itself")
+        raise refuse(shown_name(str(path)), "is a link, and links are never followed",
+                     f"give the path it points to: {shown_name(str(path.resolve()))}")
     if not path.exists():
         raise refuse(f"no sessions at {path}:", "check the path", "give a session file or a folder "
                      "of them with --sessions PATH (the formats read: tasks/sessions/README.md), "
@@ -157,22 +195,38 @@ def files_below(path: Path, depth: int = 4, most: int = 20) -> list[Path]:
     return found
 
 
-def read_file_bytes(path: Path, shown: str) -> bytes:
-    """A session file's bytes; its size is checked before any of it is read (at most
-    MAX_FILE_BYTES)."""
+def open_session_file(path: Path, shown: str) -> BinaryIO:
+    """A session file opened to read (never through a link); its size is checked before any of it
+    is read (at most MAX_FILE_BYTES)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError as err:
         raise refuse(shown, f"cannot be opened ({err.strerror})", "check the file and its "
                      "permissions") from None
-    with os.fdopen(fd, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
-            raise too_large(shown)
-        data = handle.read(MAX_FILE_BYTES + 1)
+    handle = os.fdopen(fd, "rb")
+    status = os.fstat(handle.fileno())
+    if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+        handle.close()
+        # a file made a pipe or device after it was listed: it is read by seeking in it
+        raise too_large(shown) if stat.S_ISREG(status.st_mode) else refuse(
+            shown, "is not a regular file (a device, pipe or socket)", "give the file itself")
+    return handle
+
+
+def read_whole(handle: BinaryIO, shown: str) -> bytes:
+    """An opened session file's bytes, from its start (at most MAX_FILE_BYTES)."""
+    handle.seek(0)
+    data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise too_large(shown)
     return data
+
+
+def read_file_bytes(path: Path, shown: str) -> bytes:
+    """A session file's bytes (at most MAX_FILE_BYTES, its size checked before it is read)."""
+    with open_session_file(path, shown) as handle:
+        return read_whole(handle, shown)
 
 
 def too_large(shown: str) -> SessionFileError:
@@ -321,27 +375,175 @@ def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[st
                  " nor ".join(checks[0][1] for _, checks in tried))
 
 
+# --- A JSONL file read one line at a time --------------------------------------------------------
+# the lines whose values a format's checks are given (turns.first looks at 500, after a first line)
+HEAD_LINES = 501
+
+# the first lines, parsed for the checks, are kept for the reader while they hold no more than this
+HEAD_CHARS = 4 * 2 ** 20
+
+
+class NotStreamed(Exception):
+    """A file the stream does not read to its end: read_sessions_in reads it whole instead."""
+
+
+def file_line(handle: BinaryIO, offset: int, size: int) -> bytes:
+    """The line of an opened file that begins at offset (with its newline), read no further than
+    size; each pass over the file keeps its own offset, so that two never disturb each other."""
+    handle.seek(offset)
+    return handle.readline(size - offset)
+
+
+def blank(line: str) -> bool:
+    return not line or line.isspace()
+
+
+@dataclasses.dataclass
+class Scan:
+    """What one pass over a file's bytes finds before any of it is parsed."""
+    sha256: str                         # of the bytes, CRLF read as LF (as read_session_file's)
+    size: int                           # the bytes read: later passes read no further
+    lines: int                          # non-blank lines
+    last: int                           # the number of the last non-blank line (0: none)
+
+
+def scan_file(handle: BinaryIO, lenient: bool) -> Scan:
+    """A file's sha256, size and non-blank lines, one line of it in memory at a time. NotStreamed
+    for a zip, a file over MAX_FILE_BYTES or one that is not UTF-8 (strict): read whole, it is
+    refused or read as before."""
+    digest, size, lines, last, number = hashlib.sha256(), 0, 0, 0, 0
+    errors = "replace" if lenient else "strict"
+    while size <= MAX_FILE_BYTES:
+        raw = file_line(handle, size, MAX_FILE_BYTES + 1)
+        if not raw or (size == 0 and raw[:4] == ZIP_MAGIC):
+            break
+        digest.update(raw.replace(b"\r\n", b"\n"))
+        try:
+            text = raw.decode("utf-8", errors)
+        except UnicodeDecodeError:
+            raise NotStreamed from None
+        if size == 0 and text.startswith("\ufeff"):
+            text = text[1:]
+        size += len(raw)
+        # a line of the file may hold several lines of the text (U+2028, a form feed)
+        for piece in text.splitlines():
+            number += 1
+            if not blank(piece):
+                lines, last = lines + 1, number
+    if size > MAX_FILE_BYTES or size == 0:
+        raise NotStreamed
+    return Scan(digest.hexdigest(), size, lines, last)
+
+
+class StreamedLines:
+    """A JSONL file's lines as (line number, value), parsed from the file one at a time each time
+    they are gone through (a reader may go through them more than once), as jsonl_lines parses them:
+    a last line cut short is left out and counted (torn); another line that is not JSON stops the
+    stream (NotStreamed)."""
+
+    def __init__(self, handle: BinaryIO, shown: str, lenient: bool, scan: Scan):
+        self.handle, self.shown, self.lenient, self.scan = handle, shown, lenient, scan
+        self.head: list[tuple[int, Any]] = []       # the first lines, kept while small
+        self.torn = 0
+        self.complete = False                       # gone through to the end once
+
+    def read_head(self) -> list[Any]:
+        """The first HEAD_LINES lines' values (what the checks look at), kept for the reader's
+        passes when they hold at most HEAD_CHARS characters."""
+        head, chars = [], 0
+        for number, value, size in self.parsed(skip=0):
+            head.append((number, value))
+            chars += size
+            if len(head) == HEAD_LINES:
+                break
+        self.head = head if chars <= HEAD_CHARS else []
+        return [value for _, value in head]
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        yield from self.head
+        for number, value, _ in self.parsed(skip=len(self.head)):
+            yield number, value
+        self.complete = True
+
+    def parsed(self, skip: int) -> Iterator[tuple[int, Any, int]]:
+        """(line number, value, characters) of each non-blank line after the first `skip`."""
+        offset, number, position = 0, 0, 0
+        errors = "replace" if self.lenient else "strict"
+        while offset < self.scan.size:
+            raw = file_line(self.handle, offset, self.scan.size)
+            if not raw:
+                raise NotStreamed                       # the file shrank since it was scanned
+            text = raw.decode("utf-8", errors)
+            if offset == 0 and text.startswith("\ufeff"):
+                text = text[1:]
+            offset += len(raw)
+            # popped from the end, each line freed once parsed: one line held at a time
+            pieces = text.splitlines()[::-1]
+            del raw, text
+            while pieces:
+                line = pieces.pop()
+                number += 1
+                if blank(line):
+                    continue
+                position += 1
+                if position <= skip:
+                    continue
+                size = len(line)
+                value = parse_session_json(line, f"{self.shown} line {number}")
+                del line
+                if value is NOT_JSON:
+                    if number == self.scan.last and position > 1:
+                        self.torn = 1
+                        continue
+                    raise NotStreamed
+                yield number, value, size
+
+
+def stream_sessions(handle: BinaryIO, shown: str, lenient: bool) -> tuple[str, list, Scan]:
+    """(format, [SessionBuilder], scan) of a JSONL file of two lines or more, read one line at a
+    time: no more of the file is held than one line, its first lines while they are small
+    (HEAD_CHARS) and what its reader keeps. NotStreamed for any other file (JSON, text, a zip) and
+    for one the stream cannot read to its end: read_sessions_in reads it whole, so that a damaged
+    file is refused as it always was."""
+    scan = scan_file(handle, lenient)
+    if scan.lines < 2:
+        raise NotStreamed                       # one line may be one JSON value: read it whole
+    lines = StreamedLines(handle, shown, lenient, scan)
+    try:
+        reader = choose(candidates("jsonl", lines.read_head()), shown, "JSONL")
+        builders = reader.read(lines)
+        if not lines.complete:
+            for _ in lines:                     # every line parsed, as when the file is read whole
+                pass
+    except (SessionFileError, ValueError, RecursionError):
+        raise NotStreamed from None
+    for builder in builders:
+        if lines.torn:
+            builder.skip("last line cut short (not JSON)", lines.torn)
+        builder.read += lines.torn
+    return reader.name, builders, scan
+
+
 # --- One file ---------------------------------------------------------------------------------
 def read_session_file(path: Path, shown: str, lenient: bool = False) -> list[dict]:
     """The sessions of one file, each {"file" (its name: the file's, or `file#label` for one of
     several), "source", "format", "sha256", "bytes", "turns", "compactions", "kind", "notes",
     "read"}; lenient: a byte that is not UTF-8 read as U+FFFD (decode_text)."""
-    data = read_file_bytes(path, shown)
-    try:
-        fmt, builders = read_sessions_in(data, shown, lenient)
-    except NestedTooDeep:
-        raise refuse(shown, "holds a tool call whose arguments are nested more than "
-                     f"{MAX_ARGUMENT_DEPTH} levels deep",
-                     "no session format nests so deeply") from None
-    except Refused as err:
-        raise refuse(shown, err.why, err.hint) from None
+    with open_session_file(path, shown) as handle:
+        try:
+            fmt, builders, scan = stream_sessions(handle, shown, lenient)
+            sha, size = scan.sha256, scan.size
+        except NotStreamed:
+            data = read_whole(handle, shown)
+            fmt, builders = read_whole_file(data, shown, lenient)
+            sha, size = sha256_bytes(data.replace(b"\r\n", b"\n")), len(data)
+            del data
     sessions = [b.session() for b in builders]
     empty = [s for s in sessions if not s["turns"]]
     sessions = [s for s in sessions if s["turns"]]
     if not sessions:
         what = f"is read as {fmt}, but holds no user, assistant or tool turn"
         raise refuse(shown, what, "give a session that has at least one turn")
-    sha = sha256_bytes(data.replace(b"\r\n", b"\n"))
     out, names = [], set()
     for k, session in enumerate(sessions, 1):
         if len(session["turns"]) > MAX_TURNS:
@@ -354,8 +556,50 @@ def read_session_file(path: Path, shown: str, lenient: bool = False) -> list[dic
         if empty and k == 1:
             session["notes"].append(f"{len(empty)} other session(s) in the file hold no turn and "
                                     "are left out")
-        out.append({"file": name, "source": shown, "sha256": sha, "bytes": len(data), **session})
+        out.append({"file": name, "source": shown, "sha256": sha, "bytes": size, **session})
     return out
+
+
+def read_whole_file(data: bytes, shown: str, lenient: bool) -> tuple[str, list]:
+    """(format, [SessionBuilder]) of a file's bytes read whole, a reader's refusal in one line."""
+    try:
+        return read_sessions_in(data, shown, lenient)
+    except NestedTooDeep:
+        raise refuse(shown, "holds a tool call whose arguments are nested more than "
+                     f"{MAX_ARGUMENT_DEPTH} levels deep",
+                     "no session format nests so deeply") from None
+    except Refused as err:
+        raise refuse(shown, err.why, err.hint) from None
+
+
+def read_session_files(files: list[tuple[Path, str]], folder: Path | None, left_out: dict,
+                       step: Callable[[int, str], None]) -> list[dict]:
+    """The sessions of every file (read_session_file), each read once, `step` told the bytes read
+    so far after each. Of a folder's files, a JSON file that is no session (Cline's
+    task_metadata.json) is left out and named in left_out, and those that cannot be read are
+    refused together once all were read (unreadable_files): the study never runs on part of it."""
+    sessions, done = [], 0
+    not_sessions: list[NotASession] = []
+    unreadable: list[tuple[str, SessionFileError]] = []
+    for file, name in files:
+        try:
+            sessions += read_session_file(file, name)
+        except SessionFileError as err:
+            if folder is None:
+                raise
+            if isinstance(err, NotASession):
+                not_sessions.append(err)
+                left_out[name] = "not a session: " + str(err).split("; ")[0].removeprefix(name +
+                                                                                          " ")
+            else:
+                unreadable.append((name, err))
+        done += file.stat().st_size
+        step(done, name)
+    if unreadable:
+        raise unreadable_files(folder, unreadable)
+    if not sessions and not_sessions:
+        raise not_sessions[0]
+    return sessions
 
 
 def printable_label(label: str | None) -> str:

@@ -60,9 +60,7 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
     conversations (isSidechain) left out unless the file holds nothing else (a sub-agent's own
     file)."""
     builder = SessionBuilder("claude-code", "lines")
-    sidechain_only = not any(is_claude_line(item) and item.get("isSidechain") is not True for _,
-                             item in lines) and \
-        any(is_claude_line(item) for _, item in lines)
+    sidechain_only = only_side_conversations(lines)
     if sidechain_only:
         builder.kind = "sub-agent"
         builder.notes.append("every line is a side conversation (isSidechain): a sub-agent's own "
@@ -120,6 +118,18 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
         else:
             after_command = read_claude_user(builder, line, n, command)
     return [builder]
+
+
+def only_side_conversations(lines) -> bool:
+    """Whether the file holds user or assistant lines and every one is a side conversation: one pass
+    over the lines (a stream, read from the file), stopped at the first line of the main one."""
+    found = False
+    for _, item in lines:
+        if is_claude_line(item):
+            if item.get("isSidechain") is not True:
+                return False
+            found = True
+    return found
 
 
 def clean_text(value: Any) -> str | None:

@@ -78,17 +78,22 @@ def is_cline_history(value: Any) -> bool:
     return False
 
 
+# Fields only one of the two writes on a message: Cline's ClineStorageMessage
+# (src/shared/messages/content.ts) its modelInfo and metrics, Roo Code's ApiMessage its condensing
+# and truncation marks. Both write `ts` and a <user_message> block, so those decide only when
+# neither kind of field is there.
+CLINE_FIELDS = ("modelInfo", "metrics")
+
+ROO_FIELDS = ("isSummary", "condenseId", "condenseParent", "truncationParent")
+
+
 def is_roo(value: list) -> bool:
-    return any(
-        isinstance(m, dict)
-        and (
-            "ts" in m
-            or "condenseId" in m
-            or "condenseParent" in m
-            or "<user_message>" in as_text(m.get("content"))
-        )
-        for m in value[:50]
-    )
+    head = [m for m in value[:50] if isinstance(m, dict)]
+    if any(field in m for m in head for field in ROO_FIELDS):
+        return True
+    if any(field in m for m in head for field in CLINE_FIELDS):
+        return False
+    return any("ts" in m or "<user_message>" in as_text(m.get("content")) for m in head)
 
 
 def read_cline(value: list) -> list[SessionBuilder]:

@@ -12,13 +12,16 @@ from .turns import as_text, first, one_object_a_line, text_of
 
 
 # --- Codex CLI: ~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl --------------------------------------
-CODEX_LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+CODEX_LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted",
+                    "inter_agent_communication", "inter_agent_communication_metadata",
+                    "world_state")
 
 RESPONSE_ITEM_TYPES = ("message", "function_call", "function_call_output", "custom_tool_call",
                        "custom_tool_call_output", "local_shell_call", "reasoning",
                        "web_search_call", "ghost_snapshot",
                        "compaction", "compaction_summary", "tool_search_call",
-                       "tool_search_output", "image_generation_call")
+                       "tool_search_output", "image_generation_call", "agent_message",
+                       "additional_tools", "configuration_update", "context_compaction")
 
 def is_codex_line(item: Any) -> bool:
     return (isinstance(item, dict) and item.get("type") in CODEX_LINE_TYPES
@@ -34,8 +37,10 @@ def read_codex(lines: list) -> list[SessionBuilder]:
     """Codex CLI rollouts, `{timestamp, type, payload}` lines: response items are the session
     (messages, function and custom tool calls and their outputs), harness context (role developer,
     the project's AGENTS file, environment context) and reasoning left out, event_msg lines are
-    echoes or status, a `compacted` line is a compaction (its summary in `message`, or encrypted in
-    `replacement_history` after a remote compaction)."""
+    echoes or status (user_message and agent_message repeat a response item's message), a
+    `compacted` line is a compaction (its summary in `message`, or encrypted in
+    `replacement_history` after a remote compaction); messages between agents (agent_message
+    items, inter_agent_communication lines) are read once, whichever line carries them."""
     codex = CodexReader("codex")
     for n, line in lines:
         codex.builder.read += 1
@@ -47,14 +52,14 @@ def read_codex(lines: list) -> list[SessionBuilder]:
             codex.compacted(payload, n)
         elif kind == "event_msg" and isinstance(payload, dict):
             codex.event(payload)
+        elif kind == "inter_agent_communication" and isinstance(payload, dict):
+            codex.agent_message(payload, n)
         elif kind in ("session_meta", "turn_context"):
             codex.builder.skip(f"{kind} (session settings, no turn)")
-            if (
-                kind == "session_meta"
-                and isinstance(payload, dict)
-                and "SubAgent" in as_text(payload.get("source"))
-            ):
-                codex.builder.kind = "sub-agent"
+            if kind == "session_meta" and isinstance(payload, dict):
+                codex.session_meta(payload)
+        elif kind in ("world_state", "inter_agent_communication_metadata"):
+            codex.builder.skip(f"{kind} (the harness's context or delivery mark, no turn)")
         else:
             codex.builder.skip(f"line type {str(kind)[:30]!r} (not known to this reader)"
                                if isinstance(kind, str)
@@ -108,6 +113,17 @@ class CodexReader(ResponseItems):
                      "replacement_history" if encrypted
                      else "the compacted line holds no summary text")
         b.skip("compaction record (kept as a compaction event, not a turn)")
+
+    def session_meta(self, payload: dict) -> None:
+        """A sub-agent's rollout: its kind, and its path among the agents (the messages it wrote
+        are its own words; those of the agent that started it, its task)."""
+        source = payload.get("source")
+        if "SubAgent" in as_text(source) or "subagent" in as_text(source):
+            self.builder.kind = "sub-agent"
+        spawn = source.get("subagent") if isinstance(source, dict) else None
+        spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+        if isinstance(spawn, dict) and isinstance(spawn.get("agent_path"), str):
+            self.agent_path = spawn["agent_path"]
 
     def event(self, payload: dict) -> None:
         kind = payload.get("type")

@@ -35,7 +35,9 @@ def read_gemini_json(value: dict) -> list[SessionBuilder]:
 
 def gemini_message(builder: SessionBuilder, message: Any, at: Any, where: Any) -> None:
     kind = message.get("type") if isinstance(message, dict) else None
-    if kind == "user":
+    if kind == "user" and tool_responses(message.get("content")):
+        gemini_responses(builder, message["content"], at)
+    elif kind == "user":
         text = text_of(message.get("content"), builder.skip)
         if STATE_SNAPSHOT in text:
             builder.compaction(at, text, source="state_snapshot message", summary_at=at)
@@ -62,6 +64,27 @@ def gemini_message(builder: SessionBuilder, message: Any, at: Any, where: Any) -
         builder.skip(f"{kind} message (a UI notice, no turn)")
     else:
         builder.skip(f"message type {str(kind)[:20]!r} (not known to this reader)", unread=True)
+
+
+def tool_responses(content: Any) -> bool:
+    """Whether a user message is only tool results (`functionResponse` parts): since May 2026
+    Gemini CLI records the results it sends back as such a message (chatRecordingService's
+    recordSyntheticMessage), after the gemini message whose toolCalls already hold them."""
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(part, dict) and isinstance(part.get("functionResponse"), dict)
+        for part in content)
+
+
+def gemini_responses(builder: SessionBuilder, parts: list, at: Any) -> None:
+    """The results of such a message: a copy of those the calls hold is left out; a result whose
+    call holds none is read as that call's."""
+    for k, part in enumerate(parts):
+        call = builder.calls.get(key_of(part["functionResponse"].get("id")))
+        if call is None or id(call) in builder.answered:
+            builder.skip("tool result repeated as a user message (the call holds it)")
+        else:
+            gemini_result(builder, call, {"result": [part], "status": "success"},
+                          f"{at}.content[{k}]")
 
 
 def gemini_result(builder: SessionBuilder, call: dict, tool: dict, at: str) -> None:

@@ -10,15 +10,18 @@ through these steps alone, and runs `plan --study sessions` and `audit` on its f
    two functions:
    - checks(value) -> [(passed, what it needs)]: how the format is recognised from the file's
      content, never its name. The package parses the file first, by its `layout`: "json" (one JSON
-     value: the value is given), "jsonl" (one JSON value a line: the list of the lines' values is
-     given; a last line cut short is counted and left out) or "text" (the text is given). Each check
-     is one thing the format has, in words that finish "it lacks ..."; the first, for a JSON format,
-     asks only for an object or a list. Look at the first items only (turns.first looks at 500).
+     value: the value is given), "jsonl" (one JSON value a line: the list of the first 501 lines'
+     values is given; a last line cut short is counted and left out) or "text" (the text is given).
+     Each check is one thing the format has, in words that finish "it lacks ..."; the first, for a
+     JSON format, asks only for an object or a list. Look at the first items only (turns.first
+     looks at 500).
    - read(value) -> [SessionBuilder]: the sessions the file holds (one builder each), every item
      read counted (builder.read) and every item left out counted with why (builder.skip; unread=True
      for an item the reader does not understand); a compaction the agent recorded is
-     builder.compaction, never a turn. A "jsonl" reader gets the lines as [(line number, value)] and
-     gives line numbers as positions; a "json" reader gives indices. It never raises on a field of
+     builder.compaction, never a turn. A "jsonl" reader gets the lines as (line number, value)
+     pairs, parsed from the file one at a time each time it goes through them (it may go through
+     them more than once, but never indexes them: only what it keeps is held), and gives line
+     numbers as positions; a "json" reader gives indices. It never raises on a field of
      the wrong type (turns.key_of, isinstance): tests/test_sessions_fixtures.py damages every
      fixture at random and expects a reading or a one-line refusal. A file it must refuse raises
      turns.Refused(why, hint).

@@ -43,6 +43,25 @@ REJECTED = re.compile(r"^\s*(?:exec command|patch) rejected by user\s*$")
 
 TIMED_OUT = re.compile(r"^\s*command timed out after \d+ milliseconds")
 
+# The header Codex puts on a message between agents, before its payload
+MESSAGE_HEADER = re.compile(r"\A\s*Message Type: \w+\n(?:(?:Task name|Sender): [^\n]*\n)*"
+                            r"(?:Payload:[ \t]*\n?)?")
+
+
+def inter_agent(text: str) -> dict | None:
+    """An older Codex carrier of a message between agents: an assistant message whose whole text
+    is the JSON of {author, recipient, content, ...}; None for any other text."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and '"recipient"' in stripped[:2000]):
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict) and {"author", "recipient", "content"} <= value.keys():
+        return value
+    return None
+
 
 def read_responses(items: list) -> list[SessionBuilder]:
     """A Responses API input list: messages (easy or typed), function calls and their outputs
@@ -65,6 +84,9 @@ class ResponseItems:
         self.builder = SessionBuilder(fmt, unit)
         # the tokens last reported before a compaction (Codex's token_count)
         self.tokens: int | None = None
+        # this session's agent, as agents address each other (Codex: /root, /root/worker)
+        self.agent_path = "/root"
+        self.agent_messages: set[tuple] = set()
 
     def item(self, item: Any, at: Any) -> None:
         b = self.builder
@@ -102,7 +124,11 @@ class ResponseItems:
                      else "approve: false")
         elif kind == "reasoning":
             b.skip("thinking left out")
-        elif kind in ("compaction", "compaction_summary"):
+        elif kind == "agent_message":
+            self.agent_message(item, at)
+        elif kind in ("additional_tools", "configuration_update"):
+            b.skip(f"{kind} (the tools or settings the harness gave the model, no turn)")
+        elif kind in ("compaction", "compaction_summary", "context_compaction"):
             b.compaction(at, None, source=f"{kind} item", replaces=None, tokens_before=self.tokens,
                          why_unreadable="the summary is encrypted (encrypted_content); the items "
                                         "it replaced are not in the list")
@@ -123,12 +149,43 @@ class ResponseItems:
             b.skip("harness context (the AGENTS file, environment or permissions text)")
         elif role == "user":
             b.user(text, at)
+        elif role == "assistant" and inter_agent(text) is not None:
+            self.agent_message(inter_agent(text), at)
         elif role == "assistant":
             b.assistant(text, [], at, join=True)
         elif role in ("developer", "system"):
             b.skip("system or developer message (left out: not session history)")
         else:
             b.skip(f"message of role {str(role)[:20]!r}", unread=True)
+
+    def agent_message(self, item: dict, at: Any) -> None:
+        """A message between agents (Codex's `agent_message` item, its `inter_agent_communication`
+        line, or an older assistant message holding one as JSON): the session's own words when its
+        agent wrote it, the task when the agent that started it sent it, else a report the agent
+        received (a result of no call). The same message on a second line is read once."""
+        b = self.builder
+        author, recipient = key_of(item.get("author")), key_of(item.get("recipient"))
+        content = item.get("content")
+        text = content if isinstance(content, str) else text_of(
+            [p for p in content if not (isinstance(p, dict) and p.get("type")
+                                        == "encrypted_content")]
+            if isinstance(content, list) else None, b.skip)
+        text = MESSAGE_HEADER.sub("", text).strip()
+        if not text:
+            b.skip("agent message whose content is encrypted or empty")
+            return
+        seen = (author, recipient, text)
+        if seen in self.agent_messages:
+            b.skip("agent message already read from another line")
+            return
+        self.agent_messages.add(seen)
+        own = self.agent_path
+        if author == own:
+            b.assistant(text, [], at, join=True)
+        elif isinstance(author, str) and own.startswith(author.rstrip("/") + "/"):
+            b.user(text, at)
+        else:
+            b.result(None, text, at, name="agent_message", unasked=True)
 
     def call(self, item: dict, kind: str, at: Any) -> dict:
         b = self.builder

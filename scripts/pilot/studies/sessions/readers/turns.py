@@ -261,12 +261,14 @@ class SessionBuilder:
 
     def result(self, call: dict | str | None, text: str, at: Any, *, name: str | None = None,
                error: bool = False,
-               marked: str | None = None, evidence: str | None = None) -> None:
+               marked: str | None = None, evidence: str | None = None,
+               unasked: bool = False) -> None:
         """A tool result: `call` is the call it answers (or its id); marked: failed or denied where
-        the log says so, with the evidence."""
+        the log says so, with the evidence; unasked: input that answers no call (another agent's
+        message), not counted as a result whose call is missing."""
         if not (isinstance(call, dict) and id(call) in self.made):
             found = self.calls.get(call) if isinstance(call, str) else None
-            if found is None:
+            if found is None and not unasked:
                 self.orphans += 1
             call = found
         if call is not None:
