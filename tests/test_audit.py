@@ -102,9 +102,31 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         second = [r for r in rows_of(out) if r["file"].endswith("claude-code-clean.jsonl") and r["compaction"] == "2"]
         self.assertEqual({r["trigger"] for r in second}, {"manual"})
         sentences = {r["source_sentence"] for r in second}
-        self.assertIn("12 passed in 0.84s", sentences)                      # a turn after the first summary
+        self.assertIn("All 12 tests pass.", sentences)                      # a turn after the first summary
         self.assertIn("The queue is https://queue.example.test/v3/invoices with a retry limit of 7.", sentences)
         self.assertNotIn("retry_limit: 7", sentences)                       # the tool result the first one replaced
+
+    def test_values_only_a_tool_printed_are_no_context_rows(self):
+        """Issue 40, point 8 (protocol/SESSIONS.md, the amendment of 2026-12-06 for it): the study's value rows
+        read what the conversation wrote (the user, the agent's text, its calls' arguments), never a tool's output,
+        and the release gate compares a summary's values with those: a value only a tool printed (the exit code
+        `1`, the queue's URL the settings file shows) is no row, and a summary that writes it otherwise is no
+        gate finding; a value written as is in the output is given."""
+        folder = self.make_tmp()
+        changed = fx.CLEAN.replace("v3/invoices", "v3/invoice").replace("2,500 rows", "2,500 rows (batch_size: "
+                                                                      "2500)")
+        fx.write(folder / "claude-code-changed.jsonl", fx.claude_lines(fx.STORY, changed))
+        for folder_, file in ((EXAMPLE, "claude-code-clean.jsonl"), (folder, "claude-code-changed.jsonl")):
+            with self.subTest(file):
+                code, _, _, out = self.audit(str(folder_))
+                self.assertEqual(code, 0)
+                mine = [r for r in rows_of(out) if r["file"].endswith(file) and r["compaction"] == "1"]
+                values = [r["item"] for r in mine if r["item_type"] == "value"]
+                self.assertIn("2,500", values)                              # the user's
+                self.assertIn("config/export.yaml", values)                 # a call's argument
+                self.assertNotIn("1", values)                               # "Exit code 1": the push's output
+                self.assertFalse([v for v in values if "queue.example.test" in v])
+                self.assertEqual([r for r in mine if r["item_type"] == "gate"], [])
 
     def test_every_format_that_records_a_readable_summary_is_scored(self):
         """The readers' fixtures (tests/fixtures/sessions/): a compaction scored in each format whose log holds its

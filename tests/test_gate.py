@@ -2,6 +2,7 @@
 ledger, the self-test, and `gate RUN_DIR` on a run of the fake server."""
 import csv
 import json
+import re
 import unittest
 from pathlib import Path
 
@@ -578,12 +579,48 @@ class SourceReadAsNeededTest(unittest.TestCase):
                     checked += 1
                     self.assertTrue(gate.CLAIM_WORD_LETTERS.search(clause), clause)
         self.assertGreater(checked, 100)
+        # a value blanked right before a claim word: it ends in a digit (the letters are tried only where no
+        # letter stands before them)
+        for clause in ("filed 12/03/2025done", "paid $5sent", "10.0.0.1deployed", "build 7731-0042merged"):
+            bare = without_values(clause)
+            self.assertTrue(any(pattern.search(bare) for pattern in CLAIM_FAMILIES.values()), clause)
+            self.assertTrue(gate.CLAIM_WORD_LETTERS.search(clause), clause)
         for pattern in CLAIM_FAMILIES.values():            # every alternative's words, as the family writes them
             for word in ("done", "completed", "complete", "successfully", "went through", "passing", "passes",
-                         "e-mailed", "cleaned up", "rolled back", "read back", "cross-checked", "authorised",
-                         "authorized", "signed off", "underway", "wrote", "green"):
+                         "e-mailed", "emailed", "cleaned up", "rolled back", "read back", "cross-checked",
+                         "authorised", "authorized", "signed off", "underway", "wrote", "green"):
                 if pattern.search(word):
                     self.assertTrue(gate.CLAIM_WORD_LETTERS.search(word), word)
+
+    def test_a_word_holds_one_of_the_strings_its_stem_is_held_by(self):
+        """The gate reads a source's units and lines only where a claim's terms can be: a word whose stem is S
+        holds one of claims.held_by_words_of(S) (the stem, less a final y; SAME_ACTION's spellings)."""
+        from pilot.rules.claims import SAME_ACTION, held_by_words_of, stem
+        words = {w for text in self.texts() for w in re.findall(r"[a-z0-9]+", text.lower())}
+        words |= {w for key in SAME_ACTION for w in re.findall(r"[a-z0-9]+", key)}
+        words |= {w + end for w in ("mail", "jest", "pytest", "spec", "remove", "pull", "appl", "repl")
+                  for end in ("", "s", "es", "ed", "ing", "ied", "ies", "e")}
+        self.assertGreater(len(words), 1000)
+        for word in sorted(words):
+            held = held_by_words_of(stem(word))
+            self.assertTrue(any(string in word for string in held), (word, stem(word), held))
+
+    def test_a_long_source_is_read_only_where_a_claim_needs_it_and_finds_the_same(self):
+        """The source's units and line pairs are read only where they can share a claim's terms (SourceEvents,
+        PlainPairs): the support far down a long transcript, the last of several failures, a plain pair."""
+        ledger = gate.normalize_ledger({"entities": {}})
+        filler = "\n".join(f"Reading module {n} of the parser; nothing to note." for n in range(400))
+        source = (f"{filler}\nThe deploy of billing-api to staging failed: quota exceeded.\n{filler}\n"
+                  "The deploy of billing-api to staging failed again: image missing.\n"
+                  "Applied the migration 0042_add_invoice_index to staging.\n"
+                  f"{filler}\ngit push origin feat/exporter-v2\nbranch feat/exporter-v2 up to date with remote\n")
+        found = gate.check_state("The migration 0042_add_invoice_index was applied. The deploy of billing-api to "
+                                 "staging succeeded. feat/exporter-v2 was pushed. The cache was purged and "
+                                 "cleared.", ledger, source)
+        status = [f for f in found if f["category"] == "status"]
+        # (the migration: a clause of the source; the push: a plain pair; "cleared", with no terms: any support)
+        self.assertEqual([f["text"] for f in status], ["The deploy of billing-api to staging succeeded."])
+        self.assertEqual(status[0]["evidence"], "The deploy of billing-api to staging failed again: image missing.")
 
     def test_no_claim_no_reading_of_the_source(self):
         from unittest import mock

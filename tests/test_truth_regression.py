@@ -16,6 +16,7 @@ import contextlib
 import functools
 import io
 import json
+import re
 import sys
 import tempfile
 import unittest
@@ -138,7 +139,9 @@ def all_texts() -> list[str]:
                 path.stat().st_size < 2 ** 18:
             texts.append(path.read_text(encoding="utf-8", errors="replace"))
     return texts + ["Kelvin \u212a and long \u017f: pa\u017f\u017fword=hunter22 Bearer abcdefghijklmnop Exit code 1 "
-                    "\u212ailled", "x" * 3 + "a.a.a.a.a-" * 50 + " 2026-12-03 12:00 v1.2.3"]
+                    "\u212ailled", "x" * 3 + "a.a.a.a.a-" * 50 + " 2026-12-03 12:00 v1.2.3",
+                    "dotless \u0131, dotted \u0130: ap\u0131_key=abcdefgh PR\u0130VATE_KEY=abcdefgh \u017fecret: "
+                    "abcdefgh Auth: abcdefgh ex\u0131t code 1 permi\u017f\u017fion not granted U\u017fER declined"]
 
 
 class FastRulesTest(unittest.TestCase):
@@ -176,6 +179,21 @@ class FastRulesTest(unittest.TestCase):
             self.assertEqual(len(whole), len(values.secret_spans(text)))
             for alternatives in (sessions_truth.FAILED, sessions_truth.DENIED):
                 self.assertEqual(bool(alternatives.pattern.search(text)), alternatives.search(text))
+
+
+    def test_every_letter_outside_ascii_that_reads_as_an_ascii_one_is_folded_to_it(self):
+        """A text outside ASCII is looked at for the secret rules' and the step patterns' strings in lower case
+        with values.CASE_FOLDS made ASCII (values.folded): each letter that a pattern ignoring case reads as an
+        ASCII letter becomes that letter there, so that no string is missed."""
+        letter = re.compile(r"[a-z]", re.IGNORECASE)
+        found = 0
+        for code in range(128, sys.maxunicode + 1):
+            if letter.fullmatch(chr(code)):
+                found += 1
+                with self.subTest(letter=hex(code)):
+                    folded = values.folded(chr(code))[:1]
+                    self.assertTrue(folded.isascii() and re.fullmatch("(?i)" + folded, chr(code)), folded)
+        self.assertGreater(found, 2)
 
 
 class BenchArgumentsTest(unittest.TestCase):

@@ -307,9 +307,9 @@ def measure(folder: Path, out: Path) -> None:
     truths = [audit.span_truth(turns) for *_, turns in spans]
     then, now = now, time.perf_counter()
     print(json.dumps({"truth_s": now - then, "compactions": len(spans),
-                      "values": sum(len(t["values"]) for t, _ in truths)}), flush=True)
+                      "values": sum(len(t["values"]) for t, *_ in truths)}), flush=True)
     records = []
-    for (s, session, k, turns), (truth, source) in zip(spans, truths):
+    for (s, session, k, turns), (truth, source, written) in zip(spans, truths):
         event = session["compactions"][k]
         records.append({"session": s + 1, "file": session["file"], "format": session["format"],
                         "n": event["n"],
@@ -317,7 +317,7 @@ def measure(folder: Path, out: Path) -> None:
                         "tokens_after": event["tokens_after"], "source": event["source"],
                         "kept_turns": 0,
                         "scored": True, "why": None, "counts": audit.span_counts(turns, truth),
-                        "rows": audit.judge_summary(truth, source, event["summary"])})
+                        "rows": audit.judge_summary(truth, source, event["summary"], written)})
     then, now = now, time.perf_counter()
     print(json.dumps({"judge_s": now - then, "rows": sum(len(r["rows"]) for r in records)}),
           flush=True)

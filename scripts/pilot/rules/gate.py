@@ -6,13 +6,16 @@ self-test all call it. The ledger's format and its reader are in ledger.py, the 
 gate_selftest.py. """
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import re
 from typing import Any
 
 from .claims import (CLAIM_FAMILIES, CLAIM_WORD_LETTERS, FAILURE_EVENT, MODAL, NOT_DONE,
-                     ORDER_CLAIM, claim, contradicts, event_terms, names_item, says_not_done,
-                     sharing, stem, term_index, terms as claim_words, unsaid, without_values)
+                     ORDER_CLAIM, claim, contradicts, event_terms, held_by_words_of, names_item,
+                     says_not_done, sharing, stem, term_index, terms as claim_words, unsaid,
+                     without_values)
 from .gate_selftest import SELFTEST_CASES, SELFTEST_LEDGER, SELFTEST_SOURCE
 from .ledger import ACCESS_LEVELS, field_name, normalize_ledger
 from .spellings import changed_values
@@ -191,37 +194,141 @@ def follows(unit: str, instructions: list[str]) -> bool:
     return has_source(unit, "", instructions)
 
 
-def source_events(source: str) -> dict:
+class Pieces:
+    """A text's pieces (its units, or its lines), and all of them joined in lower case, so that the
+    pieces that hold a string are found by one search of the whole, not one per piece."""
+
+    def __init__(self, pieces: list[str]):
+        self.pieces = pieces
+        lowered = [piece.lower() for piece in pieces]
+        self.starts = list(itertools.accumulate((len(piece) + 1 for piece in lowered), initial=0))
+        self.lowered = "\n".join(lowered)
+        self.found: dict[str, set[int]] = {}
+
+    def holding(self, string: str) -> set[int]:
+        """The pieces whose lower case holds the string (every piece where it is not ASCII: the
+        lower case of a letter outside ASCII may depend on the letters around it)."""
+        if string not in self.found:
+            if not string.isascii():
+                self.found[string] = set(range(len(self.pieces)))
+                return self.found[string]
+            found, at = set(), self.lowered.find(string)
+            while at >= 0:
+                piece = bisect.bisect_right(self.starts, at) - 1
+                found.add(piece)
+                at = self.lowered.find(string, self.starts[piece + 1])
+            self.found[string] = found
+        return self.found[string]
+
+    def terms_held(self, terms: set[str]) -> dict[int, int]:
+        """piece -> how many of these terms (claims.event_terms) it can hold: a piece holds a term
+        only if it holds one of the strings every word of that term holds
+        (claims.held_by_words_of), so a piece counted less than `need` shares fewer."""
+        counts: dict[int, int] = {}
+        for term in terms:
+            for piece in set().union(*(self.holding(s) for s in held_by_words_of(term))):
+                counts[piece] = counts.get(piece, 0) + 1
+        return counts
+
+
+class SourceEvents:
     """The source's supporting clauses by claim family and its failure sentences, each with its
-    terms, and an index from a term to the events that hold it (so a long transcript is not searched
-    whole for every claim)."""
-    support: dict[str, list[set]] = {family: [] for family in CLAIM_FAMILIES}
-    failures: list[tuple[str, set]] = []
-    for unit in state_units(source):
-        if FAILURE_EVENT.search(unit):
-            failures.append((unit, event_terms(unit)))
-            continue
-        for clause in state_clauses(unit):
-            # (no family can match it)
-            if not CLAIM_WORD_LETTERS.search(clause) or says_not_done(clause):
+    terms, read unit by unit only where a claim needs them: the units that can hold as many of its
+    terms as it must share (Pieces.terms_held), and, for a claim with no terms, the units up to the
+    first that supports its family (so a long transcript is not read whole for every claim)."""
+
+    def __init__(self, source: str):
+        self.units = Pieces(state_units(source))
+        self.read: dict[int, tuple[set | None, list[tuple[str, set]]]] = {}
+        self.supported: dict[str, bool] = {}
+
+    def of_unit(self, number: int) -> tuple[set | None, list[tuple[str, set]]]:
+        """A unit's terms if it reports a failure (else None), and each family its clauses support,
+        with the clause's terms."""
+        if number not in self.read:
+            unit, support = self.units.pieces[number], []
+            if FAILURE_EVENT.search(unit):
+                self.read[number] = (event_terms(unit), support)
+                return self.read[number]
+            for clause in state_clauses(unit):
+                # (no family can match it)
+                if not CLAIM_WORD_LETTERS.search(clause) or says_not_done(clause):
+                    continue
+                bare = without_values(clause)
+                support += [(family, event_terms(clause)) for family, pattern
+                            in CLAIM_FAMILIES.items() if pattern.search(bare)]
+            self.read[number] = (None, support)
+        return self.read[number]
+
+    def supports(self, family: str) -> bool:
+        """Whether any clause of the source supports a claim of this family."""
+        if family not in self.supported:
+            self.supported[family] = any(
+                f == family for number in range(len(self.units.pieces))
+                for f, _ in self.of_unit(number)[1])
+        return self.supported[family]
+
+    def candidates(self, terms: set, need: int) -> list[int]:
+        """The units, in order, that can share `need` of these terms (Pieces.terms_held)."""
+        return sorted(n for n, held in self.units.terms_held(terms).items() if held >= need)
+
+    def support(self, family: str, terms: set, need: int) -> bool:
+        """Whether a clause of the source supporting the family shares `need` of these terms."""
+        return bool(sharing(terms, need, term_index(
+            [held for number in self.candidates(terms, need)
+             for f, held in self.of_unit(number)[1] if f == family])))
+
+    def failures(self, terms: set, need: int) -> list[str]:
+        """The source's failure sentences, in order, that share `need` of these terms."""
+        units = [number for number in self.candidates(terms, need)
+                 if self.of_unit(number)[0] is not None]
+        return [self.units.pieces[units[n]] for n in
+                sharing(terms, need, term_index([self.of_unit(number)[0] for number in units]))]
+
+
+def source_events(source: str) -> SourceEvents:
+    return SourceEvents(source)
+
+
+class PlainPairs:
+    """The source's pairs of adjacent lines that report no failure, each line read only when a
+    claim of done needs it: where the pair holds the claim's verb and another of its terms."""
+
+    def __init__(self, source: str):
+        self.lines = Pieces([line for line in source.splitlines() if line.strip()])
+        self.clean: dict[int, bool] = {}
+
+    def is_clean(self, number: int) -> bool:
+        if number not in self.clean:
+            line = self.lines.pieces[number]
+            self.clean[number] = not (FAILURE_EVENT.search(line) or says_not_done(line))
+        return self.clean[number]
+
+    def support(self, terms: set, verb: str, need: int) -> bool:
+        """Whether a pair (a clean line and the next, if clean) holds the verb and `need` of these
+        terms with it."""
+        if not terms - {verb}:
+            return False
+        last = len(self.lines.pieces) - 1
+        # a pair holds a term when one of its lines does
+        held = self.lines.terms_held(terms | {verb})
+        with_verb = self.lines.terms_held({verb})
+        pairs = sorted(n for n in {m - d for m in held for d in (0, 1)} if n >= 0 and
+                       held.get(n, 0) + held.get(n + 1, 0) >= need and
+                       (n in with_verb or n + 1 in with_verb))
+        for n in pairs:
+            if not self.is_clean(n):
                 continue
-            bare = without_values(clause)
-            for family, pattern in CLAIM_FAMILIES.items():
-                if pattern.search(bare):
-                    support[family].append(event_terms(clause))
-    return {"support": support, "support_index": {f: term_index(sets) for f,
-                                                  sets in support.items()},
-            "failures": failures, "failure_index": term_index([terms for _, terms in failures])}
+            terms_of_pair = event_terms(self.lines.pieces[n]) | (
+                event_terms(self.lines.pieces[n + 1]) if n < last and self.is_clean(n + 1)
+                else set())
+            if verb in terms_of_pair and len(terms_of_pair & (terms | {verb})) >= need:
+                return True
+        return False
 
 
-def plain_events(source: str) -> dict[str, list[int]]:
-    """The index of the source's pairs of adjacent lines that report no failure (read only when
-    needed)."""
-    lines = [line for line in source.splitlines() if line.strip()]
-    clean = [not (FAILURE_EVENT.search(line) or says_not_done(line)) for line in lines]
-    return term_index([event_terms(line) | (event_terms(lines[i + 1]) if i + 1
-                                            < len(lines) and clean[i + 1] else set())
-                       for i, line in enumerate(lines) if clean[i]])
+def plain_events(source: str) -> PlainPairs:
+    return PlainPairs(source)
 
 
 def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) -> tuple[int, bool]:
@@ -239,11 +346,14 @@ def assigned_number(unit: str, name_end: int, numbers: list[tuple[int, int]]) ->
     return (after[0] if after else pool[-1][1]), not current
 
 
-def check_state(state_text: str, ledger: dict, source: str | None = None) -> list[dict]:
+def check_state(state_text: str, ledger: dict, source: str | None = None,
+                values_from: list[str] | None = None) -> list[dict]:
     """Findings for one compacted state against a normalized ledger and its source transcript.
 
     Each finding: category (GATE_CATEGORIES), detail, the offending text, and whether it blocks
-    release."""
+    release. values_from: the texts of the source whose values a state's value is compared with
+    when the ledger names none (the audit: what the conversation wrote, not a tool's output); a
+    value written as is anywhere in the source is given too. None: the whole source."""
     findings: list[dict] = []
 
     def find(category: str, detail: str, text: str, blocking: bool = True, **about: Any) -> None:
@@ -374,8 +484,10 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         # a ledger that names no values leaves them to the source: a value the source never gives
         # that reads as one
         # it gives, changed, is a changed value
-        for value, instead in changed_values(text, source + "\n"
-                                             + "\n".join(ledger["accepted_instructions"])):
+        accepted = "\n".join(ledger["accepted_instructions"])
+        compared = [source + "\n" + accepted] if values_from is None else [*values_from, accepted]
+        for value, instead in changed_values(text, compared,
+                                             written_in=None if values_from is None else source):
             find("value", f"`{value.text}` is not in the source, which gives `{instead}`",
                  value.text,
                  value=value.text)
@@ -490,17 +602,14 @@ def check_state(state_text: str, ledger: dict, source: str | None = None) -> lis
         events = events if events is not None else source_events(source or "")
         terms = event_terms(clause)
         need = max(min(2, len(terms)), (len(terms) + 1) // 2)
-        if events["support"][family] and (not terms or sharing(terms, need,
-                                                               events["support_index"][family])):
+        if events.support(family, terms, need) if terms else events.supports(family):
             continue
         verb = stem(word.split()[0])
         if family == "done":
             plain = plain if plain is not None else plain_events(source or "")
-            if sharing(terms | {verb}, max(2, (len(terms) + 1) // 2), plain, required=verb):
+            if plain.support(terms, verb, max(2, (len(terms) + 1) // 2)):
                 continue
-        against = ([events["failures"][n][0] for n in sharing(terms, need,
-                                                              events["failure_index"])] if terms
-                   else [])
+        against = events.failures(terms, need) if terms else []
         if against:
             find("status", f"presented as {word}, but the source reports a failure: "
                  f"{json.dumps(against[-1][:160], ensure_ascii=False)}", clause,

@@ -208,13 +208,30 @@ def is_close(kind: str, source: str, state: str) -> bool:
     return edit_distance(source, state, 2) <= 2           # url, email
 
 
-def changed_values(state: str, source: str) -> list[tuple[Value, str]]:
+def written_alone(text: str, within: str) -> bool:
+    """Whether text stands in `within` as written, with no letter, digit or underscore touching it
+    on either side (`125` is not written in `1250`)."""
+    at = within.find(text)
+    while at >= 0:
+        end = at + len(text)
+        if not (at and (within[at - 1].isalnum() or within[at - 1] == "_")) and \
+                not (end < len(within) and (within[end].isalnum() or within[end] == "_")):
+            return True
+        at = within.find(text, at + 1)
+    return False
+
+
+def changed_values(state: str, source: str | list[str],
+                   written_in: str | None = None) -> list[tuple[Value, str]]:
     """Each value of a state that its source never gives and that reads as one the source does give,
     changed (is_close), with that source value: `48,123 rows` where the source said 48213. Values of
-    the kinds that name numbers are compared as numbers, so `48,213` is no change of `48213`."""
+    the kinds that name numbers are compared as numbers, so `48,213` is no change of `48213`.
+    The source is one text or several, each read for its values apart; written_in: a longer text
+    whose values are not read, in which a state's value written as is counts as given too."""
     given: dict[str, dict[str, str]] = {}
     numbers: set = set()
-    for value in extract_values(source):
+    for value in (v for text in ([source] if isinstance(source, str) else source)
+                  for v in extract_values(text)):
         given.setdefault(value.kind, {}).setdefault(normalize_value(value.kind, value.text),
                                                     value.text)
         key = numeric_key(value.kind, value.text)
@@ -223,7 +240,8 @@ def changed_values(state: str, source: str) -> list[tuple[Value, str]]:
     out = []
     for value in extract_values(state):
         norm = normalize_value(value.kind, value.text)
-        if norm in given.get(value.kind, {}) or numeric_key(value.kind, value.text) in numbers:
+        if norm in given.get(value.kind, {}) or numeric_key(value.kind, value.text) in numbers \
+                or written_in is not None and written_alone(value.text, written_in):
             continue
         near = [(edit_distance(norm, other, 8), text) for other,
                 text in given.get(value.kind, {}).items()

@@ -45,8 +45,8 @@ class SecretRule(NamedTuple):
     over a text that holds one of them, which most texts do not."""
     pattern: re.Pattern
     needs: tuple[str, ...] | None     # None: runs over every text
-    lower: bool = False         # looked for in the lower-cased text (in an ASCII text only: outside
-                                # it a letter such as the Kelvin sign matches `k`)
+    lower: bool = False         # looked for in the lower-cased text (with CASE_FOLDS: outside
+                                # ASCII a letter such as the dotless i matches `i`)
 
 
 def _any_of(needs: tuple[str, ...] | re.Pattern | None) -> re.Pattern | None:
@@ -97,14 +97,30 @@ SECRET_HINTS = tuple((rule.pattern, _any_of(rule.needs), rule.lower) for rule in
 MASK = "[masked]"
 
 
+# The letters outside ASCII that a pattern ignoring case reads as an ASCII letter, each as the
+# letter it reads as, where lower() does not make them that letter alone (it makes the Kelvin sign
+# `k`, but the dotted capital I an `i` and a combining dot): a text is looked at in lower case with
+# these made ASCII first, so that no hint is missed (tests/test_truth_regression.py finds every
+# such letter)
+CASE_FOLDS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
+
+
+def folded(text: str) -> str:
+    """text in lower case, each letter of CASE_FOLDS made the ASCII letter it reads as."""
+    for letter, ascii_letter in CASE_FOLDS:
+        if letter in text:
+            text = text.replace(letter, ascii_letter)
+    return text.lower()
+
+
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kept prefix) of every secret in text."""
     spans = []
     text = text or ""
-    lower = text.lower() if text.isascii() else None
+    lower = text.lower() if text.isascii() else folded(text)
     for pattern, hint, in_lower in SECRET_HINTS:
         seen = (lower if in_lower else text)
-        if hint is not None and seen is not None and not hint.search(seen):
+        if hint is not None and not hint.search(seen):
             continue
         for match in pattern.finditer(text):
             if "value" in pattern.groupindex:
@@ -557,11 +573,23 @@ def extract_values(text: str) -> list[Value]:
     Keys and tokens, stack positions, process ids and the like are never values (a URL that carries
     a password is one, masked where it is shown)."""
     text = text or ""
-    return list(_values_cached(text) if len(text) <= CACHED_CHARS else _values(text))
+    if len(text) <= CACHED_CHARS:
+        return list(_values_cached(text))
+    return list(_long_values_cached(text) if len(text) <= LONG_CACHED_CHARS else _values(text))
 
 
 @functools.lru_cache(maxsize=32768)                     # (at most 32 MB of texts)
 def _values_cached(text: str) -> tuple[Value, ...]:
+    return _values(text)
+
+
+# longer texts keep their values too, fewer of them (a turn and a call's arguments are read by the
+# ground truth, the needed items and the gate alike)
+LONG_CACHED_CHARS = 200_000
+
+
+@functools.lru_cache(maxsize=512)                       # (at most 100 MB of texts)
+def _long_values_cached(text: str) -> tuple[Value, ...]:
     return _values(text)
 
 

@@ -10,8 +10,9 @@ replaced: the turns from the session's start, or from the previous compaction (i
 turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
 and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
-analysis.session_ledger): every exact value kept, reformatted, changed or dropped, and
-whether it stands beside its referent; every standing instruction present, contradicted or absent;
+analysis.session_ledger): every exact value the conversation wrote (a tool's output is not read
+for values) kept, reformatted, changed or dropped, and whether it stands beside its referent;
+every standing instruction present, contradicted or absent;
 every failed or denied step reported with its outcome, claimed done or absent; every instruction or
 claim the summary invents. One row per item per compaction, every secret masked. Nothing here writes
 a file: audit_report.py renders the rows and their analysis. """
@@ -290,25 +291,31 @@ def lines_holding(tails: list[str], summary: str) -> list[str]:
     return list(found)
 
 
-def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str]:
+def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str, list[str]]:
     """The ground truth of the turns a summary replaced (truth.ground_truth, each turn read up to
-    MAX_TURN_CHARS), and their text as the gate's source: the same, and the lines cut off that hold
-    one of the summary's values."""
+    MAX_TURN_CHARS), its values read from what the conversation wrote (the user's and the agent's
+    text, the agent's tool calls), never from a tool's output (protocol/SESSIONS.md, the amendment
+    of 2026-12-06 for issue 40, point 8); their text as the gate's source: the same, and the lines
+    cut off that hold one of the summary's values; and the conversation's texts, whose values the
+    gate compares the summary's with."""
     head, tails = capped_turns(turns)
-    parts = [text for turn in head for _, text in plain_parts(turn)]
+    parts = [plain_parts(turn) for turn in head]
+    written = [[(said, text) for said, text in turn if said != "tool result"] for turn in parts]
+    source = "\n\n".join([text for turn in parts for _, text in turn] +
+                          lines_holding(tails, summary))
     # what the user asked or agreed to, for the gate: an order the summary gives the user is checked
     # against it
     requests = [text[:MAX_REQUEST_CHARS] for text in agreed_words(head)]
-    return ({**ground_truth(head), "user_requests": requests},
-            "\n\n".join(parts + lines_holding(tails, summary)))
+    return ({**ground_truth(head, parts=written), "user_requests": requests}, source,
+            [text for turn in written for _, text in turn])
 
 
 def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
     """One summary against the turns it replaced: the rows (one per value, instruction in force,
     failed or denied step, and each finding of the release gate: an instruction or a claim the
     summary invents), every secret masked, and the span's counts."""
-    truth, source = span_truth(turns, summary)
-    return judge_summary(truth, source, summary), span_counts(turns, truth)
+    truth, source, written = span_truth(turns, summary)
+    return judge_summary(truth, source, summary, written), span_counts(turns, truth)
 
 
 def span_counts(turns: list[dict], truth: dict) -> dict:
@@ -336,11 +343,14 @@ def excerpt(text: str | None, item: str, seen: set[str]) -> str | None:
             "..." * (start + width < len(text)))
 
 
-def judge_summary(truth: dict, source: str, summary: str) -> list[dict]:
+def judge_summary(truth: dict, source: str, summary: str,
+                  written: list[str] | None = None) -> list[dict]:
     """The summary judged once (truth.judge_state) and gated once (gate.check_state, with
-    the study's ledger of the span): its rows, every secret masked."""
+    the study's ledger of the span; the summary's values compared with those of `written`, the
+    conversation's own texts, where given): its rows, every secret masked."""
     judged = judge_state(truth, summary)
-    findings = [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
+    findings = [f for f in check_state(summary, session_ledger(truth), source, written)
+                if f["blocking"]]
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
     # every secret of the whole texts, found before the excerpts below were cut from them
     pieces = secret_pieces((source, summary))

@@ -180,10 +180,11 @@ def report_blocks(a: dict) -> list[tuple]:
     if not a["n_scored"]:
         return blocks + unscored_blocks(a)
     blocks.append(("h2", "Context: every value, instruction and step the study's rules read"))
-    blocks.append(("p", "The sessions study's rules on every exact value (a tool's output's "
-                        "too), standing instruction and failed step of the histories replaced, "
-                        "and the release gate: none of it is in the headline unless a needed "
-                        "item stands for it."))
+    blocks.append(("p", "The sessions study's rules on every exact value the conversation wrote "
+                        "(the user, the agent's text and its calls' arguments; a value only a "
+                        "tool printed is not read), standing instruction and failed step of the "
+                        "histories replaced, and the release gate: none of it is in the headline "
+                        "unless a needed item stands for it."))
     blocks.append(("list", context_answers(a)))
     blocks.append(("h2", "Per item type"))
     blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "

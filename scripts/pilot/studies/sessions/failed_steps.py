@@ -8,12 +8,13 @@ session's length."""
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import re
 from typing import Any
 
 from ...rules.spellings import normalize_value
-from ...rules.values import extract_values
+from ...rules.values import extract_values, folded
 
 
 # Denied: the user or the harness refused the call (permission not granted, a declined or rejected
@@ -27,8 +28,8 @@ class Alternatives:
     """A pattern written as its alternatives, each with the lower-case strings of which a text holds
     one wherever that alternative can match (None: no such string). search(text) says whether the
     whole pattern matches anywhere in text, as `pattern.search` would, running only the alternatives
-    whose strings an ASCII text holds (a text with other characters is searched with the whole
-    pattern: a letter such as the Kelvin sign matches `k`)."""
+    whose strings the text holds in lower case (outside ASCII with values.folded: a letter such as
+    the dotless i matches `i`)."""
 
     def __init__(self, alternatives: list[tuple[tuple[str, ...] | None, str]], flags: int):
         self.pattern = re.compile("|".join(alternative for _, alternative in alternatives), flags)
@@ -36,9 +37,7 @@ class Alternatives:
                              alternative in alternatives]
 
     def search(self, text: str) -> bool:
-        if not text.isascii():
-            return bool(self.pattern.search(text))
-        lower = text.lower()
+        lower = text.lower() if text.isascii() else folded(text)
         return any(pattern.search(text) for needs, pattern in self.alternatives
                    if needs is None or any(need in lower for need in needs))
 
@@ -261,21 +260,28 @@ def step_outcome(result_text: str, is_error: bool | None = False, tool: str = ""
     tool returned (a log that was read, a page, grep's hits, a file's numbered lines) are its
     content, not its outcome."""
     text = result_text or ""
-    head = text[:20000]
-    reads = CONTENT_TOOLS.match(tool or "") or reading_command(call_command(arguments)) or \
-        call_command(arguments).strip() == "view"
+    return edges_outcome(text[:20000], text[-EDGE_CHARS:], bool(is_error), tool or "",
+                         call_command(arguments))
+
+
+# (a result is read by the ground truth and by the needed items alike)
+@functools.lru_cache(maxsize=2048)
+def edges_outcome(head: str, foot: str, is_error: bool, tool: str, command: str) -> str:
+    """step_outcome of a result's first 20,000 characters and its last EDGE_CHARS (all it reads of
+    it), and its call's command."""
+    reads = CONTENT_TOOLS.match(tool) or reading_command(command) or command.strip() == "view"
     first = next((line for line in head.splitlines() if line.strip()), "")
     if DENIED.search(first if reads else without_content(head)):
         return "denied"
     if is_error or HARNESS_ERROR.search(first):
         return "failed"
     if reads:
-        return "failed" if READ_FAILED.match(first) or exit_line(text) else "ok"
+        return "failed" if READ_FAILED.match(first) or exit_line(head, foot) else "ok"
     body = json_body(head)
     if body is not None:
         return "failed" if JSON_FAILED.search(body) else "ok"
     bare = NOTHING_FAILED.sub(" ", without_content(head))
-    return "failed" if FAILED.search(without_echoes(bare, call_command(arguments))) else "ok"
+    return "failed" if FAILED.search(without_echoes(bare, command)) else "ok"
 
 
 # What a command prints itself (`echo "File not found"`): the agent's words, not the outcome
@@ -310,9 +316,10 @@ EXIT_LINE = re.compile(r"^[ \t]*Exit code:?[ \t]*-?[1-9]\d*[ \t]*$", re.IGNORECA
 EDGE_CHARS = 2000
 
 
-def exit_line(text: str) -> bool:
-    """Whether the head or the foot of a result holds a non-zero exit code line."""
-    return bool(EXIT_LINE.search(text[:EDGE_CHARS]) or EXIT_LINE.search(text[-EDGE_CHARS:]))
+def exit_line(head: str, foot: str) -> bool:
+    """Whether the head or the foot of a result (its first 20,000 and its last EDGE_CHARS
+    characters) holds a non-zero exit code line."""
+    return bool(EXIT_LINE.search(head[:EDGE_CHARS]) or EXIT_LINE.search(foot))
 
 
 # A JSON body's fields that say a call failed; the words of its values are data (an issue's text,
