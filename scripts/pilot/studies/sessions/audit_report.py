@@ -10,7 +10,7 @@ import io
 from ...reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
-from .report import fmt_interval, render_blocks_md
+from .report import RULES_ERROR_NOTE, fmt_interval, render_blocks_md
 from .audit import CLASSES, GATE_MEANS, LOST
 from .audit_needed import FIGURE, csv_items, headline, needed_blocks, needed_figure
 
@@ -189,7 +189,9 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "
                         "a step claimed done or absent. Intervals: 95%, session-clustered and "
                         "never narrower than the binomial one, printed only from "
-                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."))
+                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."
+                        + (" " + RULES_ERROR_NOTE if a["n_sessions"] >= a["min_sessions"]
+                           else "")))
     blocks.append(("table", ["item type", "classes", "lost"],
                    [[t, ", ".join(f"{k} {n:,}" for k, n in a["classes"][t].items()),
                      rate_cell(a, f"{t}_lost", "all")]

@@ -28,6 +28,12 @@ def fmt_interval(summary: dict) -> str:
     return text
 
 
+# what no interval here covers (issue 43, point 4)
+RULES_ERROR_NOTE = ("An interval covers the sampling of sessions only, not the error of the rules "
+                    "that find and judge the items (their measured figures: protocol/SESSIONS.md "
+                    "section 3.5).")
+
+
 def intervals_note(a: dict) -> str:
     n, least = a["n_sessions"], a["min_sessions"]["interval"]
     return ("Intervals: 95%, from the session-clustered bootstrap widened to hold the binomial "
@@ -35,7 +41,7 @@ def intervals_note(a: dict) -> str:
             "steps of one session are not "
             f"independent; fewer sessions cannot support an interval). " +
             (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n
-             < least else ""))
+             < least else RULES_ERROR_NOTE))
 
 
 def label_why(a: dict) -> str:
@@ -108,8 +114,10 @@ def report_blocks(a: dict) -> list[tuple]:
                             "the built-in one did; exact two-sided binomial p, Holm-adjusted over "
                             "the family. The values of one session are not independent, so the "
                             f"session is the unit; below {least} sessions the test cannot reach p "
-                            "< 0.05 and no p is printed. Exploratory: no test here was planned "
-                            "before the sessions were seen."))
+                            "< 0.05 and no p is printed. A regime is called better only where "
+                            "its Holm-adjusted p is below 0.05; otherwise the direction column "
+                            "says no difference shown, or not tested. Exploratory: no test here "
+                            "was planned before the sessions were seen."))
         blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p",
                                  "p (Holm)",
                                  "direction"],
