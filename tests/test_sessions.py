@@ -509,6 +509,11 @@ class PairedTestWordsTest(unittest.TestCase):
         self.assertNotIn("not the error of the rules", ss_report.intervals_note(few))
         self.assertIn("covers the sampling of sessions only, not the error of the rules",
                       ss_report.intervals_note(many))
+        # the label's "these sessions" and a printed interval said together
+        cover = {"coverage": {}, "complete": True}
+        self.assertIn("these prompts. ", ss_report.label_why({**few, **cover}))
+        self.assertIn("the intervals read the sessions as a sample of sessions like them",
+                      ss_report.label_why({**many, **cover}))
 
 
 class ExamplesTest(TempDirMixin, unittest.TestCase):

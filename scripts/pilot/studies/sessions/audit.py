@@ -523,7 +523,10 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
     reasons = [f"{len(scored)} compaction{'s' * (len(scored) != 1)} scored in {len(sessions)} "
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
                "protocol was registered before they were read, so the rates describe these "
-               "sessions and nothing beyond them",
+               + ("sessions; the intervals read them as a sample of sessions like them (the same "
+                  "agents, users and kind of work) and cover that sampling only"
+                  if len(sessions) >= MIN_SESSIONS_FOR_INTERVAL else
+                  "sessions and nothing beyond them"),
                "the items are found and judged by lexical rules (their measured figures are in "
                "the report, under How sure these are): a status is the rules' reading, not a "
                "person's"]

@@ -49,7 +49,9 @@ def label_why(a: dict) -> str:
     box says."""
     cov = a["coverage"]
     return ("No protocol was registered before these sessions were chosen, so nothing here is a "
-            "confirmatory result: the rates describe these sessions, this model and these prompts. "
+            "confirmatory result: the rates describe these sessions, this model and these prompts"
+            + ("; the intervals read the sessions as a sample of sessions like them and cover that "
+               "sampling only. " if a["n_sessions"] >= a["min_sessions"]["interval"] else ". ")
             + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of "
                f"{cov['expected_cells']} cells are "
                                         f"complete; rerun the same command to finish."))
