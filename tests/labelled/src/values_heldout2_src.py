@@ -373,4 +373,339 @@ ITEMS = [
        ("/opt/conda/envs/astro/lib/python3.12/site-packages/scipy/optimize/_minpack_py.py", "incidental",
         "library frame"), ("1011", "stack_line")],
       tool="Bash"),
+    # --- user turns --------------------------------------------------------------------------------------------
+    V(U, "We bill about 2.5k invoices a month through you (2,500 give or take), and since the 1 December update "
+         "roughly 85 % of them go out without the PDF attached.",
+      [("2.5k", "count", "invoices the customer bills per month", {"also": ["2,500"]}),
+       ("1 December", "date", "update after which PDFs went missing"),
+       ("85 %", "percentage", "share of invoices sent without the PDF")],
+      notes="2.5k and 2,500 are one fact; `85 %` with a space is a percentage like 85%."),
+
+    V(U, "The failing run is https://ci.acme-build.dev/orgs/ledger/pipelines/3318/jobs/77 and job 77 is the "
+         "migration step. The artefact we need is under "
+         "https://ci.acme-build.dev/artifacts/3318/dump-2026-12-05.tar.zst",
+      [("https://ci.acme-build.dev/orgs/ledger/pipelines/3318/jobs/77", "url", "failing CI job"),
+       ("77", "id", "the failing job (the migration step)"),
+       ("https://ci.acme-build.dev/artifacts/3318/dump-2026-12-05.tar.zst", "url", "artefact the user needs")],
+      [("3318", "part_of_value", "pipeline number, only ever inside the URLs"),
+       ("dump-2026-12-05.tar.zst", "part_of_value", "file name inside the second URL")],
+      notes="77 is said on its own as well as inside the URL: two values. 3318 appears only inside URLs: a "
+            "fragment of them."),
+
+    V(U, "Correction on the wire for Kessler GmbH: it's EUR 18,250.00, not 18,520 (I transposed the digits). "
+         "Value date stays 2026-12-09, reference KSL-INV-0932.",
+      [("EUR 18,250.00", "amount", "amount of the wire to Kessler GmbH"),
+       ("18,520", "amount", "mistyped amount given earlier", {"current": False}),
+       ("2026-12-09", "date", "value date of the wire"),
+       ("KSL-INV-0932", "id", "payment reference")]),
+
+    V(U, "The geocoding partner lets each API key make 7 requests in parallel, and we run exactly 7 workers, so "
+         "give every worker its own single slot and don't start any more of them.",
+      [("7", "count", "both the partner's parallel-request limit per key and the number of workers")],
+      notes="Two facts share one number. A text is listed once, so one value names both referents; a state must "
+            "keep both facts (the limit and the worker count), not one 7."),
+
+    V(U, "Rerun the simulation with dt = 0.005, 2e6 steps and seed 1729. The last run used seed 42 and dt 0.01; "
+         "keep those in the log so we can compare.",
+      [("0.005", "number", "time step for the rerun"),
+       ("2e6", "count", "steps for the rerun"),
+       ("1729", "number", "random seed for the rerun"),
+       ("42", "number", "seed of the previous run", {"current": False}),
+       ("0.01", "number", "time step of the previous run", {"current": False})],
+      notes="The previous run's settings are superseded for the rerun but kept as former values for the "
+            "comparison."),
+
+    V(U, "Please loop in @marta.ops on the thread and send the credit note to billing@kiln-and-co.com, not to the "
+         "old finance@kiln-and-co.com address: they closed that inbox on 30 Nov.",
+      [("@marta.ops", "id", "colleague's chat handle to add to the thread"),
+       ("billing@kiln-and-co.com", "email", "where the credit note goes"),
+       ("finance@kiln-and-co.com", "email", "old address, no longer to be used", {"current": False}),
+       ("30 Nov", "date", "when the old inbox was closed")]),
+
+    V(U, "Our fiscal year closes on 31.03.2027 (that's 31 March, for the UK office) and the auditors arrive the "
+         "week of 12 April.",
+      [("31.03.2027", "date", "fiscal year end", {"also": ["31 March"]}),
+       ("12 April", "date", "week the auditors arrive")]),
+
+    V(U, "Phone numbers in the signup form should look like +49 30 901820: country code, area code, number. Right "
+         "now it rejects the customer's real one, 0049-89-2190-4471.",
+      [("0049-89-2190-4471", "phone", "customer's number that the form rejects")],
+      [("+49 30 901820", "example", "illustrates the format only")]),
+
+    V(U, "TestFlight shows 4.6.0 (build 812) but the App Store page still says version 4.5.3. We submitted 4.6 on "
+         "Tuesday and review usually takes 24-48 hours.",
+      [("4.6.0", "version", "version submitted for review", {"also": ["4.6"]}),
+       ("812", "id", "build number of the submitted version"),
+       ("4.5.3", "version", "version live on the App Store"),
+       ("24-48 hours", "duration", "usual review time")]),
+
+    V(U, "New delivery address for the spare parts: Unit 4B, 221 Harbour Road, Leith, Edinburgh EH6 7DQ. The site "
+         "manager is on 0131 496 0822 between 7 and 3.",
+      [("Unit 4B, 221 Harbour Road, Leith, Edinburgh EH6 7DQ", "address", "delivery address for the spare parts"),
+       ("0131 496 0822", "phone", "site manager's phone"),
+       ("7", "time", "earliest time to call (07:00)"),
+       ("3", "time", "latest time to call (15:00)")],
+      [("4B", "part_of_value"), ("221", "part_of_value"), ("EH6", "part_of_value"), ("7DQ", "part_of_value"),
+       ("0131", "part_of_value"), ("496", "part_of_value"), ("0822", "part_of_value")],
+      notes="`between 7 and 3` is a working-hours window: two times written as bare digits."),
+
+    V(U, "If we draw the full \u00a3250k facility at 6.4% over 5 years, is the monthly repayment really \u00a34,882? "
+         "The bank's sheet says 4.88k, but their worked example uses 200,000.",
+      [("\u00a3250k", "amount", "size of the loan facility"),
+       ("6.4%", "percentage", "interest rate"),
+       ("5 years", "duration", "loan term"),
+       ("\u00a34,882", "amount", "monthly repayment the bank quotes", {"also": ["4.88k"]})],
+      [("200,000", "example", "principal of the bank's worked example, not this loan")]),
+
+    V(U, "Webhook signing secret is whsec_3kD9pQ2rT8vX1mZ7. The endpoint we_1Q8zLp2eZvKb is the one failing with "
+         "400s since 06:10.",
+      [("we_1Q8zLp2eZvKb", "id", "failing webhook endpoint"),
+       ("400", "code", "status the endpoint answers with", {"also": ["400s"]}),
+       ("06:10", "time", "when the failures started")],
+      [("whsec_3kD9pQ2rT8vX1mZ7", "secret", "pasted signing secret")]),
+
+    V(U, "Bump the RDS storage alarm to fire at 85 % instead of 90%, and send it to #infra-alerts as well as "
+         "oncall@lumen-freight.io.",
+      [("85 %", "percentage", "new alarm threshold"),
+       ("90%", "percentage", "old alarm threshold", {"current": False}),
+       ("oncall@lumen-freight.io", "email", "address the alarm also goes to")]),
+
+    V(U, "Can you check why the 6 pm batch (the 18:00 one in the scheduler) skipped Friday 4 December? The one at "
+         "06:00 ran fine.",
+      [("6 pm", "time", "batch that skipped", {"also": ["18:00"]}),
+       ("Friday 4 December", "date", "day it skipped"),
+       ("06:00", "time", "morning batch, which ran")]),
+
+    V(U, "We pinned `numpy<2` last spring. Drop that pin now, 2.1.3 works with our Cython extensions, and keep "
+         "python_requires at >=3.10.",
+      [("numpy<2", "version", "old numpy pin, to be dropped", {"current": False}),
+       ("2.1.3", "version", "numpy version known to work"),
+       (">=3.10", "version", "Python versions the package supports")],
+      [("python_requires", "label")]),
+
+    V(U, "My Pixel 8 on Android 14 can't scan the QR code at checkout; my wife's iPhone 12 scans it fine.",
+      [("Pixel 8", "id", "customer's phone, which fails", {"ambiguous": True}),
+       ("14", "version", "Android version of the failing phone"),
+       ("iPhone 12", "id", "phone that works", {"ambiguous": True})],
+      notes="Device models name hardware: facts about the environment, but product names; marked ambiguous."),
+
+    V(U, "Please reschedule the technician visit for job WO-66120: not Monday 7 Dec at 8:00, but Wednesday 9 Dec, "
+         "13:00\u201315:00. The gate code is 4471#.",
+      [("WO-66120", "id", "work order"),
+       ("7 Dec", "date", "old visit day", {"current": False}),
+       ("8:00", "time", "old visit time", {"current": False}),
+       ("9 Dec", "date", "new visit day"),
+       ("13:00", "time", "start of the new visit window"),
+       ("15:00", "time", "end of the new visit window"),
+       ("4471#", "id", "gate code the technician needs", {"ambiguous": True})],
+      notes="The gate code is both a fact the visit needs and an access code close to a secret; marked "
+            "ambiguous."),
+
+    V(U, "The assay plate has 96 wells; A1\u2013A12 are blanks, and the standard curve tops out at 2.0 mg/mL, so the "
+         "2.7 reading in C4 is out of range.",
+      [("96", "count", "wells on the plate"),
+       ("A1\u2013A12", "id", "blank wells"),
+       ("2.0 mg/mL", "number", "top of the standard curve"),
+       ("2.7", "number", "reading of well C4"),
+       ("C4", "id", "well with the out-of-range reading")]),
+
+    V(U, "About a quarter of our drivers, 212 of 850, still run app 5.1.x, which can't read the new route format.",
+      [("212", "count", "drivers on the old app"),
+       ("850", "count", "drivers in all"),
+       ("5.1.x", "version", "old app series that cannot read the new format")]),
+
+    V(U, "Open 443 and 8443 from 10.8.0.0/16 only; 22 stays closed except from the VPN box 10.8.0.4.",
+      [("443", "port", "port to open"),
+       ("8443", "port", "second port to open"),
+       ("10.8.0.0/16", "ip", "only range allowed on those ports"),
+       ("22", "port", "SSH port that stays closed"),
+       ("10.8.0.4", "ip", "VPN box allowed on port 22")]),
+
+    V(U, "The statement shows -1,420.00 on 03/12 but the supplier says they sent +1,420.00, so it's a reversal, "
+         "not a payment. Our ref is PMT-2026-4418.",
+      [("-1,420.00", "amount", "debit on our statement"),
+       ("+1,420.00", "amount", "what the supplier says they sent"),
+       ("03/12", "date", "date of the statement line (3 December)"),
+       ("PMT-2026-4418", "id", "our payment reference")],
+      notes="The sign changes the fact: -1,420.00 and +1,420.00 are two values, not restatements."),
+
+    V(U, "The build fails with minSdk 21. Play now requires targetSdk 35, and I'd like minSdk 24. Keystore "
+         "password is kst-Pw!9912, alias release-2026.",
+      [("21", "number", "minSdk the project has now", {"current": False}),
+       ("35", "number", "targetSdk Play requires"),
+       ("24", "number", "minSdk the user wants"),
+       ("release-2026", "id", "signing key alias")],
+      [("kst-Pw!9912", "secret", "pasted keystore password")]),
+
+    V(U, "Samples S-0412 to S-0431 were run at 37 \u00b0C for 18 h; S-0420 was dropped, so n = 19.",
+      [("S-0412", "id", "first sample of the batch"),
+       ("S-0431", "id", "last sample of the batch"),
+       ("37 \u00b0C", "number", "incubation temperature"),
+       ("18 h", "duration", "incubation time"),
+       ("S-0420", "id", "dropped sample"),
+       ("19", "count", "samples analysed")]),
+
+    V(U, "Users on the EU cluster get a 502 after exactly 60 seconds. Is that the ALB idle timeout? Our gunicorn "
+         "timeout is 120.",
+      [("502", "code", "error users get"),
+       ("60 seconds", "duration", "when the 502 comes"),
+       ("120", "duration", "gunicorn timeout (seconds)")]),
+
+    V(U, "Should we use OAuth2 with PKCE in the iOS app, or is the older 2FA-by-SMS flow enough? All I know is "
+         "that sha256 is needed for the challenge.",
+      [],
+      [("OAuth2", "name_with_digits"), ("2FA", "name_with_digits"), ("sha256", "algorithm")],
+      notes="No value: every token with a digit is a name."),
+
+    V(U, "Customer 3390-KL says her March and April invoices, INV-0301 and INV-0417, were both charged the old 19% "
+         "VAT. Since 1 April it's 16%, so she's owed the difference on INV-0417 only.",
+      [("3390-KL", "id", "customer"),
+       ("INV-0301", "id", "March invoice (correctly charged)"),
+       ("INV-0417", "id", "April invoice, overcharged"),
+       ("19%", "percentage", "old VAT rate", {"current": False}),
+       ("1 April", "date", "when the new rate took effect"),
+       ("16%", "percentage", "VAT rate since 1 April")]),
+
+    V(U, "Use the 1:50,000 sheet, not the 1:25k one; the survey area spans grid squares NT27 to NT49.",
+      [("1:50,000", "number", "map scale to use"),
+       ("1:25k", "number", "map scale not to use"),
+       ("NT27", "id", "first grid square of the survey area"),
+       ("NT49", "id", "last grid square of the survey area")],
+      notes="The rejected scale is a value (what not to use), like a port that is taken."),
+
+    # --- assistant turns ---------------------------------------------------------------------------------------
+    V(A, "The nightly export now takes 1.5 minutes instead of 14 minutes, because I replaced the per-row INSERTs "
+         "with one COPY; most of the 90 seconds is the upload to gs://acme-dw-staging/exports/.",
+      [("1.5 minutes", "duration", "time of the nightly export now", {"also": ["90 seconds"]}),
+       ("14 minutes", "duration", "time of the export before the change", {"current": False}),
+       ("gs://acme-dw-staging/exports/", "url", "where the export is uploaded")]),
+
+    V(A, "I called https://api.fieldnote.app/v2/notes?owner=u_4471&since=2026-11-30T00:00:00Z&limit=200 and got a "
+         "400: the API caps a page at 100 notes, so I'll page through with limit=100.",
+      [("https://api.fieldnote.app/v2/notes?owner=u_4471&since=2026-11-30T00:00:00Z&limit=200", "url",
+        "call that was refused"),
+       ("400", "code", "status of that call"),
+       ("100", "count", "largest page the API accepts")],
+      [("v2", "part_of_value"), ("u_4471", "part_of_value"), ("2026-11-30T00:00:00Z", "part_of_value"),
+       ("200", "part_of_value", "the page size that was too large, only inside the URL")]),
+
+    V(A, "Moved the stand-up reminder from 09:00 to 09:45 Europe/Lisbon; the cron line is now `45 9 * * 1-5`.",
+      [("09:00", "time", "old reminder time", {"current": False}),
+       ("09:45", "time", "new reminder time", {"also": ["45 9 * * 1-5"]}),
+       ("Europe/Lisbon", "id", "time zone of the reminder")],
+      notes="The cron line restates 09:45 on weekdays."),
+
+    V(A, "The crash only hits Android 14 (API 34) devices running 3.8.1 (versionCode 30801); 212 of the 1,930 "
+         "crash reports come from one Pixel 7a.",
+      [("14", "version", "Android version affected", {"also": ["34"]}),
+       ("3.8.1", "version", "app version affected", {"also": ["30801"]}),
+       ("212", "count", "crash reports from a single device"),
+       ("1,930", "count", "crash reports in all"),
+       ("Pixel 7a", "id", "the one device most reports come from", {"ambiguous": True})],
+      notes="API level 34 is Android 14 and versionCode 30801 is 3.8.1: other spellings of the same facts. The "
+            "device model is a fact of the debugging but a product name: marked ambiguous."),
+
+    V(A, "I set the health-check timeout to 30s and the retry budget to 30, as in the old Helm chart; the probe "
+         "period stays 10s.",
+      [("30s", "duration", "health-check timeout"),
+       ("30", "count", "retry budget"),
+       ("10s", "duration", "probe period")],
+      notes="Same digits, two facts of different kinds; `30` is not a restatement of `30s`."),
+
+    V(A, "Checked the download with sha512sum: it matches release-4.2.0.tar.gz.sha512. The MD5 on the vendor's page "
+         "(d41d8cd98f00b204e9800998ecf8427e) is the digest of an empty file, so that line is wrong, not our "
+         "download.",
+      [("release-4.2.0.tar.gz.sha512", "path", "checksum file the download matches"),
+       ("d41d8cd98f00b204e9800998ecf8427e", "hash", "wrong digest published on the vendor's page")],
+      [("sha512sum", "command"), ("MD5", "algorithm"), ("4.2.0", "part_of_value")]),
+
+    V(A, "Churn for the Pro tier was 3.2% in November (41 of 1,282 accounts), up from 2.6% in October: roughly "
+         "1 in 31 Pro accounts left.",
+      [("3.2%", "percentage", "November churn of the Pro tier", {"also": ["1 in 31"]}),
+       ("41", "count", "Pro accounts that left in November"),
+       ("1,282", "count", "Pro accounts at the start of November"),
+       ("2.6%", "percentage", "October churn of the Pro tier")],
+      notes="October's rate is a separate fact, not a superseded one."),
+
+    V(A, "The worker (pid 48817) is stuck in a futex wait at 0x7f3a2c1e4b90; I sent SIGQUIT to get a thread dump "
+         "into /var/log/ingest/threads-2026-12-06.txt.",
+      [("/var/log/ingest/threads-2026-12-06.txt", "path", "where the thread dump goes")],
+      [("48817", "pid_or_address"), ("0x7f3a2c1e4b90", "pid_or_address")]),
+
+    V(A, "I put the broker URL amqp://ingest:Qx7v-2mPz@mq-01.lab.internal:5671/telemetry into the worker's env; "
+         "the password part should move to Vault before Friday.",
+      [("amqp://ingest:Qx7v-2mPz@mq-01.lab.internal:5671/telemetry", "url",
+        "broker URL (holds a password: to be kept only with it masked)")],
+      [("Qx7v-2mPz", "secret", "password inside the URL"), ("mq-01.lab.internal", "part_of_value"),
+       ("01", "host_fragment"), ("5671", "part_of_value")]),
+
+    V(A, "Grafana is on port 3000 of the bastion: run ssh -L 3000:grafana.monitoring:3000 ops@bastion-2.acme.net, "
+         "then open http://localhost:3000/d/k8s-nodes.",
+      [("3000", "port", "Grafana's port, forwarded to the same local port"),
+       ("ops@bastion-2.acme.net", "host", "ssh login on the bastion"),
+       ("http://localhost:3000/d/k8s-nodes", "url", "dashboard to open")],
+      [("3000:grafana.monitoring:3000", "command", "the -L argument of the command"), ("2", "host_fragment")]),
+
+    V(A, "The maintenance window is 2026-12-12 01:00\u201303:00 UTC, which is 20:00\u201322:00 on the 11th in New "
+         "York; I've put it in change ticket CHG-30412.",
+      [("2026-12-12 01:00", "datetime", "start of the maintenance window", {"also": ["20:00", "11th"]}),
+       ("03:00", "time", "end of the maintenance window", {"also": ["22:00"]}),
+       ("CHG-30412", "id", "change ticket")],
+      notes="The New York times and the 11th are the same window in another time zone."),
+
+    V(A, "I changed the card corner radius from 8dp to 12dp in res/values/dimens.xml, as the design asks; the tap "
+         "target is now 48dp tall.",
+      [("8dp", "size", "old corner radius", {"current": False}),
+       ("12dp", "size", "new corner radius"),
+       ("res/values/dimens.xml", "path", "file edited"),
+       ("48dp", "size", "height of the tap target")]),
+
+    V(A, "I'll use python3 with hashlib's sha256 and the boto3 client. S3 uploads over HTTP/2 aren't supported, so "
+         "it falls back to HTTP/1.1.",
+      [],
+      [("python3", "command"), ("sha256", "algorithm"), ("boto3", "name_with_digits"), ("S3", "name_with_digits"),
+       ("HTTP/2", "label"), ("HTTP/1.1", "label")],
+      notes="No value: every token with a digit is a command, an algorithm or a name."),
+
+    V(A, "Found 3 duplicate payouts: three rows in payouts_2026_11 share batch id PB-5540, 12,600.00 ZAR in total.",
+      [("3", "count", "duplicate payouts"),
+       ("payouts_2026_11", "id", "table holding the duplicates"),
+       ("PB-5540", "id", "batch id the duplicates share"),
+       ("12,600.00 ZAR", "amount", "total of the duplicate payouts")],
+      notes="A table name with digits is needed as written to fix the rows."),
+
+    V(A, "Sprint 48 ends Friday 2026-12-11 (ISO week 50); I'll cut release 7.3.0, tag v7.3.0, that afternoon.",
+      [("48", "id", "current sprint"),
+       ("2026-12-11", "date", "end of the sprint and day of the release", {"also": ["ISO week 50"]}),
+       ("7.3.0", "version", "release to cut", {"also": ["v7.3.0"]})],
+      notes="ISO week 50 names the week of the same date: a coarser spelling of it."),
+
+    V(A, "In `retry(max_attempts=5, backoff=1.5)` the 1.5 is a multiplier, not seconds: waits start at 200 ms and "
+         "grow by 1.5x, so the 4 waits add up to about 1.6 s.",
+      [("5", "count", "maximum attempts"),
+       ("1.5", "number", "backoff multiplier", {"also": ["1.5x"]}),
+       ("200 ms", "duration", "first wait"),
+       ("4", "count", "waits between the attempts"),
+       ("1.6 s", "duration", "total waiting time of the retry loop")],
+      [("max_attempts", "label")]),
+
+    V(A, "I switched the SMTP relay from smtp-old.mailhub.net:25 to smtp.mailhub.net:587 with STARTTLS; bounces "
+         "still go to bounces+ops@tidewater.io.",
+      [("smtp-old.mailhub.net:25", "host", "old SMTP relay", {"current": False}),
+       ("smtp.mailhub.net:587", "host", "new SMTP relay"),
+       ("bounces+ops@tidewater.io", "email", "bounce address")],
+      [("25", "part_of_value"), ("587", "part_of_value")]),
+    V(A, "I rotated the API key for tenant t-8812. The old key (ending f3Q9) stops working at 2026-12-08 00:00 UTC, "
+         "48 hours from now.",
+      [("t-8812", "id", "tenant whose key was rotated"),
+       ("f3Q9", "id", "last characters of the old key, to tell it apart", {"current": False, "ambiguous": True}),
+       ("2026-12-08 00:00 UTC", "datetime", "when the old key stops working", {"also": ["48 hours"]})],
+      notes="The four last characters identify the old key without revealing it; close to a secret, so marked "
+            "ambiguous. `48 hours from now` restates the cut-off."),
+
+    V(A, "Your order #A-55102 ships in two parcels: the blender left today with tracking 1Z4E82W70391265518, and "
+         "the glasses follow on 10 December with a tracking number you'll get by e-mail.",
+      [("#A-55102", "id", "customer's order"),
+       ("1Z4E82W70391265518", "id", "tracking number of the first parcel"),
+       ("10 December", "date", "when the second parcel ships")]),
 ]
