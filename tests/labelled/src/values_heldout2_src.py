@@ -222,8 +222,8 @@ ITEMS = [
        ("256", "incidental"), ("gpu-a100", "name_with_digits", "partition named after a GPU model")],
       context="The user asks why the molecular dynamics run stopped and how much time it had.", tool="Bash"),
 
-    V(T, "   4127 185.220.101.34\n     88 10.12.0.5\n     12 203.0.113.77",
-      [("185.220.101.34", "ip", "client that hammered /login"),
+    V(T, "   4127 192.0.2.144\n     88 10.12.0.5\n     12 203.0.113.77",
+      [("192.0.2.144", "ip", "client that hammered /login"),
        ("4127", "count", "requests from that client")],
       [("88", "incidental"), ("10.12.0.5", "incidental", "internal health checker"), ("12", "incidental"),
        ("203.0.113.77", "incidental")],
@@ -368,11 +368,12 @@ ITEMS = [
          "RuntimeError: Optimal parameters not found: Number of calls to function has reached maxfev = 600.",
       [("/home/lena/proj/spectra/fit_peaks.py", "path", "script whose fit fails"),
        ("600", "count", "function-call budget the fit ran out of")],
-      [("143", "stack_line"), ("p0", "label", "parameter name"), ("1.0", "code_literal"), ("6563.0", "code_literal", "initial guess in the call"),
-       ("2.0", "code_literal"),
+      [("143", "stack_line"), ("p0", "label", "parameter name"), ("1.0", "code_literal"),
+       ("6563.0", "code_literal", "initial guess in the call"), ("2.0", "code_literal"),
        ("/opt/conda/envs/astro/lib/python3.12/site-packages/scipy/optimize/_minpack_py.py", "incidental",
         "library frame"), ("1011", "stack_line")],
       tool="Bash"),
+
     # --- user turns --------------------------------------------------------------------------------------------
     V(U, "We bill about 2.5k invoices a month through you (2,500 give or take), and since the 1 December update "
          "roughly 85 % of them go out without the PDF attached.",
