@@ -23,8 +23,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "src"))
 
 import failed_steps_src  # noqa: E402
+import instructions_heldout2_src  # noqa: E402
 import instructions_src  # noqa: E402
 import state_claims_src  # noqa: E402
+import values_heldout2_src  # noqa: E402
 import values_src  # noqa: E402
 
 SEED = 20250330                      # recorded in every file's header and the README
@@ -55,10 +57,10 @@ def need(condition: bool, message: str) -> None:
 
 
 # --- values ------------------------------------------------------------------------------------------------------
-def build_values() -> list[dict]:
+def build_values(items: list | None = None, prefix: str = "v") -> list[dict]:
     out = []
-    for n, item in enumerate(values_src.ITEMS, 1):
-        sid, text = f"v{n:03d}", item["text"]
+    for n, item in enumerate(values_src.ITEMS if items is None else items, 1):
+        sid, text = f"{prefix}{n:03d}", item["text"]
         values, not_values = [], []
         for spec in item["values"]:
             value_text, kind, referent = spec[:3]
@@ -106,10 +108,10 @@ def uncovered_digits(text: str, spans: list[str]) -> list[str]:
 
 
 # --- instructions -------------------------------------------------------------------------------------------------
-def build_instructions() -> list[dict]:
+def build_instructions(items: list | None = None, prefix: str = "i") -> list[dict]:
     out = []
-    for n, item in enumerate(instructions_src.ITEMS, 1):
-        sid, text = f"i{n:03d}", item["text"]
+    for n, item in enumerate(instructions_src.ITEMS if items is None else items, 1):
+        sid, text = f"{prefix}{n:03d}", item["text"]
         need(item["case"] in INSTRUCTION_CASES, f"{sid}: unknown case {item['case']!r}")
         for ins in item["instructions"]:
             need(ins["text"] in text, f"{sid}: instruction {ins['text']!r} is not in the turn")
@@ -199,14 +201,40 @@ def ordered(snippet: dict) -> dict:
                                                                if k not in ("id", "split")}}
 
 
+# Issue 43, point 1: the first test halves of the values and instructions sets were seen by a round of rules (a
+# rule change made when dev already scored 1.00 matched held-out sentences only). Every snippet of the first sources
+# is now dev (its first half is kept as `first_split`), and the held-out half is the second sources, written and
+# labelled on 2026-12-06 by a labeller who had not read the rules. Snippets of the second sources that restate a case
+# the issue itself names (and that the rules were then fixed for, with tests) were looked at, so they are dev too.
+HELD_OUT_2 = "written and labelled on 2026-12-06 by a labeller who had not read the rules; appended, never tuned on"
+MOVED_TO_DEV = {
+    "hv": ("2.5k", "85 %", "7 workers", "1.5 minutes"),
+    "hi": ("freeze",),
+}
+
+
+def second_half(build, items: list, prefix: str) -> list[dict]:
+    """The second sources' snippets: held out (split test), except those holding a case issue 43 names."""
+    out = build(items, prefix)
+    for s in out:
+        named = [w for w in MOVED_TO_DEV[prefix] if w in s["text"] or w in (s.get("context") or "")]
+        s["first_split"] = "held-out-2"
+        s["split"] = "dev" if named else "test"
+        if named:
+            s["moved_to_dev"] = f"restates a case issue 43 names ({named[0]!r}), so it was looked at"
+    return out
+
+
 FILES = {
     "values.json": {
         "build": build_values, "unit": lambda s: s["id"],
+        "second": lambda: second_half(build_values, values_heldout2_src.ITEMS, "hv"),
         "strata": lambda s: [s["role"], "has_values" if s["labels"]["values"] else "no_values"],
         "description": "Snippets of turns and the exact values a compacted state must keep (one fact, one value), "
                        "with the tokens that must not be taken as values. See README.md."},
     "instructions.json": {
         "build": build_instructions, "unit": lambda s: s["group"] or s["id"],
+        "second": lambda: second_half(build_instructions, instructions_heldout2_src.ITEMS, "hi"),
         "strata": lambda s: ["standing" if s["labels"]["standing"] else "none"],
         "description": "User turns labelled with the standing instructions they give (if any), revocations and "
                        "corrections. See README.md."},
@@ -225,14 +253,23 @@ def main(argv: list[str]) -> int:
     check_only = "--check" in argv
     try:
         built = {name: spec["build"]() for name, spec in FILES.items()}
+        second = {name: spec["second"]() for name, spec in FILES.items() if "second" in spec}
     except LabelError as err:
         print(f"label error: {err}", file=sys.stderr)
         return 1
     for name, snippets in built.items():
         spec = FILES[name]
         per_half = assign_split(snippets, spec["unit"], spec["strata"])
+        split = {"seed": SEED, "method": SPLIT_METHOD, "strata_per_half": per_half}
+        if name in second:
+            for s in snippets:
+                s["first_split"], s["split"] = s["split"], "dev"
+            snippets = snippets + second[name]
+            split = {"seed": SEED, "method": SPLIT_METHOD, "first_strata_per_half": per_half,
+                     "held_out_2": HELD_OUT_2, "strata_per_half": strata_per_half(snippets, spec["strata"])}
+            per_half = split["strata_per_half"]
         body = {"format": f"ccl-labelled-{name[:-5].replace('_', '-')}-1", "description": spec["description"],
-                "split": {"seed": SEED, "method": SPLIT_METHOD, "strata_per_half": per_half},
+                "split": split,
                 "counts": counts_of(name, snippets),
                 "snippets": [ordered(s) for s in snippets]}
         print(f"{name}: {len(snippets)} snippets; {json.dumps(body['counts'])}; split {json.dumps(per_half)}")
@@ -243,6 +280,13 @@ def main(argv: list[str]) -> int:
             print(f"{name} is not what its sources build: run python3 build.py", file=sys.stderr)
             stale = True
     return 1 if check_only and "stale" in locals() else 0
+
+
+def strata_per_half(snippets: list[dict], strata_of) -> dict:
+    counts = {"dev": collections.Counter(), "test": collections.Counter()}
+    for s in snippets:
+        counts[s["split"]].update(strata_of(s))
+    return {h: dict(sorted(c.items())) for h, c in counts.items()}
 
 
 def counts_of(name: str, snippets: list[dict]) -> dict:
