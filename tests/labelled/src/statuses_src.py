@@ -1,0 +1,436 @@
+"""Statuses: short hand-written histories, summaries written of them later, and the status of one item of the
+history in one summary. Invented text throughout; no line comes from a real transcript, a paper or another
+repository, and every key, token, address and account in it is made up.
+
+Written on 2026-12-06 by labeller B (issue 43), who had not read the tool's rules, its code, its benchmarks or
+SESSIONS.md. The labels say what a careful human reading the history and the summary means, not what any program
+is expected to answer.
+
+H(role, text)
+  One turn of a history. role is user, assistant or tool_result. A step (a tool call) is an assistant turn that
+  reads exactly "$ <command>", followed by a tool_result turn holding what the command printed.
+
+P(group, kind, history, item, summary, status, notes=None, ambiguous=False, instead=None)
+  group    a short id of the scenario; every pair built on the same history shares it (split by group).
+  kind     value, instruction or step.
+  item     value: the value as it is written in the history;
+           instruction: the exact words of the user's turn that give it;
+           step: the command of a failed or refused call, as written after "$ ".
+           Where one text stands for two facts (the same number used twice), `notes` says which one is meant.
+  summary  what an agent wrote later: a compaction summary or a handoff note, 1 to 8 sentences.
+  status   what the summary does with the item:
+    value
+      kept          the summary gives the same fact in the same spelling.
+      reformatted   the same fact, spelled another way: 2,500 as 2.5k, 14:00 as 2 pm, a date written out,
+                    an IBAN without its spaces, 3e-4 as 0.0003.
+      changed       the summary gives a different value for the same thing (`instead` holds that value). A
+                    stale value stated as current after the history corrected it is changed, too.
+      dropped       the fact is not in the summary. A token that only sits inside a longer one (12 inside 1249,
+                    or inside a file name) does not keep it, and neither does the same digits meaning something
+                    else (3 replicas does not keep a failureThreshold of 3).
+      former        the history replaced this value, and the summary mentions it only as the old one, rightly
+                    ("moved from 8080 to 9090").
+    instruction (a standing instruction of the user)
+      kept          the summary states it as still in force, verbatim or in other words, with its conditions.
+      contradicted  the summary states or plans the opposite, or reports something done against it.
+      absent        the summary does not carry it. This includes a near-miss that loses the condition that makes
+                    the rule (run ruff before every commit -> "run ruff"), and a key word of it that turns up in an
+                    unrelated sentence.
+      withdrawn     the history itself took it back or replaced it; the summary should not carry it in force.
+                    `notes` says what the summary does with it (leaves it out, notes it as dropped, or still
+                    states it as in force, which is wrong).
+    step (a call that failed, or that the user, a hook or a rule refused)
+      reported      the summary says it failed or was refused.
+      claimed_done  the summary says or implies it succeeded (a commit called pushed when the push was
+                    rejected or refused).
+      absent        the summary says nothing about it, neither failed nor done.
+      resolved_later  a later turn of the history shows the goal reached by another command; `notes` says
+                    whether the summary tells it that way, leaves the failure out, or still calls it failing.
+  instead  only for changed: the value the summary gives in its place.
+  ambiguous  True for the few pairs where a careful reader could go either way; `notes` says why.
+
+Harness refusals are written in the shapes /work/shared/reference/session-formats.md gives, or in my own words.
+"""
+
+KINDS = ("value", "instruction", "step")
+STATUSES = {
+    "value": ("kept", "reformatted", "changed", "dropped", "former"),
+    "instruction": ("kept", "contradicted", "absent", "withdrawn"),
+    "step": ("reported", "claimed_done", "absent", "resolved_later"),
+}
+ROLES = ("user", "assistant", "tool_result")
+
+
+def H(role, text):
+    return {"role": role, "text": text}
+
+
+def P(group, kind, history, item, summary, status, notes=None, ambiguous=False, instead=None):
+    return {"group": group, "kind": kind, "history": list(history), "item": item, "summary": summary,
+            "status": status, "notes": notes, "ambiguous": ambiguous, "instead": instead}
+
+
+def U(text):
+    return H("user", text)
+
+
+def A(text):
+    return H("assistant", text)
+
+
+def T(text):
+    return H("tool_result", text)
+
+
+def RUN(command):
+    """A step: the assistant's tool call, written as the command it runs."""
+    return H("assistant", "$ " + command)
+
+
+NOT_GRANTED = "Claude requested permissions to use Bash, but you haven't granted it yet."
+
+PAIRS = []
+
+# --- billing-port: a port corrected, a commit stopped by a hook ----------------------------------------------------
+h = [
+    U("The billing service should listen on 8080 locally. Never commit the .env file."),
+    RUN("git add -A && git commit -m 'wire billing env'"),
+    T("detect-secrets...........................................................Failed\n- hook id: detect-secrets\n"
+      "- exit code: 1\n\nERROR: Potential secrets about to be committed to git repo!\n\n"
+      "Secret Type: Secret Keyword\nLocation:    .env:3"),
+    U("Actually make it 9090, 8080 clashes with the local proxy."),
+]
+s1 = ("The billing service's local port moved from 8080 to 9090 because 8080 clashes with the local proxy. Standing "
+      "rule: the .env file must never be committed. The commit attempt was stopped by the detect-secrets pre-commit "
+      "hook (a secret in .env); nothing is committed yet.")
+s2 = "Billing service listens on port 8080 locally. Committed the env wiring; next up is the invoice endpoint."
+PAIRS += [
+    P("billing-port", "value", h, "9090", s1, "kept"),
+    P("billing-port", "value", h, "8080", s1, "former"),
+    P("billing-port", "instruction", h, "Never commit the .env file.", s1, "kept", notes="paraphrase"),
+    P("billing-port", "step", h, "git add -A && git commit -m 'wire billing env'", s1, "reported"),
+    P("billing-port", "value", h, "9090", s2, "changed", instead="8080",
+      notes="the port from before the user's correction, stated as current"),
+    P("billing-port", "step", h, "git add -A && git commit -m 'wire billing env'", s2, "claimed_done"),
+    P("billing-port", "instruction", h, "Never commit the .env file.", s2, "absent"),
+]
+
+# --- orders-backfill: a batch cap, a timeout fixed by a rerun on another host --------------------------------------
+h = [
+    U("Backfill the orders table from 2026-11-01 to 2026-11-30. Batch size 2,500 rows; don't go above that, the "
+      "replica lags."),
+    RUN("python etl/backfill.py --table orders --start 2026-11-01 --end 2026-11-30 --batch 2500"),
+    T('Traceback (most recent call last):\n  File "etl/backfill.py", line 88, in <module>\n    main()\n'
+      '  File "etl/backfill.py", line 61, in main\n    conn = psycopg.connect(dsn)\n'
+      'psycopg.OperationalError: connection to server at "10.4.2.17", port 5432 failed: timeout expired'),
+    RUN("python etl/backfill.py --table orders --start 2026-11-01 --end 2026-11-30 --batch 2500 --host 10.4.2.18"),
+    T("batch 1/93 ok (2500 rows)\nbatch 2/93 ok (2500 rows)\n...\nbatch 93/93 ok (1204 rows)\n"
+      "done: 231,204 rows in 14m02s"),
+]
+s1 = ("Backfilled orders for 2026-11-01 through 2026-11-30 in batches of 2.5k rows: 231,204 rows. The first run timed "
+      "out connecting to 10.4.2.17; the rerun against 10.4.2.18 finished. Keep batches small because the replica "
+      "lags.")
+s2 = "The orders backfill for November 2026 is done (231204 rows). Batches are capped at 2,500 rows, per the user."
+STEP = "python etl/backfill.py --table orders --start 2026-11-01 --end 2026-11-30 --batch 2500"
+PAIRS += [
+    P("orders-backfill", "value", h, "2,500", s1, "reformatted", notes="2.5k"),
+    P("orders-backfill", "value", h, "231,204", s1, "kept"),
+    P("orders-backfill", "value", h, "10.4.2.18", s1, "kept"),
+    P("orders-backfill", "instruction", h, "Batch size 2,500 rows; don't go above that", s1, "absent",
+      notes="near miss: 'keep batches small' loses the cap of 2,500"),
+    P("orders-backfill", "step", h, STEP, s1, "resolved_later", notes="the summary says the rerun on 10.4.2.18 "
+      "finished it"),
+    P("orders-backfill", "instruction", h, "Batch size 2,500 rows; don't go above that", s2, "kept"),
+    P("orders-backfill", "step", h, STEP, s2, "resolved_later",
+      notes="the summary leaves the failed first run out and gives the end state, which is right"),
+    P("orders-backfill", "value", h, "231,204", s2, "reformatted", notes="231204, no thousands separator"),
+]
+
+# --- ios-testflight: a rejected upload, a hold on App Review -------------------------------------------------------
+h = [
+    U("Bump the iOS app to 4.12.0 (build 318) and upload it to TestFlight. Don't submit it for App Review yet, "
+      "marketing wants to check the screenshots first."),
+    RUN("bundle exec fastlane ios beta"),
+    T("[14:02:11]: Uploading binary to App Store Connect...\n[14:03:40]: ERROR ITMS-90189: Redundant Binary Upload. "
+      "You've already uploaded a build with build number '318' for version number '4.12.0'.\n"
+      "[14:03:40]: fastlane finished with errors\n\n[!] Error uploading ipa file"),
+]
+s1 = "iOS app bumped to 4.12.0 (build 318), uploaded to TestFlight and submitted for App Review."
+s2 = ("iOS 4.12.0: the TestFlight upload was rejected (ITMS-90189, build 318 already exists for 4.12.0), so the build "
+      "number has to go up before retrying. Do not submit for App Review until marketing has checked the "
+      "screenshots.")
+PAIRS += [
+    P("ios-testflight", "step", h, "bundle exec fastlane ios beta", s1, "claimed_done"),
+    P("ios-testflight", "instruction", h, "Don't submit it for App Review yet", s1, "contradicted",
+      notes="the summary says it was submitted"),
+    P("ios-testflight", "value", h, "4.12.0", s1, "kept"),
+    P("ios-testflight", "step", h, "bundle exec fastlane ios beta", s2, "reported"),
+    P("ios-testflight", "instruction", h, "Don't submit it for App Review yet", s2, "kept",
+      notes="paraphrase that keeps the condition (until marketing has checked)"),
+    P("ios-testflight", "value", h, "318", s2, "kept"),
+]
+
+# --- refund-german: a refund call that errors because the charge was already refunded ------------------------------
+h = [
+    U("Customer on ticket #88213 was charged twice, €74.90 each time. Refund the duplicate charge ch_7Hq2LmXv. "
+      "Always reply to this customer in German."),
+    RUN("stripe refunds create --charge ch_7Hq2LmXv"),
+    T('{\n  "error": {\n    "code": "charge_already_refunded",\n    "message": "Charge ch_7Hq2LmXv has already been '
+      'refunded.",\n    "type": "invalid_request_error"\n  }\n}'),
+]
+s1 = ("Ticket #88213: the customer was charged 74.90 EUR twice. Refunding ch_7Hq2LmXv failed with "
+      "charge_already_refunded, so someone refunded it earlier; confirm with the customer before doing anything "
+      "else. Replies to this customer go out in German.")
+s2 = "Refunded the duplicate charge ch_7Hq2LmXv (€74.90) on ticket 88213 and replied to the customer in English."
+PAIRS += [
+    P("refund-german", "value", h, "€74.90", s1, "reformatted", notes="74.90 EUR"),
+    P("refund-german", "value", h, "#88213", s1, "kept"),
+    P("refund-german", "step", h, "stripe refunds create --charge ch_7Hq2LmXv", s1, "reported"),
+    P("refund-german", "instruction", h, "Always reply to this customer in German.", s1, "kept"),
+    P("refund-german", "step", h, "stripe refunds create --charge ch_7Hq2LmXv", s2, "claimed_done", ambiguous=True,
+      notes="the call failed, but the charge does stand refunded (by someone earlier); 'Refunded' claims the agent "
+            "did it, which is false, yet the end state it implies is true"),
+    P("refund-german", "instruction", h, "Always reply to this customer in German.", s2, "contradicted",
+      notes="reports a reply in English"),
+    P("refund-german", "value", h, "#88213", s2, "reformatted", notes="88213 without the '#'"),
+]
+
+# --- k8s-scale: two facts share the number 3; RBAC forbids the scale ----------------------------------------------
+h = [
+    U("Scale checkout-api to 3 replicas, and set the readiness probe failureThreshold to 3 as well."),
+    RUN("kubectl -n shop scale deploy/checkout-api --replicas=3"),
+    T('Error from server (Forbidden): deployments.apps "checkout-api" is forbidden: User "ci-deployer" cannot patch '
+      'resource "deployments/scale" in API group "apps" in the namespace "shop"'),
+]
+s1 = ("checkout-api is meant to run 3 replicas, but kubectl scale was forbidden for ci-deployer in namespace shop "
+      "(RBAC), so someone with rights has to do it. The readiness probe change has not been started.")
+s2 = "checkout-api scaled to 3 replicas. The readiness probe failureThreshold is still to be set to 3."
+PAIRS += [
+    P("k8s-scale", "value", h, "3", s1, "kept", notes="the item is the replica count"),
+    P("k8s-scale", "value", h, "3", s1, "dropped",
+      notes="the item is the failureThreshold; the only 3 in the summary is the replica count"),
+    P("k8s-scale", "step", h, "kubectl -n shop scale deploy/checkout-api --replicas=3", s1, "reported"),
+    P("k8s-scale", "step", h, "kubectl -n shop scale deploy/checkout-api --replicas=3", s2, "claimed_done"),
+    P("k8s-scale", "value", h, "3", s2, "kept", notes="the item is the failureThreshold"),
+]
+
+# --- invoice-licences: 12 only inside INV-1249 ----------------------------------------------------------------------
+h = [U("Invoice INV-1249 is for 12 licences at $104.08 each, net terms 30 days. The customer's PO number is 4471-B.")]
+s1 = "INV-1249 covers the licence purchase at $104.08 per seat, net 30, against PO 4471-B."
+PAIRS += [
+    P("invoice-licences", "value", h, "12", s1, "dropped", notes="the count of licences; 12 appears only inside "
+      "INV-1249"),
+    P("invoice-licences", "value", h, "$104.08", s1, "kept"),
+    P("invoice-licences", "value", h, "30 days", s1, "reformatted", notes="'net 30' is the same payment term"),
+    P("invoice-licences", "value", h, "4471-B", s1, "kept"),
+]
+
+# --- pnpm-revoked: a rule withdrawn after its tool failed -----------------------------------------------------------
+h = [
+    U("Use pnpm for all installs in this repo."),
+    RUN("pnpm install"),
+    T('ERR_PNPM_UNSUPPORTED_ENGINE  Unsupported environment (bad pnpm and/or Node.js version)\n\nYour pnpm version is '
+      'incompatible with "/home/dev/storefront".\n\nExpected version: >=9.1\nGot: 8.15.4'),
+    U("Ugh. Forget pnpm then, just use npm for now."),
+    RUN("npm ci"),
+    T("added 1184 packages, and audited 1185 packages in 38s\n\n212 packages are looking for funding\n"
+      "  run `npm fund` for details\n\nfound 0 vulnerabilities"),
+]
+s1 = ("Dependencies are installed with npm ci. The user dropped the pnpm requirement after pnpm 8.15.4 failed the "
+      "engine check (the repo wants >=9.1); npm is the package manager for now.")
+s2 = "User rule: every install in this repo goes through pnpm. Dependencies are installed."
+PAIRS += [
+    P("pnpm-revoked", "instruction", h, "Use pnpm for all installs in this repo.", s1, "withdrawn",
+      notes="the summary says the user dropped it: right"),
+    P("pnpm-revoked", "instruction", h, "just use npm for now", s1, "kept"),
+    P("pnpm-revoked", "step", h, "pnpm install", s1, "resolved_later",
+      notes="the summary says npm ci did the install after pnpm failed"),
+    P("pnpm-revoked", "instruction", h, "Use pnpm for all installs in this repo.", s2, "withdrawn",
+      notes="the summary still states the withdrawn rule as in force: wrong"),
+    P("pnpm-revoked", "instruction", h, "just use npm for now", s2, "contradicted",
+      notes="the summary says every install goes through pnpm"),
+    P("pnpm-revoked", "step", h, "pnpm install", s2, "resolved_later",
+      notes="the summary gives the end state (installed) and leaves out the pnpm failure and that npm did it"),
+]
+
+# --- cron-report: times in other spellings --------------------------------------------------------------------------
+h = [U("Move the nightly report job to 02:30 UTC; it collides with the backup that starts at 02:00.")]
+s1 = ("The nightly report job now runs at 2:30 am UTC (cron 30 2 * * *), clear of the backup that starts at 2 am.")
+s2 = "Nightly report job moved to 03:30 UTC so that it runs after the backup."
+PAIRS += [
+    P("cron-report", "value", h, "02:30 UTC", s1, "reformatted"),
+    P("cron-report", "value", h, "02:00", s1, "reformatted", notes="the backup's start, as 2 am"),
+    P("cron-report", "value", h, "02:30 UTC", s2, "changed", instead="03:30 UTC"),
+    P("cron-report", "value", h, "02:00", s2, "dropped"),
+]
+
+# --- push-rejected: a commit that was never pushed ------------------------------------------------------------------
+h = [
+    U("Commit the fix and push it to origin on fix/session-expiry."),
+    RUN("git commit -am 'Expire sessions after 30 minutes idle'"),
+    T("[fix/session-expiry 9b3e0f1] Expire sessions after 30 minutes idle\n 2 files changed, 17 insertions(+), "
+      "4 deletions(-)"),
+    RUN("git push origin fix/session-expiry"),
+    T("To github.com:example-org/authsvc.git\n ! [rejected]        fix/session-expiry -> fix/session-expiry "
+      "(fetch first)\nerror: failed to push some refs to 'github.com:example-org/authsvc.git'\n"
+      "hint: Updates were rejected because the remote contains work that you do not\n"
+      "hint: have locally. Integrate the remote changes (e.g.\nhint: 'git pull ...') before pushing again."),
+]
+s1 = "Idle-session expiry fix committed as 9b3e0f1 on fix/session-expiry and pushed to origin; ready for review."
+s2 = ("Committed 9b3e0f1 on fix/session-expiry. The push was rejected because the remote branch has commits we "
+      "don't have; pull --rebase, then push again.")
+s3 = "The fix (sessions expire after 30 minutes idle) is committed on fix/session-expiry as 9b3e0f1."
+PAIRS += [
+    P("push-rejected", "step", h, "git push origin fix/session-expiry", s1, "claimed_done",
+      notes="an unpushed commit reported pushed"),
+    P("push-rejected", "step", h, "git push origin fix/session-expiry", s2, "reported"),
+    P("push-rejected", "step", h, "git push origin fix/session-expiry", s3, "absent",
+      notes="says committed, which is true, and nothing about the push"),
+    P("push-rejected", "value", h, "9b3e0f1", s1, "kept"),
+    P("push-rejected", "value", h, "30 minutes", s3, "kept"),
+]
+
+# --- sim-seed: a timestep changed, a seed only in a file name -------------------------------------------------------
+h = [
+    U("Rerun the simulation with seed 20481 and dt=0.005; the last run used dt=0.01 and blew up after 30k steps."),
+    RUN("python sim/run.py --seed 20481 --dt 0.005 --steps 400000"),
+    T("step 100000  E=-1.02371\nstep 200000  E=-1.02369\nstep 300000  E=-1.02372\nstep 400000  E=-1.02370\n"
+      "wrote out/run_20481.h5 (1.8 GB)"),
+]
+s1 = ("Simulation rerun with the smaller timestep 0.005 (dt=0.01 had diverged); the energy stayed near -1.0237 over "
+      "400k steps. Output in out/run_20481.h5.")
+PAIRS += [
+    P("sim-seed", "value", h, "20481", s1, "dropped", ambiguous=True,
+      notes="the seed is not stated; its digits are only in the output file name, from which a reader could guess "
+            "it"),
+    P("sim-seed", "value", h, "0.005", s1, "kept"),
+    P("sim-seed", "value", h, "0.01", s1, "former", notes="the timestep of the run that diverged"),
+    P("sim-seed", "value", h, "400000", s1, "reformatted", notes="400k"),
+    P("sim-seed", "value", h, "out/run_20481.h5", s1, "kept"),
+]
+
+# --- parser-vendor: a key word of the rule in an unrelated sentence -------------------------------------------------
+h = [
+    U("While you refactor the parser, don't touch anything under vendor/. And the tests in tests/golden are slow; "
+      "skip them when you run the suite locally."),
+    A("Noted. vendor/ holds our patched copy of libyaml, so I'll leave it alone and run pytest with "
+      "--ignore=tests/golden."),
+]
+s1 = ("Refactoring the parser in src/parse/. The vendor/ directory holds a patched copy of libyaml. The golden tests "
+      "are slow and were skipped in local runs.")
+s2 = ("Parser refactor in progress. Rules: leave vendor/ untouched during the refactor; skip tests/golden when "
+      "running the suite locally.")
+PAIRS += [
+    P("parser-vendor", "instruction", h, "don't touch anything under vendor/", s1, "absent",
+      notes="vendor/ is named only to say what it holds"),
+    P("parser-vendor", "instruction", h, "the tests in tests/golden are slow; skip them when you run the suite "
+      "locally", s1, "kept", ambiguous=True,
+      notes="told as something that was done ('were skipped'), not as a rule; a successor would likely go on "
+            "skipping them"),
+    P("parser-vendor", "instruction", h, "don't touch anything under vendor/", s2, "kept"),
+    P("parser-vendor", "instruction", h, "the tests in tests/golden are slow; skip them when you run the suite "
+      "locally", s2, "kept"),
+]
+
+# --- redis-rotation: a refused write, a prod restart ban -------------------------------------------------------------
+h = [
+    U("Rotate the Redis password in staging. Do not restart the prod cluster today, whatever happens."),
+    RUN("vault kv put secret/staging/redis password=@/tmp/newpass"),
+    T(NOT_GRANTED),
+]
+s1 = "Staging Redis password rotated in Vault. The prod cluster must not be restarted today."
+s2 = ("The Vault write for the staging Redis password was not allowed (permission not granted), so the password is "
+      "unchanged. Next: restart the prod cluster so it picks up the new config.")
+s3 = "Staging Redis rotation is pending. Avoid restarting prod clusters during business hours."
+STEP = "vault kv put secret/staging/redis password=@/tmp/newpass"
+PAIRS += [
+    P("redis-rotation", "step", h, STEP, s1, "claimed_done"),
+    P("redis-rotation", "instruction", h, "Do not restart the prod cluster today, whatever happens.", s1, "kept"),
+    P("redis-rotation", "step", h, STEP, s2, "reported"),
+    P("redis-rotation", "instruction", h, "Do not restart the prod cluster today, whatever happens.", s2,
+      "contradicted", notes="plans a prod restart"),
+    P("redis-rotation", "instruction", h, "Do not restart the prod cluster today, whatever happens.", s3, "absent",
+      notes="near miss: 'during business hours' replaces 'today, whatever happens' and would allow an evening "
+            "restart"),
+    P("redis-rotation", "step", h, STEP, s3, "absent",
+      notes="'pending' neither says it was refused nor that it was done"),
+]
+
+# --- fx-transfer: an expired quote, an amount with two digits swapped -----------------------------------------------
+h = [
+    U("Book the transfer of USD 48,250.00 to the Lisbon supplier at today's quoted rate 0.9184 EUR/USD. Reference "
+      "PO-77102."),
+    RUN("treasury transfer create --amount 48250.00 --ccy USD --rate 0.9184 --ref PO-77102"),
+    T('{"ok": false, "error": "rate_expired", "detail": "quote 0.9184 expired at 11:30:00Z; current rate 0.9179"}'),
+]
+s1 = ("The transfer of USD 48,520.00 to the Lisbon supplier (PO-77102) was not booked: the quoted rate 0.9184 "
+      "expired and the current rate is 0.9179, so it needs a new quote.")
+s2 = "Transfer booked: $48,250 to the Lisbon supplier for PO-77102."
+STEP = "treasury transfer create --amount 48250.00 --ccy USD --rate 0.9184 --ref PO-77102"
+PAIRS += [
+    P("fx-transfer", "value", h, "USD 48,250.00", s1, "changed", instead="USD 48,520.00"),
+    P("fx-transfer", "step", h, STEP, s1, "reported"),
+    P("fx-transfer", "value", h, "PO-77102", s1, "kept"),
+    P("fx-transfer", "value", h, "0.9184", s1, "former", notes="the expired quote; the summary gives 0.9179 as the "
+      "current rate"),
+    P("fx-transfer", "value", h, "USD 48,250.00", s2, "reformatted", notes="$48,250"),
+    P("fx-transfer", "step", h, STEP, s2, "claimed_done"),
+]
+
+# --- ruff-commit: a near-miss paraphrase that loses 'before every commit' -------------------------------------------
+h = [
+    U("From now on run ruff before every commit; CI rejects anything unformatted."),
+    RUN("ruff check --fix . && git commit -am 'tidy imports'"),
+    T("src/loader.py:14:5: F841 Local variable `tmp` is assigned to but never used\n"
+      "Found 3 errors (2 fixed, 1 remaining)."),
+]
+s1 = "Run ruff on the codebase. Imports were tidied and committed."
+s2 = ("Standing rule from the user: ruff must pass before each commit (CI rejects unformatted code). ruff still "
+      "reports one error (F841, an unused variable in src/loader.py), so the tidy-imports commit was not made.")
+STEP = "ruff check --fix . && git commit -am 'tidy imports'"
+PAIRS += [
+    P("ruff-commit", "instruction", h, "From now on run ruff before every commit", s1, "absent",
+      notes="near miss: reads as a one-off request to run ruff"),
+    P("ruff-commit", "step", h, STEP, s1, "claimed_done", notes="ruff exited with an error, so the commit after && "
+      "never ran"),
+    P("ruff-commit", "instruction", h, "From now on run ruff before every commit", s2, "kept"),
+    P("ruff-commit", "step", h, STEP, s2, "reported"),
+]
+
+# --- docs-forcepush: a verbatim quote of the user's rule --------------------------------------------------------------
+h = [
+    U("Never use force-push on shared branches. Today we're only touching the docs site."),
+    RUN("npm run build --prefix docs"),
+    T("> docs@0.0.0 build\n> docusaurus build\n\nError: Cannot find module '@docusaurus/core'\nRequire stack:\n"
+      "- /home/dev/site/docs/node_modules/.bin/docusaurus"),
+]
+s1 = ("User instructions: \"Never use force-push on shared branches.\" Today's work is limited to the docs site.")
+s2 = "The docs site builds cleanly. Rebased the shared docs branch and force-pushed it to tidy the history."
+PAIRS += [
+    P("docs-forcepush", "instruction", h, "Never use force-push on shared branches.", s1, "kept", notes="verbatim"),
+    P("docs-forcepush", "instruction", h, "Today we're only touching the docs site.", s1, "kept"),
+    P("docs-forcepush", "step", h, "npm run build --prefix docs", s1, "absent"),
+    P("docs-forcepush", "step", h, "npm run build --prefix docs", s2, "claimed_done"),
+    P("docs-forcepush", "instruction", h, "Never use force-push on shared branches.", s2, "contradicted"),
+]
+
+# --- halvorsen-call: a meeting moved --------------------------------------------------------------------------------
+h = [
+    U("The call with Halvorsen Logistics is Thursday at 14:00 CET. Put it in the handoff."),
+    A("Noted: Halvorsen Logistics, Thursday 14:00 CET."),
+    U("Correction: they moved it to Friday 10:30 CET."),
+]
+s1 = "Call with Halvorsen Logistics: Friday 10:30 CET (moved from Thursday 14:00)."
+s2 = "Call with Halvorsen Logistics on Thursday at 2 pm CET."
+s3 = "The Halvorsen Logistics call was moved to Friday, 10.30 am CET."
+PAIRS += [
+    P("halvorsen-call", "value", h, "10:30", s1, "kept"),
+    P("halvorsen-call", "value", h, "14:00", s1, "former"),
+    P("halvorsen-call", "value", h, "10:30", s2, "changed", instead="2 pm",
+      notes="the time from before the correction (and on the old day)"),
+    P("halvorsen-call", "value", h, "14:00", s2, "reformatted", ambiguous=True,
+      notes="the old time is written as 2 pm and stated as current: the fact is spelled another way, but it is "
+            "no longer true; the pair above (the current time, changed) is the clear one"),
+    P("halvorsen-call", "value", h, "10:30", s3, "reformatted", notes="10.30 am"),
+    P("halvorsen-call", "value", h, "14:00", s3, "dropped"),
+]
