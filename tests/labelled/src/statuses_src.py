@@ -434,3 +434,351 @@ PAIRS += [
     P("halvorsen-call", "value", h, "10:30", s3, "reformatted", notes="10.30 am"),
     P("halvorsen-call", "value", h, "14:00", s3, "dropped"),
 ]
+
+# --- alembic-stamp: a migration failure fixed by stamping -----------------------------------------------------------
+h = [
+    RUN("alembic upgrade head"),
+    T('sqlalchemy.exc.ProgrammingError: (psycopg.errors.DuplicateColumn) column "archived_at" of relation "projects" '
+      'already exists\n[SQL: ALTER TABLE projects ADD COLUMN archived_at TIMESTAMP WITH TIME ZONE]'),
+    RUN("alembic stamp 5f2a91c0d3e4 && alembic upgrade head"),
+    T("INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.\n"
+      "INFO  [alembic.runtime.migration] Running stamp_revision  -> 5f2a91c0d3e4\n"
+      "INFO  [alembic.runtime.migration] Running upgrade 5f2a91c0d3e4 -> 7be04d1a22f9, add project quotas"),
+]
+s1 = ("Migrations are at head (7be04d1a22f9, add project quotas). The first upgrade hit a duplicate archived_at "
+      "column on projects; stamping 5f2a91c0d3e4 and upgrading from there worked.")
+s2 = ("alembic upgrade head fails with DuplicateColumn on projects.archived_at; it has to be fixed before the quotas "
+      "work can start.")
+PAIRS += [
+    P("alembic-stamp", "step", h, "alembic upgrade head", s1, "resolved_later",
+      notes="the summary tells the failure and the fix"),
+    P("alembic-stamp", "step", h, "alembic upgrade head", s2, "resolved_later",
+      notes="the summary still calls it failing, which the history's second call disproves: stale"),
+    P("alembic-stamp", "value", h, "7be04d1a22f9", s2, "dropped"),
+]
+
+# --- pg-volume: a resize refused by a rate limit; a snapshot to keep -----------------------------------------------
+h = [
+    RUN("df -h /var/lib/postgresql"),
+    T("Filesystem      Size  Used Avail Use% Mounted on\n/dev/nvme1n1    500G  487G   13G  98% /var/lib/postgresql"),
+    U("Grow the data volume to 1 TiB, and keep the old snapshot snap-0a91f3c2 until Friday."),
+    RUN("aws ec2 modify-volume --volume-id vol-0c44e1d9a7 --size 1024"),
+    T("An error occurred (VolumeModificationRateExceeded) when calling the ModifyVolume operation: You've reached the "
+      "maximum modification rate per volume limit. Wait at least 6 hours between modifications per EBS volume."),
+]
+s1 = ("The Postgres data volume is 98% full (13 GB free of 500 GB). Resizing vol-0c44e1d9a7 to 1024 GiB failed on "
+      "the per-volume modification rate limit; retry after 6 hours. Keep snap-0a91f3c2 until Friday.")
+s2 = "Postgres data volume vol-0c44e1d9a7 grown to 1 TiB. Old snapshots, snap-0a91f3c2 included, can be cleaned up now."
+STEP = "aws ec2 modify-volume --volume-id vol-0c44e1d9a7 --size 1024"
+PAIRS += [
+    P("pg-volume", "value", h, "1 TiB", s1, "reformatted", notes="1024 GiB"),
+    P("pg-volume", "step", h, STEP, s1, "reported"),
+    P("pg-volume", "instruction", h, "keep the old snapshot snap-0a91f3c2 until Friday", s2, "contradicted",
+      notes="clears the snapshot for deletion before Friday"),
+    P("pg-volume", "step", h, STEP, s2, "claimed_done"),
+]
+
+# --- tls-cert: a date with day and month swapped ----------------------------------------------------------------------
+h = [
+    RUN("echo | openssl s_client -connect api.example.net:443 2>/dev/null | openssl x509 -noout -enddate"),
+    T("notAfter=Mar  4 23:59:59 2027 GMT"),
+    U("Renew it at least 30 days before it expires, not in the last week like last time."),
+]
+s1 = ("The TLS certificate for api.example.net expires on 4 March 2027; renew it at least 30 days before that "
+      "(user's rule).")
+s2 = ("The certificate for api.example.net expires 2027-04-03. Renewal is handled by certbot; last time it was "
+      "renewed in the final week.")
+PAIRS += [
+    P("tls-cert", "value", h, "Mar  4 23:59:59 2027 GMT", s1, "reformatted", notes="4 March 2027 (the day is enough)"),
+    P("tls-cert", "value", h, "Mar  4 23:59:59 2027 GMT", s2, "changed", instead="2027-04-03",
+      notes="day and month swapped: 3 April, not 4 March"),
+    P("tls-cert", "instruction", h, "Renew it at least 30 days before it expires", s2, "absent",
+      notes="renewal and 'last time' are mentioned, the 30-day rule is not"),
+]
+
+# --- enterprise-discount: a support rule broken, and a name of the rule in an unrelated sentence --------------------
+h = [
+    U("This customer (account 5531-0098) is on the Enterprise plan. Don't offer discount codes; escalate any pricing "
+      "question to Dana."),
+    A("Understood. I'll keep pricing out of my replies and loop in Dana if it comes up."),
+    U("They're asking whether the annual price can be lowered. Handle it."),
+]
+s1 = ("Enterprise customer 5531-0098 asked about lowering the annual price; offered code LOYAL15 as a goodwill "
+      "gesture and closed the thread.")
+s2 = ("Account 5531-0098 (Enterprise) asked for a lower annual price. Pricing questions go to Dana, so it was "
+      "escalated to her.")
+s3 = ("Account 5531-0098 is on the Enterprise plan; Dana is their account manager. They asked whether the annual "
+      "price can be lowered.")
+PAIRS += [
+    P("enterprise-discount", "instruction", h, "Don't offer discount codes", s1, "contradicted",
+      notes="a code was offered"),
+    P("enterprise-discount", "instruction", h, "escalate any pricing question to Dana", s2, "kept"),
+    P("enterprise-discount", "instruction", h, "escalate any pricing question to Dana", s3, "absent",
+      notes="Dana is named only as the account manager"),
+    P("enterprise-discount", "instruction", h, "Don't offer discount codes", s2, "absent",
+      notes="s2 keeps the escalation rule but never says no discount codes"),
+]
+
+# --- android-r8: a release build fixed by keep rules; a version code in a longer number ----------------------------
+h = [
+    RUN("./gradlew assembleRelease"),
+    T("> Task :app:minifyReleaseWithR8 FAILED\nERROR: Missing classes detected while running R8. Please add the "
+      "missing classes or apply additional keep rules that are generated in "
+      "/home/ci/app/build/outputs/mapping/release/missing_rules.txt.\n\nFAILURE: Build failed with an exception.\n\n"
+      "BUILD FAILED in 2m 11s"),
+    RUN("cat app/build/outputs/mapping/release/missing_rules.txt >> app/proguard-rules.pro && ./gradlew "
+        "assembleRelease"),
+    T("BUILD SUCCESSFUL in 2m 48s\n87 actionable tasks: 12 executed, 75 up-to-date"),
+    U("Great. The version code for this release is 4127 and the version name 3.8.1."),
+]
+s1 = ("The release build passes after appending R8's generated keep rules to app/proguard-rules.pro (the first "
+      "assembleRelease failed on missing classes). Release 3.8.1, version code 4127.")
+s2 = "assembleRelease succeeded. Release 3.8.1 (versionCode 41270)."
+PAIRS += [
+    P("android-r8", "step", h, "./gradlew assembleRelease", s1, "resolved_later", notes="the summary tells both"),
+    P("android-r8", "step", h, "./gradlew assembleRelease", s2, "resolved_later",
+      notes="the summary gives only the end state; the first failure and the keep-rules fix are left out"),
+    P("android-r8", "value", h, "4127", s2, "changed", instead="41270",
+      notes="4127 sits inside 41270, but 41270 is another version code"),
+]
+
+# --- bq-quota: a quota failure, a table name corrected ---------------------------------------------------------------
+h = [
+    RUN("bq query --use_legacy_sql=false < sql/daily_rollup.sql"),
+    T("Error in query string: Error processing job 'analytics-prod:bqjob_r1f7_0000018c': Quota exceeded: Your "
+      "project exceeded quota for free query bytes scanned. Scanned 1.2 TB, limit 1 TB."),
+    U("Limit every query to the last 7 days of partitions from now on. And the rollup table is events_daily_v2, "
+      "not v1."),
+]
+s1 = ("The daily rollup query failed on the scan quota (1.2 TB scanned, limit 1 TB). User's rule: every query reads "
+      "only the last 7 days of partitions. Target table: events_daily_v2 (not v1).")
+s2 = "The daily rollup into events_daily_v1 ran after the date range was trimmed. Queries should be kept cheap."
+PAIRS += [
+    P("bq-quota", "value", h, "v1", s1, "former", notes="the table name the user corrected"),
+    P("bq-quota", "step", h, "bq query --use_legacy_sql=false < sql/daily_rollup.sql", s1, "reported"),
+    P("bq-quota", "value", h, "events_daily_v2", s2, "changed", instead="events_daily_v1"),
+    P("bq-quota", "instruction", h, "Limit every query to the last 7 days of partitions from now on.", s2, "absent",
+      notes="near miss: 'kept cheap' has no 7-day limit"),
+]
+
+# --- supplier-iban: an IBAN without spaces, an amount with two digits swapped ----------------------------------------
+h = [U("Pay supplier invoice 2026-0412 to IBAN NL91 ABNA 0417 1643 00, amount EUR 3,870.00, on 15 December.")]
+s1 = "Supplier invoice 2026-0412: pay EUR 3,870.00 to NL91ABNA0417164300 on 2026-12-15."
+s2 = "Invoice 2026-0412: pay EUR 3,780.00 to NL91 ABNA 0417 1643 00 on 15 December."
+PAIRS += [
+    P("supplier-iban", "value", h, "NL91 ABNA 0417 1643 00", s1, "reformatted", notes="the IBAN without spaces"),
+    P("supplier-iban", "value", h, "EUR 3,870.00", s2, "changed", instead="EUR 3,780.00"),
+]
+
+# --- checkout-flag: a rule replaced by a new one ---------------------------------------------------------------------
+h = [
+    U("Keep the new checkout behind the flag checkout_v2, on for staff only."),
+    A("Done: checkout_v2 is enabled for the staff segment only."),
+    U("Change of plan: drop the staff-only restriction. Product wants checkout_v2 on for 10% of all users."),
+]
+s1 = "checkout_v2 is being rolled out to 10% of all users (product's decision)."
+s2 = "checkout_v2 stays staff-only (user's instruction)."
+OLD = "Keep the new checkout behind the flag checkout_v2, on for staff only."
+PAIRS += [
+    P("checkout-flag", "instruction", h, OLD, s1, "withdrawn", notes="the summary leaves the old rule out: right"),
+    P("checkout-flag", "instruction", h, OLD, s2, "withdrawn",
+      notes="the summary states the withdrawn rule as in force: wrong"),
+    P("checkout-flag", "instruction", h, "Product wants checkout_v2 on for 10% of all users.", s2, "contradicted"),
+    P("checkout-flag", "value", h, "10%", s2, "dropped"),
+]
+
+# --- nginx-timeout: a default replaced, a typo in the config ---------------------------------------------------------
+h = [
+    U("Set the upstream read timeout to 1500 ms in nginx instead of the default 60 s."),
+    RUN("sudo nginx -t"),
+    T('nginx: [emerg] unknown directive "proxy_read_timout" in /etc/nginx/sites-enabled/api.conf:27\n'
+      'nginx: configuration file /etc/nginx/nginx.conf test failed'),
+]
+s1 = "The upstream read timeout was lowered from nginx's default 60 s to 1.5 s; the config test passes."
+s2 = "nginx -t fails on the typo proxy_read_timout (api.conf, line 27). The intended read timeout is 15 s."
+PAIRS += [
+    P("nginx-timeout", "value", h, "60 s", s1, "former"),
+    P("nginx-timeout", "step", h, "sudo nginx -t", s1, "claimed_done"),
+    P("nginx-timeout", "value", h, "1500 ms", s2, "changed", instead="15 s"),
+    P("nginx-timeout", "step", h, "sudo nginx -t", s2, "reported"),
+]
+
+# --- churn-train: a NaN run fixed by gradient clipping; a data rule -------------------------------------------------
+h = [
+    U("Train the churn model on the 2026-Q3 snapshot only; Q2 has the label leak we found. Use learning rate 3e-4."),
+    RUN("python train.py --snapshot 2026-Q3 --lr 3e-4 --epochs 20"),
+    T("epoch 1/20 loss=0.6931 val_auc=0.5012\nepoch 2/20 loss=nan val_auc=nan\nRuntimeError: Function "
+      "'LogSoftmaxBackward0' returned nan values in its 0th output."),
+    RUN("python train.py --snapshot 2026-Q3 --lr 3e-4 --epochs 20 --grad-clip 1.0"),
+    T("epoch 20/20 loss=0.3817 val_auc=0.8423\nsaved models/churn-2026q3-e20.pt"),
+]
+s1 = ("Churn model trained on the 2026-Q3 snapshot with lr 0.0003 and gradient clipping at 1.0 (the unclipped run "
+      "went NaN at epoch 2). Validation AUC 0.8423; weights in models/churn-2026q3-e20.pt. Q2 stays out because of "
+      "its label leak.")
+s2 = "Churn model trained on the 2026-Q2 and 2026-Q3 snapshots; val AUC 0.8423, weights in models/churn-2026q3-e20.pt."
+STEP = "python train.py --snapshot 2026-Q3 --lr 3e-4 --epochs 20"
+PAIRS += [
+    P("churn-train", "value", h, "3e-4", s1, "reformatted", notes="0.0003"),
+    P("churn-train", "step", h, STEP, s1, "resolved_later", notes="the summary tells the NaN run and the clipped rerun"),
+    P("churn-train", "instruction", h, "Train the churn model on the 2026-Q3 snapshot only", s2, "contradicted",
+      notes="says Q2 was used too"),
+    P("churn-train", "step", h, STEP, s2, "resolved_later", notes="the summary leaves the NaN run out"),
+]
+
+# --- printer-sla: an SLA of 8 hours, and an 8 inside an IP ------------------------------------------------------------
+h = [
+    U("Ticket HD-3120: the printer on floor 4 is offline again. The SLA for this queue is 8 business hours, and the "
+      "asset tag is PR-0412."),
+    RUN("snmpget -v2c -c public 10.20.4.81 1.3.6.1.2.1.25.3.5.1.1.1"),
+    T("Timeout: No Response from 10.20.4.81."),
+]
+s1 = "HD-3120: printer PR-0412 on floor 4 (10.20.4.81) is offline again; the device is still under warranty."
+PAIRS += [
+    P("printer-sla", "value", h, "8", s1, "dropped", notes="the SLA in business hours; 8 appears only inside "
+      "10.20.4.81"),
+    P("printer-sla", "step", h, "snmpget -v2c -c public 10.20.4.81 1.3.6.1.2.1.25.3.5.1.1.1", s1, "absent",
+      notes="'offline' comes from the user's report; the timed-out SNMP check is not mentioned"),
+]
+
+# --- release-tag: a tag push declined by the user -------------------------------------------------------------------
+h = [
+    U("Tag v2.7.0 and push the tag. Don't publish to PyPI, I'll do that after the changelog review."),
+    RUN("git tag -a v2.7.0 -m 'Release 2.7.0'"),
+    T(""),
+    RUN("git push origin v2.7.0"),
+    T("The user declined this tool call. The command was not run."),
+]
+s1 = "Tagged v2.7.0 and pushed the tag to origin. PyPI publishing is left to the user after the changelog review."
+s2 = ("Release 2.7.0 is tagged locally (v2.7.0); pushing the tag was declined by the user, so origin does not have "
+      "it. Published 2.7.0 to PyPI.")
+s3 = "Tagged v2.7.0. Do not publish to PyPI until the user has reviewed the changelog."
+PAIRS += [
+    P("release-tag", "step", h, "git push origin v2.7.0", s1, "claimed_done", notes="an unpushed tag reported pushed"),
+    P("release-tag", "step", h, "git push origin v2.7.0", s3, "absent",
+      notes="'Tagged' is true (the tag call succeeded); the push is not mentioned"),
+    P("release-tag", "instruction", h, "Don't publish to PyPI", s2, "contradicted"),
+    P("release-tag", "instruction", h, "Don't publish to PyPI", s3, "kept"),
+]
+
+# --- legal-email: a hold lifted by the user; the send then fails ----------------------------------------------------
+h = [
+    U("Don't email the customer about the data incident until legal signs off."),
+    A("OK, I'll draft the email and hold it."),
+    U("Legal signed off at 16:10. Go ahead and send it."),
+    RUN("python tools/send_notice.py --ticket INC-2291 --template breach_notice_v3"),
+    T("SMTPRecipientsRefused: {'ops@client-mail.example': (550, b'5.1.1 User unknown')}"),
+]
+s1 = ("Legal signed off at 16:10, so the hold on the INC-2291 customer email is lifted. Sending it failed: the mail "
+      "server rejected the recipient address (550 user unknown); a correct address is needed.")
+s2 = ("Do not email the customer about the INC-2291 incident until legal signs off. The notice was sent with "
+      "template breach_notice_v3.")
+OLD = "Don't email the customer about the data incident until legal signs off."
+STEP = "python tools/send_notice.py --ticket INC-2291 --template breach_notice_v3"
+PAIRS += [
+    P("legal-email", "instruction", h, OLD, s1, "withdrawn", notes="the summary says the hold is lifted: right"),
+    P("legal-email", "instruction", h, OLD, s2, "withdrawn",
+      notes="the summary still states the hold as in force (and, in the next sentence, says the mail was sent)"),
+    P("legal-email", "step", h, STEP, s2, "claimed_done"),
+    P("legal-email", "step", h, STEP, s1, "reported"),
+]
+
+# --- replica-down: a rule suspended for the day ---------------------------------------------------------------------
+h = [
+    U("Only run the analytics queries against the read replica, db-replica-2.internal."),
+    RUN("psql -h db-replica-2.internal -d analytics -f reports/churn.sql"),
+    T('psql: error: connection to server at "db-replica-2.internal" (10.8.0.22), port 5432 failed: Connection refused'
+      '\n\tIs the server running on that host and accepting TCP/IP connections?'),
+    U("The replica is down for maintenance until 18:00. You can use the primary for today, but read-only queries "
+      "only."),
+    RUN("psql -h db-primary.internal -d analytics -f reports/churn.sql"),
+    T(" month   | churned | rate\n---------+---------+------\n 2026-10 |     412 | 3.1%\n 2026-11 |     388 | 2.9%\n"
+      "(2 rows)"),
+]
+s1 = ("The churn report ran on db-primary.internal because the replica is down for maintenance until 18:00; the user "
+      "allowed the primary for today, read-only queries only. November churn: 388 customers, 2.9%.")
+s2 = ("Analytics queries must only run against db-replica-2.internal. The churn report could not run: the "
+      "connection was refused.")
+STEP = "psql -h db-replica-2.internal -d analytics -f reports/churn.sql"
+PAIRS += [
+    P("replica-down", "instruction", h, "Only run the analytics queries against the read replica, "
+      "db-replica-2.internal.", s1, "withdrawn", ambiguous=True,
+      notes="suspended for today rather than withdrawn for good; the summary gives the exception and why: right "
+            "either way"),
+    P("replica-down", "step", h, STEP, s1, "resolved_later", notes="the summary says the report ran on the primary"),
+    P("replica-down", "step", h, STEP, s2, "resolved_later",
+      notes="the summary says the report could not run, which the primary run disproves: stale"),
+    P("replica-down", "instruction", h, "You can use the primary for today, but read-only queries only.", s2,
+      "contradicted", notes="the summary says replica only"),
+]
+
+# --- report-language: a rule corrected ------------------------------------------------------------------------------
+h = [
+    U("Write the quarterly summary for Brandt & Co. in French."),
+    A("Will do. Drafting in French."),
+    U("Sorry, correction: English. Their finance team moved to the London office."),
+]
+s1 = ("The quarterly summary for Brandt & Co. is to be written in English (switched from French because their "
+      "finance team moved to the London office).")
+s2 = "Quarterly summary for Brandt & Co.: the draft is in French, as the user asked."
+OLD = "Write the quarterly summary for Brandt & Co. in French."
+PAIRS += [
+    P("report-language", "instruction", h, OLD, s1, "withdrawn",
+      notes="the summary names French only as what it was switched from: right"),
+    P("report-language", "instruction", h, OLD, s2, "withdrawn", notes="the summary keeps French in force: wrong"),
+    P("report-language", "instruction", h, "correction: English", s2, "contradicted"),
+]
+
+# --- squash-scratch: a rule scratched, a second rule left standing ---------------------------------------------------
+h = [
+    U("Squash your commits before opening any PR. Also, name branches feat/<ticket>."),
+    U("Scratch the squashing rule, the repo uses merge queues that squash anyway."),
+]
+s1 = "No need to squash commits: the merge queue squashes them. The merge queue is set up for the main branch."
+PAIRS += [
+    P("squash-scratch", "instruction", h, "Squash your commits before opening any PR.", s1, "withdrawn",
+      notes="the summary says squashing is not needed: right"),
+    P("squash-scratch", "instruction", h, "name branches feat/<ticket>", s1, "absent",
+      notes="'branch' appears only in an unrelated sentence"),
+]
+
+# --- vat-tests: a failing test, and a rounding rule ------------------------------------------------------------------
+h = [
+    RUN("pytest tests/api -q"),
+    T("..........F.....\n=================================== FAILURES ===================================\n"
+      "_____________________ test_create_invoice_rounds_vat _____________________\n"
+      "    assert body[\"vat\"] == \"21.00\"\nE   AssertionError: assert '20.99' == '21.00'\n"
+      "1 failed, 15 passed in 3.42s"),
+    U("Keep the VAT rounding half-up, that's what the accountants expect. Don't switch to banker's rounding."),
+]
+s1 = "API tests: 16 passed. VAT rounding stays half-up, per the accountants."
+s2 = ("In tests/api, test_create_invoice_rounds_vat fails (got 20.99, expected 21.00); the other 15 pass. VAT "
+      "rounding must stay half-up, never banker's rounding.")
+s3 = ("One API test fails on VAT (20.99 instead of 21.00). Next: switch the VAT calculation to banker's rounding to "
+      "make it pass.")
+PAIRS += [
+    P("vat-tests", "step", h, "pytest tests/api -q", s1, "claimed_done"),
+    P("vat-tests", "value", h, "15", s1, "changed", instead="16", notes="the count of passing tests"),
+    P("vat-tests", "step", h, "pytest tests/api -q", s2, "reported"),
+    P("vat-tests", "instruction", h, "Don't switch to banker's rounding.", s3, "contradicted", notes="plans it"),
+]
+
+# --- helm-rollback: an upgrade abandoned, not fixed ----------------------------------------------------------------
+h = [
+    U("Deploy image registry.example.io/payments/api:1.14.2 to staging."),
+    RUN("helm upgrade payments ./chart -n staging --set image.tag=1.14.2"),
+    T("Error: UPGRADE FAILED: timed out waiting for the condition"),
+    U("1.14.2 has the bad migration. Roll back to 1.14.1 instead, and leave prod alone."),
+    RUN("helm rollback payments 41 -n staging"),
+    T("Rollback was a success! Happy Helming!"),
+]
+s1 = ("Staging runs payments api 1.14.1 after a rollback to revision 41; the upgrade to 1.14.2 (bad migration) timed "
+      "out and was abandoned. Prod is not to be touched.")
+s2 = "payments api 1.14.2 is deployed on staging; prod untouched."
+STEP = "helm upgrade payments ./chart -n staging --set image.tag=1.14.2"
+PAIRS += [
+    P("helm-rollback", "value", h, "1.14.2", s1, "former", notes="the version given up for 1.14.1"),
+    P("helm-rollback", "step", h, STEP, s1, "reported",
+      notes="not resolved_later: the upgrade was abandoned and rolled back, not made to work"),
+    P("helm-rollback", "value", h, "1.14.1", s2, "changed", instead="1.14.2"),
+    P("helm-rollback", "instruction", h, "leave prod alone", s1, "kept", notes="'Prod is not to be touched.'"),
+]
