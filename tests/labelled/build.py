@@ -1,4 +1,4 @@
-"""Build the labelled sets (values.json, instructions.json, failed_steps.json, state_claims.json) from the
+"""Build the labelled sets (values.json, instructions.json, failed_steps.json, state_claims.json, statuses.json) from the
 hand-written sources in src/, check every label against its text, and assign the dev / test split.
 
     python3 build.py            # writes the four JSON files beside this script and prints the counts
@@ -26,6 +26,7 @@ import failed_steps_src  # noqa: E402
 import instructions_heldout2_src  # noqa: E402
 import instructions_src  # noqa: E402
 import state_claims_src  # noqa: E402
+import statuses_src  # noqa: E402
 import values_heldout2_src  # noqa: E402
 import values_src  # noqa: E402
 
@@ -167,6 +168,27 @@ def build_claims() -> list[dict]:
     return out
 
 
+# --- statuses -----------------------------------------------------------------------------------------------------
+def build_statuses() -> list[dict]:
+    """Pairs (a short history, a summary of it) with one item's status in the summary (issue 43, point 2)."""
+    out = []
+    for n, pair in enumerate(statuses_src.PAIRS, 1):
+        sid, kind, history = f"s{n:03d}", pair["kind"], pair["history"]
+        need(kind in statuses_src.STATUSES and pair["status"] in statuses_src.STATUSES[kind],
+             f"{sid}: unknown kind or status {kind!r} {pair['status']!r}")
+        need(all(turn["role"] in statuses_src.ROLES for turn in history), f"{sid}: unknown role")
+        said = [t["text"] for t in history if kind != "instruction" or t["role"] == "user"]
+        item = pair["item"] if kind != "step" else "$ " + pair["item"]
+        need(any(item in text for text in said), f"{sid}: item {pair['item']!r} is not in the history")
+        need(pair["status"] != "changed" or (pair["instead"] or "") in pair["summary"],
+             f"{sid}: changed, but what the summary gives instead is not in it")
+        out.append({"id": sid, "group": pair["group"], "kind": kind, "history": history, "item": pair["item"],
+                    "summary": pair["summary"],
+                    "labels": {"status": pair["status"], "instead": pair["instead"]},
+                    "ambiguous": pair["ambiguous"], "notes": pair["notes"]})
+    return out
+
+
 # --- the split ----------------------------------------------------------------------------------------------------
 def assign_split(snippets: list[dict], unit_of, strata_of) -> dict:
     """Put every snippet in dev or test (see SPLIT_METHOD); returns the per-half counts of the strata."""
@@ -246,6 +268,12 @@ FILES = {
         "build": build_claims, "unit": lambda s: s["scenario"], "strata": lambda s: [s["labels"]["label"]],
         "description": "Pairs of (source excerpt with its instructions and step outcomes, one sentence of a "
                        "compacted state) labelled faithful or by the defect the sentence carries. See README.md."},
+    "statuses.json": {
+        "build": build_statuses, "unit": lambda s: s["group"],
+        "strata": lambda s: [f"{s['kind']}:{s['labels']['status']}"],
+        "description": "Pairs of (a short history, a summary written of it later) labelled with the status of one item "
+                       "of the history (a value, a standing instruction, a failed or refused step) in the summary, "
+                       "written by a labeller who had not read the rules. See README.md."},
 }
 
 
@@ -314,6 +342,11 @@ def counts_of(name: str, snippets: list[dict]) -> dict:
             c[s["labels"]["outcome"]] += 1
             c["class:" + s["labels"]["reason_class"]] += 1
             c["ambiguous"] += s["ambiguous"]
+    elif name == "statuses.json":
+        for s in snippets:
+            c[f"{s['kind']}:{s['labels']['status']}"] += 1
+            c["ambiguous"] += s["ambiguous"]
+        c["scenarios"] = len({s["group"] for s in snippets})
     else:
         for s in snippets:
             c[s["labels"]["label"]] += 1
