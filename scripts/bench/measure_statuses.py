@@ -82,8 +82,10 @@ def rules_status(pair: dict) -> str:
         return "former" if not fact["current"] and status in ("kept", "reformatted") else status
     if pair["kind"] == "instruction":
         want = words(item)
-        best = max(found["instructions"], default=None,
-                   key=lambda i: len(want & words(i["text"])) / max(1, len(want | words(i["text"]))))
+        def overlap(instruction: dict) -> float:
+            theirs = words(instruction["text"])
+            return len(want & theirs) / max(1, len(want | theirs))
+        best = max(found["instructions"], default=None, key=overlap)
         if best is None or len(want & words(best["text"])) * 2 < len(want):
             return NOT_FOUND
         if best.get("revoked_turn"):
