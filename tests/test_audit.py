@@ -356,6 +356,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual((out / name).read_bytes(),
                                  (REPO / "results" / "audit-example" / name).read_bytes())
+        # issue 43, point 2: the study's rows come with the rules' measured figures and a pointer
+        self.assertIn("How sure the rules are (measured", (out / "analysis.md").read_text())
 
     def test_the_report_opens_with_the_label_the_answer_and_its_figure(self):
         """Issue 33 in the audit: the label, the answer's sentences and the headline figure before the first table,

@@ -540,6 +540,9 @@ class ExamplesTest(TempDirMixin, unittest.TestCase):
         for name in ("results.json", "probes.csv", "lost.csv", "report.html", "analysis.md"):
             with self.subTest(name):
                 self.assertEqual((copy / name).read_bytes(), (example / name).read_bytes())
+        # issue 43, point 2: the rules' measured figures, in one line with a pointer
+        self.assertIn("How sure the rules are (measured", (copy / "analysis.md").read_text())
+        self.assertIn("protocol/SESSIONS.md section 3.5", (copy / "report.html").read_text())
 
     def test_the_demo_runs_every_example_session_on_the_stand_in(self):
         out = self.make_tmp() / "demo"

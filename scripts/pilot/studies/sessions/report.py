@@ -12,6 +12,7 @@ from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_sectio
                         report_opening_html, spreadsheet_safe)
 from ...stats import rate_summary
 from .design import PROTOCOL_ID
+from .measured import rules_line
 from .truth import VALUE_KINDS
 
 
@@ -62,6 +63,7 @@ def report_blocks(a: dict) -> list[tuple]:
     title = f"{PROTOCOL_ID}: what compaction lost from your sessions"
     blocks: list[tuple] = [("h1", (f"{SIMULATED_STAMP}: " if a["simulated"] else "") + title)]
     blocks.append(("p", "**EXPLORATORY**. " + label_why(a)))
+    blocks.append(("p", rules_line()))
     blocks.append(("h2", "Sessions read"))
     blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments",
                              "values",
