@@ -192,8 +192,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(analysis.strip(), (out / "analysis.md").read_text().strip())
         self.assertIn("EXPLORATORY", analysis)
-        self.assertIn("| R1 | 6/9 = 66.7% | 0 | 2 | 1 | 3/9 = 33.3% |", analysis)
-        self.assertIn("| R2 | 9/9 = 100.0% | 0 | 0 | 0 | 0/9 = 0.0% |", analysis)
+        self.assertIn("| R1 | 6/9 = 66.7% | 0 | 2 | 1 | 0 | 3/9 = 33.3% |", analysis)
+        self.assertIn("| R2 | 9/9 = 100.0% | 0 | 0 | 0 | 0 | 0/9 = 0.0% |", analysis)
         lost = re.search(r"### R1: 3 lost\n\n(.*?)\n\n", analysis, re.S).group(1)
         self.assertIn("| deploy.json | digest | 3f9a2c1d | changed | 3f9a2c1 | user, segment 1 | USER: Deploy build "
                       "3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. |", lost)

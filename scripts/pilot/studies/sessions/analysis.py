@@ -1,7 +1,8 @@
 """XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state judged against its
-transcript (sessions_truth.judge_state: every exact value kept, reformatted, changed or dropped, and
-whether it stands beside its referent; each standing instruction present, contradicted or absent;
-each failed or denied step reported with its outcome, claimed done or absent; the release gate's
+transcript (sessions_truth.judge_state: every exact value kept, reformatted, changed, dropped or
+former, and whether it stands beside its referent; each standing instruction present,
+contradicted or absent; each failed or denied step reported with its outcome, claimed done or
+absent; the release gate's
 findings), the user's probes, the tables per kind, regime and session, with intervals and tests only
 where the number of sessions can support them (section 6), and the listing of what was lost;
 report.py renders them as analysis.md, report.html and lost.csv, and write_outputs writes the last

@@ -553,7 +553,7 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
             "min_sessions": MIN_SESSIONS_FOR_INTERVAL,
             "classes": classes, "gate": dict(sorted(invented.items())), "rates": rates,
             "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
-                       ("kept", "reformatted")},
+                       ("kept", "reformatted", "former")},
             "worst": sorted(scored, key=harm), "unscored": unscored,
             "needed_items": analyze_needed(records),
             "triggers": sorted({row["trigger"] for row in rows}),

@@ -26,7 +26,7 @@ AUDIT_FIGURE = FIGURE
 # reformatted, an instruction present, a step reported with its outcome), said wrong (changed,
 # contradicted, claimed
 # done) and missing (dropped, absent).
-OUTCOMES = {"kept": {"value": ("kept", "reformatted"), "instruction": ("present",),
+OUTCOMES = {"kept": {"value": ("kept", "reformatted", "former"), "instruction": ("present",),
                      "step": ("reported",)},
             "said wrong": {"value": ("changed",), "instruction": ("contradicted",),
                            "step": ("claimed done",)},
@@ -196,8 +196,9 @@ def report_blocks(a: dict) -> list[tuple]:
                    [[t, ", ".join(f"{k} {n:,}" for k, n in a["classes"][t].items()),
                      rate_cell(a, f"{t}_lost", "all")]
                     for t in CLASSES]))
-    kept = a["classes"]["value"]["kept"] + a["classes"]["value"]["reformatted"]
-    blocks.append(("p", f"Values kept or reformatted standing beside the words that say what they "
+    kept = sum(a["classes"]["value"][c] for c in ("kept", "reformatted", "former"))
+    blocks.append(("p", f"Values kept, reformatted or kept as former standing beside the words "
+                        f"that say what they "
                         f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
                    [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",

@@ -85,18 +85,21 @@ def report_blocks(a: dict) -> list[tuple]:
                         "final state: kept (one of the session's spellings written in the state as "
                         "a whole value of its kind: `12` is not kept by `12:30`, `ORD-12` or "
                         "`12/03/2025`), reformatted (the same value written otherwise), changed (a "
-                        "close value of the same kind that the session never gives), or dropped. "
+                        "close value of the same kind that the session never gives, or the value "
+                        "it replaced given as current), dropped, or former (a value the session "
+                        "itself replaced, kept apart from the current one). "
                         "Beside its referent: of the values kept or reformatted whose session says "
                         "what they are the value of, those written within six words of one of "
                         "those words (a value moved to another name, XR-001's signature "
                         "error, is not). " +
                         intervals_note(a)))
-    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped",
+    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped", "former",
                              "lost (changed or dropped)",
                              "beside its referent"],
                    [[r, fmt_interval(a["kept"].get(r, rate_summary(0, 0))),
                      a["classes"][r]["reformatted"],
                      a["classes"][r]["changed"], a["classes"][r]["dropped"],
+                     a["classes"][r]["former"],
                      fmt_interval(a["lost"].get(r, rate_summary(0, 0))),
                      fmt_interval(a["beside"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
     none = rate_summary(0, 0)
