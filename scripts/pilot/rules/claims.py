@@ -31,7 +31,7 @@ CLAIM_FAMILIES = {
         r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
         r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned "
         r"up|created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled "
-        r"back|cleared)\b",
+        r"back|cleared|booked|changed)\b",
         re.IGNORECASE,
     ),
     "verified": re.compile(
@@ -72,7 +72,8 @@ CLAIM_WORD_LETTERS = re.compile("|".join((
     "shipped", "pass", "green",
     "mailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated", "upgraded",
     "released",
-    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked",
+    "tagged", "committed", "restarted", "rolled", "cleared", "booked", "changed", "verified",
+    "confirmed", "checked",
     "validated",
     "reconciled", "audited", "read", "approved", "authori", "signed", "granted")), re.IGNORECASE)
 

@@ -668,8 +668,9 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     one), changed (the closest value of its kind in the state that neither the session nor the
     regime's own prompt gives and that reads as it with a small change, or the value it replaced
     given as current, or a small number counting what it counted), or dropped; with, for a kept,
-    reformatted or former value, whether it stands beside its referent. A number that spells two facts (`a limit of 7 and 7 workers`) is kept for
-    the one whose own words it stands with (one fact per referent)."""
+    reformatted or former value, whether it stands beside its referent. A number that spells two
+    facts (`a limit of 7 and 7 workers`) is kept for the one whose own words it stands with (one
+    fact per referent)."""
     found = state_values(state or "")
     sentences = Sentences(state or "")
     by_text: dict[str, list[Value]] = collections.defaultdict(list)
