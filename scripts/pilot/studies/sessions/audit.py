@@ -10,11 +10,12 @@ replaced: the turns from the session's start, or from the previous compaction (i
 turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
 and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
-analysis.session_ledger): every exact value kept, reformatted, changed or dropped, and
-whether it stands beside its referent; every standing instruction present, contradicted or absent;
-every failed or denied step reported with its outcome, claimed done or absent; every instruction or
-claim the summary invents. One row per item per compaction, every secret masked. Nothing here writes
-a file: audit_report.py renders the rows and their analysis. """
+analysis.session_ledger): every exact value kept, reformatted, changed, dropped or former (one
+the session replaced, kept apart), and whether it stands beside its referent; every standing
+instruction present, contradicted or absent; every failed or denied step reported with its
+outcome, claimed done or absent; every instruction or claim the summary invents. One row per item
+per compaction, every secret masked. Nothing here writes a file: audit_report.py renders the rows
+and their analysis. """
 from __future__ import annotations
 
 import collections
