@@ -152,9 +152,15 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         table = (ten / "analysis.md").read_text(encoding="utf-8").split("## Per item type")[1].split("##")[0]
         self.assertRegex(table, r"\| value \| .* \| \d+/\d+ = [\d.]+% \[[\d.]+, [\d.]+\] \|")
         self.assertNotIn("no interval is printed", (ten / "analysis.md").read_text(encoding="utf-8").split("\n")[2])
+        # issue 43, point 4: a printed interval says what it does not cover
+        self.assertIn("covers the sampling of sessions only, not the error of the rules", table)
+        self.assertIn("the intervals read them as a sample of sessions like them", (ten / "analysis.md").read_text())
+        self.assertNotIn("nothing beyond them", (ten / "analysis.md").read_text())
         text = (few / "analysis.md").read_text(encoding="utf-8")
         self.assertIn("fewer than 10 sessions hold a scored compaction, so no interval is printed", text)
         self.assertNotRegex(text, r"% \[[\d.]+, [\d.]+\]")
+        self.assertNotIn("not the error of the rules", text)
+        self.assertIn("the rates describe these sessions and nothing beyond them", text)
 
     def test_two_processes_make_the_same_records_in_the_same_order_as_one(self):
         """Issue 40, point 8: several sessions scored in two processes (the command's default for
@@ -372,6 +378,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
             with self.subTest(name):
                 self.assertEqual((out / name).read_bytes(),
                                  (REPO / "results" / "audit-example" / name).read_bytes())
+        # issue 43, point 2: the study's rows come with the rules' measured figures and a pointer
+        self.assertIn("How sure the rules are (measured", (out / "analysis.md").read_text())
 
     def test_the_report_opens_with_the_label_the_answer_and_its_figure(self):
         """Issue 33 in the audit: the label, the answer's sentences and the headline figure before the first table,

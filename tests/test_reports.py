@@ -99,7 +99,10 @@ class AnswerFirstTest(TempDirMixin, unittest.TestCase):
                                        "9.4%, the full transcript (R0) 4.4%.")
         self.assertIn("prose was worse 108 times and better 11 (exact McNemar p = 3.524e-21", sentences[1])
         self.assertNotIn("P1", " ".join(sentences))          # each prediction by what it says, not by its code
-        changed = dict(analysis, pooled={**analysis["pooled"], "R2": {**analysis["pooled"]["R2"], "rate": 0.5}})
+        # the rates are the corrupted answers counted over the models the verdicts are read on
+        corruption = {m: {**cells, "R2": {**cells["R2"], "k": cells["R2"]["n"] // 2}}
+                      for m, cells in analysis["corruption"].items()}
+        changed = dict(analysis, corruption=corruption)
         self.assertIn("the typed state block (R2) 50.0%", reports.study_answer(changed).sentences[0])
 
     def test_withheld_verdicts_are_said_once(self):

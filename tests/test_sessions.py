@@ -192,8 +192,8 @@ class SessionsStudyTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(analysis.strip(), (out / "analysis.md").read_text().strip())
         self.assertIn("EXPLORATORY", analysis)
-        self.assertIn("| R1 | 6/9 = 66.7% | 0 | 2 | 1 | 3/9 = 33.3% |", analysis)
-        self.assertIn("| R2 | 9/9 = 100.0% | 0 | 0 | 0 | 0/9 = 0.0% |", analysis)
+        self.assertIn("| R1 | 6/9 = 66.7% | 0 | 2 | 1 | 0 | 3/9 = 33.3% |", analysis)
+        self.assertIn("| R2 | 9/9 = 100.0% | 0 | 0 | 0 | 0 | 0/9 = 0.0% |", analysis)
         lost = re.search(r"### R1: 3 lost\n\n(.*?)\n\n", analysis, re.S).group(1)
         self.assertIn("| deploy.json | digest | 3f9a2c1d | changed | 3f9a2c1 | user, segment 1 | USER: Deploy build "
                       "3f9a2c1d of /srv/app/main.py to prod by 2025-03-12. |", lost)
@@ -470,6 +470,52 @@ class SessionsAnalysisTest(unittest.TestCase):
         self.assertIn("scored by an earlier version of the rules", ss_an.check_bank(old)[0])
 
 
+def kept_rows(kept_by_session: dict) -> list[dict]:
+    """Value rows of MYAGENT and R2 in each session: {session: (MYAGENT kept, R2 kept)}, one value
+    each, so that a session counts for the regime that kept it."""
+    return [{"model": "m", "regime": regime, "episode": session, "value": "v1",
+             "class": "kept" if kept else "dropped"}
+            for session, pair in kept_by_session.items()
+            for regime, kept in zip(("MYAGENT", "R2"), pair)]
+
+
+class PairedTestWordsTest(unittest.TestCase):
+    """Issue 43, point 4: no "better" without a test that could have said otherwise at the alpha the
+    protocol names, and an interval that says what it does not cover."""
+
+    def direction(self, kept_by_session: dict) -> dict:
+        return ss_an.paired_tests(kept_rows(kept_by_session), ["MYAGENT"], ["R2"])[0]
+
+    def test_better_only_where_the_holm_p_is_below_the_alpha(self):
+        self.assertEqual(self.direction({1: (False, True)})["direction"], "not tested")
+        self.assertEqual(self.direction({e: (False, True) for e in range(1, 4)})["direction"],
+                         "not tested")
+        test = self.direction({e: (False, True) for e in range(1, 7)})     # 0 vs 6: p = 0.031
+        self.assertLess(test["p_holm"], ss_an.ALPHA)
+        self.assertEqual(test["direction"], "R2 better")
+        mixed = {**{e: (False, True) for e in range(1, 4)}, **{e: (True, False) for e in range(4, 6)},
+                 **{e: (True, True) for e in range(6, 11)}}                  # 2 vs 3: p = 1.0
+        test = self.direction(mixed)
+        self.assertGreaterEqual(test["p_holm"], ss_an.ALPHA)
+        self.assertEqual(test["direction"], "no difference shown")
+        test = self.direction({**{e: (False, True) for e in range(1, 6)},
+                               **{e: (True, False) for e in range(6, 8)}})   # 2 vs 5: p = 0.45
+        self.assertEqual(test["direction"], "no difference shown")
+
+    def test_a_printed_interval_says_it_covers_the_sampling_of_sessions_only(self):
+        from pilot.studies.sessions import report as ss_report
+        few = {"n_sessions": 3, "min_sessions": {"interval": 10, "test": 6}}
+        many = {"n_sessions": 12, "min_sessions": {"interval": 10, "test": 6}}
+        self.assertNotIn("not the error of the rules", ss_report.intervals_note(few))
+        self.assertIn("covers the sampling of sessions only, not the error of the rules",
+                      ss_report.intervals_note(many))
+        # the label's "these sessions" and a printed interval said together
+        cover = {"coverage": {}, "complete": True}
+        self.assertIn("these prompts. ", ss_report.label_why({**few, **cover}))
+        self.assertIn("the intervals read the sessions as a sample of sessions like them",
+                      ss_report.label_why({**many, **cover}))
+
+
 class ExamplesTest(TempDirMixin, unittest.TestCase):
     def test_the_committed_examples_are_the_pinned_set_in_every_format(self):
         raw, tasks = ss.read_sessions(ss.TASKS_PATH, probes="tasks/sessions/probes.json")
@@ -494,6 +540,9 @@ class ExamplesTest(TempDirMixin, unittest.TestCase):
         for name in ("results.json", "probes.csv", "lost.csv", "report.html", "analysis.md"):
             with self.subTest(name):
                 self.assertEqual((copy / name).read_bytes(), (example / name).read_bytes())
+        # issue 43, point 2: the rules' measured figures, in one line with a pointer
+        self.assertIn("How sure the rules are (measured", (copy / "analysis.md").read_text())
+        self.assertIn("protocol/SESSIONS.md section 3.5", (copy / "report.html").read_text())
 
     def test_the_demo_runs_every_example_session_on_the_stand_in(self):
         out = self.make_tmp() / "demo"

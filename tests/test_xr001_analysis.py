@@ -217,6 +217,18 @@ class GuardsOnTheModelsJudgedTest(unittest.TestCase):
         self.assertIn("signature R1 0 vs R2 0 (probe counts pooled over good)", p2["evidence"][0])
         self.assertIn("left out (failed the ceiling check): bad", p2["evidence"])
 
+    def test_the_answer_rates_are_read_on_the_informative_models_the_excluded_one_apart(self):
+        # issue 43, point 5: the first answer sentence pooled the model the ceiling check left out
+        results = two_models(self.UNINFORMATIVE_BAD, {"good": (200.0, 200.0), "bad": (200.0, 200.0)})
+        analysis = xr001_analysis.analyze(results, synthetic_task_set())
+        sentences = xr001_report.answer(analysis).sentences
+        self.assertEqual(sentences[0], "Prose summaries (R1) corrupted 33.3% of answers, the typed state block "
+                                       "(R2) 4.2%, the full transcript (R0) 2.5% (good, the models the verdicts "
+                                       "are read on).")
+        self.assertEqual(sentences[1], "bad, left out by the ceiling check, apart: prose summaries (R1) 50.0%, "
+                                       "the typed state block (R2) 50.0%, the full transcript (R0) 100.0%.")
+        self.assertNotIn("41.7%", " ".join(sentences))                    # the pool of both: (40 + 60) / 240
+
     def test_a_model_significantly_better_under_prose_keeps_the_falsifier_from_being_rejected(self):
         wrong = {("good", "R0"): 3, ("good", "R1"): 100, ("good", "R2"): 5,
                  ("bad", "R0"): 3, ("bad", "R1"): 0, ("bad", "R2"): 24}

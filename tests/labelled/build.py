@@ -1,4 +1,4 @@
-"""Build the labelled sets (values.json, instructions.json, failed_steps.json, state_claims.json) from the
+"""Build the labelled sets (values.json, instructions.json, failed_steps.json, state_claims.json, statuses.json) from the
 hand-written sources in src/, check every label against its text, and assign the dev / test split.
 
     python3 build.py            # writes the four JSON files beside this script and prints the counts
@@ -23,8 +23,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "src"))
 
 import failed_steps_src  # noqa: E402
+import instructions_heldout2_src  # noqa: E402
 import instructions_src  # noqa: E402
 import state_claims_src  # noqa: E402
+import statuses_src  # noqa: E402
+import values_heldout2_src  # noqa: E402
 import values_src  # noqa: E402
 
 SEED = 20250330                      # recorded in every file's header and the README
@@ -55,10 +58,10 @@ def need(condition: bool, message: str) -> None:
 
 
 # --- values ------------------------------------------------------------------------------------------------------
-def build_values() -> list[dict]:
+def build_values(items: list | None = None, prefix: str = "v") -> list[dict]:
     out = []
-    for n, item in enumerate(values_src.ITEMS, 1):
-        sid, text = f"v{n:03d}", item["text"]
+    for n, item in enumerate(values_src.ITEMS if items is None else items, 1):
+        sid, text = f"{prefix}{n:03d}", item["text"]
         values, not_values = [], []
         for spec in item["values"]:
             value_text, kind, referent = spec[:3]
@@ -106,10 +109,10 @@ def uncovered_digits(text: str, spans: list[str]) -> list[str]:
 
 
 # --- instructions -------------------------------------------------------------------------------------------------
-def build_instructions() -> list[dict]:
+def build_instructions(items: list | None = None, prefix: str = "i") -> list[dict]:
     out = []
-    for n, item in enumerate(instructions_src.ITEMS, 1):
-        sid, text = f"i{n:03d}", item["text"]
+    for n, item in enumerate(instructions_src.ITEMS if items is None else items, 1):
+        sid, text = f"{prefix}{n:03d}", item["text"]
         need(item["case"] in INSTRUCTION_CASES, f"{sid}: unknown case {item['case']!r}")
         for ins in item["instructions"]:
             need(ins["text"] in text, f"{sid}: instruction {ins['text']!r} is not in the turn")
@@ -165,6 +168,27 @@ def build_claims() -> list[dict]:
     return out
 
 
+# --- statuses -----------------------------------------------------------------------------------------------------
+def build_statuses() -> list[dict]:
+    """Pairs (a short history, a summary of it) with one item's status in the summary (issue 43, point 2)."""
+    out = []
+    for n, pair in enumerate(statuses_src.PAIRS, 1):
+        sid, kind, history = f"s{n:03d}", pair["kind"], pair["history"]
+        need(kind in statuses_src.STATUSES and pair["status"] in statuses_src.STATUSES[kind],
+             f"{sid}: unknown kind or status {kind!r} {pair['status']!r}")
+        need(all(turn["role"] in statuses_src.ROLES for turn in history), f"{sid}: unknown role")
+        said = [t["text"] for t in history if kind != "instruction" or t["role"] == "user"]
+        item = pair["item"] if kind != "step" else "$ " + pair["item"]
+        need(any(item in text for text in said), f"{sid}: item {pair['item']!r} is not in the history")
+        need(pair["status"] != "changed" or (pair["instead"] or "") in pair["summary"],
+             f"{sid}: changed, but what the summary gives instead is not in it")
+        out.append({"id": sid, "group": pair["group"], "kind": kind, "history": history, "item": pair["item"],
+                    "summary": pair["summary"],
+                    "labels": {"status": pair["status"], "instead": pair["instead"]},
+                    "ambiguous": pair["ambiguous"], "notes": pair["notes"]})
+    return out
+
+
 # --- the split ----------------------------------------------------------------------------------------------------
 def assign_split(snippets: list[dict], unit_of, strata_of) -> dict:
     """Put every snippet in dev or test (see SPLIT_METHOD); returns the per-half counts of the strata."""
@@ -199,14 +223,40 @@ def ordered(snippet: dict) -> dict:
                                                                if k not in ("id", "split")}}
 
 
+# Issue 43, point 1: the first test halves of the values and instructions sets were seen by a round of rules (a
+# rule change made when dev already scored 1.00 matched held-out sentences only). Every snippet of the first sources
+# is now dev (its first half is kept as `first_split`), and the held-out half is the second sources, written and
+# labelled on 2026-12-06 by a labeller who had not read the rules. Snippets of the second sources that restate a case
+# the issue itself names (and that the rules were then fixed for, with tests) were looked at, so they are dev too.
+HELD_OUT_2 = "written and labelled on 2026-12-06 by a labeller who had not read the rules; appended, never tuned on"
+MOVED_TO_DEV = {
+    "hv": ("2.5k", "85 %", "7 workers", "1.5 minutes"),
+    "hi": ("freeze",),
+}
+
+
+def second_half(build, items: list, prefix: str) -> list[dict]:
+    """The second sources' snippets: held out (split test), except those holding a case issue 43 names."""
+    out = build(items, prefix)
+    for s in out:
+        named = [w for w in MOVED_TO_DEV[prefix] if w in s["text"] or w in (s.get("context") or "")]
+        s["first_split"] = "held-out-2"
+        s["split"] = "dev" if named else "test"
+        if named:
+            s["moved_to_dev"] = f"restates a case issue 43 names ({named[0]!r}), so it was looked at"
+    return out
+
+
 FILES = {
     "values.json": {
         "build": build_values, "unit": lambda s: s["id"],
+        "second": lambda: second_half(build_values, values_heldout2_src.ITEMS, "hv"),
         "strata": lambda s: [s["role"], "has_values" if s["labels"]["values"] else "no_values"],
         "description": "Snippets of turns and the exact values a compacted state must keep (one fact, one value), "
                        "with the tokens that must not be taken as values. See README.md."},
     "instructions.json": {
         "build": build_instructions, "unit": lambda s: s["group"] or s["id"],
+        "second": lambda: second_half(build_instructions, instructions_heldout2_src.ITEMS, "hi"),
         "strata": lambda s: ["standing" if s["labels"]["standing"] else "none"],
         "description": "User turns labelled with the standing instructions they give (if any), revocations and "
                        "corrections. See README.md."},
@@ -218,6 +268,12 @@ FILES = {
         "build": build_claims, "unit": lambda s: s["scenario"], "strata": lambda s: [s["labels"]["label"]],
         "description": "Pairs of (source excerpt with its instructions and step outcomes, one sentence of a "
                        "compacted state) labelled faithful or by the defect the sentence carries. See README.md."},
+    "statuses.json": {
+        "build": build_statuses, "unit": lambda s: s["group"],
+        "strata": lambda s: [f"{s['kind']}:{s['labels']['status']}"],
+        "description": "Pairs of (a short history, a summary written of it later) labelled with the status of one item "
+                       "of the history (a value, a standing instruction, a failed or refused step) in the summary, "
+                       "written by a labeller who had not read the rules. See README.md."},
 }
 
 
@@ -225,14 +281,23 @@ def main(argv: list[str]) -> int:
     check_only = "--check" in argv
     try:
         built = {name: spec["build"]() for name, spec in FILES.items()}
+        second = {name: spec["second"]() for name, spec in FILES.items() if "second" in spec}
     except LabelError as err:
         print(f"label error: {err}", file=sys.stderr)
         return 1
     for name, snippets in built.items():
         spec = FILES[name]
         per_half = assign_split(snippets, spec["unit"], spec["strata"])
+        split = {"seed": SEED, "method": SPLIT_METHOD, "strata_per_half": per_half}
+        if name in second:
+            for s in snippets:
+                s["first_split"], s["split"] = s["split"], "dev"
+            snippets = snippets + second[name]
+            split = {"seed": SEED, "method": SPLIT_METHOD, "first_strata_per_half": per_half,
+                     "held_out_2": HELD_OUT_2, "strata_per_half": strata_per_half(snippets, spec["strata"])}
+            per_half = split["strata_per_half"]
         body = {"format": f"ccl-labelled-{name[:-5].replace('_', '-')}-1", "description": spec["description"],
-                "split": {"seed": SEED, "method": SPLIT_METHOD, "strata_per_half": per_half},
+                "split": split,
                 "counts": counts_of(name, snippets),
                 "snippets": [ordered(s) for s in snippets]}
         print(f"{name}: {len(snippets)} snippets; {json.dumps(body['counts'])}; split {json.dumps(per_half)}")
@@ -243,6 +308,13 @@ def main(argv: list[str]) -> int:
             print(f"{name} is not what its sources build: run python3 build.py", file=sys.stderr)
             stale = True
     return 1 if check_only and "stale" in locals() else 0
+
+
+def strata_per_half(snippets: list[dict], strata_of) -> dict:
+    counts = {"dev": collections.Counter(), "test": collections.Counter()}
+    for s in snippets:
+        counts[s["split"]].update(strata_of(s))
+    return {h: dict(sorted(c.items())) for h, c in counts.items()}
 
 
 def counts_of(name: str, snippets: list[dict]) -> dict:
@@ -270,6 +342,11 @@ def counts_of(name: str, snippets: list[dict]) -> dict:
             c[s["labels"]["outcome"]] += 1
             c["class:" + s["labels"]["reason_class"]] += 1
             c["ambiguous"] += s["ambiguous"]
+    elif name == "statuses.json":
+        for s in snippets:
+            c[f"{s['kind']}:{s['labels']['status']}"] += 1
+            c["ambiguous"] += s["ambiguous"]
+        c["scenarios"] = len({s["group"] for s in snippets})
     else:
         for s in snippets:
             c[s["labels"]["label"]] += 1

@@ -31,7 +31,7 @@ CLAIM_FAMILIES = {
         r"implemented|migrated|uploaded|published|delivered|refunded|transferred|executed|shipped|"
         r"passed|pass(?:es|ing)|green|emailed|e-mailed|mailed|shared|deleted|removed|cleaned "
         r"up|created|wrote|updated|upgraded|released|tagged|committed|restarted|rolled "
-        r"back|cleared)\b",
+        r"back|cleared|booked|changed)\b",
         re.IGNORECASE,
     ),
     "verified": re.compile(
@@ -73,7 +73,8 @@ CLAIM_WORDS = (
     "shipped", "pass", "green",
     "mailed", "emailed", "shared", "deleted", "removed", "cleaned", "created", "wrote", "updated",
     "upgraded", "released",
-    "tagged", "committed", "restarted", "rolled", "cleared", "verified", "confirmed", "checked",
+    "tagged", "committed", "restarted", "rolled", "cleared", "booked", "changed", "verified",
+    "confirmed", "checked",
     "validated",
     "reconciled", "audited", "read", "approved", "authori", "signed", "granted")
 
@@ -114,7 +115,7 @@ NEGATION = re.compile(
 
 DID_NOT_HAPPEN = re.compile(
     r"\b(refused|denied|declined|rejected|blocked|failed|withdr[ae]wn?|withdrew|revoked|"
-    r"dropped|lifted|cancell?ed|kept|not granted)\b",
+    r"dropped|lifted|cancell?ed|kept|not granted|stopped|prevented)\b",
     re.IGNORECASE,
 )
 
@@ -322,25 +323,44 @@ REVOKING = re.compile(FORGET, re.IGNORECASE)
 
 REVOKES = re.compile(FORGET + r"|(?P<thing>[^.;,]+?) no longer applies"
                      r"|you (?:don't|do not) need to (?P<need>[^.;,]+?)(?: any ?more)?(?=[.;,]|$)"
-                     r"|(?:you can|feel free to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b",
+                     r"|(?:you can|feel free to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b"
+                     r"|(?P<over>[^.;,]+?) (?:is|are|has been|have been|was|were) (?:now )?"
+                     r"(?:over|lifted|off|ended|cancell?ed)\b"
+                     r"|\blift(?:ed|ing)? (?P<lift>[^.;,]+)"
+                     r"|\bno longer (?:need to |have to |must )?(?P<longer>[^.;,]+)",
+                     re.IGNORECASE)
+
+# With a withdrawal in the sentence, a permission names what the withdrawn rule forbade ("the
+# freeze is over, you can deploy")
+PERMITS = re.compile(r"\b(?:you can|you may|feel free to|go ahead and) (?P<can>[^.;,]+)",
                      re.IGNORECASE)
 
 ONE_OFF = re.compile(r"\bjust this once\b|\bthis one\b|\bonly this time\b", re.IGNORECASE)
 
 
 def withdrawn(sentence: str) -> str | None:
-    """The words naming what a sentence withdraws, None when it withdraws nothing: a one-off
-    exception ("just this once") withdraws nothing."""
+    """The words naming what a sentence withdraws (every phrase of it that withdraws, and with one a
+    permission it gives), None when it withdraws nothing: a one-off exception ("just this once")
+    withdraws nothing."""
     if ONE_OFF.search(sentence):
         return None
-    match = REVOKES.search(sentence)
-    return next(g for g in match.groups() if g) if match else None
+    named = [g for match in REVOKES.finditer(sentence) for g in match.groups() if g]
+    if not named:
+        return None
+    return " ".join(named + [m.group("can") for m in PERMITS.finditer(sentence)])
 
 
 # A correction: the value after `not`, `instead of` or `rather than` is the one it corrects away
 # ("the port is 8443, not 8080").
 CORRECTED_AWAY = re.compile(r"\b(?:not|instead of|rather than)\s+(?P<old>[^\s,;.]+(?:\.\d+)*)",
                             re.IGNORECASE)
+
+
+# A user's sentence that corrects an earlier value: the value it gives replaces one of that kind
+# (studies/sessions/truth.py says which)
+CORRECTION = re.compile(r"\b(?:actually|correction|sorry|i meant|my (?:mistake|bad)|typo|make it|"
+                        r"(?:moved|changed|switched) (?:it |that )?to|it's now|is now|rather)\b",
+                        re.IGNORECASE)
 
 
 def corrected_away(text: str) -> list[str]:
@@ -388,13 +408,36 @@ def contradicts(unit: str, instruction: str) -> bool:
         if value.text in olds and not FORMER_MARK.search(unit[:value.start]) and \
                 not re.match(r"\s*\((?:was|old|former)", unit[value.end:]):
             return True
+    own = _own_clauses(instruction)
     for mine, negated, turned in _unit_clauses(unit):
+        if not turned and restates(mine, negated, own):
+            continue
         for words, forbidden, order in orders:
             shared = words & mine
             if len(shared) >= min(2, len(words)) and len(shared) * 2 >= len(words) and \
                     (forbidden != negated or order == "before" and turned and not negated):
                 return True
     return False
+
+
+def restates(mine: frozenset[str], negated: bool, own: tuple) -> bool:
+    """Whether a state's clause says what one of the instruction's own clauses (cut as a state's
+    are) says, with the same sign, adding no term of a clause of the other sign: "report latencies
+    in milliseconds" of "report latencies in milliseconds, never seconds" (the instruction's order
+    read whole forbids, as its `never` does), not "report latencies in seconds"."""
+    if not mine:
+        return False
+    other_sign = frozenset().union(*(words for words, sign in own if sign != negated))
+    return any(sign == negated and len(mine & words) >= min(2, len(mine)) and
+               not (mine - words) & other_sign for words, sign in own)
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_clauses(instruction: str) -> tuple[tuple[frozenset[str], bool], ...]:
+    """An instruction cut into clauses as a state's sentence is, a clause without terms of its own
+    (`Never,` of "Never, ever push to main") read with the next one."""
+    return tuple((words, forbids(part)) for words, part in
+                 _glued_clauses(without_values(instruction, names=False)) if words)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -406,15 +449,30 @@ def _instruction_orders(instruction: str) -> tuple[frozenset[str], tuple]:
 
 
 # A clause cut within a state's unit (states.state_units): at a comma, semicolon or colon before a
-# space, at a dash between spaces and at `but`, empty clauses kept (the rule as it was measured).
+# space, at a dash between spaces and at `but`; a clause of only a negation read with the next.
 @functools.lru_cache(maxsize=16384)
 def _unit_clauses(unit: str) -> tuple[tuple[frozenset[str], bool, bool], ...]:
     """A state's sentence cut into clauses, each as (terms, whether it forbids, whether it puts its
     action later)."""
-    return tuple((frozenset(terms(part)), forbids(part),
+    return tuple((words, forbids(part),
                   bool(re.search(r"\bafterwards?\b|\blater\b", part, re.IGNORECASE)))
-                 for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b",
-                                      without_values(unit, names=False)))
+                 for words, part in _glued_clauses(without_values(unit, names=False)))
+
+
+def _glued_clauses(text: str) -> list[tuple[frozenset[str], str]]:
+    """A sentence cut into clauses (at a comma, semicolon or colon before a space, at a dash between
+    spaces and at `but`), each with its terms; a clause of only a negation, with no terms of its own
+    (`Never,` of "Never, ever push to main"), is read with the next one."""
+    out, carried = [], ""
+    for part in re.split(r"[;:,]\s+|\s+-\s+|\bbut\b", text):
+        part = (carried + " " + part) if carried else part
+        words = frozenset(terms(part))
+        if words or not NEGATION.search(part):
+            out.append((words, part))
+            carried = ""
+        else:
+            carried = part
+    return out + ([(frozenset(), carried)] if carried else [])
 
 
 # --- Naming a step

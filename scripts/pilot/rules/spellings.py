@@ -67,6 +67,29 @@ def number_parts(value: str) -> tuple[decimal.Decimal | None, str]:
     return _decimal(match.group(1)), UNIT_FORMS.get(unit, unit)
 
 
+# A number's scale word and a duration's unit, each as a factor: `2.5k` is 2500 and `1.5 minutes`
+# is 90 seconds, one value written another way (`m` is left alone: minutes, metres or millions).
+NUMBER_SCALES = {"k": 1000, "thousand": 1000, "million": 10 ** 6, "bn": 10 ** 9,
+                 "billion": 10 ** 9}
+
+DURATION_SECONDS = {"ms": decimal.Decimal("0.001"), "s": 1, "min": 60, "h": 3600, "d": 86400,
+                    "week": 604800}
+
+
+@functools.lru_cache(maxsize=65536)
+def scaled_number(value: str) -> tuple[decimal.Decimal | None, str]:
+    """(number, unit) of a number as written, its scale word applied and a duration in seconds:
+    `2.5k` and `2,500` alike, `1.5 minutes` and `90 seconds` alike."""
+    number, unit = number_parts(value)
+    if number is None:
+        return number, unit
+    if unit in NUMBER_SCALES:
+        return number * NUMBER_SCALES[unit], ""
+    if unit in DURATION_SECONDS:
+        return number * DURATION_SECONDS[unit], "s"
+    return number, unit
+
+
 @functools.lru_cache(maxsize=65536)
 def normalize_value(kind: str, value: str) -> str:
     """A value's form for comparison: the same value written another way normalizes alike (1,250 and
@@ -74,7 +97,7 @@ def normalize_value(kind: str, value: str) -> str:
     rule)."""
     text = value.strip()
     if kind == "number":
-        number, unit = number_parts(text)
+        number, unit = scaled_number(text)
         return (_plain(number) if number is not None else text) + unit
     if kind == "amount":
         code, amount = amount_parts(text)
@@ -82,7 +105,8 @@ def normalize_value(kind: str, value: str) -> str:
     if kind == "date":
         return normalize_date(text)
     if kind == "time":
-        match = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s?(?:([AaPp])\.?[Mm]\.?)?", text)
+        match = re.fullmatch(r"(\d{1,2})(?:[:.](\d{2}))?(?::(\d{2}))?\s?(?:([AaPp])\.?[Mm]\.?)?",
+                             text)
         if not match:
             return text.lower()
         hour, half = int(match.group(1)), match.group(4)
@@ -146,7 +170,7 @@ def numeric_key(kind: str, value: str) -> decimal.Decimal | None:
     if kind == "amount":
         return amount_parts(value)[1]
     if kind == "number":
-        number, unit = number_parts(value)
+        number, unit = scaled_number(value)
         if number is None or unit or not (len(_digits(value)) >= 3 or "." in value):
             return None
         return number

@@ -180,9 +180,40 @@ def key_terms_in(text: str, key_terms: Iterable[str]) -> list[str]:
     return [term for term in key_terms if normalize_for_terms(term) in norm]
 
 
+def term_stem(word: str) -> str:
+    """A word as the key-term rule compares it: lower case, one common ending taken off (`pushes`,
+    `pushed`, `pushing` -> push; `committing` -> commit; `pass` and `passed` -> pass), never cut
+    shorter than three letters."""
+    word = word.lower()
+    if word.endswith(("ied", "ies")) and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[:-len(suffix)]
+            if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2] and \
+                    word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    return word
+
+
+TERM_WORD = re.compile(r"[a-z][a-z'-]*[a-z]|[a-z]")
+
+
 def carries_instruction(text: str, key_terms: Iterable[str]) -> bool:
-    """The deterministic retention rule: every key term of the instruction appears in the text (case
-    and spacing ignored). Known failure modes: a paraphrase without the terms is missed; terms
-    present for another reason count as kept."""
+    """The deterministic retention rule: every key term of the instruction appears in the text as a
+    whole (case and spacing ignored): a word as a word of the text with the same stem (term_stem),
+    a value or a phrase between word boundaries, never inside a longer word or number (`12` is not
+    in `1249`). Known failure modes: a paraphrase without the terms is missed; terms present for
+    another reason count as kept."""
     norm = normalize_for_terms(text)
-    return all(normalize_for_terms(term) in norm for term in key_terms)
+    stems = None
+    for term in key_terms:
+        want = normalize_for_terms(term)
+        if TERM_WORD.fullmatch(want):
+            stems = stems if stems is not None else {term_stem(w) for w in TERM_WORD.findall(norm)}
+            if term_stem(want) not in stems:
+                return False
+        elif not re.search(r"(?<![\w.])" + re.escape(want) + r"(?![\w]|\.\w)", norm):
+            return False
+    return True

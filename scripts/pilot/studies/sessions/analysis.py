@@ -1,7 +1,8 @@
 """XR-S1, analysis (protocol/SESSIONS.md sections 4 to 6): each final state judged against its
-transcript (sessions_truth.judge_state: every exact value kept, reformatted, changed or dropped, and
-whether it stands beside its referent; each standing instruction present, contradicted or absent;
-each failed or denied step reported with its outcome, claimed done or absent; the release gate's
+transcript (sessions_truth.judge_state: every exact value kept, reformatted, changed, dropped or
+former, and whether it stands beside its referent; each standing instruction present,
+contradicted or absent; each failed or denied step reported with its outcome, claimed done or
+absent; the release gate's
 findings), the user's probes, the tables per kind, regime and session, with intervals and tests only
 where the number of sessions can support them (section 6), and the listing of what was lost;
 report.py renders them as analysis.md, report.html and lost.csv, and write_outputs writes the last
@@ -386,6 +387,10 @@ MIN_SESSIONS_FOR_INTERVAL = 10
 
 MIN_SESSIONS_FOR_TEST = 6
 
+# the two-sided level a paired test's Holm-adjusted p must be under for a regime to be called better
+# (section 6)
+ALPHA = 0.05
+
 
 def clustered_rates(tallies: dict[str, dict]) -> dict[str, dict]:
     """Every named tally (tally_by_session) as rates per group key, k/n, with a 95% interval only
@@ -423,6 +428,8 @@ def paired_tests(values: list[dict], user: list[str], built_in: list[str],
     testable = [t for t in tests if t["p"] is not None]
     for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
         test["p_holm"] = adjusted
+    for test in tests:
+        test["direction"] = test_direction(test)
     return tests
 
 
@@ -446,13 +453,21 @@ def sign_tests(rows: list[dict], item: str, success, user: list[str],
             b = sum(1 for a, c, _ in per_session.values() if a > c)
             c = sum(1 for a, x, _ in per_session.values() if x > a)
             test = {"yours": mine, "built_in": other, "sessions": len(per_session),
-                    "pairs": sum(n for _, _, n in per_session.values()), "b": b, "c": c,
-                    "direction": f"{other} better" if c > b else f"{mine} better" if b
-                    > c else "no difference"}
+                    "pairs": sum(n for _, _, n in per_session.values()), "b": b, "c": c}
             test["p"] = (mcnemar_counts(b, c, b + c)["p"] if len(per_session)
                          >= MIN_SESSIONS_FOR_TEST else None)
             tests.append(test)
     return tests
+
+
+def test_direction(test: dict) -> str:
+    """What a paired test says: a regime better only where its Holm-adjusted p is below ALPHA (a
+    test that could have said otherwise); untested below MIN_SESSIONS_FOR_TEST sessions."""
+    if test["p"] is None:
+        return "not tested"
+    if test["p_holm"] >= ALPHA or test["b"] == test["c"]:
+        return "no difference shown"
+    return f"{test['built_in'] if test['c'] > test['b'] else test['yours']} better"
 
 
 def lost_listing(results: dict, value_of: dict, file_of: dict) -> dict:

@@ -11,11 +11,11 @@ turns it kept verbatim, included), up to the compaction. The ground truth of tha
 and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
 analysis.session_ledger): every exact value the conversation wrote (a tool's output is not read
-for values) kept, reformatted, changed or dropped, and whether it stands beside its referent;
-every standing instruction present, contradicted or absent;
-every failed or denied step reported with its outcome, claimed done or absent; every instruction or
-claim the summary invents. One row per item per compaction, every secret masked. Nothing here writes
-a file: audit_report.py renders the rows and their analysis. """
+for values) kept, reformatted, changed, dropped or former (one the session replaced, kept apart),
+and whether it stands beside its referent; every standing instruction present, contradicted or
+absent; every failed or denied step reported with its outcome, claimed done or absent; every
+instruction or claim the summary invents. One row per item per compaction, every secret masked.
+Nothing here writes a file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
@@ -542,7 +542,10 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
     reasons = [f"{len(scored)} compaction{'s' * (len(scored) != 1)} scored in {len(sessions)} "
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
                "protocol was registered before they were read, so the rates describe these "
-               "sessions and nothing beyond them",
+               + ("sessions; the intervals read them as a sample of sessions like them (the same "
+                  "agents, users and kind of work) and cover that sampling only"
+                  if len(sessions) >= MIN_SESSIONS_FOR_INTERVAL else
+                  "sessions and nothing beyond them"),
                "the items are found and judged by lexical rules (their measured figures are in "
                "the report, under How sure these are): a status is the rules' reading, not a "
                "person's"]
@@ -569,7 +572,7 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
             "min_sessions": MIN_SESSIONS_FOR_INTERVAL,
             "classes": classes, "gate": dict(sorted(invented.items())), "rates": rates,
             "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
-                       ("kept", "reformatted")},
+                       ("kept", "reformatted", "former")},
             "worst": sorted(scored, key=harm), "unscored": unscored,
             "needed_items": analyze_needed(records),
             "triggers": sorted({row["trigger"] for row in rows}),

@@ -21,6 +21,7 @@ from ...reports import pct
 from ...rules.values import mask_secrets, secret_pieces
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
+from .measured import rules_line
 from .needed import CATEGORIES, agreed_words, earlier_summary, judge_needed, needed_items
 
 # --- What the rules were measured to do -----------------------------------------------------------
@@ -195,7 +196,9 @@ def measured_blocks() -> list[tuple]:
             ("table", ["half", "compactions", "recall of lost/wrong", "false loss on kept",
                        "loss rows per labelled loss", "kept share, rules / labels",
                        "decisions' precision"],
-             [[half, *figures] for half, figures in MEASURED.items()])]
+             [[half, *figures] for half, figures in MEASURED.items()]),
+            ("p", "The study's rows below (values, standing instructions, failed steps and the "
+                  "gate), which are context: " + rules_line())]
 
 
 def needed_figure(a: dict) -> str | None:

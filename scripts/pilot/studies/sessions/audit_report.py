@@ -10,7 +10,7 @@ import io
 from ...reports import answer_html, answer_md, md_tables_to_html, pct, report_head, spreadsheet_safe
 from ...stats import rate_summary
 from ...svg import Look, grouped_bars
-from .report import fmt_interval, render_blocks_md
+from .report import RULES_ERROR_NOTE, fmt_interval, render_blocks_md
 from .audit import CLASSES, GATE_MEANS, LOST
 from .audit_needed import FIGURE, csv_items, headline, needed_blocks, needed_figure
 
@@ -26,7 +26,7 @@ AUDIT_FIGURE = FIGURE
 # reformatted, an instruction present, a step reported with its outcome), said wrong (changed,
 # contradicted, claimed
 # done) and missing (dropped, absent).
-OUTCOMES = {"kept": {"value": ("kept", "reformatted"), "instruction": ("present",),
+OUTCOMES = {"kept": {"value": ("kept", "reformatted", "former"), "instruction": ("present",),
                      "step": ("reported",)},
             "said wrong": {"value": ("changed",), "instruction": ("contradicted",),
                            "step": ("claimed done",)},
@@ -190,13 +190,16 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks.append(("p", f"Lost: a value changed or dropped, an instruction contradicted or absent, "
                         "a step claimed done or absent. Intervals: 95%, session-clustered and "
                         "never narrower than the binomial one, printed only from "
-                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."))
+                        f"{a['min_sessions']} sessions on ({a['n_sessions']} here)."
+                        + (" " + RULES_ERROR_NOTE if a["n_sessions"] >= a["min_sessions"]
+                           else "")))
     blocks.append(("table", ["item type", "classes", "lost"],
                    [[t, ", ".join(f"{k} {n:,}" for k, n in a["classes"][t].items()),
                      rate_cell(a, f"{t}_lost", "all")]
                     for t in CLASSES]))
-    kept = a["classes"]["value"]["kept"] + a["classes"]["value"]["reformatted"]
-    blocks.append(("p", f"Values kept or reformatted standing beside the words that say what they "
+    kept = sum(a["classes"]["value"][c] for c in ("kept", "reformatted", "former"))
+    blocks.append(("p", f"Values kept, reformatted or kept as former standing beside the words "
+                        f"that say what they "
                         f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
                    [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",

@@ -12,7 +12,7 @@ from .truth import VALUE_CLASSES
 VALUES_FIGURE = ("fig_s_values.svg", "What the final state did with each exact value of the "
                  "sessions, per regime")
 CLASS_COLOURS = {"kept": "#009E73", "reformatted": "#56B4E9", "changed": "#E69F00",
-                 "dropped": "#B00000"}
+                 "dropped": "#B00000", "former": "#CC79A7"}
 
 
 def value_cells(analysis: dict) -> dict:

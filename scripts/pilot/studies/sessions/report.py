@@ -12,6 +12,7 @@ from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_sectio
                         report_opening_html, spreadsheet_safe)
 from ...stats import rate_summary
 from .design import PROTOCOL_ID
+from .measured import rules_line
 from .study_needed import needed_blocks
 from .truth import VALUE_KINDS
 
@@ -29,6 +30,12 @@ def fmt_interval(summary: dict) -> str:
     return text
 
 
+# what no interval here covers (issue 43, point 4)
+RULES_ERROR_NOTE = ("An interval covers the sampling of sessions only, not the error of the rules "
+                    "that find and judge the items (their measured figures: protocol/SESSIONS.md "
+                    "section 3.5).")
+
+
 def intervals_note(a: dict) -> str:
     n, least = a["n_sessions"], a["min_sessions"]["interval"]
     return ("Intervals: 95%, from the session-clustered bootstrap widened to hold the binomial "
@@ -36,7 +43,7 @@ def intervals_note(a: dict) -> str:
             "steps of one session are not "
             f"independent; fewer sessions cannot support an interval). " +
             (f"This bank has {n} session{'s' * (n != 1)}: no interval is printed." if n
-             < least else ""))
+             < least else RULES_ERROR_NOTE))
 
 
 def label_why(a: dict) -> str:
@@ -44,7 +51,9 @@ def label_why(a: dict) -> str:
     box says."""
     cov = a["coverage"]
     return ("No protocol was registered before these sessions were chosen, so nothing here is a "
-            "confirmatory result: the rates describe these sessions, this model and these prompts. "
+            "confirmatory result: the rates describe these sessions, this model and these prompts"
+            + ("; the intervals read the sessions as a sample of sessions like them and cover that "
+               "sampling only. " if a["n_sessions"] >= a["min_sessions"]["interval"] else ". ")
             + ("" if a["complete"] else f"PARTIAL: {cov['complete_cells']} of "
                f"{cov['expected_cells']} cells are "
                                         f"complete; rerun the same command to finish."))
@@ -55,6 +64,7 @@ def report_blocks(a: dict) -> list[tuple]:
     title = f"{PROTOCOL_ID}: what compaction lost from your sessions"
     blocks: list[tuple] = [("h1", (f"{SIMULATED_STAMP}: " if a["simulated"] else "") + title)]
     blocks.append(("p", "**EXPLORATORY**. " + label_why(a)))
+    blocks.append(("p", rules_line()))
     blocks.append(("h2", "Sessions read"))
     blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments",
                              "values",
@@ -76,18 +86,21 @@ def report_blocks(a: dict) -> list[tuple]:
                         "final state: kept (one of the session's spellings written in the state as "
                         "a whole value of its kind: `12` is not kept by `12:30`, `ORD-12` or "
                         "`12/03/2025`), reformatted (the same value written otherwise), changed (a "
-                        "close value of the same kind that the session never gives), or dropped. "
+                        "close value of the same kind that the session never gives, or the value "
+                        "it replaced given as current), dropped, or former (a value the session "
+                        "itself replaced, kept apart from the current one). "
                         "Beside its referent: of the values kept or reformatted whose session says "
                         "what they are the value of, those written within six words of one of "
                         "those words (a value moved to another name, XR-001's signature "
                         "error, is not). " +
                         intervals_note(a)))
-    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped",
+    blocks.append(("table", ["regime", "kept", "reformatted", "changed", "dropped", "former",
                              "lost (changed or dropped)",
                              "beside its referent"],
                    [[r, fmt_interval(a["kept"].get(r, rate_summary(0, 0))),
                      a["classes"][r]["reformatted"],
                      a["classes"][r]["changed"], a["classes"][r]["dropped"],
+                     a["classes"][r]["former"],
                      fmt_interval(a["lost"].get(r, rate_summary(0, 0))),
                      fmt_interval(a["beside"].get(r, rate_summary(0, 0)))] for r in a["regimes"]]))
     none = rate_summary(0, 0)
@@ -111,8 +124,10 @@ def report_blocks(a: dict) -> list[tuple]:
                             "the built-in one did; exact two-sided binomial p, Holm-adjusted over "
                             "the family. The values of one session are not independent, so the "
                             f"session is the unit; below {least} sessions the test cannot reach p "
-                            "< 0.05 and no p is printed. Exploratory: no test here was planned "
-                            "before the sessions were seen."))
+                            "< 0.05 and no p is printed. A regime is called better only where "
+                            "its Holm-adjusted p is below 0.05; otherwise the direction column "
+                            "says no difference shown, or not tested. Exploratory: no test here "
+                            "was planned before the sessions were seen."))
         blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p",
                                  "p (Holm)",
                                  "direction"],

@@ -22,13 +22,16 @@ tests/labelled/ holds the hand-labelled sets these rules are measured on
 from __future__ import annotations
 
 import collections
+import difflib
 import functools
 import re
 from typing import Callable
 
-from ...rules.claims import (REVOKES, claim, contradicts, corrected_away, names_item,
-                              reports_failure, says_not_done, stem, terms, withdrawn)
-from ...rules.states import USER_SENTENCE_END, carries_instruction, split_units, state_units
+from ...rules.claims import (CORRECTION, FORMER_MARK, REVOKES, claim, contradicts, corrected_away,
+                              forbids, names_item, reports_failure, says_not_done, stem, terms,
+                              withdrawn)
+from ...rules.states import (USER_SENTENCE_END, carries_instruction, split_units, state_units,
+                             term_stem)
 from ...rules.spellings import is_close, normalize_value, number_parts, numeric_key
 from ...rules.values import (MASK, VALUE_KINDS, Sentences, Value, edit_distance, extract_values,
                              is_secret, mask_secrets, secret_spans)
@@ -42,7 +45,8 @@ __all__ = ["MASK", "VALUE_KINDS", "VALUE_CLASSES", "INSTRUCTION_CLASSES", "STEP_
            "step_outcome", "turn_outcome",
            "is_standing_instruction", "split_sentences", "key_terms"]
 
-VALUE_CLASSES = ("kept", "reformatted", "changed", "dropped")
+# former: a value the session itself replaced, kept in the state (apart from the current one)
+VALUE_CLASSES = ("kept", "reformatted", "changed", "dropped", "former")
 
 INSTRUCTION_CLASSES = ("present", "contradicted", "absent")
 
@@ -81,6 +85,14 @@ EXAMPLE_BEFORE = re.compile(r"\b(?:such as|e\.g\.,?|for example,?|for instance,?
                             re.IGNORECASE)
 
 
+# Words that carry no meaning of their own in an order (`before you push anything`): never key
+# terms
+FUNCTION_WORDS = frozenset("""anything something everything nothing anyone someone everyone nobody
+anywhere somewhere everywhere before after without within else again first once whole
+already still even yet both either neither whether because though although while since
+unless over under""".split())
+
+
 def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[str]:
     """The words that say what a value is the value of, stemmed: the key of a `key: value` or `key =
     value`, else the last two content words before it in its clause and the first one after it
@@ -102,10 +114,17 @@ def referent_of(text: str, start: int, end: int, sentences: Sentences) -> list[s
     return list(dict.fromkeys(stem(w) for w in words))
 
 
+# A value the sentence says has lapsed, right after it
+LAPSED = re.compile(r"\s+(?:has |have |had |is |was )?(?:now )?(?:expired|lapsed|superseded|"
+                    r"deprecated|no longer (?:valid|current|in use))\b", re.IGNORECASE)
+
+
 def superseded(text: str, start: int, end: int) -> bool:
     """Whether the sentence itself gives the value as a former one: `from 840 ms to 310 ms`, `(it
-    was 11:00)`, `not rc.1`, `up from 200`."""
+    was 11:00)`, `not rc.1`, `up from 200`, `quote 0.9184 expired`."""
     before = text[max(0, start - 24):start]
+    if LAPSED.match(text, end):
+        return True
     if FORMER.search(before):
         return not re.search(r"\bfrom\s*$", before, re.IGNORECASE) or \
             bool(re.match(r"\s+to\b", text[end:end + 6], re.IGNORECASE))
@@ -150,6 +169,8 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
     undated: dict[tuple, dict] = {}
     # a number -> the fact it is, with or without its unit
     bare: dict[tuple, dict] = {}
+    # (sentence bounds, fact, whether this spelling made it) of the text's values
+    said: list[tuple] = []
     for t, turn in enumerate(parts):
         for source, text in turn:
             if source == "tool result":
@@ -163,23 +184,86 @@ def session_values(parts: list[list[tuple[str, str]]], segment_of: list[int]) ->
                 fact = by_key.get(key) or (undated.get(month_day(value)) if value.kind
                                            == "date" else None) or \
                     (bare.get(plain) if plain else None)
-                if fact is not None:
+                own = own_words(text, value.start, value.end, sentences)
+                if fact is not None and not other_referent(fact, own):
                     if value.text != fact["text"] and value.text not in fact["forms"]:
                         fact["forms"].append(value.text)
+                    if superseded(text, value.start, value.end):
+                        fact["current"] = False          # a later sentence gives it as former
+                    said.append((sentences.bounds(value.start, value.end), fact, False))
                     continue
                 fact = {"id": len(facts) + 1, "kind": value.kind, "text": value.text, "forms": [],
                         "referent": referent_of(text, value.start, value.end, sentences),
+                        "own": own,
                         "current": not superseded(text, value.start, value.end), "source": source,
                         "sentence": sentences.around(value.start, value.end), "turn": t + 1,
                         "segment": segment_of[t] if segment_of else 1,
                         "secret": is_secret(value.start, value.end, secrets)}
                 facts.append(fact)
-                by_key[key] = fact
+                said.append((sentences.bounds(value.start, value.end), fact, True))
+                by_key.setdefault(key, fact)
                 if plain:
                     bare.setdefault(plain, fact)
                 for day in month_days(value):
                     undated.setdefault(day, fact)
+            if source == "user":
+                correct_facts(text, said, facts)
+            said.clear()
+    for fact in facts:
+        fact["own"] = sorted(fact["own"])
     return facts
+
+
+def own_words(text: str, start: int, end: int, sentences: Sentences) -> frozenset[str]:
+    """What a small number (one or two digits, no unit) counts, for telling two facts with one
+    number apart (`a limit of 7 and 7 workers`): the words right after it (two at most, up to a
+    stopword: `12 tests pass`), and the nearest content word before it in its clause; empty for
+    other values, which are told apart by their spelling."""
+    if not re.fullmatch(r"-?\d{1,2}", text[start:end]):
+        return frozenset()
+    left, right = sentences.bounds(start, end)
+    after = []
+    for word in re.match(r"(?:\s+[A-Za-z][A-Za-z-]+){0,2}", text[end:right]).group(0).split():
+        if word.lower() in STOP:
+            break
+        after.append(word.lower())
+    before = [w.lower() for w in WORD.findall(CLAUSE_BREAK.split(text[max(left, start - 60):
+                                                                     start])[-1])
+              if w.lower() not in STOP]
+    return frozenset(term_stem(w) for w in after + before[-1:])
+
+
+def other_referent(fact: dict, own: frozenset[str]) -> bool:
+    """Whether a number restated with words of its own counts another thing than the fact it
+    spells: both say what they count and share no word (one fact per referent)."""
+    return bool(own) and bool(fact.get("own")) and not own & set(fact["own"])
+
+
+def correct_facts(text: str, said: list[tuple], facts: list[dict]) -> None:
+    """Marks the facts a user's correcting sentence replaces as no longer current: for each value it
+    gives first, the earlier current facts of its kind that the sentence restates beside it, or that
+    share a word of its referent, or else the one written most like it (`dana.kim@northwind.example`
+    after `Oh, it's dana.kim@northwind-corp.example, sorry`)."""
+    by_sentence: dict[tuple, list[tuple[dict, bool]]] = collections.defaultdict(list)
+    for bounds, fact, new in said:
+        by_sentence[bounds].append((fact, new))
+    for (left, right), found in by_sentence.items():
+        if not CORRECTION.search(text[left:right]):
+            continue
+        restated = {f["id"] for f, new in found if not new}
+        for fact, new in found:
+            if not new:
+                continue
+            earlier = [f for f in facts if f["id"] < fact["id"] and f["current"] and
+                       f["kind"] == fact["kind"] and f["id"] not in
+                       {g["id"] for g, n in found if n}]
+            replaced = [f for f in earlier if f["id"] in restated or
+                        set(f["referent"]) & set(fact["referent"])]
+            if not replaced and fact["kind"] not in ("number", "amount"):
+                alike = [(written_alike(f["text"], fact["text"]), f["id"], f) for f in earlier]
+                replaced = [max(alike)[2]] if alike and max(alike)[0] >= ALIKE else []
+            for old in replaced:
+                old.update(current=False, replaced_by=fact["id"])
 
 
 # A file view's line-number prefix (Claude Code's Read `   124→`, `cat -n` and `nl -ba`
@@ -258,7 +342,7 @@ ORDER_START = re.compile(
     r"^(?:please\s+|ok(?:ay)?,?\s+|and\s+|also,?\s+|so\s+|just\s+|one more "
     r"thing:?\s+)*"
     r"(?:(?:from now on|from here on|from this point|going forward|for the "
-    r"rest of [\w ]+|"
+    r"rest of [\w ]+|for [^,:;]{1,40}(?=,)|"
     r"until i [^,]+|until further notice|"
     r"(?P<cond>whenever [^,]+|when [^,]+|if [^,]+|even if [^,]+|unless "
     r"[^,]+)|for anything [^,]+|"
@@ -347,7 +431,16 @@ def is_standing_instruction(sentence: str) -> bool:
     """Whether a user's sentence gives a standing instruction: an order, prohibition or permission
     meant to hold beyond the next step (a scope word, or the form of a rule), not a question, a
     one-off request, a story, a dismissal, a rule quoted from elsewhere or a description of code to
-    build (SESSIONS.md section 3.2)."""
+    build (SESSIONS.md section 3.2); a sentence that gives its rule after a colon ("We're in code
+    freeze until Monday: no merges to release/2026.12") is read by that rule."""
+    if reads_as_instruction(sentence):
+        return True
+    head, colon, rule = sentence.partition(": ")
+    return bool(colon) and not head.rstrip().endswith(("says", "said", "reads")) and \
+        reads_as_instruction(rule)
+
+
+def reads_as_instruction(sentence: str) -> bool:
     text = sentence.strip().strip('"').strip()
     if not text or text.endswith("?") and not POLITE_ORDER.search(text) or text.startswith(">") or \
             NOT_AN_ORDER.search(text) or CODE_TO_BUILD.search(text) or \
@@ -376,7 +469,7 @@ def is_standing_instruction(sentence: str) -> bool:
         return True
     order = bool(start or ADDRESSED.search(text) or
                  re.match(r"^[\w.-]+(?: \w+)?, not [\w.-]+", text) or re.match(r"^[\w.-]+ only\b",
-                 text, re.I))
+                 text, re.I) or re.fullmatch(r"[\w.-]+ [\w.-]+ only[.!]?", text, re.I))
     if not order:
         if NARRATIVE.search(text):
             return False
@@ -399,25 +492,75 @@ def corrected(sentence: str, earlier: list[dict]) -> list[dict]:
         v.text in olds for v in extract_values(i["text"]))] if olds else []
 
 
+# How alike two spellings of one kind must be for a correction to replace the one with the other
+ALIKE = 0.75
+
+
+def written_alike(old: str, new: str) -> float:
+    return difflib.SequenceMatcher(None, old, new).ratio()
+
+
+def value_corrected(sentence: str, earlier: list[dict]) -> list[tuple[dict, str]]:
+    """The earlier standing instructions whose value a user's correcting sentence
+    (claims.CORRECTION) replaces, each with its text as corrected: a value of the same kind that
+    the sentence restates beside the new one ("make it 9090, 8080 clashes"), or, for a kind other
+    than a number, the one written most like it (`Oh, it's dana.kim@northwind-corp.example,
+    sorry`)."""
+    if not CORRECTION.search(sentence):
+        return []
+    given = extract_values(sentence)
+    out = []
+    for instruction in earlier:
+        if instruction.get("revoked_turn"):
+            continue
+        theirs = extract_values(instruction["text"])
+        for new in given:
+            if any(v.text == new.text for v in theirs):
+                continue
+            same = [v for v in theirs if v.kind == new.kind and (v.text in sentence or
+                    new.kind not in ("number", "amount") and written_alike(v.text, new.text)
+                    >= ALIKE)]
+            if same:
+                out.append((instruction, instruction["text"].replace(same[0].text, new.text)))
+                break
+    return out
+
+
 def revoked_by(sentence: str, earlier: list[dict]) -> list[dict]:
     """The earlier standing instructions a user's sentence withdraws or replaces ("forget what I
-    said about pnpm", "you don't need to ask about /tmp anymore", "you can reply in English now"):
+    said about pnpm", "you don't need to ask about /tmp anymore", "you can reply in English now",
+    "the freeze is over, you can deploy"), or whose condition it says is met (condition_met):
     those that share a word of what it names (claims.withdrawn, the one revocation rule, by which a
     one-off exception, "just this once", withdraws nothing)."""
+    met = [i for i in earlier if not i.get("revoked_turn") and condition_met(i["text"], sentence)]
     what = withdrawn(sentence)
     if what is None:
-        return []
+        return met
     named = terms(what)
     # "in /tmp": an exception
     narrower = [v.text for v in extract_values(what)] + re.findall(r"(?<![\w/])/[\w.-]+", what)
-    return [i for i in earlier if not i.get("revoked_turn") and named & set(terms(i["text"])) and
-            all(v in i["text"] for v in narrower)]
+    return met + [i for i in earlier if not i.get("revoked_turn") and i not in met and
+                  named & set(terms(i["text"])) and all(v in i["text"] for v in narrower)]
+
+
+UNTIL = re.compile(r"\buntil (?!i (?:say|tell|confirm)|further notice)(?P<event>[^,.;]+)",
+                   re.IGNORECASE)
+
+
+def condition_met(instruction: str, sentence: str) -> bool:
+    """Whether a user's sentence says the event an instruction holds until has happened ("Don't
+    email the customer until legal signs off", then "Legal signed off at 16:10"): every word of
+    the event (two at least), and no word that says it has not."""
+    until = UNTIL.search(instruction)
+    event = terms(until.group("event")) if until else set()
+    return len(event) >= 2 and event <= terms(sentence) and not forbids(sentence)
 
 
 def key_terms(instruction: str, limit: int = 2) -> list[str]:
     """The terms the presence rule looks for: the instruction's exact values, then its longest
-    content words (not a stopword, not an -ly adverb), each cut to a stem of at most six letters so
-    that `committing` finds `commit`."""
+    content words (not a stopword, not a function word such as `anything` or `before`, not an -ly
+    adverb), whole: the rule finds each as a whole word or value (states.carries_instruction, by
+    which `committing` finds `commit` and `12` is not in `1249`)."""
     olds = set(corrected_away(instruction))
     # not the value it corrects away
     found = [f for f in extract_values(instruction) if f.text not in olds]
@@ -430,19 +573,18 @@ def key_terms(instruction: str, limit: int = 2) -> list[str]:
         at = words_text.find(value.text)
         words_text = words_text[:at] + " " * len(value.text) + words_text[at + len(value.text):]
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", words_text)]
-    content = [w for w in dict.fromkeys(words) if w not in STOP and len(w)
-               >= 3 and not w.endswith("ly")]
+    content = [w for w in dict.fromkeys(words) if w not in STOP and w not in FUNCTION_WORDS and
+               len(w) >= 3 and not w.endswith("ly")]
     ranked = sorted(content, key=lambda w: (-len(w), content.index(w)))
-    stems = [re.sub(r"(?:ing|ed|er|es|s)$", "", w)[:6] if len(w) > 4 else w for w in ranked]
     return list(dict.fromkeys([v.text for v in found]
-                              + stems))[:limit] or [instruction.strip()[:40]]
+                              + ranked))[:limit] or [instruction.strip()[:40]]
 
 
 def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]:
     """The standing instructions of the user's turns, in order, each with the terms the presence
     rule looks for; one the user later withdrew, replaced or corrected carries the turn that did so
     (a revocation is a rule, not a guess), and a correction of one is itself a standing instruction
-    in its place."""
+    in its place (a corrected value: the instruction with the new value in place of the old)."""
     found: list[dict] = []
     seen: set[str] = set()
     for t, turn in enumerate(turns):
@@ -450,18 +592,25 @@ def session_instructions(turns: list[dict], segment_of: list[int]) -> list[dict]
             continue
         for sentence in split_sentences(turn["text"]):
             fixed, revoked = corrected(sentence, found), revoked_by(sentence, found)
-            for old in revoked + fixed:
+            rewritten = value_corrected(sentence, [i for i in found if i not in fixed + revoked])
+            for old in revoked + fixed + [i for i, _ in rewritten]:
                 old.update(revoked_turn=t + 1, revoked_by=sentence[:400])
+            for _, text in rewritten:
+                if text not in seen:
+                    seen.add(text)
+                    found.append(instruction_record(len(found) + 1, text, t, segment_of))
             replaced = bool(revoked) and bool(
                 ORDER_START.search(REVOKES.sub("", sentence).strip(" ,;")))
             if (fixed or replaced or is_standing_instruction(sentence)) and sentence not in seen:
                 seen.add(sentence)
-                found.append({"id": len(found) + 1, "text": sentence[:400],
-                              "key_terms": key_terms(sentence),
-                              "turn": t + 1, "segment": segment_of[t] if segment_of else 1,
-                              "revoked_turn": None,
-                              "revoked_by": None})
+                found.append(instruction_record(len(found) + 1, sentence, t, segment_of))
     return found
+
+
+def instruction_record(number: int, text: str, t: int, segment_of: list[int]) -> dict:
+    return {"id": number, "text": text[:400], "key_terms": key_terms(text), "turn": t + 1,
+            "segment": segment_of[t] if segment_of else 1, "revoked_turn": None,
+            "revoked_by": None}
 
 
 # --- The ground truth of a transcript
@@ -514,11 +663,15 @@ def beside_referent(state: str, value: Value, referent: list[str], found: list[V
 
 def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     """Each fact of the session in a state: kept (one of the session's spellings written as a whole
-    value of the state), reformatted (the same value written otherwise), changed (the closest value
-    of its kind in the state that neither the session nor the regime's own prompt gives and that
-    reads as it with a small change), or dropped; with, for a kept or reformatted value, whether it
-    stands beside its referent."""
-    found = extract_values(state or "")
+    value of the state), reformatted (the same value written otherwise), former (a fact the session
+    itself replaced, kept or reformatted: the state keeps it, as it should, apart from the current
+    one), changed (the closest value of its kind in the state that neither the session nor the
+    regime's own prompt gives and that reads as it with a small change, or the value it replaced
+    given as current, or a small number counting what it counted), or dropped; with, for a kept,
+    reformatted or former value, whether it stands beside its referent. A number that spells two
+    facts (`a limit of 7 and 7 workers`) is kept for the one whose own words it stands with (one
+    fact per referent)."""
+    found = state_values(state or "")
     sentences = Sentences(state or "")
     by_text: dict[str, list[Value]] = collections.defaultdict(list)
     by_key: dict[tuple, list[Value]] = collections.defaultdict(list)
@@ -532,27 +685,67 @@ def judge_values(facts: list[dict], state: str, prompt: str = "") -> list[dict]:
     for value in found:
         if value_key(value) not in given:
             novel[value.kind].append(value)
+    spelled = collections.Counter(value_key(Value(f["kind"], f["text"], 0, 0)) for f in facts)
     out = []
     for fact in facts:
         spellings = [fact["text"], *fact["forms"]]
         kept = [v for form in spellings for v in by_text.get(form, ())]
         same = [v for form in spellings for v in by_key.get(value_key(Value(fact["kind"], form, 0,
             0)), ())]
+        if fact.get("own") and spelled[value_key(Value(fact["kind"], fact["text"], 0, 0))] > 1:
+            kept, same = ([v for v in held if set(fact["own"]) & own_words(
+                state, v.start, v.end, sentences)] for held in (kept, same))
         status, at = ("kept", kept) if kept else ("reformatted", same) if same else ("dropped", [])
+        if at and not fact["current"]:
+            status = "former"
         if not at:
+            stale = [v for f in facts if f.get("replaced_by") == fact["id"] for form in
+                     [f["text"], *f["forms"]] for v in by_key.get(value_key(Value(
+                         f["kind"], form, 0, 0)), ()) if not given_as_former(state, v)]
             norm = normalize_value(fact["kind"], fact["text"])
             close = [(edit_distance(norm, normalize_value(v.kind, v.text), 8), v.start,
                       v) for v in novel[fact["kind"]]
                      if is_close(fact["kind"], norm, normalize_value(v.kind, v.text))]
-            if close:
-                status, at = "changed", [min(close)[2]]
+            # a small number is told by what it counts: another one counting the same thing
+            counting = [v for v in novel[fact["kind"]] if fact.get("own") and set(fact["own"]) &
+                        own_words(state, v.start, v.end, sentences)]
+            if stale and fact["current"]:
+                status, at = "changed", stale[:1]
+            elif close or counting:
+                status, at = "changed", [min(close)[2]] if close else counting[:1]
         beside = None
         if at and status != "changed" and fact["referent"]:
             beside = any(beside_referent(state, v, fact["referent"], found, sentences) for v in at)
         out.append({"id": fact["id"], "status": status, "beside": beside,
-                    "instead": None if status in ("kept", "dropped") else at[0].text,
+                    "instead": None if status in ("kept", "dropped", "former") else at[0].text,
                     "state_sentence": sentences.around(at[0].start, at[0].end) if at else None})
     return out
+
+
+def state_values(state: str) -> list[Value]:
+    """The values of a state, a number written with a spaced percent sign (`85 %`) read with it, and
+    a time written with a stop before am or pm (`10.30 am`) read as a time."""
+    out = []
+    for value in extract_values(state):
+        if value.kind == "number" and re.match(r"[ \u00a0]%", state[value.end:value.end + 2]):
+            value = Value("number", state[value.start:value.end + 2], value.start, value.end + 2)
+        elif value.kind == "number" and re.fullmatch(r"\d{1,2}\.[0-5]\d", value.text):
+            half = TIME_HALF.match(state, value.end)
+            if half:
+                value = Value("time", state[value.start:half.end()], value.start, half.end())
+        out.append(value)
+    return out
+
+
+TIME_HALF = re.compile(r"\s?[AaPp]\.?[Mm]\b\.?")
+
+
+def given_as_former(state: str, value: Value) -> bool:
+    """Whether a state writes a value as a former one (`from 8080 to 9090`, `not v1`, `(was
+    14:00)`)."""
+    return superseded(state, value.start, value.end) or bool(
+        FORMER_MARK.search(state[max(0, value.start - 24):value.start])) or bool(
+        re.match(r"\s*\((?:was|old|former)", state[value.end:value.end + 12]))
 
 
 def judge_instructions(instructions: list[dict], units: list[str], state: str,
@@ -574,8 +767,8 @@ def judge_instructions(instructions: list[dict], units: list[str], state: str,
                         "state_sentence": against[:240]})
             continue
         present = carries_instruction(state or "", instruction["key_terms"])
-        term = instruction["key_terms"][0].lower()
-        where = next((u for u in units if term in u.lower()), None) if present else None
+        term = instruction["key_terms"][:1]
+        where = next((u for u in units if carries_instruction(u, term)), None) if present else None
         out.append({"id": instruction["id"], "status": "present" if present else "absent",
                     "state_sentence": where[:240] if where else None})
     return out

@@ -547,17 +547,24 @@ def answer(analysis: dict) -> Answer:
     """The study's answer in plain sentences (how often each regime corrupted an answer, the paired
     comparison, each prediction by what it says and its verdict), its headline figure, the
     corruption rates, and its label's reasons."""
-    pooled, regimes = analysis["pooled"], analysis["regimes"]
+    regimes = analysis["regimes"]
     order = [r for r in ("R1", "R2") if r in regimes] + [r for r in regimes if r not in ("R1",
         "R2")]
-    rates = [f"{REGIME_WORDS.get(r, 'regime ' + r)} ({r}) {pct(pooled[r]['rate'])}" for r in order
-             if pooled[r]["n"]]
+    read_on, left_out = models_read(analysis)
     sentences = []
+    rates = rate_phrases(analysis, read_on, order)
     if rates:
         first, *rest = rates
         lead, rate = first.rsplit(" ", 1)
         sentences.append(f"{lead[:1].upper()}{lead[1:]} corrupted {rate} of answers"
-                         + (", " + ", ".join(rest) if rest else "") + ".")
+                         + (", " + ", ".join(rest) if rest else "")
+                         + (f" ({', '.join(read_on)}, the models the verdicts are read on)"
+                            if left_out else "") + ".")
+    for model in left_out:
+        apart = rate_phrases(analysis, [model], order)
+        if apart:
+            sentences.append(f"{model}, left out by the ceiling check, apart: "
+                             + ", ".join(apart) + ".")
     mc = analysis["mcnemar"]
     if mc.get("pooled") and mc.get("models"):
         p = mc["pooled"]
@@ -578,6 +585,29 @@ def answer(analysis: dict) -> Answer:
                                             recheck_note(analysis)) if note]
     return Answer(tuple(sentences), HEADLINE_FIGURE, tuple(analysis["label_reasons"]),
                   omission_closing(analysis))
+
+
+def models_read(analysis: dict) -> tuple[list[str], list[str]]:
+    """The models the answer's rates are read on (those that passed the ceiling check, as every
+    verdict is; all of them where none passed, since the answer then withholds every verdict), and
+    the models left out, whose rates are given apart."""
+    models = list(analysis["models"])
+    informative = [m for m in analysis.get("informative_models", models) if m in models]
+    if not informative:
+        return models, []
+    return informative, [m for m in models if m not in informative]
+
+
+def rate_phrases(analysis: dict, models: list[str], order: list[str]) -> list[str]:
+    """"prose summaries (R1) 36.4%" per regime, the corrupted answers pooled over `models`."""
+    out = []
+    for regime in order:
+        cells = [analysis["corruption"][m][regime] for m in models]
+        n = sum(c["n"] for c in cells)
+        if n:
+            k = sum(c["k"] for c in cells)
+            out.append(f"{REGIME_WORDS.get(regime, 'regime ' + regime)} ({regime}) {pct(k / n)}")
+    return out
 
 
 def omission_closing(analysis: dict) -> tuple[str, ...]:
