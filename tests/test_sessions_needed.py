@@ -96,14 +96,17 @@ class PlainModel:
 
 PLAIN_OUTPUTS = ("results.json", "analysis.md", "report.html", "lost.csv", "probes.csv", "RESULTS.md")
 
-# sha256 of each output of the plain transcript's run, written by main's code at commit 6013a1d (before the needed
-# items came to the study), the server's address and the temporary folder written as one name each
-PLAIN_SHA256 = {"results.json": "5ea974d08f84ff6b3c320bc75fabcab1ce0933f99e32d5eacaaa86dea324ca16",
-                "analysis.md": "b5a09dd02b89b44ac0ac07aa01f19a6330c8e3d52be69ff0af049abee4c7c95d",
-                "report.html": "c62938c8d5beb45ee007e2700b915d8fcb92f3c7c15b93c027accfe12611b0c7",
+# sha256 of each output of the plain transcript's run, the server's address and the temporary folder written as one
+# name each: first written by main's code at commit 6013a1d (before the needed items came to the study), and equal to
+# it on the branch that brought them; written again on 2026-12-06 after issue 43 changed every sessions report (the
+# rules' measured figures in one line, "not tested" for a test below 6 sessions, the `former` column and the status
+# rules), which the needed items do not touch
+PLAIN_SHA256 = {"results.json": "b7fc20acba9f0eac05251694a9a3909e05037fb0e9b9fc0130ae802b806d86bb",
+                "analysis.md": "813feb22577e88999296ebaef56849b959858913c1fafc841deb9d1bc68971d7",
+                "report.html": "aea2a5e4e8521605ec1a88127c25406abb8c72f5e759397f8f30777d97184beb",
                 "lost.csv": "bcabbc161a11f71e375fd135891d1d7d8573470c0f726ec3e86c7df425725f07",
                 "probes.csv": "7234343f7ebfa1536c4ee68f44cc77345b0a5986a2d5fd498adb113c75807395",
-                "RESULTS.md": "f2b32e35e952073567e52618e5f0478c7e326a1cf298254932687771d77c505a"}
+                "RESULTS.md": "e678501f70e4d323954e12dcc3eaf9f539efc475ee361eec9353d1e13d6733cb"}
 
 
 def plain_run(tmp: Path) -> dict[str, str]:
@@ -208,7 +211,7 @@ class NeededItemsInTheStudyTest(TempDirMixin, unittest.TestCase):
         self.assertIn("R1: \"The user asked to delete the staging database on Friday.\"", analysis)
         # the paired comparison on the needed items, in one Holm family with the values' tests
         self.assertIn("| yours | built-in | sessions | items paired |", analysis)
-        self.assertIn(f"| MYAGENT | R1 | 1 | {n} | 1 | 0 | none: 1 of 6 sessions | - | MYAGENT better |",
+        self.assertIn(f"| MYAGENT | R1 | 1 | {n} | 1 | 0 | none: 1 of 6 sessions | - | not tested |",
                       analysis)
         self.assertIn(f"Of {n} things the next agent needed in the 1 session with tool calls or task lists, the "
                       f"final state kept R1 {100 * kept / n:.1f}%", analysis)
