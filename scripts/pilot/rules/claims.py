@@ -53,7 +53,9 @@ NOT_DONE = re.compile(
     r"awaiting|stale|superseded|outdated|obsolete|errors?|unapproved|attempted|tried|proposed|"
     r"without|unconfirmed|until|nobody|nothing|neither|nor|yet|would|will|whether|if|asked|once|"
     r"blocked|timed out|could "
-    r"not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|to be)\b|n't\b",
+    r"not|cannot|unable|aborted|needs?|must|should|awaits|instead|whenever|to be|"
+    # an action in progress ("the helper, being changed") is no claim that it is done
+    r"(?<!after )being)\b|n't\b",
     re.IGNORECASE,
 )
 
