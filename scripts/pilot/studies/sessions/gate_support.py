@@ -1,22 +1,24 @@
 """XR-S1, what the audit's release gate counts as support and as a failure (protocol/SESSIONS.md,
-the amendment of 2026-12-06 (12), issue 40 point 4): the ledger items of a compaction's replaced
-turns, read from what the agent's calls did, not from the words of the history:
+the amendment of 2026-12-06 (12), issue 40 point 4), read from what the agent's calls did, not
+from the words of the history:
 
-    gate_support(turns, steps, summary) -> the gate's ledger items (ledger.py's item fields):
-        - each failed or denied call resolved later (failed_steps.session_steps), done with the
-          resolving turn as its receipt, so that a claim of it fixed is supported;
-        - each failure needed.py counts as unresolved (needed.error_items, one source), failed or
-          denied, and whether the summary reports it (needed.py judges it kept or wrong: a claim
-          of it done is the gate's to find, its absence needed.py's lost row);
-        - the span's edit and write calls (needed.py's EDIT_TOOLS, Codex's apply_patch): one item,
-          done, named by each file they changed and each code name they wrote or replaced, so that
-          "Updated `tree.go`" or "Removed `getStats`" is supported by the call that did it;
-        - the last run of each kind of check (tests, lint, build), done where it succeeded, so that
-          "all tests pass" is supported by a later successful test run;
-        and the names the edit and write calls changed, for supported_by_calls: a claim of a change
-        to the code ("Fixed by removing the unused variable") that the history's words do not
-        support is supported by the edit calls, where every file and code name it gives is one
-        they changed, and it names no check.
+    gate_support(turns, steps, summary) -> {items, edits, approved, tasks}:
+        items, the gate's ledger items (ledger.py's fields, and `reported`):
+        - each failed or denied call a later call resolved (failed_steps.session_steps), done with
+          the resolving turn as its receipt;
+        - each failure needed.py counts as unresolved (needed.error_items, one source: a failure
+          whose file a later edit call changed, or whose check later passed again, is none), with
+          whether the summary reports it as needed.py judges it (kept or wrong);
+        - the last run of each kind of check (tests, lint, build) the summary names, done or
+          failed, that only the words of a check passed (CHECK_PASSED) claim done;
+        edits: the files the edit and write calls changed and the code names they wrote or
+        replaced; approved: whether the user approved anything; tasks: the last task list.
+    unsupported(findings, support, source) -> the gate's findings less those the calls support:
+        "not reported" for a failure the summary reports; a claim of a change to the code that
+        every file and code name it gives supports (a file the calls changed, a name they wrote or
+        the history holds), not a blanket one and none about a check; the user's approval where
+        the user approved; done where the last task list marks the task, or every task, completed;
+        a claim hedged to a part ("partially done"), or made only inside quotation marks.
 
 Pure functions of the readers' record: no model, no file, no clock.
 """
@@ -41,7 +43,7 @@ CHANGE_CLAIM = re.compile(r"\b(?:fixed|updated|removed|added|created|deleted|imp
                           re.IGNORECASE)
 
 # a claim about a check: supported by a run of it, never by an edit
-CHECK_CLAIM = re.compile(r"\b(?:tests?|lint\w*|builds?|compil\w+|pass(?:es|ed|ing)?|green|"
+CHECK_CLAIM = re.compile(r"\b(?:tests?|lint\w*|builds?|compil\w+|pass(?:es|ed|ing)|green|"
                          r"deployed|pushed|committed|merged|released|published)\b",
                          re.IGNORECASE)
 
@@ -58,6 +60,10 @@ APPROVES = re.compile(r"\b(?:yes|yeah|yep|ok(?:ay)?|sure|go ahead|do it|sounds g
                       r"lgtm|approved?|agreed?|confirm(?:ed)?|correct|exactly|perfect|great)\b",
                       re.IGNORECASE)
 
+# a claim hedged to a part: no claim that the whole is done ("partially done", "most pass")
+HEDGED = re.compile(r"\b(?:partially|partly|mostly|almost|nearly|most|some|many|half)\b",
+                    re.IGNORECASE)
+
 # the claims of the work done that a task list supports
 FINISHED_WORDS = frozenset({"done", "complete", "completed", "finished"})
 
@@ -69,8 +75,12 @@ WRITTEN_ARGUMENTS = ("old_string", "new_string", "content", "old_str", "new_str"
                      "diff", "patch", "input", "search", "replace")
 
 # a kind of check -> the words a summary names it by
-CHECK_WORDS = {"tests": ("tests", "test", "testing"), "lint": ("lint", "linter", "linting"),
-               "build": ("build", "builds", "compiles", "compilation")}
+CHECK_WORDS = {"tests": ("tests", "test"), "lint": ("lint", "linter"),
+               "build": ("build", "builds", "compiles")}
+
+# the words that present a check as passed
+CHECK_PASSED = ("pass", "passes", "passed", "passing", "green", "succeeded", "successful",
+                "clean", "cleanly", "compiles", "ok")
 
 def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
     """What the gate counts as support in the replaced turns: {items: the ledger items
@@ -78,16 +88,15 @@ def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
     whether the user approved anything (user_approved), tasks: the last task list's tasks and
     whether each is completed}."""
     edits = edit_names(turns)
-    return {"items": gate_items(turns, steps, summary, edits), "edits": edits,
+    return {"items": gate_items(turns, steps, summary), "edits": edits,
             "approved": user_approved(turns),
             "tasks": [(text, status.lower() in DONE_STATUSES) for text, status, _
                       in last_tasks(turns)]}
 
 
-def gate_items(turns: list[dict], steps: list[dict], summary: str,
-               edits: set[str]) -> list[dict]:
+def gate_items(turns: list[dict], steps: list[dict], summary: str) -> list[dict]:
     """The gate's ledger items of the replaced turns (the module's docstring): resolved failures,
-    needed.py's unresolved ones, the edit calls and the last check of each kind."""
+    needed.py's unresolved ones and the last run of each kind of check the summary names."""
     lower = summary.lower()
     items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"], "status": "done",
               "receipt": f"turn {s['resolved_turn']}"} for s in steps if s["status"] == "done"]
@@ -97,28 +106,42 @@ def gate_items(turns: list[dict], steps: list[dict], summary: str,
         items.append({"name": f"{step['tool']}: {step['match'][0]}"[:80], "match": step["match"],
                       "status": step["status"], "receipt": None,
                       "reported": judged["status"] != "lost"})
-    named = sorted(n for n in edits if n.lower() in lower)
-    if named:
-        items.append({"name": "the edit and write calls", "match": named, "status": "done",
-                      "receipt": "the calls"})
     for kind, (outcome, turn) in last_checks(turns).items():
+        # (named by the summary, so never "not reported": an open failure is needed.py's)
         words = [w for w in CHECK_WORDS[kind] if re.search(rf"\b{w}\b", lower)]
-        if outcome == "ok" and words:
-            items.append({"name": f"the last {kind} run", "match": words, "status": "done",
-                          "receipt": f"turn {turn}"})
+        if words:
+            items.append({"name": f"the last {kind} run", "match": words,
+                          "status": "done" if outcome == "ok" else outcome,
+                          "receipt": f"turn {turn}" if outcome == "ok" else None,
+                          "claimed_by": list(CHECK_PASSED)})
     return items
 
 
-def change_supported(clause: str, edits: set[str]) -> bool:
+def change_supported(clause: str, edits: set[str], source: str) -> bool:
     """Whether the span's edit and write calls support a clause's claim of a change to the code:
     it says a change was made (CHANGE_CLAIM), names no check (a claim that tests pass needs a
-    test run), and every file or code name it gives is one the calls changed or wrote."""
-    if not edits or not CHANGE_CLAIM.search(clause) or CHECK_CLAIM.search(clause):
+    test run), every file it names is one the calls changed, and every code name it gives is one
+    they wrote or replaced or one the history holds (a function the agent read and then edited
+    inside); a name the history never holds is no change the calls made."""
+    if not edits or not CHANGE_CLAIM.search(clause) or CHECK_CLAIM.search(bare_words(clause)):
         return False
-    named = {n for n in CODE_NAME.findall(clause) if len(n) >= 4} | \
-        {re.split(r"[\\/]", p)[-1] for p in FILE_NAME.findall(clause)}
+    files = FILE_NAME.findall(clause)
+    names = code_names(FILE_NAME.sub(" ", clause))
     lowered = {e.lower() for e in edits}
-    return all(n.lower() in lowered for n in named)
+    return all(re.split(r"[\\/]", f)[-1].lower() in lowered for f in files) and \
+        all(n.lower() in lowered or n in source for n in names)
+
+
+def bare_words(text: str) -> str:
+    """A text without its code in backticks and its file names (an `entire/` folder is no
+    blanket claim, `committed.go` no claim of a commit)."""
+    return FILE_NAME.sub(" ", re.sub(r"`[^`]*`", " ", text))
+
+
+def code_names(text: str) -> set[str]:
+    """The code names a text gives (CODE_NAME), not a word in capitals for emphasis (MAJOR)."""
+    return {n for n in CODE_NAME.findall(text) if len(n) >= 4 and
+            not (n.isupper() and n.isalpha())}
 
 
 def edit_names(turns: list[dict]) -> set[str]:
@@ -140,7 +163,7 @@ def edit_names(turns: list[dict]) -> set[str]:
              for k in WRITTEN_ARGUMENTS]
         for text in written:
             if isinstance(text, str):
-                names.update(CODE_NAME.findall(text))
+                names.update(code_names(text))
                 names.update(re.split(r"[\\/]", p)[-1] for p in FILE_NAME.findall(text))
     return {n for n in names if len(n) >= 4}
 
@@ -151,12 +174,14 @@ def last_checks(turns: list[dict]) -> dict[str, tuple[str, int]]:
     for t, turn in enumerate(turns):
         kinds = check_kinds(call_command(arguments(call_of(turn)))) if turn["role"] == "tool" \
             else set()
-        for kind in kinds:
-            last[kind] = (turn_outcome(turn), t + 1)
+        outcome = turn_outcome(turn) if kinds else "ok"
+        # (a test run that failed says nothing of the build its tests compiled)
+        for kind in kinds - ({"build"} if outcome != "ok" and "tests" in kinds else set()):
+            last[kind] = (outcome, t + 1)
     return last
 
 
-def supported_by_calls(finding: dict, support: dict) -> bool:
+def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
     """Whether a claim the gate found unsupported by the words of the history (or against one of
     its failure sentences) is supported by what the calls did: a change to the code the edit calls
     made (change_supported), the user's approval where the user approved (user_approved), a task
@@ -176,14 +201,16 @@ def supported_by_calls(finding: dict, support: dict) -> bool:
         if unquoted is None:
             return True
         word, text = unquoted[1], QUOTED.sub(" ", text)
+    if HEDGED.search(bare_words(text)):
+        return True
     if word in APPROVAL_WORDS and support["approved"] and \
-            (re.search(r"\buser\b", text, re.IGNORECASE) or
+            (re.search(r"\b(?:user|plan)\b", text, re.IGNORECASE) or
              re.match(r"^\W*" + word, text, re.IGNORECASE)):
         return True
     if word in FINISHED_WORDS and task_finished(text, support["tasks"]):
         return True
-    return not detail.startswith("a blanket") and not BLANKET.search(text) and \
-        change_supported(text, support["edits"])
+    return not BLANKET.search(bare_words(text)) and change_supported(text, support["edits"],
+                                                                      source)
 
 
 def user_approved(turns: list[dict]) -> bool:
@@ -207,10 +234,10 @@ def ledger_items(support: dict) -> list[dict]:
     return [{k: v for k, v in item.items() if k != "reported"} for item in support["items"]]
 
 
-def unsupported(findings: list[dict], support: dict) -> list[dict]:
+def unsupported(findings: list[dict], support: dict, source: str) -> list[dict]:
     """The findings that stand: not that a failure the summary reports (needed.py) is not
     reported, and no claim the calls support (supported_by_calls)."""
     reported = {item["name"] for item in support["items"] if item.get("reported")}
     return [f for f in findings if not (f.get("item") in reported and
                                         f["detail"].endswith("is not reported"))
-            and not supported_by_calls(f, support)]
+            and not supported_by_calls(f, support, source)]

@@ -11,10 +11,11 @@ from the structure the agent's log records, not from every word of the history:
         ones dropped), file_changed (the agent's edit and write tools, of every agent the readers
         know, and files a `git add` names one by one), open_task (the last task list before the
         boundary, tasks not completed, and the last plan's checks no task took up and no call ran),
-        unresolved_error (a failed or denied call no later call resolved:
-        failed_steps.session_steps), value (given by the user, the branch and worktree the log
-        records, a commit or pull request the agent made, not in a scratch repository; never a
-        value seen only in a tool's output, so never a line-number prefix) and decision (the
+        unresolved_error (a failed or denied call no later call resolved,
+        failed_steps.session_steps, nor met its purpose: purpose_met_later), value (given by
+        the user, the branch and worktree the log records, a commit or pull request the agent
+        made, not in a scratch repository; never a value seen only in a tool's output, so never
+        a line-number prefix) and decision (the
         agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
     judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
