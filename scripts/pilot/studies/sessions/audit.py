@@ -10,7 +10,8 @@ replaced: the turns from the session's start, or from the previous compaction (i
 turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
 and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
-analysis.session_ledger): every exact value the conversation wrote (a tool's output is not read
+analysis.session_ledger, its items and support read from what the calls did: gate_support.py):
+every exact value the conversation wrote (a tool's output is not read
 for values) kept, reformatted, changed or dropped, and whether it stands beside its referent;
 every standing instruction present, contradicted or absent;
 every failed or denied step reported with its outcome, claimed done or absent; every instruction or
