@@ -1,7 +1,7 @@
 """The release gate on real compactions (issue 40, point 4; protocol/SESSIONS.md section 9): the
 gate's findings on each labelled compaction of the real Claude Code logs, as the audit makes them
-(audit.span_truth, analysis.session_ledger and gate.check_state, the functions audit.judge_summary
-calls, blocking findings only), counted per category and matched with the hand labels in
+(audit.span_truth and audit.gate_findings, as audit.judge_summary calls them, blocking findings
+only), counted per category and matched with the hand labels in
 tests/labelled/compactions/. Rules are tuned on `dev`; `held-out` is counted once, and only its
 counts are printed (--show refuses it).
 
@@ -30,9 +30,7 @@ REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the rep
 sys.path.insert(0, str(REPO / "scripts"))
 
 from pilot.rules.claims import terms  # noqa: E402
-from pilot.rules.gate import check_state  # noqa: E402
-from pilot.studies.sessions.analysis import session_ledger  # noqa: E402
-from pilot.studies.sessions.audit import replaced_turns, span_truth  # noqa: E402
+from pilot.studies.sessions.audit import gate_findings, replaced_turns, span_truth  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
@@ -60,8 +58,8 @@ def compaction_findings(log: Path, n: int) -> list[dict]:
     session = read_session_file(log, log.name)[0]
     turns = replaced_turns(session, n - 1)
     summary = session["compactions"][n - 1]["summary"]
-    truth, source = span_truth(turns, summary)
-    return [f for f in check_state(summary, session_ledger(truth), source) if f["blocking"]]
+    truth, source, written = span_truth(turns, summary)
+    return gate_findings(truth, source, summary, written)
 
 
 def measure(records: list[dict], logs: Path) -> tuple[collections.Counter, list[str]]:

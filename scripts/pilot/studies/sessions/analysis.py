@@ -44,17 +44,19 @@ GATE_SHOWN = ("obligation", "status", "schema")   # what the gate can find again
 
 
 # --- Scoring one final state ----------------------------------------------------------------------
-def session_ledger(episode: dict) -> dict:
+def session_ledger(episode: dict, items: list[dict] | None = None) -> dict:
     """The gate's ledger of a session: no named entities (a name pattern that matches no word keeps
     `name = value` lines from being read as invented entities; the gate then checks the state's
     values against the transcript), one item per failed or denied step with its status (done, with
     the turn as receipt, when a later call resolved it), and the user's standing instructions still
     in force as accepted ones (a withdrawn one is not), and what the user asked where the episode
-    lists it (`user_requests`: the audit's spans)."""
-    items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"],
-              "status": s["status"],
-              "receipt": f"turn {s['resolved_turn']}" if s["status"]
-              == "done" else None} for s in episode["steps"]]
+    lists it (`user_requests`: the audit's spans); items given replace the steps' (the audit's:
+    gate_support.gate_items)."""
+    if items is None:
+        items = [{"name": f"{s['tool']}: {s['match'][0]}"[:80], "match": s["match"],
+                  "status": s["status"],
+                  "receipt": f"turn {s['resolved_turn']}" if s["status"]
+                  == "done" else None} for s in episode["steps"]]
     return normalize_ledger({"entities": {}, "items": items, "allowed_sections": None,
                              "name_pattern": NO_NAMES,
                              "accepted_instructions": [i["text"] for i in episode["instructions"]

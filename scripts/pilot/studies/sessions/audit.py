@@ -10,12 +10,13 @@ replaced: the turns from the session's start, or from the previous compaction (i
 turns it kept verbatim, included), up to the compaction. The ground truth of that span is taken once
 and the summary judged once, by the sessions study's own rules (truth.ground_truth and
 judge_state) and the release gate (gate.check_state, with the study's ledger of the span:
-analysis.session_ledger): every exact value the conversation wrote (a tool's output is not read
-for values) kept, reformatted, changed, dropped or former (one the session replaced, kept apart),
-and whether it stands beside its referent; every standing instruction present, contradicted or
-absent; every failed or denied step reported with its outcome, claimed done or absent; every
-instruction or claim the summary invents. One row per item per compaction, every secret masked.
-Nothing here writes a file: audit_report.py renders the rows and their analysis. """
+analysis.session_ledger, its items and support read from what the calls did: gate_support.py):
+every exact value the conversation wrote (a tool's output is not read for values) kept,
+reformatted, changed, dropped or former (one the session replaced, kept apart), and whether it
+stands beside its referent; every standing instruction present, contradicted or absent; every
+failed or denied step reported with its outcome, claimed done or absent; every instruction or claim
+the summary invents. One row per item per compaction, every secret masked. Nothing here writes a
+file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
@@ -30,6 +31,7 @@ from pathlib import Path
 from ...rules.gate import check_state
 from ...rules.values import extract_values, secret_pieces
 from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
+from .gate_support import gate_support, ledger_items, unsupported
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
 from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
 from .needed import agreed_words, history_in_file
@@ -306,7 +308,10 @@ def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str, list[st
     # what the user asked or agreed to, for the gate: an order the summary gives the user is checked
     # against it
     requests = [text[:MAX_REQUEST_CHARS] for text in agreed_words(head)]
-    return ({**ground_truth(head, parts=written), "user_requests": requests}, source,
+    truth = ground_truth(head, parts=written)
+    # what the gate counts as support and as an unresolved failure: what the calls did
+    return ({**truth, "user_requests": requests,
+             "gate_support": gate_support(head, truth["steps"], summary)}, source,
             [text for turn in written for _, text in turn])
 
 
@@ -343,14 +348,25 @@ def excerpt(text: str | None, item: str, seen: set[str]) -> str | None:
             "..." * (start + width < len(text)))
 
 
+def gate_findings(truth: dict, source: str, summary: str,
+                  written: list[str] | None = None) -> list[dict]:
+    """The release gate's blocking findings on a summary (gate.check_state, with the study's
+    ledger of the span), as the audit reports them and scripts/bench/measure_gate.py counts them:
+    where span_truth read what the calls did (gate_support), the ledger's items are theirs and a
+    finding they support is dropped (gate_support.unsupported)."""
+    support = truth.get("gate_support")
+    ledger = session_ledger(truth, ledger_items(support) if support else None)
+    findings = [f for f in check_state(summary, ledger, source, written) if f["blocking"]]
+    return unsupported(findings, support, source) if support else findings
+
+
 def judge_summary(truth: dict, source: str, summary: str,
                   written: list[str] | None = None) -> list[dict]:
     """The summary judged once (truth.judge_state) and gated once (gate.check_state, with
     the study's ledger of the span; the summary's values compared with those of `written`, the
     conversation's own texts, where given): its rows, every secret masked."""
     judged = judge_state(truth, summary)
-    findings = [f for f in check_state(summary, session_ledger(truth), source, written)
-                if f["blocking"]]
+    findings = gate_findings(truth, source, summary, written)
     secrets = [v["text"] for v in truth["values"] if v["secret"]]
     # every secret of the whole texts, found before the excerpts below were cut from them
     pieces = secret_pieces((source, summary))

@@ -11,10 +11,11 @@ from the structure the agent's log records, not from every word of the history:
         ones dropped), file_changed (the agent's edit and write tools, of every agent the readers
         know, and files a `git add` names one by one), open_task (the last task list before the
         boundary, tasks not completed, and the last plan's checks no task took up and no call ran),
-        unresolved_error (a failed or denied call no later call resolved:
-        failed_steps.session_steps), value (given by the user, the branch and worktree the log
-        records, a commit or pull request the agent made, not in a scratch repository; never a
-        value seen only in a tool's output, so never a line-number prefix) and decision (the
+        unresolved_error (a failed or denied call no later call resolved,
+        failed_steps.session_steps, nor met its purpose: purpose_met_later), value (given by
+        the user, the branch and worktree the log records, a commit or pull request the agent
+        made, not in a scratch repository; never a value seen only in a tool's output, so never
+        a line-number prefix) and decision (the
         agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
     judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
@@ -161,6 +162,17 @@ STAGED_FILE = re.compile(r"^[\w./-]*\w\.\w{1,8}$")
 
 # a command that makes a repository of its own: its commits are a scratch test, not the work's
 SCRATCH_REPO = re.compile(r"\bgit\s+init\b")
+
+# a kind of check -> a command that runs it (a project's test, lint or build run)
+CHECK_RUNS = {
+    "tests": re.compile(r"\b(?:pytest|unittest|jest|vitest|mocha|rspec|phpunit|ctest|"
+                        r"(?:go|cargo|npm|pnpm|yarn|bun|mix|dotnet|deno|swift|gradle|mvn) "
+                        r"(?:run )?test|(?:make|mise run|just|task|tox|nox)\s+test[\w:-]*)"),
+    "lint": re.compile(r"\b(?:golangci-lint|ruff|flake8|eslint|clippy|go vet|mypy|pyright|"
+                       r"(?:make|mise run|just|task|npm run|pnpm|yarn)\s+lint[\w:-]*)"),
+    "build": re.compile(r"\b(?:(?:go|cargo|npm run|pnpm|yarn|dotnet|swift|mvn|gradle) build|"
+                        r"(?:make|mise run|just|task)\s+build[\w:-]*)"),
+}
 
 # the part of a long message whose words decide whether a summary keeps it
 JUDGED_TERMS = 30
@@ -353,6 +365,14 @@ def file_items(turns: list[dict]) -> list[dict]:
 def task_items(turns: list[dict]) -> list[dict]:
     """The tasks not completed in the last task list before the boundary (or the tasks created and
     not updated to completed, for agents that write tasks one call at a time)."""
+    return [{"category": "open_task", "key": text[:80], "text": text, "source": text,
+             "kind": status, "turn": t + 1} for text, status, t in last_tasks(turns)
+            if status.lower() not in DONE_STATUSES]
+
+
+def last_tasks(turns: list[dict]) -> list[tuple[str, str, int]]:
+    """(text, status, turn index) of each task of the last task list before the boundary, and of
+    each task created one call at a time, with its last status."""
     last, created, t_last = None, {}, 0
     for t, turn in enumerate(turns):
         if turn["role"] != "assistant":
@@ -372,9 +392,8 @@ def task_items(turns: list[dict]) -> list[dict]:
         tasks = [(task.get(text_field), str(task.get(status_field, "")), t_last)
                  for task in last[1] if isinstance(task, dict)]
     tasks += [tuple(task) for task in created.values()]
-    return [{"category": "open_task", "key": text[:80], "text": text, "source": text,
-             "kind": status, "turn": t + 1} for text, status, t in tasks
-            if isinstance(text, str) and text.strip() and status.lower() not in DONE_STATUSES]
+    return [(text, status, t) for text, status, t in tasks if isinstance(text, str) and
+            text.strip()]
 
 
 def plan_items(turns: list[dict]) -> list[dict]:
@@ -445,14 +464,15 @@ def check_steps(plan: str) -> list[str]:
     return out
 
 
-def error_items(turns: list[dict]) -> list[dict]:
-    """Each failed or denied call no later call resolved (failed_steps.session_steps), a rejection
-    that carries the user's words aside (it is an instruction)."""
+def error_items(turns: list[dict], steps: list[dict] | None = None) -> list[dict]:
+    """Each failed or denied call no later call resolved (failed_steps.session_steps, or the
+    steps given: theirs), a rejection that carries the user's words aside (it is an
+    instruction)."""
     out = []
-    for step in session_steps(turns, []):
+    for step in session_steps(turns, []) if steps is None else steps:
         turn = turns[step["turn"] - 1]
         if step["status"] == "done" or REJECTION_WORDS.search(turn["text"]) or \
-                turn["tool"] in TASK_LISTS:
+                turn["tool"] in TASK_LISTS or purpose_met_later(turns, step["turn"]):
             continue
         command = call_command(arguments(call_of(turn))) or step["match"][0]
         said = str(arguments(call_of(turn)).get("description") or "")
@@ -468,6 +488,33 @@ def error_items(turns: list[dict]) -> list[dict]:
                     "turn": step["turn"], "step": step,
                     "result": mask_secrets(turn["text"][:ERROR_HEAD])})
     return out
+
+
+def purpose_met_later(turns: list[dict], number: int) -> bool:
+    """Whether a failed call's purpose no longer stands: a later successful edit or write call
+    changed the file it named (a file read before it existed, an edit retried), or a later run of
+    the same kinds of check passed (the tests passing again: check_kinds)."""
+    call = call_of(turns[number - 1])
+    args = arguments(call)
+    named = {str(args.get(k)).strip() for k in ("file_path", "path", "notebook_path")
+             if isinstance(args.get(k), str) and args[k].strip()}
+    kinds = check_kinds(call_command(args))
+    for turn in turns[number:]:
+        if turn["role"] != "tool" or not (named or kinds):
+            continue
+        later = call_of(turn)
+        if named & {p.strip() for p in edited_paths(later)} or kinds and \
+                kinds <= check_kinds(call_command(arguments(later))):
+            if turn_outcome(turn) == "ok":
+                return True
+    return False
+
+
+def check_kinds(command: str) -> set[str]:
+    """The kinds of check a command runs (CHECK_RUNS: tests, lint, build); a test run builds the
+    code it tests, so it is a build too."""
+    kinds = {kind for kind, runs in CHECK_RUNS.items() if command and runs.search(command)}
+    return kinds | {"build"} if "tests" in kinds else kinds
 
 
 def value_items(turns: list[dict], workspace: dict) -> list[dict]:

@@ -1,0 +1,116 @@
+"""The audit's release gate counts what the agent's calls did as support (issue 40, point 4;
+protocol/SESSIONS.md, the amendment of 2026-12-06 (12)). Three Claude Code logs written for this
+project (tests/fixtures/gate_support/), each with one compaction whose summary tells the truth in
+the words agents use, are audited as a user would; a variant of each summary that misstates the
+work must still be caught:
+
+- failures.jsonl: a file read before it existed and then written, a test suite that failed and then
+  passed under another command, and a push the hook declined, which the summary reports;
+- changes.jsonl: two edit calls (a rounding, a constant removed) and a test run that failed last;
+- approval.jsonl: the user's "yes, go ahead", a task list with every task completed, and a quoted
+  banner text that holds a claim word.
+"""
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
+from pilot.studies.sessions.readers import read_session_file  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "gate_support"
+
+
+def gate_rows(path: Path, summary: str | None = None) -> list[dict]:
+    """The audit's gate rows of the log's compaction; with summary, of a copy whose summary is
+    that text instead."""
+    if summary is not None:
+        with tempfile.TemporaryDirectory() as folder:
+            lines = path.read_text().splitlines()
+            session = read_session_file(path, path.name)[0]
+            old = session["compactions"][0]["summary"]
+            copy = Path(folder) / path.name
+            copy.write_text("\n".join(line.replace(_json(old), _json(summary)) for line in lines)
+                            + "\n")
+            return gate_rows(copy)
+    record = audit_compaction(read_session_file(path, path.name)[0], 0)
+    return [row for row in record["rows"] if row["type"] == "gate"]
+
+
+def _json(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
+def summary_of(name: str) -> str:
+    path = FIXTURES / f"{name}.jsonl"
+    return read_session_file(path, path.name)[0]["compactions"][0]["summary"]
+
+
+class FailuresTest(unittest.TestCase):
+    """An unresolved failure is needed.py's (one source): a failure whose purpose was met later is
+    none, and one the summary reports is no finding; a reported failure claimed done, or one left
+    out, is still caught."""
+
+    def test_only_the_open_failure_counts_and_only_its_misstatement_is_caught(self):
+        path = FIXTURES / "failures.jsonl"
+        self.assertEqual(gate_rows(path), [])
+        record = audit_compaction(read_session_file(path, path.name)[0], 0)
+        self.assertEqual([row["key"] for row in record["needed"]
+                          if row["category"] == "unresolved_error"], ["feat/monthly-report"])
+        claimed = summary_of("failures").replace(
+            "The push of feat/monthly-report failed: the pre-receive hook declined it.",
+            "The push of feat/monthly-report succeeded.")
+        rows = gate_rows(path, claimed)
+        self.assertTrue(any("feat/monthly-report" in row["summary_sentence"] for row in rows),
+                        rows)
+        left_out = summary_of("failures").replace(
+            "The push of feat/monthly-report failed: the pre-receive hook declined it.", "").replace(
+            " and a push of feat/monthly-report", "")
+        rows = gate_rows(path, left_out)
+        self.assertTrue(any("not reported" in row["item"] for row in rows), rows)
+
+
+class ChangesTest(unittest.TestCase):
+    """A claim of a change is supported by the edit calls that made it, and only by them; a claim
+    that tests pass, by the last test run."""
+
+    def setUp(self):
+        self.rows = gate_rows(FIXTURES / "changes.jsonl")
+        self.flagged = " ".join(row["summary_sentence"] for row in self.rows)
+
+    def test_only_the_changes_the_edit_calls_made_are_supported(self):
+        self.assertNotIn("round to cents", self.flagged)
+        self.assertNotIn("Removed LEGACY_RATE", self.flagged)
+        # a name no call touched and the history never holds; a blanket claim
+        self.assertIn("Removed TAX_TABLE_2019", self.flagged)
+        self.assertIn("Updated every caller", self.flagged)
+
+    def test_tests_said_to_pass_after_a_failed_last_run_are_caught(self):
+        self.assertIn("All tests pass", self.flagged)
+        self.assertEqual(len(self.rows), 3, self.rows)
+
+
+class ApprovalTest(unittest.TestCase):
+    """The user's approval, the last task list and a quotation."""
+
+    def test_approval_tasks_and_quotes_support_only_what_the_log_holds(self):
+        path = FIXTURES / "approval.jsonl"
+        self.assertEqual(gate_rows(path), [])
+        text = path.read_text()
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / path.name
+            copy.write_text(text.replace('"content": "yes, go ahead"',
+                                         '"content": "let me think about it"'))
+            rows = gate_rows(copy)
+            self.assertTrue(any("approved" in row["item"] for row in rows), rows)
+            copy.write_text(text.replace('"status": "completed"', '"status": "pending"'))
+            rows = gate_rows(copy)
+            self.assertTrue(any("finished" in row["item"] for row in rows), rows)
+
+
+if __name__ == "__main__":
+    unittest.main()
