@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from .failed_steps import call_command, turn_outcome
-from ...rules.claims import claim, terms
+from ...rules.claims import claim, reports_failure, terms
 from .needed import (DONE_STATUSES, PLAN_TOOLS, arguments, call_of, check_kinds, edited_paths,
                      error_items, judge_needed, last_tasks, user_words)
 
@@ -82,16 +82,82 @@ CHECK_WORDS = {"tests": ("tests", "test"), "lint": ("lint", "linter"),
 CHECK_PASSED = ("pass", "passes", "passed", "passing", "green", "succeeded", "successful",
                 "clean", "cleanly", "compiles", "ok")
 
+# what a claim can be checked by: a file, code in backticks, a code name, a quotation, a number
+# standing alone (not one inside a word: "1-based") or a numbered thing ("#6")
+CHECKABLE = re.compile(r"`[^`]+`|\"[^\"\n]+\"|(?<![\w.-])#?\d[\d.,:/]*%?(?![\w-])")
+
+# a word joined by hyphens to capitalized words: part of a name ("Red-Green-Refactor")
+HYPHENED_NAME = re.compile(r"\b[A-Z]\w*(?:-[A-Z]\w*)+\b")
+
+# a label of two words or more that opens a list item or a line and ends in a colon (the claim
+# word in "- Shared bug report: ..." names what follows, it claims nothing)
+LABEL = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\**[A-Za-z][\w'-]*(?: [\w'-]+){1,5}\**:(?=\s)")
+
+# "complete" before a noun: an adjective ("complete trees") or an order ("Complete Task #6"),
+# not a claim that something is complete (that one stands before punctuation or a word below)
+COMPLETE_BEFORE_NOUN = re.compile(
+    r"\bcomplete(?=\s+(?!(?:and|or|but|now|with|for|in|on|at|as|so|to|except|including|apart|"
+    r"when|after|before|yet|too|already|successfully|without|since|per|by|if|though|once|"
+    r"except)\b)[#A-Za-z])", re.IGNORECASE)
+
+# the claims of having checked something: supported by what the calls printed
+VERIFY_WORDS = frozenset({"verified", "checked", "validated", "confirmed"})
+
+# the words of a clause that reports trouble in the state it names ("Current merge conflict")
+REPORTS_TROUBLE = re.compile(r"\b(?:conflicts?|conflicting|failing|failures?|broken|errors?|"
+                             r"red|blocked|unresolved|still open)\b", re.IGNORECASE)
+
+# the tools that change files or run commands: a later success of one is no lookup corrected
+ACTING_TOOLS = re.compile(r"bash|shell|exec|command|terminal|edit|write|patch|replace|notebook",
+                          re.IGNORECASE)
+
+
 def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
     """What the gate counts as support in the replaced turns: {items: the ledger items
     (gate_items), edits: the names the edit and write calls changed (edit_names), approved:
     whether the user approved anything (user_approved), tasks: the last task list's tasks and
-    whether each is completed}."""
+    whether each is completed, printed: what the successful calls gave and printed (call_texts),
+    test_runs: each test run's outcome and what it ran and printed, corrected: the failed lookups a
+    later call of the same tool got right (corrected_lookups)}."""
     edits = edit_names(turns)
     return {"items": gate_items(turns, steps, summary), "edits": edits,
             "approved": user_approved(turns),
             "tasks": [(text, status.lower() in DONE_STATUSES) for text, status, _
-                      in last_tasks(turns)]}
+                      in last_tasks(turns)],
+            "printed": call_texts(turns), "test_runs": test_runs(turns),
+            "corrected": corrected_lookups(turns, steps)}
+
+
+def call_texts(turns: list[dict]) -> str:
+    """What the span's successful calls gave (their command or arguments) and printed, one text."""
+    texts = []
+    for turn in turns:
+        if turn["role"] == "tool" and turn_outcome(turn) == "ok":
+            args = arguments(call_of(turn))
+            texts.append(call_command(args) or " ".join(str(v) for v in args.values())
+                         if isinstance(args, dict) else "")
+            texts.append(turn["text"] or "")
+    return "\n".join(texts)
+
+
+def test_runs(turns: list[dict]) -> list[tuple[str, str]]:
+    """(outcome, what it ran and printed) of each test run of the span, in order."""
+    return [(turn_outcome(turn), call_command(arguments(call_of(turn))) + "\n" +
+             (turn["text"] or "")) for turn in turns if turn["role"] == "tool" and
+            "tests" in check_kinds(call_command(arguments(call_of(turn))))]
+
+
+def corrected_lookups(turns: list[dict], steps: list[dict]) -> set[str]:
+    """The names of the failed lookups (a call of a tool that neither runs a command nor changes
+    a file: an issue fetched, a page read) that a later call of the same tool got right under
+    another argument (a corrected id): their purpose was met."""
+    later_ok: dict[str, int] = {}
+    for t, turn in enumerate(turns):
+        if turn["role"] == "tool" and turn_outcome(turn) == "ok":
+            later_ok[turn["tool"]] = t + 1
+    return {f"{s['tool']}: {s['match'][0]}"[:80] for s in steps
+            if s["status"] != "done" and not ACTING_TOOLS.search(s["tool"]) and
+            later_ok.get(s["tool"], 0) > s.get("turn", 0)}
 
 
 def gate_items(turns: list[dict], steps: list[dict], summary: str) -> list[dict]:
@@ -190,6 +256,8 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
     change ("all", "the last", "across the codebase") is not supported by the edit calls: they
     show what was changed, never that nothing is left."""
     detail, text = finding["detail"], finding["text"]
+    if against_failed_check(finding, support):
+        return True
     said = re.match(r"(?:a (?:blanket )?claim of|presented as) `?([^`,]+?)`?(?: that|,)", detail)
     if not said or detail.startswith("presented as") and "the source reports a failure" \
             not in detail:
@@ -201,7 +269,10 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         if unquoted is None:
             return True
         word, text = unquoted[1], QUOTED.sub(" ", text)
-    if HEDGED.search(bare_words(text)):
+    if HEDGED.search(bare_words(text)) or not_a_claim(text) or unverifiable(text, word) or \
+            beyond_history(text, word, support, source):
+        return True
+    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"]):
         return True
     if word in APPROVAL_WORDS and support["approved"] and \
             (re.search(r"\b(?:user|plan)\b", text, re.IGNORECASE) or
@@ -209,8 +280,89 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         return True
     if word in FINISHED_WORDS and task_finished(text, support["tasks"]):
         return True
-    return not BLANKET.search(bare_words(text)) and change_supported(text, support["edits"],
-                                                                      source)
+    return not BLANKET.search(bare_words(text)) and (
+        change_supported(text, support["edits"], source) or
+        change_in_code(text, support["edits"], support["printed"]))
+
+
+def not_a_claim(text: str) -> bool:
+    """Whether a clause makes no claim once the words that are part of a name (HYPHENED_NAME), of
+    a label (LABEL) or an adjective or an order ("complete trees", "Complete Task #6") are set
+    aside."""
+    rest = COMPLETE_BEFORE_NOUN.sub(" ", LABEL.sub(" ", HYPHENED_NAME.sub(" ", text)))
+    return claim(rest) is None
+
+
+def unverifiable(text: str, word: str) -> bool:
+    """Whether a claim of done names nothing the history could check: no file, code, code name,
+    quotation or number ("The implementation is complete."): unverifiable, not false. A claim
+    of having verified or approved is another matter (checked_by_calls, the user's words)."""
+    if word in VERIFY_WORDS | APPROVAL_WORDS:
+        return False
+    rest = HYPHENED_NAME.sub(" ", re.sub(r"\b\w+(?:-\w+)+\b", " ", text))
+    return not (FILE_NAME.search(text) or CHECKABLE.search(rest) or code_names(rest))
+
+
+def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
+    """Whether a claim of done names things (files, code, code names, quotations) of which the
+    history in the file holds none, in its words, the calls' arguments or what they printed: work
+    from before the file begins (a log that starts mid-session), which the file cannot check."""
+    if word in VERIFY_WORDS | APPROVAL_WORDS:
+        return False
+    named = [m.strip("`\"").strip() for m in re.findall(r"`[^`]+`|\"[^\"\n]+\"", text)] + \
+        [re.split(r"[\\/]", f)[-1] for f in FILE_NAME.findall(text)] + \
+        sorted(code_names(FILE_NAME.sub(" ", text)))
+    named = [n for n in named if len(n) >= 3]
+    held = (source, support["printed"])
+    return bool(named) and not any(n in h for n in named for h in held) and \
+        not any(n.lower() in {e.lower() for e in support["edits"]} for n in named)
+
+
+def checked_by_calls(text: str, word: str, printed: str) -> bool:
+    """Whether a claim of having checked something ("verified with `git log`", "checked coverage:
+    `f` 66.7%", "already done") is supported by what the span's successful calls gave and
+    printed: it names a thing or value, and each it names is there. A blanket claim is not."""
+    if word == "done" and not re.search(r"\balready\s+done\b", text, re.IGNORECASE) or \
+            BLANKET.search(bare_words(text)):
+        return False
+    named = [m.strip("`\"") for m in CHECKABLE.findall(text)] + \
+        [f for f in FILE_NAME.findall(text)] + sorted(code_names(text))
+    named = [n for n in named if len(n) >= 2]
+    return bool(named) and all(n in printed for n in named)
+
+
+def change_in_code(text: str, edits: set[str], printed: str) -> bool:
+    """Whether a claim of adding a code name ("fixed by adding `labelMerged` constant") is borne
+    out by the code the span's calls read or printed: the change was made before the span (a log
+    that begins mid-session) and the code holds it. It names a code name; each it names, and each
+    file, is in what the calls gave and printed; it names no check."""
+    if not re.search(r"\b(?:add|added|adding|introduced|created)\b", text, re.IGNORECASE) or \
+            CHECK_CLAIM.search(bare_words(text)):
+        return False
+    names = code_names(FILE_NAME.sub(" ", text))
+    files = [re.split(r"[\\/]", f)[-1] for f in FILE_NAME.findall(text)]
+    return bool(names) and all(n in printed for n in names) and \
+        all(f in printed or f.lower() in {e.lower() for e in edits} for f in files)
+
+
+def against_failed_check(finding: dict, support: dict) -> bool:
+    """Whether a claim set against a failed ledger item ("`the last tests run` presented as
+    passing, but it is failed") reports the failure itself ("most tests passing", "Current merge
+    conflict"), or names tests (a file, a test name) whose own last run passed, as a red step of
+    test-first work leaves the last run of all failed on purpose."""
+    detail, text = finding["detail"], finding["text"]
+    if not re.search(r"presented as \S+, but it is (?:failed|denied)", detail):
+        return False
+    if HEDGED.search(bare_words(text)) or REPORTS_TROUBLE.search(bare_words(text)) or \
+            reports_failure(text):
+        return True
+    if "the last tests run" not in detail:
+        return False
+    # (the tests by their code names, else by their files' stems: a run names its tests)
+    named = sorted(code_names(FILE_NAME.sub(" ", text))) or \
+        [re.split(r"[\\/]", f)[-1].rsplit(".", 1)[0] for f in FILE_NAME.findall(text)]
+    runs = [outcome for outcome, ran in support["test_runs"] if any(n in ran for n in named)]
+    return bool(runs) and runs[-1] == "ok"
 
 
 def user_approved(turns: list[dict]) -> bool:
@@ -234,10 +386,15 @@ def ledger_items(support: dict) -> list[dict]:
     return [{k: v for k, v in item.items() if k != "reported"} for item in support["items"]]
 
 
-def unsupported(findings: list[dict], support: dict, source: str) -> list[dict]:
-    """The findings that stand: not that a failure the summary reports (needed.py) is not
-    reported, and no claim the calls support (supported_by_calls)."""
-    reported = {item["name"] for item in support["items"] if item.get("reported")}
+def unsupported(findings: list[dict], support: dict, source: str,
+                summary: str = "") -> list[dict]:
+    """The findings that stand: not that a failure the summary reports (needed.py), or a lookup
+    a later call got right (corrected_lookups), is not reported; no claim the calls support
+    (supported_by_calls); no claim inside a quotation of the summary (the user's words quoted)."""
+    reported = {item["name"] for item in support["items"] if item.get("reported")} | \
+        support["corrected"]
+    quoted = [q.group(0) for q in re.finditer(r"\"[^\"\n]{20,}\"", summary)]
     return [f for f in findings if not (f.get("item") in reported and
                                         f["detail"].endswith("is not reported"))
+            and not any(f["text"].strip() in q for q in quoted if f["category"] == "status")
             and not supported_by_calls(f, support, source)]
