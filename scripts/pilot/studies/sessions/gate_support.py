@@ -24,10 +24,11 @@ Pure functions of the readers' record: no model, no file, no clock.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from .failed_steps import call_command, turn_outcome
-from ...rules.claims import claim, reports_failure, terms
+from ...rules.claims import ORDER_CLAIM, claim, contradicts, reports_failure, terms
 from .needed import (DONE_STATUSES, PLAN_TOOLS, arguments, call_of, check_kinds, edited_paths,
                      error_items, judge_needed, last_tasks, user_words)
 
@@ -107,6 +108,25 @@ VERIFY_WORDS = frozenset({"verified", "checked", "validated", "confirmed"})
 REPORTS_TROUBLE = re.compile(r"\b(?:conflicts?|conflicting|failing|failures?|broken|errors?|"
                              r"red|blocked|unresolved|still open)\b", re.IGNORECASE)
 
+# a command-line option: its "no" (`--no-pager`) is no negation
+OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+# a heading over a list of the errors met (and fixed): its lines report what went wrong
+ERRORS_HEADING = re.compile(r"^\W*(?:\d+[.)]\s*)?\**[^\n:]{0,40}\b(?:errors?|problems?|issues?|"
+                            r"bugs?|failures?|fixes)\b[^\n:]{0,40}:\**\s*$", re.IGNORECASE)
+
+# a heading or a numbered section of a summary: the lines under it are its own
+HEADING = re.compile(r"^\s*(?:#+\s|\d+[.)]\s|\**[A-Z][^\n]{0,60}:\**\s*$)")
+
+# a list item about a file or a piece of code ("- **`types.go`** - ... Must mirror ..."): what it
+# says the code must do describes the code, it orders no one
+ABOUT_CODE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s*\**`[^`\n]+`\**\s*(?:[-:\u2013\u2014(]|$)")
+
+# what the user said about a thing (that it is, was, seems ...): an opinion reported, no order
+OPINION = re.compile(r"\buser\b[^.\n]{0,40}?\b(?:said|says|felt|feels|thought|thinks|noted|"
+                     r"mentioned)\s+(?:that\s+)?(?:[\w`'-]+\s+){0,4}?(?:is|are|was|were|seems?|"
+                     r"seemed|looks?|looked)\b[^.\n]*\.?\s*$", re.IGNORECASE)
+
 # the tools that change files or run commands: a later success of one is no lookup corrected
 ACTING_TOOLS = re.compile(r"bash|shell|exec|command|terminal|edit|write|patch|replace|notebook",
                           re.IGNORECASE)
@@ -125,7 +145,8 @@ def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
             "tasks": [(text, status.lower() in DONE_STATUSES) for text, status, _
                       in last_tasks(turns)],
             "printed": call_texts(turns), "test_runs": test_runs(turns),
-            "corrected": corrected_lookups(turns, steps)}
+            "corrected": corrected_lookups(turns, steps),
+            "mid_session": bool(turns) and bool(turns[0].get("mid_session"))}
 
 
 def call_texts(turns: list[dict]) -> str:
@@ -306,8 +327,9 @@ def unverifiable(text: str, word: str) -> bool:
 def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
     """Whether a claim of done names things (files, code, code names, quotations) of which the
     history in the file holds none, in its words, the calls' arguments or what they printed: work
-    from before the file begins (a log that starts mid-session), which the file cannot check."""
-    if word in VERIFY_WORDS | APPROVAL_WORDS:
+    from before the file begins (a span that starts mid-session, as the reader marks its first
+    turn), which the file cannot check; in a span from the session's start it is invented."""
+    if word in VERIFY_WORDS | APPROVAL_WORDS or not support.get("mid_session"):
         return False
     named = [m.strip("`\"").strip() for m in re.findall(r"`[^`]+`|\"[^\"\n]+\"", text)] + \
         [re.split(r"[\\/]", f)[-1] for f in FILE_NAME.findall(text)] + \
@@ -386,6 +408,36 @@ def ledger_items(support: dict) -> list[dict]:
     return [{k: v for k, v in item.items() if k != "reported"} for item in support["items"]]
 
 
+def summary_line(text: str, summary: str) -> tuple[str, str]:
+    """(the summary's line that holds a finding's text, the heading it stands under), '' where
+    not found."""
+    lines = summary.splitlines()
+    probe = text.strip()[:60]
+    for n, line in enumerate(lines):
+        if probe and probe in line:
+            heading = next((h for h in reversed(lines[:n]) if HEADING.match(h)), "")
+            return line, heading
+    return "", ""
+
+
+def obligation_stands(finding: dict, summary: str) -> bool:
+    """Whether an obligation finding stands: not a line under a heading of errors met (which
+    reports an error), not the opposite of an instruction only by a command-line option
+    (`--no-pager`), not a list item about a piece of code, and not the user's opinion reported
+    ("the user said they were redundant")."""
+    detail, text = finding["detail"], finding["text"]
+    line, heading = summary_line(text, summary)
+    opposite = re.match(r'says the opposite of the instruction (".*")$', detail)
+    if opposite:
+        instruction = json.loads(opposite.group(1))
+        return not ERRORS_HEADING.match(heading) and \
+            contradicts(OPTION.sub(" ", text), OPTION.sub(" ", instruction))
+    if detail.startswith("instruction-like text") and ABOUT_CODE.match(line):
+        return False
+    return not (detail.startswith("an order or a rule given as the user's") and
+                OPINION.search(text) and not ORDER_CLAIM.search(text))
+
+
 def unsupported(findings: list[dict], support: dict, source: str,
                 summary: str = "") -> list[dict]:
     """The findings that stand: not that a failure the summary reports (needed.py), or a lookup
@@ -397,4 +449,5 @@ def unsupported(findings: list[dict], support: dict, source: str,
     return [f for f in findings if not (f.get("item") in reported and
                                         f["detail"].endswith("is not reported"))
             and not any(f["text"].strip() in q for q in quoted if f["category"] == "status")
-            and not supported_by_calls(f, support, source)]
+            and not supported_by_calls(f, support, source)
+            and (f["category"] != "obligation" or obligation_stands(f, summary))]
