@@ -87,6 +87,9 @@ CHECK_PASSED = ("pass", "passes", "passed", "passing", "green", "succeeded", "su
 # standing alone (not one inside a word: "1-based") or a numbered thing ("#6")
 CHECKABLE = re.compile(r"`[^`]+`|\"[^\"\n]+\"|(?<![\w.-])#?\d[\d.,:/]*%?(?![\w-])")
 
+# a path, a branch or a URL (`feat/rate-retries`, src/rates): a named thing, whatever its hyphens
+PATH_LIKE = re.compile(r"[\w.-]+/[\w.-]+")
+
 # a word joined by hyphens to capitalized words: part of a name ("Red-Green-Refactor")
 HYPHENED_NAME = re.compile(r"\b[A-Z]\w*(?:-[A-Z]\w*)+\b")
 
@@ -290,7 +293,8 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         if unquoted is None:
             return True
         word, text = unquoted[1], QUOTED.sub(" ", text)
-    if HEDGED.search(bare_words(text)) or not_a_claim(text) or unverifiable(text, word) or \
+    if HEDGED.search(bare_words(text)) or not_a_claim(text) or \
+            unverifiable(text, word, support["tasks"]) or \
             beyond_history(text, word, support, source):
         return True
     if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"]):
@@ -311,14 +315,20 @@ def not_a_claim(text: str) -> bool:
     a label (LABEL) or an adjective or an order ("complete trees", "Complete Task #6") are set
     aside."""
     rest = COMPLETE_BEFORE_NOUN.sub(" ", LABEL.sub(" ", HYPHENED_NAME.sub(" ", text)))
-    return claim(rest) is None
+    return rest != text and claim(rest) is None and \
+        not re.search(r"\b(?:" + "|".join(CHECK_PASSED) + r")\b", rest, re.IGNORECASE)
 
 
-def unverifiable(text: str, word: str) -> bool:
+def unverifiable(text: str, word: str, tasks: list[tuple[str, bool]]) -> bool:
     """Whether a claim of done names nothing the history could check: no file, code, code name,
-    quotation or number ("The implementation is complete."): unverifiable, not false. A claim
-    of having verified or approved is another matter (checked_by_calls, the user's words)."""
-    if word in VERIFY_WORDS | APPROVAL_WORDS:
+    quotation or number ("The implementation is complete."), and no task the last task list
+    leaves open holds half its words (that task checks it): unverifiable, not false. A claim of
+    having verified or approved is another matter (checked_by_calls, the user's words)."""
+    words = terms(text) - FINISHED_WORDS
+    if word in VERIFY_WORDS | APPROVAL_WORDS or CHECK_CLAIM.search(bare_words(text)) or \
+            PATH_LIKE.search(text) or any(
+            not done and words and len(words & terms(task)) * 2 >= len(words)
+            for task, done in tasks):
         return False
     rest = HYPHENED_NAME.sub(" ", re.sub(r"\b\w+(?:-\w+)+\b", " ", text))
     return not (FILE_NAME.search(text) or CHECKABLE.search(rest) or code_names(rest))
@@ -376,7 +386,7 @@ def against_failed_check(finding: dict, support: dict) -> bool:
     if not re.search(r"presented as \S+, but it is (?:failed|denied)", detail):
         return False
     if HEDGED.search(bare_words(text)) or REPORTS_TROUBLE.search(bare_words(text)) or \
-            reports_failure(text):
+            reports_failure(text) or not_a_claim(text):
         return True
     if "the last tests run" not in detail:
         return False
