@@ -14,6 +14,7 @@ work must still be caught:
   template whose words read as claims or orders without being either (a name, a label, an
   adjective, a next step, a claim that names nothing to check, an opinion, a line under "Errors").
 """
+import collections
 import json
 import sys
 import tempfile
@@ -25,6 +26,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
 from pilot.studies.sessions.failed_steps import step_match_terms  # noqa: E402
+from pilot.studies.sessions.gate_support import obligation_stands  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gate_support"
@@ -158,12 +160,10 @@ class RealSummaryWordsTest(unittest.TestCase):
             self.assertEqual(gate_rows(copy, summary), [])
 
     def test_a_numeric_option_of_a_call_names_no_step(self):
-        import collections
         call = {"name": "Bash", "input": {"command": "npm test", "timeout": 60000}}
         self.assertEqual(step_match_terms(call, "Bash", collections.Counter()), ["npm test"])
 
     def test_a_command_option_is_no_negation(self):
-        from pilot.studies.sessions.gate_support import obligation_stands
         finding = {"category": "obligation", "blocking": True,
                    "detail": 'says the opposite of the instruction "when running `./rates '
                              'explain -c 4f2a --generate --no-pager`"',

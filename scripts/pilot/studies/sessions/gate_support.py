@@ -2,7 +2,8 @@
 the amendment of 2026-12-06 (12), issue 40 point 4), read from what the agent's calls did, not
 from the words of the history:
 
-    gate_support(turns, steps, summary) -> {items, edits, approved, tasks}:
+    gate_support(turns, steps, summary) -> {items, edits, approved, tasks, printed, test_runs,
+                                            corrected, mid_session}:
         items, the gate's ledger items (ledger.py's fields, and `reported`):
         - each failed or denied call a later call resolved (failed_steps.session_steps), done with
           the resolving turn as its receipt;
@@ -12,13 +13,22 @@ from the words of the history:
         - the last run of each kind of check (tests, lint, build) the summary names, done or
           failed, that only the words of a check passed (CHECK_PASSED) claim done;
         edits: the files the edit and write calls changed and the code names they wrote or
-        replaced; approved: whether the user approved anything; tasks: the last task list.
-    unsupported(findings, support, source) -> the gate's findings less those the calls support:
+        replaced; approved: whether the user approved anything; tasks: the last task list;
+        printed: what the successful calls gave and printed; test_runs: each test run's outcome
+        and text; corrected: the failed lookups a later call got right; mid_session: whether the
+        span begins where a file that begins mid-session does.
+    unsupported(findings, support, source, summary) -> the gate's findings less those the calls support:
         "not reported" for a failure the summary reports; a claim of a change to the code that
         every file and code name it gives supports (a file the calls changed, a name they wrote or
         the history holds), not a blanket one and none about a check; the user's approval where
         the user approved; done where the last task list marks the task, or every task, completed;
         a claim hedged to a part ("partially done"), or made only inside quotation marks.
+        And (the amendment of 2026-12-06 (13)): no claim once names, labels and adjectives are
+        set aside (not_a_claim); a claim that names nothing to check (unverifiable), or only
+        work from before a mid-session file began (beyond_history); a check the calls' output
+        bears out (checked_by_calls); a failed check the clause reports or whose own tests
+        passed (against_failed_check); a lookup later corrected; obligations that are an
+        error reported, an option's "no", a note about code or an opinion (obligation_stands).
 
 Pure functions of the readers' record: no model, no file, no clock.
 """
