@@ -17,7 +17,8 @@ from the words of the history:
         printed: what the successful calls gave and printed; test_runs: each test run's outcome
         and text; corrected: the failed lookups a later call got right; mid_session: whether the
         span begins where a file that begins mid-session does.
-    unsupported(findings, support, source, summary) -> the gate's findings less those the calls support:
+    unsupported(findings, support, source, summary) -> the gate's findings less those the calls
+        support:
         "not reported" for a failure the summary reports; a claim of a change to the code that
         every file and code name it gives supports (a file the calls changed, a name they wrote or
         the history holds), not a blanket one and none about a check; the user's approval where
