@@ -159,6 +159,15 @@ class RealSummaryWordsTest(unittest.TestCase):
             copy.write_text(hook + "\n" + text)
             self.assertEqual(gate_rows(copy, summary), [])
 
+    def test_only_a_corrected_lookup_is_no_failure_left_out(self):
+        text = self.path.read_text().replace('"issue_id": "PAY-21"', '"issue_id": "OPS-4471"')
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / self.path.name
+            copy.write_text(text)
+            rows = gate_rows(copy)
+        self.assertTrue(any("PAY-12" in row["item"] and "not reported" in row["item"]
+                            for row in rows), rows)
+
     def test_a_numeric_option_of_a_call_names_no_step(self):
         call = {"name": "Bash", "input": {"command": "npm test", "timeout": 60000}}
         self.assertEqual(step_match_terms(call, "Bash", collections.Counter()), ["npm test"])

@@ -35,6 +35,7 @@ Pure functions of the readers' record: no model, no file, no clock.
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 
@@ -184,15 +185,31 @@ def test_runs(turns: list[dict]) -> list[tuple[str, str]]:
 
 def corrected_lookups(turns: list[dict], steps: list[dict]) -> set[str]:
     """The names of the failed lookups (a call of a tool that neither runs a command nor changes
-    a file: an issue fetched, a page read) that a later call of the same tool got right under
-    another argument (a corrected id): their purpose was met."""
-    later_ok: dict[str, int] = {}
-    for t, turn in enumerate(turns):
-        if turn["role"] == "tool" and turn_outcome(turn) == "ok":
-            later_ok[turn["tool"]] = t + 1
-    return {f"{s['tool']}: {s['match'][0]}"[:80] for s in steps
-            if s["status"] != "done" and not ACTING_TOOLS.search(s["tool"]) and
-            later_ok.get(s["tool"], 0) > s.get("turn", 0)}
+    a file: an issue fetched, a page read) that a later call of the same tool got right under a
+    corrected argument (the same arguments, each value that differs alike in half its letters:
+    MCP-108 then ENT-108): their purpose was met."""
+    corrected = set()
+    for step in steps:
+        if step["status"] == "done" or ACTING_TOOLS.search(step["tool"]) or \
+                not 0 < step.get("turn", 0) <= len(turns):
+            continue
+        failed = arguments(call_of(turns[step["turn"] - 1]))
+        if any(turn["role"] == "tool" and turn["tool"] == step["tool"] and
+               turn_outcome(turn) == "ok" and corrects(failed, arguments(call_of(turn)))
+               for turn in turns[step["turn"]:]):
+            corrected.add(f"{step['tool']}: {step['match'][0]}"[:80])
+    return corrected
+
+
+def corrects(failed: dict, later: dict) -> bool:
+    """Whether a later call's arguments correct a failed call's: the same keys, some value
+    changed, and each changed value a string alike the old one (difflib ratio 0.5 or more)."""
+    if not isinstance(failed, dict) or not isinstance(later, dict) or \
+            set(failed) != set(later) or failed == later:
+        return False
+    return all(isinstance(old, str) and isinstance(later[k], str) and
+               difflib.SequenceMatcher(None, old, later[k]).ratio() >= 0.5
+               for k, old in failed.items() if later[k] != old)
 
 
 def gate_items(turns: list[dict], steps: list[dict], summary: str) -> list[dict]:
