@@ -160,6 +160,7 @@ class RealSummaryWordsTest(unittest.TestCase):
             self.assertEqual(gate_rows(copy, summary), [])
 
     def test_only_a_corrected_lookup_is_no_failure_left_out(self):
+        self.assertFalse(any("PAY-12" in row["item"] for row in gate_rows(self.path)))
         text = self.path.read_text().replace('"issue_id": "PAY-21"', '"issue_id": "OPS-4471"')
         with tempfile.TemporaryDirectory() as folder:
             copy = Path(folder) / self.path.name
