@@ -333,9 +333,8 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         return True
     if word in FINISHED_WORDS and task_finished(text, support["tasks"]):
         return True
-    return not BLANKET.search(bare_words(text)) and (
-        change_supported(text, support["edits"], source) or
-        change_in_code(text, support["edits"], support["printed"]))
+    return not BLANKET.search(bare_words(text)) and change_supported(text, support["edits"],
+                                                                      source)
 
 
 def not_a_claim(text: str) -> bool:
@@ -389,20 +388,6 @@ def checked_by_calls(text: str, word: str, printed: str) -> bool:
         [f for f in FILE_NAME.findall(text)] + sorted(code_names(text))
     named = [n for n in named if len(n) >= 2]
     return bool(named) and all(n in printed for n in named)
-
-
-def change_in_code(text: str, edits: set[str], printed: str) -> bool:
-    """Whether a claim of adding a code name ("fixed by adding `labelMerged` constant") is borne
-    out by the code the span's calls read or printed: the change was made before the span (a log
-    that begins mid-session) and the code holds it. It names a code name; each it names, and each
-    file, is in what the calls gave and printed; it names no check."""
-    if not re.search(r"\b(?:add|added|adding|introduced|created)\b", text, re.IGNORECASE) or \
-            CHECK_CLAIM.search(bare_words(text)):
-        return False
-    names = code_names(FILE_NAME.sub(" ", text))
-    files = [re.split(r"[\\/]", f)[-1] for f in FILE_NAME.findall(text)]
-    return bool(names) and all(n in printed for n in names) and \
-        all(f in printed or f.lower() in {e.lower() for e in edits} for f in files)
 
 
 def against_failed_check(finding: dict, support: dict) -> bool:
