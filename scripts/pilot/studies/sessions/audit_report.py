@@ -87,7 +87,9 @@ def context_answers(a: dict) -> list[str]:
            f"the summaries dropped or changed {lost:,} of {plural(values, 'exact value')}"
            + (f" ({pct(lost / values)}): {c['value']['dropped']:,} dropped, "
               f"{c['value']['changed']:,} changed, "
-              f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim."
+              f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim"
+              + (f", {c['value']['former']:,} kept as the former value the history replaced"
+                 if c["value"].get("former") else "") + "."
               if values else ".")]
     n = sum(c["instruction"].values())
     out.append(f"Of {plural(n, 'standing instruction')} in force, {c['instruction']['absent']:,} "
@@ -198,9 +200,10 @@ def report_blocks(a: dict) -> list[tuple]:
                      rate_cell(a, f"{t}_lost", "all")]
                     for t in CLASSES]))
     kept = sum(a["classes"]["value"][c] for c in ("kept", "reformatted", "former"))
-    blocks.append(("p", f"Values kept, reformatted or kept as former standing beside the words "
-                        f"that say what they "
-                        f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
+    blocks.append(("p", f"Of the {kept:,} values kept, reformatted or kept as former, those whose "
+                        "history says what they are the value of (the count after the slash) and, "
+                        "of them, those the summary writes within six words of one of those words "
+                        f"(before it): {rate_cell(a, 'value_beside', 'all')}."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
                    [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
                    0]]))
