@@ -75,9 +75,13 @@ def context_answers(a: dict) -> list[str]:
     context beside the needed items), from the counts."""
     c = a["classes"]
     if not a["n_compactions"]:
+        cut = len(a["read"].get("cut") or [])
         return [f"No compaction is recorded in the {plural(a['read']['files'], 'file')} read, so "
                 "there is nothing "
-                f"to score: the formats that record one are listed in tasks/sessions/README.md."]
+                f"to score: the formats that record one are listed in tasks/sessions/README.md."
+                + (f" {plural(cut, 'file')} read had {'its' if cut == 1 else 'their'} last line "
+                   "cut and left out (listed under What was read): a compaction recorded there "
+                   "is lost." if cut else "")]
     if not a["n_scored"]:
         return [f"{plural(a['n_compactions'], 'compaction')} recorded, none scorable (see why "
                 "below)."]
@@ -179,6 +183,12 @@ def report_blocks(a: dict) -> list[tuple]:
     if read["skipped"]:
         blocks.append(("p", f"Skipped, {len(read['skipped']):,}, each with why:"))
         blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))
+    if read.get("cut"):
+        blocks.append(("p", f"Read without their last line, {len(read['cut']):,} (a log written "
+                            "when the agent was stopped; a compaction recorded on that line is "
+                            "not counted):"))
+        blocks.append(("list", [f"`{name}`: its last line was cut and left out"
+                                for name in read["cut"]]))
     if not a["n_scored"]:
         return blocks + unscored_blocks(a)
     blocks.append(("h2", "Context: every value, instruction and step the study's rules read"))
