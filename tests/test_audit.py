@@ -306,6 +306,43 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertEqual({r["file"] for r in rows_of(out)}, {f"{folder.name}/b-good.jsonl"})
         self.assertIn("a-broken.jsonl", (out / "analysis.md").read_text(encoding="utf-8"))
 
+    def test_a_damaged_line_in_the_middle_is_named_with_what_to_do(self):
+        """The reviewer of 2026-12-06 (FIX-B, point 1): a log with one damaged line in its middle was skipped as
+        "neither JSON nor JSONL", with no line and no next step."""
+        folder = self.make_tmp()
+        claude = fx.claude_lines(fx.STORY, fx.LOSSY)
+        codex = fx.codex_lines(fx.STORY, fx.LOSSY)
+        fx.write(folder / "claude.jsonl", claude[:3] + [claude[3][:70]] + claude[3:])
+        fx.write(folder / "codex.jsonl", codex[:5] + ["", codex[5][:50]] + codex[5:])
+        code, _, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 2)                    # no session could be read: one line says so
+        for name, line in (("claude.jsonl", 4), ("codex.jsonl", 7)):
+            with self.subTest(name):
+                (said,) = [said for said in stderr.splitlines() if said.startswith(f"skipped {folder.name}/{name}")]
+                self.assertIn(f"line {line} is not JSON: a damaged or cut line", said)
+                self.assertIn("repair or remove that line", said)
+
+    def test_a_cut_last_line_is_named_in_the_report_and_on_the_terminal(self):
+        """FIX-B, point 2: a log whose last line, cut, was its compaction record was read without a word, and the
+        report said only that no compaction is recorded."""
+        folder = self.make_tmp()
+        claude = fx.claude_lines(fx.STORY, fx.LOSSY)
+        codex = fx.codex_lines(fx.STORY, fx.LOSSY)
+        fx.write(folder / "claude.jsonl", claude[:8] + [claude[8][:90]])           # the compact_boundary, cut
+        fx.write(folder / "codex.jsonl", codex[:12] + [codex[12][:90]])            # the compacted line, cut
+        fx.write(folder / "whole.jsonl", fx.claude_lines(fx.STORY, None))
+        code, stdout, stderr, out = self.audit(str(folder))
+        self.assertEqual(code, 0)
+        for name in ("claude.jsonl", "codex.jsonl"):
+            with self.subTest(name):
+                self.assertIn(f"read {folder.name}/{name}: its last line was cut and left out", stderr)
+                self.assertIn(f"`{folder.name}/{name}`: its last line was cut and left out",
+                              (out / "analysis.md").read_text(encoding="utf-8"))
+        self.assertNotIn("whole.jsonl", stderr)
+        self.assertIn("No compaction is recorded in the 3 files read", stdout)
+        self.assertIn("2 files read had their last line cut and left out", stdout)
+        self.assertIn("its last line was cut and left out", (out / "report.html").read_text(encoding="utf-8"))
+
     def test_links_pipes_and_oversized_files_are_skipped_with_one_line_each(self):
         folder = self.make_tmp()
         fx.write(folder / "good.jsonl", fx.claude_lines(fx.STORY, fx.LOSSY))

@@ -9,7 +9,7 @@ work must still be caught:
 - changes.jsonl: two edit calls (a rounding, a constant removed) and a test run that failed last;
 - approval.jsonl: the user's "yes, go ahead", a task list with every task completed, and a quoted
   banner text that holds a claim word;
-- round3.jsonl (the amendment of 2026-12-06 (13)): test-first work whose last run fails on purpose,
+- round3.jsonl (the amendment of 2026-12-06 (14)): test-first work whose last run fails on purpose,
   a lookup retried under a corrected id, a merge that conflicts, and a summary in Claude Code's
   template whose words read as claims or orders without being either (a name, a label, an
   adjective, a next step, a claim that names nothing to check, an opinion, a line under "Errors").
@@ -121,7 +121,7 @@ class ApprovalTest(unittest.TestCase):
 
 class RealSummaryWordsTest(unittest.TestCase):
     """Each finding on a real summary a real misstatement (issue 40, point 4; the amendment of
-    2026-12-06 (13)): what agents' summaries say truly raises nothing, and the misstatements
+    2026-12-06 (14)): what agents' summaries say truly raises nothing, and the misstatements
     beside it are still caught."""
 
     path = FIXTURES / "round3.jsonl"

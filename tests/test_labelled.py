@@ -38,6 +38,8 @@ class ReportsPrintTheMeasuredFiguresTest(unittest.TestCase):
             with self.subTest(kind):
                 t = statuses[name]
                 self.assertEqual(measured.STATUS_AGREES[kind], round(t["agree"] / t["found"], 2))
+        former = statuses["value"]["statuses"]["former"]
+        self.assertEqual(measured.FORMER, {"labelled": former["label"], "called former": former["both"]})
 
     def test_the_protocol_prints_the_statuses_measured(self):
         """Issue 43: SESSIONS.md section 3.5's table of statuses, its rows for today's rules, holds what
@@ -61,6 +63,7 @@ class ReportsPrintTheMeasuredFiguresTest(unittest.TestCase):
             if share < measured.GOOD_ENOUGH:
                 self.assertIn(f"{measured.share_words(share)} of", line)
         self.assertEqual(measured.share_words(0.35), "about a third")
+        self.assertEqual(measured.share_words(0.61), "a little over half")
         self.assertEqual(measured.share_words(0.5), "about half")
 
 

@@ -502,6 +502,23 @@ class PairedTestWordsTest(unittest.TestCase):
                                **{e: (True, False) for e in range(6, 8)}})   # 2 vs 5: p = 0.45
         self.assertEqual(test["direction"], "no difference shown")
 
+    def test_no_difference_is_said_where_the_family_lets_no_test_reach_the_alpha(self):
+        # 6 sessions all one way: p = 0.031 alone, but Holm over 10 tests cannot go below 0.31
+        kept = {e: (False, True) for e in range(1, 7)}
+        rows = [dict(r, regime=regime) for r in kept_rows(kept) for regime in
+                ([r["regime"]] if r["regime"] == "MYAGENT" else [f"B{k}" for k in range(10)])]
+        tests = ss_an.paired_tests(rows, ["MYAGENT"], [f"B{k}" for k in range(10)])
+        self.assertEqual({t["direction"] for t in tests}, {"not tested"})
+        self.assertEqual(ss_an.sessions_for_family(10), 9)
+        nine = {e: (False, True) for e in range(1, 10)}
+        rows = [dict(r, regime=regime) for r in kept_rows(nine) for regime in
+                ([r["regime"]] if r["regime"] == "MYAGENT" else [f"B{k}" for k in range(10)])]
+        self.assertEqual({t["direction"] for t in ss_an.paired_tests(
+            rows, ["MYAGENT"], [f"B{k}" for k in range(10)])}, {"B0 better", "B1 better", "B2 better",
+                                                                  "B3 better", "B4 better", "B5 better",
+                                                                  "B6 better", "B7 better", "B8 better",
+                                                                  "B9 better"})
+
     def test_a_printed_interval_says_it_covers_the_sampling_of_sessions_only(self):
         from pilot.studies.sessions import report as ss_report
         few = {"n_sessions": 3, "min_sessions": {"interval": 10, "test": 6}}

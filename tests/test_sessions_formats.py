@@ -132,6 +132,33 @@ class FormatTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(session["read"]["skipped"]["last line cut short (not JSON)"], 1)
         self.assertEqual(session["read"]["read"], 7)
 
+    def test_a_damaged_line_in_the_middle_is_refused_naming_it(self):
+        """FIX-B, point 1: one damaged line in the middle of a JSONL log was refused as "neither JSON nor JSONL",
+        with no line and no next step; a cut last line is still left out and counted."""
+        fixtures = Path(__file__).resolve().parent / "fixtures" / "sessions"
+        for folder in ("codex", "claude-code", "gemini-jsonl"):
+            source = sorted((fixtures / folder).glob("*.jsonl"))[0]
+            lines = source.read_text(encoding="utf-8").splitlines()
+            with self.subTest(folder):
+                damaged = self.write(f"{folder}.jsonl", "\n".join(lines[:2] + [lines[2][:30]] + lines[3:]) + "\n")
+                with self.assertRaises(formats.SessionFileError) as caught:
+                    formats.read_session_file(damaged, damaged.name)
+                said = str(caught.exception)
+                self.assertEqual(len(said.splitlines()), 1)
+                self.assertIn(f"{damaged.name} is JSONL, but line 3 is not JSON: a damaged or cut line", said)
+                self.assertIn("repair or remove that line", said)
+                code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(damaged), "--models", "m"])
+                self.assertEqual((code, out), (2, ""))
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("line 3 is not JSON: a damaged or cut line", err)
+                torn = self.write(f"{folder}-torn.jsonl", "\n".join(lines[:-1] + [lines[-1][:30]]))
+                self.assertEqual(formats.read_session_file(torn, torn.name)[0]["read"]["skipped"][formats.TORN_LINE], 1)
+        two = self.write("two.jsonl", "\n".join(json.dumps(line) for line in AGENT[:4]) + "\n{cut\n{cut too\n"
+                         + json.dumps(AGENT[4]))
+        with self.assertRaisesRegex(formats.SessionFileError, "line 5 is not JSON: a damaged or cut line "
+                                    r"\(1 other line not JSON either\); repair or remove those lines"):
+            formats.read_session_file(two, two.name)
+
     def test_a_jsonl_log_is_read_one_line_at_a_time(self):
         """Issue 41, point 4: a JSONL log is read a line at a time, holding what its reader keeps and not the file
         (read whole, its bytes, its text, its lines and their values were each held at once: 4 to 5 times it)."""
@@ -348,6 +375,28 @@ class RefusedBeforeAnyCallTest(TempDirMixin, unittest.TestCase):
                         self.assertNotIn("good.json", err)
             self.assertEqual(server.chat_count(), 0)
         self.assertFalse((tmp / "run").exists())
+
+    def test_a_folder_names_its_links_and_its_damaged_files_in_one_line(self):
+        """FIX-B, point 3: a folder with a link and damaged files named only the link; once it was removed, the other
+        files were named: one round of fixing needed two."""
+        tmp = self.make_tmp()
+        folder = tmp / "logs"
+        folder.mkdir()
+        (folder / "good.json").write_text(json.dumps(CHAT))
+        target = tmp / "elsewhere.json"
+        target.write_text(json.dumps(CHAT))
+        os.symlink(target, folder / "b-link.json")
+        (folder / "a-number.json").write_text("42")
+        lines = [json.dumps(line) for line in AGENT]
+        (folder / "c-damaged.jsonl").write_text("\n".join(lines[:4] + ['{"type": "us'] + lines[4:]))
+        code, out, err = run_main(["plan", "--study", "sessions", "--sessions", str(folder), "--models", "m"])
+        self.assertEqual((code, out), (2, ""))
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("holds 3 session files that cannot be read: a-number.json (", err)
+        self.assertIn(f"b-link.json (is a link, never followed: give the path it points to, {target.resolve()})", err)
+        self.assertIn("c-damaged.jsonl (is JSONL, but line 5 is not JSON: a damaged or cut line)", err)
+        self.assertIn("repair or remove each damaged line named, or move them out of the folder", err)
+        self.assertNotIn("good.json", err)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,9 @@ def audit_now(args) -> int:
                                   f"path it points to: {os.path.realpath(links[0])}")
         for name, why in skipped:
             print(f"skipped {name}: {why}", file=sys.stderr)
+        for name in read["cut"]:
+            print(f"read {name}: its last line was cut and left out (a compaction recorded on it "
+                  "is not counted)", file=sys.stderr)
         if read["copies"] and not args.quiet:
             copies = len(read["copies"])
             print(f"set aside {copies:,} cop{'ies' if copies > 1 else 'y'} of logs already read "

@@ -524,8 +524,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                          "\"7. Audit the compactions your agent already made\"")
         parser.add_argument("paths", metavar="PATH", nargs="*",
                             help="agent log files or folders (read only; subfolders read, links "
-                            "never followed; a file that cannot be read is skipped, named on "
-                            "stderr and in the report); "
+                            "never followed; a file that cannot be read is skipped, and one "
+                            "whose last line was cut is read without it, each named on stderr "
+                            "and in the report); "
                                  "none: print where each agent keeps its logs and read nothing")
         parser.add_argument("--source", metavar="TRANSCRIPT",
                             help="a transcript in any format the sessions study reads (with "

@@ -431,8 +431,19 @@ def paired_tests(values: list[dict], user: list[str], built_in: list[str],
     for test, adjusted in zip(testable, holm_adjust([t["p"] for t in testable])):
         test["p_holm"] = adjusted
     for test in tests:
+        test["family"] = len(testable)
         test["direction"] = test_direction(test)
     return tests
+
+
+def sessions_for_family(family: int) -> int:
+    """The fewest sessions at which a sign test of a family of `family` Holm-adjusted tests can
+    reach ALPHA at all: its smallest two-sided p is 2 / 2^n, which Holm's first step multiplies by
+    the family's size."""
+    n = MIN_SESSIONS_FOR_TEST
+    while max(family, 1) * 2 * 0.5 ** n >= ALPHA:
+        n += 1
+    return n
 
 
 def sign_tests(rows: list[dict], item: str, success, user: list[str],
@@ -463,9 +474,10 @@ def sign_tests(rows: list[dict], item: str, success, user: list[str],
 
 
 def test_direction(test: dict) -> str:
-    """What a paired test says: a regime better only where its Holm-adjusted p is below ALPHA (a
-    test that could have said otherwise); untested below MIN_SESSIONS_FOR_TEST sessions."""
-    if test["p"] is None:
+    """What a paired test says: a regime better only where its Holm-adjusted p is below ALPHA, from
+    a test that could have said otherwise: untested below MIN_SESSIONS_FOR_TEST sessions, or below
+    the sessions at which the family's Holm adjustment lets any result reach ALPHA."""
+    if test["p"] is None or test["sessions"] < sessions_for_family(test.get("family", 1)):
         return "not tested"
     if test["p_holm"] >= ALPHA or test["b"] == test["c"]:
         return "no difference shown"
@@ -591,7 +603,8 @@ def compute_analysis(results: dict) -> dict:
         "complete": covered["complete_cells"] == covered["expected_cells"],
         "coverage": covered,
         "n_sessions": len(results["sessions"]),
-        "min_sessions": {"interval": MIN_SESSIONS_FOR_INTERVAL, "test": MIN_SESSIONS_FOR_TEST},
+        "min_sessions": {"interval": MIN_SESSIONS_FOR_INTERVAL, "test": MIN_SESSIONS_FOR_TEST,
+                         "family": sessions_for_family(tests[0]["family"]) if tests else None},
         "simulated": bool((results.get("run") or {}).get("simulated")),
         "models": results["models"],
         "regimes": regimes,

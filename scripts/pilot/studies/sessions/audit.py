@@ -33,7 +33,8 @@ from ...rules.values import extract_values, secret_pieces
 from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .gate_support import gate_support, ledger_items, unsupported
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
-from .readers import (MAX_FILE_BYTES, SessionFileError, printable_name, read_session_file, wanted)
+from .readers import (MAX_FILE_BYTES, TORN_LINE, SessionFileError, printable_name,
+                      read_session_file, wanted)
 from .needed import agreed_words, history_in_file
 from .truth import (INSTRUCTION_CLASSES, MASK, STEP_CLASSES, VALUE_CLASSES, ground_truth,
                     judge_state, mask_secrets, plain_parts)
@@ -208,10 +209,13 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
     """Every session of every file (readers.read_session_file), each file read once; a file
     that cannot be read is added to skipped with its one-line reason and the others are read on; a
     file whose content was already read (a copy: the same sessions, ids and all) is set aside.
-    Also what was read: files and bytes, a digest of every file's name and sha256, the copies."""
+    Also what was read: files and bytes, a digest of every file's name and sha256, the copies, and
+    the files read whose last line was cut short and left out (a compaction recorded there is
+    lost)."""
     sessions, digest, size, read = [], hashlib.sha256(), 0, 0
     first_of: dict[str, str] = {}       # a file's content (sha256) -> the name it was first read by
     copies: list[tuple[str, str]] = []
+    cut: list[str] = []
     if progress:
         progress(0, len(files), 0)          # no line: the time the first file takes is counted
     for k, (path, shown) in enumerate(files, 1):
@@ -230,13 +234,16 @@ def read_logs(files: list[tuple[Path, str]], skipped: list[tuple[str, str]],
             copies.append((shown, first_of[found[0]["sha256"]]))
             continue
         first_of[found[0]["sha256"]] = shown
+        if any(TORN_LINE in session["read"]["skipped"] for session in found):
+            cut.append(shown)
         size, read = size + found[0]["bytes"], read + 1
         digest.update(f"{shown}\0{found[0]['sha256']}\n".encode("utf-8"))
         sessions += found
         if progress:
             progress(k, len(files), size)
     # the files read and their bytes together: a file skipped counts in neither
-    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest(), "copies": copies}
+    return sessions, {"files": read, "bytes": size, "sha256": digest.hexdigest(), "copies": copies,
+                      "cut": cut}
 
 
 # --- The history each compaction replaced ---------------------------------------------------------

@@ -75,9 +75,13 @@ def context_answers(a: dict) -> list[str]:
     context beside the needed items), from the counts."""
     c = a["classes"]
     if not a["n_compactions"]:
+        cut = len(a["read"].get("cut") or [])
         return [f"No compaction is recorded in the {plural(a['read']['files'], 'file')} read, so "
                 "there is nothing "
-                f"to score: the formats that record one are listed in tasks/sessions/README.md."]
+                f"to score: the formats that record one are listed in tasks/sessions/README.md."
+                + (f" {plural(cut, 'file')} read had {'its' if cut == 1 else 'their'} last line "
+                   "cut and left out (listed under What was read): a compaction recorded there "
+                   "is lost." if cut else "")]
     if not a["n_scored"]:
         return [f"{plural(a['n_compactions'], 'compaction')} recorded, none scorable (see why "
                 "below)."]
@@ -87,7 +91,9 @@ def context_answers(a: dict) -> list[str]:
            f"the summaries dropped or changed {lost:,} of {plural(values, 'exact value')}"
            + (f" ({pct(lost / values)}): {c['value']['dropped']:,} dropped, "
               f"{c['value']['changed']:,} changed, "
-              f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim."
+              f"{c['value']['reformatted']:,} reformatted, {c['value']['kept']:,} kept verbatim"
+              + (f", {c['value']['former']:,} kept as the former value the history replaced"
+                 if c["value"].get("former") else "") + "."
               if values else ".")]
     n = sum(c["instruction"].values())
     out.append(f"Of {plural(n, 'standing instruction')} in force, {c['instruction']['absent']:,} "
@@ -177,6 +183,12 @@ def report_blocks(a: dict) -> list[tuple]:
     if read["skipped"]:
         blocks.append(("p", f"Skipped, {len(read['skipped']):,}, each with why:"))
         blocks.append(("list", [f"`{name}`: {why}" for name, why in read["skipped"]]))
+    if read.get("cut"):
+        blocks.append(("p", f"Read without their last line, {len(read['cut']):,} (a log written "
+                            "when the agent was stopped; a compaction recorded on that line is "
+                            "not counted):"))
+        blocks.append(("list", [f"`{name}`: its last line was cut and left out"
+                                for name in read["cut"]]))
     if not a["n_scored"]:
         return blocks + unscored_blocks(a)
     blocks.append(("h2", "Context: every value, instruction and step the study's rules read"))
@@ -198,9 +210,10 @@ def report_blocks(a: dict) -> list[tuple]:
                      rate_cell(a, f"{t}_lost", "all")]
                     for t in CLASSES]))
     kept = sum(a["classes"]["value"][c] for c in ("kept", "reformatted", "former"))
-    blocks.append(("p", f"Values kept, reformatted or kept as former standing beside the words "
-                        f"that say what they "
-                        f"are: {rate_cell(a, 'value_beside', 'all')} (of {kept:,})."))
+    blocks.append(("p", f"Of the {kept:,} values kept, reformatted or kept as former, those whose "
+                        "history says what they are the value of (the count after the slash) and, "
+                        "of them, those the summary writes within six words of one of those words "
+                        f"(before it): {rate_cell(a, 'value_beside', 'all')}."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
                    [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
                    0]]))

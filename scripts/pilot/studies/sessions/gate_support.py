@@ -24,7 +24,7 @@ from the words of the history:
         the history holds), not a blanket one and none about a check; the user's approval where
         the user approved; done where the last task list marks the task, or every task, completed;
         a claim hedged to a part ("partially done"), or made only inside quotation marks.
-        And (the amendment of 2026-12-06 (13)): no claim once names, labels and adjectives are
+        And (the amendment of 2026-12-06 (14)): no claim once names, labels and adjectives are
         set aside (not_a_claim); a claim that names nothing to check (unverifiable), or only
         work from before a mid-session file began (beyond_history); a check the calls' output
         bears out (checked_by_calls); a failed check the clause reports or whose own tests

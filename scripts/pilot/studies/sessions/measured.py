@@ -29,18 +29,18 @@ KIND_WORDS = {"values": "the exact values a person marks",
 GOOD_ENOUGH = 0.9
 
 
+# the held-out values a person marks as kept only as the former one (a value the history itself
+# replaced), and how many of them the rules call `former` (measure_statuses.py)
+FORMER = {"labelled": 5, "called former": 0}
+
+
 def share_words(share: float) -> str:
     """A measured share in plain words, no stronger than the number."""
-    if share >= GOOD_ENOUGH:
-        return "nearly all"
-    if share >= 0.7:
-        return "most"
-    if share >= 0.6:
-        return "about two thirds"
-    if share >= 0.4:
-        return "about half"
-    if share >= 0.25:
-        return "about a third"
+    for least, words in ((GOOD_ENOUGH, "nearly all"), (0.75, "about three quarters"),
+                         (0.65, "about two thirds"), (0.55, "a little over half"),
+                         (0.45, "about half"), (0.3, "about a third"), (0.2, "about a fifth")):
+        if share >= least:
+            return words
     return "few"
 
 
@@ -62,5 +62,6 @@ def rules_line() -> str:
                       for kind, share in STATUS_AGREES.items()])
     return (f"How sure the rules are (measured {MEASURED_ON} on hand-labelled held-out sets, "
             f"{WHERE}): they find {found}; of the items they find, the status printed here is "
-            f"the one a person gives for {agrees}: read every status as the rules' reading, not "
-            "a person's.")
+            f"the one a person gives for {agrees}; of {FORMER['labelled']} values a person "
+            f"marks as kept only as the former one, they call {FORMER['called former']} so: read "
+            "every status as the rules' reading, not a person's.")

@@ -125,9 +125,13 @@ def report_blocks(a: dict) -> list[tuple]:
                             "the family. The values of one session are not independent, so the "
                             f"session is the unit; below {least} sessions the test cannot reach p "
                             "< 0.05 and no p is printed. A regime is called better only where "
-                            "its Holm-adjusted p is below 0.05; otherwise the direction column "
-                            "says no difference shown, or not tested. Exploratory: no test here "
-                            "was planned before the sessions were seen."))
+                            "its Holm-adjusted p is below 0.05, from a test that could reach it: "
+                            f"over this family of {a['tests'][0].get('family', 0)} tests, Holm's "
+                            f"adjustment lets none reach it below "
+                            f"{a['min_sessions'].get('family') or least} sessions, so those read "
+                            "not tested; otherwise the direction column says no difference shown. "
+                            "Exploratory: no test here was planned before the sessions were "
+                            "seen."))
         blocks.append(("table", ["yours", "built-in", "sessions", "values paired", "b", "c", "p",
                                  "p (Holm)",
                                  "direction"],

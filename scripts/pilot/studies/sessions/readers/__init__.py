@@ -9,10 +9,12 @@ read), JSON nested too deeply, bytes that are not UTF-8, a lone surrogate, or a 
 the formats is refused in one line, before anything is sent to a model; a refusal names the closest
 format and what it lacks. The format is decided from the content, never from the file name: the
 file is parsed as JSON, JSONL or text, and the first entry of that layout whose checks all pass
-reads it. A JSONL file is read a line at a time (its reader keeps what it needs, the file is never
-held whole); any other file, and one whose lines turn out not to be JSON lines throughout, is read
-whole, so that what is read and every refusal are the same either way.
-"""
+reads it. A JSONL file whose last line was cut short is read without it (counted); one with another
+line that is not JSON is refused, naming that line. A JSONL file is read a line at a time (its
+reader keeps what it needs, the file is never held whole); any other file, and one whose lines turn
+out not to be JSON lines throughout, is read whole, so that what is read and every refusal are the
+same either way. A folder's links and the files that cannot be read are refused together, in one
+line."""
 from __future__ import annotations
 
 import dataclasses
@@ -82,23 +84,45 @@ NAMED_FILES = 5
 NAMED_REASON_CHARS = 120
 
 
+class LinkInFolder(SessionFileError):
+    """A folder entry that is a link: named, with the path it points to, beside the folder's other
+    files that cannot be read."""
+
+
+def link_in_folder(entry: Path) -> LinkInFolder:
+    return refuse(shown_name(entry.name), "is a link, never followed: give the path it points to, "
+                  f"{shown_name(str(entry.resolve()))}", "copy the session file itself into the "
+                  "folder, or remove the link", LinkInFolder)
+
+
 def unreadable_files(folder: Path, refused: list[tuple[str, SessionFileError]]) -> SessionFileError:
-    """One line naming each (name, refusal) of a folder's files that cannot be read, with why (at
-    most NAMED_FILES of them, then how many more): the sessions study, pre-registered, never runs on
-    part of a folder, so every file to move is named at once."""
+    """One line naming each (name, refusal) of a folder's files that cannot be read (its links
+    among them), with why (at most NAMED_FILES of them, then how many more): the sessions study,
+    pre-registered, never runs on part of a folder, so every file to move is named at once."""
     named = []
     for name, err in refused[:NAMED_FILES]:
         why = str(err).removeprefix(name + " ").split("; ", 1)[0]
-        if len(why) > NAMED_REASON_CHARS:
+        if len(why) > NAMED_REASON_CHARS and not isinstance(err, LinkInFolder):
             why = why[:NAMED_REASON_CHARS].rsplit(" ", 1)[0] + " ..."
         named.append(f"{shown_name(name)} ({why})")
     more = len(refused) - len(named)
     listed = ", ".join(named) + (f" and {more} more" if more else "")
     count = f"{len(refused)} session file" + ("s" if len(refused) > 1 else "")
+    repair = ("repair or remove each damaged line named, or " if
+              any(isinstance(err, DamagedLine) for _, err in refused) else "")
     return refuse(shown_name(str(folder)), f"holds {count} that cannot be read: {listed}",
-                  "the sessions study is pre-registered and never runs on part of a folder: move "
-                  + ("them" if len(refused) > 1 else "it") + " out of the folder (or copy the good "
-                  "files into a folder of their own) and run again")
+                  "the sessions study is pre-registered and never runs on part of a folder: "
+                  + repair + "move " + ("them" if len(refused) > 1 else "it") + " out of the "
+                  "folder (or copy the good files into a folder of their own) and run again")
+
+
+class SessionFiles(list):
+    """A folder's files to read as (path, the name it is shown by), with its links apart as
+    (name, LinkInFolder): read_session_files names them with the files that cannot be read."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[tuple[str, LinkInFolder]] = []
 
 
 def wanted(name: str) -> bool:
@@ -125,7 +149,7 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
     if not path.is_dir():
         raise refuse(str(path), "is not a regular file or folder (a device, pipe or socket)",
                      "give a session file or a folder of them")
-    files, left_out = [], {}
+    files, left_out = SessionFiles(), {}
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         if not printable_name(entry.name):
             raise refuse(repr(str(entry))[1:-1], "has a name that is not printable UTF-8 (the lock "
@@ -134,8 +158,7 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
         if entry.name.startswith(".") and not entry.name.lower().endswith(AIDER_NAME):
             left_out[entry.name] = "hidden"
         elif entry.is_symlink():
-            raise refuse(str(entry), "is a link", "copy the session file itself into the folder, "
-                         "or remove the link")
+            files.links.append((entry.name, link_in_folder(entry)))
         elif entry.is_dir():
             left_out[entry.name] = "a folder (not read)"
         elif not wanted(entry.name):
@@ -145,6 +168,8 @@ def session_files(path: Path) -> tuple[list[tuple[Path, str]], dict[str, str]]:
                          "remove it from the folder")
         else:
             files.append((entry, entry.name))
+    if not files and files.links:
+        raise unreadable_files(path, files.links)
     if not files:
         below = files_below(path)
         if below:
@@ -283,30 +308,52 @@ def parse_session_json(text: str, shown: str) -> Any:
     return value
 
 
+# why a JSONL file's last line, cut short, is left out (counted in the session's skipped items)
+TORN_LINE = "last line cut short (not JSON)"
+
+
 class JsonLines(list):
-    """The parsed lines of a JSONL file as (line number, value), with the lines left out counted."""
+    """The parsed lines of a JSONL file as (line number, value), with the lines left out counted
+    and the numbers of the lines that are not JSON (a damaged or cut line before the last)."""
 
     def __init__(self):
         super().__init__()
         self.skipped: dict[str, int] = {}
         self.torn = 0
+        self.damaged: list[int] = []
+
+
+class DamagedLine(SessionFileError):
+    """A JSONL file with a line before its last that is not JSON: refused, naming the line."""
 
 
 def jsonl_lines(text: str, shown: str) -> JsonLines | None:
     """Every non-blank line parsed; a last line cut short (a log written when the agent was killed)
-    is counted and left out. None when another line is not JSON: the text is not JSONL."""
+    is counted and left out, and any other line that is not JSON is named in damaged. None when
+    no more lines are JSON than are not: the text is not JSONL."""
     lines = JsonLines()
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     for position, (number, line) in enumerate(numbered):
         value = parse_session_json(line, f"{shown} line {number}")
         if value is NOT_JSON:
             if position == len(numbered) - 1 and position:
-                lines.skipped["last line cut short (not JSON)"] = 1
+                lines.skipped[TORN_LINE] = 1
                 lines.torn += 1
-                continue
-            return None
+            else:
+                lines.damaged.append(number)
+            continue
         lines.append((number, value))
-    return lines
+    return lines if len(lines) > len(lines.damaged) else None
+
+
+def damaged_lines(lines: JsonLines, shown: str) -> DamagedLine:
+    """The refusal of a JSONL file with damaged lines: the first named, the others counted, and
+    what to do."""
+    first, more = lines.damaged[0], len(lines.damaged) - 1
+    others = f" ({more} other line{'s' * (more != 1)} not JSON either)" if more else ""
+    return refuse(shown, f"is JSONL, but line {first} is not JSON: a damaged or cut line{others}",
+                  f"repair or remove {'that line' if not more else 'those lines'} (only a cut "
+                  "last line is left out), or leave the file out", DamagedLine)
 
 
 # --- Deciding the format (registry.py: each format's checks, in the order they are tried) ---------
@@ -359,7 +406,7 @@ def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[st
     if whole is not NOT_JSON:
         raise refuse(shown, f"is JSON ({type(whole).__name__}), but not a session")
     lines = jsonl_lines(text, shown)
-    if lines is not None and lines:
+    if lines is not None and lines and not lines.damaged:
         reader = choose(candidates("jsonl", [value for _, value in lines]), shown, "JSONL")
         builders = reader.read(lines)
         for builder in builders:
@@ -371,6 +418,8 @@ def read_sessions_in(data: bytes, shown: str, lenient: bool = False) -> tuple[st
     reader = next((reader for reader, checks in tried if passes(checks)), None)
     if reader is not None:
         return reader.name, reader.read(text)
+    if lines is not None and lines.damaged:
+        raise damaged_lines(lines, shown)
     raise refuse(shown, "is neither JSON nor JSONL, nor " +
                  " nor ".join(checks[0][1] for _, checks in tried))
 
@@ -519,7 +568,7 @@ def stream_sessions(handle: BinaryIO, shown: str, lenient: bool) -> tuple[str, l
         raise NotStreamed from None
     for builder in builders:
         if lines.torn:
-            builder.skip("last line cut short (not JSON)", lines.torn)
+            builder.skip(TORN_LINE, lines.torn)
         builder.read += lines.torn
     return reader.name, builders, scan
 
@@ -577,7 +626,8 @@ def read_session_files(files: list[tuple[Path, str]], folder: Path | None, left_
     """The sessions of every file (read_session_file), each read once, `step` told the bytes read
     so far after each. Of a folder's files, a JSON file that is no session (Cline's
     task_metadata.json) is left out and named in left_out, and those that cannot be read are
-    refused together once all were read (unreadable_files): the study never runs on part of it."""
+    refused together once all were read (unreadable_files), the folder's links (SessionFiles.links)
+    named among them: the study never runs on part of it."""
     sessions, done = [], 0
     not_sessions: list[NotASession] = []
     unreadable: list[tuple[str, SessionFileError]] = []
@@ -595,8 +645,9 @@ def read_session_files(files: list[tuple[Path, str]], folder: Path | None, left_
                 unreadable.append((name, err))
         done += file.stat().st_size
         step(done, name)
+    unreadable += getattr(files, "links", [])
     if unreadable:
-        raise unreadable_files(folder, unreadable)
+        raise unreadable_files(folder, sorted(unreadable, key=lambda named: named[0]))
     if not sessions and not_sessions:
         raise not_sessions[0]
     return sessions

@@ -11,7 +11,8 @@ through these steps alone, and runs `plan --study sessions` and `audit` on its f
    - checks(value) -> [(passed, what it needs)]: how the format is recognised from the file's
      content, never its name. The package parses the file first, by its `layout`: "json" (one JSON
      value: the value is given), "jsonl" (one JSON value a line: the list of the first 501 lines'
-     values is given; a last line cut short is counted and left out) or "text" (the text is given).
+     values is given; a last line cut short is counted and left out, another line that is not JSON
+     refuses the file, naming it) or "text" (the text is given).
      Each check is one thing the format has, in words that finish "it lacks ..."; the first, for a
      JSON format, asks only for an object or a list. Look at the first items only (turns.first
      looks at 500).
