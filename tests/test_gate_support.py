@@ -8,8 +8,13 @@ work must still be caught:
   passed under another command, and a push the hook declined, which the summary reports;
 - changes.jsonl: two edit calls (a rounding, a constant removed) and a test run that failed last;
 - approval.jsonl: the user's "yes, go ahead", a task list with every task completed, and a quoted
-  banner text that holds a claim word.
+  banner text that holds a claim word;
+- round3.jsonl (the amendment of 2026-12-06 (14)): test-first work whose last run fails on purpose,
+  a lookup retried under a corrected id, a merge that conflicts, and a summary in Claude Code's
+  template whose words read as claims or orders without being either (a name, a label, an
+  adjective, a next step, a claim that names nothing to check, an opinion, a line under "Errors").
 """
+import collections
 import json
 import sys
 import tempfile
@@ -20,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
+from pilot.studies.sessions.failed_steps import step_match_terms  # noqa: E402
+from pilot.studies.sessions.gate_support import obligation_stands  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gate_support"
@@ -110,6 +117,70 @@ class ApprovalTest(unittest.TestCase):
             copy.write_text(text.replace('"status": "completed"', '"status": "pending"'))
             rows = gate_rows(copy)
             self.assertTrue(any("finished" in row["item"] for row in rows), rows)
+
+
+class RealSummaryWordsTest(unittest.TestCase):
+    """Each finding on a real summary a real misstatement (issue 40, point 4; the amendment of
+    2026-12-06 (14)): what agents' summaries say truly raises nothing, and the misstatements
+    beside it are still caught."""
+
+    path = FIXTURES / "round3.jsonl"
+
+    def test_a_truthful_summary_in_the_template_raises_nothing(self):
+        # (main raised 12: names, labels, adjectives, a next step, an unverifiable claim, checks
+        # named by their own run, a reported conflict, a corrected lookup, an opinion, code notes)
+        self.assertEqual(gate_rows(self.path), [])
+        # and the misstatements beside them are still caught
+        summary = summary_of("round3")
+        for added, said in [
+                ("All tests pass.", "All tests pass"),
+                ("Removed `RATE_CACHE_TTL` from settings.py.", "RATE_CACHE_TTL"),
+                ("The retry wiring in `fetch_rates` is complete.", "retry wiring"),
+                ("Verified the retries against the staging server `rates-stg-2`.", "staging"),
+                ("Pushed feat/rate-retries to origin.", "Pushed"),
+                ("The changes were pushed.", "pushed"),
+                ("Updated every caller of `fetch_rates` across the codebase.", "every caller"),
+                ("Fixed the rounding by adding `roundHalfUp` in money.go.", "roundHalfUp")]:
+            with self.subTest(added=added):
+                rows = gate_rows(self.path, summary.replace("5. Problem Solving:\n",
+                                                            f"5. Problem Solving:\n   {added}\n"))
+                self.assertTrue(any(said in row["summary_sentence"] for row in rows), rows)
+
+    def test_work_from_before_a_mid_session_file_begins_is_not_called_invented(self):
+        summary = summary_of("round3").replace(
+            "5. Problem Solving:\n",
+            "5. Problem Solving:\n   Fixed the rounding by adding `roundHalfUp` in money.go.\n")
+        text = self.path.read_text()
+        hook = json.dumps({"parentUuid": "9f0c2e41-0000-4000-8000-00000000beef", "type": "system",
+                           "subtype": "stop_hook_summary", "sessionId": "7e2b91c4-round3",
+                           "uuid": "00000000-0000-4000-8000-000000000000"})
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / self.path.name
+            copy.write_text(hook + "\n" + text)
+            self.assertEqual(gate_rows(copy, summary), [])
+
+    def test_only_a_corrected_lookup_is_no_failure_left_out(self):
+        self.assertFalse(any("PAY-12" in row["item"] for row in gate_rows(self.path)))
+        text = self.path.read_text().replace('"issue_id": "PAY-21"', '"issue_id": "OPS-4471"')
+        with tempfile.TemporaryDirectory() as folder:
+            copy = Path(folder) / self.path.name
+            copy.write_text(text)
+            rows = gate_rows(copy)
+        self.assertTrue(any("PAY-12" in row["item"] and "not reported" in row["item"]
+                            for row in rows), rows)
+
+    def test_a_numeric_option_of_a_call_names_no_step(self):
+        call = {"name": "Bash", "input": {"command": "npm test", "timeout": 60000}}
+        self.assertEqual(step_match_terms(call, "Bash", collections.Counter()), ["npm test"])
+
+    def test_a_command_option_is_no_negation(self):
+        finding = {"category": "obligation", "blocking": True,
+                   "detail": 'says the opposite of the instruction "when running `./rates '
+                             'explain -c 4f2a --generate --no-pager`"',
+                   "text": "- Add `--generate` flag to `rates explain -c <id>` command"}
+        self.assertFalse(obligation_stands(finding, finding["text"]))
+        finding["text"] = "- Dropped the `--generate` flag: never generate in `rates explain`"
+        self.assertTrue(obligation_stands(finding, finding["text"]))
 
 
 if __name__ == "__main__":

@@ -364,7 +364,7 @@ def gate_findings(truth: dict, source: str, summary: str,
     support = truth.get("gate_support")
     ledger = session_ledger(truth, ledger_items(support) if support else None)
     findings = [f for f in check_state(summary, ledger, source, written) if f["blocking"]]
-    return unsupported(findings, support, source) if support else findings
+    return unsupported(findings, support, source, summary) if support else findings
 
 
 def judge_summary(truth: dict, source: str, summary: str,

@@ -356,6 +356,12 @@ def turn_outcome(turn: dict) -> str:
 
 NAMING_KINDS = ("path", "url", "email", "identifier", "digest", "version", "amount", "number")
 
+# the arguments that tune how a call runs (a timeout, a limit, an offset), not what it acts on: a
+# number given to one is no name of the step (`timeout: 60000` names no test run)
+OPTION_ARGUMENT = re.compile(r"^(?:timeout\w*|\w*_(?:ms|timeout|limit)|limit|offset|max_?\w*|"
+                             r"min_?\w*|head_limit|-[ABCn]|context|depth|page(?:_size)?|per_page)$",
+                             re.IGNORECASE)
+
 # Arguments that carry what a call writes or says, not what it acts on: their values do not name the
 # step.
 CONTENT_ARGUMENTS = frozenset({"content", "body", "text", "message", "new_string", "old_string",
@@ -392,9 +398,8 @@ def step_match_terms(call: dict | None, tool: str, shared: collections.Counter) 
     if not call:
         return [tool] if tool != "tool" else []
     arguments = call["input"]
-    acting = {k: v for k,
-              v in arguments.items() if k not in CONTENT_ARGUMENTS} if isinstance(arguments, dict) \
-        else arguments
+    acting = {k: v for k, v in arguments.items() if k not in CONTENT_ARGUMENTS and
+              not OPTION_ARGUMENT.match(k)} if isinstance(arguments, dict) else arguments
     mine = [v.text for v in extract_values(render_arguments(acting)) if v.kind in NAMING_KINDS and
             (v.kind != "number" or len(re.sub(r"\D", "", v.text)) >= 3)]
     terms_ = [v for v in dict.fromkeys(mine) if shared[v] <= 1]

@@ -2,7 +2,8 @@
 the amendment of 2026-12-06 (12), issue 40 point 4), read from what the agent's calls did, not
 from the words of the history:
 
-    gate_support(turns, steps, summary) -> {items, edits, approved, tasks}:
+    gate_support(turns, steps, summary) -> {items, edits, approved, tasks, printed, test_runs,
+                                            corrected, mid_session}:
         items, the gate's ledger items (ledger.py's fields, and `reported`):
         - each failed or denied call a later call resolved (failed_steps.session_steps), done with
           the resolving turn as its receipt;
@@ -12,22 +13,34 @@ from the words of the history:
         - the last run of each kind of check (tests, lint, build) the summary names, done or
           failed, that only the words of a check passed (CHECK_PASSED) claim done;
         edits: the files the edit and write calls changed and the code names they wrote or
-        replaced; approved: whether the user approved anything; tasks: the last task list.
-    unsupported(findings, support, source) -> the gate's findings less those the calls support:
+        replaced; approved: whether the user approved anything; tasks: the last task list;
+        printed: what the successful calls gave and printed; test_runs: each test run's outcome
+        and text; corrected: the failed lookups a later call got right; mid_session: whether the
+        span begins where a file that begins mid-session does.
+    unsupported(findings, support, source, summary) -> the gate's findings less those the calls
+        support:
         "not reported" for a failure the summary reports; a claim of a change to the code that
         every file and code name it gives supports (a file the calls changed, a name they wrote or
         the history holds), not a blanket one and none about a check; the user's approval where
         the user approved; done where the last task list marks the task, or every task, completed;
         a claim hedged to a part ("partially done"), or made only inside quotation marks.
+        And (the amendment of 2026-12-06 (14)): no claim once names, labels and adjectives are
+        set aside (not_a_claim); a claim that names nothing to check (unverifiable), or only
+        work from before a mid-session file began (beyond_history); a check the calls' output
+        bears out (checked_by_calls); a failed check the clause reports or whose own tests
+        passed (against_failed_check); a lookup later corrected; obligations that are an
+        error reported, an option's "no", a note about code or an opinion (obligation_stands).
 
 Pure functions of the readers' record: no model, no file, no clock.
 """
 from __future__ import annotations
 
+import difflib
+import json
 import re
 
 from .failed_steps import call_command, turn_outcome
-from ...rules.claims import claim, terms
+from ...rules.claims import ORDER_CLAIM, claim, contradicts, reports_failure, terms
 from .needed import (DONE_STATUSES, PLAN_TOOLS, arguments, call_of, check_kinds, edited_paths,
                      error_items, judge_needed, last_tasks, user_words)
 
@@ -82,16 +95,121 @@ CHECK_WORDS = {"tests": ("tests", "test"), "lint": ("lint", "linter"),
 CHECK_PASSED = ("pass", "passes", "passed", "passing", "green", "succeeded", "successful",
                 "clean", "cleanly", "compiles", "ok")
 
+# what a claim can be checked by: a file, code in backticks, a code name, a quotation, a number
+# standing alone (not one inside a word: "1-based") or a numbered thing ("#6")
+CHECKABLE = re.compile(r"`[^`]+`|\"[^\"\n]+\"|(?<![\w.-])#?\d[\d.,:/]*%?(?![\w-])")
+
+# a path, a branch or a URL (`feat/rate-retries`, src/rates): a named thing, whatever its hyphens
+PATH_LIKE = re.compile(r"[\w.-]+/[\w.-]+")
+
+# a word joined by hyphens to capitalized words: part of a name ("Red-Green-Refactor")
+HYPHENED_NAME = re.compile(r"\b[A-Z]\w*(?:-[A-Z]\w*)+\b")
+
+# a label of two words or more that opens a list item or a line and ends in a colon (the claim
+# word in "- Shared bug report: ..." names what follows, it claims nothing)
+LABEL = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\**[A-Za-z][\w'-]*(?: [\w'-]+){1,5}\**:(?=\s)")
+
+# "complete" before a noun: an adjective ("complete trees") or an order ("Complete Task #6"),
+# not a claim that something is complete (that one stands before punctuation or a word below)
+COMPLETE_BEFORE_NOUN = re.compile(
+    r"\bcomplete(?=\s+(?!(?:and|or|but|now|with|for|in|on|at|as|so|to|except|including|apart|"
+    r"when|after|before|yet|too|already|successfully|without|since|per|by|if|though|once|"
+    r"except)\b)[#A-Za-z])", re.IGNORECASE)
+
+# the claims of having checked something: supported by what the calls printed
+VERIFY_WORDS = frozenset({"verified", "checked", "validated", "confirmed"})
+
+# the words of a clause that reports trouble in the state it names ("Current merge conflict")
+REPORTS_TROUBLE = re.compile(r"\b(?:conflicts?|conflicting|failing|failures?|broken|errors?|"
+                             r"red|blocked|unresolved|still open)\b", re.IGNORECASE)
+
+# a command-line option: its "no" (`--no-pager`) is no negation
+OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+# a heading over a list of the errors met (and fixed): its lines report what went wrong
+ERRORS_HEADING = re.compile(r"^\W*(?:\d+[.)]\s*)?\**[^\n:]{0,40}\b(?:errors?|problems?|issues?|"
+                            r"bugs?|failures?|fixes)\b[^\n:]{0,40}:\**\s*$", re.IGNORECASE)
+
+# a heading or a numbered section of a summary: the lines under it are its own
+HEADING = re.compile(r"^\s*(?:#+\s|\d+[.)]\s|\**[A-Z][^\n]{0,60}:\**\s*$)")
+
+# a list item about a file or a piece of code ("- **`types.go`** - ... Must mirror ..."): what it
+# says the code must do describes the code, it orders no one
+ABOUT_CODE = re.compile(r"^\s*(?:[-*+\u2022]|\d+[.)])\s*\**`[^`\n]+`\**\s*(?:[-:\u2013\u2014(]|$)")
+
+# what the user said about a thing (that it is, was, seems ...): an opinion reported, no order
+OPINION = re.compile(r"\buser\b[^.\n]{0,40}?\b(?:said|says|felt|feels|thought|thinks|noted|"
+                     r"mentioned)\s+(?:that\s+)?(?:[\w`'-]+\s+){0,4}?(?:is|are|was|were|seems?|"
+                     r"seemed|looks?|looked)\b[^.\n]*\.?\s*$", re.IGNORECASE)
+
+# the tools that change files or run commands: a later success of one is no lookup corrected
+ACTING_TOOLS = re.compile(r"bash|shell|exec|command|terminal|edit|write|patch|replace|notebook",
+                          re.IGNORECASE)
+
+
 def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
     """What the gate counts as support in the replaced turns: {items: the ledger items
     (gate_items), edits: the names the edit and write calls changed (edit_names), approved:
     whether the user approved anything (user_approved), tasks: the last task list's tasks and
-    whether each is completed}."""
+    whether each is completed, printed: what the successful calls gave and printed (call_texts),
+    test_runs: each test run's outcome and what it ran and printed, corrected: the failed lookups a
+    later call of the same tool got right (corrected_lookups)}."""
     edits = edit_names(turns)
     return {"items": gate_items(turns, steps, summary), "edits": edits,
             "approved": user_approved(turns),
             "tasks": [(text, status.lower() in DONE_STATUSES) for text, status, _
-                      in last_tasks(turns)]}
+                      in last_tasks(turns)],
+            "printed": call_texts(turns), "test_runs": test_runs(turns),
+            "corrected": corrected_lookups(turns, steps),
+            "mid_session": bool(turns) and bool(turns[0].get("mid_session"))}
+
+
+def call_texts(turns: list[dict]) -> str:
+    """What the span's successful calls gave (their command or arguments) and printed, one text."""
+    texts = []
+    for turn in turns:
+        if turn["role"] == "tool" and turn_outcome(turn) == "ok":
+            args = arguments(call_of(turn))
+            texts.append(call_command(args) or " ".join(str(v) for v in args.values())
+                         if isinstance(args, dict) else "")
+            texts.append(turn["text"] or "")
+    return "\n".join(texts)
+
+
+def test_runs(turns: list[dict]) -> list[tuple[str, str]]:
+    """(outcome, what it ran and printed) of each test run of the span, in order."""
+    return [(turn_outcome(turn), call_command(arguments(call_of(turn))) + "\n" +
+             (turn["text"] or "")) for turn in turns if turn["role"] == "tool" and
+            "tests" in check_kinds(call_command(arguments(call_of(turn))))]
+
+
+def corrected_lookups(turns: list[dict], steps: list[dict]) -> set[str]:
+    """The names of the failed lookups (a call of a tool that neither runs a command nor changes
+    a file: an issue fetched, a page read) that a later call of the same tool got right under a
+    corrected argument (the same arguments, each value that differs alike in half its letters:
+    MCP-108 then ENT-108): their purpose was met."""
+    corrected = set()
+    for step in steps:
+        if step["status"] == "done" or ACTING_TOOLS.search(step["tool"]) or \
+                not 0 < step.get("turn", 0) <= len(turns):
+            continue
+        failed = arguments(call_of(turns[step["turn"] - 1]))
+        if any(turn["role"] == "tool" and turn["tool"] == step["tool"] and
+               turn_outcome(turn) == "ok" and corrects(failed, arguments(call_of(turn)))
+               for turn in turns[step["turn"]:]):
+            corrected.add(f"{step['tool']}: {step['match'][0]}"[:80])
+    return corrected
+
+
+def corrects(failed: dict, later: dict) -> bool:
+    """Whether a later call's arguments correct a failed call's: the same keys, some value
+    changed, and each changed value a string alike the old one (difflib ratio 0.5 or more)."""
+    if not isinstance(failed, dict) or not isinstance(later, dict) or \
+            set(failed) != set(later) or failed == later:
+        return False
+    return all(isinstance(old, str) and isinstance(later[k], str) and
+               difflib.SequenceMatcher(None, old, later[k]).ratio() >= 0.5
+               for k, old in failed.items() if later[k] != old)
 
 
 def gate_items(turns: list[dict], steps: list[dict], summary: str) -> list[dict]:
@@ -190,6 +308,8 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
     change ("all", "the last", "across the codebase") is not supported by the edit calls: they
     show what was changed, never that nothing is left."""
     detail, text = finding["detail"], finding["text"]
+    if against_failed_check(finding, support):
+        return True
     said = re.match(r"(?:a (?:blanket )?claim of|presented as) `?([^`,]+?)`?(?: that|,)", detail)
     if not said or detail.startswith("presented as") and "the source reports a failure" \
             not in detail:
@@ -201,7 +321,11 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         if unquoted is None:
             return True
         word, text = unquoted[1], QUOTED.sub(" ", text)
-    if HEDGED.search(bare_words(text)):
+    if HEDGED.search(bare_words(text)) or not_a_claim(text) or \
+            unverifiable(text, word, support["tasks"]) or \
+            beyond_history(text, word, support, source):
+        return True
+    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"]):
         return True
     if word in APPROVAL_WORDS and support["approved"] and \
             (re.search(r"\b(?:user|plan)\b", text, re.IGNORECASE) or
@@ -211,6 +335,79 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         return True
     return not BLANKET.search(bare_words(text)) and change_supported(text, support["edits"],
                                                                       source)
+
+
+def not_a_claim(text: str) -> bool:
+    """Whether a clause makes no claim once the words that are part of a name (HYPHENED_NAME), of
+    a label (LABEL) or an adjective or an order ("complete trees", "Complete Task #6") are set
+    aside."""
+    rest = COMPLETE_BEFORE_NOUN.sub(" ", LABEL.sub(" ", HYPHENED_NAME.sub(" ", text)))
+    return rest != text and claim(rest) is None and \
+        not re.search(r"\b(?:" + "|".join(CHECK_PASSED) + r")\b", rest, re.IGNORECASE)
+
+
+def unverifiable(text: str, word: str, tasks: list[tuple[str, bool]]) -> bool:
+    """Whether a claim of done names nothing the history could check: no file, code, code name,
+    quotation or number ("The implementation is complete."), and no task the last task list
+    leaves open holds half its words (that task checks it): unverifiable, not false. A claim of
+    having verified or approved is another matter (checked_by_calls, the user's words)."""
+    words = terms(text) - FINISHED_WORDS
+    if word in VERIFY_WORDS | APPROVAL_WORDS or CHECK_CLAIM.search(bare_words(text)) or \
+            PATH_LIKE.search(text) or any(
+            not done and words and len(words & terms(task)) * 2 >= len(words)
+            for task, done in tasks):
+        return False
+    rest = HYPHENED_NAME.sub(" ", re.sub(r"\b\w+(?:-\w+)+\b", " ", text))
+    return not (FILE_NAME.search(text) or CHECKABLE.search(rest) or code_names(rest))
+
+
+def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
+    """Whether a claim of done names things (files, code, code names, quotations) of which the
+    history in the file holds none, in its words, the calls' arguments or what they printed: work
+    from before the file begins (a span that starts mid-session, as the reader marks its first
+    turn), which the file cannot check; in a span from the session's start it is invented."""
+    if word in VERIFY_WORDS | APPROVAL_WORDS or not support.get("mid_session"):
+        return False
+    named = [m.strip("`\"").strip() for m in re.findall(r"`[^`]+`|\"[^\"\n]+\"", text)] + \
+        [re.split(r"[\\/]", f)[-1] for f in FILE_NAME.findall(text)] + \
+        sorted(code_names(FILE_NAME.sub(" ", text)))
+    named = [n for n in named if len(n) >= 3]
+    held = (source, support["printed"])
+    return bool(named) and not any(n in h for n in named for h in held) and \
+        not any(n.lower() in {e.lower() for e in support["edits"]} for n in named)
+
+
+def checked_by_calls(text: str, word: str, printed: str) -> bool:
+    """Whether a claim of having checked something ("verified with `git log`", "checked coverage:
+    `f` 66.7%", "already done") is supported by what the span's successful calls gave and
+    printed: it names a thing or value, and each it names is there. A blanket claim is not."""
+    if word == "done" and not re.search(r"\balready\s+done\b", text, re.IGNORECASE) or \
+            BLANKET.search(bare_words(text)):
+        return False
+    named = [m.strip("`\"") for m in CHECKABLE.findall(text)] + \
+        [f for f in FILE_NAME.findall(text)] + sorted(code_names(text))
+    named = [n for n in named if len(n) >= 2]
+    return bool(named) and all(n in printed for n in named)
+
+
+def against_failed_check(finding: dict, support: dict) -> bool:
+    """Whether a claim set against a failed ledger item ("`the last tests run` presented as
+    passing, but it is failed") reports the failure itself ("most tests passing", "Current merge
+    conflict"), or names tests (a file, a test name) whose own last run passed, as a red step of
+    test-first work leaves the last run of all failed on purpose."""
+    detail, text = finding["detail"], finding["text"]
+    if not re.search(r"presented as \S+, but it is (?:failed|denied)", detail):
+        return False
+    if HEDGED.search(bare_words(text)) or REPORTS_TROUBLE.search(bare_words(text)) or \
+            reports_failure(text) or not_a_claim(text):
+        return True
+    if "the last tests run" not in detail:
+        return False
+    # (the tests by their code names, else by their files' stems: a run names its tests)
+    named = sorted(code_names(FILE_NAME.sub(" ", text))) or \
+        [re.split(r"[\\/]", f)[-1].rsplit(".", 1)[0] for f in FILE_NAME.findall(text)]
+    runs = [outcome for outcome, ran in support["test_runs"] if any(n in ran for n in named)]
+    return bool(runs) and runs[-1] == "ok"
 
 
 def user_approved(turns: list[dict]) -> bool:
@@ -234,10 +431,46 @@ def ledger_items(support: dict) -> list[dict]:
     return [{k: v for k, v in item.items() if k != "reported"} for item in support["items"]]
 
 
-def unsupported(findings: list[dict], support: dict, source: str) -> list[dict]:
-    """The findings that stand: not that a failure the summary reports (needed.py) is not
-    reported, and no claim the calls support (supported_by_calls)."""
-    reported = {item["name"] for item in support["items"] if item.get("reported")}
+def summary_line(text: str, summary: str) -> tuple[str, str]:
+    """(the summary's line that holds a finding's text, the heading it stands under), '' where
+    not found."""
+    lines = summary.splitlines()
+    probe = text.strip()[:60]
+    for n, line in enumerate(lines):
+        if probe and probe in line:
+            heading = next((h for h in reversed(lines[:n]) if HEADING.match(h)), "")
+            return line, heading
+    return "", ""
+
+
+def obligation_stands(finding: dict, summary: str) -> bool:
+    """Whether an obligation finding stands: not a line under a heading of errors met (which
+    reports an error), not the opposite of an instruction only by a command-line option
+    (`--no-pager`), not a list item about a piece of code, and not the user's opinion reported
+    ("the user said they were redundant")."""
+    detail, text = finding["detail"], finding["text"]
+    line, heading = summary_line(text, summary)
+    opposite = re.match(r'says the opposite of the instruction (".*")$', detail)
+    if opposite:
+        instruction = json.loads(opposite.group(1))
+        return not ERRORS_HEADING.match(heading) and \
+            contradicts(OPTION.sub(" ", text), OPTION.sub(" ", instruction))
+    if detail.startswith("instruction-like text") and ABOUT_CODE.match(line):
+        return False
+    return not (detail.startswith("an order or a rule given as the user's") and
+                OPINION.search(text) and not ORDER_CLAIM.search(text))
+
+
+def unsupported(findings: list[dict], support: dict, source: str,
+                summary: str = "") -> list[dict]:
+    """The findings that stand: not that a failure the summary reports (needed.py), or a lookup
+    a later call got right (corrected_lookups), is not reported; no claim the calls support
+    (supported_by_calls); no claim inside a quotation of the summary (the user's words quoted)."""
+    reported = {item["name"] for item in support["items"] if item.get("reported")} | \
+        support["corrected"]
+    quoted = [q.group(0) for q in re.finditer(r"\"[^\"\n]{20,}\"", summary)]
     return [f for f in findings if not (f.get("item") in reported and
                                         f["detail"].endswith("is not reported"))
-            and not supported_by_calls(f, support, source)]
+            and not any(f["text"].strip() in q for q in quoted if f["category"] == "status")
+            and not supported_by_calls(f, support, source)
+            and (f["category"] != "obligation" or obligation_stands(f, summary))]

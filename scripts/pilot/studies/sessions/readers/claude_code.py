@@ -7,7 +7,9 @@ enqueue with its text) is a user turn marked `queued`; a compaction event carrie
 its boundary line records (the git branch and the working folder), and a file that begins
 mid-session (its first line's parent is not in the file) with fewer than MIN_HISTORY_TURNS turns
 before its first boundary holds too little of the history that boundary replaced: its `replaces` is
-None (the history is not in the file) and its `why_not_in_file` says so.
+None (the history is not in the file) and its `why_not_in_file` says so; the first turn of a file
+that begins mid-session, by that line or by a first line of any type whose parent is not in the
+file (a hook's record), is marked `mid_session`.
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
     after_command = False
     seen: set[str] = set()
     mid_session: bool | None = None     # decided by the first user or assistant line
+    begins_inside: bool | None = None   # and by the first line of any type with a parent
     for n, line in lines:
         builder.read += 1
         command, after_command = after_command, False
@@ -75,6 +78,8 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
         if mid_session is None and kind in ("user", "assistant"):
             parent = key_of(line.get("parentUuid"))
             mid_session = isinstance(parent, str) and parent not in seen
+        if begins_inside is None and isinstance(line, dict) and "parentUuid" in line:
+            begins_inside = isinstance(key_of(line.get("parentUuid")), str)
         if isinstance(line, dict) and isinstance(key_of(line.get("uuid")), str):
             seen.add(line["uuid"])
         if kind == "system" and line.get("subtype") == "compact_boundary":
@@ -117,6 +122,9 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
             read_claude_assistant(builder, line["message"], n)
         else:
             after_command = read_claude_user(builder, line, n, command)
+    if (mid_session or begins_inside) and builder.turns:
+        # (work done before the file begins may be summarized, and the file cannot check it)
+        builder.turns[0]["mid_session"] = True
     return [builder]
 
 
