@@ -1,0 +1,111 @@
+"""`audit` as a user runs it, in processes of its own (issue FIX-A): a Ctrl-C at any moment of an audit
+scored in worker processes, an --out inside the logs, two audits into one folder at once, and the paths it
+prints from another working folder. Real processes, files and signals throughout."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+import audit_fixtures as fx
+from helpers import REPO, TempDirMixin
+
+RUNNER = REPO / "scripts" / "run_pilot.py"
+
+
+def long_story(seed: int, parts: int) -> list:
+    """fx.STORY after `parts` turns of numbered settings: a session that takes a while to score."""
+    story = []
+    for k in range(parts):
+        story += [("user", f"Step {seed}-{k}: set the batch size to {2500 + k} rows and port {8000 + k}; "
+                           f"never touch host db-{k}.example.test."),
+                  ("call", (f"Reading part {k}.", "Bash", {"command": f"cat config/part-{k}.yaml"})),
+                  ("result", (f"retry_limit: {k % 9}\nqueue: https://q{k}.example.test/v{k}", False)),
+                  ("reply", f"Part {k} read: retry limit {k % 9}.")]
+    return story + fx.STORY
+
+
+def children_of(pid: int) -> set[int]:
+    """The processes `pid` started that are still its children (from /proc)."""
+    found = set()
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            found |= {int(child) for child in
+                      Path(f"/proc/{pid}/task/{thread}/children").read_text().split()}
+        except OSError:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs still (a zombie, dead but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def start_audit(argv: list[str], cwd: Path | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(RUNNER), "audit", *argv], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+@unittest.skipUnless(Path("/proc/self/task").exists(), "reads the processes from /proc")
+class AuditProcessesTest(TempDirMixin, unittest.TestCase):
+    def big_logs(self, files: int = 4, parts: int = 400) -> Path:
+        folder = self.make_tmp() / "logs"
+        folder.mkdir()
+        for f in range(files):
+            fx.write(folder / f"s{f}.jsonl", fx.claude_lines(long_story(f, parts), fx.LOSSY))
+        return folder
+
+    def test_a_ctrl_c_at_any_moment_ends_in_one_line_and_leaves_no_process(self):
+        """Point 1: a Ctrl-C to the process group while the logs are read, as the workers start and
+        while they score: exit 130 within about a second, one line, no traceback, no worker left."""
+        logs = self.big_logs()
+        for moment in (0.2, 1.0, 1.5, 2.0, 2.5, 3.0):
+            with self.subTest(moment=moment):
+                out = self.make_tmp() / "o"
+                audit = start_audit([str(logs), "--out", str(out), "--quiet"])
+                started, seen = time.monotonic(), set()
+                while time.monotonic() - started < moment and audit.poll() is None:
+                    seen |= children_of(audit.pid)
+                    time.sleep(0.01)
+                self.assertIsNone(audit.poll(), "the audit ended before the interrupt; make it longer")
+                os.killpg(audit.pid, signal.SIGINT)
+                sent = time.monotonic()
+                while audit.poll() is None and time.monotonic() - sent < 15:
+                    seen |= children_of(audit.pid)
+                    time.sleep(0.01)
+                took = time.monotonic() - sent
+                try:
+                    _, stderr = audit.communicate(timeout=5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(audit.pid, signal.SIGKILL)
+                    _, stderr = audit.communicate()
+                deadline = time.monotonic() + 2
+                while any(map(alive, seen)) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                left = [pid for pid in seen if alive(pid)]
+                for pid in left:
+                    os.kill(pid, signal.SIGKILL)
+                self.assertEqual(audit.returncode, 130, stderr)
+                self.assertNotIn("Traceback", stderr)
+                self.assertNotIn("Fatal Python error", stderr)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertLess(took, 3.0, stderr)
+                self.assertEqual(left, [], f"processes outlived the audit: {stderr}")
+                self.assertFalse(out.exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
