@@ -13,6 +13,7 @@ import audit_fixtures as fx
 from helpers import REPO, TempDirMixin
 
 RUNNER = REPO / "scripts" / "run_pilot.py"
+EXAMPLE = REPO / "tasks" / "sessions" / "audit-example"
 
 
 def long_story(seed: int, parts: int) -> list:
@@ -105,6 +106,57 @@ class AuditProcessesTest(TempDirMixin, unittest.TestCase):
                 self.assertLess(took, 3.0, stderr)
                 self.assertEqual(left, [], f"processes outlived the audit: {stderr}")
                 self.assertFalse(out.exists())
+
+    def test_an_out_folder_inside_the_logs_is_refused_and_nothing_is_written(self):
+        """Point 2: `audit DIR --out DIR/sub` wrote into the logs' folder."""
+        logs = self.make_tmp() / "logs"
+        fx.write_example(logs)
+        before = sorted(p.name for p in logs.rglob("*"))
+        for argv in ([str(logs), "--out", str(logs / "sub")], [str(logs), "--out", str(logs)],
+                     [str(logs / "codex-clean.jsonl"), "--out", str(logs / "o")],
+                     ["--source", str(logs / "codex-clean.jsonl"), "--summary",
+                      str(logs / "codex-lossy.jsonl"), "--out", str(logs / "o")]):
+            with self.subTest(argv=argv[:2]):
+                audit = start_audit([*argv, "--quiet"])
+                _, stderr = audit.communicate(timeout=60)
+                self.assertEqual(audit.returncode, 2, stderr)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn("choose a folder outside the logs", stderr)
+                self.assertEqual(sorted(p.name for p in logs.rglob("*")), before)
+
+    def test_a_second_audit_into_the_same_folder_at_once_is_refused(self):
+        """Point 3: two audits into one --out both exited 0 and one report was lost."""
+        logs, out = self.big_logs(parts=250), self.make_tmp() / "o"
+        first = start_audit([str(logs), "--out", str(out), "--quiet"])
+        time.sleep(1.0)                 # the first has started, and is reading the logs
+        second = start_audit([str(EXAMPLE), "--out", str(out), "--quiet"])
+        _, second_err = second.communicate(timeout=60)
+        self.assertIsNone(first.poll(), "the first audit ended too soon; make it longer")
+        first_out, first_err = first.communicate(timeout=120)
+        self.assertEqual(second.returncode, 2, second_err)
+        self.assertEqual(len(second_err.strip().splitlines()), 1, second_err)
+        self.assertIn("another audit", second_err)
+        self.assertEqual(first.returncode, 0, first_err)
+        report = (out / "analysis.md").read_text(encoding="utf-8")
+        self.assertIn("4 files read", report)
+        self.assertFalse((out / ".audit-lock").exists())        # the lock goes as the audit ends
+        # and the folder takes the next audit once the first has ended
+        third = start_audit([str(EXAMPLE), "--out", str(out), "--quiet"])
+        _, third_err = third.communicate(timeout=60)
+        self.assertEqual(third.returncode, 0, third_err)
+
+    def test_the_paths_it_prints_open_from_the_users_working_folder(self):
+        """Point 4: the paths were printed relative to the repository, not to where the user ran it."""
+        here = self.make_tmp()
+        (here / "work").mkdir()
+        for cwd, out, shown in ((here, "o", "o"), (here / "work", str(here / "o2"), str(here / "o2"))):
+            with self.subTest(out=out):
+                audit = start_audit([str(EXAMPLE), "--out", out, "--quiet"], cwd=cwd)
+                stdout, stderr = audit.communicate(timeout=60)
+                self.assertEqual(audit.returncode, 0, stderr)
+                self.assertIn(f"Open the report: {Path(shown) / 'report.html'}\n", stdout)
+                self.assertIn(f"wrote {Path(shown) / 'audit.csv'}, ", stdout)
+                self.assertTrue((cwd / shown / "report.html").is_file())
 
 
 if __name__ == "__main__":
