@@ -159,5 +159,31 @@ class AuditProcessesTest(TempDirMixin, unittest.TestCase):
                 self.assertTrue((cwd / shown / "report.html").is_file())
 
 
+class BenchScriptsTest(TempDirMixin, unittest.TestCase):
+    def run_script(self, name: str, argv: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(REPO / "scripts" / "bench" / name), *argv],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_a_missing_logs_path_ends_in_one_line_and_exit_2(self):
+        """Point 5: measure_audit.py --logs /nonexistent ended in a traceback; measure_real_logs.py
+        /nonexistent exited 0 with empty tables and a message cut mid-sentence."""
+        missing = str(self.make_tmp() / "nonexistent")
+        for name, argv in (("measure_audit.py", ["--logs", missing]),
+                           ("measure_real_logs.py", [missing])):
+            with self.subTest(script=name):
+                done = self.run_script(name, argv)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertNotIn("Traceback", done.stderr)
+                self.assertEqual(len(done.stderr.strip().splitlines()), 1, done.stderr)
+                self.assertIn(missing, done.stderr)
+                self.assertEqual(done.stdout, "")
+
+    def test_measure_audits_logs_option_says_what_it_is_and_its_default(self):
+        done = self.run_script("measure_audit.py", ["--help"])
+        self.assertEqual(done.returncode, 0)
+        self.assertIn("the folder of the real Claude Code logs", done.stdout)
+        self.assertIn("(default: ", done.stdout.split("--logs LOGS", 2)[-1])
+
+
 if __name__ == "__main__":
     unittest.main()
