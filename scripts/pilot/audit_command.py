@@ -56,6 +56,8 @@ def refuse_out_in_logs(out_dir: Path, log_paths: list[Path]) -> None:
     as logs, or the folder of a log file given by name, is refused before anything is read."""
     out = out_dir.resolve()
     for given in log_paths:
+        if not os.path.lexists(given):
+            continue                            # refused, or skipped, with its own message
         folder = given if given.is_dir() else given.parent
         folder = folder.resolve()
         if out == folder or folder in out.parents:
@@ -304,7 +306,9 @@ def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path])
     analysis = analyze_audit(records, read)
     if out_dir is None:
         out_dir = RESULTS_ROOT / f"audit-{read['sha256'][:12]}"
-        refuse_out_in_logs(out_dir, given)
+        # a folder given as logs that holds the repository (`audit ~`): its results/ would be read
+        # as logs next time; a log file's folder that holds it (~/session.jsonl) is no reason
+        refuse_out_in_logs(out_dir, [path for path in given if path.is_dir()])
         check_out(out_dir)
         with out_locked(out_dir):
             return write_audit(out_dir, records, analysis, started)
