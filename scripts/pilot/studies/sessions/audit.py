@@ -441,6 +441,11 @@ def session_records(task: tuple[int, dict]) -> tuple[int, list[dict]]:
                    for k in range(len(session["compactions"]))]
 
 
+def ignore_interrupt() -> None:
+    # where a spawned process does not inherit SIGINT ignored (Windows), from its first task on
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def workers_started(processes: int):
     """A pool of `processes` spawned workers that never see a Ctrl-C: SIGINT is ignored here for the
     few milliseconds their processes take to start, so each inherits it ignored through exec and
@@ -448,7 +453,7 @@ def workers_started(processes: int):
     a signal mask would not survive the spawn)."""
     answered = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return multiprocessing.get_context("spawn").Pool(processes)
+        return multiprocessing.get_context("spawn").Pool(processes, initializer=ignore_interrupt)
     finally:
         signal.signal(signal.SIGINT, answered)
 
