@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from pilot.studies.sessions.audit import audit_compaction  # noqa: E402
 from pilot.studies.sessions.needed import CATEGORIES  # noqa: E402
-from pilot.studies.sessions.readers import read_session_file  # noqa: E402
+from pilot.studies.sessions.readers import SessionFileError, read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
 LOGS = Path("/work/shared/real-logs/claude-code")
@@ -164,17 +164,28 @@ def table(tally: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--logs", type=Path, default=LOGS)
+    parser.add_argument("--logs", type=Path, default=LOGS,
+                        help="the folder of the real Claude Code logs the labels name "
+                             "(default: %(default)s)")
     parser.add_argument("--split", choices=("dev", "held-out", "both"), default="dev")
     parser.add_argument("--show", type=int, default=0, help="print the first N disagreements")
     args = parser.parse_args(argv)
+    if not args.logs.is_dir():
+        print(f"error: --logs {args.logs} is not a folder; give the folder of the real Claude Code "
+              f"logs the labels name (default: {LOGS})", file=sys.stderr)
+        return 2
     halves = ("dev", "held-out") if args.split == "both" else (args.split,)
     split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
                  if line.strip())
     for half in halves:
         records = [json.loads((LABELS / f"{name}.json").read_text())
                    for name, h in sorted(split.items()) if h == half]
-        result = measure(records, args.logs, args.show)
+        try:
+            result = measure(records, args.logs, args.show)
+        except (SessionFileError, OSError) as error:
+            print(f"error: {error}; give --logs the folder that holds every log the labels name",
+                  file=sys.stderr)
+            return 2
         print(f"\n## {half}: {len(records)} compactions\n")
         print("\n".join(table(result["tally"])))
         if result["shown"]:

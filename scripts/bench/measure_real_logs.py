@@ -126,6 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.unlabelled_held_out and args.half == "dev":
         parser.error("--unlabelled-held-out lists the held-out half: leave out --half dev")
+    missing = [path for path in args.paths if not path.exists()]
+    if missing:
+        print(f"error: {missing[0]} does not exist; give real log files or folders of them",
+              file=sys.stderr)
+        return 2
     hand = read_hand_labels(args.hand_labels)
     used: set = set()
     files = []
@@ -140,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             results = labelled_results(path)
         except Exception as error:  # noqa: BLE001  (a file no reader takes is reported, not fatal)
-            print(f"{path}: not read ({str(error)[:80]})", file=sys.stderr)
+            print(f"{path}: not read ({error})", file=sys.stderr)
             continue
         for key, (fmt, part, turn) in zip(result_keys(path, results), results):
             want, text, truth = label(turn), text_rule(turn), turn_outcome(turn)

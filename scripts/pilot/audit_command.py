@@ -5,6 +5,7 @@ only read, and audit.csv, analysis.md, report.html and figures/fig_audit.svg go 
 results/audit-<the first 12 hex digits of the digest of what was read>). """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -12,9 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from .records import (EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, DiskFull, PilotError, display_path,
-                      is_disk_full)
-from .runfolder import folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
+from .records import EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, DiskFull, PilotError, is_disk_full
+from .runfolder import RunLock, folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
                                      audit_sessions, log_files, read_logs,
                                      usable_processes)
@@ -49,6 +49,85 @@ def check_out(out_dir: Path) -> None:
     if not folder_writable(out_dir):
         raise PilotError(f"cannot write into {out_dir} (read-only); choose another folder with "
                          "--out DIR")
+
+
+def refuse_out_in_logs(out_dir: Path, log_paths: list[Path]) -> None:
+    """The audit writes nothing beside the logs: an output folder equal to or inside a folder given
+    as logs, or the folder of a log file given by name, is refused before anything is read."""
+    out = out_dir.resolve()
+    for given in log_paths:
+        if not os.path.lexists(given):
+            continue                            # refused, or skipped, with its own message
+        folder = given if given.is_dir() else given.parent
+        folder = folder.resolve()
+        if out == folder or folder in out.parents:
+            raise PilotError(f"the output folder {out_dir} is, or lies inside, the logs' folder "
+                             f"{folder}, and the audit writes nothing beside the logs; choose a "
+                             "folder outside the logs with --out DIR")
+
+
+class AuditLock(RunLock):
+    """One audit at a time in an output folder: <out>/.audit-lock, held for the audit's whole run
+    (the run folders' lock, runfolder.RunLock, under a name of its own) and removed as it ends, so
+    the folder holds the outputs alone. Removed while held, the file a second audit opened just
+    before may no longer be the one at the path: a lock taken on such a file is let go and taken
+    again."""
+
+    def __init__(self, out_dir: Path):
+        super().__init__(out_dir)
+        self.path = out_dir / ".audit-lock"
+
+    def acquire(self) -> None:
+        for _ in range(3):
+            super().acquire()
+            if self.fd is None or self.still_at_path():
+                return
+            super().release()
+        self._refuse("unknown")
+
+    def still_at_path(self) -> bool:
+        try:
+            at_path = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(self.fd)
+        return (held.st_dev, held.st_ino) == (at_path.st_dev, at_path.st_ino)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):      # Windows removes no open file: it stays
+                self.path.unlink()
+        super().release()
+
+    def _refuse(self, holder: str):
+        raise PilotError(f"another audit (process {holder}) is writing {self.path.parent}; wait "
+                         "for it to finish, or choose another folder with --out DIR")
+
+
+@contextlib.contextmanager
+def out_locked(out_dir: Path):
+    """The output folder, made if new and locked (AuditLock) while the body runs; a folder made here
+    is removed again if nothing was written into it."""
+    made = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock = AuditLock(out_dir)
+    try:
+        lock.acquire()
+        yield
+    finally:
+        lock.release()
+        if made and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+
+
+def shown_path(path: Path) -> str:
+    """A path as the audit prints it: relative to the user's working folder inside it, absolute
+    outside it, so that it opens from where the command was run."""
+    absolute = path.resolve()
+    try:
+        return str(absolute.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(absolute)
 
 
 def refuse_irregular(path: Path, what: str) -> None:
@@ -127,13 +206,13 @@ class AuditInterrupted(PilotError):
 
 
 def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
-    """Each output written whole or not at all; a full disk names the file it could not write, and
-    a folder this audit made (--out's, figures/) is removed again when nothing was written
-    into it."""
-    figures, new_out = out_dir / "figures", not out_dir.exists()
+    """Each output written whole or not at all into out_dir (made and locked by out_locked, which
+    removes it again if it made it and nothing was written); a full disk names the file it could not
+    write, and a figures/ folder this audit made is removed again when nothing was written into
+    it."""
+    figures = out_dir / "figures"
     made = any(name.startswith("figures/") for name in outputs) and not figures.exists()
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
         if made:
             figures.mkdir()
         for name, text in outputs.items():
@@ -146,9 +225,8 @@ def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
                                    "starts over") from None
                 raise
     finally:
-        for folder, ours in ((figures, made), (out_dir, new_out)):
-            if ours and folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+        if made and figures.is_dir() and not any(figures.iterdir()):
+            figures.rmdir()
 
 
 def command_audit(args) -> int:
@@ -176,8 +254,18 @@ def audit_now(args) -> int:
         print(where_logs_are())
         return EXIT_OK
     out_dir = Path(args.out) if args.out else None
-    if out_dir is not None:
-        check_out(out_dir)
+    given = paths if args.source is None else [Path(args.source), Path(args.summary)]
+    if out_dir is None:
+        return audit_into(args, paths, None, given)
+    refuse_out_in_logs(out_dir, given)
+    check_out(out_dir)
+    with out_locked(out_dir):
+        return audit_into(args, paths, out_dir, given)
+
+
+def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path]) -> int:
+    """The audit itself, into out_dir (locked by the caller), or with out_dir None into the default
+    folder named by what was read (locked here once it is known)."""
     started = time.monotonic()
     if args.source is not None:
         records, read = pair_records(Path(args.source), Path(args.summary))
@@ -221,7 +309,16 @@ def audit_now(args) -> int:
     analysis = analyze_audit(records, read)
     if out_dir is None:
         out_dir = RESULTS_ROOT / f"audit-{read['sha256'][:12]}"
+        # a folder given as logs that holds the repository (`audit ~`): its results/ would be read
+        # as logs next time; a log file's folder that holds it (~/session.jsonl) is no reason
+        refuse_out_in_logs(out_dir, [path for path in given if path.is_dir()])
         check_out(out_dir)
+        with out_locked(out_dir):
+            return write_audit(out_dir, records, analysis, started)
+    return write_audit(out_dir, records, analysis, started)
+
+
+def write_audit(out_dir: Path, records: list[dict], analysis: dict, started: float) -> int:
     figure = audit_figure(analysis)
     outputs = dict(zip(OUTPUTS, (render_audit_csv(records), render_audit_md(analysis),
                                  render_audit_html(analysis, figure))))
@@ -232,8 +329,8 @@ def audit_now(args) -> int:
         refuse_unsafe(out_dir / name)
     write_outputs(out_dir, outputs)
     print(render_audit_headline(analysis))
-    print(f"wrote {', '.join(display_path(out_dir / n) for n in outputs)} in "
+    print(f"wrote {', '.join(shown_path(out_dir / n) for n in outputs)} in "
           f"{time.monotonic() - started:.1f} s; "
           f"no model was called and nothing was written beside the logs")
-    print(f"Open the report: {display_path(out_dir / 'report.html')}")
+    print(f"Open the report: {shown_path(out_dir / 'report.html')}")
     return EXIT_OK

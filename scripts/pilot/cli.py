@@ -535,7 +535,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="a summary made of the transcript by any compactor (UTF-8 text)")
         parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
                             help="folder for audit.csv, analysis.md, report.html and figures/ "
-                                 "(default: results/audit-<the digest of what was read>)")
+                                 "(default: results/audit-<the digest of what was read>); never "
+                                 "inside the logs' folder, and one audit at a time in it")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),

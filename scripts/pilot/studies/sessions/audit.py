@@ -20,7 +20,6 @@ file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import hashlib
 import multiprocessing
 import os
@@ -441,36 +440,57 @@ def usable_processes() -> int:
     return max(1, min(MAX_PROCESSES, cpus or 1))
 
 
-def session_records(session: dict, number: int) -> list[dict]:
-    """The records of every compaction of one session (one task of audit_in_processes)."""
-    return [audit_compaction(session, k, number) for k in range(len(session["compactions"]))]
+def session_records(task: tuple[int, dict]) -> tuple[int, list[dict]]:
+    """The records of every compaction of one session (one task of audit_in_processes), with the
+    session's index."""
+    index, session = task
+    return index, [audit_compaction(session, k, index + 1)
+                   for k in range(len(session["compactions"]))]
 
 
 def ignore_interrupt() -> None:
-    # Ctrl-C reaches every process of the group: the audit's own process alone answers it
+    # where a spawned process does not inherit SIGINT ignored (Windows), from its first task on
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def workers_started(processes: int):
+    """A pool of `processes` spawned workers that never see a Ctrl-C: SIGINT is ignored here for the
+    few milliseconds their processes take to start, so each inherits it ignored through exec and
+    Python installs no KeyboardInterrupt in them at all (not even while they import the package, as
+    a signal mask would not survive the spawn)."""
+    answered = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return multiprocessing.get_context("spawn").Pool(processes, initializer=ignore_interrupt)
+    finally:
+        signal.signal(signal.SIGINT, answered)
 
 
 def audit_in_processes(sessions: list[dict], processes: int, progress=None) -> list[dict]:
     """audit_sessions in `processes` worker processes, one session a task, the longest first (so
     that no long one is left to run alone at the end); the records the same, in the same order,
-    as one process makes them (each record is a pure function of its session)."""
+    as one process makes them (each record is a pure function of its session). A Ctrl-C reaches
+    every process of the group, but only this one answers it: the workers ignore it
+    (workers_started), and on a Ctrl-C, or any failure, they are terminated and joined before this
+    returns, so none outlives the audit."""
     total = sum(len(s["compactions"]) for s in sessions)
     order = sorted((s for s in range(len(sessions)) if sessions[s]["compactions"]),
                    key=lambda s: -sum(len(t.get("text") or "") for t in sessions[s]["turns"]))
     records: list[list[dict]] = [[] for _ in sessions]
-    pool = concurrent.futures.ProcessPoolExecutor(
-        processes, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupt)
+    pool = None
     try:
-        tasks = {pool.submit(session_records, sessions[s], s + 1): s for s in order}
+        pool = workers_started(processes)
         done = 0
-        for task in concurrent.futures.as_completed(tasks):
-            records[tasks[task]] = task.result()
-            done += len(records[tasks[task]])
+        tasks = ((s, sessions[s]) for s in order)
+        for index, session_rows in pool.imap_unordered(session_records, tasks):
+            records[index] = session_rows
+            done += len(session_rows)
             if progress:
                 progress(done, total)
+        pool.close()
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.terminate()
+            pool.join()
     return [record for session in records for record in session]
 
 
