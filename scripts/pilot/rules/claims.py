@@ -323,14 +323,21 @@ FORGET = (r"\b(?:forget|scratch|drop|ignore|disregard|cancel)\b(?: (?:what i sai
 
 REVOKING = re.compile(FORGET, re.IGNORECASE)
 
-REVOKES = re.compile(FORGET + r"|(?P<thing>[^.;,]+?) no longer applies"
+# What a withdrawal names is a phrase: at most PHRASE characters before the words that withdraw it
+# (unbounded, a long sentence with no stop was tried from each of its positions: quadratic)
+PHRASE = 200
+REVOKES = re.compile(FORGET + r"|(?P<thing>[^.;,]{1,%d}?) no longer applies"
                      r"|you (?:don't|do not) need to (?P<need>[^.;,]+?)(?: any ?more)?(?=[.;,]|$)"
-                     r"|(?:you can|feel free to) (?P<can>[^.;,]+?) (?:now|again|from now on)\b"
-                     r"|(?P<over>[^.;,]+?) (?:is|are|has been|have been|was|were) (?:now )?"
+                     r"|(?:you can|feel free to) (?P<can>[^.;,]{1,%d}?) (?:now|again|from now on)\b"
+                     r"|(?P<over>[^.;,]{1,%d}?) (?:is|are|has been|have been|was|were) (?:now )?"
                      r"(?:over|lifted|off|ended|cancell?ed)\b"
                      r"|\blift(?:ed|ing)? (?P<lift>[^.;,]+)"
-                     r"|\bno longer (?:need to |have to |must )?(?P<longer>[^.;,]+)",
-                     re.IGNORECASE)
+                     r"|\bno longer (?:need to |have to |must )?(?P<longer>[^.;,]+)"
+                     % (PHRASE, PHRASE, PHRASE), re.IGNORECASE)
+# Every match of REVOKES holds one of these (lower case, anywhere): a sentence with none withdraws
+# nothing, and is not searched
+REVOKE_WORDS = ("forget", "scratch", "drop", "ignore", "disregard", "cancel", "no longer",
+                "need to", "you can", "feel free to", "over", "lift", "off", "ended")
 
 # With a withdrawal in the sentence, a permission names what the withdrawn rule forbade ("the
 # freeze is over, you can deploy")
@@ -344,7 +351,8 @@ def withdrawn(sentence: str) -> str | None:
     """The words naming what a sentence withdraws (every phrase of it that withdraws, and with one a
     permission it gives), None when it withdraws nothing: a one-off exception ("just this once")
     withdraws nothing."""
-    if ONE_OFF.search(sentence):
+    lower = sentence.lower()
+    if not any(word in lower for word in REVOKE_WORDS) or ONE_OFF.search(sentence):
         return None
     named = [g for match in REVOKES.finditer(sentence) for g in match.groups() if g]
     if not named:
