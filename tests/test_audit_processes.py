@@ -107,6 +107,29 @@ class AuditProcessesTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(left, [], f"processes outlived the audit: {stderr}")
                 self.assertFalse(out.exists())
 
+    def test_a_sigterm_to_the_audit_alone_leaves_no_worker_scoring(self):
+        """A kill of the audit's own process (not its group) while the workers score: they are
+        terminated with it, not left scoring for minutes."""
+        logs = self.big_logs()
+        out = self.make_tmp() / "o"
+        audit = start_audit([str(logs), "--out", str(out), "--quiet"])
+        started, seen = time.monotonic(), set()
+        while time.monotonic() - started < 2.5 and audit.poll() is None:
+            seen |= children_of(audit.pid)
+            time.sleep(0.01)
+        self.assertIsNone(audit.poll(), "the audit ended before the signal; make it longer")
+        audit.send_signal(signal.SIGTERM)
+        _, stderr = audit.communicate(timeout=15)
+        deadline = time.monotonic() + 3
+        while any(map(alive, seen)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in seen if alive(pid)]
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        self.assertEqual(left, [], stderr)
+        self.assertNotIn("Traceback", stderr)
+        self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+
     def test_an_out_folder_inside_the_logs_is_refused_and_nothing_is_written(self):
         """Point 2: `audit DIR --out DIR/sub` wrote into the logs' folder."""
         logs = self.make_tmp() / "logs"

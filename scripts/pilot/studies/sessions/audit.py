@@ -477,6 +477,9 @@ def audit_in_processes(sessions: list[dict], processes: int, progress=None) -> l
                    key=lambda s: -sum(len(t.get("text") or "") for t in sessions[s]["turns"]))
     records: list[list[dict]] = [[] for _ in sessions]
     pool = None
+    # a SIGTERM (kill, a closing terminal) ends the audit as a Ctrl-C does, so that the workers are
+    # terminated below instead of left scoring for minutes after the audit is gone
+    before = signal.signal(signal.SIGTERM, stop_on_terminate)
     try:
         pool = workers_started(processes)
         done = 0
@@ -491,7 +494,12 @@ def audit_in_processes(sessions: list[dict], processes: int, progress=None) -> l
         if pool is not None:
             pool.terminate()
             pool.join()
+        signal.signal(signal.SIGTERM, before)
     return [record for session in records for record in session]
+
+
+def stop_on_terminate(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
