@@ -61,6 +61,18 @@ def start_audit(argv: list[str], cwd: Path | None = None) -> subprocess.Popen:
 
 
 @unittest.skipUnless(Path("/proc/self/task").exists(), "reads the processes from /proc")
+
+def killed_leftovers(pids: set, grace: float) -> list:
+    """The processes of `pids` still alive `grace` seconds on, killed so that no test leaves one."""
+    deadline = time.monotonic() + grace
+    while any(map(alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
 class AuditProcessesTest(TempDirMixin, unittest.TestCase):
     def big_logs(self, files: int = 4, parts: int = 400) -> Path:
         folder = self.make_tmp() / "logs"
@@ -93,12 +105,7 @@ class AuditProcessesTest(TempDirMixin, unittest.TestCase):
                 except subprocess.TimeoutExpired:
                     os.killpg(audit.pid, signal.SIGKILL)
                     _, stderr = audit.communicate()
-                deadline = time.monotonic() + 2
-                while any(map(alive, seen)) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                left = [pid for pid in seen if alive(pid)]
-                for pid in left:
-                    os.kill(pid, signal.SIGKILL)
+                left = killed_leftovers(seen, grace=2)
                 self.assertEqual(audit.returncode, 130, stderr)
                 self.assertNotIn("Traceback", stderr)
                 self.assertNotIn("Fatal Python error", stderr)
@@ -120,12 +127,7 @@ class AuditProcessesTest(TempDirMixin, unittest.TestCase):
         self.assertIsNone(audit.poll(), "the audit ended before the signal; make it longer")
         audit.send_signal(signal.SIGTERM)
         _, stderr = audit.communicate(timeout=15)
-        deadline = time.monotonic() + 3
-        while any(map(alive, seen)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        left = [pid for pid in seen if alive(pid)]
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+        left = killed_leftovers(seen, grace=3)
         self.assertEqual(left, [], stderr)
         self.assertNotIn("Traceback", stderr)
         self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)

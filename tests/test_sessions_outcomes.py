@@ -201,15 +201,19 @@ def run_measure_real_logs(argv: list[str]) -> str:
 class MeasureRealLogsTest(unittest.TestCase):
     """scripts/bench/measure_real_logs.py scores against the log's labels and the hand labels."""
 
-    def test_a_hand_label_replaces_the_logs_label(self):
+    def measured_with(self, labels_text: str) -> str:
+        """measure_real_logs.py on the Cline fixture, with these hand labels."""
         import tempfile
-        folder = OUTCOMES / "cline-2026-steps"
         with tempfile.TemporaryDirectory() as tmp:
             labels = Path(tmp) / "labels.tsv"
-            # the log records no failure; by hand, the server's start failed (its port was taken)
-            labels.write_text("# own\ncline-2026-steps/api_conversation_history.json\t"
-                              "toolu_own_c3\tfailed\tport taken\n", encoding="utf-8")
-            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
+            labels.write_text(labels_text, encoding="utf-8")
+            return run_measure_real_logs([str(OUTCOMES / "cline-2026-steps"), "--hand-labels",
+                                          str(labels)])
+
+    def test_a_hand_label_replaces_the_logs_label(self):
+        # the log records no failure; by hand, the server's start failed (its port was taken)
+        out = self.measured_with("# own\ncline-2026-steps/api_conversation_history.json\t"
+                                 "toolu_own_c3\tfailed\tport taken\n")
         self.assertIn("1 of 1 hand labels used; 0 dev disagreements without one", out)
         by_log, by_hand = out.split("corrected by hand")
         self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_log)
@@ -217,13 +221,8 @@ class MeasureRealLogsTest(unittest.TestCase):
                       by_hand)
 
     def test_an_unsure_verdict_counts_as_that_verdict(self):
-        import tempfile
-        folder = OUTCOMES / "cline-2026-steps"
-        with tempfile.TemporaryDirectory() as tmp:
-            labels = Path(tmp) / "labels.tsv"
-            labels.write_text("cline-2026-steps/api_conversation_history.json\t"
-                              "toolu_own_c3\tok?\tstill running, maybe\n", encoding="utf-8")
-            out = run_measure_real_logs([str(folder), "--hand-labels", str(labels)])
+        out = self.measured_with("cline-2026-steps/api_conversation_history.json\t"
+                                 "toolu_own_c3\tok?\tstill running, maybe\n")
         by_hand = out.split("corrected by hand")[1]
         self.assertIn("| cline | dev | 4 | 0.00 (0/1) | - (0/0) | 0.00 (0/1) | - (0/0) |", by_hand)
 

@@ -111,6 +111,18 @@ def score(rows: list[tuple[str, str]]) -> str:
     return f"{p} | {r}"
 
 
+def print_table(groups: dict, halves: str, text_rule: str, truth_rule: str) -> None:
+    """Per format and half, the text rule's and the ground truth's figures against one kind of
+    label (the log's, or the hand-corrected ones); the held-out half only where both are asked."""
+    print("| format | half | results | text rule precision | text rule recall "
+          "| truth precision | truth recall |")
+    print("|---|---|---|---|---|---|---|")
+    for (fmt, part), rows in sorted(groups.items()):
+        if part == "dev" or halves == "both":
+            print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows[text_rule])} "
+                  f"| {score(rows[truth_rule])} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", type=Path, help="real log files or folders of them")
@@ -165,13 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             elif key not in hand:
                 to_label.append((key, turn, want, text))
     print("Against the log's labels:\n")
-    print("| format | half | results | text rule precision | text rule recall "
-          "| truth precision | truth recall |")
-    print("|---|---|---|---|---|---|---|")
-    for (fmt, part), rows in sorted(groups.items()):
-        if part == "dev" or args.half == "both":
-            print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text'])} "
-                  f"| {score(rows['truth'])} |")
+    print_table(groups, args.half, "text", "truth")
     if args.half == "dev":                  # the held-out half's labels are out of sight too
         hand = {key: verdict for key, verdict in hand.items()
                 if half(key[0].rsplit("/", 1)[-1]) == "dev"}
@@ -180,13 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     held_out = "" if args.half == "dev" else f", {unlabelled['held-out']} held-out"
     print(f"\nAgainst the labels corrected by hand, {halves} ({len(used)} of {len(hand)} hand "
           f"labels used; {unlabelled['dev']} dev disagreements without one{held_out}):\n")
-    print("| format | half | results | text rule precision | text rule recall "
-          "| truth precision | truth recall |")
-    print("|---|---|---|---|---|---|---|")
-    for (fmt, part), rows in sorted(groups.items()):
-        if part == "dev" or args.half == "both":
-            print(f"| {fmt} | {part} | {len(rows['text'])} | {score(rows['text_hand'])} "
-                  f"| {score(rows['truth_hand'])} |")
+    print_table(groups, args.half, "text_hand", "truth_hand")
     for name, tool, want, got, text in wrong[:args.show]:
         print(f"- {name} {tool}: log {want}, text {got}: {text!r}")
     if args.unlabelled_held_out:
