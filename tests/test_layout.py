@@ -21,7 +21,7 @@ import pilot.studies  # noqa: F401  (registers the studies)
 
 PACKAGE = REPO / "scripts" / "pilot"
 CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "marker", "runfolder", "cells", "progress", "bankfile",
-        "speed", "probes", "bank", "prompts", "runner", "reports", "gate_report", "svg", "demo",
+        "speed", "probes", "bank", "prompts", "runner", "cached_calls", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
               "gate_command", "audit_command", "cli")

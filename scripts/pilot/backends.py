@@ -134,6 +134,8 @@ class OllamaBackend:
                 "truncate": False}
         if request.thinking_off and request.model in self.thinking_models:
             body["think"] = False
+        if request.top_logprobs:
+            body.update(logprobs=True, top_logprobs=request.top_logprobs)
         return body
 
     def chat(self, request: ChatRequest, slot=None) -> tuple[ChatResponse, dict]:
@@ -158,7 +160,8 @@ class OllamaBackend:
                                 output_tokens=known_count(reply.get("eval_count")),
                                 stop_reason=done_reason,
                                 timings=timings, raw_meta={"created_at": reply.get("created_at")},
-                                server_work=server_work_from_ollama(reply))
+                                server_work=server_work_from_ollama(reply),
+                                token_choices=token_choices(reply.get("logprobs")))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
@@ -395,6 +398,8 @@ class OpenAIBackend:
                 "stream": False,
                 **self._body_options(request.max_output_tokens, request.temperature, request.seed,
                                      request.thinking_off)}
+        if request.top_logprobs:
+            body.update(logprobs=True, top_logprobs=request.top_logprobs)
         reply = self.http.request("POST", "/v1/chat/completions", body, slot=slot)
         choices = reply.get("choices") if isinstance(reply, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict) or \
@@ -417,7 +422,9 @@ class OpenAIBackend:
                                 timings=timings,
                                 raw_meta={"system_fingerprint": reply.get("system_fingerprint"),
                                                            "served_model": reply.get("model")},
-                                server_work=server_work_from_openai(usage, timings))
+                                server_work=server_work_from_openai(usage, timings),
+                                token_choices=token_choices(object_field(
+                                    choices[0], "logprobs").get("content")))
         return response, {k: v for k, v in body.items() if k != "messages"}
 
 
@@ -425,6 +432,34 @@ BACKENDS = {"ollama": OllamaBackend, "openai": OpenAIBackend}
 
 # reproducibility first: see scripts/README.md, "The prompt cache"
 DEFAULT_PROMPT_CACHE = "off"
+
+
+# the reply's first positions whose alternatives are kept (a verdict word's tokens come first)
+TOKEN_POSITIONS = 8
+
+
+def token_choices(positions) -> tuple:
+    """Ollama's `logprobs` list and the OpenAI API's `choices[0].logprobs.content` have one shape:
+    per generated token, {token, logprob, top_logprobs: [{token, logprob}, ...]}. Kept: the first
+    TOKEN_POSITIONS positions, each (token, ((alternative, logprob), ...)), with only alternatives a
+    server could have meant (text, a finite logprob at most 0); anything else reads as none."""
+    if not isinstance(positions, list):
+        return ()
+    out = []
+    for position in positions[:TOKEN_POSITIONS]:
+        if not isinstance(position, dict) or not isinstance(position.get("token"), str):
+            break
+        alternatives = position.get("top_logprobs")
+        kept = tuple((a["token"], float(a["logprob"])) for a in alternatives
+                     if isinstance(a, dict) and isinstance(a.get("token"), str)
+                     and is_logprob(a.get("logprob"))) if isinstance(alternatives, list) else ()
+        out.append((position["token"], kept))
+    return tuple(out)
+
+
+def is_logprob(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        -1e9 < value <= 0.0
 
 
 def server_work_from_ollama(reply: dict) -> dict:

@@ -169,6 +169,9 @@ class ChatRequest:
     temperature: float
     seed: int
     thinking_off: bool
+    # the most likely tokens asked for at each of the reply's first positions (0: none asked; the
+    # runs ask none, the judge asks a few to read its verdict's probability)
+    top_logprobs: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +189,10 @@ class ChatResponse:
     # cache and how
     # many it evaluated; None where it does not say (see server_work_from_* below).
     server_work: dict = dataclasses.field(default_factory=dict)
+    # where top_logprobs was asked: for each of the reply's first positions (at most
+    # TOKEN_POSITIONS), the token chosen and the alternatives as ((token, logprob), ...); only what
+    # a server could have meant is kept (backends.token_choices)
+    token_choices: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
