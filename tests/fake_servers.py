@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import socket
@@ -331,6 +332,24 @@ class FakeServerBase:
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
+    # A judge (issue 44): prompt -> its reply, or (reply, {token: probability} at the first
+    # position); set, every chat is answered by it, with the alternatives as logprobs where asked.
+    judge = None
+
+    def judge_reply(self, body: dict, prompt: str) -> tuple[str, list | None] | None:
+        """The judge's reply and, where the request asked for logprobs, the positions both APIs
+        share ([{token, logprob, top_logprobs: [{token, logprob}]}]); None without a judge."""
+        if self.judge is None:
+            return None
+        said = self.judge(prompt)
+        text, chances = (said, None) if isinstance(said, str) else said
+        if not chances or not body.get("logprobs"):
+            return text, None
+        top = [{"token": t, "logprob": math.log(p)} for t, p in chances.items()]
+        first = (text.split() or [""])[0]
+        return text, [{"token": first, "logprob": max(a["logprob"] for a in top),
+                       "top_logprobs": top}]
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -424,7 +443,9 @@ class FakeOllama(FakeServerBase):
         if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
             handler._send(400, {"error": "the input length exceeds the context length"})
             return
+        judged = self.judge_reply(body, prompt) if text_override is None else None
         text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
+        text = judged[0] if judged else text
         done_reason = "stop"
         cap = options.get("num_predict", -1)
         if cap > 0 and tokens(text) > cap:
@@ -437,6 +458,8 @@ class FakeOllama(FakeServerBase):
                  "done": True, "done_reason": done_reason, "total_duration": 123456789,
                  "load_duration": 1234567, "prompt_eval_count": tokens(prompt), "prompt_eval_duration": 2345678,
                  "eval_count": tokens(text) if text else 0, "eval_duration": 3456789}
+        if judged and judged[1]:
+            reply["logprobs"] = judged[1]
         if getattr(self, "omit_counts", False):
             del reply["eval_count"], reply["prompt_eval_count"]
         if getattr(self, "count_override", None) is not None:      # counts no server could mean, say
@@ -516,7 +539,9 @@ class FakeOpenAI(FakeServerBase):
                                                      f"context size ({self.context_window} tokens), try increasing it",
                                           "n_prompt_tokens": tokens(prompt), "n_ctx": self.context_window}})
             return
+        judged = self.judge_reply(body, prompt) if text_override is None else None
         text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
+        text = judged[0] if judged else text
         finish = "stop"
         cached = 0
         if body.get("cache_prompt", True) and self.flavour == "llama.cpp":
@@ -536,6 +561,8 @@ class FakeOpenAI(FakeServerBase):
                  "usage": {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text),
                            "total_tokens": tokens(prompt) + tokens(text)},
                  "timings": {"prompt_n": tokens(prompt) - cached, "predicted_n": tokens(text), "cache_n": cached}}
+        if judged and judged[1]:
+            reply["choices"][0]["logprobs"] = {"content": judged[1]}
         if self.flavour == "vllm":
             # vLLM: no timings; the cached share only with --enable-prompt-tokens-details
             del reply["timings"]

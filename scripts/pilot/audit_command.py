@@ -2,28 +2,48 @@
 history it replaced (pilot/studies/sessions/audit.py), or one summary made by any compactor against
 its transcript (--source/--summary). No model is called and nothing is sent anywhere; the logs are
 only read, and audit.csv, analysis.md, report.html and figures/fig_audit.svg go to --out (default:
-results/audit-<the first 12 hex digits of the digest of what was read>). """
+results/audit-<the first 12 hex digits of the digest of what was read>).
+
+With --judge MODEL (issue 44), a model on the user's own server then decides the needed items the
+rules cannot judge (studies/sessions/audit_judge.py): its server is checked before anything is
+read, each call is journalled in --out (judge-calls.jsonl) the moment it returns, and the judge
+that wrote them is locked there (judge-lock.json), so a rerun after Ctrl-C, SIGTERM or kill -9
+sends only the calls not yet made. """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import json
 import os
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
-from .records import EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, DiskFull, PilotError, is_disk_full
+from .backends import preflight, server_info_when_loaded
+from .cached_calls import CallCache
+from .launch import make_backend
+from .records import (EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, BackendOptions, DiskFull,
+                      FatalCallError, PilotError, ServerGone, TransientError, is_disk_full)
 from .runfolder import RunLock, folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
+from .runner import RetryPolicy
 from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
-                                     audit_sessions, log_files, read_logs,
-                                     usable_processes)
+                                     audit_sessions, compaction_events, log_files, read_logs,
+                                     stop_on_terminate, usable_processes)
+from .studies.sessions.audit_judge import judge_analysis, judge_records, with_judge
+from .studies.sessions.judge import DEFAULT_THRESHOLD, Judge, JudgePrompt, read_judge_prompt
 from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv,
                                             render_audit_headline, render_audit_html,
                                             render_audit_md)
 from .studies.sessions.readers import read_file_text, read_session_file
 
 OUTPUTS = ("audit.csv", "analysis.md", "report.html")
+
+# a judge's journal and lock in --out (kept across reruns: the calls made are never made again)
+JUDGE_JOURNAL, JUDGE_LOCK = "judge-calls.jsonl", "judge-lock.json"
+JUDGE_LOCK_FORMAT = "audit-judge-lock/1"
 
 # seconds one step (reading one file, scoring one compaction) may run before a line says it still is
 HEARTBEAT_S = 10.0
@@ -137,9 +157,9 @@ def refuse_irregular(path: Path, what: str) -> None:
                               "a device); give the file itself")
 
 
-def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
-    """--source/--summary: the summary scored as one compaction of the whole transcript, and what
-    was read."""
+def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict, list[str]]:
+    """--source/--summary: the summary scored as one compaction of the whole transcript, what was
+    read, and the summary's text."""
     refuse_irregular(source, "--source")
     refuse_irregular(summary, "--summary")
     sessions = read_session_file(source, source.name)
@@ -155,7 +175,7 @@ def pair_records(source: Path, summary: Path) -> tuple[list[dict], dict]:
     read = {"files": 2, "bytes": sessions[0]["bytes"] + len(data), "sha256": digest, "sessions": 1,
             "passed": 0,
             "skipped": []}
-    return audit_pair(sessions[0], text), read
+    return audit_pair(sessions[0], text), read, [text]
 
 
 def progress_printer(quiet: bool, what: str, total_bytes: int | None = None,
@@ -229,10 +249,151 @@ def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
             figures.rmdir()
 
 
+# --- The judge (--judge MODEL) --------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class JudgeSetup:
+    """A judge whose server passed its check: what decides, and what the report and lock say."""
+
+    backend: object
+    model: str
+    identity: dict
+    prompt: JudgePrompt
+    threshold: float
+    policy: RetryPolicy
+    agreement: str                      # the sentence the report prints about its agreement
+    below: bool                         # under the protocol's threshold, or not measured
+    server: str                         # where it listens, any password masked
+
+
+def judge_setup(args) -> JudgeSetup | None:
+    """With --judge: the prompt read, the server checked and the model described (its identity)
+    before anything is read or written; None without --judge."""
+    if not args.judge:
+        return None
+    from .transport import redact_url
+    prompt = read_judge_prompt(Path(args.judge_prompt) if args.judge_prompt else None)
+    backend = make_backend(BackendOptions(args.backend, args.host, args.base_url,
+                                          args.api_key_env, read_timeout=args.read_timeout))
+    server = redact_url(backend.base_url)
+    try:
+        server_info_when_loaded(backend)
+    except TransientError as err:
+        raise PilotError(f"no judge server answers at {server} ({err.reason}); start Ollama "
+                         f"(`ollama serve`, then `ollama pull {args.judge}`), or point "
+                         "--backend openai --base-url at your vLLM or llama-server; `audit` "
+                         "without --judge needs no model") from None
+    identity = preflight(backend, [args.judge])[args.judge]
+    policy = RetryPolicy(retries=args.retries, give_up_after_s=args.give_up_after)
+    threshold = args.judge_threshold if args.judge_threshold is not None else DEFAULT_THRESHOLD
+    agreement, below = (f"agreement not measured: run `judge-check --judge {args.judge} ...` "
+                        "and give its folder with --judge-agreement; read as below the "
+                        "protocol's agreement threshold"), True
+    if args.judge_agreement:
+        from .studies.sessions.judge_agreement import measured_agreement
+        found = measured_agreement(Path(args.judge_agreement), args.judge, identity,
+                                   prompt.sha256, threshold)
+        if found is not None and args.judge_threshold is None and found.threshold != threshold:
+            threshold = found.threshold         # the one judge-check chose on the dev labels
+            found = measured_agreement(Path(args.judge_agreement), args.judge, identity,
+                                       prompt.sha256, threshold)
+        if found is None:
+            agreement = (f"agreement not measured: {args.judge_agreement} holds no judge-check "
+                         f"of {args.judge} on this server with this prompt; run `judge-check "
+                         f"--judge {args.judge} ...`; read as below the protocol's agreement "
+                         "threshold")
+        else:
+            agreement, below = found.line(), bool(found.below)
+    return JudgeSetup(backend, args.judge, identity, prompt, threshold, policy, agreement, below,
+                      server)
+
+
+def claim_judge_lock(out_dir: Path, setup: JudgeSetup) -> None:
+    """<out>/judge-lock.json names the judge whose calls the journal holds: the same model (as the
+    server describes it) with the same prompt may add to them; another judge is refused."""
+    path = out_dir / JUDGE_LOCK
+    refuse_unsafe(path)
+    refuse_unsafe(out_dir / JUDGE_JOURNAL)
+    if path.exists():
+        try:
+            held = json.loads(path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            held = None
+        if not isinstance(held, dict) or held.get("format") != JUDGE_LOCK_FORMAT:
+            raise PilotError(f"{path} is not a judge lock this tool wrote; move it away, or "
+                             "choose another folder with --out DIR")
+        if (held.get("model"), held.get("identity"), held.get("prompt_sha256")) != \
+                (setup.model, setup.identity, setup.prompt.sha256):
+            raise PilotError(f"{out_dir} holds the calls of another judge ({held.get('model')}, "
+                             f"prompt sha256 {str(held.get('prompt_sha256'))[:12]}); give that "
+                             "judge and prompt again, or choose another folder with --out DIR")
+    lock = {"format": JUDGE_LOCK_FORMAT, "model": setup.model, "identity": setup.identity,
+            "prompt": setup.prompt.shown, "prompt_sha256": setup.prompt.sha256,
+            "threshold": setup.threshold, "backend": setup.backend.name,
+            "server": setup.server, "journal": JUDGE_JOURNAL}
+    write_atomic(path, (json.dumps(lock, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def judge_printer(quiet: bool, judge: Judge):
+    """"judged N of M items" on stderr at the start, then at most every 2 seconds and at the end
+    (none with --quiet)."""
+    last = [float("-inf")]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if quiet or (now - last[0] < 2 and 0 < done < total):
+            return
+        last[0] = now
+        print(f"  judged {done:,} of {total:,} items ({judge.sent:,} sent, {judge.reused:,} "
+              "from the journal)", file=sys.stderr, flush=True)
+    return show
+
+
+def run_judge(setup: JudgeSetup, out_dir: Path, records: list[dict], summaries: list[str],
+              quiet: bool) -> dict:
+    """The judge over every scored compaction's judged items, each call journalled in out_dir;
+    what the report says of it. A Ctrl-C or SIGTERM, or a server that stops answering, ends the
+    audit with the calls made kept."""
+    claim_judge_lock(out_dir, setup)
+    cache = CallCache(out_dir / JUDGE_JOURNAL)
+    judge = Judge(setup.backend, setup.model, setup.identity, setup.prompt, cache, setup.policy,
+                  setup.threshold)
+    journal = shown_path(out_dir / JUDGE_JOURNAL)
+    kept = ("the same command again sends only the rest (the rules score the logs again "
+            "first; no report was written, and the logs are untouched)")
+    before = signal.signal(signal.SIGTERM, stop_on_terminate)
+    try:
+        judge_records(records, summaries, judge, judge_printer(quiet, judge))
+    except KeyboardInterrupt:
+        raise AuditInterrupted(f"interrupted; the judge's {len(cache.records):,} calls made are "
+                               f"kept in {journal}, and {kept}") from None
+    except ServerGone as err:
+        raise ServerGone(f"the judge's server stopped answering ({err}); its "
+                         f"{len(cache.records):,} calls made are kept in {journal}: start it "
+                         f"again, and {kept}") from None
+    except (TransientError, FatalCallError) as err:
+        raise PilotError(f"the judge's server failed a call ({err}); its "
+                         f"{len(cache.records):,} calls made are kept in {journal}: fix the "
+                         f"server or the model, and {kept}") from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    return judge_analysis(records, {"model": setup.model, "prompt": setup.prompt.shown,
+                                    "prompt_sha256": setup.prompt.sha256,
+                                    "threshold": setup.threshold, "agreement": setup.agreement,
+                                    "below": setup.below, "sent": judge.sent,
+                                    "reused": judge.reused})
+
+
+
 def command_audit(args) -> int:
     try:
         return audit_now(args)
     except KeyboardInterrupt:
+        if getattr(args, "judge", None):
+            raise AuditInterrupted("interrupted; the rules keep nothing until they have read and "
+                                   "scored every log, and the judge's calls already journalled "
+                                   f"in the output folder ({JUDGE_JOURNAL}) are kept, so a rerun "
+                                   "of the same command sends only the rest (no report was "
+                                   "written, and the logs are untouched)") from None
         raise AuditInterrupted("interrupted; an audit keeps nothing until it has read and scored "
                                "every log, so a rerun starts over from the first file (nothing "
                                "was written, and the logs are untouched)") from None
@@ -253,22 +414,36 @@ def audit_now(args) -> int:
     if not paths and args.source is None:
         print(where_logs_are())
         return EXIT_OK
+    unjudged = [flag for flag, value in (("--judge-prompt", args.judge_prompt),
+                                         ("--judge-threshold", args.judge_threshold),
+                                         ("--judge-agreement", args.judge_agreement))
+                if value is not None]
+    if unjudged and not args.judge:
+        raise PilotError(f"{unjudged[0]} is an option of the judge: give --judge MODEL too, or "
+                         f"leave {unjudged[0]} out for the rules alone")
     out_dir = Path(args.out) if args.out else None
     given = paths if args.source is None else [Path(args.source), Path(args.summary)]
+    if out_dir is not None:
+        refuse_out_in_logs(out_dir, given)
+        check_out(out_dir)
+    # the judge's server checked before anything is read or any folder made
+    judge = judge_setup(args)
     if out_dir is None:
-        return audit_into(args, paths, None, given)
-    refuse_out_in_logs(out_dir, given)
-    check_out(out_dir)
+        return audit_into(args, paths, None, given, judge)
     with out_locked(out_dir):
-        return audit_into(args, paths, out_dir, given)
+        if judge is not None:
+            claim_judge_lock(out_dir, judge)
+        return audit_into(args, paths, out_dir, given, judge)
 
 
-def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path]) -> int:
+def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path],
+               judge: JudgeSetup | None = None) -> int:
     """The audit itself, into out_dir (locked by the caller), or with out_dir None into the default
-    folder named by what was read (locked here once it is known)."""
+    folder named by what was read (locked here once it is known); the judge, where given, after
+    the rules."""
     started = time.monotonic()
     if args.source is not None:
-        records, read = pair_records(Path(args.source), Path(args.summary))
+        records, read, summaries = pair_records(Path(args.source), Path(args.summary))
     else:
         files, skipped, passed = log_files(paths)
         total = sum(os.lstat(path).st_size for path, _ in files)
@@ -306,7 +481,9 @@ def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path])
         finally:
             shown.stop()
         read.update(sessions=len(sessions), passed=passed, skipped=skipped)
-    analysis = analyze_audit(records, read)
+        # the summary each record scored, in the records' order (the workers return no text)
+        summaries = [session["compactions"][k]["summary"]
+                     for _, session, k in compaction_events(sessions)]
     if out_dir is None:
         out_dir = RESULTS_ROOT / f"audit-{read['sha256'][:12]}"
         # a folder given as logs that holds the repository (`audit ~`): its results/ would be read
@@ -314,13 +491,25 @@ def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path])
         refuse_out_in_logs(out_dir, [path for path in given if path.is_dir()])
         check_out(out_dir)
         with out_locked(out_dir):
-            return write_audit(out_dir, records, analysis, started)
+            return judge_and_write(out_dir, records, read, summaries, judge, args.quiet, started)
+    return judge_and_write(out_dir, records, read, summaries, judge, args.quiet, started)
+
+
+def judge_and_write(out_dir: Path, records: list[dict], read: dict, summaries: list[str],
+                    judge: JudgeSetup | None, quiet: bool, started: float) -> int:
+    """The judge's statuses on its items (with --judge), then the analysis and the outputs."""
+    judged = run_judge(judge, out_dir, records, summaries, quiet) if judge else None
+    analysis = analyze_audit(records, read)
+    if judged:
+        analysis = with_judge(analysis, judged)
     return write_audit(out_dir, records, analysis, started)
 
 
 def write_audit(out_dir: Path, records: list[dict], analysis: dict, started: float) -> int:
     figure = audit_figure(analysis)
-    outputs = dict(zip(OUTPUTS, (render_audit_csv(records), render_audit_md(analysis),
+    judged = analysis.get("judge")
+    outputs = dict(zip(OUTPUTS, (render_audit_csv(records, judged=bool(judged)),
+                                 render_audit_md(analysis),
                                  render_audit_html(analysis, figure))))
     if figure is not None:
         outputs[f"figures/{AUDIT_FIGURE[0]}"] = figure
@@ -329,8 +518,11 @@ def write_audit(out_dir: Path, records: list[dict], analysis: dict, started: flo
         refuse_unsafe(out_dir / name)
     write_outputs(out_dir, outputs)
     print(render_audit_headline(analysis))
+    called = (f"the judge {judged['model']} was asked {judged['sent']:,} item"
+              f"{'s' * (judged['sent'] != 1)} ({judged['reused']:,} more answered from "
+              f"{shown_path(out_dir / JUDGE_JOURNAL)})" if judged else "no model was called")
     print(f"wrote {', '.join(shown_path(out_dir / n) for n in outputs)} in "
           f"{time.monotonic() - started:.1f} s; "
-          f"no model was called and nothing was written beside the logs")
+          f"{called} and nothing was written beside the logs")
     print(f"Open the report: {shown_path(out_dir / 'report.html')}")
     return EXIT_OK

@@ -209,6 +209,53 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                              "sessions into segments that fit it")
 
 
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """--judge MODEL and where and how its calls go (issue 44): none of them sends anything without
+    --judge."""
+    judge = parser.add_argument_group(
+        "a judge model (optional; without --judge nothing is sent and no model is needed)")
+    judge.add_argument("--judge", metavar="MODEL",
+                       help="a model on your own server that decides the requests, instructions, "
+                            "decisions and open tasks the rules found, one short call per item "
+                            "(e.g. qwen2.5-coder:1.5b on Ollama); every other item stays the "
+                            "rules'. Measure it first with judge-check")
+    judge.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
+                       help="the judge's server: ollama (default) or openai (vLLM, llama-server "
+                            "or any /v1/chat/completions server)")
+    judge.add_argument("--host", type=url_argument(),
+                       help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    judge.add_argument("--base-url", type=url_argument(),
+                       help="OpenAI-compatible server, with or without /v1 (default: "
+                            "$OPENAI_BASE_URL)")
+    judge.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
+                       help="name of the environment variable holding the API key (default: "
+                            "%(default)s); never written anywhere")
+    judge.add_argument("--judge-prompt", metavar="FILE",
+                       help="the judge's question, UTF-8 text holding {summary}, {category} and "
+                            "{item} once each (default: tasks/sessions/judge-prompt.txt)")
+    judge.add_argument("--judge-threshold", metavar="P", type=seconds_argument(
+                           0, 1, what="a probability"),
+                       help="P(KEPT) at or above which an item is kept, where the server gives "
+                            "token probabilities (default: the one judge-check chose on the dev "
+                            "labels, read from --judge-agreement; 0.5 without it)")
+    judge.add_argument("--judge-agreement", metavar="DIR", type=folder_argument(
+                           "--judge-agreement"),
+                       help="a judge-check output folder: the judge's agreement with the labels "
+                            "is recomputed from it and printed on every page the judge touched")
+    judge.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
+                       help="retries of a judge call the server answered with a transient error "
+                            "(default %(default)s)")
+    judge.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                       default=DEFAULT_GIVE_UP_AFTER_S,
+                       help="stop when the judge's server has not answered for this many "
+                            "seconds; the calls made are kept and the same command sends only "
+                            "the rest (default %(default)s)")
+    judge.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
+                       default=DEFAULT_READ_TIMEOUT_S,
+                       help="seconds to wait for the next bytes of a judge's reply (default "
+                            "%(default)s)")
+
+
 def add_study_options(parser, options: tuple) -> None:
     """A study's own options (records.Option), as the study declares them."""
     for option in options:
@@ -518,10 +565,13 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         add_design_options(parser, only=study_named("adversarial"))
         add_run_options(parser)
     elif command == "audit":
-        parser.epilog = ("No model is called, no connection is opened and nothing is written "
-                         "beside the logs; keys and passwords are masked in every output. Exit "
-                         "codes: 0 done; 2 bad input. The walkthrough: tasks/sessions/README.md, "
-                         "\"7. Audit the compactions your agent already made\"")
+        parser.epilog = ("Without --judge no model is called, no connection is opened and "
+                         "nothing is written beside the logs; keys and passwords are masked in "
+                         "every output. With --judge MODEL, the judge's calls are journalled in "
+                         "--out (judge-calls.jsonl) and a rerun sends only those not made. Exit "
+                         "codes: 0 done; 2 bad input; 3 the judge's server stopped answering; "
+                         "130 interrupted. The walkthrough: tasks/sessions/README.md, \"7. Audit "
+                         "the compactions your agent already made\"")
         parser.add_argument("paths", metavar="PATH", nargs="*",
                             help="agent log files or folders (read only; subfolders read, links "
                             "never followed; a file that cannot be read is skipped, and one "
@@ -538,6 +588,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                                  "(default: results/audit-<the digest of what was read>); never "
                                  "inside the logs' folder, and one audit at a time in it")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+        add_judge_options(parser)
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
                             help="a new or empty folder for the merged run")

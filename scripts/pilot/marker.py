@@ -29,6 +29,9 @@ REPLACED = {"report": ("analysis.md", "RESULTS.md", "report.html", "lost.csv", F
             "audit": ("audit.csv", "analysis.md", "report.html", FIGURES)}
 REPLACED["run"] = OUTPUT_FILES + (FIGURES,)
 MOVE_AWAY = "move it away, or choose a new or empty folder with --out"
+# what an audit with a judge keeps in its folder before any output is written (its calls and the
+# judge that made them), so that a rerun after an interrupt finds the folder its own
+JUDGE_FILES = ("judge-calls.jsonl", "judge-calls.jsonl.quarantine", "judge-lock.json")
 
 
 class ForeignFile(PilotError):
@@ -159,7 +162,7 @@ def claim_problem(folder: Path, purpose: str, run_manifest: bool) -> str | None:
             return (f"{folder / outputs[0]} was not written by this tool ({folder} has no folder "
                     f"marker {MARKER_NAME}, and it is not a run, bank or audit of this tool), so "
                     f"it is never replaced; {MOVE_AWAY}")
-        foreign = sorted(names - {"manifest.json", "raw", "figures", "quarantine"})
+        foreign = sorted(names - {"manifest.json", "raw", "figures", "quarantine", *JUDGE_FILES})
         if foreign:
             shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more"
                                               if len(foreign) > 3 else "")

@@ -153,6 +153,8 @@ def item_line(record: dict, n: dict) -> str:
         line = f"**lost** ({where}): {what} {said}"
     if n["category"] == "decision":
         line += f" ({DECISION_PRECISION})"
+    if n.get("judged_by") == "judge" and n["status"] != n["rules_status"]:
+        line += f" (the judge's reading; the rules: {n['rules_status']})"
     return line + "."
 
 
@@ -231,10 +233,13 @@ def csv_items(record: dict) -> list[dict]:
     if not record["scored"]:
         return [{"type": "compaction", "kind": "", "item": record["why"] or "", "status":
                  "not scored", "beside": None, "instead": None, "source_sentence": None,
-                 "summary_sentence": None, "category": "", "needed": "no"}]
+                 "summary_sentence": None, "category": "", "needed": "no", "judged_by": None,
+                 "rules_status": None}]
     out = [{"type": "needed", "kind": n["kind"], "item": n["key"], "status": n["status"],
             "beside": None, "instead": n.get("instead"), "source_sentence": n["source_sentence"]
             or n["words"], "summary_sentence": n["summary_sentence"], "category": n["category"],
-            "needed": "yes"} for n in record.get("needed", [])]
-    return out + [{**row, "category": CONTEXT, "needed": "no"} for row in record["rows"]
+            "needed": "yes", "judged_by": n.get("judged_by"),
+            "rules_status": n.get("rules_status")} for n in record.get("needed", [])]
+    return out + [{**row, "category": CONTEXT, "needed": "no", "judged_by": "rules",
+                   "rules_status": row["status"]} for row in record["rows"]
                   if not row.get("needed")]

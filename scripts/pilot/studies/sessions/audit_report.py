@@ -13,6 +13,7 @@ from ...svg import Look, grouped_bars
 from .report import RULES_ERROR_NOTE, fmt_interval, render_blocks_md
 from .audit import CLASSES, GATE_MEANS, LOST
 from .audit_needed import FIGURE, csv_items, headline, needed_blocks, needed_figure
+from .audit_judge import judge_lines
 
 TITLE = "Audit: what your agent's own compactions lost"
 
@@ -41,20 +42,24 @@ CSV_FIELDS = ("file", "session", "compaction", "format", "trigger", "tokens_befo
               "kind", "item", "status", "beside_referent", "summary_wrote", "source_sentence",
               "summary_sentence", "category", "needed")
 
+# the columns an audit with a judge adds: who decided the status, and the rules' own status
+JUDGE_FIELDS = ("judged_by", "rules_status")
 
-def render_audit_csv(records: list[dict]) -> str:
+
+def render_audit_csv(records: list[dict], judged: bool = False) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
+    writer.writerow(CSV_FIELDS + JUDGE_FIELDS * judged)
     for r in records:
         for row in csv_items(r):
             beside = "" if row["beside"] is None else "yes" if row["beside"] else "no"
-            writer.writerow([spreadsheet_safe("" if v is None else v) for v in (
-                r["file"], r["session"], r["n"], r["format"], r["trigger"], r["tokens_before"],
-                r["tokens_after"],
-                row["type"], row["kind"], row["item"], row["status"], beside, row["instead"],
-                row["source_sentence"], row["summary_sentence"], row["category"],
-                row["needed"])])
+            values = (r["file"], r["session"], r["n"], r["format"], r["trigger"],
+                      r["tokens_before"], r["tokens_after"], row["type"], row["kind"], row["item"],
+                      row["status"], beside, row["instead"], row["source_sentence"],
+                      row["summary_sentence"], row["category"], row["needed"])
+            if judged:
+                values += (row["judged_by"], row["rules_status"])
+            writer.writerow([spreadsheet_safe("" if v is None else v) for v in values])
     return buffer.getvalue()
 
 
@@ -66,8 +71,10 @@ def plural(n: int, word: str) -> str:
 
 def answers(a: dict) -> list[str]:
     """The report's opening sentence: what the next agents needed, kept, lost and misstated
-    (audit_needed.headline); or why nothing was scored."""
-    return context_answers(a) if not a["n_scored"] else [headline(a["needed_items"])]
+    (audit_needed.headline); or why nothing was scored. With a judge, who judged and how well it
+    agrees with the labels (audit_judge.judge_lines)."""
+    out = context_answers(a) if not a["n_scored"] else [headline(a["needed_items"])]
+    return out + (judge_lines(a["judge"]) if a.get("judge") else [])
 
 
 def context_answers(a: dict) -> list[str]:

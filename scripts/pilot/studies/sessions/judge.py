@@ -78,8 +78,9 @@ class JudgePrompt:
 def read_judge_prompt(path: Path | None = None) -> JudgePrompt:
     """The judge's question: UTF-8 text holding {summary}, {category} and {item} once each, and no
     other {name}; the default is tasks/sessions/judge-prompt.txt."""
+    # the default named as the repository holds it, not by this machine's absolute path
+    shown = str(path) if path else "tasks/sessions/judge-prompt.txt"
     path = Path(path) if path else PROMPT_FILE
-    shown = str(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise JudgeInputError(f"--judge-prompt {shown} is not a plain file (links are never "
                               "followed); give the file itself")
