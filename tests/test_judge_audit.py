@@ -200,6 +200,33 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
         self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
         self.assertIn("holds the calls of another judge (judge:1b", stderr)
 
+    def start_held(self, server, out: Path) -> subprocess.Popen:
+        """The audit in a process of its own, its judge holding the fifth call (four answered)."""
+        server.judge = push_is_lost
+        server.hold_at = 5
+        audit = subprocess.Popen(
+            [sys.executable, str(RUNNER), "audit", str(EXAMPLE), "--out", str(out), "--quiet",
+             "--judge", MODEL, "--host", server.url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.assertTrue(server.held.wait(60), "the fifth call never came")
+        return audit
+
+    def test_a_ctrl_c_or_sigterm_while_judging_says_what_is_kept(self):
+        for sent in (signal.SIGINT, signal.SIGTERM):
+            out = self.make_tmp() / "audit"
+            with self.subTest(sent.name), FakeOllama(models=(MODEL,)) as server:
+                audit = self.start_held(server, out)
+                try:
+                    os.kill(audit.pid, sent)
+                    _, stderr = audit.communicate(timeout=60)
+                finally:
+                    server.release.set()
+                self.assertEqual(audit.returncode, 130, stderr)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn("the judge's 4 calls made are kept in", stderr)
+                self.assertIn("sends only the rest", stderr)
+                self.assertEqual(len((out / "judge-calls.jsonl").read_bytes().splitlines()), 4)
+
     def test_a_kill_mid_audit_and_a_rerun_send_only_the_calls_not_made(self):
         whole = self.make_tmp() / "whole"
         with FakeOllama(models=(MODEL,)) as server:
@@ -208,17 +235,11 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
             self.assertEqual(server.chat_count(), 9)
         out = self.make_tmp() / "killed"
         with FakeOllama(models=(MODEL,)) as server:
-            server.judge = push_is_lost
-            server.hold_at = 5                  # four calls answered and journalled, the fifth held
-            audit = subprocess.Popen(
-                [sys.executable, str(RUNNER), "audit", str(EXAMPLE), "--out", str(out),
-                 "--quiet", "--judge", MODEL, "--host", server.url],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            audit = self.start_held(server, out)
             try:
-                self.assertTrue(server.held.wait(60), "the fifth call never came")
                 os.killpg(audit.pid, signal.SIGKILL)
             finally:
-                audit.wait(30)
+                audit.communicate(timeout=30)
                 server.release.set()
             self.assertEqual(len((out / "judge-calls.jsonl").read_bytes().splitlines()), 4)
             before = server.chat_count()

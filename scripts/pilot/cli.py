@@ -138,8 +138,8 @@ COMMAND_HELP = {
     "adversarial": "the adversarial compaction study (protocol/ADVERSARIAL.md): R2 and the gated "
     "G2 on sessions that "
                    "try to corrupt the state; --regenerate K",
-    "audit": "score the compactions your agent already made, from its logs (no model call): audit "
-    "PATH..., "
+    "audit": "score the compactions your agent already made, from its logs (no model call; "
+    "--judge MODEL adds one on your server): audit PATH..., "
              "audit --source TRANSCRIPT --summary FILE, or audit alone for where the logs are",
     "demo": "see it work with no model: a short SIMULATED pilot on a built-in stand-in model, "
     "into "

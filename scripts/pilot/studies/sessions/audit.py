@@ -1,6 +1,7 @@
 """XR-S1, the audit (protocol/SESSIONS.md section 9, the amendment for issue 32): the compactions an
 agent already made and recorded in its own logs, each summary scored against the transcript it
-replaced, with no model call.
+replaced, with no model call (with --judge, a model on the user's server then decides some needed
+items: audit_judge.py).
 
 A log folder is walked once (links, pipes, devices and files over the readers' size limit are
 skipped with one line each and counted; a file that cannot be read is skipped with its reason, and
