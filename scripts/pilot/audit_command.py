@@ -1,8 +1,8 @@
 """`audit`: the compactions an agent already recorded in its logs, each summary scored against the
 history it replaced (pilot/studies/sessions/audit.py), or one summary made by any compactor against
 its transcript (--source/--summary). Without --judge no model is called and nothing is sent; the
-logs are only read, and audit.csv, analysis.md, report.html and figures/fig_audit.svg go to --out (default:
-results/audit-<the first 12 hex digits of the digest of what was read>).
+logs are only read, and audit.csv, analysis.md, report.html and figures/fig_audit.svg go to --out
+(default: results/audit-<the first 12 hex digits of the digest of what was read>).
 
 With --judge MODEL (issue 44), a model on the user's own server then decides the needed items the
 rules cannot judge (studies/sessions/audit_judge.py): its server is checked before anything is
