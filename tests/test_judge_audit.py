@@ -5,6 +5,7 @@ replies and token probabilities set per test; real sockets, files and processes 
 import csv
 import html
 import io
+import json
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import time
 import unittest
 from pathlib import Path
 
+import audit_fixtures as fx
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import REPO, TempDirMixin, run_main
 
@@ -51,7 +53,11 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
         with FakeOllama(models=(MODEL,)) as server:
             server.judge = push_is_lost
             code, stdout, stderr, out = self.audit(server)
+            sent = json.dumps(server.chat_requests)
         self.assertEqual(code, 0, stderr)
+        # the lossy summaries repeat the user's key: the judge is sent it masked
+        self.assertIn("Staging runs as tenant T-4471 with the key sk-proj-", sent)
+        self.assertNotIn(fx.KEY, sent)
         judged = rows_of(out)
         rules = list(csv.DictReader(io.StringIO((PINNED / "audit.csv").read_text("utf-8"))))
         self.assertEqual(len(judged), len(rules))
