@@ -182,6 +182,18 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
                 self.assertEqual(server.chat_count(), 0)
                 self.assertFalse(out.exists())
 
+    def test_a_judge_option_without_a_judge_model_is_refused_in_one_line(self):
+        for argv, said in ((["--judge", ""], "no model name"),
+                           (["--judge-prompt", "mine.txt"], "give --judge MODEL too"),
+                           (["--judge-threshold", "0.7"], "give --judge MODEL too")):
+            with self.subTest(argv[0]):
+                out = self.make_tmp() / "audit"
+                code, _, stderr = run_main(["audit", str(EXAMPLE), "--out", str(out), *argv])
+                self.assertEqual(code, 2)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn(said, stderr)
+                self.assertFalse(out.exists())
+
     def test_no_server_and_another_judge_are_each_one_line(self):
         with FakeOllama(models=(MODEL,)) as gone:
             url = gone.url

@@ -418,6 +418,10 @@ def audit_now(args) -> int:
                                          ("--judge-threshold", args.judge_threshold),
                                          ("--judge-agreement", args.judge_agreement))
                 if value is not None]
+    if args.judge is not None and not args.judge.strip():
+        raise PilotError("--judge was given no model name (an unset variable?); give the model "
+                         "as your server lists it, e.g. --judge qwen2.5-coder:1.5b, or leave "
+                         "--judge out for the rules alone")
     if unjudged and not args.judge:
         raise PilotError(f"{unjudged[0]} is an option of the judge: give --judge MODEL too, or "
                          f"leave {unjudged[0]} out for the rules alone")
