@@ -141,6 +141,9 @@ COMMAND_HELP = {
     "audit": "score the compactions your agent already made, from its logs (no model call): audit "
     "PATH..., "
              "audit --source TRANSCRIPT --summary FILE, or audit alone for where the logs are",
+    "judge-check": "the judge model against the hand labels: precision, recall and Cohen's "
+                   "kappa per category, dev and held-out (judge-check --judge MODEL "
+                   "--real-logs DIR)",
     "demo": "see it work with no model: a short SIMULATED pilot on a built-in stand-in model, "
     "into "
             f"results/{DEMO_RUN_NAME}/ in seconds",
@@ -297,6 +300,26 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
                         help=argparse.SUPPRESS)
+
+
+def add_judge_options(parser, required: bool = False) -> None:
+    """The judge's options, the same words on every command that takes them (issue 44)."""
+    parser.add_argument("--judge", metavar="MODEL", required=required,
+                        help="the judge model, as the server lists it")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
+                        help="the judge's server: ollama (default) or openai (any "
+                             "/v1/chat/completions server: vLLM, llama.cpp)")
+    parser.add_argument("--host", type=url_argument(),
+                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", type=url_argument(),
+                        help="OpenAI-compatible server, with or without /v1 (default: "
+                             "$OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
+                        help="name of the environment variable holding the API key (default: "
+                             "%(default)s); never written anywhere")
+    parser.add_argument("--judge-prompt", metavar="FILE",
+                        help="the judge's question (default: tasks/sessions/judge-prompt.txt); "
+                             "it must hold {summary}, {category} and {item} once each")
 
 
 def partial_labels() -> str:
@@ -538,6 +561,32 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                                  "(default: results/audit-<the digest of what was read>); never "
                                  "inside the logs' folder, and one audit at a time in it")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    elif command == "judge-check":
+        parser.epilog = ("Every call is journalled in OUT/judge-calls.jsonl as it returns: after "
+                         "Ctrl-C, a kill or a server that stopped answering, the same command "
+                         "sends only the calls not yet made. Exit codes: 0 done; 2 bad input or "
+                         "no server; 3 the server stopped answering; 130 interrupted. "
+                         "protocol/SESSIONS.md, the amendment of 2026-12-06 (17)")
+        add_judge_options(parser, required=True)
+        parser.add_argument("--real-logs", metavar="DIR", type=folder_argument("--real-logs"),
+                            help="the folder of the real Claude Code logs the labels in "
+                                 "tests/labelled/compactions/ name (their README says where they "
+                                 "are published); without it only the gate's snippets are asked")
+        parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
+                            help="folder for judge-calls.jsonl, judge-lock.json, judge-check.md "
+                                 "and judge-check.json (default: results/judge-check-MODEL)")
+        parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
+        for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES),
+                                       DEFAULT_RETRIES),
+                                      ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
+                                       DEFAULT_GIVE_UP_AFTER_S),
+                                      ("--connect-timeout", seconds_argument(0, MAX_DELAY_S, True),
+                                       DEFAULT_CONNECT_TIMEOUT_S),
+                                      ("--read-timeout", seconds_argument(0, MAX_WAIT_S, True),
+                                       DEFAULT_READ_TIMEOUT_S)):
+            parser.add_argument(option, type=kind, default=default,
+                                help="as a run's (default %(default)s)")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
                             help="a new or empty folder for the merged run")
@@ -557,12 +606,12 @@ COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands
             "verify": "folder_commands",
             "merge": "folder_commands", "demo": "cli", "gate": "gate_command",
             "adversarial": "commands",
-            "audit": "audit_command"}
+            "audit": "audit_command", "judge-check": "judge_check_command"}
 
 
 def command_named(command: str) -> Callable:
     return getattr(importlib.import_module(f".{COMMANDS[command]}", __package__),
-                   f"command_{command}")
+                   f"command_{command.replace('-', '_')}")
 
 
 def main(argv: list[str] | None = None) -> int:
