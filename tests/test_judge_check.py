@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import unittest
 from pathlib import Path
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import REPO, TempDirMixin, kill_at_call, run_main, runner_command
 from pilot.studies.sessions.judge import read_judge_prompt
-from pilot.studies.sessions.judge_agreement import (AGREEMENT_KAPPA, measured_agreement)
+from pilot.studies.sessions.judge_agreement import (AGREEMENT_KAPPA, chosen_threshold,
+                                                    measured_agreement)
 
 MODEL = "judge:1b"
 SESSION = REPO / "tests" / "fixtures" / "needed" / "session.jsonl"
@@ -31,7 +33,7 @@ SNIPPETS = [("dev", True, "CHANGED"), ("dev", False, "LOST"), ("dev", False, "KE
 
 
 def write_labels(root: Path, dev_items=DEV_ITEMS, held_out_items=HELD_OUT_ITEMS,
-                 snippets=SNIPPETS) -> tuple[Path, Path]:
+                 snippets=SNIPPETS, held_out_summary: str = "") -> tuple[Path, Path]:
     """A labelled set and the logs it names: each item's text holds the word the judge gives."""
     labels, logs = root / "labels", root / "logs"
     (labels / "compactions").mkdir(parents=True)
@@ -44,7 +46,8 @@ def write_labels(root: Path, dev_items=DEV_ITEMS, held_out_items=HELD_OUT_ITEMS,
         (labels / "compactions" / f"{name}.json").write_text(json.dumps(
             {"file": name, "compaction": 1, "half": half, "needed": needed}))
         (logs / name).write_text(SESSION.read_text().replace(
-            "SUMMARY_PLACEHOLDER", f"The summary of {name}."))
+            "SUMMARY_PLACEHOLDER", f"The summary of {name}." +
+            (held_out_summary if half == "held-out" else "")))
     (labels / "state_claims.json").write_text(json.dumps({"snippets": [
         {"id": f"s{i}", "split": split, "source": f"USER: history {i} SAYS-{said}",
          "sentence": f"Sentence {i}.", "labels": {"should_flag": flag}}
@@ -131,6 +134,15 @@ class JudgeCheckTest(JudgeCheckCase):
                    (out / "judge-calls.jsonl").read_text().splitlines()]
         self.assertEqual(replies, ["Well, maybe."] * 2)
 
+    def test_an_item_whose_summary_is_too_long_for_the_judge_is_not_asked_and_said_so(self):
+        root = self.make_tmp()
+        labels, logs = write_labels(root, held_out_summary=" More." * 9000)
+        server = self.start()
+        result, stdout = self.check(server, labels, logs, root / "out")
+        self.assertEqual(server.chat_count(), 7 + 5)
+        self.assertEqual(result["figures"]["instruction"]["held-out"]["n"], 0)
+        self.assertIn("6 items whose summary is over 48,000 characters", stdout)
+
     def test_a_server_that_stops_answering_ends_in_one_line_and_keeps_the_calls_made(self):
         root = self.make_tmp()
         labels, logs = write_labels(root)
@@ -160,6 +172,20 @@ class JudgeCheckTest(JudgeCheckCase):
         resumed, _ = self.check(server, labels, logs, out)
         self.assertEqual(server.chat_count() - before, total - 3)
         self.assertEqual(resumed, clean)
+
+    def test_ctrl_c_says_so_in_one_line_and_the_rerun_goes_on(self):
+        root = self.make_tmp()
+        labels, logs = write_labels(root)
+        server = self.start()
+        out = root / "out"
+        stderr = kill_at_call(self, server, 2, runner_command(*self.argv(server, labels, logs, out)),
+                              sig=signal.SIGINT)
+        self.assertEqual(stderr.strip().splitlines(), [
+            "interrupted; nothing completed was lost. Rerun the same command to go on."])
+        kept = len((out / "judge-calls.jsonl").read_text().splitlines())
+        before = server.chat_count()
+        self.check(server, labels, logs, out)
+        self.assertEqual(server.chat_count() - before, 7 + 6 + 5 - kept)
 
     def test_another_model_or_prompt_into_the_same_folder_is_refused(self):
         root = self.make_tmp()
@@ -238,6 +264,10 @@ class MeasuredAgreementTest(JudgeCheckCase):
         (out / "judge-check.json").write_text(json.dumps(written))
         self.assertEqual(measured_agreement(out, MODEL, lock["identity"], lock["prompt_sha256"],
                                             0.65, labels_dir=labels), measured)
+        written["threshold"] = 0.3
+        (out / "judge-check.json").write_text(json.dumps(written))
+        self.assertEqual(chosen_threshold(out, MODEL, lock["identity"], lock["prompt_sha256"],
+                                          labels_dir=labels), 0.65)
         # at another threshold the same replies read otherwise: recomputed, not stored
         self.assertNotEqual(measured_agreement(out, MODEL, lock["identity"],
                                                lock["prompt_sha256"], 0.5, labels_dir=labels),
@@ -251,6 +281,7 @@ class MeasuredAgreementTest(JudgeCheckCase):
                            ("prompt", (MODEL, lock["identity"], "0" * 64))):
             with self.subTest(name):
                 self.assertIsNone(measured_agreement(out, *args, 0.5, labels_dir=labels))
+                self.assertEqual(chosen_threshold(out, *args, labels_dir=labels), 0.5)
         self.assertIsNone(measured_agreement(out.parent / "nothing", MODEL, lock["identity"],
                                              lock["prompt_sha256"], 0.5, labels_dir=labels))
 

@@ -23,7 +23,7 @@ from .records import (EXIT_CELLS_FAILED, EXIT_OK, RESULTS_ROOT, BackendOptions, 
 from .runfolder import refuse_unsafe, write_atomic
 from .runner import RetryPolicy
 from .studies.sessions import audit_needed, measured
-from .studies.sessions.judge import JUDGED, Judge, read_judge_prompt
+from .studies.sessions.judge import JUDGED, MAX_SUMMARY_CHARS, Judge, read_judge_prompt
 from .studies.sessions.judge_agreement import (AGREEMENT_KAPPA, CALLS_FILE, CATEGORIES, HALVES,
                                                LABELS_DIR, LOCK_FILE, agreement_of,
                                                choose_threshold, figures, journal_calls,
@@ -115,17 +115,21 @@ def summaries_of(items, logs_dir: Path | None) -> tuple[dict, list[str]]:
     return summaries, notes
 
 
-def ask_all(judge: Judge, asked: list, quiet: bool) -> None:
-    """Each item asked (or answered from the journal), progress on stderr."""
+def ask_all(judge: Judge, asked: list, quiet: bool) -> int:
+    """Each item asked (or answered from the journal), progress on stderr; the number the judge
+    could not be asked (a summary too long for it)."""
     started = last_shown = time.monotonic()
+    not_asked = 0
     for done, (item, summary) in enumerate(asked, 1):
-        judge.decide(summary, item.category, item.item, item.item_id)
+        decided = judge.decide(summary, item.category, item.item, item.item_id)
+        not_asked += decided["reply"] is None
         now = time.monotonic()
         if not quiet and (now - last_shown >= PROGRESS_EVERY_S or done == len(asked)):
             per_call = (now - started) / judge.sent if judge.sent else 0.0
             print(f"judge-check: {done}/{len(asked)} items judged ({judge.sent} calls sent, "
                   f"{judge.reused} from the journal; {per_call:.2f} s per call)", file=sys.stderr)
             last_shown = now
+    return not_asked
 
 
 # --- The report --------------------------------------------------------------------------------
@@ -135,9 +139,14 @@ def share(value: float | None) -> str:
 
 def render_md(model: str, lock: dict, measured_figures: dict, threshold, dev_kappa,
               notes: list[str]) -> str:
-    chosen = (f"{threshold:g} on P(KEPT), chosen on the dev labels only (pooled dev kappa of the "
-              f"judged categories {kappa_text(dev_kappa)})" if threshold is not None else
-              "none: the server gave no probabilities, so each reply's word stands")
+    if threshold is None:
+        chosen = "none: the server gave no probabilities, so each reply's word stands"
+    elif dev_kappa is None:
+        chosen = (f"the default {threshold:g} on P(KEPT): no dev item of a judged category gave "
+                  "a measurable kappa to choose one by")
+    else:
+        chosen = (f"{threshold:g} on P(KEPT), chosen on the dev labels only (pooled dev kappa of "
+                  f"the judged categories {kappa_text(dev_kappa)})")
     agreement = agreement_of(model, measured_figures, threshold)
     lines = [f"# judge-check: {model}", "",
              f"Prompt {lock['prompt_file']} (sha256 {lock['prompt_sha256'][:12]}), server "
@@ -207,10 +216,13 @@ def command_judge_check(args) -> int:
     policy = RetryPolicy(retries=args.retries, give_up_after_s=args.give_up_after)
     judge = Judge(backend, model, identity, prompt, cache, policy, stop=threading.Event())
     try:
-        ask_all(judge, asked, args.quiet)
+        too_long = ask_all(judge, asked, args.quiet)
     except (ServerGone, TransientError, FatalCallError) as err:
         raise JudgeCheckStopped(f"{err}; the {len(cache.records)} calls made are kept in "
                                 f"{out_dir / CALLS_FILE}: run the same command to go on") from None
+    if too_long:
+        notes.append(f"{too_long} items whose summary is over {MAX_SUMMARY_CHARS:,} characters "
+                     "(the judge is not asked about them; the rules' status stands)")
     calls = journal_calls(out_dir / CALLS_FILE, model, prompt.sha256)
     threshold, dev_kappa = choose_threshold(items, calls)
     measured_figures = figures(items, calls, threshold)

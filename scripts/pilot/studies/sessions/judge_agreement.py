@@ -8,6 +8,7 @@ report names beside every verdict of the judge.
     figures(items, calls, threshold) -> {category: {half: n, precision, recall, kappa, ...}}
     choose_threshold(items, calls) -> (threshold or None, its dev kappa): dev labels only
     measured_agreement(check_dir, model, identity, prompt_sha256, threshold) -> Agreement | None
+    chosen_threshold(check_dir, model, identity, prompt_sha256) -> the threshold judge-check chose
 
 The labelled sets: the needed items of the real compactions (tests/labelled/compactions/, label
 `summary` kept/lost/wrong, `half` dev/held-out) in the judged categories, and the gate's snippets
@@ -174,10 +175,12 @@ def choose_threshold(items: list[LabelledItem],
                      calls: dict[str, dict]) -> tuple[float | None, float | None]:
     """The threshold on P(KEPT) that maximises the dev kappa of the judged categories pooled, and
     that kappa; read from the dev labels only. (None, kappa) where the server gave no
-    probabilities (each reply's word stands); the default where no threshold makes kappa
-    measurable."""
+    probabilities (each reply's word stands); (the default, None) where no dev item of a judged
+    category was asked or no threshold makes kappa measurable."""
     dev = [item for item in items if item.half == "dev" and item.category in JUDGED]
     asked = [calls[item.item_id] for item in dev if item.item_id in calls]
+    if not asked:
+        return DEFAULT_THRESHOLD, None
     if not any(judgement(record, DEFAULT_THRESHOLD)["p_kept"] is not None for record in asked):
         return None, pooled_kappa(dev, calls, None)
     best, best_kappa = DEFAULT_THRESHOLD, None
@@ -242,18 +245,36 @@ def read_lock(check_dir: Path) -> dict | None:
     return lock if isinstance(lock, dict) else None
 
 
-def measured_agreement(check_dir: Path, model: str, identity: dict, prompt_sha256: str,
-                       threshold: float | None,
-                       labels_dir: Path = LABELS_DIR) -> Agreement | None:
-    """The judge's agreement recomputed from a judge-check folder's journal of raw replies against
-    the labels; None where the folder holds no judge-check of this model, identity and prompt."""
+def checked_calls(check_dir: Path, model: str, identity: dict,
+                  prompt_sha256: str) -> dict[str, dict] | None:
+    """The journalled calls of a judge-check folder by item_id; None where the folder holds no
+    judge-check of this model, identity (as the server describes the model) and prompt."""
     lock = read_lock(Path(check_dir))
     if lock is None or lock.get("model") != model or \
             lock.get("prompt_sha256") != prompt_sha256 or \
             canonical_json(lock.get("identity")) != canonical_json(identity):
         return None
-    calls = journal_calls(Path(check_dir) / CALLS_FILE, model, prompt_sha256)
-    if not calls:
+    return journal_calls(Path(check_dir) / CALLS_FILE, model, prompt_sha256) or None
+
+
+def measured_agreement(check_dir: Path, model: str, identity: dict, prompt_sha256: str,
+                       threshold: float | None,
+                       labels_dir: Path = LABELS_DIR) -> Agreement | None:
+    """The judge's agreement recomputed from a judge-check folder's journal of raw replies against
+    the labels; None where the folder holds no judge-check of this model, identity and prompt."""
+    calls = checked_calls(check_dir, model, identity, prompt_sha256)
+    if calls is None:
         return None
-    items = labelled_items(labels_dir)
-    return agreement_of(model, figures(items, calls, threshold), threshold)
+    return agreement_of(model, figures(labelled_items(labels_dir), calls, threshold), threshold)
+
+
+def chosen_threshold(check_dir: Path, model: str, identity: dict, prompt_sha256: str,
+                     labels_dir: Path = LABELS_DIR) -> float:
+    """The threshold judge-check chose for this judge, chosen again from its journal on the dev
+    labels (never read from a file's figure); DEFAULT_THRESHOLD where the folder holds no check of
+    it or its server gave no probabilities (the threshold then changes nothing)."""
+    calls = checked_calls(check_dir, model, identity, prompt_sha256)
+    if calls is None:
+        return DEFAULT_THRESHOLD
+    threshold, _ = choose_threshold(labelled_items(labels_dir), calls)
+    return DEFAULT_THRESHOLD if threshold is None else threshold
