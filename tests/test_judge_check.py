@@ -117,6 +117,40 @@ class JudgeCheckTest(JudgeCheckCase):
         self.assertIn("0.72 (31/43)", stdout)            # the rules' figures beside it, as stated
         self.assertEqual(stdout, (root / "out" / "judge-check.md").read_text())
 
+    def test_two_labels_that_ask_the_same_share_one_call_and_both_count(self):
+        root = self.make_tmp()
+        labels, logs = write_labels(root, dev_items=[("request", "kept", "KEPT")],
+                                    held_out_items=[], snippets=[])
+        path = labels / "compactions" / "dev-0.jsonl.json"
+        record = json.loads(path.read_text())
+        record["needed"].append(dict(record["needed"][0]))
+        path.write_text(json.dumps(record))
+        server = self.start()
+        for out in (root / "out", root / "out"):         # a rerun reads the journal alike
+            result, _ = self.check(server, labels, logs, out)
+            self.assertEqual(result["figures"]["request"]["dev"]["n"], 2)
+        self.assertEqual(server.chat_count(), 1)
+
+    def test_bad_input_is_one_line_before_any_call(self):
+        root = self.make_tmp()
+        labels, logs = write_labels(root)
+        server = self.start()
+        out = root / "out"
+        for name, change, said in (
+                ("no judge", lambda a: a[:1] + a[3:], "--judge"),
+                ("logs not a folder", lambda a: a + ["--real-logs", str(root / "none")],
+                 "is not a folder"),
+                ("prompt missing", lambda a: a + ["--judge-prompt", str(root / "none.txt")],
+                 "does not exist"),
+                ("model not on the server", lambda a: [w if w != MODEL else "nope:1b" for w in a],
+                 "'nope:1b' is not on the server")):
+            with self.subTest(name):
+                code, _, stderr = run_main(change(self.argv(server, labels, logs, out)))
+                self.assertEqual(code, 2)
+                self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+                self.assertIn(said, stderr)
+        self.assertEqual(server.chat_count(), 0)
+
     def test_a_garbage_reply_is_counted_unreadable_never_a_verdict(self):
         root = self.make_tmp()
         labels, logs = write_labels(root, dev_items=[("open_task", "kept", "GARBAGE"),

@@ -25,7 +25,7 @@ from pathlib import Path
 from ...records import PilotError, canonical_json
 from ...runfolder import parse_record_line
 from ...stats import cohen_kappa
-from .judge import DEFAULT_THRESHOLD, JUDGED, judgement
+from .judge import DEFAULT_THRESHOLD, JUDGED, MAX_ITEM_CHARS, judgement
 from .measured import listing
 
 # the protocol's threshold: Cohen's kappa of kept vs not kept, per judged category, held-out
@@ -139,11 +139,28 @@ def said(item: LabelledItem, record: dict, threshold: float | None) -> str | Non
 
 
 # --- The figures ---------------------------------------------------------------------------------
+def question_of(item: LabelledItem) -> tuple:
+    """What makes an item's question: two labels that ask the same share one call (the journal
+    answers the second from the first, under the first one's item_id)."""
+    return (item.log, item.compaction, item.summary, item.category, item.item[:MAX_ITEM_CHARS])
+
+
+def answers(items: list[LabelledItem], calls: dict[str, dict]) -> dict[str, dict]:
+    """item_id -> the journalled call that answers it, its own or that of the same question."""
+    by_question: dict[tuple, dict] = {}
+    for item in items:
+        if item.item_id in calls:
+            by_question.setdefault(question_of(item), calls[item.item_id])
+    return {item.item_id: by_question[question_of(item)] for item in items
+            if question_of(item) in by_question}
+
+
 def scored_pairs(items: list[LabelledItem], calls: dict[str, dict],
                  threshold: float | None) -> list[tuple[LabelledItem, str | None]]:
     """Each labelled item that was asked, with the judge's kept / not kept (None: unreadable)."""
-    return [(item, said(item, calls[item.item_id], threshold)) for item in items
-            if item.item_id in calls]
+    answered = answers(items, calls)
+    return [(item, said(item, answered[item.item_id], threshold)) for item in items
+            if item.item_id in answered]
 
 
 def pair_figures(pairs: list[tuple[str, str | None]]) -> dict:
@@ -178,7 +195,7 @@ def choose_threshold(items: list[LabelledItem],
     probabilities (each reply's word stands); (the default, None) where no dev item of a judged
     category was asked or no threshold makes kappa measurable."""
     dev = [item for item in items if item.half == "dev" and item.category in JUDGED]
-    asked = [calls[item.item_id] for item in dev if item.item_id in calls]
+    asked = list(answers(dev, calls).values())
     if not asked:
         return DEFAULT_THRESHOLD, None
     if not any(judgement(record, DEFAULT_THRESHOLD)["p_kept"] is not None for record in asked):
