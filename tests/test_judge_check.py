@@ -151,6 +151,19 @@ class JudgeCheckTest(JudgeCheckCase):
                 self.assertIn(said, stderr)
         self.assertEqual(server.chat_count(), 0)
 
+    def test_a_call_the_server_refuses_ends_in_one_line_and_keeps_the_calls_made(self):
+        root = self.make_tmp()
+        labels, logs = write_labels(root)
+        server = self.start(FakeOpenAI)
+        server.faults = [None, ("status", 400, {"error": {"message": "bad request"}})]
+        out = root / "out"
+        code, _, stderr = run_main(self.argv(server, labels, logs, out))
+        self.assertEqual(code, 2, stderr)
+        self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+        self.assertIn("the server refused a judge call", stderr)
+        self.assertIn("the 1 call made is kept", stderr)
+        self.assertEqual(server.chat_count(), 2)
+
     def test_a_garbage_reply_is_counted_unreadable_never_a_verdict(self):
         root = self.make_tmp()
         labels, logs = write_labels(root, dev_items=[("open_task", "kept", "GARBAGE"),

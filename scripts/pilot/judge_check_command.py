@@ -132,6 +132,11 @@ def ask_all(judge: Judge, asked: list, quiet: bool) -> int:
     return not_asked
 
 
+def calls_made(cache: CallCache) -> str:
+    count = len(cache.records)
+    return f"the {count} call made is" if count == 1 else f"the {count} calls made are"
+
+
 # --- The report --------------------------------------------------------------------------------
 def share(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
@@ -217,9 +222,13 @@ def command_judge_check(args) -> int:
     judge = Judge(backend, model, identity, prompt, cache, policy, stop=threading.Event())
     try:
         too_long = ask_all(judge, asked, args.quiet)
-    except (ServerGone, TransientError, FatalCallError) as err:
-        raise JudgeCheckStopped(f"{err}; the {len(cache.records)} calls made are kept in "
-                                f"{out_dir / CALLS_FILE}: run the same command to go on") from None
+    except (ServerGone, TransientError) as err:
+        raise JudgeCheckStopped(f"{err}; {calls_made(cache)} kept in {out_dir / CALLS_FILE}: "
+                                "run the same command to go on") from None
+    except FatalCallError as err:
+        raise PilotError(f"the server refused a judge call ({err}); {calls_made(cache)} kept in "
+                         f"{out_dir / CALLS_FILE}: once that is fixed, the same command goes "
+                         "on") from None
     if too_long:
         notes.append(f"{too_long} items whose summary is over {MAX_SUMMARY_CHARS:,} characters "
                      "(the judge is not asked about them; the rules' status stands)")
