@@ -562,7 +562,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                                  "inside the logs' folder, and one audit at a time in it")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "judge-check":
-        parser.epilog = ("Every call is journalled in OUT/judge-calls.jsonl as it returns: after "
+        parser.epilog = ("The threshold on P(KEPT) is chosen on the dev labels only, and the "
+                         "held-out figures are given at it. Every call is journalled in "
+                         "OUT/judge-calls.jsonl as it returns: after "
                          "Ctrl-C, a kill or a server that stopped answering, the same command "
                          "sends only the calls not yet made. Exit codes: 0 done; 2 bad input or "
                          "no server; 3 the server stopped answering; 130 interrupted. "
