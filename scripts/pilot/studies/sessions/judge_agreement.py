@@ -229,14 +229,14 @@ class Agreement:
         the protocol's agreement threshold."""
         kappas = ", ".join(f"{category} {kappa_text(self.per_category[category]['held-out'][2])}"
                            for category in JUDGED)
-        reading = (f"P(KEPT) threshold {self.threshold:g}, chosen on dev" if self.threshold
-                   is not None else "each reply's word, as the server gave no probabilities")
+        reading = (f"at P(KEPT) threshold {self.threshold:g}" if self.threshold is not None
+                   else "each reply's word, as the server gave no probabilities")
         below = (f"; below the protocol's agreement threshold (kappa {AGREEMENT_KAPPA:g}) for "
                  f"{listing(self.below)}, where its verdicts are not established"
                  if self.below else f"; at or above the protocol's agreement threshold (kappa "
                  f"{AGREEMENT_KAPPA:g}) in every judged category")
-        return (f"The judge {self.model} agrees with the held-out hand labels (Cohen's kappa of "
-                f"kept vs not kept, {reading}): {kappas}{below}.")
+        return (f"The judge {self.model}, measured against the held-out hand labels (Cohen's "
+                f"kappa of kept vs not kept, {reading}): {kappas}{below}.")
 
 
 def kappa_text(kappa: float | None) -> str:
