@@ -124,6 +124,27 @@ COMPLETE_BEFORE_NOUN = re.compile(
 # the claims of having checked something: supported by what the calls printed
 VERIFY_WORDS = frozenset({"verified", "checked", "validated", "confirmed"})
 
+# how a check was made: "by checking the diff", "by running `git log`"
+CHECKED_BY = re.compile(r"\bby (?:checking|running|reading|comparing|inspecting|looking at|viewing|"
+                        r"examining)\s+(?:the\s+|a\s+)?`?(?P<what>[\w.-]{3,})", re.IGNORECASE)
+
+# the words that name a kind of check in a claim that it passed
+CHECK_NAMES = {"tests": re.compile(r"\btests?\b", re.IGNORECASE),
+               "lint": re.compile(r"\blint\w*", re.IGNORECASE),
+               "build": re.compile(r"\b(?:build|builds|built|compil\w+)\b", re.IGNORECASE)}
+
+# the words of a claim that a check passed
+PASSED_WORDS = re.compile(r"\b(?:pass(?:es|ed|ing)?|green|succeeded|successful(?:ly)?|clean(?:ly)?|"
+                          r"compiles|compiled|ok)\b", re.IGNORECASE)
+
+# a test file, named by its kind ("the test file"): a file whose name marks it as tests
+TEST_FILE_PHRASE = re.compile(r"\btest (?:file|helper|fixture)s?\b", re.IGNORECASE)
+TEST_FILE_NAME = re.compile(r"(?:^|[_.-])(?:test|tests|spec)(?:[_.-]|$)|^test", re.IGNORECASE)
+
+# a line of a file view (Claude Code's Read prints each line after its number): code read, no
+# failure reported
+FILE_VIEW_LINE = re.compile(r'the source reports a failure: "\s*\d+\u2192')
+
 # the words of a clause that reports trouble in the state it names ("Current merge conflict")
 REPORTS_TROUBLE = re.compile(r"\b(?:conflicts?|conflicting|failing|failures?|broken|errors?|"
                              r"red|blocked|unresolved|still open)\b", re.IGNORECASE)
@@ -221,7 +242,8 @@ def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
                                                                               summary),
             "mid_session": bool(turns) and bool(turns[0].get("mid_session")),
             "user_said": "\n".join(text for _, _, text in user_words(turns)),
-            "earlier": next((t["text"] for t in turns if t.get("summary")), "")}
+            "earlier": next((t["text"] for t in turns if t.get("summary")), ""),
+            "last_checks": {kind: outcome for kind, (outcome, _) in last_checks(turns).items()}}
 
 
 def call_texts(turns: list[dict]) -> str:
@@ -369,6 +391,11 @@ def change_supported(clause: str, edits: set[str], source: str) -> bool:
     test run), every file it names is one the calls changed, and every code name it gives is one
     they wrote or replaced or one the history holds (a function the agent read and then edited
     inside); a name the history never holds is no change the calls made."""
+    if TEST_FILE_PHRASE.search(clause):
+        # (a test file named by its kind: one the calls changed whose name marks it as tests)
+        if not any(TEST_FILE_NAME.search(e.rsplit(".", 1)[0]) for e in edits if "." in e):
+            return False
+        clause = TEST_FILE_PHRASE.sub(" ", clause)
     if not edits or not CHANGE_CLAIM.search(clause) or CHECK_CLAIM.search(bare_words(clause)):
         return False
     files = FILE_NAME.findall(clause)
@@ -442,6 +469,9 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
     if not said or detail.startswith("presented as") and "the source reports a failure" \
             not in detail:
         return False
+    if FILE_VIEW_LINE.search(detail) and claim(text) is not None:
+        # (the "failure" is a line of code the agent read: the claim is one like any other)
+        detail = f"a claim of `{claim(text)[1]}` that no ledger item or source event supports"
     word = said.group(1).lower()
     if word not in text.lower() or QUOTED.search(text):
         # the claim outside the quotations, if any, is the one to support
@@ -453,7 +483,10 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
             unverifiable(text, word, support["tasks"]) or \
             beyond_history(text, word, support, source):
         return True
-    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"]):
+    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"],
+                                                            source):
+        return True
+    if passed_by_last_run(text, support.get("last_checks", {})):
         return True
     if word in APPROVAL_WORDS and support["approved"] and \
             (re.search(r"\b(?:user|plan)\b", text, re.IGNORECASE) or
@@ -463,6 +496,15 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
         return True
     return not BLANKET.search(bare_words(text)) and change_supported(text, support["edits"],
                                                                       source)
+
+
+def passed_by_last_run(text: str, last: dict) -> bool:
+    """Whether a claim that a check passed ("the code compiled successfully", "lint is clean")
+    names kinds of check whose last run in the span each passed; not a blanket or hedged one."""
+    bare = bare_words(text)
+    kinds = [kind for kind, name in CHECK_NAMES.items() if name.search(bare)]
+    return bool(kinds) and bool(PASSED_WORDS.search(bare)) and not BLANKET.search(bare) and \
+        not HEDGED.search(bare) and all(last.get(kind) == "ok" for kind in kinds)
 
 
 def not_a_claim(text: str) -> bool:
@@ -495,7 +537,8 @@ def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
     """Whether a claim of done names things (files, code, code names, quotations) of which the
     history in the file holds none, in its words, the calls' arguments or what they printed: work
     from before the file begins (a span that starts mid-session, as the reader marks its first
-    turn), which the file cannot check; in a span from the session's start it is invented."""
+    turn), which the file cannot check; in a span from the session's start it is invented. So is
+    a claim of a change to files none of which a call in the file changed."""
     if word in VERIFY_WORDS | APPROVAL_WORDS or not support.get("mid_session"):
         return False
     named = [m.strip("`\"").strip() for m in re.findall(r"`[^`]+`|\"[^\"\n]+\"", text)] + \
@@ -503,21 +546,35 @@ def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
         sorted(code_names(FILE_NAME.sub(" ", text)))
     named = [n for n in named if len(n) >= 3]
     held = (source, support["printed"])
+    edited = {e.lower() for e in support["edits"]}
+    files = [re.split(r"[\\/]", f)[-1].lower() for f in FILE_NAME.findall(text)]
+    # (the amendment of 2026-12-06 (15): a change to files of which no call in the file changed
+    # any, in a file that begins mid-session, was made before it began: `git stash pop` brings
+    # such changes back without an edit call)
     return bool(named) and not any(n in h for n in named for h in held) and \
-        not any(n.lower() in {e.lower() for e in support["edits"]} for n in named)
+        not any(n.lower() in edited for n in named) or \
+        bool(files) and bool(CHANGE_CLAIM.search(text)) and not any(f in edited for f in files)
 
 
-def checked_by_calls(text: str, word: str, printed: str) -> bool:
+def checked_by_calls(text: str, word: str, printed: str, source: str = "") -> bool:
     """Whether a claim of having checked something ("verified with `git log`", "checked coverage:
     `f` 66.7%", "already done") is supported by what the span's successful calls gave and
-    printed: it names a thing or value, and each it names is there. A blanket claim is not."""
+    printed: it names a thing or value, each it names is there or (the amendment of 2026-12-06
+    (15)) is the subject the conversation asked about, and one at least is there; or it names
+    how it checked ("by checking the diff") and a successful call did that. A blanket claim is
+    not."""
     if word == "done" and not re.search(r"\balready\s+done\b", text, re.IGNORECASE) or \
             BLANKET.search(bare_words(text)):
         return False
     named = [m.strip("`\"") for m in CHECKABLE.findall(text)] + \
         [f for f in FILE_NAME.findall(text)] + sorted(code_names(text))
     named = [n for n in named if len(n) >= 2]
-    return bool(named) and all(n in printed for n in named)
+    if named:
+        return any(n in printed for n in named) and \
+            all(n in printed or n in source for n in named)
+    means = CHECKED_BY.search(text)
+    return bool(means) and bool(re.search(rf"\b{re.escape(means.group('what'))}\b", printed,
+                                          re.IGNORECASE))
 
 
 def against_failed_check(finding: dict, support: dict) -> bool:
