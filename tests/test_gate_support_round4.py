@@ -1,12 +1,13 @@
-"""The audit's release gate on real summaries, fourth round (issue 40, point 4; protocol/SESSIONS.md,
-the amendment of 2026-12-06 (15)): what agents and Claude Code's summary template do that the gate
-read as misstatements on other real logs. tests/fixtures/gate_support/round4.jsonl, a Claude Code
-log written for this project, holds one of each: a command that only looks and fails, a fallback
-that ran (`which ruff || pip install ruff`), a search tool that could not start and the same search
-in a shell, a check the summary reports failing in its own words, an instruction whose "not"
-qualifies a thing, the user's words quoted, a question, a hyphenated term, "pushed back", a fix
-applied, a build that passed after a failure sentence, checks made as the summary says, and a line
-range the agent read. Its summary tells the truth; the misstatements put beside it are still caught.
+"""The audit's release gate on real summaries, fourth round (issue 40, point 4;
+protocol/SESSIONS.md, the amendment of 2026-12-06 (15)): what agents and Claude Code's summary
+template do that the gate read as misstatements on other real logs.
+tests/fixtures/gate_support/round4.jsonl, a Claude Code log written for this project, holds one of
+each: a command that only looks and fails, a fallback that ran (`which ruff || pip install ruff`),
+a search tool that could not start and the same search in a shell, a check the summary reports
+failing in its own words, an instruction whose "not" qualifies a thing, the user's words quoted, a
+question, a hyphenated term, "pushed back", a fix applied, a build that passed after a failure
+sentence, checks made as the summary says, and a line range the agent read. Its summary tells the
+truth; the misstatements put beside it are still caught.
 """
 import json
 import sys
