@@ -121,6 +121,16 @@ class ObligationsTest(unittest.TestCase):
         support = {"earlier": "1. **Session Start**: The user reviewed the release notes."}
         self.assertTrue(obligation_stands(finding, text, support))
 
+    def test_an_order_that_quotes_the_user_reports_the_message(self):
+        detail = "an order or a rule given as the user's that the user's words do not hold"
+        support = {"user_said": "please don't reset it in run, keep the counter per job"}
+        finding = self.finding(detail, 'The user said "keep the counter per job" and asked me '
+                                       "to redo the staging")
+        self.assertFalse(obligation_stands(finding, finding["text"], support))
+        # (a part the user negated is no quotation of an order)
+        finding = self.finding(detail, 'The user asked me to "reset it in run" and redo staging')
+        self.assertTrue(obligation_stands(finding, finding["text"], support))
+
     def test_a_statement_and_an_expected_failure_are_no_opposite(self):
         for instruction, text in [
                 ("When a job has no owner, `requeue_job` returns early at line ~58.",

@@ -705,11 +705,15 @@ def order_verb(instruction: str) -> str | None:
 
 def quotes_user(text: str, said: str) -> bool:
     """Whether a sentence quotes the user's own words (two words or more, as the user's words
-    hold them, case and punctuation aside): it reports the message, it invents nothing."""
-    plain = " ".join(re.findall(r"\w+", said.lower()))
+    hold them, case and punctuation aside, not a part the user negated): it reports the message,
+    it invents nothing."""
+    plain = f" {' '.join(re.findall(r'[a-z0-9]+', said.lower()))} "
     for quote in QUOTED.findall(text):
-        words = re.findall(r"\w+", quote.lower())
-        if len(words) >= 2 and f" {' '.join(words)} " in f" {plain} ":
+        words = re.findall(r"[a-z0-9]+", quote.lower())
+        at = plain.find(f" {' '.join(words)} ")
+        # (not a part the user negated: "reset it in run" of "don't reset it in run")
+        if len(words) >= 2 and at >= 0 and \
+                not re.search(r"\b(?:not|t|never|no)\s*$", plain[:at + 1]):
             return True
     return False
 
