@@ -10,6 +10,7 @@ sentence, checks made as the summary says, and a line range the agent read. Its 
 truth; the misstatements put beside it are still caught.
 """
 import json
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -144,6 +145,28 @@ class ObligationsTest(unittest.TestCase):
         finding = self.finding('says the opposite of the instruction "Never push to main."',
                                "Pushed the fix to main.")
         self.assertTrue(obligation_stands(finding, finding["text"]))
+
+
+class MeasureUnlabelledTest(unittest.TestCase):
+    def test_the_benchmark_prints_each_finding_of_one_half_of_a_folder(self):
+        summary = with_line(summary_of("round4"), "Pushed fix/retry-count to origin.")
+        text = PATH.read_text().replace(json.dumps(summary_of("round4"))[1:-1],
+                                        json.dumps(summary)[1:-1])
+        with tempfile.TemporaryDirectory() as folder:
+            for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+                (Path(folder) / name).write_text(text if name != "b.jsonl" else
+                                                 PATH.read_text())
+            run = [sys.executable, str(ROOT / "scripts" / "bench" / "measure_gate.py"),
+                   "--unlabelled", folder, "--half"]
+            first = subprocess.run(run + ["first"], capture_output=True, text=True, check=True)
+            second = subprocess.run(run + ["second", "--counts"], capture_output=True,
+                                    text=True, check=True)
+        # (a and c are the first half, b the second; only the findings of a half shown)
+        self.assertIn("(first, 2 files): 2 compactions, 2 gate findings", first.stdout)
+        self.assertIn("a.jsonl #1 status", first.stdout)
+        self.assertIn('line:    "   Pushed fix/retry-count to origin."', first.stdout)
+        self.assertIn("(second, 1 files): 1 compactions, 0 gate findings", second.stdout)
+        self.assertNotIn("b.jsonl", second.stdout)
 
 
 if __name__ == "__main__":
