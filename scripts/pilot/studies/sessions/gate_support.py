@@ -30,6 +30,14 @@ from the words of the history:
         bears out (checked_by_calls); a failed check the clause reports or whose own tests
         passed (against_failed_check); a lookup later corrected; obligations that are an
         error reported, an option's "no", a note about code or an opinion (obligation_stands).
+        And (the amendment of 2026-12-06 (15)): a failure its own call answers (a command that
+        only looks, a fallback that ran, a lookup made again by another tool, a check the summary
+        reports failing: answered_failures); the template's list of the user's messages and its
+        pending tasks and next step (claims_nothing_here); a value that is a placeholder path's
+        tail, a list number or lines the agent viewed (value_stands); a check whose last run
+        passed (passed_by_last_run); orders in a mid-session file, quoting the user or carried
+        from the previous summary, questions, and instructions opposed only in words
+        (obligation_stands, opposite_stands).
 
 Pure functions of the readers' record: no model, no file, no clock.
 """
