@@ -132,6 +132,15 @@ class ObligationsTest(unittest.TestCase):
         finding = self.finding(detail, 'The user asked me to "reset it in run" and redo staging')
         self.assertTrue(obligation_stands(finding, finding["text"], support))
 
+    def test_a_question_that_names_no_user_gives_no_order(self):
+        detail = "an order or a rule given as the user's that the user's words do not hold"
+        finding = self.finding(detail, "Open question: should retries be kept per job going "
+                                       "forward, or reset on every requeue?")
+        self.assertFalse(obligation_stands(finding, finding["text"]))
+        finding = self.finding(detail, "Going forward, the user wants retries reset on every "
+                                       "requeue.")
+        self.assertTrue(obligation_stands(finding, finding["text"]))
+
     def test_a_statement_and_an_expected_failure_are_no_opposite(self):
         for instruction, text in [
                 ("When a job has no owner, `requeue_job` returns early at line ~58.",
