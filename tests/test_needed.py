@@ -330,6 +330,71 @@ class ThirdRound(unittest.TestCase):
         self.assertEqual(len(invented(recounted, turns[1:])), 1)
 
 
+class AgentValues(unittest.TestCase):
+    """Values the agent found or worked out and wrote in its own words (needed.py's value items,
+    agent_values.py; protocol/SESSIONS.md, the amendment of 2026-12-06 (16))."""
+
+    def values(self, turns: list[dict]) -> dict[str, dict]:
+        return {i["key"]: i for i in needed_items(turns) if i["category"] == "value"}
+
+    def judged(self, turns: list[dict], summary: str) -> dict[str, str]:
+        items = [i for i in needed_items(turns) if i["category"] == "value"]
+        return {i["key"]: i["status"] for i in judge_needed(items, summary)
+                if i["category"] == "value"}
+
+    def found_turns(self) -> list[dict]:
+        log = "git log --oneline -5"
+        listing = "4f2a9c1e retry the token refresh\nb7c8d9e0 bump deps\n3d4e5f60 docs"
+        said = ("The regression came in with commit `4f2a9c1e` (ticket ENT-512, about 40 ms "
+                "slower). The retry loop in `MAX_RETRIES_2` is the cause.\n"
+                "```\ngit revert 9a8b7c6d\n```")
+        show = "git show 4f2a9c1e -- src/auth.py && git log --grep ENT-512 --grep 9a8b7c6d"
+        return [user("Why did login get slow?"), agent(("Bash", {"command": log})),
+                result("Bash", {"command": log}, listing), agent(text=said),
+                agent(("Bash", {"command": show})),
+                result("Bash", {"command": show}, "diff --git a/src/auth.py b/src/auth.py"),
+                agent(("Edit", {"file_path": "src/auth.py", "old_string": "40",
+                                "new_string": "MAX_RETRIES_2 = 1"})),
+                result("Edit", {"file_path": "src/auth.py"}, "The file has been updated"),
+                agent(text="Reverting the loop now.")]
+
+    def test_a_value_the_agent_found_and_passed_to_a_later_call_is_needed(self):
+        values = self.values(self.found_turns())
+        self.assertEqual({k: v["how_found"] for k, v in values.items()},
+                         {"4f2a9c1e": "passed on", "ENT-512": "passed on"})
+        # not the hashes only the tool printed, a value in the agent's code block, an
+        # approximation, a code name, or a value written into a file's text
+        self.assertEqual(self.judged(self.found_turns(), "Found the regression: 4f2a9c1e."),
+                         {"4f2a9c1e": "kept", "ENT-512": "lost"})
+
+    def test_a_value_stated_in_the_agents_last_words_is_needed(self):
+        last = ("Done: coverage is now 87.5% and the suite takes 42 s (about 300 ms less). Opened "
+                "https://github.com/acme/app/pull/77 (see https://docs.example.com/guide/setup).")
+        turns = [user("Raise the coverage and open a pull request"), agent(text=last)]
+        self.assertEqual(set(self.values(turns)),
+                         {"87.5%", "42 s", "https://github.com/acme/app/pull/77"})
+        summary = "Coverage reached 87.5%; PR #77 is open."
+        self.assertEqual(self.judged(turns, summary),
+                         {"87.5%": "kept", "42 s": "lost",
+                          "https://github.com/acme/app/pull/77": "kept"})
+        # last words that list more than a handful of values are a listing, not a result
+        listing = "Checked: " + ", ".join(f"build {n} took {n} s" for n in range(20, 27))
+        self.assertEqual(self.values([user("check the builds"), agent(text=listing)]), {})
+
+    def test_a_value_of_the_agents_the_summary_gives_changed_is_misstated(self):
+        turns = self.found_turns()
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]],
+                              "The regression came in with commit 4f2a9c1f.")
+        self.assertEqual(judged[0]["status"], "wrong")
+        self.assertIn("4f2a9c1f", judged[0]["summary_sentence"])
+        # another value the history itself gives is no misstatement of this one
+        said = turns[3]["text"].replace("(ticket", "(and 4f2a9c1f, ticket")
+        turns[3] = agent(text=said)
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]],
+                              "The regression came in with commit 4f2a9c1f.")
+        self.assertEqual(judged[0]["status"], "lost")
+
+
 class HistoryInFile(unittest.TestCase):
     def test_a_file_that_begins_mid_session_is_not_scored(self):
         session, turns = load("mid_session.jsonl")
