@@ -14,8 +14,9 @@ from the structure the agent's log records, not from every word of the history:
         unresolved_error (a failed or denied call no later call resolved,
         failed_steps.session_steps, nor met its purpose: purpose_met_later), value (given by
         the user, the branch and worktree the log records, a commit or pull request the agent
-        made, not in a scratch repository; never a value seen only in a tool's output, so never
-        a line-number prefix) and decision (the
+        made, not in a scratch repository, a value the agent wrote in its own words and passed to
+        a later call or stated last: agent_values.py; never a value seen only in a tool's output,
+        so never a line-number prefix) and decision (the
         agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
     judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
