@@ -343,29 +343,31 @@ class AgentValues(unittest.TestCase):
                 if i["category"] == "value"}
 
     def found_turns(self) -> list[dict]:
-        log = "git log --oneline -5"
-        listing = "4f2a9c1e retry the token refresh\nb7c8d9e0 bump deps\n3d4e5f60 docs"
-        said = ("The regression came in with commit `4f2a9c1e` (ticket ENT-512, about 40 ms "
-                "slower). The retry loop in `MAX_RETRIES_2` is the cause.\n"
-                "```\ngit revert 9a8b7c6d\n```")
-        show = "git show 4f2a9c1e -- src/auth.py && git log --grep ENT-512 --grep 9a8b7c6d"
-        return [user("Why did login get slow?"), agent(("Bash", {"command": log})),
+        log = "gh api repos/acme/app/pulls/77/comments"
+        listing = '[{"id": 2734900755, "body": "nil check"}, {"id": 2734900762, "body": "typo"}]'
+        said = ("The open comment is 2734900755 (the nil check, ticket ENT-512, about 40 ms). "
+                "It came in with commit `4f2a9c1e`; `MAX_RETRIES_2` is the cause.\n"
+                "```\ngh api repos/acme/app/pulls/77/comments/88888888888/replies\n```")
+        reply = ("gh api repos/acme/app/pulls/77/comments/2734900755/replies -f body=ENT-512 "
+                 "&& git show 4f2a9c1e && gh api .../comments/88888888888/replies")
+        return [user("Answer the review of PR 77"), agent(("Bash", {"command": log})),
                 result("Bash", {"command": log}, listing), agent(text=said),
-                agent(("Bash", {"command": show})),
-                result("Bash", {"command": show}, "diff --git a/src/auth.py b/src/auth.py"),
+                agent(("Bash", {"command": reply})),
+                result("Bash", {"command": reply}, '{"id": 2734999001}'),
                 agent(("Edit", {"file_path": "src/auth.py", "old_string": "40",
                                 "new_string": "MAX_RETRIES_2 = 1"})),
                 result("Edit", {"file_path": "src/auth.py"}, "The file has been updated"),
-                agent(text="Reverting the loop now.")]
+                agent(text="Replying to the rest now.")]
 
     def test_a_value_the_agent_found_and_passed_to_a_later_call_is_needed(self):
         values = self.values(self.found_turns())
         self.assertEqual({k: v["how_found"] for k, v in values.items()},
-                         {"4f2a9c1e": "passed on", "ENT-512": "passed on"})
-        # not the hashes only the tool printed, a value in the agent's code block, an
-        # approximation, a code name, or a value written into a file's text
-        self.assertEqual(self.judged(self.found_turns(), "Found the regression: 4f2a9c1e."),
-                         {"4f2a9c1e": "kept", "ENT-512": "lost"})
+                         {"2734900755": "passed on", "ENT-512": "passed on"})
+        # not the ids only the tool printed, a value in the agent's code block, an
+        # approximation, a code name, a value written into a file's text, nor a commit the
+        # agent passes on as it walks a history
+        self.assertEqual(self.judged(self.found_turns(), "Answering comment 2734900755."),
+                         {"2734900755": "kept", "ENT-512": "lost"})
 
     def test_a_value_stated_in_the_agents_last_words_is_needed(self):
         last = ("Done: coverage is now 87.5% and the suite takes 42 s (about 300 ms less). Opened "
@@ -382,16 +384,15 @@ class AgentValues(unittest.TestCase):
         self.assertEqual(self.values([user("check the builds"), agent(text=listing)]), {})
 
     def test_a_value_of_the_agents_the_summary_gives_changed_is_misstated(self):
-        turns = self.found_turns()
-        judged = judge_needed([self.values(turns)["4f2a9c1e"]],
-                              "The regression came in with commit 4f2a9c1f.")
+        turns = [user("Which commit broke login?"),
+                 agent(text="The regression came in with commit `4f2a9c1e`.")]
+        summary = "The regression came in with commit 4f2a9c1f."
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]], summary)
         self.assertEqual(judged[0]["status"], "wrong")
         self.assertIn("4f2a9c1f", judged[0]["summary_sentence"])
         # another value the history itself gives is no misstatement of this one
-        said = turns[3]["text"].replace("(ticket", "(and 4f2a9c1f, ticket")
-        turns[3] = agent(text=said)
-        judged = judge_needed([self.values(turns)["4f2a9c1e"]],
-                              "The regression came in with commit 4f2a9c1f.")
+        turns.insert(1, agent(text="Not 4f2a9c1f, which only bumped the docs."))
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]], summary)
         self.assertEqual(judged[0]["status"], "lost")
 
 

@@ -3,12 +3,13 @@ protocol/SESSIONS.md, the amendment of 2026-12-06 (16)): a value the conversatio
 given by the user, written by the agent in its own text, or passed to a later tool call; never a
 value seen only in a tool's output. These rules take the agent's part of it, from what agents do:
 
-    agent_value_items(turns) -> value items: a value that names one thing (an id, a digest, an
-        address, a version, a ticket or pull request number, a long number) written in the agent's
-        own words outside code and then passed to one of its later tool calls (it found the value
-        and used it), and such a value or a measurement (a number with its unit, a percentage) in
-        the agent's last words before the boundary (its latest result), unless those words list
-        more than MAX_STATED of them (a listing, not a result).
+    agent_value_items(turns) -> value items: a value that names one thing (a ticket's or pull
+        request's id or number, an address with an id, a version, a long number; not a digest,
+        which agents pass on as they walk a history) written in the agent's own words outside code
+        and then passed to one of its later tool calls (it found the value and used it), and such a
+        value, a digest or a measurement (a number with its unit, a percentage) in the agent's last
+        words before the boundary (its latest result), unless those words list more than
+        MAX_STATED of them (a listing, not a result).
     address_kept(key, summary), number_kept(key, summary) -> whether an address is kept by the
         id it names, whether a pull request's or issue's number is kept in any spelling.
     changed_in(item, summary_values) -> the summary's value that reads as the item's with a small
@@ -35,8 +36,12 @@ NAMED_ID = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)[\w.:/@#-]{4,}$|^#\d+$")
 # lines (`126-133`): no value of its own
 COMPOUND = re.compile(r"^\d+-[A-Za-z]+$|^\d+(?:-\d+)+$")
 
-# a number that only an id is as long as (a review thread, an issue in a large tracker)
-ID_DIGITS = 5
+# a number that only an id is as long as (a review comment's, a thread's in a large tracker)
+ID_DIGITS = 9
+
+# the kinds of value an agent passes on while it walks through them (the commits and objects of a
+# history it reads): a digest counts where the agent states it last, not where it passes it on
+WALKED_KINDS = frozenset({"digest"})
 
 # a measurement: a number with its unit or a percentage (`1489 bytes`, `66.7%`, `2.5k`)
 MEASURED = re.compile(r"\d(?:\s?%|\s?[A-Za-z]+)$")
@@ -127,7 +132,8 @@ def agent_value_items(turns: list[dict]) -> list[dict]:
             continue
         for value in named:
             after = begins[t + 1] if t + 1 < len(turns) else len(called)
-            if value.text not in seen and written_in(value.text, called, after):
+            if value.kind not in WALKED_KINDS and value.text not in seen and \
+                    written_in(value.text, called, after):
                 seen.add(value.text)
                 out.append(agent_value(value, turns[t]["text"], t + 1, "passed on"))
     if spoken:
