@@ -120,10 +120,11 @@ def agent_value_items(turns: list[dict]) -> list[dict]:
     spoken = [t for t, turn in enumerate(turns)
               if turn["role"] == "assistant" and (turn.get("text") or "").strip()]
     # every call's arguments in one text, and where the calls of each turn begin in it
-    calls, begins = [], []
+    calls, begins, at = [], [], 0
     for turn in turns:
-        begins.append(sum(len(c) + 1 for c in calls))
+        begins.append(at)
         calls.append(call_inputs(turn) if turn["role"] == "assistant" else "")
+        at += len(calls[-1]) + 1
     called = "\n".join(calls)
     out, seen = [], set()
     for t in spoken:
@@ -181,10 +182,10 @@ def address_kept(key: str, lower: str) -> bool:
     """An address kept by the id it names (`ENT-96` for an issue's address, `pull/121` for a pull
     request's), where one of its path's parts is an id."""
     parts = re.split(r"[/?#]", key.split("://", 1)[-1])[1:]
+    numbered = re.search(r"/(?:pull|issues)/(\d+)", key)
     return any(NAMED_ID.match(p) and not COMPOUND.match(p) and "_" not in p
                and written_in(p.lower(), lower) for p in parts) or \
-        bool(re.search(r"/(pull|issues)/(\d+)", key)) and number_kept(
-            "#" + re.search(r"/(?:pull|issues)/(\d+)", key).group(1), lower)
+        bool(numbered) and number_kept("#" + numbered.group(1), lower)
 
 
 def number_kept(key: str, lower: str) -> bool:
