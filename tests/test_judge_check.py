@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import REPO, TempDirMixin, kill_at_call, run_main, runner_command
+from pilot.studies.sessions import audit_needed
 from pilot.studies.sessions.judge import read_judge_prompt
 from pilot.studies.sessions.judge_agreement import (AGREEMENT_KAPPA, chosen_threshold,
                                                     measured_agreement)
@@ -114,7 +115,8 @@ class JudgeCheckTest(JudgeCheckCase):
         self.assertIn("below the protocol's agreement threshold (kappa 0.6) for request, "
                       "decision and open_task", stdout)
         self.assertIn("no probabilities", stdout)
-        self.assertIn("0.72 (31/43)", stdout)            # the rules' figures beside it, as stated
+        # the rules' figures beside it, as stated
+        self.assertIn(f"dev {audit_needed.MEASURED['dev'][1]}", stdout)
         self.assertEqual(stdout, (root / "out" / "judge-check.md").read_text())
 
     def test_two_labels_that_ask_the_same_share_one_call_and_both_count(self):
