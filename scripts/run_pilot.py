@@ -22,6 +22,7 @@ Usage:
     python3 scripts/run_pilot.py adversarial --models M    # the adversarial study XR-G1
     python3 scripts/run_pilot.py --study sessions --sessions PATH --models M     # XR-S1
     python3 scripts/run_pilot.py audit ~/.claude/projects  # your agent's own compactions, no model
+    python3 scripts/run_pilot.py judge-check --judge M --real-logs DIR   # a judge vs the labels
     python3 scripts/run_pilot.py --help                    # every subcommand and option
 
 The code lives in the package beside this file, scripts/pilot/, in rooms by owner:
@@ -64,6 +65,7 @@ The code lives in the package beside this file, scripts/pilot/, in rooms by owne
     folder_commands  status, plan, verify, merge, generate
     gate_command     gate: a compacted state against its ledger, a run folder, or the self-test
     audit_command    audit: the compactions an agent already made, scored from its logs
+    judge_check_command  judge-check: a judge model measured against the hand labels
     cli              the parser, the demo and main(argv)
 Benchmarks and measurement scripts are in scripts/bench/ (scripts/BENCHMARKS.md).
 """

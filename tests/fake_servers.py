@@ -321,6 +321,9 @@ class FakeServerBase:
         self.cached_prompts: list[str] = []                   # llama.cpp flavour: what its prompt cache holds
         self.answers_in_flight = self.max_answers_in_flight = 0
         self.requests: list = []
+        # the judge's replies (issue 44): prompt -> text, or (text, {word: probability}) given as
+        # the first token's top logprobs where the request asks for them
+        self.judge = None
         self.lock = threading.Lock()
         self.prompt_chars_per_token = CHARS_PER_TOKEN   # lower it to make prompts "longer"
         self.hold_at: int | None = None                  # 1-based chat request number to hold
@@ -331,24 +334,6 @@ class FakeServerBase:
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    # A judge (issue 44): prompt -> its reply, or (reply, {token: probability} at the first
-    # position); set, every chat is answered by it, with the alternatives as logprobs where asked.
-    judge = None
-
-    def judge_reply(self, body: dict, prompt: str) -> tuple[str, list | None] | None:
-        """The judge's reply and, where the request asked for logprobs, the positions both APIs
-        share ([{token, logprob, top_logprobs: [{token, logprob}]}]); None without a judge."""
-        if self.judge is None:
-            return None
-        said = self.judge(prompt)
-        text, chances = (said, None) if isinstance(said, str) else said
-        if not chances or not body.get("logprobs"):
-            return text, None
-        top = [{"token": t, "logprob": math.log(p)} for t, p in chances.items()]
-        first = (text.split() or [""])[0]
-        return text, [{"token": first, "logprob": max(a["logprob"] for a in top),
-                       "top_logprobs": top}]
 
     @property
     def url(self) -> str:
@@ -386,6 +371,23 @@ class FakeServerBase:
             dup += key in seen
             seen.add(key)
         return dup
+
+
+def judge_reply(server, prompt: str, body: dict) -> tuple[str | None, list | None]:
+    """The judge's reply to a judge question (server.judge set, the prompt holding an ITEM block),
+    and its token logprobs in the one shape both APIs give them, where the request asked; (None,
+    None) for any other request."""
+    if server.judge is None or "=== ITEM ===" not in prompt:
+        return None, None
+    answer = server.judge(prompt)
+    text, probabilities = answer if isinstance(answer, tuple) else (answer, None)
+    if not body.get("logprobs") or probabilities is None:
+        return text, None
+    first = (text.split() or [""])[0]
+    alternatives = [{"token": word, "logprob": math.log(p)} for word, p in probabilities.items()
+                    if p > 0]
+    return text, [{"token": first, "logprob": alternatives[0]["logprob"] if alternatives else 0.0,
+                   "top_logprobs": alternatives}]
 
 
 class FakeOllama(FakeServerBase):
@@ -443,9 +445,9 @@ class FakeOllama(FakeServerBase):
         if body.get("truncate") is False and tokens(prompt, self.prompt_chars_per_token) > options.get("num_ctx", 2048):
             handler._send(400, {"error": "the input length exceeds the context length"})
             return
-        judged = self.judge_reply(body, prompt) if text_override is None else None
-        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
-        text = judged[0] if judged else text
+        judged, logprobs = judge_reply(self, prompt, body)
+        text = self.vary(body, judged if judged is not None else self.model.reply(prompt)) \
+            if text_override is None else text_override
         done_reason = "stop"
         cap = options.get("num_predict", -1)
         if cap > 0 and tokens(text) > cap:
@@ -458,8 +460,8 @@ class FakeOllama(FakeServerBase):
                  "done": True, "done_reason": done_reason, "total_duration": 123456789,
                  "load_duration": 1234567, "prompt_eval_count": tokens(prompt), "prompt_eval_duration": 2345678,
                  "eval_count": tokens(text) if text else 0, "eval_duration": 3456789}
-        if judged and judged[1]:
-            reply["logprobs"] = judged[1]
+        if logprobs is not None and text_override is None:
+            reply["logprobs"] = logprobs
         if getattr(self, "omit_counts", False):
             del reply["eval_count"], reply["prompt_eval_count"]
         if getattr(self, "count_override", None) is not None:      # counts no server could mean, say
@@ -539,9 +541,9 @@ class FakeOpenAI(FakeServerBase):
                                                      f"context size ({self.context_window} tokens), try increasing it",
                                           "n_prompt_tokens": tokens(prompt), "n_ctx": self.context_window}})
             return
-        judged = self.judge_reply(body, prompt) if text_override is None else None
-        text = self.vary(body, self.model.reply(prompt)) if text_override is None else text_override
-        text = judged[0] if judged else text
+        judged, logprobs = judge_reply(self, prompt, body)
+        text = self.vary(body, judged if judged is not None else self.model.reply(prompt)) \
+            if text_override is None else text_override
         finish = "stop"
         cached = 0
         if body.get("cache_prompt", True) and self.flavour == "llama.cpp":
@@ -561,8 +563,8 @@ class FakeOpenAI(FakeServerBase):
                  "usage": {"prompt_tokens": tokens(prompt), "completion_tokens": tokens(text),
                            "total_tokens": tokens(prompt) + tokens(text)},
                  "timings": {"prompt_n": tokens(prompt) - cached, "predicted_n": tokens(text), "cache_n": cached}}
-        if judged and judged[1]:
-            reply["choices"][0]["logprobs"] = {"content": judged[1]}
+        if logprobs is not None and text_override is None:
+            reply["choices"][0]["logprobs"] = {"content": logprobs}
         if self.flavour == "vllm":
             # vLLM: no timings; the cached share only with --enable-prompt-tokens-details
             del reply["timings"]

@@ -31,8 +31,8 @@ REFERENCE = re.compile(
     r"(?:(?P<quote>[\"'\u201c])(?P<title>[^\"'\u201d\n]{2,120})[\"'\u201d]"
     r"|sections?\s+(?P<numbers>\d+[a-z]?(?:\.\d+)?(?:(?:,\s*|\s+and\s+|\s+to\s+)\d+[a-z]?(?:\.\d+)?)*))?")
 SECTION_NUMBER = re.compile(r"\d+[a-z]?(?:\.\d+)?")
-# What a run writes (analysis.md, RESULTS.md): named in the code as outputs, not as documents of the repository.
-RUN_OUTPUTS = {"analysis.md", "RESULTS.md"}
+# What a run or judge-check writes (analysis.md, RESULTS.md, judge-check.md): named in the code as outputs, not as documents of the repository.
+RUN_OUTPUTS = {"analysis.md", "RESULTS.md", "judge-check.md"}
 # The pages a reader starts from, the protocols among them; their quoted references and their links are checked too.
 START_PAGES = ("README.md", "scripts/README.md", "scripts/BENCHMARKS.md", "results/README.md",
                "tasks/sessions/README.md", *sorted(p.relative_to(REPO).as_posix()

@@ -16,6 +16,7 @@ import unittest
 from pathlib import Path
 
 import audit_fixtures as fx
+import test_judge_check as check
 from fake_servers import FakeOllama, FakeOpenAI
 from helpers import REPO, TempDirMixin, run_main
 
@@ -87,13 +88,45 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
             with self.subTest(name):
                 self.assertIn(f"the judge model {MODEL}", text)
                 self.assertIn("tasks/sessions/judge-prompt.txt", text)
-                self.assertIn("agreement not measured: run", text)
+                self.assertIn("Agreement not measured: run", text)
                 self.assertIn("judge-check --judge judge:1b", text)
                 self.assertIn(BELOW, text)
                 self.assertIn("the rules alone: 24 kept, 0 lost, 4 wrong", text)
         lock = (out / "judge-lock.json").read_text(encoding="utf-8")
         self.assertIn(MODEL, lock)
         self.assertIn('"threshold": 0.5', lock)
+
+    def test_the_agreement_judge_check_measured_is_named_on_every_page(self):
+        root = self.make_tmp()
+        labels, logs = check.write_labels(root)
+        with FakeOllama(models=(MODEL,)) as server:
+            server.judge = lambda prompt: check.judge_by_word(prompt) \
+                if "SAYS-" in item_of(prompt) else push_is_lost(prompt)
+            code, _, stderr = run_main(["judge-check", "--judge", MODEL, "--host", server.url,
+                                        "--labels", str(labels), "--real-logs", str(logs),
+                                        "--out", str(root / "check"), "--quiet"])
+            self.assertEqual(code, 0, stderr)
+            code, stdout, stderr, out = self.audit(server, "--judge-agreement",
+                                                   str(root / "check"), "--labels", str(labels))
+            self.assertEqual(code, 0, stderr)
+            other = root / "other.txt"
+            other.write_text("Asked again: {summary}\n=== ITEM ===\n{item}\n=== END OF ITEM "
+                             "===\n{category}", encoding="utf-8")
+            code, unmatched, stderr, _ = self.audit(
+                server, "--judge-agreement", str(root / "check"), "--labels", str(labels),
+                "--judge-prompt", str(other))
+            self.assertEqual(code, 0, stderr)
+        pages = {"stdout": stdout,
+                 "analysis.md": (out / "analysis.md").read_text(encoding="utf-8"),
+                 "report.html": html.unescape((out / "report.html").read_text(encoding="utf-8"))}
+        for name, text in pages.items():
+            with self.subTest(name):
+                self.assertIn("The judge judge:1b, measured against the held-out hand labels",
+                              text)
+                self.assertIn(f"{BELOW} (kappa 0.6) for request, decision and open_task", text)
+        # another prompt than the one judge-check asked: not measured, read as below
+        self.assertIn(f"holds no judge-check of {MODEL}", unmatched)
+        self.assertIn(BELOW, unmatched)
 
     def test_without_judge_nothing_is_sent_and_the_outputs_are_the_rules_alone(self):
         with FakeOllama(models=(MODEL,)) as server:

@@ -24,7 +24,7 @@ CORE = ("records", "stats", "slots", "transport", "backends", "inputs", "marker"
         "speed", "probes", "bank", "prompts", "runner", "cached_calls", "reports", "gate_report", "svg", "demo",
         "pages")                                                           # in pipeline order
 ABOVE_CORE = ("studies", "launch", "recorded_run", "figures_job", "commands", "folder_commands",
-              "gate_command", "audit_command", "cli")
+              "gate_command", "audit_command", "judge_check_command", "cli")
 RULES = ("values", "spellings", "claims", "states", "ledger", "gate_selftest", "templates", "gate")  # pilot/rules/
 STUDY_TEXT = re.compile(r"XR-001|SC-001|XR-G1|xr001|adversarial|constraints study|\bsc_|\bSC_|\bADV_", re.IGNORECASE)
 READERS = "studies.sessions.readers"                                   # reached only through its registry

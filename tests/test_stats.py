@@ -96,6 +96,31 @@ def constructed_bank(b: int, c: int, both_wrong: int, n_episodes: int = 15) -> d
             "compaction_tokens": {}}
 
 
+class CohenKappaTest(unittest.TestCase):
+    @staticmethod
+    def pairs(both_yes: int, first_only: int, second_only: int, both_no: int) -> list:
+        return ([(True, True)] * both_yes + [(True, False)] * first_only +
+                [(False, True)] * second_only + [(False, False)] * both_no)
+
+    def test_a_worked_value(self):
+        # 50 items: both yes 20, first only 5, second only 10, both no 15: observed 0.7, chance
+        # 0.5 (25*30 + 25*20 over 2500), kappa 0.4
+        self.assertAlmostEqual(stats.cohen_kappa(self.pairs(20, 5, 10, 15)), 0.4)
+
+    def test_perfect_chance_and_opposite_agreement(self):
+        self.assertAlmostEqual(stats.cohen_kappa(self.pairs(3, 0, 0, 7)), 1.0)
+        self.assertAlmostEqual(stats.cohen_kappa(self.pairs(5, 5, 5, 5)), 0.0)
+        self.assertAlmostEqual(stats.cohen_kappa(self.pairs(0, 4, 6, 0)), -0.48 / 0.52)
+
+    def test_one_class_only_is_not_measurable(self):
+        for name, pairs in (("no item", []), ("both all yes", self.pairs(6, 0, 0, 0)),
+                            ("first all no", self.pairs(0, 0, 3, 4)),
+                            ("second all yes", self.pairs(2, 3, 0, 0)),
+                            ("one item", self.pairs(1, 0, 0, 0))):
+            with self.subTest(name):
+                self.assertIsNone(stats.cohen_kappa(pairs))
+
+
 class AnalysisTest(TempDirMixin, unittest.TestCase):
     def test_constructed_bank_known_b_and_c(self):
         for b, c, direction in ((4, 20, "R2 better"), (9, 2, "R1 better"), (5, 5, "no difference")):

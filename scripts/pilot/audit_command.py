@@ -34,6 +34,7 @@ from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit,
                                      stop_on_terminate, usable_processes)
 from .studies.sessions.audit_judge import judge_analysis, judge_records, with_judge
 from .studies.sessions.judge import DEFAULT_THRESHOLD, Judge, JudgePrompt, read_judge_prompt
+from .studies.sessions.judge_agreement import chosen_threshold, measured_agreement
 from .studies.sessions.audit_report import (AUDIT_FIGURE, audit_figure, render_audit_csv,
                                             render_audit_headline, render_audit_html,
                                             render_audit_md)
@@ -285,22 +286,22 @@ def judge_setup(args) -> JudgeSetup | None:
     identity = preflight(backend, [args.judge])[args.judge]
     policy = RetryPolicy(retries=args.retries, give_up_after_s=args.give_up_after)
     threshold = args.judge_threshold if args.judge_threshold is not None else DEFAULT_THRESHOLD
-    agreement, below = (f"agreement not measured: run `judge-check --judge {args.judge} ...` "
-                        "and give its folder with --judge-agreement; read as below the "
-                        "protocol's agreement threshold"), True
+    agreement, below = (f"Agreement not measured: run `judge-check --judge {args.judge} ...` and "
+                        "give its folder with --judge-agreement; read as below the protocol's "
+                        "agreement threshold."), True
     if args.judge_agreement:
-        from .studies.sessions.judge_agreement import measured_agreement
-        found = measured_agreement(Path(args.judge_agreement), args.judge, identity,
-                                   prompt.sha256, threshold)
-        if found is not None and args.judge_threshold is None and found.threshold != threshold:
-            threshold = found.threshold         # the one judge-check chose on the dev labels
-            found = measured_agreement(Path(args.judge_agreement), args.judge, identity,
-                                       prompt.sha256, threshold)
+        folder = Path(args.judge_agreement)
+        labels = {"labels_dir": Path(args.labels)} if args.labels else {}
+        if args.judge_threshold is None:
+            # the one judge-check chose on the dev labels, chosen again from its journal
+            threshold = chosen_threshold(folder, args.judge, identity, prompt.sha256, **labels)
+        found = measured_agreement(folder, args.judge, identity, prompt.sha256, threshold,
+                                   **labels)
         if found is None:
-            agreement = (f"agreement not measured: {args.judge_agreement} holds no judge-check "
-                         f"of {args.judge} on this server with this prompt; run `judge-check "
-                         f"--judge {args.judge} ...`; read as below the protocol's agreement "
-                         "threshold")
+            agreement = (f"Agreement not measured: {args.judge_agreement} holds no judge-check of "
+                         f"{args.judge} as this server describes it with this prompt; run "
+                         f"`judge-check --judge {args.judge} ...`; read as below the protocol's "
+                         "agreement threshold.")
         else:
             agreement, below = found.line(), bool(found.below)
     return JudgeSetup(backend, args.judge, identity, prompt, threshold, policy, agreement, below,

@@ -141,6 +141,9 @@ COMMAND_HELP = {
     "audit": "score the compactions your agent already made, from its logs (no model call; "
     "--judge MODEL adds one on your server): audit PATH..., "
              "audit --source TRANSCRIPT --summary FILE, or audit alone for where the logs are",
+    "judge-check": "the judge model against the hand labels: precision, recall and Cohen's "
+                   "kappa per category, dev and held-out (judge-check --judge MODEL "
+                   "--real-logs DIR)",
     "demo": "see it work with no model: a short SIMULATED pilot on a built-in stand-in model, "
     "into "
             f"results/{DEMO_RUN_NAME}/ in seconds",
@@ -207,53 +210,6 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                              "OpenAI-compatible server sets its own, and the run refuses to start "
                              "when the server reports a smaller one; the sessions study cuts your "
                              "sessions into segments that fit it")
-
-
-def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """--judge MODEL and where and how its calls go (issue 44): none of them sends anything without
-    --judge."""
-    judge = parser.add_argument_group(
-        "a judge model (optional; without --judge nothing is sent and no model is needed)")
-    judge.add_argument("--judge", metavar="MODEL",
-                       help="a model on your own server that decides the requests, instructions, "
-                            "decisions and open tasks the rules found, one short call per item "
-                            "(e.g. qwen2.5-coder:1.5b on Ollama); every other item stays the "
-                            "rules'. Measure it first with judge-check")
-    judge.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
-                       help="the judge's server: ollama (default) or openai (vLLM, llama-server "
-                            "or any /v1/chat/completions server)")
-    judge.add_argument("--host", type=url_argument(),
-                       help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
-    judge.add_argument("--base-url", type=url_argument(),
-                       help="OpenAI-compatible server, with or without /v1 (default: "
-                            "$OPENAI_BASE_URL)")
-    judge.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
-                       help="name of the environment variable holding the API key (default: "
-                            "%(default)s); never written anywhere")
-    judge.add_argument("--judge-prompt", metavar="FILE",
-                       help="the judge's question, UTF-8 text holding {summary}, {category} and "
-                            "{item} once each (default: tasks/sessions/judge-prompt.txt)")
-    judge.add_argument("--judge-threshold", metavar="P", type=seconds_argument(
-                           0, 1, what="a probability"),
-                       help="P(KEPT) at or above which an item is kept, where the server gives "
-                            "token probabilities (default: the one judge-check chose on the dev "
-                            "labels, read from --judge-agreement; 0.5 without it)")
-    judge.add_argument("--judge-agreement", metavar="DIR", type=folder_argument(
-                           "--judge-agreement"),
-                       help="a judge-check output folder: the judge's agreement with the labels "
-                            "is recomputed from it and printed on every page the judge touched")
-    judge.add_argument("--retries", type=whole_number(0, MAX_RETRIES), default=DEFAULT_RETRIES,
-                       help="retries of a judge call the server answered with a transient error "
-                            "(default %(default)s)")
-    judge.add_argument("--give-up-after", type=seconds_argument(0, MAX_WAIT_S, above=True),
-                       default=DEFAULT_GIVE_UP_AFTER_S,
-                       help="stop when the judge's server has not answered for this many "
-                            "seconds; the calls made are kept and the same command sends only "
-                            "the rest (default %(default)s)")
-    judge.add_argument("--read-timeout", type=seconds_argument(0, MAX_WAIT_S, above=True),
-                       default=DEFAULT_READ_TIMEOUT_S,
-                       help="seconds to wait for the next bytes of a judge's reply (default "
-                            "%(default)s)")
 
 
 def add_study_options(parser, options: tuple) -> None:
@@ -344,6 +300,51 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-interval", type=seconds_argument(0, MAX_DELAY_S), default=5.0,
                         help=argparse.SUPPRESS)
+
+
+def add_judge_options(parser, required: bool = False) -> None:
+    """The judge's options, the same words on every command that takes them (issue 44)."""
+    parser.add_argument("--judge", metavar="MODEL", required=required,
+                        help="the judge model, as the server lists it")
+    parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
+                        help="the judge's server: ollama (default) or openai (any "
+                             "/v1/chat/completions server: vLLM, llama.cpp)")
+    parser.add_argument("--host", type=url_argument(),
+                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
+    parser.add_argument("--base-url", type=url_argument(),
+                        help="OpenAI-compatible server, with or without /v1 (default: "
+                             "$OPENAI_BASE_URL)")
+    parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
+                        help="name of the environment variable holding the API key (default: "
+                             "%(default)s); never written anywhere")
+    parser.add_argument("--judge-prompt", metavar="FILE",
+                        help="the judge's question (default: tasks/sessions/judge-prompt.txt); "
+                             "it must hold {summary}, {category} and {item} once each")
+
+
+def add_audit_judge_options(parser: argparse.ArgumentParser) -> None:
+    """`audit --judge MODEL` (issue 44): the shared judge options, then the threshold, the
+    agreement folder and how the judge's calls are retried; none sends anything without --judge."""
+    add_judge_options(parser)
+    parser.add_argument("--judge-threshold", metavar="P", type=seconds_argument(
+                            0, 1, what="a probability"),
+                        help="P(KEPT) at or above which an item is kept, where the server gives "
+                             "token probabilities (default: the one judge-check chose on the dev "
+                             "labels, from --judge-agreement; 0.5 without it)")
+    parser.add_argument("--judge-agreement", metavar="DIR", type=folder_argument(
+                            "--judge-agreement"),
+                        help="a judge-check output folder: the judge's agreement with the labels, "
+                             "recomputed from it, on every page the judge touched")
+    parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
+    for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES), DEFAULT_RETRIES),
+                                  ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
+                                   DEFAULT_GIVE_UP_AFTER_S),
+                                  ("--connect-timeout", seconds_argument(0, MAX_DELAY_S, True),
+                                   DEFAULT_CONNECT_TIMEOUT_S),
+                                  ("--read-timeout", seconds_argument(0, MAX_WAIT_S, True),
+                                   DEFAULT_READ_TIMEOUT_S)):
+        parser.add_argument(option, type=kind, default=default,
+                            help="the judge's calls, as a run's (default %(default)s)")
 
 
 def partial_labels() -> str:
@@ -588,7 +589,35 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                                  "(default: results/audit-<the digest of what was read>); never "
                                  "inside the logs' folder, and one audit at a time in it")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-        add_judge_options(parser)
+        add_audit_judge_options(parser)
+    elif command == "judge-check":
+        parser.epilog = ("The threshold on P(KEPT) is chosen on the dev labels only, and the "
+                         "held-out figures are given at it. Every call is journalled in "
+                         "OUT/judge-calls.jsonl as it returns: after "
+                         "Ctrl-C, a kill or a server that stopped answering, the same command "
+                         "sends only the calls not yet made. Exit codes: 0 done; 2 bad input or "
+                         "no server; 3 the server stopped answering; 130 interrupted. "
+                         "protocol/SESSIONS.md, the amendment of 2026-12-06 (17)")
+        add_judge_options(parser, required=True)
+        parser.add_argument("--real-logs", metavar="DIR", type=folder_argument("--real-logs"),
+                            help="the folder of the real Claude Code logs the labels in "
+                                 "tests/labelled/compactions/ name (their README says where they "
+                                 "are published); without it only the gate's snippets are asked")
+        parser.add_argument("--out", metavar="DIR", type=folder_argument("--out"),
+                            help="folder for judge-calls.jsonl, judge-lock.json, judge-check.md "
+                                 "and judge-check.json (default: results/judge-check-MODEL)")
+        parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
+        for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES),
+                                       DEFAULT_RETRIES),
+                                      ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
+                                       DEFAULT_GIVE_UP_AFTER_S),
+                                      ("--connect-timeout", seconds_argument(0, MAX_DELAY_S, True),
+                                       DEFAULT_CONNECT_TIMEOUT_S),
+                                      ("--read-timeout", seconds_argument(0, MAX_WAIT_S, True),
+                                       DEFAULT_READ_TIMEOUT_S)):
+            parser.add_argument(option, type=kind, default=default,
+                                help="as a run's (default %(default)s)")
+        parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
                             help="a new or empty folder for the merged run")
@@ -608,12 +637,12 @@ COMMANDS = {"pilot": "commands", "generate": "folder_commands", "run": "commands
             "verify": "folder_commands",
             "merge": "folder_commands", "demo": "cli", "gate": "gate_command",
             "adversarial": "commands",
-            "audit": "audit_command"}
+            "audit": "audit_command", "judge-check": "judge_check_command"}
 
 
 def command_named(command: str) -> Callable:
     return getattr(importlib.import_module(f".{COMMANDS[command]}", __package__),
-                   f"command_{command}")
+                   f"command_{command.replace('-', '_')}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
 """Statistics, pure: Wilson intervals, the exact McNemar test, Holm's adjustment, the seeded
-episode-clustered bootstrap and a one-sided Fisher test (PROTOCOL.md sections 3 and 5)."""
+episode-clustered bootstrap, a one-sided Fisher test (PROTOCOL.md sections 3 and 5) and Cohen's
+kappa of two raters' yes/no (a judge against the hand labels, SESSIONS.md)."""
 from __future__ import annotations
 
 import collections
@@ -129,3 +130,18 @@ def fisher_one_sided(a: int, b: int, c: int, d: int) -> float:
     total = math.comb(n, col)
     return sum(math.comb(row, k) * math.comb(n - row, col - k) for k in range(a,
         min(row, col) + 1)) / total
+
+
+def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
+    """Cohen's kappa of two raters' yes/no over the same items, (first, second) per item: the
+    agreement beyond what their own shares of yes would give by chance. None (not measurable)
+    where there is no item or either rater says one class only: kappa is then 0 or undefined
+    whatever the agreement, so it measures nothing."""
+    n = len(pairs)
+    first_yes = sum(1 for a, _ in pairs if a)
+    second_yes = sum(1 for _, b in pairs if b)
+    if n == 0 or first_yes in (0, n) or second_yes in (0, n):
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    chance = (first_yes * second_yes + (n - first_yes) * (n - second_yes)) / (n * n)
+    return (observed - chance) / (1 - chance)

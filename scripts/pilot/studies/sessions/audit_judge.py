@@ -102,7 +102,7 @@ def judge_lines(j: dict) -> list[str]:
     items whose status stayed the rules'."""
     lines = [f"Requests, instructions, decisions and open tasks were decided by the judge model "
              f"{j['model']} (prompt {j['prompt']}, sha256 {j['prompt_sha256'][:12]}; threshold "
-             f"P(KEPT) {j['threshold']:g}): {j['agreement']}.",
+             f"P(KEPT) {j['threshold']:g}). {j['agreement']}",
              f"The judge decided {j['by_judge']:,} of {j['items']:,} items and changed "
              f"{j['changed']:,} of the rules' statuses; with the judge: {j['judge']['kept']:,} "
              f"kept, {j['judge']['lost']:,} lost, {j['judge']['wrong']:,} wrong; the rules alone: "

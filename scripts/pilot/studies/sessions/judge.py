@@ -34,7 +34,10 @@ JUDGED = ("request", "instruction", "decision", "open_task")
 CATEGORY_WORDS = {"request": "something the user asked for",
                   "instruction": "a standing instruction the user gave",
                   "decision": "a decision or finding reached in the work",
-                  "open_task": "a task that was not yet done"}
+                  "open_task": "a task that was not yet done",
+                  # judge-check's snippets: one sentence of a summary against its history
+                  "stated otherwise": "the exchange below, which the summary's one sentence "
+                                      "reports on"}
 
 # the answer words and the statuses they stand for
 VERDICTS = {"KEPT": "kept", "LOST": "lost", "CHANGED": "wrong"}
@@ -46,7 +49,7 @@ MAX_PROMPT_CHARS = 20_000
 
 # a summary longer than this is not judged (the judge would read part of it, and call the rest lost)
 MAX_SUMMARY_CHARS = 48_000
-MAX_ITEM_CHARS = 600
+MAX_ITEM_CHARS = 1_000       # the gate's labelled snippets' histories fit
 JUDGE_CONTEXT_WINDOW = 16_384
 JUDGE_OUTPUT_TOKENS = 8
 JUDGE_TOP_LOGPROBS = 5
