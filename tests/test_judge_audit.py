@@ -92,6 +92,7 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
                 self.assertIn("judge-check --judge judge:1b", text)
                 self.assertIn(BELOW, text)
                 self.assertIn("the rules alone: 24 kept, 0 lost, 4 wrong", text)
+                self.assertIn("each reply's word, as the server gave no probabilities", text)
         lock = (out / "judge-lock.json").read_text(encoding="utf-8")
         self.assertIn(MODEL, lock)
         self.assertIn('"threshold": 0.5', lock)
@@ -192,6 +193,9 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
                     pushed = {r["status"] for r in rows_of(out)
                               if r["needed"] == "yes" and r["item"] == "Never push to main."}
                     self.assertEqual(pushed, {expected})
+                    self.assertIn(f"kept where P(KEPT) reached {threshold}, the server giving "
+                                  "probabilities for 4 of them",
+                                  (out / "analysis.md").read_text(encoding="utf-8"))
 
     def test_a_hostile_prompt_file_is_refused_in_one_line_before_any_call(self):
         folder = self.make_tmp()

@@ -274,7 +274,8 @@ def judge_setup(args) -> JudgeSetup | None:
     from .transport import redact_url
     prompt = read_judge_prompt(Path(args.judge_prompt) if args.judge_prompt else None)
     backend = make_backend(BackendOptions(args.backend, args.host, args.base_url,
-                                          args.api_key_env, read_timeout=args.read_timeout))
+                                          args.api_key_env, connect_timeout=args.connect_timeout,
+                                          read_timeout=args.read_timeout))
     server = redact_url(backend.base_url)
     try:
         server_info_when_loaded(backend)

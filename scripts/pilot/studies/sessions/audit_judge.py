@@ -64,6 +64,7 @@ def judge_records(records: list[dict], summaries: list[str], judge, progress=Non
         item_id = f"{record['file']}#{record['n']}:{row['category']}:{row['key'][:80]}"
         decision = judge.decide(shown[i], row["category"], row["words"], item_id)
         row["judged_by"] = decision["judged_by"]
+        row["p_kept"] = decision["p_kept"]
         if decision["status"] is not None:
             row["status"] = decision["status"]
         if progress:
@@ -79,6 +80,7 @@ def judge_analysis(records: list[dict], settings: dict) -> dict:
     return {**settings,
             "items": len(judged),
             "by_judge": sum(row["judged_by"] == "judge" for row in judged),
+            "with_p": sum(row.get("p_kept") is not None for row in judged),
             "unreadable": sum("could not be read" in row["judged_by"] for row in judged),
             "too_long": sum("summary over" in row["judged_by"] for row in judged),
             "changed": sum(row["status"] != row["rules_status"] for row in judged),
@@ -100,9 +102,12 @@ def judge_lines(j: dict) -> list[str]:
     """The sentences on every page the judge touched: who judged, with which prompt and threshold,
     its measured agreement (or that none was measured), the rules' own counts beside, and the
     items whose status stayed the rules'."""
+    reading = (f"kept where P(KEPT) reached {j['threshold']:g}, the server giving probabilities "
+               f"for {j['with_p']:,} of them" if j["with_p"] else
+               "each reply's word, as the server gave no probabilities")
     lines = [f"Requests, instructions, decisions and open tasks were decided by the judge model "
-             f"{j['model']} (prompt {j['prompt']}, sha256 {j['prompt_sha256'][:12]}; threshold "
-             f"P(KEPT) {j['threshold']:g}). {j['agreement']}",
+             f"{j['model']} (prompt {j['prompt']}, sha256 {j['prompt_sha256'][:12]}; {reading}). "
+             f"{j['agreement']}",
              f"The judge decided {j['by_judge']:,} of {j['items']:,} items and changed "
              f"{j['changed']:,} of the rules' statuses; with the judge: {j['judge']['kept']:,} "
              f"kept, {j['judge']['lost']:,} lost, {j['judge']['wrong']:,} wrong; the rules alone: "
