@@ -26,7 +26,8 @@ from .backends import preflight, server_info_when_loaded
 from .cached_calls import CallCache
 from .launch import make_backend
 from .records import (EXIT_INTERRUPTED, EXIT_OK, RESULTS_ROOT, BackendOptions, DiskFull,
-                      FatalCallError, PilotError, ServerGone, TransientError, is_disk_full)
+                      FatalCallError, PilotError, ServerGone, TransientError, canonical_json,
+                      is_disk_full)
 from .runfolder import RunLock, folder_writable, refuse_foreign_folder, refuse_unsafe, write_atomic
 from .runner import RetryPolicy
 from .studies.sessions.audit import (LOG_PLACES, AuditInputError, analyze_audit, audit_pair,
@@ -309,9 +310,10 @@ def judge_setup(args) -> JudgeSetup | None:
                       server)
 
 
-def claim_judge_lock(out_dir: Path, setup: JudgeSetup) -> None:
+def claim_judge_lock(out_dir: Path, setup: JudgeSetup, write: bool = True) -> None:
     """<out>/judge-lock.json names the judge whose calls the journal holds: the same model (as the
-    server describes it) with the same prompt may add to them; another judge is refused."""
+    server describes it) with the same prompt may add to them; another judge is refused (checked
+    alone, with write False, before the rules run, so that a refused audit leaves nothing)."""
     path = out_dir / JUDGE_LOCK
     refuse_unsafe(path)
     refuse_unsafe(out_dir / JUDGE_JOURNAL)
@@ -323,11 +325,13 @@ def claim_judge_lock(out_dir: Path, setup: JudgeSetup) -> None:
         if not isinstance(held, dict) or held.get("format") != JUDGE_LOCK_FORMAT:
             raise PilotError(f"{path} is not a judge lock this tool wrote; move it away, or "
                              "choose another folder with --out DIR")
-        if (held.get("model"), held.get("identity"), held.get("prompt_sha256")) != \
-                (setup.model, setup.identity, setup.prompt.sha256):
+        if (held.get("model"), canonical_json(held.get("identity")), held.get("prompt_sha256")) \
+                != (setup.model, canonical_json(setup.identity), setup.prompt.sha256):
             raise PilotError(f"{out_dir} holds the calls of another judge ({held.get('model')}, "
                              f"prompt sha256 {str(held.get('prompt_sha256'))[:12]}); give that "
                              "judge and prompt again, or choose another folder with --out DIR")
+    if not write:
+        return
     lock = {"format": JUDGE_LOCK_FORMAT, "model": setup.model, "identity": setup.identity,
             "prompt": setup.prompt.shown, "prompt_sha256": setup.prompt.sha256,
             "threshold": setup.threshold, "backend": setup.backend.name,
@@ -438,7 +442,7 @@ def audit_now(args) -> int:
         return audit_into(args, paths, None, given, judge)
     with out_locked(out_dir):
         if judge is not None:
-            claim_judge_lock(out_dir, judge)
+            claim_judge_lock(out_dir, judge, write=False)
         return audit_into(args, paths, out_dir, given, judge)
 
 
