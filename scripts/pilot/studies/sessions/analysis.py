@@ -181,6 +181,8 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
                         **({"state_sentence": n["state_sentence"]} if n["state_sentence"] else {})}
                        for n in scored.get("needed", [])],
             "probes": [], "call_counts": []}
+    if needed and run.judge is not None:       # `score --judge`: the judge decides what it may
+        rows["needed"] = run.judge.judged_rows(episode, state, regime.compacts, rows["needed"])
     for spec in plan:
         record = records[spec.kind]
         rows["call_counts"].append((cell.regime, known_count(record.get("prompt_eval_count")),
@@ -217,6 +219,8 @@ def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
     # the needed items' rows only where a session is scored by them: a bank of plain transcripts
     # is what it always was
     needed = {"needed": rows["needed"]} if rows.get("needed") else {}
+    if needed and run.judge is not None:
+        needed["judge"] = run.judge.record()
     return {"label": "EXPLORATORY", "segments": tasks.get("segments"),
             "left_out": tasks.get("left_out", {}), "sessions": sessions,
             **{name: rows.get(name, []) for name in ROWS}, **needed, "costs": costs}
@@ -323,7 +327,8 @@ def needed_problems(results: dict) -> list[str]:
                                                 ("model", "regime", "status")) or \
                 row["regime"] not in results["regimes"] or \
                 (row.get("episode"), row.get("needed")) not in known or \
-                row["status"] not in NEEDED_STATUSES:
+                row["status"] not in NEEDED_STATUSES or \
+                row.get("rules_status", row["status"]) not in NEEDED_STATUSES:
             return [f"needed row {number} names a regime, session or item the bank does not hold, "
                     f"or a status needed.py does not give ({', '.join(NEEDED_STATUSES)})"]
         key = (row["model"], row["regime"], row["episode"], *variant(row), row["needed"])
