@@ -275,6 +275,12 @@ class JudgeOptionsTest(TempDirMixin, unittest.TestCase):
             code, _, err = run_main(["score", str(sessions), "--judge", "--host", server.url])
             self.assertEqual((code, err.count("\n")), (2, 1), err)
             self.assertIn("--judge needs the judge model's name", err)
+            for argv, said in ((["--judge", "absent:7b", "--host", server.url], "model 'absent:7b' is not on the"),
+                               (["--judge", JUDGE, "--host", "http://127.0.0.1:9"], "no model server answers")):
+                code, _, err = run_main(["score", str(sessions), *argv, *FAST])
+                self.assertEqual((code, err.count("\n")), (2, 1), err)
+                self.assertIn(f"error: the judge: {said}", err)
+            self.assertFalse((sessions / "results.json").exists())
 
     def test_a_judge_model_is_no_design_option_and_the_constraints_judge_still_names_its_folder(self):
         typed = ["--study", "constraints", "--episodes", "3", "--models", MODEL]

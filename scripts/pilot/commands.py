@@ -610,7 +610,10 @@ def judge_setup(args, study: Study) -> JudgeSetup | None:
                                           args.api_key_env, args.thinking_control,
                                           args.connect_timeout, args.read_timeout,
                                           args.reply_deadline))
-    identity = preflight(backend, [args.judge])[args.judge]
+    try:
+        identity = preflight(backend, [args.judge])[args.judge]
+    except PilotError as err:           # its first line: the demo it names next runs no judge
+        raise PilotError(f"the judge: {str(err).splitlines()[0]}") from None
     return JudgeSetup(backend=backend, model=args.judge, identity=identity,
                       policy=RetryPolicy(args.retries, args.backoff_base, args.backoff_cap,
                                          args.give_up_after),
