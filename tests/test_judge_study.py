@@ -20,6 +20,7 @@ from pathlib import Path
 from fake_servers import FakeOllama
 from helpers import FAST, REPO, TempDirMixin, kill_at_call, run_main
 from pilot import cli, launch
+from pilot.studies.sessions import analysis as ss_an, report as ss_report
 from test_sessions_needed import FIXTURE, MODEL, NeededModel
 
 JUDGE = "judge-model:1b"
@@ -159,6 +160,12 @@ class JudgeInTheStudyTest(TempDirMixin, unittest.TestCase):
                 self.assertTrue(line in text and "read as below the protocol's agreement threshold (kappa 0.6)"
                                 in text, f"{page} does not name the judge and its agreement")
         self.assertIn(f"judged by {JUDGE}", analysis.split("## ")[1])        # the answer at the top says so
+        self.assertIn(f"needed items judged by {JUDGE}", ss_report.render_headline(ss_an.analyze(results)))
+        self.assertEqual(ss_an.check_bank(results), [])
+        for judge in ("KEPT", {**results["judge"], "threshold": "high"}):
+            self.assertIn("`judge` does not name the model", ss_an.check_bank({**results, "judge": judge})[0])
+        bad_rules = {**results, "needed": [{**results["needed"][0], "rules_status": "gone"}] + results["needed"][1:]}
+        self.assertIn("needed row 1 names", ss_an.check_bank(bad_rules)[0])
         # the run's own manifest and raw logs are untouched: verify reads the run as it was
         code, verified, err = run_main(["verify", "--out", str(out)])
         self.assertEqual(code, 0, verified + err)

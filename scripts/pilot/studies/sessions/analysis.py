@@ -309,9 +309,17 @@ def check_bank(results: dict) -> list[str]:
 
 def needed_problems(results: dict) -> list[str]:
     """The needed items' rows, where the bank has them: each names an item its session lists, in
-    a status needed.py gives, once."""
+    a status needed.py gives, once; and the judge's record where a judge decided some
+    (study_judge.py)."""
     if "needed" not in results:
-        return []
+        return ["`judge` is given without `needed` rows"] if "judge" in results else []
+    judge = results.get("judge")
+    if "judge" in results and not (
+            isinstance(judge, dict) and all(isinstance(judge.get(f), str) for f in JUDGE_TEXTS)
+            and isinstance(judge.get("threshold"), (int, float))
+            and isinstance(judge.get("categories"), list)):
+        return ["`judge` does not name the model, its backend, question, threshold, categories "
+                "and agreement; score the run again with `score --judge MODEL`"]
     rows = results["needed"]
     items = [(s["episode"], i) for s in results["sessions"] for i in s.get("needed") or []]
     if not isinstance(rows, list) or not all(
@@ -337,6 +345,10 @@ def needed_problems(results: dict) -> list[str]:
                     "session, budget, sample and item): a bank holds each once"]
         seen.add(key)
     return []
+
+
+# what results.json's `judge` block names as text (study_judge.StudyJudge.record)
+JUDGE_TEXTS = ("model", "backend", "prompt", "prompt_sha256", "agreement")
 
 
 def coverage(results: dict) -> dict:
