@@ -209,7 +209,8 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         """Issue 40, point 6: the dev and held-out figures of the needed items, with their date and source."""
         _, _, _, out = self.audit(str(EXAMPLE))
         text = (out / "analysis.md").read_text(encoding="utf-8")
-        self.assertIn("| dev | 19 | 0.72 (31/43) | 0.00 (1/320) | 1.56 (67/43) | 0.85 / 0.88 | 0.35 (9/26) |", text)
+        self.assertIn("| dev | 19 | 0.72 (31/43) | 0.00 (1/320) | 1.58 (68/43) | 0.85 / 0.88 | 0.35 (9/26) |", text)
+        self.assertIn("of the rules before the agent's own values were added", text)
         self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.70 (54/20) | 0.81 / 0.90 | 0.00 (0/5) |",
                       text)
         self.assertIn("measured on 2026-12-06", text)

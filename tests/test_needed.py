@@ -330,6 +330,72 @@ class ThirdRound(unittest.TestCase):
         self.assertEqual(len(invented(recounted, turns[1:])), 1)
 
 
+class AgentValues(unittest.TestCase):
+    """Values the agent found or worked out and wrote in its own words (needed.py's value items,
+    agent_values.py; protocol/SESSIONS.md, the amendment of 2026-12-06 (16))."""
+
+    def values(self, turns: list[dict]) -> dict[str, dict]:
+        return {i["key"]: i for i in needed_items(turns) if i["category"] == "value"}
+
+    def judged(self, turns: list[dict], summary: str) -> dict[str, str]:
+        items = [i for i in needed_items(turns) if i["category"] == "value"]
+        return {i["key"]: i["status"] for i in judge_needed(items, summary)
+                if i["category"] == "value"}
+
+    def found_turns(self) -> list[dict]:
+        log = "gh api repos/acme/app/pulls/77/comments"
+        listing = '[{"id": 2734900755, "body": "nil check"}, {"id": 2734900762, "body": "typo"}]'
+        said = ("The open comment is 2734900755 (the nil check, ticket ENT-512, about 40 ms). "
+                "It came in with commit `4f2a9c1e`; `MAX_RETRIES_2` is the cause.\n"
+                "```\ngh api repos/acme/app/pulls/77/comments/88888888888/replies\n```")
+        reply = ("gh api repos/acme/app/pulls/77/comments/2734900755/replies -f body=ENT-512 "
+                 "&& git show 4f2a9c1e && gh api .../comments/88888888888/replies")
+        return [user("Answer the review of PR 77"), agent(("Bash", {"command": log})),
+                result("Bash", {"command": log}, listing), agent(text=said),
+                agent(("Bash", {"command": reply})),
+                result("Bash", {"command": reply}, '{"id": 2734999001}'),
+                agent(("Edit", {"file_path": "src/auth.py", "old_string": "40",
+                                "new_string": "MAX_RETRIES_2 = 1"})),
+                result("Edit", {"file_path": "src/auth.py"}, "The file has been updated"),
+                agent(text="Replying to the rest now.")]
+
+    def test_a_value_the_agent_found_and_passed_to_a_later_call_is_needed(self):
+        values = self.values(self.found_turns())
+        self.assertEqual({k: v["how_found"] for k, v in values.items()},
+                         {"2734900755": "passed on", "ENT-512": "passed on"})
+        # not the ids only the tool printed, a value in the agent's code block, an
+        # approximation, a code name, a value written into a file's text, nor a commit the
+        # agent passes on as it walks a history
+        self.assertEqual(self.judged(self.found_turns(), "Answering comment 2734900755."),
+                         {"2734900755": "kept", "ENT-512": "lost"})
+
+    def test_a_value_stated_in_the_agents_last_words_is_needed(self):
+        last = ("Done: coverage is now 87.5% and the suite takes 42 s (about 300 ms less). Opened "
+                "https://github.com/acme/app/pull/77 (see https://docs.example.com/guide/setup).")
+        turns = [user("Raise the coverage and open a pull request"), agent(text=last)]
+        self.assertEqual(set(self.values(turns)),
+                         {"87.5%", "42 s", "https://github.com/acme/app/pull/77"})
+        summary = "Coverage reached 87.5%; PR #77 is open."
+        self.assertEqual(self.judged(turns, summary),
+                         {"87.5%": "kept", "42 s": "lost",
+                          "https://github.com/acme/app/pull/77": "kept"})
+        # last words that list more than a handful of values are a listing, not a result
+        listing = "Checked: " + ", ".join(f"build {n} took {n} s" for n in range(20, 27))
+        self.assertEqual(self.values([user("check the builds"), agent(text=listing)]), {})
+
+    def test_a_value_of_the_agents_the_summary_gives_changed_is_misstated(self):
+        turns = [user("Which commit broke login?"),
+                 agent(text="The regression came in with commit `4f2a9c1e`.")]
+        summary = "The regression came in with commit 4f2a9c1f."
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]], summary)
+        self.assertEqual(judged[0]["status"], "wrong")
+        self.assertIn("4f2a9c1f", judged[0]["summary_sentence"])
+        # another value the history itself gives is no misstatement of this one
+        turns.insert(1, agent(text="Not 4f2a9c1f, which only bumped the docs."))
+        judged = judge_needed([self.values(turns)["4f2a9c1e"]], summary)
+        self.assertEqual(judged[0]["status"], "lost")
+
+
 class HistoryInFile(unittest.TestCase):
     def test_a_file_that_begins_mid_session_is_not_scored(self):
         session, turns = load("mid_session.jsonl")

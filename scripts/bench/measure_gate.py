@@ -8,6 +8,13 @@ counts are printed (--show refuses it).
     python3 scripts/bench/measure_gate.py --split dev            # counts
     python3 scripts/bench/measure_gate.py --split dev --show     # and every finding, to judge
     python3 scripts/bench/measure_gate.py --split held-out       # counts only
+    python3 scripts/bench/measure_gate.py --unlabelled DIR --half first   # other real logs
+
+--unlabelled DIR reads every compaction of the logs in a folder that no label covers (real logs
+kept outside the repository), whose history the file holds, and prints each finding with the
+summary's line that holds it and the history's words nearest it, to judge by hand. --half splits
+the folder's files by name (sorted, every other one: `first` the 1st, 3rd ..., `second` the 2nd,
+4th ...), so that rules are tuned on one half and the other is only counted (--counts).
 
 A finding matches a labelled item of its compaction when the label's key is in the finding's text
 or detail (case, quotes and spacing aside), or when at least MATCH_SHARE of the finding's words
@@ -31,6 +38,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from pilot.rules.claims import terms  # noqa: E402
 from pilot.studies.sessions.audit import gate_findings, replaced_turns, span_truth  # noqa: E402
+from pilot.studies.sessions.gate_support import summary_line  # noqa: E402
+from pilot.studies.sessions.needed import history_in_file  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
@@ -79,12 +88,76 @@ def measure(records: list[dict], logs: Path) -> tuple[collections.Counter, list[
     return tally, shown
 
 
+def nearest_evidence(text: str, source: str, width: int = 160) -> str:
+    """The stretch of the history (about `width` characters) that shares the most of a finding's
+    words, '' where it shares none."""
+    words = terms(text)
+    best, best_count = "", 0
+    for paragraph in re.split(r"\n\s*\n|(?<=[.!?])\s+", source):
+        count = len(words & terms(paragraph[:2000]))
+        if count > best_count:
+            best, best_count = paragraph, count
+    return re.sub(r"\s+", " ", best)[:width]
+
+
+def halves(logs: Path, half: str) -> list[Path]:
+    """The folder's files sorted by name, all or every other one (half `first` or `second`)."""
+    files = sorted(p for p in logs.iterdir() if p.is_file())
+    return files if half == "all" else files[half == "second"::2]
+
+
+def measure_unlabelled(files: list[Path], show: bool) -> tuple[collections.Counter, list[str]]:
+    """The gate's findings on every compaction of the files whose history the file holds."""
+    tally, shown = collections.Counter(), []
+    for log in files:
+        session = read_session_file(log, log.name)[0]
+        for k, event in enumerate(session["compactions"]):
+            turns = replaced_turns(session, k)
+            if not event["readable"] or not history_in_file(event)[0] or not turns:
+                tally["compactions not scored"] += 1
+                continue
+            tally["compactions"] += 1
+            summary = event["summary"]
+            truth, source, written = span_truth(turns, summary)
+            for finding in gate_findings(truth, source, summary, written):
+                tally["findings"] += 1
+                tally[f"category {finding['category']}"] += 1
+                if show:
+                    line, heading = summary_line(finding["text"], summary)
+                    evidence = nearest_evidence(finding["text"], source)
+                    shown.append(
+                        f"{log.name} #{k + 1} {finding['category']}: {finding['detail'][:160]}\n"
+                        f"  text:    {json.dumps(finding['text'][:200], ensure_ascii=False)}\n"
+                        f"  line:    {json.dumps(line[:200], ensure_ascii=False)}"
+                        f"  (under {json.dumps(heading[:60], ensure_ascii=False)})\n"
+                        f"  history: {json.dumps(evidence, ensure_ascii=False)}")
+    return tally, shown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=Path, default=LOGS)
     parser.add_argument("--split", choices=("dev", "held-out"), default="dev")
     parser.add_argument("--show", action="store_true", help="print every finding (dev only)")
+    parser.add_argument("--unlabelled", type=Path, metavar="DIR",
+                        help="a folder of real logs no label covers: every finding printed")
+    parser.add_argument("--half", choices=("all", "first", "second"), default="all",
+                        help="with --unlabelled: every other file by name (default all)")
+    parser.add_argument("--counts", action="store_true",
+                        help="with --unlabelled: counts only (the half kept for counting)")
     args = parser.parse_args(argv)
+    if args.unlabelled is not None:
+        if not args.unlabelled.is_dir():
+            parser.error(f"{args.unlabelled} is not a folder: give the folder of logs")
+        files = halves(args.unlabelled, args.half)
+        tally, shown = measure_unlabelled(files, not args.counts)
+        print(f"## {args.unlabelled.name} ({args.half}, {len(files)} files): "
+              f"{tally['compactions']} compactions, {tally['findings']} gate findings")
+        for key in sorted(k for k in tally if k not in ("compactions", "findings")):
+            print(f"- {key}: {tally[key]}")
+        if shown:
+            print("\n" + "\n".join(shown))
+        return 0
     if args.show and args.split != "dev":
         parser.error("--show prints the findings themselves: dev only (the held-out half is "
                      "counted, never read)")

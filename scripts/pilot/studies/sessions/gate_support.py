@@ -30,6 +30,14 @@ from the words of the history:
         bears out (checked_by_calls); a failed check the clause reports or whose own tests
         passed (against_failed_check); a lookup later corrected; obligations that are an
         error reported, an option's "no", a note about code or an opinion (obligation_stands).
+        And (the amendment of 2026-12-06 (15)): a failure its own call answers (a command that
+        only looks, a fallback that ran, a lookup made again by another tool, a check the summary
+        reports failing: answered_failures); the template's list of the user's messages and its
+        pending tasks and next step (claims_nothing_here); a value that is a placeholder path's
+        tail, a list number or lines the agent viewed (value_stands); a check whose last run
+        passed (passed_by_last_run); orders in a mid-session file, quoting the user or carried
+        from the previous summary, questions, and instructions opposed only in words
+        (obligation_stands, opposite_stands).
 
 Pure functions of the readers' record: no model, no file, no clock.
 """
@@ -40,7 +48,8 @@ import json
 import re
 
 from .failed_steps import call_command, turn_outcome
-from ...rules.claims import ORDER_CLAIM, claim, contradicts, reports_failure, terms
+from ...rules.claims import (ORDER_CLAIM, claim, contradicts, corrected_away,
+                             reports_failure, terms)
 from .needed import (DONE_STATUSES, PLAN_TOOLS, arguments, call_of, check_kinds, edited_paths,
                      error_items, judge_needed, last_tasks, user_words)
 
@@ -52,7 +61,7 @@ CODE_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*[A-Z_0-9]\w*")
 CHANGE_CLAIM = re.compile(r"\b(?:fixed|updated|removed|added|created|deleted|implemented|changed|"
                           r"modified|wrote|rewrote|refactored|renamed|moved|replaced|restored|"
                           r"migrated|converted|extracted|introduced|simplified|restructured|"
-                          r"resolved|adding|removing|changing|updating|replacing)\b",
+                          r"resolved|applied|adding|removing|changing|updating|replacing)\b",
                           re.IGNORECASE)
 
 # a claim about a check: supported by a run of it, never by an edit
@@ -109,6 +118,10 @@ HYPHENED_NAME = re.compile(r"\b[A-Z]\w*(?:-[A-Z]\w*)+\b")
 # word in "- Shared bug report: ..." names what follows, it claims nothing)
 LABEL = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*\**[A-Za-z][\w'-]*(?: [\w'-]+){1,5}\**:(?=\s)")
 
+# a word joined by hyphens ("red-green-refactor", "pre-commit") and the phrases in which a claim
+# word claims nothing ("the user pushed back on ...": objected)
+NOT_A_CLAIM_WORDS = re.compile(r"\b\w+(?:-\w+)+\b|\bpush(?:ed|es|ing)? back\b", re.IGNORECASE)
+
 # "complete" before a noun: an adjective ("complete trees") or an order ("Complete Task #6"),
 # not a claim that something is complete (that one stands before punctuation or a word below)
 COMPLETE_BEFORE_NOUN = re.compile(
@@ -118,6 +131,27 @@ COMPLETE_BEFORE_NOUN = re.compile(
 
 # the claims of having checked something: supported by what the calls printed
 VERIFY_WORDS = frozenset({"verified", "checked", "validated", "confirmed"})
+
+# how a check was made: "by checking the diff", "by running `git log`"
+CHECKED_BY = re.compile(r"\bby (?:checking|running|reading|comparing|inspecting|looking at|viewing|"
+                        r"examining)\s+(?:the\s+|a\s+)?`?(?P<what>[\w.-]{3,})", re.IGNORECASE)
+
+# the words that name a kind of check in a claim that it passed
+CHECK_NAMES = {"tests": re.compile(r"\btests?\b", re.IGNORECASE),
+               "lint": re.compile(r"\blint\w*", re.IGNORECASE),
+               "build": re.compile(r"\b(?:build|builds|built|compil\w+)\b", re.IGNORECASE)}
+
+# the words of a claim that a check passed
+PASSED_WORDS = re.compile(r"\b(?:pass(?:es|ed|ing)?|green|succeeded|successful(?:ly)?|clean(?:ly)?|"
+                          r"compiles|compiled|ok)\b", re.IGNORECASE)
+
+# a test file, named by its kind ("the test file"): a file whose name marks it as tests
+TEST_FILE_PHRASE = re.compile(r"\btest (?:file|helper|fixture)s?\b", re.IGNORECASE)
+TEST_FILE_NAME = re.compile(r"(?:^|[_.-])(?:test|tests|spec)(?:[_.-]|$)|^test", re.IGNORECASE)
+
+# a line of a file view (Claude Code's Read prints each line after its number): code read, no
+# failure reported
+FILE_VIEW_LINE = re.compile(r'the source reports a failure: "\s*\d+\u2192')
 
 # the words of a clause that reports trouble in the state it names ("Current merge conflict")
 REPORTS_TROUBLE = re.compile(r"\b(?:conflicts?|conflicting|failing|failures?|broken|errors?|"
@@ -142,9 +176,59 @@ OPINION = re.compile(r"\buser\b[^.\n]{0,40}?\b(?:said|says|felt|feels|thought|th
                      r"mentioned)\s+(?:that\s+)?(?:[\w`'-]+\s+){0,4}?(?:is|are|was|were|seems?|"
                      r"seemed|looks?|looked)\b[^.\n]*\.?\s*$", re.IGNORECASE)
 
+# the template's heading over the user's messages, quoted: its lines give no order and claim
+# nothing
+USER_MESSAGES = re.compile(r"\buser(?:'s)? messages\b", re.IGNORECASE)
+
+# the template's headings over what is still to do: its lines claim nothing done
+STILL_TO_DO = re.compile(r"\b(?:pending tasks?|next steps?|remaining (?:tasks?|work)|to-?do)\b",
+                         re.IGNORECASE)
+
+# a "not" or "no" that qualifies a thing, not an action ("commits NOT in main", "has no trailer")
+QUALIFYING_NEGATION = re.compile(r"\bnot\b(?=\s+(?:in|on|from|of|at|within|into|under|"
+                                 r"part of)\b)|(?<=\bhas )no\b|(?<=\bhad )no\b|"
+                                 r"(?<=\bwith )no\b|(?<=\bhave )no\b", re.IGNORECASE)
+
+# a failure that was wanted (test-first work's red step): no step that did not happen
+EXPECTED_FAILURE = re.compile(r"\bfail(?:ed|s)?(?=\s+as\s+(?:expected|intended|planned)\b)",
+                              re.IGNORECASE)
+
+# the words around an order, before its verb
+ORDER_FILLER = frozenset({"please", "always", "never", "only", "just", "also", "don't", "dont",
+                          "do", "not", "you", "we", "should", "must", "to", "and", "then",
+                          "make", "sure", "ensure", "that"})
+
+# the first words of a statement, not of an order
+STATEMENT_START = frozenset({
+    "when", "whenever", "if", "the", "a", "an", "this", "that", "these", "those", "it", "its",
+    "there", "they", "he", "she", "user", "users", "i", "my", "our", "your", "their", "because",
+    "since", "once", "while", "as", "in", "on", "at", "with", "by", "from", "so", "is", "are",
+    "was", "were"})
+
 # the tools that change files or run commands: a later success of one is no lookup corrected
 ACTING_TOOLS = re.compile(r"bash|shell|exec|command|terminal|edit|write|patch|replace|notebook",
                           re.IGNORECASE)
+
+
+# programs that only read (a failure of one is what it found): files, searches, system state
+LOOKING_PROGRAMS = frozenset({
+    "ls", "cat", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "find", "fd", "which",
+    "whereis", "type", "file", "stat", "wc", "echo", "printf", "xxd", "hexdump", "od", "md5",
+    "md5sum", "shasum", "sha1sum", "sha256sum", "du", "df", "ps", "pwd", "printenv", "tree",
+    "less", "more", "sort", "uniq", "cut", "jq", "diff", "date", "whoami", "uname", "realpath",
+    "readlink", "basename", "dirname", "test", "[", "true", "id", "lsof", "pgrep", "strings"})
+
+# git's subcommands that only read
+LOOKING_GIT = frozenset({
+    "status", "log", "show", "diff", "cat-file", "fsck", "rev-parse", "ls-files", "ls-tree",
+    "blame", "reflog", "describe", "count-objects", "for-each-ref", "merge-base", "name-rev",
+    "grep", "shortlog", "verify-pack", "show-ref", "rev-list", "check-ignore", "whatchanged"})
+
+# the arguments a lookup tool looks for
+LOOKUP_ARGUMENTS = ("pattern", "query", "path", "file_path", "url", "glob")
+
+# the words that say a check fails
+FAILING = re.compile(r"\b(?:fail(?:s|ed|ing|ure|ures)?|broken|errors?|red)\b", re.IGNORECASE)
 
 
 def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
@@ -152,16 +236,22 @@ def gate_support(turns: list[dict], steps: list[dict], summary: str) -> dict:
     (gate_items), edits: the names the edit and write calls changed (edit_names), approved:
     whether the user approved anything (user_approved), tasks: the last task list's tasks and
     whether each is completed, printed: what the successful calls gave and printed (call_texts),
-    test_runs: each test run's outcome and what it ran and printed, corrected: the failed lookups a
-    later call of the same tool got right (corrected_lookups)}."""
+    test_runs: each test run's outcome and what it ran and printed, corrected: the failures that
+    need no report (a lookup a later call of the same tool got right, corrected_lookups; a
+    failure the call's own words answer, answered_failures), mid_session, user_said: the user's
+    words, earlier: the previous summary the span opens with, if any}."""
     edits = edit_names(turns)
     return {"items": gate_items(turns, steps, summary), "edits": edits,
             "approved": user_approved(turns),
             "tasks": [(text, status.lower() in DONE_STATUSES) for text, status, _
                       in last_tasks(turns)],
             "printed": call_texts(turns), "test_runs": test_runs(turns),
-            "corrected": corrected_lookups(turns, steps),
-            "mid_session": bool(turns) and bool(turns[0].get("mid_session"))}
+            "corrected": corrected_lookups(turns, steps) | answered_failures(turns, steps,
+                                                                              summary),
+            "mid_session": bool(turns) and bool(turns[0].get("mid_session")),
+            "user_said": "\n".join(text for _, _, text in user_words(turns)),
+            "earlier": next((t["text"] for t in turns if t.get("summary")), ""),
+            "last_checks": {kind: outcome for kind, (outcome, _) in last_checks(turns).items()}}
 
 
 def call_texts(turns: list[dict]) -> str:
@@ -199,6 +289,74 @@ def corrected_lookups(turns: list[dict], steps: list[dict]) -> set[str]:
                for turn in turns[step["turn"]:]):
             corrected.add(f"{step['tool']}: {step['match'][0]}"[:80])
     return corrected
+
+
+def answered_failures(turns: list[dict], steps: list[dict], summary: str) -> set[str]:
+    """The names of the failed calls whose failure needs no report of its own (the amendment of
+    2026-12-06 (15)): a command that only looks (each program of it reads: `ls`, `cat`, `git
+    show`, `git fsck` ...), whose failure is what it found; a command whose fallback ran (`which
+    x || go install x`) and which the tool did not mark as an error; a lookup a later successful
+    call of another tool made for the same words (Grep failing to start, then `grep` in a shell);
+    and a check (tests, lint, build) that the summary itself reports failing ("a test failure")."""
+    answered = set()
+    for step in steps:
+        if step["status"] == "done" or not 0 < step.get("turn", 0) <= len(turns):
+            continue
+        turn = turns[step["turn"] - 1]
+        args = arguments(call_of(turn))
+        command = call_command(args)
+        kinds = check_kinds(command)
+        if command and not kinds and only_looks(command) or \
+                command and "||" in command and turn.get("error") is False or \
+                not command and not ACTING_TOOLS.search(step["tool"]) and \
+                looked_up_later(args, turns[step["turn"]:]) or \
+                kinds and any(reports_failing(kind, summary) for kind in kinds):
+            answered.add(f"{step['tool']}: {step['match'][0]}"[:80])
+    return answered
+
+
+def only_looks(command: str) -> bool:
+    """Whether every program a command line runs only reads (LOOKING_PROGRAMS, git's
+    LOOKING_GIT): no redirection into a file, no program that changes anything."""
+    if re.search(r"(?<![0-9&])>(?!&)", re.sub(r"\d?>\s*/dev/null|2>&1", " ", command)):
+        return False
+    for part in re.split(r"\|\|?|&&|;|\n", command):
+        words = [w for w in part.split() if not re.match(r"^\w+=", w)]
+        while words and words[0] in ("sudo", "cd", "time", "env") and len(words) > 1:
+            words = words[2:] if words[0] == "cd" else words[1:]
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "git":
+            # (`git -C path log`: the subcommand is the first word that is no option or path)
+            rest = [w for w in words[1:] if not w.startswith("-") and not re.match(r"^[/.~]", w)]
+            sub, then = (rest + ["", ""])[:2]
+            if sub not in LOOKING_GIT and then not in ("status", "list", "show", "get") and \
+                    not (sub == "branch" and len(rest) == 1):
+                return False
+        elif program not in LOOKING_PROGRAMS:
+            return False
+    return True
+
+
+def looked_up_later(failed: dict, later: list[dict]) -> bool:
+    """Whether a later successful call holds every word (four characters or more) of what a
+    failed lookup looked for (its pattern, query, path or URL): the lookup made again, by
+    another tool."""
+    wanted = [str(failed.get(k)) for k in LOOKUP_ARGUMENTS if failed.get(k)]
+    words = set(re.findall(r"\w{4,}", " ".join(wanted)))
+    return bool(words) and any(
+        turn["role"] == "tool" and turn_outcome(turn) == "ok" and
+        words <= set(re.findall(r"\w{4,}", json.dumps(arguments(call_of(turn)))))
+        for turn in later)
+
+
+def reports_failing(kind: str, summary: str) -> bool:
+    """Whether a line of the summary says that a check of this kind fails ("a test failure",
+    "Current failing test", "the build is broken")."""
+    names = "|".join(CHECK_WORDS[kind]) + ("|linting" if kind == "lint" else "")
+    return any(re.search(rf"\b(?:{names})\b", line, re.IGNORECASE) and
+               FAILING.search(line) for line in summary.splitlines())
 
 
 def corrects(failed: dict, later: dict) -> bool:
@@ -241,6 +399,11 @@ def change_supported(clause: str, edits: set[str], source: str) -> bool:
     test run), every file it names is one the calls changed, and every code name it gives is one
     they wrote or replaced or one the history holds (a function the agent read and then edited
     inside); a name the history never holds is no change the calls made."""
+    if TEST_FILE_PHRASE.search(clause):
+        # (a test file named by its kind: one the calls changed whose name marks it as tests)
+        if not any(TEST_FILE_NAME.search(e.rsplit(".", 1)[0]) for e in edits if "." in e):
+            return False
+        clause = TEST_FILE_PHRASE.sub(" ", clause)
     if not edits or not CHANGE_CLAIM.search(clause) or CHECK_CLAIM.search(bare_words(clause)):
         return False
     files = FILE_NAME.findall(clause)
@@ -308,12 +471,15 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
     change ("all", "the last", "across the codebase") is not supported by the edit calls: they
     show what was changed, never that nothing is left."""
     detail, text = finding["detail"], finding["text"]
-    if against_failed_check(finding, support):
+    if against_failed_check(finding, support, source):
         return True
     said = re.match(r"(?:a (?:blanket )?claim of|presented as) `?([^`,]+?)`?(?: that|,)", detail)
     if not said or detail.startswith("presented as") and "the source reports a failure" \
             not in detail:
         return False
+    if FILE_VIEW_LINE.search(detail) and claim(text) is not None:
+        # (the "failure" is a line of code the agent read: the claim is one like any other)
+        detail = f"a claim of `{claim(text)[1]}` that no ledger item or source event supports"
     word = said.group(1).lower()
     if word not in text.lower() or QUOTED.search(text):
         # the claim outside the quotations, if any, is the one to support
@@ -325,7 +491,10 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
             unverifiable(text, word, support["tasks"]) or \
             beyond_history(text, word, support, source):
         return True
-    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"]):
+    if word in VERIFY_WORDS | {"done"} and checked_by_calls(text, word, support["printed"],
+                                                            source):
+        return True
+    if passed_by_last_run(text, support.get("last_checks", {})):
         return True
     if word in APPROVAL_WORDS and support["approved"] and \
             (re.search(r"\b(?:user|plan)\b", text, re.IGNORECASE) or
@@ -337,11 +506,22 @@ def supported_by_calls(finding: dict, support: dict, source: str) -> bool:
                                                                       source)
 
 
+def passed_by_last_run(text: str, last: dict) -> bool:
+    """Whether a claim that a check passed ("the code compiled successfully", "lint is clean")
+    names kinds of check whose last run in the span each passed; not a blanket or hedged one."""
+    bare = bare_words(text)
+    kinds = [kind for kind, name in CHECK_NAMES.items() if name.search(bare)]
+    return bool(kinds) and bool(PASSED_WORDS.search(bare)) and not BLANKET.search(bare) and \
+        not HEDGED.search(bare) and all(last.get(kind) == "ok" for kind in kinds)
+
+
 def not_a_claim(text: str) -> bool:
     """Whether a clause makes no claim once the words that are part of a name (HYPHENED_NAME), of
     a label (LABEL) or an adjective or an order ("complete trees", "Complete Task #6") are set
-    aside."""
+    aside, and (the amendment of 2026-12-06 (15)) a word joined by hyphens ("red-green-refactor")
+    or a phrase in which a claim word means something else ("pushed back on")."""
     rest = COMPLETE_BEFORE_NOUN.sub(" ", LABEL.sub(" ", HYPHENED_NAME.sub(" ", text)))
+    rest = NOT_A_CLAIM_WORDS.sub(" ", rest)
     return rest != text and claim(rest) is None and \
         not re.search(r"\b(?:" + "|".join(CHECK_PASSED) + r")\b", rest, re.IGNORECASE)
 
@@ -365,7 +545,8 @@ def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
     """Whether a claim of done names things (files, code, code names, quotations) of which the
     history in the file holds none, in its words, the calls' arguments or what they printed: work
     from before the file begins (a span that starts mid-session, as the reader marks its first
-    turn), which the file cannot check; in a span from the session's start it is invented."""
+    turn), which the file cannot check; in a span from the session's start it is invented. So is
+    a claim of a change to files none of which a call in the file changed."""
     if word in VERIFY_WORDS | APPROVAL_WORDS or not support.get("mid_session"):
         return False
     named = [m.strip("`\"").strip() for m in re.findall(r"`[^`]+`|\"[^\"\n]+\"", text)] + \
@@ -373,34 +554,52 @@ def beyond_history(text: str, word: str, support: dict, source: str) -> bool:
         sorted(code_names(FILE_NAME.sub(" ", text)))
     named = [n for n in named if len(n) >= 3]
     held = (source, support["printed"])
+    edited = {e.lower() for e in support["edits"]}
+    files = [re.split(r"[\\/]", f)[-1].lower() for f in FILE_NAME.findall(text)]
+    # (the amendment of 2026-12-06 (15): a change to files of which no call in the file changed
+    # any, in a file that begins mid-session, was made before it began: `git stash pop` brings
+    # such changes back without an edit call)
     return bool(named) and not any(n in h for n in named for h in held) and \
-        not any(n.lower() in {e.lower() for e in support["edits"]} for n in named)
+        not any(n.lower() in edited for n in named) or \
+        bool(files) and bool(CHANGE_CLAIM.search(text)) and not any(f in edited for f in files)
 
 
-def checked_by_calls(text: str, word: str, printed: str) -> bool:
+def checked_by_calls(text: str, word: str, printed: str, source: str = "") -> bool:
     """Whether a claim of having checked something ("verified with `git log`", "checked coverage:
     `f` 66.7%", "already done") is supported by what the span's successful calls gave and
-    printed: it names a thing or value, and each it names is there. A blanket claim is not."""
+    printed: it names a thing or value, each it names is there or (the amendment of 2026-12-06
+    (15)) is the subject the conversation asked about, and one at least is there; or it names
+    how it checked ("by checking the diff") and a successful call did that. A blanket claim is
+    not."""
     if word == "done" and not re.search(r"\balready\s+done\b", text, re.IGNORECASE) or \
             BLANKET.search(bare_words(text)):
         return False
     named = [m.strip("`\"") for m in CHECKABLE.findall(text)] + \
         [f for f in FILE_NAME.findall(text)] + sorted(code_names(text))
     named = [n for n in named if len(n) >= 2]
-    return bool(named) and all(n in printed for n in named)
+    if named:
+        return any(n in printed for n in named) and \
+            all(n in printed or n in source for n in named)
+    means = CHECKED_BY.search(text)
+    return bool(means) and bool(re.search(rf"\b{re.escape(means.group('what'))}\b", printed,
+                                          re.IGNORECASE))
 
 
-def against_failed_check(finding: dict, support: dict) -> bool:
+def against_failed_check(finding: dict, support: dict, source: str = "") -> bool:
     """Whether a claim set against a failed ledger item ("`the last tests run` presented as
     passing, but it is failed") reports the failure itself ("most tests passing", "Current merge
     conflict"), or names tests (a file, a test name) whose own last run passed, as a red step of
-    test-first work leaves the last run of all failed on purpose."""
+    test-first work leaves the last run of all failed on purpose; or (the amendment of
+    2026-12-06 (15)) is a claim of a change, not of a check passing ("created the test file"
+    beside a failed test run), that the edit calls support."""
     detail, text = finding["detail"], finding["text"]
     if not re.search(r"presented as \S+, but it is (?:failed|denied)", detail):
         return False
     if HEDGED.search(bare_words(text)) or REPORTS_TROUBLE.search(bare_words(text)) or \
             reports_failure(text) or not_a_claim(text):
         return True
+    if CHANGE_CLAIM.search(text) and not PASSED_WORDS.search(bare_words(text)):
+        return change_supported(text, support["edits"], source)
     if "the last tests run" not in detail:
         return False
     # (the tests by their code names, else by their files' stems: a run names its tests)
@@ -443,22 +642,98 @@ def summary_line(text: str, summary: str) -> tuple[str, str]:
     return "", ""
 
 
-def obligation_stands(finding: dict, summary: str) -> bool:
+def obligation_stands(finding: dict, summary: str, support: dict | None = None) -> bool:
     """Whether an obligation finding stands: not a line under a heading of errors met (which
     reports an error), not the opposite of an instruction only by a command-line option
     (`--no-pager`), not a list item about a piece of code, and not the user's opinion reported
-    ("the user said they were redundant")."""
+    ("the user said they were redundant"). And (the amendment of 2026-12-06 (15)): not a line
+    of the template's list of the user's messages (quoted); not set against an instruction
+    whose action it does not name (opposite_stands); not a question that names no user; with
+    the span's support, not an order given as the user's where the file begins mid-session (the
+    user's earlier words are not in it), that quotes the user's own words, or that the previous
+    summary the span opens with gave as the user's too (carried, not invented here)."""
     detail, text = finding["detail"], finding["text"]
     line, heading = summary_line(text, summary)
+    if USER_MESSAGES.search(heading):
+        return False
     opposite = re.match(r'says the opposite of the instruction (".*")$', detail)
     if opposite:
         instruction = json.loads(opposite.group(1))
-        return not ERRORS_HEADING.match(heading) and \
-            contradicts(OPTION.sub(" ", text), OPTION.sub(" ", instruction))
+        return not ERRORS_HEADING.match(heading) and opposite_stands(text, instruction)
     if detail.startswith("instruction-like text") and ABOUT_CODE.match(line):
         return False
-    return not (detail.startswith("an order or a rule given as the user's") and
-                OPINION.search(text) and not ORDER_CLAIM.search(text))
+    if text.rstrip().endswith("?") and not re.search(r"\buser\b", text, re.IGNORECASE):
+        return False
+    given = detail.startswith(("an order or a rule given as the user's",
+                               "a rule given as the user's"))
+    if given and OPINION.search(text) and not ORDER_CLAIM.search(text):
+        return False
+    support = support or {}
+    if (given or detail.startswith("instruction-like text")) and support.get("mid_session"):
+        return False
+    return not (given and (quotes_user(text, support.get("user_said", "")) or
+                           carried(text, support.get("earlier", ""))))
+
+
+def opposite_stands(text: str, instruction: str) -> bool:
+    """Whether a sentence says the opposite of an instruction, once command-line options and
+    the "not" or "no" that qualifies a thing ("commits not in main", "a commit with no trailer")
+    are set aside: it gives a value the instruction corrected away, or it names the action the
+    instruction orders (its first verb, "show" of "Feature branches: show only ...") and says
+    the opposite of it. An instruction that orders no action (a statement: "When a commit has no
+    trailer, PostCommit returns early") is opposed only by such a value; one about the order of
+    events (before, first) is read as before."""
+    mine, theirs = plain_order(text), plain_order(instruction)
+    if not contradicts(mine, theirs):
+        return False
+    if any(old in text for old in corrected_away(instruction)) or \
+            re.search(r"\b(?:before|first)\b", instruction, re.IGNORECASE):
+        return True
+    return order_verb(instruction) is not None
+
+
+def plain_order(text: str) -> str:
+    """A sentence without its command-line options and the negations that qualify a thing, and
+    a failure it says was expected ("the tests failed as expected") read as no step undone."""
+    return EXPECTED_FAILURE.sub("fail", QUALIFYING_NEGATION.sub(" ", OPTION.sub(" ", text)))
+
+
+def order_verb(instruction: str) -> str | None:
+    """The first word of an instruction's order once its list marker, its label ("Step 1:",
+    "Feature branches:") and the words around an order (never, always, please, only, you
+    must ...) are set aside; None where that word opens a statement (when, the, it, user ...)."""
+    rest = re.sub(r"^[\s#>*+\-\u2022\d.)\]]*", "", instruction)
+    rest = re.sub(r"^[^:\n]{1,40}:\s+", "", rest)
+    words = [w for w in re.findall(r"[a-z][\w'-]*", rest.lower()) if w not in ORDER_FILLER]
+    if not words or words[0] in STATEMENT_START and not (
+            len(words) > 1 and words[1].endswith("ing")):
+        return None
+    return words[0]
+
+
+def quotes_user(text: str, said: str) -> bool:
+    """Whether a sentence quotes the user's own words (two words or more, as the user's words
+    hold them, case and punctuation aside, not a part the user negated): it reports the message,
+    it invents nothing."""
+    plain = f" {' '.join(re.findall(r'[a-z0-9]+', said.lower()))} "
+    for quote in QUOTED.findall(text):
+        words = re.findall(r"[a-z0-9]+", quote.lower())
+        at = plain.find(f" {' '.join(words)} ")
+        # (not a part the user negated: "reset it in run" of "don't reset it in run")
+        if len(words) >= 2 and at >= 0 and \
+                not re.search(r"\b(?:not|t|never|no)\s*$", plain[:at + 1]):
+            return True
+    return False
+
+
+def carried(text: str, earlier: str) -> bool:
+    """Whether the previous summary the span opens with gives the same order as the user's: a
+    line of it that names the user holds half the order's words or more."""
+    order = ORDER_CLAIM.search(text)
+    words = terms(order.group("what") if order else text)
+    return bool(words) and any(
+        len(words & terms(line)) * 2 >= len(words)
+        for line in earlier.splitlines() if re.search(r"\buser\b", line, re.IGNORECASE))
 
 
 def unsupported(findings: list[dict], support: dict, source: str,
@@ -472,5 +747,33 @@ def unsupported(findings: list[dict], support: dict, source: str,
     return [f for f in findings if not (f.get("item") in reported and
                                         f["detail"].endswith("is not reported"))
             and not any(f["text"].strip() in q for q in quoted if f["category"] == "status")
+            and not (f["category"] == "status" and claims_nothing_here(f["text"], summary))
             and not supported_by_calls(f, support, source)
-            and (f["category"] != "obligation" or obligation_stands(f, summary))]
+            and (f["category"] != "obligation" or obligation_stands(f, summary, support))
+            and (f["category"] != "value" or value_stands(f, summary, support))]
+
+
+def claims_nothing_here(text: str, summary: str) -> bool:
+    """Whether a clause stands where the template's words claim nothing done: in its list of the
+    user's messages (quoted) or under a heading of what is still to do (pending tasks, the next
+    step)."""
+    heading = summary_line(text, summary)[1] if text.strip() else ""
+    return bool(USER_MESSAGES.search(heading) or STILL_TO_DO.search(heading))
+
+
+def value_stands(finding: dict, summary: str, support: dict) -> bool:
+    """Whether a value finding ("`235-237` is not in the source") stands: not the tail of a path
+    whose folder is a placeholder (`.entire/<session-id>/prompt.txt`), not a list item's number
+    ("12. **Final step**"), and not a line or range of lines each of which a file view the calls
+    printed numbers ("lines 235-237" of a file read with its line numbers)."""
+    value = finding["text"].strip()
+    if not value:
+        return True
+    if re.search(r"[>}\]]" + re.escape(value), summary) or \
+            re.search(rf"(?m)^\s*{re.escape(value)}[.)]\s", summary) and value.isdigit():
+        return False
+    lines = re.fullmatch(r"(\d+)(?:\s*[-\u2013]\s*(\d+))?", value)
+    if lines and re.search(rf"\blines?\s+{re.escape(value)}\b", summary, re.IGNORECASE):
+        return not all(re.search(rf"(?m)^\s*{n}(?:\u2192|\t)", support["printed"])
+                       for n in lines.groups() if n)
+    return True

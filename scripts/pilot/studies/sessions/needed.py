@@ -14,8 +14,9 @@ from the structure the agent's log records, not from every word of the history:
         unresolved_error (a failed or denied call no later call resolved,
         failed_steps.session_steps, nor met its purpose: purpose_met_later), value (given by
         the user, the branch and worktree the log records, a commit or pull request the agent
-        made, not in a scratch repository; never a value seen only in a tool's output, so never
-        a line-number prefix) and decision (the
+        made, not in a scratch repository, a value the agent wrote in its own words and passed to
+        a later call or stated last: agent_values.py; never a value seen only in a tool's output,
+        so never a line-number prefix) and decision (the
         agent's "the root cause is ..." that says what it found, the user's choice of an offered
         option), each with its key (a short literal string of the history) and its sentence.
     judge_needed(items, summary, agreed) -> each item kept (in any spelling: a path by its tail,
@@ -39,6 +40,7 @@ from ...rules.claims import (claim, contradicts, invented_order, reports_failure
 from ...rules.spellings import normalize_value, numeric_key
 from ...rules.states import state_units
 from ...rules.values import extract_values, mask_secrets
+from .agent_values import address_kept, agent_value_items, changed_in, number_kept
 from .failed_steps import call_command, session_steps, turn_outcome
 from .truth import is_standing_instruction, judge_steps, revoked_by, split_sentences
 
@@ -519,8 +521,8 @@ def check_kinds(command: str) -> set[str]:
 
 def value_items(turns: list[dict], workspace: dict) -> list[dict]:
     """Values the work turned on: the branch and the worktree the log records at the boundary, a
-    commit or pull request the agent made, and values the user gave (a value the agent computed is
-    not found yet)."""
+    commit or pull request the agent made, values the user gave, and values the agent wrote in its
+    own words and passed on or stated last (agent_values.agent_value_items)."""
     out = []
     branch, folder = workspace.get("branch"), workspace.get("cwd")
     if branch and branch not in COMMON_BRANCHES:
@@ -534,7 +536,7 @@ def value_items(turns: list[dict], workspace: dict) -> list[dict]:
                      and NAMING_VALUE.search(v.text)]
             if len(given) <= MAX_GIVEN:        # more: a pasted listing, not values given one by one
                 out += [value_item(v.text, v.kind, turn["text"], t + 1) for v in given]
-    return out
+    return out + agent_value_items(turns)
 
 
 def value_item(text: str, kind: str, source: str, turn: int, **more) -> dict:
@@ -672,8 +674,9 @@ def judge_file(item, summary, lower, units, spellings):
 
 
 def judge_value(item, summary, lower, units, spellings):
-    """A value kept in any spelling; a commit no call pushed is wrong where a sentence that names
-    it says it was pushed."""
+    """A value kept in any spelling; a value of the agent's is wrong where the summary gives it
+    with a small change (agent_values.changed_in), a commit no call pushed where a sentence that
+    names it says it was pushed."""
     key = item["key"]
     if item["kind"] == "folder":
         tail = "/".join(key.rstrip("/").split("/")[-2:])
@@ -682,10 +685,16 @@ def judge_value(item, summary, lower, units, spellings):
     elif item["kind"] == "path" and "/" in key:
         status, sentence = judge_file(item, summary, lower, units, spellings)
     elif key.lower() in lower or normalize_value(item["kind"], key) in spellings or \
-            numeric_key(item["kind"], key) in spellings - {None}:
+            numeric_key(item["kind"], key) in spellings - {None} or \
+            re.fullmatch(r"#\d+", key) and number_kept(key, lower) or \
+            item.get("how_found") and item["kind"] == "url" and address_kept(key, lower):
         status, sentence = "kept", unit_with(units, key) or ""
     else:
         status, sentence = "lost", None
+        # a value of the agent's that the summary gives with a small change is misstated
+        changed = changed_in(item, extract_values(summary)) if item.get("how_found") else None
+        if changed:
+            return "wrong", unit_with(units, changed.text) or changed.text
     if item["kind"] == "commit" and not item.get("pushed"):
         named = [u for u in units if key[:7].lower() in u.lower() or re.search(r"\bcommit", u,
                                                                                 re.IGNORECASE)]
