@@ -39,7 +39,8 @@ DISTINCT_CALLS = 14
 OUTPUTS = ("results.json", "analysis.md", "report.html", "lost.csv", "probes.csv", "RESULTS.md")
 
 # sha256 of each output of `score` and `analyze` with no --judge (the server's address and the temporary folder
-# written as one name each), written by main's code at commit 8cb41f3, before the judge came to the study
+# written as one name each), written by main's code at commit 8cb41f3, before the judge came to the study, and equal
+# to those of main at 03d3a3f (values4 merged)
 UNJUDGED_SHA256 = {"results.json": "9558229280716587376227405a5ae3eb17f66adaeb1c79713b00f519e7bfcce6",
                    "analysis.md": "f0e1e44a7213145b5a181721bc9981ee79acef3613deee8c276a75ac625be413",
                    "report.html": "4907598815eaa29e12bdcb2fbf8ad4c6ca734139b376641c05f74ea369031232",

@@ -46,9 +46,7 @@ def open_judge(run_dir: Path, setup: JudgeSetup) -> "StudyJudge":
     refuse_unsafe_place(folder, True, "move it away")
     folder.mkdir(exist_ok=True)
     record_judge(folder / LOCK_FILE, setup, prompt)
-    agreement = measured(setup, prompt)
-    threshold = (setup.threshold if setup.threshold is not None else
-                 agreement.threshold if agreement is not None else DEFAULT_THRESHOLD)
+    threshold, agreement = measured(setup, prompt)
     cache = CallCache(folder / CALLS_FILE)
     judge = Judge(setup.backend, setup.model, setup.identity, prompt, cache, setup.policy,
                   threshold)
@@ -79,19 +77,20 @@ def record_judge(path: Path, setup: JudgeSetup, prompt: JudgePrompt) -> None:
                  .encode("utf-8"))
 
 
-def measured(setup: JudgeSetup, prompt: JudgePrompt):
-    """judge-check's measured agreement of this model and question (judge_agreement.py), or None
-    where no folder is named or it holds none."""
+def measured(setup: JudgeSetup, prompt: JudgePrompt) -> tuple:
+    """The threshold on P(KEPT) (--judge-threshold, else the one judge-check chose on the dev labels
+    where its folder is named, else the default) and judge-check's measured agreement of this model
+    and question at it (judge_agreement.py; None where no folder is named or it holds none)."""
     if setup.agreement_dir is None:
-        return None
+        return (DEFAULT_THRESHOLD if setup.threshold is None else setup.threshold), None
     try:
-        from .judge_agreement import measured_agreement
+        from .judge_agreement import chosen_threshold, measured_agreement
     except ImportError:
         raise JudgeInputError("--judge-agreement needs judge-check (judge_agreement.py), which "
                               "this copy of the runner lacks; leave the option out") from None
-    threshold = setup.threshold if setup.threshold is not None else DEFAULT_THRESHOLD
-    return measured_agreement(setup.agreement_dir, setup.model, setup.identity, prompt.sha256,
-                              threshold)
+    given = (setup.agreement_dir, setup.model, setup.identity, prompt.sha256)
+    threshold = chosen_threshold(*given) if setup.threshold is None else setup.threshold
+    return threshold, measured_agreement(*given, threshold)
 
 
 class StudyJudge:
