@@ -302,44 +302,6 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help=argparse.SUPPRESS)
 
 
-def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """The judge's options, the same words wherever a judge decides (issue 44)."""
-    group = parser.add_argument_group(
-        "the judge", "a model on your own server that decides what the rules cannot: whether each "
-                     "request, standing instruction, decision and open task the rules found is "
-                     "kept, lost or stated otherwise in a summary; one short call per item, "
-                     "journalled and resumable; without --judge nothing is sent")
-    group.add_argument("--judge", metavar="MODEL", nargs="?", const=True, default=False,
-                       help="the judge model, as the server (--backend, --host or --base-url, "
-                            "--api-key-env) lists it (a sessions run; --judge alone is the "
-                            "constraints study's option, as its run's command is typed)")
-    group.add_argument("--judge-prompt", metavar="FILE",
-                       help="the judge's question (UTF-8 text holding {summary}, {category} and "
-                            "{item} once each; default tasks/sessions/judge-prompt.txt)")
-    group.add_argument("--judge-threshold", metavar="P", type=probability_argument(),
-                       help="P(KEPT) at or above which an item is kept, where the server gives "
-                            "probabilities (default 0.5, or the one judge-check chose on the dev "
-                            "labels when --judge-agreement names its folder)")
-    group.add_argument("--judge-agreement", metavar="DIR",
-                       type=folder_argument("--judge-agreement"),
-                       help="a judge-check output folder: its measured agreement with the hand "
-                            "labels is named on every page the judge touched (without it: "
-                            "\"agreement not measured\", read as below the threshold)")
-
-
-def probability_argument() -> Callable[[str], float]:
-    """An argparse type: a number from 0 to 1."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not 0.0 <= value <= 1.0:
-            raise argparse.ArgumentTypeError(f"expected a probability from 0 to 1, got {text!r}")
-        return value
-    return parse
-
-
 def partial_labels() -> str:
     """What the studies mark an analysis of an incomplete bank, and which analyse one unasked, for
     --allow-partial's help."""
@@ -370,6 +332,33 @@ def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -
         ]
         parser.add_argument("--tasks", help="task file (default: the study's pre-registered one; "
                             f"{', '.join(pinned)})")
+
+
+def add_score_judge_options(parser: argparse.ArgumentParser) -> None:
+    """score's judge (issue 44), in the words audit and judge-check use; its server is given with
+    the run's options score already accepts (--backend, --host or --base-url, --api-key-env)."""
+    group = parser.add_argument_group(
+        "the judge", "a model on your own server that decides what the rules cannot: whether each "
+                     "request, standing instruction, decision and open task the rules found is "
+                     "kept, lost or stated otherwise in a summary; one short call per item, "
+                     "journalled and resumable; without --judge nothing is sent")
+    group.add_argument("--judge", metavar="MODEL", nargs="?", const=True, default=False,
+                       help="the judge model, as the server (--backend, --host or --base-url, "
+                            "--api-key-env) lists it (a sessions run; --judge alone is the "
+                            "constraints study's option, as its run's command is typed)")
+    group.add_argument("--judge-prompt", metavar="FILE",
+                       help="the judge's question (UTF-8 text holding {summary}, {category} and "
+                            "{item} once each; default tasks/sessions/judge-prompt.txt)")
+    group.add_argument("--judge-threshold", metavar="P",
+                       type=seconds_argument(0, 1, what="a probability"),
+                       help="P(KEPT) at or above which an item is kept, where the server gives "
+                            "probabilities (default 0.5, or the one judge-check chose on the dev "
+                            "labels when --judge-agreement names its folder)")
+    group.add_argument("--judge-agreement", metavar="DIR",
+                       type=folder_argument("--judge-agreement"),
+                       help="a judge-check output folder: its measured agreement with the hand "
+                            "labels is named on every page the judge touched (without it: "
+                            "\"agreement not measured\", read as below the threshold)")
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
@@ -471,7 +460,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         if command == "score":
             parser.add_argument("--force", action="store_true", help="replace a results.json "
                                 "that holds more probes than this scoring gives")
-            add_judge_options(parser)
+            add_score_judge_options(parser)
         # without RUN_DIR or --out, the folder is found as the run named it: from the run's own
         # options as typed
         # (--study, --sessions, --regimes, ...); a folder named with --out says its own study
