@@ -12,7 +12,9 @@ run folder, never to the run's manifest or raw/, so `verify` reads the run as it
         agreement with the hand labels read from a judge-check folder where one is named
     StudyJudge.judged_rows(episode, state, compacted, rows) -> the needed rows, judged
     StudyJudge.record() -> results.json's `judge` block
-(study_needed.judge_line renders the block on every page the judge touched.)
+
+study_needed.py counts the judged rows and renders the block (judge_line) on every page the judge
+touched.
 """
 from __future__ import annotations
 
@@ -26,15 +28,11 @@ from ...runfolder import refuse_unsafe, refuse_unsafe_place, write_atomic
 from ...transport import redact_url
 from .judge import (DEFAULT_THRESHOLD, JUDGED, Judge, JudgeInputError, JudgePrompt,
                     read_judge_prompt)
+from .study_needed import BY_JUDGE, BY_RULES_TOO_LONG, BY_RULES_UNREADABLE
 
 JUDGE_FOLDER = "judge"
 CALLS_FILE = "judge-calls.jsonl"
 LOCK_FILE = "judge-lock.json"
-
-# how a row says who decided it (results.json's needed rows, `judged_by`)
-BY_JUDGE = "judge"
-BY_RULES_UNREADABLE = "rules: reply unreadable"
-BY_RULES_TOO_LONG = "rules: summary too long"
 
 
 def open_judge(run_dir: Path, setup: JudgeSetup) -> "StudyJudge":

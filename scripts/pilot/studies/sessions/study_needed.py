@@ -37,8 +37,12 @@ LISTED = 12
 
 SHOWN_STATUS = {"kept": "kept", "lost": "lost", "wrong": "misstated"}
 
-# who decided a judged row (study_judge.py): the judge, or the rules where it gave no status
-JUDGED_BY = ("judge", "rules: reply unreadable", "rules: summary too long")
+# who decided a judged row (study_judge.py, its `judged_by`): the judge, or the rules where it gave
+# no status
+BY_JUDGE = "judge"
+BY_RULES_UNREADABLE = "rules: reply unreadable"
+BY_RULES_TOO_LONG = "rules: summary too long"
+JUDGED_BY = (BY_JUDGE, BY_RULES_UNREADABLE, BY_RULES_TOO_LONG)
 
 
 # --- The ground truth -----------------------------------------------------------------------------
@@ -230,13 +234,13 @@ def judge_line(block: dict) -> str:
 def judge_blocks(a: dict) -> list[tuple]:
     """The judge's line and what it decided: where it gave no status, the rules' stands."""
     decided = a["needed_decided"]
-    stood = decided["rules: reply unreadable"] + decided["rules: summary too long"]
+    stood = decided[BY_RULES_UNREADABLE] + decided[BY_RULES_TOO_LONG]
     return [("p", judge_line(a["judge"])),
-            ("p", f"The judge decided {decided['judge']} of {decided['judge'] + stood} items of "
-                  "its categories in written states" +
+            ("p", f"The judge decided {decided[BY_JUDGE]} of {decided[BY_JUDGE] + stood} items "
+                  "of its categories in written states" +
                   (f"; the rules' status stands for {stood} (a reply that gave no verdict: "
-                   f"{decided['rules: reply unreadable']}; a summary too long for the judge: "
-                   f"{decided['rules: summary too long']})" if stood else "") +
+                   f"{decided[BY_RULES_UNREADABLE]}; a summary too long for the judge: "
+                   f"{decided[BY_RULES_TOO_LONG]})" if stood else "") +
                   ". Files changed, unresolved failures and values, and the last segments a "
                   "Recent-k regime keeps verbatim, stay the rules'.")]
 
