@@ -81,11 +81,7 @@ def measured(setup: JudgeSetup, prompt: JudgePrompt) -> tuple:
     and question at it (judge_agreement.py; None where no folder is named or it holds none)."""
     if setup.agreement_dir is None:
         return (DEFAULT_THRESHOLD if setup.threshold is None else setup.threshold), None
-    try:
-        from .judge_agreement import chosen_threshold, measured_agreement
-    except ImportError:
-        raise JudgeInputError("--judge-agreement needs judge-check (judge_agreement.py), which "
-                              "this copy of the runner lacks; leave the option out") from None
+    from .judge_agreement import chosen_threshold, measured_agreement
     given = (setup.agreement_dir, setup.model, setup.identity, prompt.sha256)
     threshold = chosen_threshold(*given) if setup.threshold is None else setup.threshold
     return threshold, measured_agreement(*given, threshold)
