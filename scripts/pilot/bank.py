@@ -128,6 +128,8 @@ class ScoredRun:
     study: Study
     models: list
     regimes: dict                       # name -> Regime, as the run recorded them
+    # the study's judge where `score --judge` named one (Study.open_judge); None: the rules alone
+    judge: Any = None
 
 
 def complete_episodes(manifest: dict, cells: list[Cell]) -> list[int]:
@@ -148,12 +150,13 @@ def folder_cells(manifest: dict, models: list[str]) -> list[Cell]:
 
 
 def score_run(manifest: dict, tasks: dict, journal: Journal,
-              models: list[str] | None = None) -> dict:
+              models: list[str] | None = None, judge: Any = None) -> dict:
     """results.json of a run: the header every study's bank opens with (results_header), then the
     study's own fields, scored from its COMPLETE cells only, each checked against the manifest
     (checked_cells), then the run's settings and its determinism probe. The study scores one cell at
     a time (Study.score_cell: named lists of rows, gathered across cells) and may then make its
-    fields of them (Study.score_fields; else the rows as they are).
+    fields of them (Study.score_fields; else the rows as they are). A judge (`score --judge`, the
+    study's Study.open_judge) reaches its hooks as ScoredRun.judge.
 
     A run not yet finished is scored over its complete episodes alone (every model, regime, budget
     and sample of the episode complete), so that every comparison in its analysis is paired; its
@@ -167,7 +170,7 @@ def score_run(manifest: dict, tasks: dict, journal: Journal,
     own = folder_cells(manifest, models)
     whole = set(complete_episodes(manifest, own))
     scored = [cell for cell in cells if cell.episode in whole]
-    run = ScoredRun(manifest, tasks, journal, study, list(models), regimes)
+    run = ScoredRun(manifest, tasks, journal, study, list(models), regimes, judge)
     rows: dict[str, list] = {"probes": []}
     complete = 0
     for cell, records, base, plan in checked_cells(manifest, tasks, journal, scored, regimes):

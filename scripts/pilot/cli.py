@@ -161,10 +161,12 @@ def study_help(study: Study, default: bool) -> str:
     return f"{study.name}{' (default)' if default else ''}: {study.question} ({'; '.join(where)})"
 
 
-def add_design_options(parser: argparse.ArgumentParser, only: Study | None = None) -> None:
+def add_design_options(parser: argparse.ArgumentParser, only: Study | None = None,
+                       taken: tuple = ()) -> None:
     """The options that choose what a run measures: study, each study's own options, regimes,
     budgets, samples, temperature; `only`: a study's own subcommand, which runs its pre-registered
-    design with its own options."""
+    design with its own options; `taken`: flags the command declares itself, which stand for a
+    study's option of the same name (score's --judge [MODEL])."""
     if only is not None:
         add_study_options(parser, only.command_line.options)
         parser.set_defaults(study=only.name, regimes=None, regime_file=None,
@@ -176,7 +178,8 @@ def add_design_options(parser: argparse.ArgumentParser, only: Study | None = Non
                         help="; ".join(study_help(study, i == 0) for i,
                                        study in enumerate(STUDY_REGISTRY.values())))
     for registered in STUDY_REGISTRY.values():
-        add_study_options(parser, registered.command_line.options)
+        add_study_options(parser, [o for o in registered.command_line.options
+                                   if o.flag not in taken])
     default = study_named(None)
     parser.add_argument("--regimes", help="comma-separated regimes to run (default: the study's "
                         f"pre-registered ones, listed under --study; {default.name}'s built-in "
@@ -379,6 +382,33 @@ def add_folder_options(parser: argparse.ArgumentParser, episodes: bool = True) -
                             f"{', '.join(pinned)})")
 
 
+def add_score_judge_options(parser: argparse.ArgumentParser) -> None:
+    """score's judge (issue 44), in the words audit and judge-check use; its server is given with
+    the run's options score already accepts (--backend, --host or --base-url, --api-key-env)."""
+    group = parser.add_argument_group(
+        "the judge", "a model on your own server that decides what the rules cannot: whether each "
+                     "request, standing instruction, decision and open task the rules found is "
+                     "kept, lost or stated otherwise in a summary; one short call per item, "
+                     "journalled and resumable; without --judge nothing is sent")
+    group.add_argument("--judge", metavar="MODEL", nargs="?", const=True, default=False,
+                       help="the judge model, as the server (--backend, --host or --base-url, "
+                            "--api-key-env) lists it (a sessions run; --judge alone is the "
+                            "constraints study's option, as its run's command is typed)")
+    group.add_argument("--judge-prompt", metavar="FILE",
+                       help="the judge's question (UTF-8 text holding {summary}, {category} and "
+                            "{item} once each; default tasks/sessions/judge-prompt.txt)")
+    group.add_argument("--judge-threshold", metavar="P",
+                       type=seconds_argument(0, 1, what="a probability"),
+                       help="P(KEPT) at or above which an item is kept, where the server gives "
+                            "probabilities (default 0.5, or the one judge-check chose on the dev "
+                            "labels when --judge-agreement names its folder)")
+    group.add_argument("--judge-agreement", metavar="DIR",
+                       type=folder_argument("--judge-agreement"),
+                       help="a judge-check output folder: its measured agreement with the hand "
+                            "labels is named on every page the judge touched (without it: "
+                            "\"agreement not measured\", read as below the threshold)")
+
+
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
     """An argparse type: a whole number from `minimum` to `maximum`."""
     def parse(text: str) -> int:
@@ -478,14 +508,19 @@ def build_parser(command: str) -> argparse.ArgumentParser:
         if command == "score":
             parser.add_argument("--force", action="store_true", help="replace a results.json "
                                 "that holds more probes than this scoring gives")
+            add_score_judge_options(parser)
         # without RUN_DIR or --out, the folder is found as the run named it: from the run's own
         # options as typed
         # (--study, --sessions, --regimes, ...); a folder named with --out says its own study
-        add_design_options(parser)
+        add_design_options(parser, taken=("--judge",) if command == "score" else ())
         add_run_options(parser.add_argument_group(
             "the run's options", f"{command} reads --shard (a shard's folder is named after it) "
-                                 f"and none of the others; they are accepted so that {command} can "
-                                 "go in front of a run's command as typed, and find its folder"))
+                                 + ("and, with --judge, the judge's server (--backend, --host or "
+                                    "--base-url, --api-key-env), its timeouts and retries; "
+                                    "the others are" if command == "score" else
+                                    "and none of the others; they are") +
+                                 f" accepted so that {command} can go in front of a run's command "
+                                 "as typed, and find its folder"))
     elif command == "analyze":
         add_folder_options(parser)
         parser.add_argument("--results", help="a results.json to analyse (our format or the XR-001 "

@@ -18,13 +18,15 @@ from .cells import journal_streams, selected_cells
 from .figures_job import FiguresJob, write_figures_and_report
 from .inputs import load_task_set, load_tasks, regime_record, task_file_study, task_set_summary
 from .launch import (RunOptions, check_study_design, design_settings, make_backend,
-                     missing_run_hint, read_run_options, resolve_run_dir, run_settings, study_of)
+                     missing_run_hint, read_run_options, refuse_address_of_the_other_backend,
+                     resolve_run_dir, run_settings, study_of)
 from .recorded_run import (changed_inputs, load_run, refuse_disagreement, run_inputs,
                            run_tasks_path)
-from .records import (Cell, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED, EXIT_OK,
-                      FatalCallError, NUM_CTX, PilotError, Regime, RunInterrupted, ServerGone,
-                      Settings, Study, TransientError, canonical_json, display_path, folder_study,
-                      is_simulated, read_canonical, sha256_text, study_named, utc_now, verdict_of)
+from .records import (BackendOptions, Cell, DiskFull, EXIT_CELLS_FAILED, EXIT_INTERRUPTED,
+                      EXIT_OK, FatalCallError, JudgeSetup, NUM_CTX, PilotError, Regime,
+                      RunInterrupted, ServerGone, Settings, Study, TransientError, canonical_json,
+                      display_path, folder_study, is_simulated, read_canonical, sha256_text,
+                      study_named, utc_now, verdict_of)
 from .reports import render_analysis_md, render_closing, render_probes_csv
 from .runfolder import (Journal, Manifest, RunLock, cell_key, folder_writable, is_complete,
                         journalled_lines, lock_differences, recorded_study, refuse_foreign_folder,
@@ -446,7 +448,7 @@ def journal_repairs(run_dir: Path, manifest: dict, tasks: dict) -> tuple[set[Cel
 
 
 def write_results(run_dir: Path, manifest: dict, tasks: dict,
-                  models: list[str] | None = None, force: bool = False) -> dict:
+                  models: list[str] | None = None, force: bool = False, judge=None) -> dict:
     # the gate is imported by the commands that gate states
     from .gate_report import gate_summary, render_gate_csv
     study = folder_study(manifest)
@@ -463,7 +465,7 @@ def write_results(run_dir: Path, manifest: dict, tasks: dict,
     if flagged:
         warn(f"{flagged} of {total} replies in raw/ carry chat-template control tokens: the "
              "server's template does not match the model there, and such replies are noise")
-    results = score_run(manifest, tasks, journal, models)
+    results = score_run(manifest, tasks, journal, models, judge)
     hold_until_exit(results)
     if not force:
         refuse_shrinking(run_dir, len(results["probes"]))
@@ -570,16 +572,54 @@ def command_score(args) -> int:
     run_dir = resolve_run_dir(args)
     manifest, tasks = load_run(run_dir, missing_run_hint(args))
     refuse_foreign_folder(run_dir)          # no output it writes may replace someone else's
+    setup = judge_setup(args, folder_study(manifest.data)) if args.judge else None
     run_lock = RunLock(run_dir)             # one writer at a time: never beside a running runner
     run_lock.acquire()
     try:
-        results = write_results(run_dir, Manifest.load(manifest.path).data, tasks,
-                                force=args.force)
+        judge = folder_study(manifest.data).open_judge(run_dir, setup) if setup else None
+        try:
+            results = write_results(run_dir, Manifest.load(manifest.path).data, tasks,
+                                    force=args.force, judge=judge)
+        except (ServerGone, TransientError, FatalCallError) as err:
+            if judge is None:
+                raise
+            raise type(err)(f"the judge {args.judge}: {err}; {judge.kept_line()}") from None
     finally:
         run_lock.release()
     print(f"scored {len(results['probes'])} probes from {scored_what(results)} into "
           f"{run_dir / 'results.json'} and {run_dir / 'probes.csv'}")
+    if judge is not None:
+        print(judge.done_line())
     return EXIT_OK
+
+
+def judge_setup(args, study: Study) -> JudgeSetup | None:
+    """`--judge MODEL` and its options as one record, its server checked before anything is
+    scored: reachable, and the model on it (None: --judge alone, a constraints run's option)."""
+    from .runner import RetryPolicy
+    if study.open_judge is None:
+        if args.judge is True:          # the constraints study's --judge, as its run was typed
+            return None
+        raise PilotError(f"--judge: the {study.name} study has nothing a judge decides (the "
+                         "sessions study and `audit` do); leave --judge out")
+    if args.judge is True:
+        raise PilotError("--judge needs the judge model's name, as the server lists it (e.g. "
+                         "--judge qwen2.5-coder:1.5b)")
+    refuse_address_of_the_other_backend(args)
+    backend = make_backend(BackendOptions(args.backend, args.host, args.base_url,
+                                          args.api_key_env, args.thinking_control,
+                                          args.connect_timeout, args.read_timeout,
+                                          args.reply_deadline))
+    try:
+        identity = preflight(backend, [args.judge])[args.judge]
+    except PilotError as err:           # its first line: the demo it names next runs no judge
+        raise PilotError(f"the judge: {str(err).splitlines()[0]}") from None
+    return JudgeSetup(backend=backend, model=args.judge, identity=identity,
+                      policy=RetryPolicy(args.retries, args.backoff_base, args.backoff_cap,
+                                         args.give_up_after),
+                      prompt_path=Path(args.judge_prompt) if args.judge_prompt else None,
+                      threshold=args.judge_threshold,
+                      agreement_dir=Path(args.judge_agreement) if args.judge_agreement else None)
 
 
 def scored_what(results: dict) -> str:

@@ -301,7 +301,7 @@ def resolve_run_dir(args) -> Path:
         name += f"-s{args.samples}"
     if (getattr(args, "temperature", None) or 0) != TEMPERATURE:
         name += f"-t{args.temperature:g}"
-    if getattr(args, "judge", False):
+    if getattr(args, "judge", False) is True:       # a model's name: score's judge, no design
         name += "-judge"
     shard = getattr(args, "shard", None)
     if shard:

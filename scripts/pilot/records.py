@@ -196,6 +196,20 @@ class ChatResponse:
 
 
 @dataclasses.dataclass(frozen=True)
+class JudgeSetup:
+    """A judge model as `--judge` and its options named it (a study's Study.open_judge reads it):
+    its backend, which passed the preflight, and the model's identity as the server described it."""
+
+    backend: Any
+    model: str
+    identity: dict
+    policy: Any                         # runner.RetryPolicy: retried as a run's calls are
+    prompt_path: Path | None            # --judge-prompt (None: the study's own question)
+    threshold: float | None             # --judge-threshold (None: the default, or judge-check's)
+    agreement_dir: Path | None          # --judge-agreement: a judge-check's folder
+
+
+@dataclasses.dataclass(frozen=True)
 class Regime:
     """A memory regime as data: what the answers see, how the state is written, how it is read
     back."""
@@ -584,7 +598,8 @@ class Study:
       computed from the probes themselves: the keys the core reads, through verdict_of alone;
       render_md and headline read only the analysis;
     - the optional hooks and sub-records: a fast path for banks in run order, its own bank check,
-      its gate rows, files beside results.json, its figures and pages (Report), its own command-line
+      its gate rows, files beside results.json, its judge (a model deciding what its rules cannot,
+      `score --judge`), its figures and pages (Report), its own command-line
       options (CommandLine), its design (Design) and its demo (Demo); `options` holds the options of
       the run at hand (with_options)."""
 
@@ -631,6 +646,8 @@ class Study:
     gate_rows: Callable | None = None
     # (run_dir, results) -> files the study writes beside results.json
     write_outputs: Callable | None = None
+    # (run_dir, JudgeSetup) -> the judge its score_cell consults (`score --judge`; ScoredRun.judge)
+    open_judge: Callable | None = None
     # its figures and pages (the shared ones where it gives none)
     report: Report = Report()
     # Its own options, design and demo

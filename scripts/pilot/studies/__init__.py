@@ -198,6 +198,7 @@ register_study(Study(
     headline=later(".sessions.report", "render_headline"),
     check_bank=later(".sessions.analysis", "check_bank"),
     write_outputs=later(".sessions.analysis", "write_outputs"),
+    open_judge=later(".sessions.study_judge", "open_judge"),
     report=Report(answer=later(".sessions.figures", "answer"),
                   figures=later(".sessions.figures", "figures"),
                   report_html=later(".sessions.report", "report_html")),

@@ -181,6 +181,8 @@ def score_cell(run: ScoredRun, cell: Cell, records: dict, base: dict, plan: list
                         **({"state_sentence": n["state_sentence"]} if n["state_sentence"] else {})}
                        for n in scored.get("needed", [])],
             "probes": [], "call_counts": []}
+    if needed and run.judge is not None:       # `score --judge`: the judge decides what it may
+        rows["needed"] = run.judge.judged_rows(episode, state, regime.compacts, rows["needed"])
     for spec in plan:
         record = records[spec.kind]
         rows["call_counts"].append((cell.regime, known_count(record.get("prompt_eval_count")),
@@ -217,6 +219,8 @@ def score_fields(run: ScoredRun, rows: dict[str, list]) -> dict:
     # the needed items' rows only where a session is scored by them: a bank of plain transcripts
     # is what it always was
     needed = {"needed": rows["needed"]} if rows.get("needed") else {}
+    if needed and run.judge is not None:
+        needed["judge"] = run.judge.record()
     return {"label": "EXPLORATORY", "segments": tasks.get("segments"),
             "left_out": tasks.get("left_out", {}), "sessions": sessions,
             **{name: rows.get(name, []) for name in ROWS}, **needed, "costs": costs}
@@ -305,9 +309,17 @@ def check_bank(results: dict) -> list[str]:
 
 def needed_problems(results: dict) -> list[str]:
     """The needed items' rows, where the bank has them: each names an item its session lists, in
-    a status needed.py gives, once."""
+    a status needed.py gives, once; and the judge's record where a judge decided some
+    (study_judge.py)."""
     if "needed" not in results:
-        return []
+        return ["`judge` is given without `needed` rows"] if "judge" in results else []
+    judge = results.get("judge")
+    if "judge" in results and not (
+            isinstance(judge, dict) and all(isinstance(judge.get(f), str) for f in JUDGE_TEXTS)
+            and isinstance(judge.get("threshold"), (int, float))
+            and isinstance(judge.get("categories"), list)):
+        return ["`judge` does not name the model, its backend, question, threshold, categories "
+                "and agreement; score the run again with `score --judge MODEL`"]
     rows = results["needed"]
     items = [(s["episode"], i) for s in results["sessions"] for i in s.get("needed") or []]
     if not isinstance(rows, list) or not all(
@@ -323,7 +335,8 @@ def needed_problems(results: dict) -> list[str]:
                                                 ("model", "regime", "status")) or \
                 row["regime"] not in results["regimes"] or \
                 (row.get("episode"), row.get("needed")) not in known or \
-                row["status"] not in NEEDED_STATUSES:
+                row["status"] not in NEEDED_STATUSES or \
+                row.get("rules_status", row["status"]) not in NEEDED_STATUSES:
             return [f"needed row {number} names a regime, session or item the bank does not hold, "
                     f"or a status needed.py does not give ({', '.join(NEEDED_STATUSES)})"]
         key = (row["model"], row["regime"], row["episode"], *variant(row), row["needed"])
@@ -332,6 +345,10 @@ def needed_problems(results: dict) -> list[str]:
                     "session, budget, sample and item): a bank holds each once"]
         seen.add(key)
     return []
+
+
+# what results.json's `judge` block names as text (study_judge.StudyJudge.record)
+JUDGE_TEXTS = ("model", "backend", "prompt", "prompt_sha256", "agreement")
 
 
 def coverage(results: dict) -> dict:

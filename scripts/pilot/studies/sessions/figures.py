@@ -92,4 +92,6 @@ def needed_sentence(analysis: dict) -> str:
             f"session{'s' * (sessions != 1)} with tool calls or task lists, the final state kept "
             f"{shares(analysis['needed_kept'], regimes)}; it misstated "
             + ", ".join(f"{r} {analysis['needed_wrong'].get(r, none)['k']}" for r in regimes)
-            + ".")
+            + (f" (requests, instructions, decisions and open tasks judged by "
+               f"{analysis['judge']['model']}: {analysis['judge']['agreement']})"
+               if "judge" in analysis else "") + ".")

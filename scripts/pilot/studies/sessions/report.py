@@ -13,7 +13,7 @@ from ...reports import (fmt_p, inline_html, md_table, pct, render_recheck_sectio
 from ...stats import rate_summary
 from .design import PROTOCOL_ID
 from .measured import rules_line
-from .study_needed import needed_blocks
+from .study_needed import judge_line, needed_blocks
 from .truth import VALUE_KINDS
 
 
@@ -65,6 +65,8 @@ def report_blocks(a: dict) -> list[tuple]:
     blocks: list[tuple] = [("h1", (f"{SIMULATED_STAMP}: " if a["simulated"] else "") + title)]
     blocks.append(("p", "**EXPLORATORY**. " + label_why(a)))
     blocks.append(("p", rules_line()))
+    if "judge" in a:
+        blocks.append(("p", judge_line(a["judge"])))
     blocks.append(("h2", "Sessions read"))
     blocks.append(("table", ["session", "format", "read", "skipped and why", "turns", "segments",
                              "values",
@@ -316,6 +318,10 @@ def render_headline(analysis: dict) -> str:
                      (f"; needed items kept {fmt_interval(analysis['needed_kept'].get(r, none))}"
                       f", misstated {analysis['needed_wrong'].get(r, none)['k']}"
                       if "needed_kept" in analysis else ""))
+    if "judge" in analysis:
+        judge = analysis["judge"]
+        lines.append(f"  needed items judged by {judge['model']} (the rules' figures beside its in "
+                     f"the report); {judge['agreement']}")
     return "\n".join(lines)
 
 

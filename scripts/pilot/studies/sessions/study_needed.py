@@ -37,6 +37,13 @@ LISTED = 12
 
 SHOWN_STATUS = {"kept": "kept", "lost": "lost", "wrong": "misstated"}
 
+# who decided a judged row (study_judge.py, its `judged_by`): the judge, or the rules where it gave
+# no status
+BY_JUDGE = "judge"
+BY_RULES_UNREADABLE = "rules: reply unreadable"
+BY_RULES_TOO_LONG = "rules: summary too long"
+JUDGED_BY = (BY_JUDGE, BY_RULES_UNREADABLE, BY_RULES_TOO_LONG)
+
 
 # --- The ground truth -----------------------------------------------------------------------------
 def has_structure(turns: list[dict]) -> bool:
@@ -139,7 +146,23 @@ def needed_counts(results: dict, regimes: list[str]) -> dict:
             "needed_invented": {r: {"states": len(s), "with": sum(bool(x["invented_orders"])
                                                                   for x in s),
                                     "examples": [o for x in s for o in x["invented_orders"]][:3]}
-                                for r, s in states.items()}}
+                                for r, s in states.items()},
+            **(judged_counts(results, regimes) if "judge" in results else {})}
+
+
+def judged_counts(results: dict, regimes: list[str]) -> dict:
+    """Where a judge decided (`score --judge`): its record, who decided each judged row, and per
+    regime and category the rules' own statuses, to print beside the judge's."""
+    category_of = {(s["episode"], i["id"]): i["category"] for s in results["sessions"]
+                   for i in s.get("needed") or []}
+    rules = {r: {c: {s: 0 for s in STATUSES} for c in CATEGORIES} for r in regimes}
+    decided = {by: 0 for by in JUDGED_BY}
+    for row in results["needed"]:
+        category = category_of[(row["episode"], row["needed"])]
+        rules[row["regime"]][category][row.get("rules_status", row["status"])] += 1
+        if row.get("judged_by") in decided:
+            decided[row["judged_by"]] += 1
+    return {"judge": results["judge"], "needed_decided": decided, "needed_rules_classes": rules}
 
 
 # --- The report's section -------------------------------------------------------------------------
@@ -162,17 +185,27 @@ def needed_blocks(a: dict, fmt_interval, none: dict) -> list[tuple]:
                         "every session as before. Measured precision and recall of these rules on "
                         "real compactions: protocol/SESSIONS.md, the amendment of 2026-12-06 "
                         "(issue 40)."))
+    judged = "judge" in a
+    if judged:
+        blocks += judge_blocks(a)
     blocks.append(("table", ["regime", "kept", "lost", "misstated",
-                             "states giving the user an order never given"],
+                             "states giving the user an order never given",
+                             *(["the rules alone: kept / lost / misstated"] if judged else [])],
                    [[r, fmt_interval(a["needed_kept"].get(r, none)),
                      fmt_interval(a["needed_lost"].get(r, none)),
                      fmt_interval(a["needed_wrong"].get(r, none)),
-                     invented_cell(a["needed_invented"][r])] for r in regimes]))
+                     invented_cell(a["needed_invented"][r]),
+                     *([rules_cell(a["needed_rules_classes"][r].values())] if judged else [])]
+                    for r in regimes]))
     categories = [c for c in CATEGORIES
                   if any(sum(a["needed_classes"][r][c].values()) for r in regimes)]
-    blocks.append(("p", "Per category, kept / lost / misstated:"))
+    blocks.append(("p", "Per category, kept / lost / misstated" +
+                   (" (the rules alone in brackets where the judge decides):" if judged else ":")))
     blocks.append(("table", ["what the next agent needed", *regimes],
-                   [[c] + [" / ".join(str(a["needed_classes"][r][c][s]) for s in STATUSES)
+                   [[c] + [" / ".join(str(a["needed_classes"][r][c][s]) for s in STATUSES) +
+                           (f" ({rules_cell([a['needed_rules_classes'][r][c]])})"
+                            if judged and c in a["judge"]["categories"]
+                            and r in a["compacting"] else "")
                            for r in regimes] for c in categories]))
     examples = [f"{r}: \"{x}\"" for r in regimes for x in a["needed_invented"][r]["examples"][:2]]
     if examples:
@@ -186,6 +219,35 @@ def needed_blocks(a: dict, fmt_interval, none: dict) -> list[tuple]:
                            (f" ({LISTED} shown)" if len(listed) > LISTED else "") + ":"))
             blocks.append(("list", [item_line(x) for x in listed[:LISTED]]))
     return blocks
+
+
+def judge_line(block: dict) -> str:
+    """The sentence every page the judge touched prints: the model, its question and threshold, and
+    its measured agreement with the hand labels (or that none was measured)."""
+    return (f"**Judged by a model.** Whether each request, standing instruction, decision and open "
+            f"task is kept, lost or misstated in a written state was decided by {block['model']} "
+            f"({block['backend']}; question {block['prompt']}, sha256 "
+            f"{block['prompt_sha256'][:12]}; P(KEPT) threshold {block['threshold']:g}), the "
+            f"rules' figures beside its; {block['agreement']}.")
+
+
+def judge_blocks(a: dict) -> list[tuple]:
+    """The judge's line and what it decided: where it gave no status, the rules' stands."""
+    decided = a["needed_decided"]
+    stood = decided[BY_RULES_UNREADABLE] + decided[BY_RULES_TOO_LONG]
+    return [("p", judge_line(a["judge"])),
+            ("p", f"The judge decided {decided[BY_JUDGE]} of {decided[BY_JUDGE] + stood} items "
+                  "of its categories in written states" +
+                  (f"; the rules' status stands for {stood} (a reply that gave no verdict: "
+                   f"{decided[BY_RULES_UNREADABLE]}; a summary too long for the judge: "
+                   f"{decided[BY_RULES_TOO_LONG]})" if stood else "") +
+                  ". Files changed, unresolved failures and values, and the last segments a "
+                  "Recent-k regime keeps verbatim, stay the rules'.")]
+
+
+def rules_cell(classes) -> str:
+    """kept / lost / misstated summed over the given {status: n} counts."""
+    return " / ".join(str(sum(c[s] for c in classes)) for s in STATUSES)
 
 
 def invented_cell(invented: dict) -> str:
