@@ -171,7 +171,7 @@ class JudgeAuditTest(TempDirMixin, unittest.TestCase):
         self.assertTrue(rows)
         for row in rows:
             self.assertEqual(row["status"], row["rules_status"])
-            self.assertIn("could not be read", row["judged_by"])
+            self.assertEqual(row["judged_by"], "rules: reply unreadable")
         self.assertIn("The rules' status stands for 17 whose reply the judge gave could not be "
                       "read", stdout)
         self.assertIn("The judge decided 0 of 17 items",

@@ -253,8 +253,9 @@ def write_outputs(out_dir: Path, outputs: dict[str, str]) -> None:
 
 # --- The judge (--judge MODEL) --------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class JudgeSetup:
-    """A judge whose server passed its check: what decides, and what the report and lock say."""
+class AuditJudge:
+    """The audit's judge, its server checked: what decides, and what the report and lock say (a
+    study's judge is records.JudgeSetup, opened by the study)."""
 
     backend: object
     model: str
@@ -267,7 +268,7 @@ class JudgeSetup:
     server: str                         # where it listens, any password masked
 
 
-def judge_setup(args) -> JudgeSetup | None:
+def judge_setup(args) -> AuditJudge | None:
     """With --judge: the prompt read, the server checked and the model described (its identity)
     before anything is read or written; None without --judge."""
     if not args.judge:
@@ -306,11 +307,11 @@ def judge_setup(args) -> JudgeSetup | None:
                          "agreement threshold.")
         else:
             agreement, below = found.line(), bool(found.below)
-    return JudgeSetup(backend, args.judge, identity, prompt, threshold, policy, agreement, below,
+    return AuditJudge(backend, args.judge, identity, prompt, threshold, policy, agreement, below,
                       server)
 
 
-def claim_judge_lock(out_dir: Path, setup: JudgeSetup, write: bool = True) -> None:
+def claim_judge_lock(out_dir: Path, setup: AuditJudge, write: bool = True) -> None:
     """<out>/judge-lock.json names the judge whose calls the journal holds: the same model (as the
     server describes it) with the same prompt may add to them; another judge is refused (checked
     alone, with write False, before the rules run, so that a refused audit leaves nothing)."""
@@ -354,7 +355,7 @@ def judge_printer(quiet: bool, judge: Judge):
     return show
 
 
-def run_judge(setup: JudgeSetup, out_dir: Path, records: list[dict], summaries: list[str],
+def run_judge(setup: AuditJudge, out_dir: Path, records: list[dict], summaries: list[str],
               quiet: bool) -> dict:
     """The judge over every scored compaction's judged items, each call journalled in out_dir;
     what the report says of it. A Ctrl-C or SIGTERM, or a server that stops answering, ends the
@@ -447,7 +448,7 @@ def audit_now(args) -> int:
 
 
 def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path],
-               judge: JudgeSetup | None = None) -> int:
+               judge: AuditJudge | None = None) -> int:
     """The audit itself, into out_dir (locked by the caller), or with out_dir None into the default
     folder named by what was read (locked here once it is known); the judge, where given, after
     the rules."""
@@ -506,7 +507,7 @@ def audit_into(args, paths: list[Path], out_dir: Path | None, given: list[Path],
 
 
 def judge_and_write(out_dir: Path, records: list[dict], read: dict, summaries: list[str],
-                    judge: JudgeSetup | None, quiet: bool, started: float) -> int:
+                    judge: AuditJudge | None, quiet: bool, started: float) -> int:
     """The judge's statuses on its items (with --judge), then the analysis and the outputs."""
     judged = run_judge(judge, out_dir, records, summaries, quiet) if judge else None
     analysis = analyze_audit(records, read)

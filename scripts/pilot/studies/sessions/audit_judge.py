@@ -20,15 +20,17 @@ from __future__ import annotations
 
 from ...rules.values import mask_secrets, secret_pieces
 from .judge import JUDGED
+from .study_needed import BY_JUDGE, BY_RULES_TOO_LONG, BY_RULES_UNREADABLE
 
 # a needed row the rules made from the summary itself (an order it invents): never judged
 INVENTED = "invented"
 
 STATUSES = ("kept", "lost", "wrong")
 
-# judged_by where the rules' status stands because the judge does not decide the category
-RULES_CATEGORY = "rules (a category the judge does not decide)"
-RULES_INVENTED = "rules (an order the summary invents: the rules' own finding)"
+# judged_by where the rules' status stands because the judge is not asked (the study's words,
+# study_needed.BY_*, where it is asked and gives none)
+RULES_CATEGORY = "rules: a category the judge does not decide"
+RULES_INVENTED = "rules: an order the summary invents"
 
 
 def is_judged(row: dict) -> bool:
@@ -63,7 +65,9 @@ def judge_records(records: list[dict], summaries: list[str], judge, progress=Non
             shown[i] = masked_summary(summaries[i])
         item_id = f"{record['file']}#{record['n']}:{row['category']}:{row['key'][:80]}"
         decision = judge.decide(shown[i], row["category"], row["words"], item_id)
-        row["judged_by"] = decision["judged_by"]
+        row["judged_by"] = (BY_JUDGE if decision["status"] is not None else
+                            BY_RULES_UNREADABLE if decision["reply"] is not None else
+                            BY_RULES_TOO_LONG)
         row["p_kept"] = decision["p_kept"]
         if decision["status"] is not None:
             row["status"] = decision["status"]
@@ -79,10 +83,10 @@ def judge_analysis(records: list[dict], settings: dict) -> dict:
     judged = [row for row in rows if is_judged(row)]
     return {**settings,
             "items": len(judged),
-            "by_judge": sum(row["judged_by"] == "judge" for row in judged),
+            "by_judge": sum(row["judged_by"] == BY_JUDGE for row in judged),
             "with_p": sum(row.get("p_kept") is not None for row in judged),
-            "unreadable": sum("could not be read" in row["judged_by"] for row in judged),
-            "too_long": sum("summary over" in row["judged_by"] for row in judged),
+            "unreadable": sum(row["judged_by"] == BY_RULES_UNREADABLE for row in judged),
+            "too_long": sum(row["judged_by"] == BY_RULES_TOO_LONG for row in judged),
             "changed": sum(row["status"] != row["rules_status"] for row in judged),
             "rules_alone": {s: sum(row["rules_status"] == s for row in rows) for s in STATUSES},
             "judge": {s: sum(row["status"] == s for row in rows) for s in STATUSES}}

@@ -23,6 +23,7 @@ from ...stats import rate_summary
 from ...svg import Look, grouped_bars
 from .measured import rules_line
 from .needed import CATEGORIES, agreed_words, earlier_summary, judge_needed, needed_items
+from .study_needed import BY_JUDGE
 
 # --- What the rules were measured to do -----------------------------------------------------------
 # The needed rows the audit reports (needed_rows: needed.py's items, nothing added) against 30 real
@@ -154,7 +155,7 @@ def item_line(record: dict, n: dict) -> str:
         line = f"**lost** ({where}): {what} {said}"
     if n["category"] == "decision":
         line += f" ({DECISION_PRECISION})"
-    if n.get("judged_by") == "judge" and n["status"] != n["rules_status"]:
+    if n.get("judged_by") == BY_JUDGE and n["status"] != n["rules_status"]:
         line += f" (the judge's reading; the rules: {n['rules_status']})"
     return line + "."
 
