@@ -64,7 +64,8 @@ The code lives in the package beside this file, scripts/pilot/, in rooms by owne
     commands         run, score, analyze, the whole pilot
     folder_commands  status, plan, verify, merge, generate
     gate_command     gate: a compacted state against its ledger, a run folder, or the self-test
-    audit_command    audit: the compactions an agent already made, scored from its logs
+    audit_command    audit: the compactions an agent already made, scored from its logs (and,
+                     with --judge MODEL, a judge model's say on what the rules cannot read)
     judge_check_command  judge-check: a judge model measured against the hand labels
     cli              the parser, the demo and main(argv)
 Benchmarks and measurement scripts are in scripts/bench/ (scripts/BENCHMARKS.md).

@@ -7,4 +7,5 @@ judging of a state) with failed_steps.py (the failed and denied steps rule), ana
 the paired tests) and report.py (its pages), figures.py (its answer and headline figure),
 study_needed.py (a session with tool calls also judged by the needed items); for the audit,
 needed.py (what the next agent needed, and whether the summary kept it), audit.py,
-audit_needed.py (the needed items' rows and answer) and audit_report.py (the audit's outputs)."""
+audit_needed.py (the needed items' rows and answer), audit_judge.py (with --judge, a judge model's
+status on the items the rules cannot read) and audit_report.py (the audit's outputs)."""
