@@ -221,12 +221,11 @@ def add_study_options(parser, options: tuple) -> None:
         parser.add_argument(option.flag, **option.settings)
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", help="comma-separated model names as the server lists them, "
-                        "e.g. gemma3:4b")
+def add_server_options(parser: argparse.ArgumentParser, backend_help: str) -> None:
+    """Where calls go, the same four options for a run and for a judge: --backend, --host,
+    --base-url and --api-key-env."""
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
-                        help="ollama: native /api/chat (default); openai: any "
-                        "/v1/chat/completions server")
+                        help=backend_help)
     parser.add_argument("--host", type=url_argument(),
                         help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
     parser.add_argument("--base-url", type=url_argument(),
@@ -236,6 +235,13 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="name of the environment variable holding the API key (default: "
                         "%(default)s); "
                              "the key is sent as a Bearer token and never written anywhere")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", help="comma-separated model names as the server lists them, "
+                        "e.g. gemma3:4b")
+    add_server_options(parser, "ollama: native /api/chat (default); openai: any "
+                               "/v1/chat/completions server")
     parser.add_argument("--thinking-control", choices=("both", "template", "effort", "none"),
                         default="both",
                         help="openai backend: how thinking is turned off: chat_template_kwargs "
@@ -309,17 +315,8 @@ def add_judge_options(parser, required: bool = False) -> None:
     """The judge's options, the same words on every command that takes them (issue 44)."""
     parser.add_argument("--judge", metavar="MODEL", required=required,
                         help="the judge model, as the server lists it")
-    parser.add_argument("--backend", choices=sorted(BACKENDS), default="ollama",
-                        help="the judge's server: ollama (default) or openai (any "
-                             "/v1/chat/completions server: vLLM, llama.cpp)")
-    parser.add_argument("--host", type=url_argument(),
-                        help=f"Ollama address (default: $OLLAMA_HOST or {DEFAULT_OLLAMA_HOST})")
-    parser.add_argument("--base-url", type=url_argument(),
-                        help="OpenAI-compatible server, with or without /v1 (default: "
-                             "$OPENAI_BASE_URL)")
-    parser.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV,
-                        help="name of the environment variable holding the API key (default: "
-                             "%(default)s); never written anywhere")
+    add_server_options(parser, "the judge's server: ollama (default) or openai (any "
+                               "/v1/chat/completions server: vLLM, llama.cpp)")
     parser.add_argument("--judge-prompt", metavar="FILE",
                         help="the judge's question (default: tasks/sessions/judge-prompt.txt); "
                              "it must hold {summary}, {category} and {item} once each")
@@ -329,15 +326,7 @@ def add_audit_judge_options(parser: argparse.ArgumentParser) -> None:
     """`audit --judge MODEL` (issue 44): the shared judge options, then the threshold, the
     agreement folder and how the judge's calls are retried; none sends anything without --judge."""
     add_judge_options(parser)
-    parser.add_argument("--judge-threshold", metavar="P", type=seconds_argument(
-                            0, 1, what="a probability"),
-                        help="P(KEPT) at or above which an item is kept, where the server gives "
-                             "token probabilities (default: the one judge-check chose on the dev "
-                             "labels, from --judge-agreement; 0.5 without it)")
-    parser.add_argument("--judge-agreement", metavar="DIR", type=folder_argument(
-                            "--judge-agreement"),
-                        help="a judge-check output folder: the judge's agreement with the labels, "
-                             "recomputed from it, on every page the judge touched")
+    add_judge_reading_options(parser)
     parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
     for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES), DEFAULT_RETRIES),
                                   ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
@@ -348,6 +337,21 @@ def add_audit_judge_options(parser: argparse.ArgumentParser) -> None:
                                    DEFAULT_READ_TIMEOUT_S)):
         parser.add_argument(option, type=kind, default=default,
                             help="the judge's calls, as a run's (default %(default)s)")
+
+
+def add_judge_reading_options(parser) -> None:
+    """How the judge's replies are read and what its pages say of it, on audit and score alike."""
+    parser.add_argument("--judge-threshold", metavar="P", type=seconds_argument(
+                            0, 1, what="a probability"),
+                        help="P(KEPT) at or above which an item is kept, where the server gives "
+                             "token probabilities (default: the one judge-check chose on the dev "
+                             "labels, from --judge-agreement; 0.5 without it)")
+    parser.add_argument("--judge-agreement", metavar="DIR", type=folder_argument(
+                            "--judge-agreement"),
+                        help="a judge-check output folder: the judge's agreement with the hand "
+                             "labels, recomputed from it, is named on every page the judge "
+                             "touched (without it: \"agreement not measured\", read as below the "
+                             "protocol's threshold)")
 
 
 def partial_labels() -> str:
@@ -397,16 +401,7 @@ def add_score_judge_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-prompt", metavar="FILE",
                        help="the judge's question (UTF-8 text holding {summary}, {category} and "
                             "{item} once each; default tasks/sessions/judge-prompt.txt)")
-    group.add_argument("--judge-threshold", metavar="P",
-                       type=seconds_argument(0, 1, what="a probability"),
-                       help="P(KEPT) at or above which an item is kept, where the server gives "
-                            "probabilities (default 0.5, or the one judge-check chose on the dev "
-                            "labels when --judge-agreement names its folder)")
-    group.add_argument("--judge-agreement", metavar="DIR",
-                       type=folder_argument("--judge-agreement"),
-                       help="a judge-check output folder: its measured agreement with the hand "
-                            "labels is named on every page the judge touched (without it: "
-                            "\"agreement not measured\", read as below the threshold)")
+    add_judge_reading_options(group)
 
 
 def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
