@@ -88,6 +88,22 @@ class JudgeCheckCase(TempDirMixin, unittest.TestCase):
 
 
 class JudgeCheckTest(JudgeCheckCase):
+    def test_a_key_in_a_label_or_summary_reaches_the_judge_masked_as_the_audit_sends_it(self):
+        root = self.make_tmp()
+        key = "sk-proj-Zt4wQ8mN2vB7xK9pLr3Y"
+        snippets = [("dev", True, "CHANGED"), ("dev", False, "KEPT")]
+        labels, logs = write_labels(root, snippets=snippets,
+                                    held_out_summary=f" Deploy with the key {key}.")
+        claims = labels / "state_claims.json"
+        claims.write_text(claims.read_text().replace("USER: history 0",
+                                                     f"USER: use the key {key} for history 0"))
+        server = self.start()
+        self.check(server, labels, logs, root / "out")
+        sent = json.dumps(server.chat_requests)
+        self.assertIn("with the key sk-proj-", sent)
+        self.assertIn("use the key sk-proj-", sent)
+        self.assertNotIn(key, sent)
+
     def test_figures_equal_the_kappas_computed_by_hand(self):
         root = self.make_tmp()
         labels, logs = write_labels(root)

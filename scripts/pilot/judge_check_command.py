@@ -23,6 +23,7 @@ from .records import (EXIT_CELLS_FAILED, EXIT_OK, RESULTS_ROOT, BackendOptions, 
 from .runfolder import refuse_unsafe, write_atomic
 from .runner import RetryPolicy
 from .studies.sessions import audit_needed, measured
+from .studies.sessions.audit_judge import masked_summary
 from .studies.sessions.judge import JUDGED, MAX_SUMMARY_CHARS, Judge, read_judge_prompt
 from .studies.sessions.judge_agreement import (AGREEMENT_KAPPA, CALLS_FILE, CATEGORIES, HALVES,
                                                LABELS_DIR, LOCK_FILE, agreement_of,
@@ -121,7 +122,9 @@ def ask_all(judge: Judge, asked: list, quiet: bool) -> int:
     started = last_shown = time.monotonic()
     not_asked = 0
     for done, (item, summary) in enumerate(asked, 1):
-        decided = judge.decide(summary, item.category, item.item, item.item_id)
+        # masked as the audit masks what it sends, so the check asks what an audit would
+        decided = judge.decide(masked_summary(summary), item.category, masked_summary(item.item),
+                               item.item_id)
         not_asked += decided["reply"] is None
         now = time.monotonic()
         if not quiet and (now - last_shown >= PROGRESS_EVERY_S or done == len(asked)):
