@@ -15,6 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
+# A suite started in the background of a script (`... &`) inherits SIGINT ignored, and every process
+# a test starts would too: the tests that press Ctrl-C need it delivered. A handler set here is
+# reset to the default in each child the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
