@@ -328,6 +328,12 @@ def add_audit_judge_options(parser: argparse.ArgumentParser) -> None:
     add_judge_options(parser)
     add_judge_reading_options(parser)
     parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
+    add_judge_call_options(parser, "the judge's calls, as a run's (default %(default)s)")
+
+
+def add_judge_call_options(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """How the judge's calls are retried and waited for, as a run's: --retries, --give-up-after,
+    --connect-timeout and --read-timeout."""
     for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES), DEFAULT_RETRIES),
                                   ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
                                    DEFAULT_GIVE_UP_AFTER_S),
@@ -335,8 +341,7 @@ def add_audit_judge_options(parser: argparse.ArgumentParser) -> None:
                                    DEFAULT_CONNECT_TIMEOUT_S),
                                   ("--read-timeout", seconds_argument(0, MAX_WAIT_S, True),
                                    DEFAULT_READ_TIMEOUT_S)):
-        parser.add_argument(option, type=kind, default=default,
-                            help="the judge's calls, as a run's (default %(default)s)")
+        parser.add_argument(option, type=kind, default=default, help=help_text)
 
 
 def add_judge_reading_options(parser) -> None:
@@ -637,16 +642,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                             help="folder for judge-calls.jsonl, judge-lock.json, judge-check.md "
                                  "and judge-check.json (default: results/judge-check-MODEL)")
         parser.add_argument("--labels", help=argparse.SUPPRESS)     # the tests' labelled sets
-        for option, kind, default in (("--retries", whole_number(0, MAX_RETRIES),
-                                       DEFAULT_RETRIES),
-                                      ("--give-up-after", seconds_argument(0, MAX_WAIT_S, True),
-                                       DEFAULT_GIVE_UP_AFTER_S),
-                                      ("--connect-timeout", seconds_argument(0, MAX_DELAY_S, True),
-                                       DEFAULT_CONNECT_TIMEOUT_S),
-                                      ("--read-timeout", seconds_argument(0, MAX_WAIT_S, True),
-                                       DEFAULT_READ_TIMEOUT_S)):
-            parser.add_argument(option, type=kind, default=default,
-                                help="as a run's (default %(default)s)")
+        add_judge_call_options(parser, "as a run's (default %(default)s)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     elif command == "merge":
         parser.add_argument("out_dir", metavar="OUT", type=folder_argument("OUT", optional=False),
