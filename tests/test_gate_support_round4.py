@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_gate_support import FIXTURES, gate_rows, summary_of  # noqa: E402
+from test_gate_support import FIXTURES, gate_rows, needed_statuses, summary_of  # noqa: E402
 from pilot.studies.sessions.gate_support import obligation_stands, unsupported  # noqa: E402
 
 PATH = FIXTURES / "round4.jsonl"
@@ -57,11 +57,12 @@ class TruthfulSummaryTest(unittest.TestCase):
             with self.subTest(added=added):
                 rows = gate_rows(PATH, with_line(summary, added))
                 self.assertTrue(any(said in row["summary_sentence"] for row in rows), rows)
-        # a failed check the summary does not report in any words is still "not reported"
+        # a failed check the summary does not report in any words is still lost: a needed item
+        # (the gate's own "not reported" would count it twice: the amendment of 2026-12-06 (20))
         summary = summary_of("round4").replace(" (a test failure is still open)", "")
-        rows = gate_rows(PATH, summary)
-        self.assertTrue(any("make test && make lint" in row["item"] and
-                            "not reported" in row["item"] for row in rows), rows)
+        self.assertFalse(any("make test" in row["item"] for row in gate_rows(PATH, summary)))
+        self.assertIn(("make test && make lint", "lost"),
+                      needed_statuses(PATH, summary, "unresolved_error"))
 
     def test_an_order_the_user_never_gave_is_left_alone_only_in_a_mid_session_file(self):
         summary = with_line(summary_of("round4"),
@@ -158,7 +159,7 @@ class ObligationsTest(unittest.TestCase):
 
 class MeasureUnlabelledTest(unittest.TestCase):
     def test_the_benchmark_prints_each_finding_of_one_half_of_a_folder(self):
-        summary = with_line(summary_of("round4"), "Pushed fix/retry-count to origin.")
+        summary = with_line(summary_of("round4"), "The user asked to drop the archive bucket.")
         text = PATH.read_text().replace(json.dumps(summary_of("round4"))[1:-1],
                                         json.dumps(summary)[1:-1])
         with tempfile.TemporaryDirectory() as folder:
@@ -172,8 +173,8 @@ class MeasureUnlabelledTest(unittest.TestCase):
                                     text=True, check=True)
         # (a and c are the first half, b the second; only the findings of a half shown)
         self.assertIn("(first, 2 files): 2 compactions, 2 gate findings", first.stdout)
-        self.assertIn("a.jsonl #1 status", first.stdout)
-        self.assertIn('line:    "   Pushed fix/retry-count to origin."', first.stdout)
+        self.assertIn("a.jsonl #1 obligation", first.stdout)
+        self.assertIn('line:    "   The user asked to drop the archive bucket."', first.stdout)
         self.assertIn("(second, 1 files): 1 compactions, 0 gate findings", second.stdout)
         self.assertNotIn("b.jsonl", second.stdout)
 

@@ -16,6 +16,10 @@ summary's line that holds it and the history's words nearest it, to judge by han
 the folder's files by name (sorted, every other one: `first` the 1st, 3rd ..., `second` the 2nd,
 4th ...), so that rules are tuned on one half and the other is only counted (--counts).
 
+Counted as findings: those the audit counts as misstatements (tier "found"); the claims it lists
+apart as unverified (audit_gate.py) are counted on their own line and, with --unlabelled, not
+printed.
+
 A finding matches a labelled item of its compaction when the label's key is in the finding's text
 or detail (case, quotes and spacing aside), or when at least MATCH_SHARE of the finding's words
 (claims.terms, three at least) are in the label's evidence. Printed: findings, by category, and how
@@ -66,8 +70,9 @@ def compaction_findings(log: Path, n: int) -> list[dict]:
     """The gate's blocking findings on compaction n (1-based) of a log, as the audit makes them."""
     session = read_session_file(log, log.name)[0]
     turns = replaced_turns(session, n - 1)
-    summary = session["compactions"][n - 1]["summary"]
-    truth, source, written = span_truth(turns, summary)
+    event = session["compactions"][n - 1]
+    summary = event["summary"]
+    truth, source, written = span_truth(turns, summary, event.get("asked"))
     return gate_findings(truth, source, summary, written)
 
 
@@ -77,12 +82,17 @@ def measure(records: list[dict], logs: Path) -> tuple[collections.Counter, list[
         findings = compaction_findings(logs / record["file"], record["compaction"])
         tally["compactions"] += 1
         for finding in findings:
-            tally["findings"] += 1
-            tally[f"category {finding['category']}"] += 1
             wrong = any(label["summary"] == "wrong" and matches(label, finding)
                         for label in record["needed"])
-            tally["match a labelled wrong item"] += wrong
+            if finding["tier"] == "unverified":
+                tally["unverified claims (not findings)"] += 1
+                tally["unverified claims matching a labelled wrong item"] += wrong
+            else:
+                tally["findings"] += 1
+                tally[f"category {finding['category']}"] += 1
+                tally["match a labelled wrong item"] += wrong
             shown.append(f"{record['file'][:13]} {finding['category']:10} "
+                         f"{'' if finding['tier'] == 'found' else '(unverified) '}"
                          f"{'WRONG' if wrong else '-':5} {finding['detail'][:90]} :: "
                          f"{json.dumps(finding['text'][:160], ensure_ascii=False)}")
     return tally, shown
@@ -118,8 +128,11 @@ def measure_unlabelled(files: list[Path], show: bool) -> tuple[collections.Count
                 continue
             tally["compactions"] += 1
             summary = event["summary"]
-            truth, source, written = span_truth(turns, summary)
+            truth, source, written = span_truth(turns, summary, event.get("asked"))
             for finding in gate_findings(truth, source, summary, written):
+                if finding["tier"] == "unverified":
+                    tally["unverified claims (not findings)"] += 1
+                    continue
                 tally["findings"] += 1
                 tally[f"category {finding['category']}"] += 1
                 if show:

@@ -16,8 +16,9 @@ every exact value the conversation wrote (a tool's output is not read for values
 reformatted, changed, dropped or former (one the session replaced, kept apart), and whether it
 stands beside its referent; every standing instruction present, contradicted or absent; every
 failed or denied step reported with its outcome, claimed done or absent; every instruction or claim
-the summary invents. One row per item per compaction, every secret masked. Nothing here writes a
-file: audit_report.py renders the rows and their analysis. """
+the summary invents that the log shows false ("found"), and apart every claim of work it cannot
+show either way ("unverified": audit_gate.py). One row per item per compaction, every secret
+masked. Nothing here writes a file: audit_report.py renders the rows and their analysis. """
 from __future__ import annotations
 
 import collections
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from ...rules.gate import check_state
 from ...rules.values import extract_values, secret_pieces
+from .audit_gate import audit_findings
 from .audit_needed import NOT_IN_FILE, analyze_needed, needed_rows
 from .gate_support import gate_support, ledger_items, unsupported
 from .analysis import (MIN_SESSIONS_FOR_INTERVAL, clustered_rates, session_ledger, tally_by_session)
@@ -108,7 +110,7 @@ HARMFUL = {("value", "changed"), ("instruction", "contradicted"), ("step", "clai
 
 GATE_MEANS = {
     "obligation": "an instruction the user did not give, withdrew, or the opposite of one",
-    "status": "a claim of done the transcript does not support, or a failure not reported",
+    "status": "a failure presented as a success, or a claim the transcript contradicts",
     "value": "a value the transcript does not give",
     "schema": "a field that steers the " "successor",
 }
@@ -300,13 +302,15 @@ def lines_holding(tails: list[str], summary: str) -> list[str]:
     return list(found)
 
 
-def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str, list[str]]:
+def span_truth(turns: list[dict], summary: str = "", asked: str | None = None
+               ) -> tuple[dict, str, list[str]]:
     """The ground truth of the turns a summary replaced (truth.ground_truth, each turn read up to
     MAX_TURN_CHARS), its values read from what the conversation wrote (the user's and the agent's
     text, the agent's tool calls), never from a tool's output (protocol/SESSIONS.md, the amendment
     of 2026-12-06 for issue 40, point 8); their text as the gate's source: the same, and the lines
     cut off that hold one of the summary's values; and the conversation's texts, whose values the
-    gate compares the summary's with."""
+    gate compares the summary's with. `asked`: the words the user gave this summary (a `/compact
+    <words>` command), which the gate reads as the user's too."""
     head, tails = capped_turns(turns)
     parts = [plain_parts(turn) for turn in head]
     written = [[(said, text) for said, text in turn if said != "tool result"] for turn in parts]
@@ -314,19 +318,23 @@ def span_truth(turns: list[dict], summary: str = "") -> tuple[dict, str, list[st
                           lines_holding(tails, summary))
     # what the user asked or agreed to, for the gate: an order the summary gives the user is checked
     # against it
-    requests = [text[:MAX_REQUEST_CHARS] for text in agreed_words(head)]
+    requests = [text[:MAX_REQUEST_CHARS] for text in agreed_words(head)] + \
+        ([asked[:MAX_REQUEST_CHARS]] if asked else [])
     truth = ground_truth(head, parts=written)
     # what the gate counts as support and as an unresolved failure: what the calls did
-    return ({**truth, "user_requests": requests,
-             "gate_support": gate_support(head, truth["steps"], summary)}, source,
+    support = gate_support(head, truth["steps"], summary)
+    if asked:
+        support["user_said"] += "\n" + asked
+    return ({**truth, "user_requests": requests, "gate_support": support}, source,
             [text for turn in written for _, text in turn])
 
 
-def score_summary(turns: list[dict], summary: str) -> tuple[list[dict], dict]:
+def score_summary(turns: list[dict], summary: str, asked: str | None = None
+                  ) -> tuple[list[dict], dict]:
     """One summary against the turns it replaced: the rows (one per value, instruction in force,
     failed or denied step, and each finding of the release gate: an instruction or a claim the
     summary invents), every secret masked, and the span's counts."""
-    truth, source, written = span_truth(turns, summary)
+    truth, source, written = span_truth(turns, summary, asked)
     return judge_summary(truth, source, summary, written), span_counts(turns, truth)
 
 
@@ -359,12 +367,16 @@ def gate_findings(truth: dict, source: str, summary: str,
                   written: list[str] | None = None) -> list[dict]:
     """The release gate's blocking findings on a summary (gate.check_state, with the study's
     ledger of the span), as the audit reports them and scripts/bench/measure_gate.py counts them:
-    where span_truth read what the calls did (gate_support), the ledger's items are theirs and a
-    finding they support is dropped (gate_support.unsupported)."""
+    where span_truth read what the calls did (gate_support), the ledger's items are theirs, a
+    finding they support is dropped (gate_support.unsupported) and each other has its tier, a
+    misstatement the log shows ("found") or a claim it cannot show false ("unverified"), some
+    left out (audit_gate.audit_findings); else each is "found"."""
     support = truth.get("gate_support")
     ledger = session_ledger(truth, ledger_items(support) if support else None)
     findings = [f for f in check_state(summary, ledger, source, written) if f["blocking"]]
-    return unsupported(findings, support, source, summary) if support else findings
+    if not support:
+        return [{**f, "tier": "found"} for f in findings]
+    return audit_findings(unsupported(findings, support, source, summary), support, summary)
 
 
 def judge_summary(truth: dict, source: str, summary: str,
@@ -411,7 +423,7 @@ def judge_summary(truth: dict, source: str, summary: str,
                      **cut(item, step["detail"], j["state_sentence"])})
     for f in findings:
         rows.append({"type": "gate", "kind": f["category"],
-                     "item": excerpt(mask(f["detail"]), "", set()), "status": "found",
+                     "item": excerpt(mask(f["detail"]), "", set()), "status": f["tier"],
                      "beside": None, "instead": None,
                      **cut("", None, f["text"])})
     return rows
@@ -523,7 +535,8 @@ def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
         record["why"] = f"{NOT_IN_FILE} ({missing or 'no turn before it'})"
         record["history_missing"] = True
     else:
-        record["rows"], record["counts"] = score_summary(turns, event["summary"])
+        record["rows"], record["counts"] = score_summary(turns, event["summary"],
+                                                          event.get("asked"))
         # the needed items read each turn as the ground truth does, up to MAX_TURN_CHARS
         record["needed"] = needed_rows(capped_turns(turns)[0], event.get("workspace"),
                                        event["summary"], record["rows"])
@@ -561,7 +574,8 @@ def harm(record: dict) -> tuple:
     """How bad a compaction was, worst first: harmful statuses (a value changed, an instruction
     contradicted, a step claimed done) and invented items, then items lost, then items in all."""
     rows = record["rows"]
-    bad = sum((r["type"], r["status"]) in HARMFUL or r["type"] == "gate" for r in rows)
+    bad = sum((r["type"], r["status"]) in HARMFUL or (r["type"], r["status"]) == ("gate", "found")
+              for r in rows)
     lost = sum(r["status"] in LOST.get(r["type"], ()) for r in rows)
     return (-bad, -lost, record["session"], record["n"])
 
@@ -590,7 +604,8 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
                                                lambda row: "all", lambda row: row["beside"])
     rates = clustered_rates(tallies)
     classes = {t: {c: sum(r["status"] == c for r in of[t]) for c in CLASSES[t]} for t in CLASSES}
-    invented = collections.Counter(r["kind"] for r in of["gate"])
+    invented = collections.Counter(r["kind"] for r in of["gate"] if r["status"] == "found")
+    unverified = sum(r["status"] == "unverified" for r in of["gate"])
     reasons = [f"{len(scored)} compaction{'s' * (len(scored) != 1)} scored in {len(sessions)} "
                f"session{'s' * (len(sessions) != 1)}, from logs the user chose after the fact: no "
                "protocol was registered before they were read, so the rates describe these "
@@ -622,7 +637,8 @@ def analyze_audit(records: list[dict], read: dict) -> dict:
     return {"label": "EXPLORATORY", "reasons": reasons, "read": read, "n_compactions": len(records),
             "n_scored": len(scored), "n_sessions": len(sessions),
             "min_sessions": MIN_SESSIONS_FOR_INTERVAL,
-            "classes": classes, "gate": dict(sorted(invented.items())), "rates": rates,
+            "classes": classes, "gate": dict(sorted(invented.items())),
+            "gate_unverified": unverified, "rates": rates,
             "beside": {c: sum(r["beside"] is True for r in of["value"] if r["status"] == c) for c in
                        ("kept", "reformatted", "former")},
             "worst": sorted(scored, key=harm), "unscored": unscored,

@@ -22,6 +22,10 @@ MAX_WORST = 20
 
 AUDIT_FIGURE = FIGURE
 
+# what an unverified claim of the gate is (audit_gate.py), wherever the report names one
+UNVERIFIED_MEANS = ("`unverified` rows of the release gate in audit.csv: no call or word of the "
+                    "history bears the claim out, and no failed call contradicts it")
+
 # Each item type's classes as three outcomes the figure draws side by side: kept (a value kept
 # verbatim or
 # reformatted, an instruction present, a step reported with its outcome), said wrong (changed,
@@ -114,6 +118,11 @@ def context_answers(a: dict) -> list[str]:
                + (": " + "; ".join(f"{n:,} {k} ({GATE_MEANS.get(k, 'see the gate')})" for k,
                                    n in a["gate"].items())
                   + "." if flagged else ": none invents an instruction or a claim."))
+    unverified = a.get("gate_unverified", 0)
+    if unverified:
+        out.append(f"Apart from those, {plural(unverified, 'claim')} of work done or checked "
+                   f"that the transcript can neither show nor contradict ({UNVERIFIED_MEANS}): "
+                   "worth a look, never counted as a misstatement.")
     return out
 
 
@@ -122,7 +131,7 @@ def steps_sentence(steps: dict, status_flags: int) -> str:
     so that it never says no failure was left while the gate flags a failure presented as passed."""
     n = sum(steps.values())
     flagged = (f"; the release gate also flagged {plural(status_flags, 'sentence')} that "
-               "present a failure as passed or claim what the transcript does not support "
+               "present a failure as passed or claim what the transcript contradicts "
                "(below)") if status_flags else ""
     if n:
         return (f"Of {plural(n, 'failed or denied step')} still unresolved, "
@@ -222,8 +231,9 @@ def report_blocks(a: dict) -> list[tuple]:
                         "of them, those the summary writes within six words of one of those words "
                         f"(before it): {rate_cell(a, 'value_beside', 'all')}."))
     blocks.append(("table", ["the release gate's finding", "what it means", "sentences flagged"],
-                   [[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
-                   0]]))
+                   ([[k, GATE_MEANS.get(k, "-"), n] for k, n in a["gate"].items()] or [["none", "-",
+                    0]]) + ([["unverified", UNVERIFIED_MEANS, a["gate_unverified"]]]
+                            if a.get("gate_unverified") else [])))
     for title, suffix, keys in (("Per trigger", "by_trigger", a["triggers"]),
                                 ("By tokens before compaction", "by_band", a["bands"])):
         blocks.append(("h2", title))
@@ -257,8 +267,8 @@ def compaction_blocks(r: dict) -> list[tuple]:
               ("p", f"{r['format']}, {'; '.join(said)}; it replaced "
                f"{plural(counts['turns'], 'turn')} holding {plural(counts['values'], 'value')}, "
                f"{plural(counts['instructions'], 'instruction')} in force and "
-               f"{plural(counts['steps'], 'unresolved failed step')}; {len(shown)} lost or "
-               "invented.")]
+               f"{plural(counts['steps'], 'unresolved failed step')}; {len(shown)} lost, "
+               "invented or unverified.")]
     if shown:
         blocks.append(("table", ["item", "kind", "status", "the summary wrote", "source sentence",
                                  "summary sentence"],

@@ -9,7 +9,9 @@ mid-session (its first line's parent is not in the file) with fewer than MIN_HIS
 before its first boundary holds too little of the history that boundary replaced: its `replaces` is
 None (the history is not in the file) and its `why_not_in_file` says so; the first turn of a file
 that begins mid-session, by that line or by a first line of any type whose parent is not in the
-file (a hook's record), is marked `mid_session`.
+file (a hook's record), is marked `mid_session`; a `/compact <words>` command recorded right after a
+boundary (before any other turn) gives that compaction its `asked`, the words the user gave the
+summary (the audit's gate reads them as the user's).
 """
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ DENIAL_WORDS = ("ermission", "proceed", "rejected", "approval")
 LOCAL_COMMAND = re.compile(r"^\s*<local-command-(?:stdout|stderr|caveat)>")
 
 SLASH_COMMAND = re.compile(r"<command-name>\s*/?[^<]*</command-name>")
+
+# `/compact <words>`: the words the user gave the summary it asks for
+COMPACT_COMMAND = re.compile(r"<command-name>\s*/compact\s*</command-name>")
+COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 
 INTERRUPTION = re.compile(r"^\s*\[Request interrupted by user")
 
@@ -157,6 +163,11 @@ def read_claude_user(builder: SessionBuilder, line: dict, n: int, after_command:
             builder.skip("meta message (isMeta)")
         return False
     if text is not None and SLASH_COMMAND.search(text):
+        asked = COMPACT_COMMAND.search(text) and COMMAND_ARGS.search(text)
+        last = builder.compactions[-1] if builder.compactions else None
+        if asked and asked.group(1).strip() and last and last["after_turn"] == len(builder.turns):
+            # (recorded after the boundary it asked for: the user's words for that summary)
+            last["asked"] = asked.group(1).strip()
         builder.skip("slash command invocation (its expanded body is the user's turn)")
         return True
     if text is not None and LOCAL_COMMAND.match(text):

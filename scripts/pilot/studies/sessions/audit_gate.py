@@ -1,0 +1,140 @@
+"""XR-S1, what the audit's release gate reports on a real summary (protocol/SESSIONS.md, the
+amendment of 2026-12-06 (20), issue 40 point 4, fifth round): a finding is a misstatement the log
+shows, or it is not one.
+
+    audit_findings(findings, support, summary) -> the findings gate_support.unsupported left, each
+        with its `tier`:
+        - "found": a misstatement the log shows (a value changed, an instruction contradicted, an
+          order the user never gave, a recorded failure presented as a success, an instruction to
+          set the rules aside);
+        - "unverified": a claim of work done or checked that neither the calls nor the history's
+          words bear out, or that a sentence of the history's words (not a failed call) seems to
+          contradict. The log cannot show such a claim false: it is listed apart, never counted
+          as a misstatement.
+        Left out: a failure "not reported" (a loss, which the needed items count once, as the
+        unresolved error lost); anything inside the summary's fenced code; an order whose object
+        is the summary itself (the compaction's own request); an instruction that is pasted code
+        or data, or orders nothing a verb names; an ordinal set against another; a claim about
+        some tests (the three new ones, a named test) set against the last run of them all.
+
+Pure functions of their arguments: no model, no file, no clock.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from .needed import check_kinds
+
+# a claim the log cannot show false: no call or word supports it, or only words seem against it
+UNVERIFIED = re.compile(r"^(?:a (?:blanket )?claim of `[^`]*` that no ledger item or source event "
+                        r"supports|presented as [^,]+, but the source reports a failure: )")
+
+# a failure left out of the summary: a loss, not a misstatement (the needed items count it)
+OMITTED = " is not reported"
+
+# a fence line of markdown code, at any indentation (a summary's code sits under list items)
+FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+# what the compaction itself is: an order about it is the request that made this summary
+ABOUT_SUMMARY = re.compile(r"\b(?:summary|summari[sz](?:e|es|ed|ing)|compact(?:ion|ed|ing)?)\b",
+                           re.IGNORECASE)
+
+# pasted code or data, not an order: a row of a table, a line opening with a date, a line of code
+# (ends in , ; or {, a field aligned after its colon, a member of a value: pa.UserAddedPerFile)
+TABLE_ROW = re.compile(r"\S\s+\|\s+\S.*\s\|\s")
+DATED = re.compile(r"^\W*\d{4}-\d{2}-\d{2}\b")
+CODE_LINE = re.compile(r"[,;{]\s*$|^\s*[\w.]+:\s{2,}\S|\b[a-z]\w*\.[A-Z]\w*\b")
+
+# the words around an order that are not its verb
+ORDER_WORDS = frozenset({"no", "not", "never", "please", "always", "only", "just", "don't",
+                         "dont", "do", "you", "must", "should", "also"})
+
+# a code name, never an order's verb: an underscore, a digit or a capital inside the word
+CODE_WORD = re.compile(r"^[a-z]\w*(?:_\w*|\d\w*|[a-z][A-Z]\w*)$")
+
+ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.IGNORECASE)
+
+# some tests, not the run of all of them: counted, new or added ones, or named ones
+SOME_TESTS = re.compile(
+    r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|both|new|newly|added|these|those)"
+    r"(?:\s+[\w-]+){0,2}\s+tests?\b", re.IGNORECASE)
+NAMED_TEST = re.compile(r"\bTest[A-Z]\w*|\btest_\w+")
+
+# a run of checks presented as passing: the last run of a kind, or a failed call's command
+PRESENTED_PASSING = re.compile(r"^`(?:the last (?P<kind>\w+) run|[^`:]+: (?P<command>[^`]+))` "
+                               r"presented as (?:pass\w*|green|succeeded|successful\w*)\b")
+
+
+def audit_findings(findings: list[dict], support: dict, summary: str) -> list[dict]:
+    """The findings that stand, each with its tier (the module's docstring)."""
+    code = fenced_lines(summary)
+    out = []
+    for finding in findings:
+        detail, text = finding["detail"], finding["text"]
+        if detail.endswith(OMITTED) or in_code(text, code) or \
+                finding["category"] == "obligation" and not order_stands(detail, text) or \
+                finding["category"] == "value" and ordinals(detail) or \
+                finding["category"] == "status" and some_tests(detail, text):
+            continue
+        out.append({**finding, "tier": "unverified" if UNVERIFIED.match(detail) else "found"})
+    return out
+
+
+def fenced_lines(summary: str) -> str:
+    """The summary's lines inside fenced code, one text."""
+    inside, lines = False, []
+    for line in summary.splitlines():
+        if FENCE.match(line):
+            inside = not inside
+        elif inside:
+            lines.append(line.strip())
+    return "\n".join(lines)
+
+
+def in_code(text: str, code: str) -> bool:
+    """Whether a finding's text is a line (or part of one) of the summary's fenced code."""
+    probe = text.strip()
+    return bool(probe) and probe in code
+
+
+def order_stands(detail: str, text: str) -> bool:
+    """Whether an obligation finding is about an order at all: not one whose object is the summary
+    (the user asked for it: that is the compaction), and not the opposite of an instruction that is
+    pasted code or data or whose first word after "no", "never", "please" ... is no verb."""
+    if detail.startswith(("an order or a rule given as the user's", "a rule given as the user's",
+                          "an instruction to set the rules aside")) and ABOUT_SUMMARY.search(text):
+        return False
+    opposite = re.match(r'says the opposite of the instruction (".*")$', detail)
+    if opposite:
+        return gives_an_order(json.loads(opposite.group(1)))
+    return True
+
+
+def gives_an_order(instruction: str) -> bool:
+    """Whether an instruction's words can order anything: not a table's row, a dated line or a
+    line of code, and its first word once the words around an order are set aside is no code
+    name (`No initial_attribution in metadata` reports an absence)."""
+    if TABLE_ROW.search(instruction) or DATED.match(instruction) or CODE_LINE.search(instruction):
+        return False
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]*", instruction) if w.lower() not in
+             ORDER_WORDS]
+    return bool(words) and not CODE_WORD.match(words[0])
+
+
+def ordinals(detail: str) -> bool:
+    """Whether a value finding sets an ordinal against another (`5th` where the history says
+    `4th` of something else): a place in a list the sentence itself counts, not a value."""
+    pair = re.match(r"^`([^`]+)` is not in the source, which gives `([^`]+)`", detail)
+    return bool(pair) and all(ORDINAL.match(v) for v in pair.groups())
+
+
+def some_tests(detail: str, text: str) -> bool:
+    """Whether a claim that a test run passed is about some tests only (the three new ones, a
+    named one) where the run it is set against is the last test run or a failed one: that run
+    failing on other tests does not make the claim false."""
+    run = PRESENTED_PASSING.match(detail)
+    if not run or not (SOME_TESTS.search(text) or NAMED_TEST.search(text)):
+        return False
+    return run.group("kind") == "tests" or "tests" in check_kinds(run.group("command") or "")
+
