@@ -8,6 +8,7 @@ run once a round of rules is finished.
     python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on
     python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
     python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
+    python3 scripts/bench/measure_audit.py --split held-out-2 --logs DIR   # the second set
 
 A label is matched to an item of its category (request, instruction and decision, the user's and the
 agent's words, match one another when none of the category does) whose key, words or source
@@ -21,7 +22,9 @@ whose key the label's key holds; a path also by its tail. Printed per half and c
   wrong items (decisions aside; target at most 2);
 - kept share: the rules' kept items over their items, beside the labels' (target within 5 points);
 - decisions' precision: the share of the rules' decision items a decision label matches.
-A compaction whose history is not in the file contributes no item; one with loss rows is counted.
+A compaction labelled "history not in file" contributes no label; the audit's loss rows on it, if it
+scored it, are counted (target none). One labelled with its history in the file that the audit did not
+score contributes its labels, none of them found.
 Standard library only; reads the logs, writes nothing.
 """
 from __future__ import annotations
@@ -42,6 +45,8 @@ from pilot.studies.sessions.needed import CATEGORIES  # noqa: E402
 from pilot.studies.sessions.readers import SessionFileError, read_session_file  # noqa: E402
 
 LABELS = REPO / "tests" / "labelled" / "compactions"
+# the second labelled set (its README): every record held out, the logs outside shared/real-logs
+SECOND = REPO / "tests" / "labelled" / "compactions-2"
 LOGS = Path("/work/shared/real-logs/claude-code")
 
 # the categories whose labels may match an item of another of them
@@ -94,9 +99,18 @@ def measure(records: list[dict], logs: Path, show: int) -> dict:
     shown = []
     for record in records:
         items, why = compaction_items(logs / record["file"], record["compaction"])
-        if items is None:
-            tally["all"]["not in file"] += 1
+        if record.get("history_in_file") is False:
+            # (point 3: listed apart, never as losses; its labels measure nothing else)
+            tally["all"]["labelled not in file"] += 1
+            if items is not None:
+                tally["all"]["scored though not in file"] += 1
+                tally["all"]["loss rows where not in file"] += sum(i["status"] in LOSS
+                                                                   for i in items)
             continue
+        if items is None:
+            # (its labels count as not found: the audit said nothing of them)
+            tally["all"]["in file but not scored"] += 1
+            items = []
         hit = set()
         for label in record["needed"]:
             item = match(label, items)
@@ -153,12 +167,17 @@ def table(tally: dict) -> list[str]:
                  f"{t['loss rows']} | {share(t['kept items'], t['items'])} / "
                  f"{share(t['labelled kept share'], t['labels'])} |")
     d = tally.get("decision", collections.Counter())
+    a = tally.get("all", collections.Counter())
     rows = t["loss rows"] / t["labelled losses"] if t["labelled losses"] else 0.0
     lines += ["", f"loss rows per labelled loss (decisions aside): {rows:.2f} "
                   f"({t['loss rows']}/{t['labelled losses']})",
               f"decisions' precision (rule items a decision label matches): "
               f"{share(d['matched items'], d['items'])}",
-              f"compactions whose history is not in the file: {tally['all']['not in file']}"]
+              f"compactions labelled history not in file: {a['labelled not in file']} "
+              f"(the audit scored {a['scored though not in file']} of them, with "
+              f"{a['loss rows where not in file']} loss rows; target none)",
+              f"compactions labelled history in file that the audit did not score: "
+              f"{a['in file but not scored']}"]
     return lines
 
 
@@ -167,7 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, default=LOGS,
                         help="the folder of the real Claude Code logs the labels name "
                              "(default: %(default)s)")
-    parser.add_argument("--split", choices=("dev", "held-out", "both"), default="dev")
+    parser.add_argument("--split", choices=("dev", "held-out", "both", "held-out-2"),
+                        default="dev",
+                        help="held-out-2: the second labelled set, whose logs are not in "
+                             "shared/real-logs (give them with --logs)")
     parser.add_argument("--show", type=int, default=0, help="print the first N disagreements")
     args = parser.parse_args(argv)
     if not args.logs.is_dir():
@@ -179,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                  if line.strip())
     for half in halves:
         records = [json.loads((LABELS / f"{name}.json").read_text())
-                   for name, h in sorted(split.items()) if h == half]
+                   for name, h in sorted(split.items()) if h == half] if half != "held-out-2" \
+            else [json.loads(path.read_text()) for path in sorted(SECOND.glob("*.json"))]
         try:
             result = measure(records, args.logs, args.show)
         except (SessionFileError, OSError) as error:
