@@ -85,7 +85,8 @@ class FailuresTest(unittest.TestCase):
         self.assertEqual(gate_rows(path), [])
         record = audit_compaction(read_session_file(path, path.name)[0], 0)
         self.assertEqual([row["key"] for row in record["needed"]
-                          if row["category"] == "unresolved_error"], ["feat/monthly-report"])
+                          if row["category"] == "unresolved_error"],
+                         ["git push origin feat/monthly-report"])
         claimed = summary_of("failures").replace(
             "The push of feat/monthly-report failed: the pre-receive hook declined it.",
             "The push of feat/monthly-report succeeded.")
@@ -98,7 +99,7 @@ class FailuresTest(unittest.TestCase):
         # (a failure left out is a loss: the needed item lost, not a finding of the gate)
         self.assertEqual(gate_rows(path, left_out), [])
         self.assertEqual(needed_statuses(path, left_out, "unresolved_error"),
-                         [("feat/monthly-report", "lost")])
+                         [("git push origin feat/monthly-report", "lost")])
 
 
 class ChangesTest(unittest.TestCase):

@@ -31,7 +31,7 @@ NEEDED = [("request", "The report cache in reports/cache.go serves stale totals 
           ("file_changed", "/srv/reports/reports/cache.go"),
           ("open_task", "Add a regression test for stale totals"),
           ("open_task", "Note the expiry change in CHANGELOG.md"),
-          ("unresolved_error", "./reports/"),
+          ("unresolved_error", "go test ./reports/..."),
           ("value", "7c1d2e9"), ("value", "TEN-3318"),
           ("decision", "The root cause is the one-hour expiry, which ignores the invalidation events.")]
 
@@ -57,7 +57,7 @@ PROSE = ("The report cache served stale totals. Note the expiry change in CHANGE
          "passed. Pushed commit 7c1d2e9 to origin. The user asked to delete the staging database on Friday.")
 
 # what R1 misstates
-PROSE_WRONG = {("open_task", "Note the expiry change in CHANGELOG.md"), ("unresolved_error", "./reports/"),
+PROSE_WRONG = {("open_task", "Note the expiry change in CHANGELOG.md"), ("unresolved_error", "go test ./reports/..."),
                ("value", "7c1d2e9")}
 
 

@@ -8,12 +8,14 @@ run once a round of rules is finished.
     python3 scripts/bench/measure_audit.py --split dev            # the half the rules are tuned on
     python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
     python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
-    python3 scripts/bench/measure_audit.py --split held-out-2 --logs DIR   # the second set
+    python3 scripts/bench/measure_audit.py --split second --logs DIR  # the second set
 
 A label is matched to an item of its category (request, instruction and decision, the user's and the
 agent's words, match one another when none of the category does) whose key, words or source
 sentence, as the audit reports them, holds the label's key (case, quotes and spacing aside), or
-whose key the label's key holds; a path also by its tail. Printed per half and category:
+whose key the label's key holds; a path also by its tail; failing that, to an item of any category
+whose key is the label's key (six characters or more: the same thing typed otherwise). Printed
+per half and category:
 - recall: the share of labelled lost or wrong items the rules report lost or wrong (target 0.8,
   decisions aside);
 - false loss: the share of labelled kept items the rules report lost or wrong (target at most 5%);
@@ -22,9 +24,9 @@ whose key the label's key holds; a path also by its tail. Printed per half and c
   wrong items (decisions aside; target at most 2);
 - kept share: the rules' kept items over their items, beside the labels' (target within 5 points);
 - decisions' precision: the share of the rules' decision items a decision label matches.
-A compaction labelled "history not in file" contributes no label; the audit's loss rows on it, if it
-scored it, are counted (target none). One labelled with its history in the file that the audit did not
-score contributes its labels, none of them found.
+A compaction labelled "history not in file" contributes no label; the audit's loss rows on it, if
+it scored it, are counted (target none). One labelled with its history in the file that the audit
+did not score contributes its labels, none of them found.
 Standard library only; reads the logs, writes nothing.
 """
 from __future__ import annotations
@@ -79,8 +81,13 @@ def match(label: dict, items: list[dict]) -> dict | None:
     if same:
         return same[0]
     if label["type"] in WORDS:
-        return next((i for i in items if i["category"] in WORDS and matches(label, i)), None)
-    return None
+        found = next((i for i in items if i["category"] in WORDS and matches(label, i)), None)
+        if found is not None:
+            return found
+    # the same thing typed otherwise (a commit to push labelled a task, reported as a value): an
+    # item of any category whose key is the label's key, six characters or more
+    key = norm(label["key"])
+    return next((i for i in items if len(key) >= 6 and norm(i["key"]) == key), None)
 
 
 def compaction_items(log: Path, n: int) -> tuple[list[dict] | None, str | None]:
@@ -186,10 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, default=LOGS,
                         help="the folder of the real Claude Code logs the labels name "
                              "(default: %(default)s)")
-    parser.add_argument("--split", choices=("dev", "held-out", "both", "held-out-2"),
+    parser.add_argument("--split", choices=("dev", "held-out", "both", "second"),
                         default="dev",
-                        help="held-out-2: the second labelled set, whose logs are not in "
-                             "shared/real-logs (give them with --logs)")
+                        help="second: the second labelled set (compactions-2), whose logs are "
+                             "not in shared/real-logs (give them with --logs)")
     parser.add_argument("--show", type=int, default=0, help="print the first N disagreements")
     args = parser.parse_args(argv)
     if not args.logs.is_dir():
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                  if line.strip())
     for half in halves:
         records = [json.loads((LABELS / f"{name}.json").read_text())
-                   for name, h in sorted(split.items()) if h == half] if half != "held-out-2" \
+                   for name, h in sorted(split.items()) if h == half] if half != "second" \
             else [json.loads(path.read_text()) for path in sorted(SECOND.glob("*.json"))]
         try:
             result = measure(records, args.logs, args.show)

@@ -40,6 +40,8 @@ from ...rules.claims import (claim, contradicts, invented_order, reports_failure
 from ...rules.spellings import normalize_value, numeric_key
 from ...rules.states import state_units
 from ...rules.values import extract_values, mask_secrets
+from .agent_text import (claims_done, failure_lines, intents, machine_text, run_of,
+                         superseded_runs_dropped)
 from .agent_values import address_kept, agent_value_items, changed_in, number_kept
 from .failed_steps import call_command, session_steps, turn_outcome
 from .truth import is_standing_instruction, judge_steps, revoked_by, split_sentences
@@ -192,6 +194,7 @@ MAX_EARLIER = 40_000                 # the characters of a previous summary read
 ERROR_HEAD = 1200                       # the head of a failed call's output kept beside its row
 
 
+
 # --- The history a summary replaced --------------------------------------------------------------
 def history_in_file(event: dict) -> tuple[bool, str | None]:
     """Whether the file holds the history a compaction replaced (the reader says where it does not:
@@ -207,7 +210,7 @@ def needed_items(turns: list[dict], workspace: dict | None = None) -> list[dict]
     CATEGORIES: {category, key, text, kind, turn, ...}; workspace: the branch and folder the log
     records at the boundary."""
     items = (user_items(turns) + file_items(turns) + task_items(turns) + plan_items(turns)
-             + error_items(turns)
+             + intent_items(turns) + error_items(turns)
              + value_items(turns, workspace or {}) + decision_items(turns))
     out, seen = [], set()
     for item in items:
@@ -280,7 +283,7 @@ def user_items(turns: list[dict]) -> list[dict]:
         for sentence in sentences:
             for old in revoked_by(sentence, [i for i in found if i["category"] == "instruction"]):
                 old["revoked_turn"] = t + 1
-        standing = [s for s in sentences if is_standing_instruction(s)]
+        standing = [s for s in sentences if is_standing_instruction(s) and not machine_text(s)]
         rest = " ".join(s for s in sentences if s not in standing)
         if how == "tool rejection":
             standing, rest = [text], ""
@@ -297,8 +300,11 @@ def user_items(turns: list[dict]) -> list[dict]:
             found += [{"category": "instruction", "key": s[:80], "text": s, "source": s,
                        "how": how, "turn": t + 1, "kind": "directive", "revoked_turn": None}
                       for s in directive_parts(text, sentences)
-                      if s not in standing and s != rest and len(terms(s)) >= 3]
+                      if s not in standing and s != rest and len(terms(s)) >= 3
+                      and not machine_text(s)]
     return [i for i in found if not i.pop("revoked_turn")]
+
+
 
 
 def directive_parts(text: str, sentences: list[str]) -> list[str]:
@@ -398,6 +404,20 @@ def last_tasks(turns: list[dict]) -> list[tuple[str, str, int]]:
             text.strip()]
 
 
+def intent_items(turns: list[dict]) -> list[dict]:
+    """What the agent said it was about to do in its last text before the boundary (INTENT: "Let
+    me fix ...", "Next I need to ..."), where no later text of the span says more: work the
+    compaction cut off, a plan stated and not finished (the amendment of 2026-12-06 (21)). A
+    sentence that only looks (check, read, look, see, verify ...) is no task."""
+    last = next((t for t in range(len(turns) - 1, -1, -1) if turns[t]["role"] == "assistant"
+                 and (turns[t]["text"] or "").strip()), None)
+    if last is None:
+        return []
+    return [{"category": "open_task", "key": sentence[:80], "text": sentence, "source": sentence,
+             "kind": "intent", "turn": last + 1}
+            for sentence in intents(split_sentences(turns[last]["text"]))]
+
+
 def plan_items(turns: list[dict]) -> list[dict]:
     """The checks of the last plan before the boundary (its plan-mode text, or a user message that
     hands the agent a plan) that no later task list took up and no later call ran: the steps of a
@@ -484,12 +504,24 @@ def error_items(turns: list[dict], steps: list[dict] | None = None) -> list[dict
                         "text": f"the user refused: {said or command}", "source": command,
                         "how": "refusal", "kind": "refusal", "turn": step["turn"]})
             continue
-        out.append({"category": "unresolved_error", "key": step["match"][0][:80],
-                    "text": f"{step['tool']} {step['outcome']}: {step['detail']}",
-                    "source": f"{command}\n{step['detail']}", "kind": step["outcome"],
-                    "turn": step["turn"], "step": step,
+        failed = failure_lines(turn["text"])
+        # (a shell call's key is the command it ran, not a word of it)
+        shell = {"command", "cmd"} & set(arguments(call_of(turn)))
+        run = run_of(command) if shell else ""
+        out.append({"category": "unresolved_error", "key": (run or step["match"][0])[:80],
+                    "text": f"{step['tool']} {step['outcome']}: "
+                            + (" / ".join(failed) if failed else step["detail"]),
+                    "source": "\n".join([command] + (failed or [step["detail"]])),
+                    "kind": step["outcome"], "turn": step["turn"], "step": step, "run": run,
+                    "checks": check_kinds(command),
                     "result": mask_secrets(turn["text"][:ERROR_HEAD])})
-    return out
+    return superseded_runs_dropped(out)
+
+
+
+
+
+
 
 
 def purpose_met_later(turns: list[dict], number: int) -> bool:
@@ -530,12 +562,13 @@ def value_items(turns: list[dict], workspace: dict) -> list[dict]:
     if folder and "worktree" in folder.lower():
         out.append(value_item(folder, "folder", "the worktree the log records at the boundary", 0))
     out += made_items(turns)
-    for t, turn in enumerate(turns):
-        if turn["role"] == "user" and not turn.get("summary"):
-            given = [v for v in extract_values(turn["text"]) if v.kind in VALUE_KINDS
-                     and NAMING_VALUE.search(v.text)]
-            if len(given) <= MAX_GIVEN:        # more: a pasted listing, not values given one by one
-                out += [value_item(v.text, v.kind, turn["text"], t + 1) for v in given]
+    # (where the user's words stand: not the harness's notices in the user's role, the amendment
+    # of 2026-12-06 (21))
+    for t, _how, text in user_words(turns):
+        given = [v for v in extract_values(text) if v.kind in VALUE_KINDS
+                 and NAMING_VALUE.search(v.text)]
+        if len(given) <= MAX_GIVEN:            # more: a pasted listing, not values given one by one
+            out += [value_item(v.text, v.kind, text, t + 1) for v in given]
     return out + agent_value_items(turns)
 
 
@@ -750,6 +783,13 @@ def judge_task(item, summary, lower, units, spellings):
     wrong."""
     if item["kind"] == "plan step":
         return judge_sentence(item, lower, units)
+    if item["kind"] == "intent":
+        # (work the compaction cut off, reported done: the summary's sentence claims the change)
+        status, sentence = judge_sentence(item, lower, units)
+        if status == "kept" and sentence and claims_done(sentence) and \
+                not says_not_done(sentence):
+            return "wrong", sentence
+        return status, sentence
     status, sentence = judge_words(item, summary, lower, units, spellings)
     if sentence and claim(sentence) and not says_not_done(sentence) and \
             re.search(r"\b(?:completed|done|finished)\b", sentence, re.I) and \

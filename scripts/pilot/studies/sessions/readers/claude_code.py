@@ -6,7 +6,9 @@ Beside the shared record: a message the user typed while the agent worked (a `qu
 enqueue with its text) is a user turn marked `queued`; a compaction event carries the `workspace`
 its boundary line records (the git branch and the working folder), and a file that begins
 mid-session (its first line's parent is not in the file) with fewer than MIN_HISTORY_TURNS turns
-before its first boundary holds too little of the history that boundary replaced: its `replaces` is
+before its first boundary, or whose first model call's context already held all but less than
+MIN_HISTORY_SHARE of the tokens that boundary replaced, holds too little of the history that
+boundary replaced: its `replaces` is
 None (the history is not in the file) and its `why_not_in_file` says so; the first turn of a file
 that begins mid-session, by that line or by a first line of any type whose parent is not in the
 file (a hook's record), is marked `mid_session`; a `/compact <words>` command recorded right after a
@@ -52,6 +54,13 @@ INTERRUPTION = re.compile(r"^\s*\[Request interrupted by user")
 # this many turns precede it (a resumed session's file opens with a few turns, then the boundary)
 MIN_HISTORY_TURNS = 10
 
+# ... and only when the tokens its first model call's context already held (its usage record: what
+# came before the file) leave at least this share of the tokens the boundary says it replaced
+# (preTokens) to the turns in the file: a fresh session's first call holds its system prompt and
+# tools, about a fifth of a full context; a resumed one's, nearly all of it (the amendment of
+# 2026-12-06 (21))
+MIN_HISTORY_SHARE = 0.2
+
 
 def is_claude_line(item: Any) -> bool:
     return (
@@ -76,6 +85,7 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
     after_command = False
     seen: set[str] = set()
     mid_session: bool | None = None     # decided by the first user or assistant line
+    first_context: int | None = None    # the tokens the first model call's context held
     begins_inside: bool | None = None   # and by the first line of any type with a parent
     for n, line in lines:
         builder.read += 1
@@ -103,6 +113,15 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
                 event["replaces"] = None
                 event["why_not_in_file"] = (f"the file begins mid-session and holds "
                                             f"{len(builder.turns)} turns before the boundary")
+            elif (mid_session or begins_inside) and event["n"] == 1 and first_context and \
+                    event["tokens_before"] and \
+                    event["tokens_before"] - first_context < \
+                    MIN_HISTORY_SHARE * event["tokens_before"]:
+                event["replaces"] = None
+                event["why_not_in_file"] = (
+                    f"the file begins mid-session: its first model call already held "
+                    f"{first_context:,} of the {event['tokens_before']:,} tokens the compaction "
+                    "replaced")
             builder.skip("compaction record (kept as a compaction event, not a turn)")
         elif kind == "queue-operation" and line.get("operation") == "enqueue" and \
                 isinstance(line.get("content"), str) and line["content"].strip():
@@ -125,6 +144,8 @@ def read_claude_code(lines: list) -> list[SessionBuilder]:
                 builder.compaction(n, summary, source="isCompactSummary", summary_at=n)
             builder.skip("compaction record (kept as a compaction event, not a turn)")
         elif kind == "assistant":
+            if first_context is None:
+                first_context = context_tokens(line["message"].get("usage"))
             read_claude_assistant(builder, line["message"], n)
         else:
             after_command = read_claude_user(builder, line, n, command)
@@ -148,6 +169,17 @@ def only_side_conversations(lines) -> bool:
 
 def clean_text(value: Any) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= 1000 else None
+
+
+def context_tokens(usage: Any) -> int | None:
+    """The tokens a model call's context held, from its usage record (new, read from the cache and
+    written to it), or None where the record gives no count."""
+    if not isinstance(usage, dict):
+        return None
+    counts = [usage.get(k) for k in ("input_tokens", "cache_read_input_tokens",
+                                     "cache_creation_input_tokens")]
+    counts = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c >= 0]
+    return sum(counts) if counts else None
 
 
 def read_claude_user(builder: SessionBuilder, line: dict, n: int, after_command: bool) -> bool:
