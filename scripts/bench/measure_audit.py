@@ -9,6 +9,7 @@ run once a round of rules is finished.
     python3 scripts/bench/measure_audit.py --split dev --show 30  # and the first 30 disagreements
     python3 scripts/bench/measure_audit.py --logs DIR             # the logs elsewhere
     python3 scripts/bench/measure_audit.py --split second --logs DIR  # the second set
+    python3 scripts/bench/measure_audit.py --split third --logs DIR   # the third
 
 A label is matched to an item of its category (request, instruction and decision, the user's and the
 agent's words, match one another when none of the category does) whose key, words or source
@@ -49,6 +50,7 @@ from pilot.studies.sessions.readers import SessionFileError, read_session_file  
 LABELS = REPO / "tests" / "labelled" / "compactions"
 # the second labelled set (its README): every record held out, the logs outside shared/real-logs
 SECOND = REPO / "tests" / "labelled" / "compactions-2"
+THIRD = REPO / "tests" / "labelled" / "compactions-3"
 LOGS = Path("/work/shared/real-logs/claude-code")
 
 # the categories whose labels may match an item of another of them
@@ -193,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--logs", type=Path, default=LOGS,
                         help="the folder of the real Claude Code logs the labels name "
                              "(default: %(default)s)")
-    parser.add_argument("--split", choices=("dev", "held-out", "both", "second"),
+    parser.add_argument("--split", choices=("dev", "held-out", "both", "second", "third"),
                         default="dev",
-                        help="second: the second labelled set (compactions-2), whose logs are "
-                             "not in shared/real-logs (give them with --logs)")
+                        help="second, third: the second and third labelled sets "
+                             "(compactions-2, -3), whose logs are not in shared/real-logs (give "
+                             "them with --logs)")
     parser.add_argument("--show", type=int, default=0, help="print the first N disagreements")
     args = parser.parse_args(argv)
     if not args.logs.is_dir():
@@ -208,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                  if line.strip())
     for half in halves:
         records = [json.loads((LABELS / f"{name}.json").read_text())
-                   for name, h in sorted(split.items()) if h == half] if half != "second" \
-            else [json.loads(path.read_text()) for path in sorted(SECOND.glob("*.json"))]
+                   for name, h in sorted(split.items()) if h == half] \
+            if half not in ("second", "third") else \
+            [json.loads(path.read_text())
+             for path in sorted((SECOND if half == "second" else THIRD).glob("*.json"))]
         try:
             result = measure(records, args.logs, args.show)
         except (SessionFileError, OSError) as error:
