@@ -8,6 +8,8 @@
     machine_text(sentence) -> whether a sentence of a user's message is a program's pasted text
     intents(sentences) -> the sentences of an agent's text that say what it is about to do
     claims_done(sentence) -> whether a summary's sentence reports a change made
+    ABOUT_SUMMARY: the words of a compaction's own request (an order about the summary is no
+        invention: it is what made the summary)
 
 Pure functions of text: no model, no file, no clock.
 """
@@ -48,6 +50,10 @@ STILL_TO_MAKE = re.compile(r"\b(?:need|needs|pending|todo|next|remaining|still|i
 CHANGE_DONE = re.compile(r"\b(?:added|updated|fixed|removed|implemented|created|changed|"
                          r"converted|replaced|wrote|written|committed|pushed|merged|applied)\b",
                          re.IGNORECASE)
+
+# what the compaction itself is: an order about it is the request that made this summary
+ABOUT_SUMMARY = re.compile(r"\b(?:summary|summari[sz](?:e|es|ed|ing)|compact(?:ion|ed|ing)?)\b",
+                           re.IGNORECASE)
 
 # a program's text pasted into a user's message (machine_text)
 LOG_LINE = re.compile(r"^\W*(?:\d{4}-\d{2}-\d{2}\b|\d{1,2}:\d{2}:\d{2}\b|"

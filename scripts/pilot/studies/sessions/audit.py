@@ -539,7 +539,7 @@ def audit_compaction(session: dict, k: int, number: int = 1) -> dict:
                                                           event.get("asked"))
         # the needed items read each turn as the ground truth does, up to MAX_TURN_CHARS
         record["needed"] = needed_rows(capped_turns(turns)[0], event.get("workspace"),
-                                       event["summary"], record["rows"])
+                                       event["summary"], record["rows"], event.get("asked"))
         record["scored"] = True
     return record
 

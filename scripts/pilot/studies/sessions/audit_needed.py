@@ -62,11 +62,13 @@ FIGURE = ("fig_audit.svg", "What the summaries did with what the next agent need
 
 # --- One compaction ---------------------------------------------------------------------------
 def needed_rows(turns: list[dict], workspace: dict | None, summary: str,
-                rows: list[dict]) -> list[dict]:
+                rows: list[dict], asked: str | None = None) -> list[dict]:
     """The needed rows of one compaction (category, kind, key, words, status, summary_sentence):
-    needed.py's items, nothing added; the study's rows they stand for get `needed` True."""
+    needed.py's items, nothing added; the study's rows they stand for get `needed` True. `asked`:
+    the words the user gave this summary (`/compact <words>`), the user's too."""
     items = judge_needed(needed_items(turns, workspace), summary,
-                         agreed_words(turns) + [earlier_summary(turns)])
+                         agreed_words(turns) + [earlier_summary(turns)] + ([asked] if asked
+                                                                           else []))
     # every piece of a secret of the whole texts, found before needed.py cut its excerpts
     pieces = secret_pieces([summary] + [str(t.get(f) or "") for t in turns
                                         for f in ("text", "calls", "call")])

@@ -24,7 +24,8 @@ AUDIT_FIGURE = FIGURE
 
 # what an unverified claim of the gate is (audit_gate.py), wherever the report names one
 UNVERIFIED_MEANS = ("`unverified` rows of the release gate in audit.csv: no call or word of the "
-                    "history bears the claim out, and no failed call contradicts it")
+                    "history bears the claim out and no failed call contradicts it, or only its "
+                    "words set it against an instruction")
 
 # Each item type's classes as three outcomes the figure draws side by side: kept (a value kept
 # verbatim or
@@ -120,9 +121,9 @@ def context_answers(a: dict) -> list[str]:
                   + "." if flagged else ": none invents an instruction or a claim."))
     unverified = a.get("gate_unverified", 0)
     if unverified:
-        out.append(f"Apart from those, {plural(unverified, 'claim')} of work done or checked "
-                   f"that the transcript can neither show nor contradict ({UNVERIFIED_MEANS}): "
-                   "worth a look, never counted as a misstatement.")
+        out.append(f"Apart from those, {plural(unverified, 'sentence')} that the transcript can "
+                   f"neither show nor contradict ({UNVERIFIED_MEANS}): worth a look, never "
+                   "counted as a misstatement.")
     return out
 
 

@@ -40,8 +40,8 @@ from ...rules.claims import (claim, contradicts, invented_order, reports_failure
 from ...rules.spellings import normalize_value, numeric_key
 from ...rules.states import state_units
 from ...rules.values import extract_values, mask_secrets
-from .agent_text import (claims_done, failure_lines, intents, machine_text, run_of,
-                         superseded_runs_dropped)
+from .agent_text import (ABOUT_SUMMARY, claims_done, failure_lines, intents, machine_text,
+                         run_of, superseded_runs_dropped)
 from .agent_values import address_kept, agent_value_items, changed_in, number_kept
 from .failed_steps import call_command, session_steps, turn_outcome
 from .truth import is_standing_instruction, judge_steps, revoked_by, split_sentences
@@ -666,8 +666,10 @@ def invented_orders(items: list[dict], units: list[str], agreed: list[str] = ())
             said |= terms(item["source"])
     out = []
     for unit in units:
-        order = invented_order(unit, said)
-        if order:
+        # (hyphens read as spaces: "asked to double-check" of "double check again?"; an order
+        # about the summary is the compaction's own request: the amendment of 2026-12-06 (22))
+        order = invented_order(unit.replace("-", " "), said)
+        if order and not ABOUT_SUMMARY.search(order):
             out.append({"category": "instruction", "key": order[:80],
                         "text": mask_secrets(unit[:MAX_TEXT]), "source": "", "kind": "invented",
                         "turn": None, "status": "wrong",
