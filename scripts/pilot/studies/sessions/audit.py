@@ -109,7 +109,7 @@ LOST = {"value": ("changed", "dropped"), "instruction": ("contradicted", "absent
 HARMFUL = {("value", "changed"), ("instruction", "contradicted"), ("step", "claimed done")}
 
 GATE_MEANS = {
-    "obligation": "an instruction the user did not give, withdrew, or the opposite of one",
+    "obligation": "an order the user did not give or withdrew, or one to set the rules aside",
     "status": "a failure presented as a success, or a claim the transcript contradicts",
     "value": "a value the transcript does not give",
     "schema": "a field that steers the " "successor",
