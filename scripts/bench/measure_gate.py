@@ -8,6 +8,7 @@ counts are printed (--show refuses it).
     python3 scripts/bench/measure_gate.py --split dev            # counts
     python3 scripts/bench/measure_gate.py --split dev --show     # and every finding, to judge
     python3 scripts/bench/measure_gate.py --split held-out       # counts only
+    python3 scripts/bench/measure_gate.py --split third --logs DIR   # the third labelled set
     python3 scripts/bench/measure_gate.py --unlabelled DIR --half first   # other real logs
 
 --unlabelled DIR reads every compaction of the logs in a folder that no label covers (real logs
@@ -150,7 +151,9 @@ def measure_unlabelled(files: list[Path], show: bool) -> tuple[collections.Count
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", type=Path, default=LOGS)
-    parser.add_argument("--split", choices=("dev", "held-out"), default="dev")
+    parser.add_argument("--split", choices=("dev", "held-out", "second", "third"), default="dev",
+                        help="second, third: the labelled sets in tests/labelled/compactions-2 "
+                             "and -3, whose logs are not in shared/real-logs (give --logs)")
     parser.add_argument("--show", action="store_true", help="print every finding (dev only)")
     parser.add_argument("--unlabelled", type=Path, metavar="DIR",
                         help="a folder of real logs no label covers: every finding printed")
@@ -176,8 +179,13 @@ def main(argv: list[str] | None = None) -> int:
                      "counted, never read)")
     split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
                  if line.strip())
+    sets = {"second": LABELS.with_name("compactions-2"), "third": LABELS.with_name("compactions-3")}
     records = [json.loads((LABELS / f"{name}.json").read_text())
-               for name, half in sorted(split.items()) if half == args.split]
+               for name, half in sorted(split.items()) if half == args.split] \
+        if args.split not in sets else \
+        [record for record in (json.loads(path.read_text())
+                               for path in sorted(sets[args.split].glob("*.json")))
+         if record.get("history_in_file") is not False]
     tally, shown = measure(records, args.logs)
     print(f"## {args.split}: {tally['compactions']} compactions, {tally['findings']} gate findings")
     for key in sorted(k for k in tally if k not in ("compactions", "findings")):
