@@ -206,19 +206,24 @@ class AuditTest(TempDirMixin, unittest.TestCase):
         self.assertNotIn("lost", text.split("## The answer")[1].split("##")[0])
 
     def test_the_report_prints_the_measured_figures_and_decisions_precision(self):
-        """Issue 40, point 6: the dev and held-out figures of the needed items, with their date and source."""
+        """Issue 40, point 6: the needed items' figures on the three labelled sets, with their date and source."""
         _, _, _, out = self.audit(str(EXAMPLE))
         text = (out / "analysis.md").read_text(encoding="utf-8")
-        self.assertIn("| dev | 19 | 0.72 (31/43) | 0.00 (1/320) | 1.58 (68/43) | 0.85 / 0.88 | 0.35 (9/26) |", text)
-        self.assertIn("of the rules before the agent's own values were added", text)
-        self.assertIn("| held-out | 11 | 0.20 (4/20) | 0.01 (1/180) | 2.70 (54/20) | 0.81 / 0.90 | 0.00 (0/5) |",
-                      text)
+        self.assertIn("| third set (held out) | 19 | 0.50 (25/50) | 0.03 (7/238) | 2.08 (104/50) | 0.76 / 0.83 | "
+                      "0.06 (2/32) |", text)
+        self.assertIn("| first set, dev half (tuned on) | 19 | 0.72 (31/43) | 0.00 (1/320) | 1.65 (71/43) | "
+                      "0.85 / 0.88 | 0.35 (9/26) |", text)
+        self.assertIn("| first set, held-out half (spent: measured five times) | 11 | 0.20 (4/20) |", text)
+        self.assertIn("| second set (counted once, then tuned on) | 25 | 0.38 (14/37) |", text)
+        # the held-out set's row first: the figure to read
+        self.assertLess(text.index("third set (held out)"), text.index("first set, dev half"))
         self.assertIn("measured on 2026-12-06", text)
-        self.assertIn("tests/labelled/compactions/README.md", text)
+        self.assertIn("tests/labelled/compactions*/README.md", text)
         line = audit_needed.item_line({"file": "a.jsonl", "n": 1},
                                       {"category": "decision", "kind": "the agent's finding", "key": "the fix is X",
                                        "words": "the fix is X", "status": "lost", "summary_sentence": None})
-        self.assertIn("decisions' measured precision: 0.35 (9/26) on dev, 0.00 (0/5) held-out", line)
+        self.assertIn("decisions' measured precision: 0.35 (9/26) on dev, 0.06 (2/32) on the held-out third set",
+                      line)
 
     def test_source_and_summary_give_the_same_rows_for_the_same_pair(self):
         folder = self.make_tmp()
