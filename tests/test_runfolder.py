@@ -7,9 +7,9 @@ command that would write it, and checks the one-line refusal that names it and t
 import contextlib
 import io
 import json
-import re
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
