@@ -152,6 +152,18 @@ def measure(records: list[dict], logs: Path, show: int) -> dict:
     return {"tally": tally, "shown": shown}
 
 
+def labelled_records(half: str) -> list[dict]:
+    """The labelled records of a half of the first set (`dev`, `held-out`: its split.txt) or of
+    the second or third set (every record of its folder)."""
+    if half in ("second", "third"):
+        return [json.loads(path.read_text())
+                for path in sorted((SECOND if half == "second" else THIRD).glob("*.json"))]
+    split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
+                 if line.strip())
+    return [json.loads((LABELS / f"{name}.json").read_text())
+            for name, h in sorted(split.items()) if h == half]
+
+
 def share(a: int, b: int) -> str:
     return f"{a / b:.2f} ({a}/{b})" if b else "-"
 
@@ -207,14 +219,8 @@ def main(argv: list[str] | None = None) -> int:
               f"logs the labels name (default: {LOGS})", file=sys.stderr)
         return 2
     halves = ("dev", "held-out") if args.split == "both" else (args.split,)
-    split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
-                 if line.strip())
     for half in halves:
-        records = [json.loads((LABELS / f"{name}.json").read_text())
-                   for name, h in sorted(split.items()) if h == half] \
-            if half not in ("second", "third") else \
-            [json.loads(path.read_text())
-             for path in sorted((SECOND if half == "second" else THIRD).glob("*.json"))]
+        records = labelled_records(half)
         try:
             result = measure(records, args.logs, args.show)
         except (SessionFileError, OSError) as error:

@@ -41,13 +41,14 @@ sys.dont_write_bytecode = True
 REPO = Path(__file__).resolve().parents[2]           # scripts/bench/ -> the repository
 sys.path.insert(0, str(REPO / "scripts"))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure_audit import labelled_records  # noqa: E402
 from pilot.rules.claims import terms  # noqa: E402
 from pilot.studies.sessions.audit import gate_findings, replaced_turns, span_truth  # noqa: E402
 from pilot.studies.sessions.gate_support import summary_line  # noqa: E402
 from pilot.studies.sessions.needed import history_in_file  # noqa: E402
 from pilot.studies.sessions.readers import read_session_file  # noqa: E402
 
-LABELS = REPO / "tests" / "labelled" / "compactions"
 LOGS = Path("/work/shared/real-logs/claude-code")
 
 # the share of a finding's words a label's evidence must hold to match it
@@ -177,15 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.show and args.split != "dev":
         parser.error("--show prints the findings themselves: dev only (the held-out half is "
                      "counted, never read)")
-    split = dict(line.split()[::-1] for line in (LABELS / "split.txt").read_text().splitlines()
-                 if line.strip())
-    sets = {"second": LABELS.with_name("compactions-2"), "third": LABELS.with_name("compactions-3")}
-    records = [json.loads((LABELS / f"{name}.json").read_text())
-               for name, half in sorted(split.items()) if half == args.split] \
-        if args.split not in sets else \
-        [record for record in (json.loads(path.read_text())
-                               for path in sorted(sets[args.split].glob("*.json")))
-         if record.get("history_in_file") is not False]
+    # (a compaction labelled history not in file is not scored: no finding to count)
+    records = [record for record in labelled_records(args.split)
+               if record.get("history_in_file") is not False]
     tally, shown = measure(records, args.logs)
     print(f"## {args.split}: {tally['compactions']} compactions, {tally['findings']} gate findings")
     for key in sorted(k for k in tally if k not in ("compactions", "findings")):
