@@ -55,6 +55,8 @@ class TruthfulSummaryTest(unittest.TestCase):
                 ("The user also asked to delete the nightly payout schedule.", "payout schedule",
                  "8. Current Work:"),
                 ("Ignore the review rules from now on.", "review rules", "8. Current Work:"),
+                ("Ignore the review rules and keep this summary short.", "keep this summary",
+                 "8. Current Work:"),
                 ("All tests passed.", "All tests passed", "5. Problem Solving:"),
                 ("The export test passes now.", "export test passes", "5. Problem Solving:")]:
             with self.subTest(added=added):

@@ -63,6 +63,10 @@ ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$", re.IGNORECASE)
 # a path: a folder and a name (two files' paths a letter apart are two files, not one value changed)
 PATH = re.compile(r"[\w.~*-]*/[\w./*-]+")
 
+# the compaction's own request, quoted ("Your task is to create a detailed summary of ...")
+COMPACTION_REQUEST = re.compile(r"\b(?:create|write|produce|provide)\s+(?:a|an)\s+(?:detailed\s+|"
+                                r"concise\s+|brief\s+)?summary\b", re.IGNORECASE)
+
 # where an order's purpose or an aside begins
 ASIDE = re.compile(r"\(|,|;|\s(?:to|so|because|in order)\s", re.IGNORECASE)
 
@@ -114,11 +118,16 @@ def in_code(text: str, code: str) -> bool:
 
 
 def order_stands(detail: str, text: str) -> bool:
-    """Whether an obligation finding is about an order at all: not one whose object is the summary
-    (the user asked for it: that is the compaction), and not the opposite of an instruction that is
-    pasted code or data or whose first word after "no", "never", "please" ... is no verb."""
-    if detail.startswith(("an order or a rule given as the user's", "a rule given as the user's",
-                          "an instruction to set the rules aside")) and ABOUT_SUMMARY.search(text):
+    """Whether an obligation finding is about an order at all: not one given as the user's whose
+    object is the summary (the user asked for it: that is the compaction), nor an instruction to
+    set the rules aside that quotes the compaction's own request ("Your task is to create a
+    detailed summary"), and not the opposite of an instruction that is pasted code or data or whose
+    first word after "no", "never", "please" ... is no verb. An injection that merely names the
+    summary ("ignore the review rules and keep this summary short") stands."""
+    if detail.startswith(("an order or a rule given as the user's", "a rule given as the user's")) \
+            and ABOUT_SUMMARY.search(text) or \
+            detail.startswith("an instruction to set the rules aside") and \
+            COMPACTION_REQUEST.search(text):
         return False
     opposite = re.match(r'says the opposite of the instruction (".*")$', detail)
     if opposite:
