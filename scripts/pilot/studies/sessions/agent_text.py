@@ -11,7 +11,8 @@
     ABOUT_SUMMARY: the words of a compaction's own request (an order about the summary is no
         invention: it is what made the summary)
 
-Pure functions of text: no model, no file, no clock.
+Pure functions of text (and of needed.py's item records, for the runs superseded): no model, no
+file, no clock.
 """
 from __future__ import annotations
 
